@@ -1,0 +1,217 @@
+//! The command line, and the only module that knows clap.
+//!
+//! Parsed arguments are converted into the plain option structs of
+//! [`crate::commands`] by destructuring every field, so that a flag added here
+//! and not wired through is a compile error.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand};
+
+use crate::commands::{self, Command, Global, ValidateOptions};
+use crate::diagnostic::{Code, Diagnostic};
+use crate::exit::{self, Verdict};
+use crate::openspec::root::Env;
+use crate::output::{Mode, Payload, Report, emit};
+
+/// Proves the claims of a change in a spec-driven repository.
+#[derive(Debug, Parser)]
+#[command(
+    name = "proofgraph",
+    version,
+    about = "Proves the claims of an OpenSpec change and keeps signed receipts of what was proven",
+    after_help = "Exit codes: 0 proven/ok, 1 something failed, 2 not everything proven, 3 cannot evaluate, 130 interrupted.\nDiagnostics: docs/diagnostics.md"
+)]
+struct Cli {
+    #[command(flatten)]
+    global: GlobalArgs,
+    #[command(subcommand)]
+    command: CommandArgs,
+}
+
+#[derive(Debug, Args)]
+struct GlobalArgs {
+    /// Print exactly one JSON document on stdout (prose goes to stderr)
+    #[arg(long, global = true)]
+    json: bool,
+    /// Run as if started in DIR
+    #[arg(short = 'C', value_name = "DIR", global = true)]
+    directory: Option<PathBuf>,
+    /// Use the registered OpenSpec store ID as the root
+    #[arg(long, value_name = "ID", global = true)]
+    store: Option<String>,
+}
+
+#[derive(Debug, Subcommand)]
+enum CommandArgs {
+    /// List the changes with their claim counts and wiring files
+    #[command(after_help = "Example:\n  proofgraph list --json")]
+    List,
+    /// Show a change's claims, providers and services
+    #[command(after_help = "Example:\n  proofgraph show add-profile-page")]
+    Show {
+        /// The change (a directory under openspec/changes/)
+        change: String,
+    },
+    /// Check a change's evidence.yaml and execution.yaml (and proofgraph.yaml)
+    #[command(
+        after_help = "Examples:\n  proofgraph validate add-profile-page\n  proofgraph validate --all --strict --json"
+    )]
+    Validate {
+        /// The change to validate
+        #[arg(required_unless_present = "all", conflicts_with = "all")]
+        change: Option<String>,
+        /// Validate every change
+        #[arg(long)]
+        all: bool,
+        /// Treat warnings as failures
+        #[arg(long)]
+        strict: bool,
+    },
+    /// Report the health of the OpenSpec root, its store and the workspace
+    #[command(after_help = "Example:\n  proofgraph doctor --json")]
+    Doctor,
+}
+
+impl Cli {
+    /// Converts parsed arguments into the options the commands take.
+    fn into_command(self) -> (Global, Command) {
+        let Cli {
+            global:
+                GlobalArgs {
+                    json,
+                    directory,
+                    store,
+                },
+            command,
+        } = self;
+        let global = Global {
+            json,
+            directory,
+            store,
+        };
+        let command = match command {
+            CommandArgs::List => Command::List,
+            CommandArgs::Show { change } => Command::Show { change },
+            CommandArgs::Validate {
+                change,
+                all,
+                strict,
+            } => Command::Validate(ValidateOptions {
+                change: if all { None } else { change },
+                strict,
+            }),
+            CommandArgs::Doctor => Command::Doctor,
+        };
+        (global, command)
+    }
+}
+
+/// The whole program: parse, run, and return the exit code.
+pub fn main() -> ExitCode {
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    let json = args.iter().skip(1).any(|a| a == "--json");
+    let cli = match Cli::try_parse_from(&args) {
+        Ok(cli) => cli,
+        Err(err) => return ExitCode::from(usage_error(&err, json)),
+    };
+    let (global, command) = cli.into_command();
+    let env = match process_env() {
+        Ok(env) => env,
+        Err(d) => {
+            return ExitCode::from(emit(
+                mode(global.json),
+                Report::<Empty>::failed(vec![d], Verdict::Invalid),
+            ));
+        }
+    };
+    let code =
+        std::panic::catch_unwind(|| commands::run(env, &global, command)).unwrap_or_else(|_| {
+            let d = Diagnostic::error(
+                Code::InternalError,
+                "proofgraph failed unexpectedly; this is a bug",
+            )
+            .fix("Report the command and its input; the panic message above says where it failed.");
+            emit(
+                mode(global.json),
+                Report::<Empty>::failed(vec![d], Verdict::Invalid),
+            )
+        });
+    ExitCode::from(code)
+}
+
+fn mode(json: bool) -> Mode {
+    if json { Mode::Json } else { Mode::Human }
+}
+
+/// The payload of a document that has nothing but `status`.
+#[derive(Debug, Default, serde::Serialize)]
+struct Empty {}
+
+impl Payload for Empty {
+    fn human(&self, _out: &mut String) {}
+}
+
+/// Reports a command line clap could not parse. `--help` and `--version` are
+/// not errors: clap prints them and proofgraph exits 0.
+fn usage_error(err: &clap::Error, json: bool) -> u8 {
+    use clap::error::ErrorKind;
+    if matches!(
+        err.kind(),
+        ErrorKind::DisplayHelp
+            | ErrorKind::DisplayVersion
+            | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+    ) {
+        let _ = err.print();
+        return if err.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
+            3
+        } else {
+            0
+        };
+    }
+    if !json {
+        let _ = err.print();
+        return exit::process_exit_code(Verdict::Invalid);
+    }
+    let rendered = err.render().to_string();
+    let message = rendered
+        .lines()
+        .next()
+        .unwrap_or("invalid command line")
+        .trim_start_matches("error: ")
+        .to_owned();
+    let d = Diagnostic::error(Code::UsageError, message)
+        .surface("cli")
+        .fix("Run `proofgraph --help` for usage.");
+    emit(
+        Mode::Json,
+        Report::<Empty>::failed(vec![d], Verdict::Invalid),
+    )
+}
+
+/// Reads the facts about the process that commands depend on, once.
+fn process_env() -> Result<Env, Diagnostic> {
+    let cwd = std::env::current_dir().map_err(|err| {
+        Diagnostic::error(
+            Code::UsageError,
+            format!("failed to read the current directory: {err}"),
+        )
+        .surface("cli.directory")
+        .fix("Run proofgraph from an existing directory, or pass -C <dir>.")
+    })?;
+    let var = |name: &str| {
+        std::env::var_os(name)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    };
+    let home = var("HOME")
+        .or_else(std::env::home_dir)
+        .unwrap_or_else(|| PathBuf::from("/"));
+    Ok(Env {
+        cwd,
+        home,
+        xdg_data_home: var("XDG_DATA_HOME"),
+        xdg_config_home: var("XDG_CONFIG_HOME"),
+    })
+}

@@ -1,0 +1,182 @@
+//! `proofgraph doctor`: the health of the OpenSpec root, the selected store
+//! and the workspace. Findings never change the exit code (0); only a root
+//! that cannot be resolved does (3).
+//!
+//! The `root` and `store` objects have the shape `openspec doctor --json`
+//! prints, so the two tools can be compared directly.
+
+use std::fmt::Write as _;
+
+use serde::Serialize;
+
+use super::{Context, RootOutput};
+use crate::diagnostic::{self, Diagnostic};
+use crate::exit::Verdict;
+use crate::openspec::{inspect, store};
+use crate::output::{Payload, Report};
+use crate::workspace::Workspace;
+
+/// The root's health.
+#[derive(Debug, Clone, Serialize)]
+pub struct RootHealth {
+    /// The root, as embedded elsewhere.
+    #[serde(flatten)]
+    pub root: RootOutput,
+    /// Whether it is a usable OpenSpec root.
+    pub healthy: bool,
+    /// What is wrong with it.
+    pub status: Vec<Diagnostic>,
+}
+
+/// Whether the store's identity file is present and valid.
+#[derive(Debug, Clone, Serialize)]
+pub struct StoreMetadata {
+    /// The file exists.
+    pub present: bool,
+    /// The file reads as metadata.
+    pub valid: bool,
+    /// The canonical remote it records.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub remote: Option<String>,
+}
+
+/// The selected store, when the root is a store.
+#[derive(Debug, Clone, Serialize)]
+pub struct StoreHealth {
+    /// The store id.
+    pub id: String,
+    /// Its identity file.
+    pub metadata: StoreMetadata,
+    /// Findings about it.
+    pub status: Vec<Diagnostic>,
+}
+
+/// A repository of the workspace.
+#[derive(Debug, Clone, Serialize)]
+pub struct RepositoryHealth {
+    /// The id.
+    pub id: String,
+    /// The path as written.
+    pub path: String,
+    /// Whether the directory exists.
+    pub exists: bool,
+}
+
+/// The workspace's health.
+#[derive(Debug, Clone, Serialize)]
+pub struct WorkspaceHealth {
+    /// `proofgraph.yaml` when it exists.
+    pub catalog: Option<&'static str>,
+    /// The repositories.
+    pub repositories: Vec<RepositoryHealth>,
+    /// The number of active changes.
+    pub changes: usize,
+    /// Findings about the catalog.
+    pub status: Vec<Diagnostic>,
+}
+
+/// The payload of `doctor`.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct DoctorPayload {
+    /// The root's health.
+    pub root: Option<RootHealth>,
+    /// The store's health, when the root is a store.
+    pub store: Option<StoreHealth>,
+    /// The workspace's health.
+    pub workspace: Option<WorkspaceHealth>,
+}
+
+impl Payload for DoctorPayload {
+    fn human(&self, out: &mut String) {
+        let Some(root) = &self.root else { return };
+        let _ = writeln!(out, "Root");
+        let _ = writeln!(out, "  Location: {}", root.root.path.display());
+        let _ = writeln!(
+            out,
+            "  OpenSpec root: {}",
+            if root.healthy { "ok" } else { "unhealthy" }
+        );
+        for d in &root.status {
+            let _ = writeln!(out, "  - {}", d.message);
+        }
+        if let Some(store) = &self.store {
+            let note = if store.metadata.valid {
+                "metadata ok"
+            } else {
+                "metadata invalid"
+            };
+            let _ = writeln!(out, "  Store: {} ({note})", store.id);
+        }
+        if let Some(ws) = &self.workspace {
+            let _ = writeln!(out, "Workspace");
+            let _ = writeln!(
+                out,
+                "  Catalog: {}",
+                ws.catalog.unwrap_or("(none: one repository, `root`)")
+            );
+            for r in &ws.repositories {
+                let state = if r.exists { "ok" } else { "missing" };
+                let _ = writeln!(out, "  Repository {}: {} ({state})", r.id, r.path);
+            }
+            let _ = writeln!(out, "  Changes: {}", ws.changes);
+            for d in &ws.status {
+                let _ = writeln!(out, "  - {}", d.message);
+            }
+        }
+    }
+}
+
+/// Runs `doctor`.
+pub fn run(ctx: &Context) -> Report<DoctorPayload> {
+    let resolution = match ctx.resolve_root() {
+        Ok(r) => r,
+        Err(d) => return Report::failed(vec![d], Verdict::Invalid),
+    };
+    let resolved = &resolution.root;
+    let inspection = inspect::inspect(&resolved.path);
+    let store = resolved.store_id.as_ref().map(|id| {
+        let metadata = store::read_metadata(&resolved.path).ok().flatten();
+        StoreHealth {
+            id: id.clone(),
+            metadata: StoreMetadata {
+                present: metadata.is_some(),
+                valid: metadata.is_some(),
+                remote: metadata.and_then(|m| m.remote),
+            },
+            status: Vec::new(),
+        }
+    });
+    let status = resolution.notes.clone();
+    let workspace = Workspace::load(&resolved.path);
+    let mut ws_status = workspace.diagnostics.clone();
+    diagnostic::sort(&mut ws_status);
+    let workspace_health = WorkspaceHealth {
+        catalog: workspace
+            .has_catalog
+            .then_some(crate::config::catalog::FILE_NAME),
+        repositories: workspace
+            .repositories
+            .values()
+            .map(|r| RepositoryHealth {
+                id: r.id.to_string(),
+                path: r.path.clone(),
+                exists: r.dir.is_dir(),
+            })
+            .collect(),
+        changes: workspace.change_names().map(|n| n.len()).unwrap_or(0),
+        status: ws_status,
+    };
+    Report {
+        payload: Some(DoctorPayload {
+            root: Some(RootHealth {
+                root: RootOutput::from(resolved),
+                healthy: inspection.healthy,
+                status: inspection.diagnostics,
+            }),
+            store,
+            workspace: Some(workspace_health),
+        }),
+        status,
+        verdict: Verdict::Success,
+    }
+}

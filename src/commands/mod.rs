@@ -1,0 +1,132 @@
+//! The commands, each a function from plain options to a [`Report`].
+//!
+//! Commands never print: they return a payload, diagnostics and a verdict,
+//! and [`crate::output`] renders them.
+
+pub mod doctor;
+pub mod list;
+pub mod show;
+pub mod validate;
+
+use std::path::PathBuf;
+
+use serde::{Serialize, Serializer};
+
+use crate::diagnostic::{Code, Diagnostic};
+use crate::openspec::root::{self, Env, Implicit, Resolution};
+use crate::output::{Mode, emit};
+
+/// Options every command takes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Global {
+    /// `--json`.
+    pub json: bool,
+    /// `-C <dir>`.
+    pub directory: Option<PathBuf>,
+    /// `--store <id>`.
+    pub store: Option<String>,
+}
+
+/// Options of `validate`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ValidateOptions {
+    /// One change, or every change when `None`.
+    pub change: Option<String>,
+    /// Treat warnings as failures.
+    pub strict: bool,
+}
+
+/// A command and its options.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Command {
+    /// `list`.
+    List,
+    /// `show <change>`.
+    Show {
+        /// The change.
+        change: String,
+    },
+    /// `validate`.
+    Validate(ValidateOptions),
+    /// `doctor`.
+    Doctor,
+}
+
+/// What every command knows about its invocation.
+#[derive(Debug, Clone)]
+pub struct Context {
+    env: Env,
+    store: Option<String>,
+    directory: Option<PathBuf>,
+}
+
+impl Context {
+    /// Builds the context from the process facts and the global options.
+    pub fn new(mut env: Env, global: &Global) -> Self {
+        if let Some(dir) = &global.directory {
+            env.cwd = env.cwd.join(dir);
+        }
+        Self {
+            env,
+            store: global.store.clone(),
+            directory: global.directory.clone(),
+        }
+    }
+
+    /// Resolves the OpenSpec root; proofgraph's commands inspect and never
+    /// create roots, so the current directory never stands in for one.
+    pub fn resolve_root(&self) -> Result<Resolution, Diagnostic> {
+        if let Some(dir) = &self.directory
+            && !self.env.cwd.is_dir()
+        {
+            return Err(Diagnostic::error(
+                Code::UsageError,
+                format!("-C {}: not a directory", dir.display()),
+            )
+            .surface("cli.directory")
+            .fix("Pass an existing directory to -C."));
+        }
+        root::resolve(&self.env, self.store.as_deref(), Implicit::Refused)
+    }
+}
+
+/// Runs a command and renders its report; returns the exit code.
+pub fn run(env: Env, global: &Global, command: Command) -> u8 {
+    let mode = if global.json { Mode::Json } else { Mode::Human };
+    let ctx = Context::new(env, global);
+    match command {
+        Command::List => emit(mode, list::run(&ctx)),
+        Command::Show { change } => emit(mode, show::run(&ctx, &change)),
+        Command::Validate(options) => emit(mode, validate::run(&ctx, &options)),
+        Command::Doctor => emit(mode, doctor::run(&ctx)),
+    }
+}
+
+/// Serializes a path as a string (lossily for non-UTF-8 paths, which JSON
+/// cannot carry).
+pub fn lossy_path<S: Serializer>(path: &std::path::Path, serializer: S) -> Result<S::Ok, S::Error> {
+    path.to_string_lossy().serialize(serializer)
+}
+
+/// The `root` object embedded in payloads, as OpenSpec prints it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RootOutput {
+    /// The root directory.
+    #[serde(serialize_with = "lossy_path")]
+    pub path: PathBuf,
+    /// How it was chosen.
+    pub source: root::Source,
+    /// The store id when a store was selected.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub store_id: Option<String>,
+}
+
+impl From<&root::Root> for RootOutput {
+    fn from(root: &root::Root) -> Self {
+        Self {
+            path: root.path.clone(),
+            source: root.source,
+            store_id: root.store_id.clone(),
+        }
+    }
+}

@@ -1,0 +1,240 @@
+//! `proofgraph validate [<change>|--all] [--strict]`: the OpenSpec-style
+//! validation report for changes (and the workspace catalog).
+//!
+//! The shape follows `openspec validate --json`, in snake_case:
+//! `{items: [{id, type, valid, issues: [{level, code, path, message, line?,
+//! column?, fix?}], duration_ms}], summary: {totals, by_type}, version, root}`.
+//! An item is invalid when it has an error (or, under `--strict`, a warning);
+//! any invalid item makes the command exit 1.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::time::Instant;
+
+use serde::Serialize;
+
+use super::{Context, RootOutput, ValidateOptions};
+use crate::diagnostic::{self, Diagnostic, Severity, Target};
+use crate::exit::Verdict;
+use crate::output::{Payload, Report};
+use crate::workspace::Workspace;
+
+/// One finding in an item.
+#[derive(Debug, Clone, Serialize)]
+pub struct Issue {
+    /// `ERROR`, `WARNING` or `INFO`, as OpenSpec writes levels.
+    pub level: &'static str,
+    /// The stable diagnostic code.
+    pub code: &'static str,
+    /// The file concerned, relative to the root (or a dotted surface).
+    pub path: String,
+    /// What is wrong.
+    pub message: String,
+    /// 1-based line, when the finding has a position.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub line: Option<u32>,
+    /// 1-based column, when the finding has a position.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub column: Option<u32>,
+    /// One actionable sentence.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fix: Option<String>,
+}
+
+impl From<&Diagnostic> for Issue {
+    fn from(d: &Diagnostic) -> Self {
+        let (path, line, column) = match &d.target {
+            Some(Target::Location(l)) => (l.file.clone(), Some(l.pos.line), Some(l.pos.column)),
+            Some(Target::Surface(s)) => (s.clone(), None, None),
+            None => (String::new(), None, None),
+        };
+        Self {
+            level: match d.severity {
+                Severity::Error => "ERROR",
+                Severity::Warning => "WARNING",
+                Severity::Info => "INFO",
+            },
+            code: d.code.as_str(),
+            path,
+            message: d.message.clone(),
+            line,
+            column,
+            fix: d.fix.clone(),
+        }
+    }
+}
+
+/// One validated item: a change or the catalog.
+#[derive(Debug, Clone, Serialize)]
+pub struct Item {
+    /// The change name, or `proofgraph.yaml`.
+    pub id: String,
+    /// `change` or `catalog`.
+    #[serde(rename = "type")]
+    pub kind: &'static str,
+    /// Whether it passed.
+    pub valid: bool,
+    /// What was found.
+    pub issues: Vec<Issue>,
+    /// How long validating it took.
+    pub duration_ms: u64,
+}
+
+/// Counts of items.
+#[derive(Debug, Clone, Copy, Default, Serialize)]
+pub struct Totals {
+    /// Items validated.
+    pub items: usize,
+    /// Items that passed.
+    pub passed: usize,
+    /// Items that failed.
+    pub failed: usize,
+}
+
+/// The summary of a validation.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Summary {
+    /// Over every item.
+    pub totals: Totals,
+    /// Per item type.
+    pub by_type: BTreeMap<&'static str, Totals>,
+}
+
+/// The payload of `validate`.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct ValidatePayload {
+    /// The items, catalog first, then changes by name.
+    pub items: Vec<Item>,
+    /// Counts.
+    pub summary: Option<Summary>,
+    /// The report format's version, as OpenSpec's.
+    pub version: Option<&'static str>,
+    /// The OpenSpec root.
+    pub root: Option<RootOutput>,
+}
+
+impl Payload for ValidatePayload {
+    fn human(&self, out: &mut String) {
+        for item in &self.items {
+            let mark = if item.valid { "ok  " } else { "FAIL" };
+            let _ = writeln!(out, "{mark} {} {}", item.kind, item.id);
+            for issue in &item.issues {
+                let at = match (issue.line, issue.column) {
+                    (Some(l), Some(c)) => format!("{}:{l}:{c}", issue.path),
+                    _ => issue.path.clone(),
+                };
+                let _ = writeln!(
+                    out,
+                    "     {} [{}] {at}: {}",
+                    issue.level.to_lowercase(),
+                    issue.code,
+                    issue.message
+                );
+                if let Some(fix) = &issue.fix {
+                    let _ = writeln!(out, "       fix: {fix}");
+                }
+            }
+        }
+        if let Some(summary) = &self.summary {
+            let t = summary.totals;
+            let _ = writeln!(
+                out,
+                "{} items: {} passed, {} failed",
+                t.items, t.passed, t.failed
+            );
+        }
+    }
+}
+
+fn item(
+    id: String,
+    kind: &'static str,
+    mut findings: Vec<Diagnostic>,
+    strict: bool,
+    started: Instant,
+) -> Item {
+    diagnostic::sort(&mut findings);
+    let valid = !findings
+        .iter()
+        .any(|d| d.is_error() || (strict && d.severity == Severity::Warning));
+    Item {
+        id,
+        kind,
+        valid,
+        issues: findings.iter().map(Issue::from).collect(),
+        duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+    }
+}
+
+/// Runs `validate`.
+pub fn run(ctx: &Context, options: &ValidateOptions) -> Report<ValidatePayload> {
+    let resolution = match ctx.resolve_root() {
+        Ok(r) => r,
+        Err(d) => return Report::failed(vec![d], Verdict::Invalid),
+    };
+    let started = Instant::now();
+    let workspace = Workspace::load(&resolution.root.path);
+    let names = match &options.change {
+        Some(name) => match workspace.find_change(name) {
+            Ok(c) => vec![c],
+            Err(d) => return Report::failed(vec![d], Verdict::Invalid),
+        },
+        None => match workspace.change_names() {
+            Ok(names) => names,
+            Err(d) => return Report::failed(vec![d], Verdict::Invalid),
+        },
+    };
+    let mut items = Vec::new();
+    if workspace.has_catalog {
+        items.push(item(
+            crate::config::catalog::FILE_NAME.to_owned(),
+            "catalog",
+            workspace.diagnostics.clone(),
+            options.strict,
+            started,
+        ));
+    }
+    for name in names {
+        let started = Instant::now();
+        let change = workspace.load_change(&name);
+        let mut findings = change.diagnostics.clone();
+        findings.extend(change.coverage_diagnostics(&workspace));
+        items.push(item(
+            name.to_string(),
+            "change",
+            findings,
+            options.strict,
+            started,
+        ));
+    }
+    let mut summary = Summary::default();
+    summary.by_type.insert("change", Totals::default());
+    for it in &items {
+        for totals in [
+            &mut summary.totals,
+            summary.by_type.entry(it.kind).or_default(),
+        ] {
+            totals.items += 1;
+            if it.valid {
+                totals.passed += 1;
+            } else {
+                totals.failed += 1;
+            }
+        }
+    }
+    let verdict = if summary.totals.failed > 0 {
+        Verdict::Failed
+    } else {
+        Verdict::Success
+    };
+    Report {
+        payload: Some(ValidatePayload {
+            items,
+            summary: Some(summary),
+            version: Some("1.0"),
+            root: Some(RootOutput::from(&resolution.root)),
+        }),
+        status: resolution.notes,
+        verdict,
+    }
+}

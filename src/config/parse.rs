@@ -1,0 +1,138 @@
+//! Text to [`Node`] tree: the entry point shared by every configuration file.
+//!
+//! Text whose first non-blank character is `{` is parsed as JSON (as the
+//! existing implementation does: some JSON escapes are not YAML), anything
+//! else as YAML. Both paths keep line and column, reject duplicate keys and
+//! refuse nesting deeper than [`MAX_DEPTH`], so a hostile file can neither
+//! exhaust the stack nor smuggle a second value past a first.
+
+use super::json;
+use super::node::{Node, Pos};
+use super::yaml;
+
+/// The deepest nesting of mappings and sequences a configuration file may use.
+pub const MAX_DEPTH: usize = 64;
+
+/// The largest configuration file read, in bytes. Real files are a few
+/// kilobytes; anything near this is a mistake, not a configuration.
+pub const MAX_FILE_BYTES: u64 = 4 * 1024 * 1024;
+
+/// Which syntax a document was read as.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Syntax {
+    /// JSON text (the first non-blank character was `{`).
+    Json,
+    /// YAML text.
+    Yaml,
+}
+
+impl Syntax {
+    /// The syntax's name in messages.
+    pub fn name(self) -> &'static str {
+        match self {
+            Syntax::Json => "JSON",
+            Syntax::Yaml => "YAML",
+        }
+    }
+}
+
+/// Why a document could not be read into a tree.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ParseErrorKind {
+    /// The text is not valid JSON or YAML; the message says what the parser
+    /// expected.
+    Syntax(String),
+    /// Mappings and sequences nest deeper than [`MAX_DEPTH`].
+    TooDeep,
+    /// A mapping repeats a key.
+    DuplicateKey {
+        /// The repeated key.
+        key: String,
+        /// Where it was first written.
+        first: Pos,
+    },
+    /// A YAML stream holds more than one document.
+    MultipleDocuments,
+    /// A YAML feature proofgraph does not read (aliases, tags, complex keys).
+    Unsupported(String),
+}
+
+/// A document that could not be read, and where.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ParseError {
+    /// What went wrong.
+    pub kind: ParseErrorKind,
+    /// Where it went wrong.
+    pub pos: Pos,
+}
+
+/// Parses configuration text, choosing JSON or YAML by its first character.
+pub fn parse_document(text: &str) -> (Syntax, Result<Node, ParseError>) {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let first = text.trim_start().chars().next();
+    if first == Some('{') {
+        (Syntax::Json, json::parse(text))
+    } else {
+        (Syntax::Yaml, yaml::parse(text))
+    }
+}
+
+/// The position of the first byte that is not valid UTF-8, for a diagnostic
+/// about binary or mis-encoded files.
+pub fn utf8_error_pos(bytes: &[u8], valid_up_to: usize) -> Pos {
+    let prefix = &bytes[..valid_up_to];
+    let line = prefix.iter().filter(|&&b| b == b'\n').count() + 1;
+    let line_start = prefix
+        .iter()
+        .rposition(|&b| b == b'\n')
+        .map_or(0, |i| i + 1);
+    let column = String::from_utf8_lossy(&prefix[line_start..])
+        .chars()
+        .count()
+        + 1;
+    Pos::new(saturate(line), saturate(column))
+}
+
+/// Converts a count to `u32`, saturating (positions past 4 billion do not
+/// occur in files under [`MAX_FILE_BYTES`]).
+pub fn saturate(n: usize) -> u32 {
+    u32::try_from(n).unwrap_or(u32::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::node::Value;
+
+    #[test]
+    fn json_and_yaml_give_the_same_tree_shape() {
+        let (syntax, json) = parse_document("{\"a\": [1, \"x\"]}\n");
+        assert_eq!(syntax, Syntax::Json);
+        let (syntax, yaml) = parse_document("a: [1, \"x\"]\n");
+        assert_eq!(syntax, Syntax::Yaml);
+        let (json, yaml) = (json.expect("json"), yaml.expect("yaml"));
+        let shape = |n: &Node| match n.get("a").map(|a| &a.value) {
+            Some(Value::Seq(items)) => items.iter().map(|i| i.value.clone()).collect::<Vec<_>>(),
+            _ => Vec::new(),
+        };
+        assert_eq!(shape(&json), shape(&yaml));
+        assert_eq!(
+            shape(&json),
+            vec![Value::Number("1".into()), Value::String("x".into())]
+        );
+    }
+
+    #[test]
+    fn a_leading_bom_is_ignored() {
+        let (syntax, node) = parse_document("\u{feff}{\"a\": 1}");
+        assert_eq!(syntax, Syntax::Json);
+        assert!(node.is_ok());
+    }
+
+    #[test]
+    fn utf8_error_positions_count_characters() {
+        let bytes = b"a: 1\nb: \xc3\xa9\xff";
+        // Valid up to the 10th byte: the 0xff after `é` on line 2.
+        assert_eq!(utf8_error_pos(bytes, 10), Pos::new(2, 5));
+    }
+}

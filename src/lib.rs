@@ -1,0 +1,17 @@
+//! proofgraph proves the claims of a change in a spec-driven repository.
+//!
+//! This library is the application: the command line ([`cli`]), the commands
+//! ([`commands`]), configuration files ([`config`]), OpenSpec root resolution
+//! ([`openspec`]), the workspace on disk ([`workspace`]), the diagnostic
+//! envelope ([`diagnostic`]) and the only code that writes to the terminal
+//! ([`output`]). The pure core lives in `proofgraph-graph`, sandboxes and
+//! process supervision in `proofgraph-sandbox`.
+
+pub mod cli;
+pub mod commands;
+pub mod config;
+pub mod diagnostic;
+pub mod exit;
+pub mod openspec;
+pub mod output;
+pub mod workspace;

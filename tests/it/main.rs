@@ -1,0 +1,3 @@
+//! proofgraph's integration tests: one binary, a module per area.
+
+mod support;

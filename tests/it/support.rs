@@ -1,0 +1,1 @@
+//! Shared helpers: temporary OpenSpec trees and running the binary.
