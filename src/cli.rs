@@ -126,18 +126,26 @@ pub fn main() -> ExitCode {
             ));
         }
     };
-    let code =
-        std::panic::catch_unwind(|| commands::run(env, &global, command)).unwrap_or_else(|_| {
-            let d = Diagnostic::error(
-                Code::InternalError,
-                "proofgraph failed unexpectedly; this is a bug",
-            )
-            .fix("Report the command and its input; the panic message above says where it failed.");
-            emit(
-                mode(global.json),
-                Report::<Empty>::failed(vec![d], Verdict::Invalid),
-            )
-        });
+    let code = std::panic::catch_unwind(|| {
+        // Debug builds can be made to fail here, so that the test suite
+        // proves a panic still yields one JSON document and exit 3.
+        #[cfg(debug_assertions)]
+        if std::env::var_os("PROOFGRAPH_DEBUG_PANIC").is_some() {
+            panic!("PROOFGRAPH_DEBUG_PANIC is set");
+        }
+        commands::run(env, &global, command)
+    })
+    .unwrap_or_else(|_| {
+        let d = Diagnostic::error(
+            Code::InternalError,
+            "proofgraph failed unexpectedly; this is a bug",
+        )
+        .fix("Report the command and its input; the panic message above says where it failed.");
+        emit(
+            mode(global.json),
+            Report::<Empty>::failed(vec![d], Verdict::Invalid),
+        )
+    });
     ExitCode::from(code)
 }
 

@@ -107,8 +107,6 @@ codes! {
     UnknownChange = "unknown_change",
     /// The change name is not a single directory name.
     InvalidChangeName = "invalid_change_name",
-    /// The command was interrupted (SIGINT or SIGTERM).
-    Interrupted = "interrupted",
     /// proofgraph itself failed; this is a bug.
     InternalError = "internal_error",
     // Reading files.

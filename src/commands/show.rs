@@ -187,14 +187,20 @@ impl Payload for ShowPayload {
             let _ = writeln!(out, "  (none declared)");
         }
         for p in &change.providers {
-            let command = p.command.as_ref().map(|c| c.join(" ")).unwrap_or_default();
-            let _ = writeln!(
-                out,
-                "  {} ({}, proves {}): {command}",
-                p.id,
-                p.adapter,
-                p.proves.join(", ")
-            );
+            let how = match (&p.command, &p.contract, &p.ci_issuer) {
+                (Some(command), _, _) => format!("runs {}", command.join(" ")),
+                (None, Some(contract), _) => {
+                    let sides: Vec<String> = contract
+                        .iter()
+                        .map(|(repo, path)| format!("{repo}:{path}"))
+                        .collect();
+                    format!("compares {}", sides.join(" = "))
+                }
+                (None, None, Some(issuer)) => format!("accepts results signed by {issuer}"),
+                (None, None, None) => "runs nothing".to_owned(),
+            };
+            let proves = p.proves.join(", ");
+            let _ = writeln!(out, "  {} ({}, proves {proves}): {how}", p.id, p.adapter);
         }
         if !change.services.is_empty() {
             let _ = writeln!(out, "\nServices");

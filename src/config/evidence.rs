@@ -163,7 +163,10 @@ fn decode_claims(sink: &mut Sink, node: &Node) -> Vec<Claim> {
 }
 
 fn decode_claim(sink: &mut Sink, node: &Node, index: usize) -> Option<Claim> {
-    let what = format!("claim #{}", index + 1);
+    let what = match node.get("id").and_then(Node::as_str) {
+        Some(id) => format!("claim `{id}`"),
+        None => format!("claim #{}", index + 1),
+    };
     let f = fields(sink, node, &what, &CLAIM_KEYS)?;
     let id = match f.get("id") {
         Some(n) => ident(sink, n, &format!("`id` of {what}"), ClaimId::parse),

@@ -24,7 +24,6 @@ pub struct Document {
 
 /// Reads and parses `path`; `shown` is how the file is named in diagnostics.
 pub fn read_document(path: &Path, shown: &str) -> Result<Document, Diagnostic> {
-    let at = |pos: Pos| (shown.to_owned(), pos);
     let file = fs_err::File::open(path).map_err(|err| unreadable(shown, &err))?;
     let mut bytes = Vec::new();
     file.take(MAX_FILE_BYTES + 1)
@@ -44,10 +43,10 @@ pub fn read_document(path: &Path, shown: &str) -> Result<Document, Diagnostic> {
     let text = match std::str::from_utf8(&bytes) {
         Ok(text) => text,
         Err(err) => {
-            let (file, pos) = at(utf8_error_pos(&bytes, err.valid_up_to()));
+            let pos = utf8_error_pos(&bytes, err.valid_up_to());
             return Err(
                 Diagnostic::error(Code::InvalidUtf8, format!("{shown} is not UTF-8 text"))
-                    .at(&file, pos)
+                    .at(shown, pos)
                     .fix("Save the file as UTF-8 text."),
             );
         }
@@ -93,7 +92,7 @@ pub fn read_document(path: &Path, shown: &str) -> Result<Document, Diagnostic> {
 fn unreadable(shown: &str, err: &std::io::Error) -> Diagnostic {
     Diagnostic::error(
         Code::FileUnreadable,
-        format!("failed to read {shown}: {err}"),
+        format!("{shown} cannot be read: {}", err.kind()),
     )
     .at(shown, Pos::new(1, 1))
     .fix("Check the file's permissions and that it is a regular file.")

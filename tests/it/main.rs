@@ -1,3 +1,9 @@
 //! proofgraph's integration tests: one binary, a module per area.
 
+mod catalog;
+mod cli;
+mod compat;
+mod diagnostics;
+mod malformed;
+mod root;
 mod support;

@@ -1,1 +1,226 @@
-//! Shared helpers: temporary OpenSpec trees and running the binary.
+//! Shared helpers: temporary OpenSpec trees, running the binary in an
+//! isolated environment, and snapshot redaction.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use serde_json::Value;
+
+/// The repository's root (for fixtures, docs and tools).
+pub(crate) fn repo_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// A temporary directory holding a tree under `work/` and an isolated home
+/// (`home/`, with XDG data and config directories) so that no test reads the
+/// developer's own OpenSpec registry.
+pub(crate) struct Sandbox {
+    dir: tempfile::TempDir,
+}
+
+impl Sandbox {
+    pub(crate) fn new() -> Self {
+        let dir = tempfile::Builder::new()
+            .prefix("pg-it-")
+            .tempdir()
+            .expect("create a temporary directory");
+        let sandbox = Self { dir };
+        for d in ["work", "home", "home/.local/share", "home/.config"] {
+            fs_err::create_dir_all(sandbox.path().join(d)).expect("create sandbox directories");
+        }
+        sandbox
+    }
+
+    /// The sandbox's root directory (canonical, so that paths printed by the
+    /// tools compare equal).
+    pub(crate) fn path(&self) -> PathBuf {
+        fs_err::canonicalize(self.dir.path()).expect("canonicalize the sandbox")
+    }
+
+    /// `work/`, where trees are built.
+    pub(crate) fn work(&self) -> PathBuf {
+        self.path().join("work")
+    }
+
+    /// The isolated home directory.
+    pub(crate) fn home(&self) -> PathBuf {
+        self.path().join("home")
+    }
+
+    /// The isolated `$XDG_DATA_HOME`.
+    pub(crate) fn data_home(&self) -> PathBuf {
+        self.home().join(".local/share")
+    }
+
+    /// The isolated `$XDG_CONFIG_HOME`.
+    pub(crate) fn config_home(&self) -> PathBuf {
+        self.home().join(".config")
+    }
+
+    /// Writes `content` to `rel` under `work/`, creating directories.
+    pub(crate) fn write(&self, rel: &str, content: impl AsRef<[u8]>) -> PathBuf {
+        write(&self.work().join(rel), content)
+    }
+
+    /// Creates directory `rel` under `work/`.
+    pub(crate) fn mkdir(&self, rel: &str) -> PathBuf {
+        let p = self.work().join(rel);
+        fs_err::create_dir_all(&p).expect("create directory");
+        p
+    }
+
+    /// A minimal healthy OpenSpec root at `rel` under `work/`.
+    pub(crate) fn openspec_root(&self, rel: &str) -> PathBuf {
+        let base = if rel.is_empty() {
+            String::new()
+        } else {
+            format!("{rel}/")
+        };
+        self.write(
+            &format!("{base}openspec/config.yaml"),
+            "schema: spec-driven\n",
+        );
+        self.mkdir(&format!("{base}openspec/specs"));
+        self.mkdir(&format!("{base}openspec/changes/archive"));
+        self.work().join(rel)
+    }
+
+    /// Runs proofgraph with `args` from `cwd`, in this sandbox's environment.
+    pub(crate) fn run(&self, cwd: &Path, args: &[&str]) -> Run {
+        self.command(env!("CARGO_BIN_EXE_proofgraph"), cwd, args)
+    }
+
+    /// Runs any program from `cwd` with this sandbox's isolated HOME/XDG.
+    pub(crate) fn command(
+        &self,
+        program: impl AsRef<std::ffi::OsStr>,
+        cwd: &Path,
+        args: &[&str],
+    ) -> Run {
+        let output = Command::new(program.as_ref())
+            .args(args)
+            .current_dir(cwd)
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", self.home())
+            .env("XDG_DATA_HOME", self.data_home())
+            .env("XDG_CONFIG_HOME", self.config_home())
+            .env("OPENSPEC_TELEMETRY", "0")
+            .env("NO_COLOR", "1")
+            .stdin(Stdio::null())
+            .output()
+            .unwrap_or_else(|err| panic!("failed to run {:?}: {err}", program.as_ref()));
+        Run {
+            code: output.status.code(),
+            stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+        }
+    }
+}
+
+/// Writes a file, creating its directory.
+pub(crate) fn write(path: &Path, content: impl AsRef<[u8]>) -> PathBuf {
+    if let Some(parent) = path.parent() {
+        fs_err::create_dir_all(parent).expect("create parent directory");
+    }
+    fs_err::write(path, content).expect("write file");
+    path.to_path_buf()
+}
+
+/// The result of running a command.
+#[derive(Debug)]
+pub(crate) struct Run {
+    pub(crate) code: Option<i32>,
+    pub(crate) stdout: String,
+    pub(crate) stderr: String,
+}
+
+impl Run {
+    /// stdout parsed as exactly one JSON document (fails the test otherwise).
+    pub(crate) fn json(&self) -> Value {
+        serde_json::from_str(&self.stdout).unwrap_or_else(|err| {
+            panic!(
+                "stdout is not one JSON document ({err}):\n{}\nstderr:\n{}",
+                self.stdout, self.stderr
+            )
+        })
+    }
+
+    /// Asserts the exit code.
+    #[track_caller]
+    pub(crate) fn expect_code(&self, code: i32) -> &Self {
+        assert_eq!(
+            self.code,
+            Some(code),
+            "exit code\nstdout:\n{}\nstderr:\n{}",
+            self.stdout,
+            self.stderr
+        );
+        self
+    }
+
+    /// The codes in the JSON document's top-level `status`.
+    pub(crate) fn status_codes(&self) -> Vec<String> {
+        codes(&self.json()["status"])
+    }
+}
+
+/// The `code` of every diagnostic in a JSON array.
+pub(crate) fn codes(status: &Value) -> Vec<String> {
+    status.as_array().map_or_else(Vec::new, |items| {
+        items
+            .iter()
+            .filter_map(|d| d["code"].as_str().map(str::to_owned))
+            .collect()
+    })
+}
+
+/// Every issue code of every item of a `validate --json` document.
+pub(crate) fn issue_codes(doc: &Value) -> Vec<String> {
+    let mut out = Vec::new();
+    for item in doc["items"].as_array().into_iter().flatten() {
+        out.extend(codes(&item["issues"]));
+    }
+    out
+}
+
+/// Replaces the sandbox path and timings so that snapshots are stable.
+pub(crate) fn redact(sandbox: &Sandbox, text: &str) -> String {
+    let text = text.replace(&sandbox.path().display().to_string(), "[SANDBOX]");
+    let duration = regex_lite_duration();
+    duration(&text)
+}
+
+/// Replaces `"duration_ms": <n>` with a placeholder.
+fn regex_lite_duration() -> impl Fn(&str) -> String {
+    |text: &str| {
+        let mut out = String::with_capacity(text.len());
+        let key = "\"duration_ms\": ";
+        let mut rest = text;
+        while let Some(i) = rest.find(key) {
+            out.push_str(&rest[..i + key.len()]);
+            rest = &rest[i + key.len()..];
+            let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+            out.push_str("\"[ms]\"");
+            rest = &rest[digits..];
+        }
+        out.push_str(rest);
+        out
+    }
+}
+
+/// The `openspec` CLI the differential tests compare against: installed by
+/// `npm ci --prefix tools` (pinned to 1.13.2 in `tools/package-lock.json`).
+/// Missing, it fails the test and says how to install it; it is never skipped.
+pub(crate) fn openspec_bin() -> PathBuf {
+    if let Some(path) = std::env::var_os("PROOFGRAPH_OPENSPEC") {
+        return PathBuf::from(path);
+    }
+    let path = repo_root().join("tools/node_modules/.bin/openspec");
+    assert!(
+        path.exists(),
+        "the differential tests need the real `openspec` CLI 1.13.2 at {}; install it with `npm ci --prefix tools` (needs Node.js and npm)",
+        path.display()
+    );
+    path
+}
