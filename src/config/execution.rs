@@ -209,16 +209,30 @@ impl Provider {
         }
     }
 
+    /// Who receives this provider's discovery receipt: `discoveryProvider`,
+    /// else `discovery` for the provider named `test`, else nobody.
+    pub fn discovery_receiver(&self) -> Option<&str> {
+        if self.adapter.value != Adapter::TestDiscovery {
+            return None;
+        }
+        match &self.discovery_provider {
+            Some(receiver) => Some(receiver.value.as_str()),
+            None if self.id.value.as_str() == "test" => Some("discovery"),
+            None => None,
+        }
+    }
+
     /// Every capability one run of this provider vouches for: its own, its
-    /// `outputs`, and `discovery` for a `test-discovery` provider whose
-    /// discovery receipt is addressed to a provider of that name or to the
-    /// default receiver.
+    /// `outputs`, and `discovery` when its discovery receipt goes to the
+    /// implicit `discovery` receiver.
     pub fn proven_capabilities(&self) -> Vec<CapabilityName> {
         let mut out: Vec<CapabilityName> = self.capability().into_iter().collect();
         out.extend(self.outputs.iter().flatten().map(|o| o.value.clone()));
-        if self.adapter.value == Adapter::TestDiscovery
-            && (self.id.value.as_str() == "test" || self.discovery_provider.is_some())
-        {
+        // The receiver named `discovery` is implicit: a `test-discovery`
+        // provider addressing it (the provider named `test` does by default)
+        // proves discovery itself. Any other receiver is a declared provider
+        // (with capability `discovery`), which proves it there.
+        if self.discovery_receiver().is_some_and(|r| r == "discovery") {
             out.push(CapabilityName::discovery());
         }
         out.sort();

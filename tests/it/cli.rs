@@ -180,3 +180,14 @@ fn human_diagnostics_go_to_stderr_and_json_prose_nowhere() {
     assert!(run.stderr.is_empty(), "{}", run.stderr);
     assert_eq!(run.json()["status"][0]["code"], "unknown_key");
 }
+
+#[test]
+fn the_example_workspace_validates_cleanly_under_strict() {
+    let sb = Sandbox::new();
+    let example = repo_root().join("examples/profile");
+    let run = sb.run(&example, &["validate", "--all", "--strict", "--json"]);
+    run.expect_code(0);
+    let doc = run.json();
+    assert_eq!(doc["summary"]["totals"]["items"], 2);
+    assert_eq!(crate::support::issue_codes(&doc), Vec::<String>::new());
+}

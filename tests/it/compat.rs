@@ -6,14 +6,18 @@ use std::path::{Path, PathBuf};
 
 use crate::support::{Sandbox, repo_root};
 
+/// The corpus lives in the shared folder beside the checkout (it is not
+/// copied into the project); `PROOFGRAPH_SHARED` points elsewhere.
 fn compat_dir() -> PathBuf {
-    let dir = repo_root().join("../shared/compat/changeloop");
-    assert!(
-        dir.is_dir(),
-        "the compatibility corpus is expected at {} (the shared folder beside the checkout)",
-        dir.display()
-    );
-    dir
+    let candidates: Vec<PathBuf> = std::env::var_os("PROOFGRAPH_SHARED")
+        .map(PathBuf::from)
+        .into_iter()
+        .chain([repo_root().join("../shared"), PathBuf::from("/work/shared")])
+        .map(|shared| shared.join("compat/changeloop"))
+        .collect();
+    candidates.iter().find(|d| d.is_dir()).cloned().unwrap_or_else(|| {
+        panic!("the compatibility corpus is expected at one of {candidates:?}; set PROOFGRAPH_SHARED to the shared folder")
+    })
 }
 
 /// Every directory of the corpus that holds an evidence or execution file.

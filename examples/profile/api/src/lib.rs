@@ -1,0 +1,86 @@
+//! The profile API's logic, kept free of I/O so that it can be unit-tested.
+
+/// A profile as the contract (`contracts/profile.v1.json`) describes it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Profile {
+    pub id: u32,
+    pub name: &'static str,
+}
+
+const PROFILES: [Profile; 2] = [
+    Profile { id: 1, name: "Ada Lovelace" },
+    Profile { id: 2, name: "Grace Hopper" },
+];
+
+/// Finds a profile by id.
+pub fn find(id: u32) -> Option<&'static Profile> {
+    PROFILES.iter().find(|p| p.id == id)
+}
+
+/// Renders a profile as the contract's JSON object.
+pub fn to_json(profile: &Profile) -> String {
+    let name = profile.name.replace('\\', "\\\\").replace('"', "\\\"");
+    format!("{{\"id\": {}, \"name\": \"{}\"}}", profile.id, name)
+}
+
+/// An HTTP answer: status, extra headers and body.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Answer {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: String,
+}
+
+/// Routes a request path to an answer. `run_id` is the value of
+/// `PROOFGRAPH_RUN_ID` the server was started with (empty when unset), so a
+/// readiness probe can tell this server from any other on the port.
+pub fn route(path: &str, run_id: &str) -> Answer {
+    let identity = vec![("X-App".to_owned(), "profile-api".to_owned())];
+    if path == "/health" {
+        return Answer { status: 200, headers: identity, body: format!("profile-api ok run={run_id}\n") };
+    }
+    if let Some(id) = path.strip_prefix("/profile/") {
+        return match id.parse().ok().and_then(find) {
+            Some(profile) => Answer { status: 200, headers: identity, body: to_json(profile) },
+            None => Answer { status: 404, headers: identity, body: "{\"error\": \"not found\"}".to_owned() },
+        };
+    }
+    Answer { status: 404, headers: identity, body: "{\"error\": \"no such route\"}".to_owned() }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_a_known_profile() {
+        assert_eq!(find(1).map(|p| p.name), Some("Ada Lovelace"));
+    }
+
+    #[test]
+    fn unknown_profiles_are_absent() {
+        assert_eq!(find(99), None);
+    }
+
+    #[test]
+    fn json_follows_the_contract() {
+        let json = to_json(&Profile { id: 7, name: "A \"quoted\" name" });
+        assert_eq!(json, r#"{"id": 7, "name": "A \"quoted\" name"}"#);
+    }
+
+    #[test]
+    fn health_names_the_service_and_its_run() {
+        let answer = route("/health", "run-42");
+        assert_eq!(answer.status, 200);
+        assert!(answer.headers.contains(&("X-App".to_owned(), "profile-api".to_owned())));
+        assert_eq!(answer.body, "profile-api ok run=run-42\n");
+    }
+
+    #[test]
+    fn profile_route_serves_json() {
+        let answer = route("/profile/2", "");
+        assert_eq!((answer.status, answer.body.as_str()), (200, r#"{"id": 2, "name": "Grace Hopper"}"#));
+        assert_eq!(route("/profile/x", "").status, 404);
+        assert_eq!(route("/nope", "").status, 404);
+    }
+}
