@@ -9,9 +9,10 @@ use proofgraph_graph::{ChangeName, ProviderId, RepoId, ServiceId};
 use crate::config::catalog::{self, Catalog};
 use crate::config::decode::Sink;
 use crate::config::evidence::{self, Evidence};
-use crate::config::execution::{self, Provider, Service};
+use crate::config::execution;
 use crate::config::load::read_document;
 use crate::diagnostic::{Code, Diagnostic};
+use proofgraph_graph::model::{Provider, Service};
 
 /// The evidence file name inside a change.
 pub const EVIDENCE_FILE: &str = "evidence.yaml";

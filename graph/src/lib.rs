@@ -16,6 +16,8 @@
 
 pub mod adapter;
 pub mod id;
+pub mod model;
+pub mod span;
 
 pub use adapter::Adapter;
 

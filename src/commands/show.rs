@@ -8,11 +8,11 @@ use std::fmt::Write as _;
 use serde::Serialize;
 
 use super::{Context, RootOutput};
-use crate::config::execution::{ClaimScope, Provider, Service};
 use crate::diagnostic::{self, Diagnostic};
 use crate::exit::Verdict;
 use crate::output::{Payload, Report};
 use crate::workspace::{Change, Workspace};
+use proofgraph_graph::model::{ClaimScope, Provider, Service};
 
 /// A claim as shown.
 #[derive(Debug, Clone, Serialize)]

@@ -5,24 +5,10 @@
 //! with the next field. Unknown keys are warnings with a "did you mean"
 //! suggestion; wrong types and missing required fields are errors.
 
+pub use proofgraph_graph::span::Spanned;
+
 use super::node::{Key, Node, Pos, Value, number_as_u64};
 use crate::diagnostic::{Code, Diagnostic};
-
-/// A value with the position it was written at.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct Spanned<T> {
-    /// The value.
-    pub value: T,
-    /// Where it was written.
-    pub pos: Pos,
-}
-
-impl<T> Spanned<T> {
-    /// Pairs a value with its position.
-    pub fn new(value: T, pos: Pos) -> Self {
-        Self { value, pos }
-    }
-}
 
 /// Collects the diagnostics of one file.
 #[derive(Debug)]

@@ -2,70 +2,16 @@
 //! needs. Version 2 is current; version 1 is still read. A version-2 file may
 //! embed `providers` (read as wiring, with a warning suggesting the split).
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 use proofgraph_graph::{CapabilityName, ClaimId, ProviderId, RepoId};
 
-use super::decode::{Sink, Spanned, fields, ident, list, missing, nonempty_string, one_of};
-use super::execution::{Provider, check_version, decode_providers};
+use super::decode::{Sink, fields, ident, list, missing, nonempty_string, one_of};
+use proofgraph_graph::model::{Claim, Impact, Provider};
+
+use super::execution::{check_version, decode_providers};
 use super::node::{Node, Pos};
 use crate::diagnostic::Code;
-
-/// How much a claim matters.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Impact {
-    /// Low impact.
-    Low,
-    /// Medium impact.
-    Medium,
-    /// High impact.
-    High,
-}
-
-impl Impact {
-    /// Every impact with its configuration spelling.
-    pub const NAMES: [(&'static str, Impact); 3] = [
-        ("low", Impact::Low),
-        ("medium", Impact::Medium),
-        ("high", Impact::High),
-    ];
-
-    /// The configuration spelling.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Impact::Low => "low",
-            Impact::Medium => "medium",
-            Impact::High => "high",
-        }
-    }
-}
-
-/// One claim.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Claim {
-    /// The stable claim id.
-    pub id: Spanned<ClaimId>,
-    /// What must hold, in words.
-    pub scenario: Option<Spanned<String>>,
-    /// How much it matters.
-    pub impact: Option<Spanned<Impact>>,
-    /// The capabilities that must vouch for it.
-    pub capabilities: Vec<Spanned<CapabilityName>>,
-    /// The repositories it concerns (each needs its own provider).
-    pub repositories: Option<Vec<Spanned<RepoId>>>,
-}
-
-impl Claim {
-    /// The capabilities required, with `discovery` implied by `test`.
-    pub fn required_capabilities(&self) -> BTreeSet<CapabilityName> {
-        let mut out: BTreeSet<CapabilityName> =
-            self.capabilities.iter().map(|c| c.value.clone()).collect();
-        if out.contains(&CapabilityName::test()) {
-            out.insert(CapabilityName::discovery());
-        }
-        out
-    }
-}
 
 /// A decoded `evidence.yaml`.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -5,29 +5,7 @@
 //! typed decoders in this module's siblings read only this tree, so a
 //! diagnostic about a field always names where that field was written.
 
-use std::fmt;
-
-/// A 1-based line and column (in characters) in a source file.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
-pub struct Pos {
-    /// 1-based line.
-    pub line: u32,
-    /// 1-based column, counted in Unicode scalar values.
-    pub column: u32,
-}
-
-impl Pos {
-    /// A position from 1-based line and column numbers.
-    pub fn new(line: u32, column: u32) -> Self {
-        Self { line, column }
-    }
-}
-
-impl fmt::Display for Pos {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}:{}", self.line, self.column)
-    }
-}
+pub use proofgraph_graph::span::Pos;
 
 /// A value in a parsed document, with where it starts.
 #[derive(Debug, Clone, PartialEq)]

@@ -1,0 +1,326 @@
+//! The typed model of a change's configuration: claims, providers and
+//! services, with the position of every field.
+//!
+//! The application decodes `evidence.yaml` and `execution.yaml` into these
+//! types; everything downstream (claim coverage, the graph, fingerprints)
+//! reads them. Absent and empty stay distinct (`Option<Vec<_>>`), because they
+//! are distinct inputs to a provider's fingerprint.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::adapter::Adapter;
+use crate::id::{CapabilityName, ClaimId, EnvName, ProviderId, RepoId, ResourceName, ServiceId};
+use crate::span::{Pos, Spanned};
+
+/// How much a claim matters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Impact {
+    /// Low impact.
+    Low,
+    /// Medium impact.
+    Medium,
+    /// High impact.
+    High,
+}
+
+impl Impact {
+    /// Every impact with its configuration spelling.
+    pub const NAMES: [(&'static str, Impact); 3] = [
+        ("low", Impact::Low),
+        ("medium", Impact::Medium),
+        ("high", Impact::High),
+    ];
+
+    /// The configuration spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Impact::Low => "low",
+            Impact::Medium => "medium",
+            Impact::High => "high",
+        }
+    }
+}
+
+/// One claim.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Claim {
+    /// The stable claim id.
+    pub id: Spanned<ClaimId>,
+    /// What must hold, in words.
+    pub scenario: Option<Spanned<String>>,
+    /// How much it matters.
+    pub impact: Option<Spanned<Impact>>,
+    /// The capabilities that must vouch for it.
+    pub capabilities: Vec<Spanned<CapabilityName>>,
+    /// The repositories it concerns (each needs its own provider).
+    pub repositories: Option<Vec<Spanned<RepoId>>>,
+}
+
+impl Claim {
+    /// The capabilities required, with `discovery` implied by `test`.
+    pub fn required_capabilities(&self) -> BTreeSet<CapabilityName> {
+        let mut out: BTreeSet<CapabilityName> =
+            self.capabilities.iter().map(|c| c.value.clone()).collect();
+        if out.contains(&CapabilityName::test()) {
+            out.insert(CapabilityName::discovery());
+        }
+        out
+    }
+}
+
+/// The report formats a provider may declare. `json` and `auto` are the
+/// existing implementation's spellings; both mean "sniff the report".
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ReportFormat {
+    /// Jest `--json`.
+    Jest,
+    /// Vitest `--reporter=json`.
+    Vitest,
+    /// Playwright `--reporter=json`.
+    Playwright,
+    /// JUnit XML.
+    Junit,
+    /// TAP 13/14.
+    Tap,
+    /// `go test -json`.
+    GoTestJson,
+    /// libtest / nextest JSON lines.
+    LibtestJson,
+    /// Common Test Report Format.
+    Ctrf,
+    /// Mocha's JSON reporter.
+    Mocha,
+    /// Some JSON report: sniffed among the JSON formats.
+    Json,
+    /// Sniffed among every format.
+    Auto,
+}
+
+impl ReportFormat {
+    /// Every format with its configuration spelling.
+    pub const NAMES: [(&'static str, ReportFormat); 11] = [
+        ("jest", ReportFormat::Jest),
+        ("vitest", ReportFormat::Vitest),
+        ("playwright", ReportFormat::Playwright),
+        ("junit", ReportFormat::Junit),
+        ("tap", ReportFormat::Tap),
+        ("go-test-json", ReportFormat::GoTestJson),
+        ("libtest-json", ReportFormat::LibtestJson),
+        ("ctrf", ReportFormat::Ctrf),
+        ("mocha", ReportFormat::Mocha),
+        ("json", ReportFormat::Json),
+        ("auto", ReportFormat::Auto),
+    ];
+
+    /// The configuration spelling.
+    pub fn as_str(self) -> &'static str {
+        Self::NAMES
+            .iter()
+            .find(|(_, f)| *f == self)
+            .map_or("auto", |(n, _)| n)
+    }
+}
+
+/// How a browser provider drives input (carried into receipts).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum InputMode {
+    /// Playwright's synthetic input.
+    BrowserAutomation,
+    /// DOM events dispatched by the test.
+    DomEvent,
+    /// Real OS input.
+    OsInput,
+    /// Both automation and OS input.
+    Both,
+}
+
+impl InputMode {
+    /// Every mode with its configuration spelling.
+    pub const NAMES: [(&'static str, InputMode); 4] = [
+        ("browser-automation", InputMode::BrowserAutomation),
+        ("dom-event", InputMode::DomEvent),
+        ("os-input", InputMode::OsInput),
+        ("both", InputMode::Both),
+    ];
+
+    /// The configuration spelling.
+    pub fn as_str(self) -> &'static str {
+        Self::NAMES
+            .iter()
+            .find(|(_, m)| *m == self)
+            .map_or("browser-automation", |(n, _)| n)
+    }
+}
+
+/// Whether a run gets a private loopback-only network or the host's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Network {
+    /// A private network namespace with loopback only (the default).
+    Private,
+    /// The host network; part of the fingerprint and shown in receipts.
+    Host,
+}
+
+impl Network {
+    /// Every setting with its configuration spelling.
+    pub const NAMES: [(&'static str, Network); 2] =
+        [("private", Network::Private), ("host", Network::Host)];
+
+    /// The configuration spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Network::Private => "private",
+            Network::Host => "host",
+        }
+    }
+}
+
+/// Which claims a provider vouches for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ClaimScope {
+    /// Every claim that requires the provider's capability (`claims` absent or
+    /// `"declared"`).
+    Declared,
+    /// Exactly these claims.
+    Listed(Vec<Spanned<ClaimId>>),
+}
+
+/// The `ci` block of an `external` provider.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CiVerification {
+    /// Who signs the envelope (`github-actions`).
+    pub issuer: Spanned<String>,
+    /// The Ed25519 public key, PEM (SPKI).
+    pub public_key: Spanned<String>,
+}
+
+/// One provider, as declared.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Provider {
+    /// The provider's name, where it is declared.
+    pub id: Spanned<ProviderId>,
+    /// How it produces a result.
+    pub adapter: Spanned<Adapter>,
+    /// The capability it proves (default: its name).
+    pub capability: Option<Spanned<CapabilityName>>,
+    /// The argv it runs.
+    pub command: Option<Spanned<Vec<String>>>,
+    /// The structured report the command writes.
+    pub report: Option<Spanned<String>>,
+    /// The report's format (default: sniffed).
+    pub report_format: Option<Spanned<ReportFormat>>,
+    /// The floor on discovered tests (absent or 0 means 1).
+    pub minimum: Option<Spanned<u64>>,
+    /// Who receives the discovery receipt.
+    pub discovery_provider: Option<Spanned<ProviderId>>,
+    /// The run's timeout in milliseconds (default 120000).
+    pub timeout_ms: Option<Spanned<u64>>,
+    /// The repository the command runs in.
+    pub repository: Option<Spanned<RepoId>>,
+    /// The repositories a multi-repository provider spans.
+    pub repositories: Option<Vec<Spanned<RepoId>>>,
+    /// The files it reads (`repo:path` scoped globs), narrowing its binding.
+    pub inputs: Option<Vec<Spanned<String>>>,
+    /// The resource locks it takes (overriding the adapter's defaults).
+    pub resources: Option<Vec<Spanned<ResourceName>>>,
+    /// Providers that must finish first.
+    pub depends_on: Option<Vec<Spanned<ProviderId>>>,
+    /// Literal, non-secret environment values.
+    pub env: Option<BTreeMap<EnvName, Spanned<String>>>,
+    /// Environment names inherited from the caller.
+    pub env_from: Option<Vec<Spanned<EnvName>>>,
+    /// The services it needs.
+    pub services: Option<Vec<Spanned<ServiceId>>>,
+    /// The Playwright project.
+    pub project: Option<Spanned<String>>,
+    /// Extra capabilities one Playwright run vouches for.
+    pub outputs: Option<Vec<Spanned<CapabilityName>>>,
+    /// How a browser provider drives input.
+    pub input_mode: Option<Spanned<InputMode>>,
+    /// Which claims it vouches for.
+    pub claims: ClaimScope,
+    /// Contract file per repository (`contract-digest`).
+    pub contract: Option<BTreeMap<RepoId, Spanned<String>>>,
+    /// Signature verification for `external`.
+    pub ci: Option<CiVerification>,
+    /// Network access for the run.
+    pub network: Option<Spanned<Network>>,
+    /// Stable case ids the report must bind.
+    pub critical_cases: Option<Vec<Spanned<String>>>,
+}
+
+impl Provider {
+    /// The capability this provider proves: its `capability`, else its name.
+    /// `None` when neither is a capability name.
+    pub fn capability(&self) -> Option<CapabilityName> {
+        match &self.capability {
+            Some(c) => Some(c.value.clone()),
+            None => CapabilityName::parse(self.id.value.as_str()).ok(),
+        }
+    }
+
+    /// Who receives this provider's discovery receipt: `discoveryProvider`,
+    /// else `discovery` for the provider named `test`, else nobody.
+    pub fn discovery_receiver(&self) -> Option<&str> {
+        if self.adapter.value != Adapter::TestDiscovery {
+            return None;
+        }
+        match &self.discovery_provider {
+            Some(receiver) => Some(receiver.value.as_str()),
+            None if self.id.value.as_str() == "test" => Some("discovery"),
+            None => None,
+        }
+    }
+
+    /// Every capability one run of this provider vouches for: its own, its
+    /// `outputs`, and `discovery` when its discovery receipt goes to the
+    /// implicit `discovery` receiver.
+    pub fn proven_capabilities(&self) -> Vec<CapabilityName> {
+        let mut out: Vec<CapabilityName> = self.capability().into_iter().collect();
+        out.extend(self.outputs.iter().flatten().map(|o| o.value.clone()));
+        // The receiver named `discovery` is implicit: a `test-discovery`
+        // provider addressing it (the provider named `test` does by default)
+        // proves discovery itself. Any other receiver is a declared provider
+        // (with capability `discovery`), which proves it there.
+        if self.discovery_receiver().is_some_and(|r| r == "discovery") {
+            out.push(CapabilityName::discovery());
+        }
+        out.sort();
+        out.dedup();
+        out
+    }
+}
+
+/// One service, as declared.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Service {
+    /// The service's name, where it is declared.
+    pub id: Spanned<ServiceId>,
+    /// The argv that starts it.
+    pub command: Option<Spanned<Vec<String>>>,
+    /// The repository it runs in.
+    pub repository: Option<Spanned<RepoId>>,
+    /// How readiness is observed.
+    pub readiness: Option<Readiness>,
+    /// Literal, non-secret environment values.
+    pub env: Option<BTreeMap<EnvName, Spanned<String>>>,
+    /// Environment names inherited from the caller.
+    pub env_from: Option<Vec<Spanned<EnvName>>>,
+    /// Network access for the service.
+    pub network: Option<Spanned<Network>>,
+}
+
+/// A service's readiness probe.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Readiness {
+    /// Where the probe starts.
+    pub pos: Pos,
+    /// The URL polled.
+    pub url: Option<Spanned<String>>,
+    /// Headers the answer must carry.
+    pub expect_header: Option<BTreeMap<String, Spanned<String>>>,
+    /// Text the answer's body must contain.
+    pub expect_body: Option<Spanned<String>>,
+    /// How long to poll, in milliseconds.
+    pub timeout_ms: Option<Spanned<u64>>,
+}
