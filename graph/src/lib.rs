@@ -15,13 +15,23 @@
 //!   identity type is always well formed.
 
 pub mod adapter;
+pub mod fingerprint;
+pub mod graph;
 pub mod id;
 pub mod model;
+pub mod preflight;
+pub mod resource;
+pub mod schedule;
 pub mod span;
 
 pub use adapter::Adapter;
+pub use graph::{EdgeKind, GraphBuilder, NodeId, NodeKind, Repositories, SealedGraph};
+pub use preflight::{Check, Finding};
 
 pub use id::{
     CapabilityName, ChangeName, ClaimId, EnvName, IdError, IdKind, KNOWN_CAPABILITIES, ProviderId,
     RepoId, ResourceName, ServiceId,
 };
+
+#[cfg(test)]
+mod testing;

@@ -57,6 +57,21 @@ pub struct Claim {
 }
 
 impl Claim {
+    /// A claim requiring `capabilities`, with no scenario, impact or
+    /// repositories, positioned nowhere (for programmatic construction).
+    pub fn new(id: ClaimId, capabilities: impl IntoIterator<Item = CapabilityName>) -> Self {
+        Self {
+            id: Spanned::new(id, Pos::default()),
+            scenario: None,
+            impact: None,
+            capabilities: capabilities
+                .into_iter()
+                .map(|c| Spanned::new(c, Pos::default()))
+                .collect(),
+            repositories: None,
+        }
+    }
+
     /// The capabilities required, with `discovery` implied by `test`.
     pub fn required_capabilities(&self) -> BTreeSet<CapabilityName> {
         let mut out: BTreeSet<CapabilityName> =
@@ -250,6 +265,38 @@ pub struct Provider {
 }
 
 impl Provider {
+    /// A provider with only an id and an adapter, every other field unset,
+    /// positioned nowhere (for programmatic construction).
+    pub fn new(id: ProviderId, adapter: Adapter) -> Self {
+        Self {
+            id: Spanned::new(id, Pos::default()),
+            adapter: Spanned::new(adapter, Pos::default()),
+            capability: None,
+            command: None,
+            report: None,
+            report_format: None,
+            minimum: None,
+            discovery_provider: None,
+            timeout_ms: None,
+            repository: None,
+            repositories: None,
+            inputs: None,
+            resources: None,
+            depends_on: None,
+            env: None,
+            env_from: None,
+            services: None,
+            project: None,
+            outputs: None,
+            input_mode: None,
+            claims: ClaimScope::Declared,
+            contract: None,
+            ci: None,
+            network: None,
+            critical_cases: None,
+        }
+    }
+
     /// The capability this provider proves: its `capability`, else its name.
     /// `None` when neither is a capability name.
     pub fn capability(&self) -> Option<CapabilityName> {
@@ -323,4 +370,20 @@ pub struct Readiness {
     pub expect_body: Option<Spanned<String>>,
     /// How long to poll, in milliseconds.
     pub timeout_ms: Option<Spanned<u64>>,
+}
+
+impl Service {
+    /// A service with only an id, every other field unset, positioned
+    /// nowhere (for programmatic construction).
+    pub fn new(id: ServiceId) -> Self {
+        Self {
+            id: Spanned::new(id, Pos::default()),
+            command: None,
+            repository: None,
+            readiness: None,
+            env: None,
+            env_from: None,
+            network: None,
+        }
+    }
 }
