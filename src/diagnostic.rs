@@ -165,6 +165,80 @@ codes! {
     UnwiredCapability = "unwired_capability",
     /// A catalog repository's `path` is not a directory.
     RepositoryPathMissing = "repository_path_missing",
+    // Preflight (the graph's checks, before anything runs).
+    /// Providers depend on each other in a cycle.
+    DependencyCycle = "dependency_cycle",
+    /// Two different executions write one report path.
+    ReportPathCollision = "report_path_collision",
+    /// `dependsOn` names no provider.
+    UnknownDependency = "unknown_dependency",
+    /// `service` names no service.
+    UnknownService = "unknown_service",
+    /// A repository id is not in the workspace.
+    UnknownRepository = "unknown_repository",
+    /// A command must run in a repository and the workspace has several.
+    RepositoryRequired = "repository_required",
+    /// `discoveryProvider` names no provider.
+    UnknownDiscoveryProvider = "unknown_discovery_provider",
+    /// A discovery receiver that is not a `test-discovery` provider of `discovery`.
+    DiscoveryProviderAdapter = "discovery_provider_adapter",
+    /// A `test-discovery` provider proving something other than `test`/`discovery`.
+    TestDiscoveryCapability = "test_discovery_capability",
+    /// A provider with no capability.
+    ProviderWithoutCapability = "provider_without_capability",
+    /// An adapter that runs a command has none.
+    MissingCommand = "missing_command",
+    /// A readiness URL that is absent or not http(s).
+    ReadinessUrlInvalid = "readiness_url_invalid",
+    /// A readiness URL without a literal port.
+    ReadinessPortMissing = "readiness_port_missing",
+    /// A readiness probe that checks only the status.
+    ReadinessStatusOnly = "readiness_status_only",
+    /// A contract-digest provider with fewer than two repositories.
+    ContractSingleRepository = "contract_single_repository",
+    /// A literal env value under a secret-looking name.
+    SecretInEnv = "secret_in_env",
+    /// A path that is absolute, climbs with `..` or escapes through a symlink.
+    PathOutsideRepository = "path_outside_repository",
+    /// `claims` lists a claim that does not exist or does not need the provider.
+    UnknownClaim = "unknown_claim",
+    /// A provider's resources conflict with a service it needs.
+    ResourceDeadlock = "resource_deadlock",
+}
+
+impl From<proofgraph_graph::Check> for Code {
+    fn from(check: proofgraph_graph::Check) -> Self {
+        use proofgraph_graph::Check;
+        match check {
+            Check::DependencyCycle => Code::DependencyCycle,
+            Check::ReportPathCollision => Code::ReportPathCollision,
+            Check::UnknownDependency => Code::UnknownDependency,
+            Check::UnknownService => Code::UnknownService,
+            Check::UnknownRepository => Code::UnknownRepository,
+            Check::RepositoryRequired => Code::RepositoryRequired,
+            Check::UnknownDiscoveryProvider => Code::UnknownDiscoveryProvider,
+            Check::DiscoveryProviderAdapter => Code::DiscoveryProviderAdapter,
+            Check::TestDiscoveryCapability => Code::TestDiscoveryCapability,
+            Check::ProviderWithoutCapability => Code::ProviderWithoutCapability,
+            Check::MissingCommand => Code::MissingCommand,
+            Check::ReadinessUrlInvalid => Code::ReadinessUrlInvalid,
+            Check::ReadinessPortMissing => Code::ReadinessPortMissing,
+            Check::ReadinessStatusOnly => Code::ReadinessStatusOnly,
+            Check::ContractSingleRepository => Code::ContractSingleRepository,
+            Check::SecretInEnv => Code::SecretInEnv,
+            Check::PathOutsideRepository => Code::PathOutsideRepository,
+            Check::UnknownClaim => Code::UnknownClaim,
+            Check::ResourceDeadlock => Code::ResourceDeadlock,
+        }
+    }
+}
+
+impl From<&proofgraph_graph::Finding> for Diagnostic {
+    fn from(f: &proofgraph_graph::Finding) -> Self {
+        Diagnostic::error(Code::from(f.check), f.message.clone())
+            .at(&f.file, f.pos)
+            .fix(f.fix.clone())
+    }
 }
 
 impl fmt::Display for Code {
@@ -325,6 +399,13 @@ mod tests {
                 "{name} is not snake_case"
             );
             assert!(seen.insert(name), "{name} appears twice");
+        }
+    }
+
+    #[test]
+    fn preflight_checks_keep_their_names() {
+        for check in proofgraph_graph::Check::ALL {
+            assert_eq!(Code::from(*check).as_str(), check.as_str());
         }
     }
 

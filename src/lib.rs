@@ -14,4 +14,5 @@ pub mod diagnostic;
 pub mod exit;
 pub mod openspec;
 pub mod output;
+pub mod preflight;
 pub mod workspace;

@@ -197,8 +197,7 @@ pub fn run(ctx: &Context, options: &ValidateOptions) -> Report<ValidatePayload> 
     for name in names {
         let started = Instant::now();
         let change = workspace.load_change(&name);
-        let mut findings = change.diagnostics.clone();
-        findings.extend(change.coverage_diagnostics(&workspace));
+        let findings = crate::preflight::validate(&workspace, &change);
         items.push(item(
             name.to_string(),
             "change",

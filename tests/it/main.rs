@@ -5,5 +5,6 @@ mod cli;
 mod compat;
 mod diagnostics;
 mod malformed;
+mod preflight;
 mod root;
 mod support;
