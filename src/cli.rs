@@ -72,6 +72,35 @@ enum CommandArgs {
     /// Report the health of the OpenSpec root, its store and the workspace
     #[command(after_help = "Example:\n  proofgraph doctor --json")]
     Doctor,
+    /// Dry run: every node, its locks, dependencies, fingerprint and order
+    #[command(
+        after_help = "Examples:\n  proofgraph plan add-profile-page\n  proofgraph plan add-profile-page --jobs 1 --json"
+    )]
+    Plan {
+        /// The change to plan
+        change: String,
+        /// How many providers may run at once [default: the number of CPUs]
+        #[arg(long, short = 'j', value_name = "N")]
+        jobs: Option<std::num::NonZeroUsize>,
+    },
+    /// Draw the change's graph: providers, services, probes and their edges
+    #[command(
+        after_help = "Examples:\n  proofgraph graph add-profile-page --format dot | dot -Tsvg > graph.svg\n  proofgraph graph add-profile-page --format mermaid"
+    )]
+    Graph {
+        /// The change to draw
+        change: String,
+        /// The picture format
+        #[arg(long, value_enum, default_value = "dot")]
+        format: GraphFormat,
+    },
+}
+
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+enum GraphFormat {
+    Dot,
+    Mermaid,
+    Json,
 }
 
 impl Cli {
@@ -103,6 +132,17 @@ impl Cli {
                 strict,
             }),
             CommandArgs::Doctor => Command::Doctor,
+            CommandArgs::Plan { change, jobs } => {
+                Command::Plan(commands::plan::PlanOptions { change, jobs })
+            }
+            CommandArgs::Graph { change, format } => Command::Graph {
+                change,
+                format: match format {
+                    GraphFormat::Dot => commands::graph::Format::Dot,
+                    GraphFormat::Mermaid => commands::graph::Format::Mermaid,
+                    GraphFormat::Json => commands::graph::Format::Json,
+                },
+            },
         };
         (global, command)
     }
@@ -221,5 +261,6 @@ fn process_env() -> Result<Env, Diagnostic> {
         home,
         xdg_data_home: var("XDG_DATA_HOME"),
         xdg_config_home: var("XDG_CONFIG_HOME"),
+        path: std::env::var_os("PATH"),
     })
 }

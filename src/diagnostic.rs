@@ -165,6 +165,10 @@ codes! {
     UnwiredCapability = "unwired_capability",
     /// A catalog repository's `path` is not a directory.
     RepositoryPathMissing = "repository_path_missing",
+    /// A repository of the workspace is not inside a git work tree.
+    NotAGitRepository = "not_a_git_repository",
+    /// A provider's program is not on PATH.
+    ExecutableNotFound = "executable_not_found",
     // Preflight (the graph's checks, before anything runs).
     /// Providers depend on each other in a cycle.
     DependencyCycle = "dependency_cycle",

@@ -4,7 +4,9 @@
 //! and [`crate::output`] renders them.
 
 pub mod doctor;
+pub mod graph;
 pub mod list;
+pub mod plan;
 pub mod show;
 pub mod validate;
 
@@ -50,6 +52,15 @@ pub enum Command {
     Validate(ValidateOptions),
     /// `doctor`.
     Doctor,
+    /// `plan <change>`.
+    Plan(plan::PlanOptions),
+    /// `graph <change> --format`.
+    Graph {
+        /// The change.
+        change: String,
+        /// The picture format.
+        format: graph::Format,
+    },
 }
 
 /// What every command knows about its invocation.
@@ -71,6 +82,11 @@ impl Context {
             store: global.store.clone(),
             directory: global.directory.clone(),
         }
+    }
+
+    /// `$PATH`, where commands' programs are found.
+    pub fn path_var(&self) -> Option<&std::ffi::OsString> {
+        self.env.path.as_ref()
     }
 
     /// Resolves the OpenSpec root; proofgraph's commands inspect and never
@@ -99,6 +115,8 @@ pub fn run(env: Env, global: &Global, command: Command) -> u8 {
         Command::Show { change } => emit(mode, show::run(&ctx, &change)),
         Command::Validate(options) => emit(mode, validate::run(&ctx, &options)),
         Command::Doctor => emit(mode, doctor::run(&ctx)),
+        Command::Plan(options) => emit(mode, plan::run(&ctx, &options)),
+        Command::Graph { change, format } => emit(mode, graph::run(&ctx, &change, format)),
     }
 }
 

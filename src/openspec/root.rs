@@ -37,6 +37,8 @@ pub struct Env {
     pub xdg_data_home: Option<PathBuf>,
     /// `$XDG_CONFIG_HOME`, when set and non-empty.
     pub xdg_config_home: Option<PathBuf>,
+    /// `$PATH`, where commands' programs are found.
+    pub path: Option<std::ffi::OsString>,
 }
 
 impl Env {

@@ -5,6 +5,7 @@ mod cli;
 mod compat;
 mod diagnostics;
 mod malformed;
+mod plan;
 mod preflight;
 mod root;
 mod support;

@@ -224,3 +224,35 @@ pub(crate) fn openspec_bin() -> PathBuf {
     );
     path
 }
+
+/// Runs git in `dir` with a fixed identity; fails the test on error.
+pub(crate) fn git(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_AUTHOR_NAME", "proofgraph tests")
+        .env("GIT_AUTHOR_EMAIL", "tests@proofgraph.invalid")
+        .env("GIT_COMMITTER_NAME", "proofgraph tests")
+        .env("GIT_COMMITTER_EMAIL", "tests@proofgraph.invalid")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("HOME", dir)
+        .output()
+        .unwrap_or_else(|err| {
+            panic!("git is required by this test ({err}); install it with `apt-get install git`")
+        });
+    assert!(
+        out.status.success(),
+        "git {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Makes `dir` a git repository with everything in it committed.
+pub(crate) fn git_commit_all(dir: &Path) {
+    if !dir.join(".git").exists() {
+        git(dir, &["init", "-q", "-b", "main"]);
+    }
+    git(dir, &["add", "-A"]);
+    git(dir, &["commit", "-q", "--allow-empty", "-m", "snapshot"]);
+}

@@ -1,0 +1,304 @@
+//! `proofgraph plan <change>`: a dry run. Every node of the graph with its
+//! kind, resources, dependencies and fingerprint, in the order it would run
+//! with `--jobs N`. No process is started.
+
+use std::collections::BTreeSet;
+use std::fmt::Write as _;
+use std::num::NonZeroUsize;
+
+use proofgraph_graph::schedule::{Action, Outcome, Scheduler};
+use proofgraph_graph::{NodeId, NodeKind, SealedGraph};
+use serde::Serialize;
+
+use super::{Context, RootOutput};
+use crate::diagnostic::Diagnostic;
+use crate::exit::Verdict;
+use crate::output::{Payload, Report};
+use crate::preflight::{Prepared, prepare};
+use crate::workspace::{Change, Workspace};
+use crate::world::{Observed, observe};
+
+/// Options of `plan`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PlanOptions {
+    /// The change.
+    pub change: String,
+    /// How many providers may run at once (default: the CPU count).
+    pub jobs: Option<NonZeroUsize>,
+}
+
+/// An edge into a node.
+#[derive(Debug, Clone, Serialize)]
+pub struct After {
+    /// The node that comes first.
+    pub node: String,
+    /// Why.
+    pub edge: &'static str,
+}
+
+/// A provider's input files.
+#[derive(Debug, Clone, Serialize)]
+pub struct InputsView {
+    /// How many files it reads.
+    pub files: u64,
+    /// Their digest.
+    pub digest: String,
+}
+
+/// A receipt a provider's run writes.
+#[derive(Debug, Clone, Serialize)]
+pub struct OutputView {
+    /// The capability.
+    pub capability: String,
+    /// The provider name the receipt is stored under.
+    pub receipt: String,
+}
+
+/// One node of the plan.
+#[derive(Debug, Clone, Serialize)]
+pub struct PlanNode {
+    /// Position in the stable order (1-based).
+    pub order: usize,
+    /// The wave it would start in with the given jobs (1-based).
+    pub wave: usize,
+    /// `provider`, `service` or `probe`.
+    pub kind: &'static str,
+    /// Its name.
+    pub name: String,
+    /// The repository it runs in.
+    pub repository: Option<String>,
+    /// The resources it holds while it runs.
+    pub resources: Vec<String>,
+    /// What must come first.
+    pub after: Vec<After>,
+    /// A provider's fingerprint, or a service's wiring fingerprint.
+    pub fingerprint: Option<String>,
+    /// A provider's inputs.
+    pub inputs: Option<InputsView>,
+    /// A provider's program (resolved path).
+    pub executable: Option<String>,
+    /// The claims a provider vouches for.
+    pub claims: Vec<String>,
+    /// The receipts a provider's run writes.
+    pub outputs: Vec<OutputView>,
+}
+
+/// The payload of `plan`.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct PlanPayload {
+    /// The change.
+    pub change: Option<String>,
+    /// The jobs the order assumes.
+    pub jobs: Option<usize>,
+    /// The nodes, in the order they would start.
+    pub nodes: Vec<PlanNode>,
+    /// The OpenSpec root.
+    pub root: Option<RootOutput>,
+}
+
+impl Payload for PlanPayload {
+    fn human(&self, out: &mut String) {
+        let Some(change) = &self.change else { return };
+        let _ = writeln!(out, "Plan for {change} (--jobs {})", self.jobs.unwrap_or(1));
+        let mut wave = 0;
+        for node in &self.nodes {
+            if node.wave != wave {
+                wave = node.wave;
+                let _ = writeln!(out, "wave {wave}");
+            }
+            let fp = node
+                .fingerprint
+                .as_deref()
+                .map(|f| &f[..12.min(f.len())])
+                .unwrap_or("-");
+            let after: Vec<String> = node
+                .after
+                .iter()
+                .map(|a| format!("{} ({})", a.node, a.edge))
+                .collect();
+            let _ = writeln!(out, "  {:8} {:24} {fp}", node.kind, node.name);
+            if let Some(inputs) = &node.inputs {
+                let _ = writeln!(out, "           inputs: {} files", inputs.files);
+            }
+            if !node.resources.is_empty() {
+                let _ = writeln!(out, "           locks: {}", node.resources.join(", "));
+            }
+            if !after.is_empty() {
+                let _ = writeln!(out, "           after: {}", after.join(", "));
+            }
+        }
+    }
+}
+
+/// Everything a command needs about a change that preflight accepted.
+pub struct Loaded {
+    /// The workspace.
+    pub workspace: Workspace,
+    /// The change.
+    pub change: Change,
+    /// The sealed graph and warnings.
+    pub prepared: Prepared,
+    /// The root, as embedded in payloads.
+    pub root: RootOutput,
+    /// Resolution notes.
+    pub notes: Vec<Diagnostic>,
+}
+
+/// Resolves the root, loads the change and seals its graph; on failure,
+/// returns every diagnostic (exit 3).
+pub fn load(ctx: &Context, name: &str) -> Result<Loaded, Vec<Diagnostic>> {
+    let resolution = ctx.resolve_root().map_err(|d| vec![d])?;
+    let workspace = Workspace::load(&resolution.root.path);
+    let change_name = workspace.find_change(name).map_err(|d| vec![d])?;
+    let change = workspace.load_change(&change_name);
+    let prepared = prepare(&workspace, &change)?;
+    Ok(Loaded {
+        workspace,
+        change,
+        prepared,
+        root: RootOutput::from(&resolution.root),
+        notes: resolution.notes,
+    })
+}
+
+/// The wave each node would start in: simulate the scheduler with every
+/// node succeeding, completing each wave before the next.
+pub fn waves(graph: &SealedGraph, jobs: NonZeroUsize) -> Vec<(NodeId, usize)> {
+    let wanted: BTreeSet<NodeId> = graph.providers().map(|(_, id, _)| id).collect();
+    let mut scheduler = Scheduler::new(graph, jobs, &wanted);
+    let mut out = Vec::new();
+    let mut wave = 0;
+    loop {
+        let started: Vec<NodeId> = scheduler
+            .poll()
+            .into_iter()
+            .filter_map(|a| match a {
+                Action::Start(id) => Some(id),
+                Action::Stop(_) => None,
+            })
+            .collect();
+        if started.is_empty() {
+            break;
+        }
+        wave += 1;
+        for id in &started {
+            out.push((*id, wave));
+        }
+        for id in started {
+            scheduler.complete(id, Outcome::Succeeded);
+        }
+    }
+    out
+}
+
+/// Runs `plan`.
+pub fn run(ctx: &Context, options: &PlanOptions) -> Report<PlanPayload> {
+    let loaded = match load(ctx, &options.change) {
+        Ok(l) => l,
+        Err(all) => return Report::failed(all, Verdict::Invalid),
+    };
+    let graph = &loaded.prepared.graph;
+    let observed = match observe(&loaded.workspace, &loaded.change, graph, ctx.path_var()) {
+        Ok(o) => o,
+        Err(all) => return Report::failed(all, Verdict::Invalid),
+    };
+    let fingerprints = match graph.fingerprints(&observed.world) {
+        Ok(f) => f,
+        Err(err) => {
+            return Report::failed(
+                vec![Diagnostic::error(
+                    crate::diagnostic::Code::InternalError,
+                    err.to_string(),
+                )],
+                Verdict::Invalid,
+            );
+        }
+    };
+    let jobs = options.jobs.unwrap_or_else(default_jobs);
+    let nodes = waves(graph, jobs)
+        .into_iter()
+        .enumerate()
+        .map(|(i, (id, wave))| plan_node(graph, &observed, &fingerprints, id, i + 1, wave))
+        .collect();
+    let mut status = loaded.notes;
+    status.extend(loaded.prepared.warnings);
+    status.extend(observed.warnings);
+    Report {
+        payload: Some(PlanPayload {
+            change: Some(loaded.change.name.to_string()),
+            jobs: Some(jobs.get()),
+            nodes,
+            root: Some(loaded.root),
+        }),
+        status,
+        verdict: Verdict::Success,
+    }
+}
+
+/// `--jobs` when not given: the number of CPUs.
+pub fn default_jobs() -> NonZeroUsize {
+    std::thread::available_parallelism().unwrap_or(NonZeroUsize::MIN)
+}
+
+fn plan_node(
+    graph: &SealedGraph,
+    observed: &Observed,
+    fingerprints: &proofgraph_graph::fingerprint::Fingerprints,
+    id: NodeId,
+    order: usize,
+    wave: usize,
+) -> PlanNode {
+    let node = graph.node(id);
+    let after = graph
+        .incoming(id)
+        .into_iter()
+        .map(|(from, kind)| After {
+            node: graph.node(from).name.clone(),
+            edge: kind.as_str(),
+        })
+        .collect();
+    let mut view = PlanNode {
+        order,
+        wave,
+        kind: node.kind.as_str(),
+        name: node.name.clone(),
+        repository: None,
+        resources: node.resources().iter().map(ToString::to_string).collect(),
+        after,
+        fingerprint: None,
+        inputs: None,
+        executable: None,
+        claims: Vec::new(),
+        outputs: Vec::new(),
+    };
+    match &node.kind {
+        NodeKind::Provider(p) => {
+            let pid = &p.spec.id.value;
+            view.repository = p.runs_in.as_ref().map(ToString::to_string);
+            view.fingerprint = fingerprints.providers.get(pid).map(ToString::to_string);
+            view.inputs = observed.world.inputs.get(pid).map(|i| InputsView {
+                files: i.files,
+                digest: i.digest.to_hex(),
+            });
+            view.executable = observed.world.executables.get(pid).map(|e| e.path.clone());
+            view.claims = p.claims.iter().map(ToString::to_string).collect();
+            view.outputs = p
+                .outputs
+                .iter()
+                .map(|o| OutputView {
+                    capability: o.capability.to_string(),
+                    receipt: o.under.to_string(),
+                })
+                .collect();
+        }
+        NodeKind::Service(s) => {
+            view.repository = s.runs_in.as_ref().map(ToString::to_string);
+            view.fingerprint = fingerprints
+                .services
+                .get(&s.spec.id.value)
+                .map(ToString::to_string);
+        }
+        NodeKind::Probe(_) => {}
+    }
+    view
+}

@@ -1,0 +1,282 @@
+//! What a repository's files are right now: the tracked files with their
+//! working-tree content, read through the git index (gix).
+//!
+//! Like git itself, the snapshot trusts the index's stat data: a file whose
+//! `lstat` matches its index entry, and whose entry is not racily clean
+//! (modified in the same second the index was written), is identified by the
+//! blob id the index already holds; only modified or racily clean files are
+//! read and hashed (as git blobs, so a file's identity never depends on
+//! whether the index was refreshed). A repository may be its own git
+//! repository or a directory inside one (a monorepo): entries are taken from
+//! the enclosing repository's index under the repository's prefix.
+
+use std::path::{Path, PathBuf};
+
+use globset::{GlobBuilder, GlobMatcher};
+use proofgraph_graph::fingerprint::Digest;
+
+/// One file of a snapshot.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct FileEntry {
+    /// The path relative to the repository's directory, `/`-separated.
+    pub path: String,
+    /// The content identity: the git blob id, as a BLAKE3 digest of
+    /// `"git:" + object id` so that every identity has one width.
+    pub id: Digest,
+    /// What kind of file it is.
+    pub kind: FileKind,
+}
+
+/// The kind of a tracked file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum FileKind {
+    /// A regular file.
+    File,
+    /// An executable regular file.
+    Executable,
+    /// A symbolic link (its target is the content).
+    Symlink,
+}
+
+/// The tracked files of one repository directory.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Snapshot {
+    /// The repository's directory.
+    pub dir: PathBuf,
+    /// Its files, sorted by path.
+    pub files: Vec<FileEntry>,
+    /// How many files were read and hashed (modified or racily clean).
+    pub rehashed: usize,
+}
+
+/// A snapshot could not be taken.
+#[derive(Debug, thiserror::Error)]
+pub enum InputsError {
+    /// The directory is not inside a git repository with a working tree.
+    #[error("find the git repository of `{dir}`: {message}")]
+    NotARepository {
+        /// The directory.
+        dir: PathBuf,
+        /// What gix said.
+        message: String,
+    },
+    /// The index could not be read.
+    #[error("read the git index of `{dir}`: {message}")]
+    Index {
+        /// The repository's work tree.
+        dir: PathBuf,
+        /// What gix said.
+        message: String,
+    },
+    /// A tracked file could not be read.
+    #[error("read `{path}`: {source}")]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// The cause.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+fn identity(oid: &gix::ObjectId) -> Digest {
+    let mut bytes = Vec::with_capacity(4 + oid.as_bytes().len());
+    bytes.extend_from_slice(b"git:");
+    bytes.extend_from_slice(oid.as_bytes());
+    Digest::of(&bytes)
+}
+
+/// Takes a snapshot of the tracked files under `dir`, leaving out any path
+/// under one of `exclude` (prefixes relative to `dir`, ending in `/`).
+pub fn snapshot(dir: &Path, exclude: &[String]) -> Result<Snapshot, InputsError> {
+    let not_repo = |message: String| InputsError::NotARepository {
+        dir: dir.to_path_buf(),
+        message,
+    };
+    let repo = gix::discover(dir).map_err(|e| not_repo(e.to_string()))?;
+    let workdir = repo
+        .workdir()
+        .ok_or_else(|| not_repo("it is a bare repository".to_owned()))?;
+    let workdir = fs_err::canonicalize(workdir).map_err(|e| not_repo(e.to_string()))?;
+    let canonical_dir = fs_err::canonicalize(dir).map_err(|e| not_repo(e.to_string()))?;
+    let prefix = match canonical_dir.strip_prefix(&workdir) {
+        Ok(rel) if rel.as_os_str().is_empty() => String::new(),
+        Ok(rel) => format!("{}/", rel.to_string_lossy()),
+        Err(_) => {
+            return Err(not_repo(
+                "it lies outside its repository's work tree".to_owned(),
+            ));
+        }
+    };
+    let index_error = |message: String| InputsError::Index {
+        dir: workdir.clone(),
+        message,
+    };
+    let index = repo
+        .index_or_empty()
+        .map_err(|e| index_error(e.to_string()))?;
+    let options = repo
+        .stat_options()
+        .map_err(|e| index_error(e.to_string()))?;
+    let timestamp = index.timestamp();
+    let hash_kind = repo.object_hash();
+    let mut files = Vec::new();
+    let mut rehashed = 0;
+    for entry in index.entries() {
+        if entry.stage_raw() != 0 && entry.stage_raw() != 2 {
+            // Conflicts: take the working tree's content once (stage 2, "ours").
+            continue;
+        }
+        let full = entry.path(&index);
+        let Some(rel) = std::str::from_utf8(full.as_ref())
+            .ok()
+            .and_then(|p| p.strip_prefix(prefix.as_str()))
+        else {
+            continue;
+        };
+        if exclude.iter().any(|e| rel.starts_with(e.as_str())) {
+            continue;
+        }
+        let kind = if entry.mode == gix::index::entry::Mode::SYMLINK {
+            FileKind::Symlink
+        } else if entry.mode == gix::index::entry::Mode::FILE_EXECUTABLE {
+            FileKind::Executable
+        } else if entry.mode == gix::index::entry::Mode::FILE {
+            FileKind::File
+        } else {
+            // Submodules (gitlinks) and sparse directories carry no content here.
+            continue;
+        };
+        let path = canonical_dir.join(rel);
+        let metadata = match gix::index::fs::Metadata::from_path_no_follow(&path) {
+            Ok(m) => m,
+            // Deleted in the working tree: absent from the snapshot.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(source) => return Err(InputsError::Read { path, source }),
+        };
+        let kind = if metadata.is_symlink() {
+            FileKind::Symlink
+        } else if metadata.is_file() {
+            if metadata.is_executable() {
+                FileKind::Executable
+            } else {
+                FileKind::File
+            }
+        } else {
+            // Replaced by a directory: not a tracked file any more.
+            let _ = kind;
+            continue;
+        };
+        let intent_to_add = entry
+            .flags
+            .contains(gix::index::entry::Flags::INTENT_TO_ADD);
+        let clean = !intent_to_add
+            && gix::index::entry::Stat::from_fs(&metadata)
+                .is_ok_and(|stat| entry.stat.matches(&stat, options))
+            && !entry.stat.is_racy(timestamp, options);
+        let oid = if clean {
+            entry.id
+        } else {
+            rehashed += 1;
+            let content = if kind == FileKind::Symlink {
+                let target = fs_err::read_link(&path).map_err(|source| InputsError::Read {
+                    path: path.clone(),
+                    source,
+                })?;
+                target.as_os_str().as_encoded_bytes().to_vec()
+            } else {
+                fs_err::read(&path).map_err(|source| InputsError::Read {
+                    path: path.clone(),
+                    source,
+                })?
+            };
+            gix::objs::compute_hash(hash_kind, gix::objs::Kind::Blob, &content).map_err(|e| {
+                InputsError::Read {
+                    path: path.clone(),
+                    source: std::io::Error::other(e.to_string()),
+                }
+            })?
+        };
+        files.push(FileEntry {
+            path: rel.to_owned(),
+            id: identity(&oid),
+            kind,
+        });
+    }
+    files.sort();
+    files.dedup_by(|a, b| a.path == b.path);
+    Ok(Snapshot {
+        dir: canonical_dir,
+        files,
+        rehashed,
+    })
+}
+
+/// A compiled `inputs` pattern.
+#[derive(Debug, Clone)]
+pub enum Pattern {
+    /// A literal path: the file itself, or everything below it as a directory.
+    Literal(String),
+    /// A glob (`src/**`, `*.json`), matched against the whole relative path.
+    Glob(GlobMatcher),
+}
+
+impl Pattern {
+    /// Compiles a pattern; `None` for an invalid glob.
+    pub fn new(text: &str) -> Option<Self> {
+        let text = text.trim_start_matches("./").trim_end_matches('/');
+        if !text.contains(['*', '?', '[', '{']) {
+            return Some(Pattern::Literal(text.to_owned()));
+        }
+        // `dir/**` also matches `dir` itself, as the existing implementation reads it.
+        let glob = GlobBuilder::new(text)
+            .literal_separator(true)
+            .build()
+            .ok()?;
+        Some(Pattern::Glob(glob.compile_matcher()))
+    }
+
+    /// Whether a relative path is selected.
+    pub fn matches(&self, path: &str) -> bool {
+        match self {
+            Pattern::Literal(p) => {
+                p.is_empty()
+                    || path == p
+                    || path
+                        .strip_prefix(p.as_str())
+                        .is_some_and(|r| r.starts_with('/'))
+            }
+            Pattern::Glob(g) => g.is_match(path),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn literal_patterns_match_files_and_directories() {
+        let p = Pattern::new("src").expect("valid");
+        assert!(p.matches("src/a.rs"));
+        assert!(p.matches("src"));
+        assert!(!p.matches("srcs/a.rs"));
+        let p = Pattern::new("./package.json").expect("valid");
+        assert!(p.matches("package.json"));
+        assert!(!p.matches("package.json.bak"));
+    }
+
+    #[test]
+    fn globs_match_whole_paths() {
+        let p = Pattern::new("src/**").expect("valid");
+        assert!(p.matches("src/a/b.rs"));
+        assert!(!p.matches("test/src/a.rs"));
+        let p = Pattern::new("*.json").expect("valid");
+        assert!(p.matches("package.json"));
+        assert!(!p.matches("a/package.json"));
+        let p = Pattern::new("src/**/*.ts").expect("valid");
+        assert!(p.matches("src/a/b.ts"));
+        assert!(p.matches("src/b.ts"));
+        assert!(!p.matches("src/b.js"));
+    }
+}

@@ -1,0 +1,240 @@
+//! Observing the world a graph runs in: each repository's tracked files, the
+//! files each provider reads, the programs their commands start, and the
+//! platform. The graph crate reads no files; this is where its `World` comes
+//! from.
+
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+
+use proofgraph_graph::fingerprint::{Digest, Executable, Inputs, Platform, World, inputs_digest};
+use proofgraph_graph::preflight::split_scoped;
+use proofgraph_graph::{Adapter, ProviderId, RepoId, SealedGraph};
+
+use crate::diagnostic::{Code, Diagnostic};
+use crate::inputs::{self, Pattern, Snapshot};
+use crate::workspace::{Change, Workspace};
+
+/// The files one provider reads: `repo:path` and content identity.
+pub type FileList = Vec<(String, Digest)>;
+
+/// What was observed.
+#[derive(Debug)]
+pub struct Observed {
+    /// The world, ready for fingerprinting.
+    pub world: World,
+    /// Each repository's snapshot.
+    pub snapshots: BTreeMap<RepoId, Snapshot>,
+    /// Each provider's input files.
+    pub files: BTreeMap<ProviderId, FileList>,
+    /// Findings that do not stop planning (a program not found on PATH).
+    pub warnings: Vec<Diagnostic>,
+}
+
+/// The prefix (relative to a repository) under which change packets live,
+/// when the OpenSpec root is inside that repository.
+fn packet_prefix(root: &Path, repo_dir: &Path) -> Option<String> {
+    let root = fs_err::canonicalize(root).ok()?;
+    let repo = fs_err::canonicalize(repo_dir).ok()?;
+    let rel = root.strip_prefix(&repo).ok()?;
+    let rel = rel.to_string_lossy();
+    Some(if rel.is_empty() {
+        "openspec/changes/".to_owned()
+    } else {
+        format!("{rel}/openspec/changes/")
+    })
+}
+
+/// Observes every repository and provider of `graph`.
+pub fn observe(
+    workspace: &Workspace,
+    change: &Change,
+    graph: &SealedGraph,
+    path_var: Option<&OsString>,
+) -> Result<Observed, Vec<Diagnostic>> {
+    let mut errors = Vec::new();
+    let mut snapshots = BTreeMap::new();
+    for (id, repo) in &workspace.repositories {
+        let exclude: Vec<String> = packet_prefix(&workspace.root, &repo.dir)
+            .into_iter()
+            .collect();
+        match inputs::snapshot(&repo.dir, &exclude) {
+            Ok(s) => {
+                snapshots.insert(id.clone(), s);
+            }
+            Err(err) => errors.push(
+                Diagnostic::error(Code::NotAGitRepository, format!("repository `{id}` ({}) cannot be read as git: {err}", repo.path))
+                    .surface("workspace.repositories")
+                    .fix(format!("Run `git init` in {} and add its files, or point the repository at a git work tree.", repo.dir.display())),
+            ),
+        }
+    }
+    if !errors.is_empty() {
+        return Err(errors);
+    }
+    let mut files = BTreeMap::new();
+    let mut inputs = BTreeMap::new();
+    let mut executables = BTreeMap::new();
+    let mut warnings = Vec::new();
+    let mut exe_cache: BTreeMap<PathBuf, Digest> = BTreeMap::new();
+    for (id, _, provider) in graph.providers() {
+        let spec = &provider.spec;
+        let mut selected: FileList = Vec::new();
+        let repo_files = |repo: &RepoId| {
+            snapshots
+                .get(repo)
+                .map(|s| s.files.as_slice())
+                .unwrap_or_default()
+        };
+        match (&spec.inputs, spec.adapter.value) {
+            (Some(patterns), _) => {
+                let home: Vec<&RepoId> = match &provider.runs_in {
+                    Some(r) => vec![r],
+                    None => provider.repositories.iter().collect(),
+                };
+                for input in patterns {
+                    let (scope, text) = split_scoped(&input.value);
+                    let repos: Vec<&RepoId> = match scope {
+                        Some(r) => workspace
+                            .repositories
+                            .keys()
+                            .filter(|k| k.as_str() == r)
+                            .collect(),
+                        None => home.clone(),
+                    };
+                    let Some(pattern) = Pattern::new(text) else {
+                        errors.push(
+                            Diagnostic::error(
+                                Code::InvalidValue,
+                                format!(
+                                    "input `{}` of provider `{id}` is not a valid glob",
+                                    input.value
+                                ),
+                            )
+                            .at(&change.execution_file, input.pos)
+                            .fix("Fix the glob (`src/**`, `*.json`), or write a plain path."),
+                        );
+                        continue;
+                    };
+                    for repo in repos {
+                        for f in repo_files(repo).iter().filter(|f| pattern.matches(&f.path)) {
+                            selected.push((format!("{repo}:{}", f.path), f.id));
+                        }
+                    }
+                }
+            }
+            (None, Adapter::ContractDigest) => {
+                for (repo, path) in spec.contract.iter().flatten() {
+                    let path = path.value.trim_start_matches("./");
+                    for f in repo_files(repo).iter().filter(|f| f.path == path) {
+                        selected.push((format!("{repo}:{}", f.path), f.id));
+                    }
+                }
+            }
+            (None, _) => {
+                let repos: Vec<&RepoId> = if provider.repositories.is_empty() {
+                    workspace.repositories.keys().collect()
+                } else {
+                    provider.repositories.iter().collect()
+                };
+                for repo in repos {
+                    selected.extend(
+                        repo_files(repo)
+                            .iter()
+                            .map(|f| (format!("{repo}:{}", f.path), f.id)),
+                    );
+                }
+            }
+        }
+        selected.sort();
+        selected.dedup();
+        inputs.insert(
+            id.clone(),
+            inputs_digest(selected.iter().map(|(p, d)| (p.as_str(), d))),
+        );
+        files.insert(id.clone(), selected);
+        if let Some(program) = spec.command.as_ref().and_then(|c| c.value.first()) {
+            let repo_dir = provider
+                .runs_in
+                .as_ref()
+                .and_then(|r| workspace.repositories.get(r))
+                .map(|r| r.dir.as_path());
+            match resolve_program(program, repo_dir, path_var) {
+                Some(path) => {
+                    let digest = match exe_cache.get(&path) {
+                        Some(d) => *d,
+                        None => {
+                            let d = fs_err::read(&path).map(|bytes| Digest::of(&bytes)).unwrap_or_default();
+                            exe_cache.insert(path.clone(), d);
+                            d
+                        }
+                    };
+                    executables.insert(id.clone(), Executable { path: path.to_string_lossy().into_owned(), digest });
+                }
+                None => warnings.push(
+                    Diagnostic::warning(
+                        Code::ExecutableNotFound,
+                        format!("provider `{id}` runs `{program}`, which is not on PATH (or in its repository)"),
+                    )
+                    .at(&provider.file, spec.command.as_ref().map_or(spec.id.pos, |c| c.pos))
+                    .fix(format!("Install `{program}`, or fix the command; running it would fail.")),
+                ),
+            }
+        }
+    }
+    if !errors.is_empty() {
+        return Err(errors);
+    }
+    let repositories = snapshots
+        .iter()
+        .map(|(id, s)| {
+            (
+                id.clone(),
+                inputs_digest(s.files.iter().map(|f| (f.path.as_str(), &f.id))),
+            )
+        })
+        .collect::<BTreeMap<RepoId, Inputs>>();
+    let world = World {
+        platform: Platform {
+            os: std::env::consts::OS.to_owned(),
+            arch: std::env::consts::ARCH.to_owned(),
+        },
+        inputs,
+        executables,
+        repositories,
+    };
+    Ok(Observed {
+        world,
+        snapshots,
+        files,
+        warnings,
+    })
+}
+
+/// Resolves a command's program as a shell would: a path with a `/` relative
+/// to the repository, otherwise the first executable file on PATH.
+fn resolve_program(
+    program: &str,
+    repo_dir: Option<&Path>,
+    path_var: Option<&OsString>,
+) -> Option<PathBuf> {
+    if program.contains('/') {
+        let candidate = match repo_dir {
+            Some(dir) if !Path::new(program).is_absolute() => dir.join(program),
+            _ => PathBuf::from(program),
+        };
+        return candidate
+            .is_file()
+            .then(|| fs_err::canonicalize(&candidate).unwrap_or(candidate));
+    }
+    let path_var = path_var?;
+    std::env::split_paths(path_var)
+        .map(|dir| dir.join(program))
+        .find(|p| is_executable(p))
+        .map(|p| fs_err::canonicalize(&p).unwrap_or(p))
+}
+
+fn is_executable(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    fs_err::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
