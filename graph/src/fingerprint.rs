@@ -18,7 +18,7 @@
 //! ```
 //!
 //! Components, in order (tag: name): 1 adapter (name and protocol version),
-//! 2 capability, 3 outputs, 4 repository, 5 repositories, 6 cwd, 7 argv,
+//! 2 capability, 3 outputs (capability → receipt name), 4 repository, 5 repositories, 6 cwd, 7 argv,
 //! 8 report, 9 report_format, 10 minimum, 11 timeout_ms, 12 env, 13 env_from
 //! (names only, never values), 14 network, 15 project, 16 input_mode,
 //! 17 critical_cases, 18 contract, 19 ci, 20 claims (the resolved claim
@@ -35,22 +35,27 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 use crate::adapter::Adapter;
-use crate::graph::{NodeId, ProviderNode, SealedGraph, ServiceNode};
+use crate::graph::{EdgeKind, NodeId, ProviderNode, SealedGraph, ServiceNode};
 use crate::id::{ProviderId, RepoId, ServiceId};
 
 /// The version of the encoding above. Bump it on any change to the bytes.
 pub const ENCODING_VERSION: u32 = 1;
 
-/// The protocol version of each adapter: bumped when an adapter's meaning of
-/// "pass" changes, so old receipts stop matching.
-pub fn adapter_protocol(adapter: Adapter) -> u64 {
+/// The adapter and its protocol version, as fingerprinted: the version is
+/// bumped when an adapter's meaning of "pass" changes, so old receipts stop
+/// matching.
+pub fn adapter_protocol(adapter: Adapter) -> &'static str {
     match adapter {
-        Adapter::Command
-        | Adapter::TestDiscovery
-        | Adapter::Playwright
-        | Adapter::ContractDigest
-        | Adapter::External => 1,
+        Adapter::Command => "command/1",
+        Adapter::TestDiscovery => "test-discovery/1",
+        Adapter::Playwright => "playwright/1",
+        Adapter::ContractDigest => "contract-digest/1",
+        Adapter::External => "external/1",
     }
+}
+
+fn hex_str(hex: &[u8; 64]) -> &str {
+    std::str::from_utf8(hex).expect("hex digits are ASCII")
 }
 
 /// A 32-byte digest (BLAKE3 unless stated otherwise).
@@ -66,6 +71,17 @@ impl Digest {
     /// Lowercase hex.
     pub fn to_hex(&self) -> String {
         hex(&self.0)
+    }
+
+    /// Lowercase hex in a fixed buffer (no allocation).
+    pub fn hex_array(&self) -> [u8; 64] {
+        const DIGITS: &[u8; 16] = b"0123456789abcdef";
+        let mut out = [0u8; 64];
+        for (i, b) in self.0.iter().enumerate() {
+            out[2 * i] = DIGITS[usize::from(b >> 4)];
+            out[2 * i + 1] = DIGITS[usize::from(b & 0xf)];
+        }
+        out
     }
 
     /// Parses 64 lowercase or uppercase hex digits.
@@ -289,27 +305,272 @@ pub struct Fingerprints {
     pub services: BTreeMap<ServiceId, Fingerprint>,
 }
 
+/// What fingerprinting one provider may read: the world, the fingerprints
+/// already computed (by node), the services' and the platform's label.
+#[derive(Clone, Copy)]
+struct Known<'a> {
+    world: &'a World,
+    done: &'a [Option<Fingerprint>],
+    services: &'a BTreeMap<ServiceId, Fingerprint>,
+    platform: &'a str,
+}
+
+/// Receives the components of a manifest in order. Two implementations: one
+/// hashes them as they come (the fingerprint, no allocation per value), one
+/// keeps them (the manifest stored with receipts, for `explain`).
+trait Sink {
+    fn absent(&mut self, tag: u8, name: &'static str);
+    fn text(&mut self, tag: u8, name: &'static str, text: &str);
+    fn number(&mut self, tag: u8, name: &'static str, n: u64);
+    fn list<'a>(
+        &mut self,
+        tag: u8,
+        name: &'static str,
+        items: impl ExactSizeIterator<Item = &'a str>,
+    );
+    /// `entries` sorted by key.
+    fn map<'a>(
+        &mut self,
+        tag: u8,
+        name: &'static str,
+        entries: impl ExactSizeIterator<Item = (&'a str, &'a str)>,
+    );
+}
+
+/// Hashes components with the encoding in the module documentation.
+struct Hashing {
+    hasher: blake3::Hasher,
+    buf: Vec<u8>,
+}
+
+impl Hashing {
+    fn new(domain: &[u8]) -> Self {
+        let mut hasher = blake3::Hasher::new();
+        hasher.update(domain);
+        hasher.update(&ENCODING_VERSION.to_be_bytes());
+        Self {
+            hasher,
+            buf: Vec::with_capacity(512),
+        }
+    }
+
+    fn put_str(&mut self, s: &str) {
+        self.buf.extend_from_slice(&(s.len() as u64).to_be_bytes());
+        self.buf.extend_from_slice(s.as_bytes());
+    }
+
+    /// Components are encoded into one buffer and hashed once at the end
+    /// (one BLAKE3 update instead of one per component).
+    fn flush(&mut self) {}
+
+    fn finish(mut self) -> Fingerprint {
+        self.hasher.update(&self.buf);
+        self.buf.clear();
+        Fingerprint(Digest(*self.hasher.finalize().as_bytes()))
+    }
+}
+
+impl Sink for Hashing {
+    fn absent(&mut self, tag: u8, _: &'static str) {
+        self.buf.extend_from_slice(&[tag, 0]);
+        self.flush();
+    }
+    fn text(&mut self, tag: u8, _: &'static str, text: &str) {
+        self.buf.extend_from_slice(&[tag, 1]);
+        self.put_str(text);
+        self.flush();
+    }
+    fn number(&mut self, tag: u8, _: &'static str, n: u64) {
+        self.buf.extend_from_slice(&[tag, 2]);
+        self.buf.extend_from_slice(&n.to_be_bytes());
+        self.flush();
+    }
+    fn list<'a>(
+        &mut self,
+        tag: u8,
+        _: &'static str,
+        items: impl ExactSizeIterator<Item = &'a str>,
+    ) {
+        self.buf.extend_from_slice(&[tag, 3]);
+        self.buf
+            .extend_from_slice(&(items.len() as u64).to_be_bytes());
+        for item in items {
+            self.put_str(item);
+        }
+        self.flush();
+    }
+    fn map<'a>(
+        &mut self,
+        tag: u8,
+        _: &'static str,
+        entries: impl ExactSizeIterator<Item = (&'a str, &'a str)>,
+    ) {
+        self.buf.extend_from_slice(&[tag, 4]);
+        self.buf
+            .extend_from_slice(&(entries.len() as u64).to_be_bytes());
+        for (k, v) in entries {
+            self.put_str(k);
+            self.put_str(v);
+        }
+        self.flush();
+    }
+}
+
+/// Keeps components as owned values.
+#[derive(Default)]
+struct Collecting {
+    components: Vec<(u8, &'static str, Value)>,
+}
+
+impl Sink for Collecting {
+    fn absent(&mut self, tag: u8, name: &'static str) {
+        self.components.push((tag, name, Value::Absent));
+    }
+    fn text(&mut self, tag: u8, name: &'static str, text: &str) {
+        self.components
+            .push((tag, name, Value::Text(text.to_owned())));
+    }
+    fn number(&mut self, tag: u8, name: &'static str, n: u64) {
+        self.components.push((tag, name, Value::Number(n)));
+    }
+    fn list<'a>(
+        &mut self,
+        tag: u8,
+        name: &'static str,
+        items: impl ExactSizeIterator<Item = &'a str>,
+    ) {
+        self.components
+            .push((tag, name, Value::List(items.map(str::to_owned).collect())));
+    }
+    fn map<'a>(
+        &mut self,
+        tag: u8,
+        name: &'static str,
+        entries: impl ExactSizeIterator<Item = (&'a str, &'a str)>,
+    ) {
+        let map = entries.map(|(k, v)| (k.to_owned(), v.to_owned())).collect();
+        self.components.push((tag, name, Value::Map(map)));
+    }
+}
+
+fn opt_text(sink: &mut impl Sink, tag: u8, name: &'static str, value: Option<&str>) {
+    match value {
+        Some(v) => sink.text(tag, name, v),
+        None => sink.absent(tag, name),
+    }
+}
+
+fn opt_list<'a>(
+    sink: &mut impl Sink,
+    tag: u8,
+    name: &'static str,
+    items: Option<impl ExactSizeIterator<Item = &'a str>>,
+) {
+    match items {
+        Some(items) => sink.list(tag, name, items),
+        None => sink.absent(tag, name),
+    }
+}
+
 impl SealedGraph {
-    /// Computes every provider's fingerprint, dependencies first.
+    /// Computes every provider's fingerprint, dependencies first, on one thread.
     pub fn fingerprints(&self, world: &World) -> Result<Fingerprints, FingerprintError> {
-        let mut out = Fingerprints::default();
-        for (id, node) in &self.services {
-            let service = self
-                .node(*node)
-                .service()
-                .expect("service ids map to service nodes");
-            out.services
-                .insert(id.clone(), service_fingerprint(service, world));
-        }
+        self.fingerprints_with(world, std::num::NonZeroUsize::MIN)
+    }
+
+    /// Computes every provider's fingerprint with up to `threads` threads:
+    /// providers are grouped by depth in the `dependsOn` graph, and each
+    /// group is split across the threads (a provider's fingerprint needs only
+    /// those of shallower providers). The result does not depend on
+    /// `threads`.
+    pub fn fingerprints_with(
+        &self,
+        world: &World,
+        threads: std::num::NonZeroUsize,
+    ) -> Result<Fingerprints, FingerprintError> {
+        let services: BTreeMap<ServiceId, Fingerprint> = self
+            .services
+            .iter()
+            .map(|(id, node)| {
+                let service = self
+                    .node(*node)
+                    .service()
+                    .expect("service ids map to service nodes");
+                (id.clone(), service_fingerprint(service, world))
+            })
+            .collect();
+        let platform = format!("{}/{}", world.platform.os, world.platform.arch);
+        let mut depth: Vec<usize> = vec![0; self.len()];
+        let mut levels: Vec<Vec<NodeId>> = Vec::new();
         for node in self.order() {
-            let Some(provider) = self.node(*node).provider() else {
+            if self.node(*node).provider().is_none() {
                 continue;
-            };
-            let manifest = self.manifest_with(*node, provider, world, &out)?;
-            out.providers
-                .insert(provider.spec.id.value.clone(), manifest.fingerprint());
+            }
+            let d = self
+                .incoming(*node)
+                .iter()
+                .filter(|(_, kind)| *kind == EdgeKind::DependsOn)
+                .map(|(from, _)| depth[from.get()] + 1)
+                .max()
+                .unwrap_or(0);
+            depth[node.get()] = d;
+            if levels.len() <= d {
+                levels.resize_with(d + 1, Vec::new);
+            }
+            levels[d].push(*node);
         }
-        Ok(out)
+        let mut by_node: Vec<Option<Fingerprint>> = vec![None; self.len()];
+        let compute = |nodes: &[NodeId],
+                       done: &[Option<Fingerprint>]|
+         -> Result<Vec<(NodeId, Fingerprint)>, FingerprintError> {
+            let mut out = Vec::with_capacity(nodes.len());
+            for node in nodes {
+                let provider = self.node(*node).provider().expect("levels hold providers");
+                let mut sink = Hashing::new(b"proofgraph/provider-fingerprint");
+                let known = Known {
+                    world,
+                    done,
+                    services: &services,
+                    platform: &platform,
+                };
+                self.visit(*node, provider, &known, &mut sink)?;
+                out.push((*node, sink.finish()));
+            }
+            Ok(out)
+        };
+        for level in &levels {
+            let results: Vec<Result<Vec<(NodeId, Fingerprint)>, FingerprintError>> =
+                if threads.get() == 1 || level.len() < 64 {
+                    vec![compute(level, &by_node)]
+                } else {
+                    let chunk = level.len().div_ceil(threads.get());
+                    let done = &by_node;
+                    std::thread::scope(|scope| {
+                        let handles: Vec<_> = level
+                            .chunks(chunk)
+                            .map(|nodes| scope.spawn(move || compute(nodes, done)))
+                            .collect();
+                        handles
+                            .into_iter()
+                            .map(|h| h.join().expect("fingerprinting does not panic"))
+                            .collect()
+                    })
+                };
+            for result in results {
+                for (node, fp) in result? {
+                    by_node[node.get()] = Some(fp);
+                }
+            }
+        }
+        let providers = self
+            .providers
+            .iter()
+            .filter_map(|(id, node)| by_node[node.get()].map(|fp| (id.clone(), fp)))
+            .collect();
+        Ok(Fingerprints {
+            providers,
+            services,
+        })
     }
 
     /// A provider's manifest, given the fingerprints already computed for its
@@ -327,176 +588,205 @@ impl SealedGraph {
             .node(node)
             .provider()
             .expect("provider ids map to provider nodes");
-        self.manifest_with(node, provider, world, fingerprints)
+        let mut by_node: Vec<Option<Fingerprint>> = vec![None; self.len()];
+        for (pid, n) in &self.providers {
+            by_node[n.get()] = fingerprints.providers.get(pid).copied();
+        }
+        let mut sink = Collecting::default();
+        let platform = format!("{}/{}", world.platform.os, world.platform.arch);
+        let known = Known {
+            world,
+            done: &by_node,
+            services: &fingerprints.services,
+            platform: &platform,
+        };
+        self.visit(node, provider, &known, &mut sink)?;
+        Ok(Manifest {
+            components: sink.components,
+        })
     }
 
-    fn manifest_with(
+    fn visit(
         &self,
         node: NodeId,
         p: &ProviderNode,
-        world: &World,
-        done: &Fingerprints,
-    ) -> Result<Manifest, FingerprintError> {
+        known: &Known<'_>,
+        sink: &mut impl Sink,
+    ) -> Result<(), FingerprintError> {
+        let Known {
+            world,
+            done,
+            services: services_done,
+            platform,
+        } = *known;
         let spec = &p.spec;
         let id = &spec.id.value;
         let inputs = world
             .inputs
             .get(id)
             .ok_or_else(|| FingerprintError::MissingInputs(id.clone()))?;
-        let mut services = BTreeMap::new();
-        for service in self.services_of(node) {
-            let s = self
-                .node(service)
-                .service()
-                .expect("services_of yields services");
-            let fp = done
-                .services
-                .get(&s.spec.id.value)
-                .map_or_else(String::new, ToString::to_string);
-            services.insert(s.spec.id.value.to_string(), fp);
+        sink.text(1, "adapter", adapter_protocol(spec.adapter.value));
+        sink.text(2, "capability", p.capability.as_str());
+        sink.map(
+            3,
+            "outputs",
+            p.outputs
+                .iter()
+                .map(|o| (o.capability.as_str(), o.under.as_str())),
+        );
+        opt_text(
+            sink,
+            4,
+            "repository",
+            p.runs_in.as_ref().map(RepoId::as_str),
+        );
+        sink.list(5, "repositories", p.repositories.iter().map(RepoId::as_str));
+        sink.text(6, "cwd", ".");
+        opt_list(
+            sink,
+            7,
+            "argv",
+            spec.command
+                .as_ref()
+                .map(|c| c.value.iter().map(String::as_str)),
+        );
+        opt_text(
+            sink,
+            8,
+            "report",
+            spec.report.as_ref().map(|r| r.value.as_str()),
+        );
+        opt_text(
+            sink,
+            9,
+            "report_format",
+            spec.report_format.as_ref().map(|f| f.value.as_str()),
+        );
+        match &spec.minimum {
+            Some(m) => sink.number(10, "minimum", m.value),
+            None => sink.absent(10, "minimum"),
         }
-        let mut depends_on = BTreeMap::new();
-        for dep in spec.depends_on.iter().flatten() {
-            let fp = done
-                .providers
-                .get(&dep.value)
-                .map_or_else(String::new, ToString::to_string);
-            depends_on.insert(dep.value.to_string(), fp);
+        match &spec.timeout_ms {
+            Some(t) => sink.number(11, "timeout_ms", t.value),
+            None => sink.absent(11, "timeout_ms"),
         }
-        let outputs = p
-            .outputs
-            .iter()
-            .map(|o| format!("{}@{}", o.capability, o.under))
-            .collect();
-        let env = spec.env.as_ref().map_or(Value::Absent, |e| {
-            Value::Map(
-                e.iter()
-                    .map(|(k, v)| (k.to_string(), v.value.clone()))
-                    .collect(),
-            )
-        });
-        let contract = spec.contract.as_ref().map_or(Value::Absent, |c| {
-            Value::Map(
-                c.iter()
-                    .map(|(k, v)| (k.to_string(), v.value.clone()))
-                    .collect(),
-            )
-        });
-        let ci = spec.ci.as_ref().map_or(Value::Absent, |c| {
-            Value::Map(BTreeMap::from([
-                ("issuer".to_owned(), c.issuer.value.clone()),
+        match &spec.env {
+            Some(env) => sink.map(
+                12,
+                "env",
+                env.iter().map(|(k, v)| (k.as_str(), v.value.as_str())),
+            ),
+            None => sink.absent(12, "env"),
+        }
+        opt_list(
+            sink,
+            13,
+            "env_from",
+            spec.env_from
+                .as_ref()
+                .map(|e| e.iter().map(|n| n.value.as_str())),
+        );
+        opt_text(
+            sink,
+            14,
+            "network",
+            spec.network.as_ref().map(|n| n.value.as_str()),
+        );
+        opt_text(
+            sink,
+            15,
+            "project",
+            spec.project.as_ref().map(|p| p.value.as_str()),
+        );
+        opt_text(
+            sink,
+            16,
+            "input_mode",
+            spec.input_mode.as_ref().map(|m| m.value.as_str()),
+        );
+        opt_list(
+            sink,
+            17,
+            "critical_cases",
+            spec.critical_cases
+                .as_ref()
+                .map(|c| c.iter().map(|s| s.value.as_str())),
+        );
+        match &spec.contract {
+            Some(c) => sink.map(
+                18,
+                "contract",
+                c.iter().map(|(k, v)| (k.as_str(), v.value.as_str())),
+            ),
+            None => sink.absent(18, "contract"),
+        }
+        match &spec.ci {
+            Some(c) => sink.map(
+                19,
+                "ci",
+                [
+                    ("issuer", c.issuer.value.as_str()),
+                    ("public_key", c.public_key.value.trim()),
+                ]
+                .into_iter(),
+            ),
+            None => sink.absent(19, "ci"),
+        }
+        sink.list(20, "claims", p.claims.iter().map(|c| c.as_str()));
+        let mut services: Vec<(&str, [u8; 64])> = self
+            .services_of(node)
+            .into_iter()
+            .filter_map(|s| self.node(s).service())
+            .map(|s| {
                 (
-                    "public_key".to_owned(),
-                    c.public_key.value.trim().to_owned(),
-                ),
-            ]))
-        });
-        let executable = world.executables.get(id).map_or(Value::Absent, |e| {
-            Value::Map(BTreeMap::from([
-                ("path".to_owned(), e.path.clone()),
-                ("digest".to_owned(), e.digest.to_hex()),
-            ]))
-        });
-        let components = vec![
-            (
-                1,
-                "adapter",
-                Value::Text(format!(
-                    "{}/{}",
-                    spec.adapter.value,
-                    adapter_protocol(spec.adapter.value)
-                )),
-            ),
-            (2, "capability", Value::Text(p.capability.to_string())),
-            (3, "outputs", Value::List(outputs)),
-            (4, "repository", Value::opt_text(p.runs_in.as_ref())),
-            (
-                5,
-                "repositories",
-                Value::List(p.repositories.iter().map(ToString::to_string).collect()),
-            ),
-            (6, "cwd", Value::Text(".".to_owned())),
-            (
-                7,
-                "argv",
-                Value::opt_list(spec.command.as_ref().map(|c| c.value.iter())),
-            ),
-            (
-                8,
-                "report",
-                Value::opt_text(spec.report.as_ref().map(|r| &r.value)),
-            ),
-            (
-                9,
-                "report_format",
-                Value::opt_text(spec.report_format.as_ref().map(|f| f.value.as_str())),
-            ),
-            (
-                10,
-                "minimum",
-                spec.minimum
-                    .as_ref()
-                    .map_or(Value::Absent, |m| Value::Number(m.value)),
-            ),
-            (
-                11,
-                "timeout_ms",
-                spec.timeout_ms
-                    .as_ref()
-                    .map_or(Value::Absent, |t| Value::Number(t.value)),
-            ),
-            (12, "env", env),
-            (
-                13,
-                "env_from",
-                Value::opt_list(spec.env_from.as_ref().map(|e| e.iter().map(|n| &n.value))),
-            ),
-            (
-                14,
-                "network",
-                Value::opt_text(spec.network.as_ref().map(|n| n.value.as_str())),
-            ),
-            (
-                15,
-                "project",
-                Value::opt_text(spec.project.as_ref().map(|p| &p.value)),
-            ),
-            (
-                16,
-                "input_mode",
-                Value::opt_text(spec.input_mode.as_ref().map(|m| m.value.as_str())),
-            ),
-            (
-                17,
-                "critical_cases",
-                Value::opt_list(
-                    spec.critical_cases
-                        .as_ref()
-                        .map(|c| c.iter().map(|s| &s.value)),
-                ),
-            ),
-            (18, "contract", contract),
-            (19, "ci", ci),
-            (
-                20,
-                "claims",
-                Value::List(p.claims.iter().map(ToString::to_string).collect()),
-            ),
-            (21, "services", Value::Map(services)),
-            (22, "depends_on", Value::Map(depends_on)),
-            (
-                23,
-                "platform",
-                Value::Text(format!("{}/{}", world.platform.os, world.platform.arch)),
-            ),
-            (24, "executable", executable),
-            (
-                25,
-                "inputs",
-                Value::Text(format!("{} ({} files)", inputs.digest, inputs.files)),
-            ),
-        ];
-        Ok(Manifest { components })
+                    s.spec.id.value.as_str(),
+                    services_done
+                        .get(&s.spec.id.value)
+                        .map_or([b'0'; 64], |f| f.0.hex_array()),
+                )
+            })
+            .collect();
+        services.sort();
+        sink.map(
+            21,
+            "services",
+            services.iter().map(|(k, v)| (*k, hex_str(v))),
+        );
+        let mut deps: Vec<(&str, [u8; 64])> = self
+            .incoming(node)
+            .into_iter()
+            .filter(|(_, kind)| *kind == EdgeKind::DependsOn)
+            .filter_map(|(from, _)| {
+                let dep = self.node(from).provider()?;
+                Some((
+                    dep.spec.id.value.as_str(),
+                    done[from.get()].map_or([b'0'; 64], |f| f.0.hex_array()),
+                ))
+            })
+            .collect();
+        deps.sort();
+        deps.dedup();
+        sink.map(22, "depends_on", deps.iter().map(|(k, v)| (*k, hex_str(v))));
+        sink.text(23, "platform", platform);
+        match world.executables.get(id) {
+            Some(e) => {
+                let digest = e.digest.hex_array();
+                sink.map(
+                    24,
+                    "executable",
+                    [("digest", hex_str(&digest)), ("path", e.path.as_str())].into_iter(),
+                );
+            }
+            None => sink.absent(24, "executable"),
+        }
+        let digest = inputs.digest.hex_array();
+        let files = inputs.files.to_string();
+        sink.map(
+            25,
+            "inputs",
+            [("digest", hex_str(&digest)), ("files", files.as_str())].into_iter(),
+        );
+        Ok(())
     }
 }
 
@@ -644,7 +934,7 @@ mod tests {
         assert_eq!(manifest.fingerprint(), fp);
         assert_eq!(
             fp.to_string(),
-            "e0e77a30148c7fddd6765d8d7aa568dab531f3879642d313d591dc92dde37643"
+            "13d3600f0b6dd30343ac0bc0055c639c1ca96db14c2f930d5f56945db26bb901"
         );
     }
 
@@ -731,6 +1021,17 @@ mod tests {
             let (fa, ma) = fingerprint_of(build(&a));
             let (fb, mb) = fingerprint_of(build(&b));
             prop_assert_eq!(ma == mb, fa == fb, "manifests equal: {}, fingerprints equal: {}", ma == mb, fa == fb);
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn threads_do_not_change_fingerprints(g in crate::testing::random_graph(300), threads in 2..5usize) {
+            let graph = g.seal();
+            let w = world(&graph);
+            let one = graph.fingerprints(&w).expect("fingerprints");
+            let many = graph.fingerprints_with(&w, std::num::NonZeroUsize::new(threads).expect("non-zero")).expect("fingerprints");
+            prop_assert_eq!(one, many);
         }
     }
 

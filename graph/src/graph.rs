@@ -313,30 +313,40 @@ impl SealedGraph {
             probe_ids.insert(id, NodeId::from_index(probe));
         }
         let mut provider_ids = BTreeMap::new();
-        for (id, (spec, file)) in &providers {
-            let node = resolve_provider(spec, file, &repositories, &claims);
+        let index = ClaimIndex::new(&claims);
+        for (id, (spec, file)) in providers {
+            let node = resolve_provider(spec, file, &repositories, &index);
             let index = graph.add_node(Node {
                 name: id.to_string(),
                 kind: NodeKind::Provider(Box::new(node)),
             });
-            provider_ids.insert(id.clone(), NodeId::from_index(index));
+            provider_ids.insert(id, NodeId::from_index(index));
         }
-        for (id, (spec, _)) in &providers {
-            let to = provider_ids[id].index();
+        let lookup: std::collections::HashMap<&ProviderId, NodeId> =
+            provider_ids.iter().map(|(k, v)| (k, *v)).collect();
+        let mut edges: Vec<(NodeId, NodeId, EdgeKind)> = Vec::new();
+        for to in provider_ids.values() {
+            let spec = &graph[to.index()]
+                .provider()
+                .expect("provider ids map to provider nodes")
+                .spec;
             for dep in spec.depends_on.iter().flatten() {
-                graph.add_edge(provider_ids[&dep.value].index(), to, EdgeKind::DependsOn);
+                edges.push((lookup[&dep.value], *to, EdgeKind::DependsOn));
             }
             for service in spec.services.iter().flatten() {
-                graph.add_edge(probe_ids[&service.value].index(), to, EdgeKind::Ready);
+                edges.push((probe_ids[&service.value], *to, EdgeKind::Ready));
             }
             if let Some(receiver) = spec
                 .discovery_receiver()
                 .and_then(|r| ProviderId::parse(r).ok())
-                && let Some(receiver) = provider_ids.get(&receiver)
-                && receiver.index() != to
+                && let Some(receiver) = lookup.get(&receiver)
+                && receiver != to
             {
-                graph.add_edge(to, receiver.index(), EdgeKind::Discovery);
+                edges.push((*to, *receiver, EdgeKind::Discovery));
             }
+        }
+        for (from, to, kind) in edges {
+            graph.add_edge(from.index(), to.index(), kind);
         }
         let order = stable_topological_order(&graph);
         Self {
@@ -452,11 +462,33 @@ impl SealedGraph {
     }
 }
 
+/// The claims by the capabilities they require (with `discovery` implied by
+/// `test`), computed once per graph.
+struct ClaimIndex<'a> {
+    claims: &'a [Claim],
+    by_capability: BTreeMap<CapabilityName, Vec<usize>>,
+}
+
+impl<'a> ClaimIndex<'a> {
+    fn new(claims: &'a [Claim]) -> Self {
+        let mut by_capability: BTreeMap<CapabilityName, Vec<usize>> = BTreeMap::new();
+        for (i, claim) in claims.iter().enumerate() {
+            for capability in claim.required_capabilities() {
+                by_capability.entry(capability).or_default().push(i);
+            }
+        }
+        Self {
+            claims,
+            by_capability,
+        }
+    }
+}
+
 fn resolve_provider(
-    spec: &Provider,
-    file: &Arc<str>,
+    spec: Provider,
+    file: Arc<str>,
     repos: &Repositories,
-    claims: &[Claim],
+    claims: &ClaimIndex<'_>,
 ) -> ProviderNode {
     let capability = spec
         .capability()
@@ -494,18 +526,25 @@ fn resolve_provider(
             ids.dedup();
             ids
         }
-        ClaimScope::Declared => claims
-            .iter()
-            .filter(|claim| {
-                let required = claim.required_capabilities();
-                proven.iter().any(|c| required.contains(c))
-            })
-            .filter(|claim| match &claim.repositories {
-                None => true,
-                Some(repos) => repos.iter().any(|r| repositories.contains(&r.value)),
-            })
-            .map(|claim| claim.id.value.clone())
-            .collect(),
+        ClaimScope::Declared => {
+            let mut matching: Vec<usize> = proven
+                .iter()
+                .filter_map(|c| claims.by_capability.get(c))
+                .flatten()
+                .copied()
+                .collect();
+            matching.sort_unstable();
+            matching.dedup();
+            matching
+                .into_iter()
+                .map(|i| &claims.claims[i])
+                .filter(|claim| match &claim.repositories {
+                    None => true,
+                    Some(repos) => repos.iter().any(|r| repositories.contains(&r.value)),
+                })
+                .map(|claim| claim.id.value.clone())
+                .collect()
+        }
     };
     let mut outputs = vec![Output {
         capability: capability.clone(),
@@ -529,8 +568,8 @@ fn resolve_provider(
     outputs.sort();
     outputs.dedup();
     ProviderNode {
-        spec: spec.clone(),
-        file: Arc::clone(file),
+        spec,
+        file,
         capability,
         runs_in,
         repositories,

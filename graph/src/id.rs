@@ -8,6 +8,9 @@
 use std::borrow::Borrow;
 use std::fmt;
 
+// Identities are `Arc<str>`: they are cloned into many places (graph nodes,
+// claim scopes, maps) and a clone must not allocate.
+
 /// The kind of identity, used in error messages.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum IdKind {
@@ -161,7 +164,7 @@ macro_rules! identity {
     ($(#[$doc:meta])* $name:ident, $kind:expr, $check:path) => {
         $(#[$doc])*
         #[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
-        pub struct $name(Box<str>);
+        pub struct $name(std::sync::Arc<str>);
 
         impl $name {
             /// Validates `value` against this identity's grammar.

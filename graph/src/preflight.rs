@@ -612,7 +612,7 @@ fn check_report_collisions(builder: &GraphBuilder, findings: &mut Vec<Finding>) 
 
 fn check_cycles(builder: &GraphBuilder, findings: &mut Vec<Finding>) {
     let mut graph: DiGraph<&ProviderId, (), u32> = DiGraph::default();
-    let index: BTreeMap<&ProviderId, NodeIndex<u32>> = builder
+    let index: std::collections::HashMap<&ProviderId, NodeIndex<u32>> = builder
         .providers
         .keys()
         .map(|id| (id, graph.add_node(id)))

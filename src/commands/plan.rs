@@ -202,7 +202,7 @@ pub fn run(ctx: &Context, options: &PlanOptions) -> Report<PlanPayload> {
         Ok(o) => o,
         Err(all) => return Report::failed(all, Verdict::Invalid),
     };
-    let fingerprints = match graph.fingerprints(&observed.world) {
+    let fingerprints = match graph.fingerprints_with(&observed.world, default_jobs()) {
         Ok(f) => f,
         Err(err) => {
             return Report::failed(
