@@ -10,6 +10,11 @@ if [ ! -f tools/node_modules/.package-lock.json ] || [ tools/package-lock.json -
   npm ci --prefix tools --no-audit --no-fund
 fi
 
+# Python packages the cross-checks run (securesystemslib verifies our DSSE envelopes).
+if ! python3 -c 'import securesystemslib, rfc8785' 2>/dev/null; then
+  python3 -m pip install --quiet --disable-pip-version-check -r tools/interop/requirements.txt
+fi
+
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --locked -- -D warnings
 if command -v cargo-nextest >/dev/null 2>&1; then

@@ -7,6 +7,7 @@
 //! ([`output`]). The pure core lives in `proofgraph-graph`, sandboxes and
 //! process supervision in `proofgraph-sandbox`.
 
+pub mod attest;
 pub mod cli;
 pub mod commands;
 pub mod config;
@@ -16,5 +17,6 @@ pub mod inputs;
 pub mod openspec;
 pub mod output;
 pub mod preflight;
+pub mod report;
 pub mod workspace;
 pub mod world;

@@ -1,0 +1,155 @@
+//! Mocha's `json` reporter.
+//!
+//! Shape: `{stats: {tests, passes, pending, failures}, tests: [...], passes: [...],
+//! pending: [...], failures: [...]}`, each entry `{title, fullTitle, file, duration,
+//! currentRetry, err}`. `tests` lists every test; a test's outcome is found by looking it up
+//! (by file and full title) in `failures`, then `pending`, then `passes`. A `failures` entry
+//! that is not a listed test is a hook failure (`"before all" hook ...`): a runner error.
+//! Mocha has no separate todo state: pending tests (`it.skip`, `it('no body')`) are Skipped.
+
+use std::collections::HashSet;
+
+use serde_json::{Map, Value};
+
+use super::error::ReportError;
+use super::model::{Counts, Format, Outcome, Report, TestCase};
+use super::util::{check_declared_total, count_key, first_line, join_id, json_duration, str_key};
+
+const LISTS: [&str; 4] = ["tests", "passes", "failures", "pending"];
+
+/// Whether `root` looks like a Mocha JSON report.
+pub(crate) fn looks_like(root: &Map<String, Value>) -> bool {
+    root.get("stats").is_some_and(Value::is_object)
+        && LISTS
+            .iter()
+            .any(|k| root.get(*k).is_some_and(Value::is_array))
+}
+
+type Key<'a> = (&'a str, &'a str);
+
+fn key(entry: &Map<String, Value>) -> Key<'_> {
+    (
+        str_key(entry, "file").unwrap_or(""),
+        str_key(entry, "fullTitle").unwrap_or(""),
+    )
+}
+
+fn list<'a>(
+    root: &'a Map<String, Value>,
+    name: &str,
+) -> Result<Vec<&'a Map<String, Value>>, ReportError> {
+    match root.get(name) {
+        None => Ok(Vec::new()),
+        Some(Value::Array(items)) => items
+            .iter()
+            .enumerate()
+            .map(|(i, item)| {
+                item.as_object().ok_or_else(|| {
+                    ReportError::shape(Format::Mocha, format!("`{name}[{i}]` is not an object"))
+                })
+            })
+            .collect(),
+        Some(_) => Err(ReportError::shape(
+            Format::Mocha,
+            format!("`{name}` is not an array"),
+        )),
+    }
+}
+
+/// Parses a Mocha JSON report.
+pub(crate) fn parse(value: &Value) -> Result<Report, ReportError> {
+    let format = Format::Mocha;
+    let root = value
+        .as_object()
+        .ok_or_else(|| ReportError::shape(format, "the document is not a JSON object"))?;
+    let stats = root.get("stats").and_then(Value::as_object);
+    if stats.is_none() && !LISTS.iter().any(|k| root.contains_key(*k)) {
+        return Err(ReportError::shape(
+            format,
+            "the document has neither `stats` nor test lists",
+        ));
+    }
+    let tests = list(root, "tests")?;
+    let passes = list(root, "passes")?;
+    let failures = list(root, "failures")?;
+    let pending = list(root, "pending")?;
+
+    let failed: HashSet<Key<'_>> = failures.iter().map(|e| key(e)).collect();
+    let skipped: HashSet<Key<'_>> = pending.iter().map(|e| key(e)).collect();
+    let passed: HashSet<Key<'_>> = passes.iter().map(|e| key(e)).collect();
+
+    // Without a `tests` list (some reporters omit it), the outcome lists are the tests.
+    let has_list = root.contains_key("tests");
+    let entries: Vec<&Map<String, Value>> = if has_list {
+        tests
+    } else {
+        passes
+            .iter()
+            .chain(&failures)
+            .chain(&pending)
+            .copied()
+            .collect()
+    };
+    let listed: HashSet<Key<'_>> = entries.iter().map(|e| key(e)).collect();
+
+    let mut report = Report::empty(format);
+    for entry in &entries {
+        let k = key(entry);
+        let outcome = if failed.contains(&k) {
+            Outcome::Failed
+        } else if skipped.contains(&k) {
+            Outcome::Skipped
+        } else if passed.contains(&k) {
+            Outcome::Passed
+        } else {
+            Outcome::DidNotRun
+        };
+        let title = str_key(entry, "title").unwrap_or("");
+        let mut test = TestCase::new(join_id([k.0, k.1]), title.to_string(), outcome);
+        test.duration_ms = json_duration(entry.get("duration"), 1.0);
+        if let Some(retry) = count_key(entry, "currentRetry").filter(|r| *r > 0) {
+            test.retries = u32::try_from(retry).unwrap_or(u32::MAX);
+            test.flaky = outcome == Outcome::Passed;
+        }
+        report.tests.push(test);
+    }
+
+    for failure in &failures {
+        let k = key(failure);
+        if listed.contains(&k) {
+            continue;
+        }
+        let message = failure
+            .get("err")
+            .and_then(|e| e.get("message"))
+            .and_then(Value::as_str)
+            .map(first_line)
+            .unwrap_or_default();
+        let label = join_id([k.0, k.1]);
+        report.runner_errors.push(if message.is_empty() {
+            format!("{label} failed")
+        } else {
+            format!("{label} failed: {message}")
+        });
+    }
+
+    let declared = stats.and_then(|s| count_key(s, "tests"));
+    if LISTS.iter().any(|k| root.contains_key(*k)) {
+        report.discovered = declared.or(Some(report.tests.len() as u64));
+        report.counts = Some(Counts::tally(&report.tests));
+        check_declared_total(declared, &report.tests, &mut report.runner_errors);
+    } else {
+        report.discovered = declared;
+        report.counts = match (declared, stats) {
+            (Some(total), Some(s)) => Some(Counts {
+                total,
+                passed: count_key(s, "passes").unwrap_or(0),
+                failed: count_key(s, "failures").unwrap_or(0),
+                skipped: count_key(s, "pending").unwrap_or(0),
+                ..Counts::default()
+            }),
+            _ => None,
+        };
+    }
+    Ok(report)
+}

@@ -1,0 +1,259 @@
+//! The format-independent model every parser produces: [`Report`], [`TestCase`],
+//! [`Outcome`], [`Counts`], and the [`Format`] / [`Declared`] selectors.
+
+use serde::Serialize;
+
+/// A structured test-report format this crate can read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(into = "&'static str")]
+pub enum Format {
+    /// `jest --json` output.
+    Jest,
+    /// `vitest --reporter=json` output (Jest-compatible shape).
+    Vitest,
+    /// Playwright's JSON reporter.
+    Playwright,
+    /// JUnit XML (pytest, cargo-nextest, Maven Surefire, gotestsum, ...).
+    Junit,
+    /// Test Anything Protocol, versions 13 and 14.
+    Tap,
+    /// `go test -json` event stream.
+    GoTestJson,
+    /// libtest's JSON event stream (`cargo test -- --format json`, nextest `libtest-json`).
+    LibtestJson,
+    /// Common Test Report Format JSON.
+    Ctrf,
+    /// Mocha's `json` reporter.
+    Mocha,
+}
+
+impl Format {
+    /// Every format.
+    pub const ALL: [Format; 9] = [
+        Format::Playwright,
+        Format::Ctrf,
+        Format::Mocha,
+        Format::Vitest,
+        Format::Jest,
+        Format::GoTestJson,
+        Format::LibtestJson,
+        Format::Junit,
+        Format::Tap,
+    ];
+
+    /// The stable, lowercase name used in configuration files.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Format::Jest => "jest",
+            Format::Vitest => "vitest",
+            Format::Playwright => "playwright",
+            Format::Junit => "junit",
+            Format::Tap => "tap",
+            Format::GoTestJson => "go-test-json",
+            Format::LibtestJson => "libtest-json",
+            Format::Ctrf => "ctrf",
+            Format::Mocha => "mocha",
+        }
+    }
+
+    /// The format named `name` (exactly as [`Format::as_str`] spells it).
+    pub fn from_name(name: &str) -> Option<Format> {
+        Format::ALL.into_iter().find(|f| f.as_str() == name)
+    }
+
+    /// Whether documents of this format are JSON (a single document or JSON lines).
+    pub fn is_json(self) -> bool {
+        !matches!(self, Format::Junit | Format::Tap)
+    }
+}
+
+impl From<Format> for &'static str {
+    fn from(format: Format) -> Self {
+        format.as_str()
+    }
+}
+
+impl std::fmt::Display for Format {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// What the configuration declared about a report's format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Declared {
+    /// Parse as exactly this format; a document of another shape is an error.
+    Exactly(Format),
+    /// `"json"`: sniff among the JSON formats only.
+    AnyJson,
+    /// `"auto"` or absent: sniff among all formats.
+    Auto,
+}
+
+impl Declared {
+    /// Reads a configuration value: `None` or `"auto"` → [`Declared::Auto`], `"json"` →
+    /// [`Declared::AnyJson`], a format name → [`Declared::Exactly`]; anything else is `None`.
+    pub fn from_config(value: Option<&str>) -> Option<Declared> {
+        match value {
+            None | Some("auto") => Some(Declared::Auto),
+            Some("json") => Some(Declared::AnyJson),
+            Some(name) => Format::from_name(name).map(Declared::Exactly),
+        }
+    }
+}
+
+/// The final outcome of one test.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    /// Ran and met its expectation (for flaky tests: passed on a retry).
+    Passed,
+    /// Ran and failed (including errors and time-outs).
+    Failed,
+    /// Skipped / ignored / pending.
+    Skipped,
+    /// Marked as not yet implemented (TODO).
+    Todo,
+    /// Started but never finished (run interrupted, stream cut off).
+    Interrupted,
+    /// Known to the report but never run.
+    DidNotRun,
+}
+
+/// A `{type, description}` annotation (Playwright).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
+pub struct Annotation {
+    /// Annotation type, e.g. `claim`, `critical-case`, `skip`.
+    pub kind: String,
+    /// Free-form description, if any.
+    pub description: Option<String>,
+}
+
+/// A file or inline body attached to a test result (Playwright).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Attachment {
+    /// Attachment name.
+    pub name: String,
+    /// MIME type.
+    pub content_type: String,
+    /// Path on disk, for attachments stored as files.
+    pub path: Option<String>,
+    /// Decoded byte length of an inline (base64) body, for attachments stored inline.
+    pub body_len: Option<u64>,
+}
+
+/// One test case as the report describes it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct TestCase {
+    /// Stable identity: file/suite and title path joined with `" > "`; duplicates within a
+    /// report get a `" [2]"`, `" [3]"`, ... suffix in report order.
+    pub id: String,
+    /// The test's own title.
+    pub title: String,
+    /// Final outcome (the last attempt's, for retried tests).
+    pub outcome: Outcome,
+    /// Duration of the last attempt in milliseconds, when the report gives one.
+    pub duration_ms: Option<u64>,
+    /// Annotations (Playwright); empty for other formats.
+    pub annotations: Vec<Annotation>,
+    /// Attachments (Playwright); empty for other formats.
+    pub attachments: Vec<Attachment>,
+    /// Failed at least once, then passed on a retry.
+    pub flaky: bool,
+    /// Number of extra attempts the report records (0 when it ran once).
+    pub retries: u32,
+}
+
+impl TestCase {
+    /// A test case with no duration, annotations, attachments or retries.
+    pub fn new(id: String, title: String, outcome: Outcome) -> TestCase {
+        TestCase {
+            id,
+            title,
+            outcome,
+            duration_ms: None,
+            annotations: Vec::new(),
+            attachments: Vec::new(),
+            flaky: false,
+            retries: 0,
+        }
+    }
+}
+
+/// Per-outcome totals.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Counts {
+    /// All tests.
+    pub total: u64,
+    /// [`Outcome::Passed`] (flaky tests included).
+    pub passed: u64,
+    /// [`Outcome::Failed`].
+    pub failed: u64,
+    /// [`Outcome::Skipped`].
+    pub skipped: u64,
+    /// [`Outcome::Todo`].
+    pub todo: u64,
+    /// Passed tests that were flaky (a subset of `passed`).
+    pub flaky: u64,
+    /// [`Outcome::Interrupted`].
+    pub interrupted: u64,
+    /// [`Outcome::DidNotRun`].
+    pub did_not_run: u64,
+}
+
+impl Counts {
+    /// Tallies parsed test cases.
+    pub fn tally(tests: &[TestCase]) -> Counts {
+        let mut counts = Counts {
+            total: tests.len() as u64,
+            ..Counts::default()
+        };
+        for test in tests {
+            match test.outcome {
+                Outcome::Passed => counts.passed += 1,
+                Outcome::Failed => counts.failed += 1,
+                Outcome::Skipped => counts.skipped += 1,
+                Outcome::Todo => counts.todo += 1,
+                Outcome::Interrupted => counts.interrupted += 1,
+                Outcome::DidNotRun => counts.did_not_run += 1,
+            }
+            if test.flaky && test.outcome == Outcome::Passed {
+                counts.flaky += 1;
+            }
+        }
+        counts
+    }
+}
+
+/// A parsed report.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Report {
+    /// The format the report was parsed as.
+    pub format: Format,
+    /// The discovered test count, from the report's own integer total keys
+    /// (`numTotalTests` / `summary.tests` / `stats.tests` / Playwright `stats` / JUnit `tests` /
+    /// libtest `test_count` / TAP plan) or from the parsed test list. `None` when the report
+    /// gives no integer count and no test list.
+    pub discovered: Option<u64>,
+    /// Per-outcome totals: tallied from `tests` when the report lists tests, else from the
+    /// report's integer summary keys, else `None`.
+    pub counts: Option<Counts>,
+    /// The tests the report lists (may be empty for summary-only reports).
+    pub tests: Vec<TestCase>,
+    /// Failures not attributable to one test: suites that failed to load, build failures,
+    /// hook failures, `Bail out!`, counts that disagree with the listed tests, cut-off streams.
+    pub runner_errors: Vec<String>,
+}
+
+impl Report {
+    /// A report of `format` with nothing in it yet.
+    pub(crate) fn empty(format: Format) -> Report {
+        Report {
+            format,
+            discovered: None,
+            counts: None,
+            tests: Vec::new(),
+            runner_errors: Vec::new(),
+        }
+    }
+}

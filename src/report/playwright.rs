@@ -1,0 +1,253 @@
+//! Playwright's JSON reporter (`--reporter=json`).
+//!
+//! Shape: `{config, suites: [{title, file, specs: [{title, annotations?, tests: [{projectName,
+//! status, expectedStatus, annotations, results: [{status, retry, duration, annotations?,
+//! attachments}]}]}], suites: [...]}], errors: [{message}], stats: {expected, unexpected,
+//! flaky, skipped}}`.
+//!
+//! Outcome of a test, from its `status` and its `results`:
+//! - `expected` → Passed (this includes `test.fail()` tests that failed as declared; their
+//!   `fail` annotation is kept so callers can tell);
+//! - `flaky` → Passed with `flaky: true` (failed, then passed on a retry);
+//! - `unexpected` → from the last result: `interrupted` → Interrupted, anything else (`failed`,
+//!   `timedOut`, a `passed` that should have failed) → Failed;
+//! - `skipped` → Skipped, or DidNotRun when it has no result at all (never scheduled, e.g.
+//!   after `maxFailures` or an interrupted run).
+//!
+//! Annotations are collected from the spec, the test and every result, de-duplicated by
+//! `(type, description)` in first-seen order; attachments from every result.
+//! `discovered` is `stats.expected + unexpected + flaky + skipped` when `stats.expected` is an
+//! integer (other keys that are not integers count 0 there, and the listed-tests check then
+//! flags the disagreement), else the number of listed tests.
+
+use serde_json::{Map, Value};
+
+use super::error::ReportError;
+use super::model::{Annotation, Attachment, Counts, Format, Outcome, Report, TestCase};
+use super::util::{check_declared_total, count_key, first_line, join_id, json_duration, str_key};
+
+/// Nesting deeper than this is refused (Playwright nests one level per `describe`).
+const MAX_DEPTH: usize = 256;
+
+/// Whether `root` looks like a Playwright JSON report.
+pub(crate) fn looks_like(root: &Map<String, Value>) -> bool {
+    root.get("suites").is_some_and(Value::is_array)
+        && (root.get("config").is_some_and(Value::is_object)
+            || root.get("stats").and_then(|s| s.get("expected")).is_some())
+}
+
+/// Parses a Playwright JSON report.
+pub(crate) fn parse(value: &Value) -> Result<Report, ReportError> {
+    let format = Format::Playwright;
+    let root = value
+        .as_object()
+        .ok_or_else(|| ReportError::shape(format, "the document is not a JSON object"))?;
+    let stats = root.get("stats").and_then(Value::as_object);
+    if !root.contains_key("suites") && !stats.is_some_and(|s| s.contains_key("expected")) {
+        return Err(ReportError::shape(
+            format,
+            "the document has neither `suites` nor `stats.expected`",
+        ));
+    }
+    let mut report = Report::empty(format);
+    match root.get("suites") {
+        None => {}
+        Some(Value::Array(suites)) => {
+            let mut path = Vec::new();
+            for suite in suites {
+                walk_suite(suite, &mut path, &mut report.tests, 0)?;
+            }
+        }
+        Some(_) => return Err(ReportError::shape(format, "`suites` is not an array")),
+    }
+
+    if let Some(errors) = root.get("errors").and_then(Value::as_array) {
+        for error in errors {
+            let message = error
+                .get("message")
+                .and_then(Value::as_str)
+                .or_else(|| error.as_str())
+                .map(first_line)
+                .unwrap_or_else(|| "error without a message".to_string());
+            let location = error
+                .get("location")
+                .and_then(|l| l.get("file"))
+                .and_then(Value::as_str);
+            report.runner_errors.push(match location {
+                Some(file) => format!("{file}: {message}"),
+                None => message,
+            });
+        }
+    }
+
+    let declared = stats.and_then(|s| {
+        count_key(s, "expected").map(|expected| {
+            ["unexpected", "flaky", "skipped"]
+                .iter()
+                .filter_map(|k| count_key(s, k))
+                .fold(expected, u64::saturating_add)
+        })
+    });
+    if root.contains_key("suites") {
+        report.discovered = declared.or(Some(report.tests.len() as u64));
+        report.counts = Some(Counts::tally(&report.tests));
+        check_declared_total(declared, &report.tests, &mut report.runner_errors);
+    } else if let (Some(total), Some(s)) = (declared, stats) {
+        let flaky = count_key(s, "flaky").unwrap_or(0);
+        report.discovered = Some(total);
+        report.counts = Some(Counts {
+            total,
+            passed: count_key(s, "expected").unwrap_or(0).saturating_add(flaky),
+            failed: count_key(s, "unexpected").unwrap_or(0),
+            skipped: count_key(s, "skipped").unwrap_or(0),
+            flaky,
+            ..Counts::default()
+        });
+    }
+    Ok(report)
+}
+
+fn walk_suite<'a>(
+    suite: &'a Value,
+    path: &mut Vec<&'a str>,
+    tests: &mut Vec<TestCase>,
+    depth: usize,
+) -> Result<(), ReportError> {
+    let format = Format::Playwright;
+    if depth > MAX_DEPTH {
+        return Err(ReportError::shape(format, "suites are nested too deeply"));
+    }
+    let suite = suite
+        .as_object()
+        .ok_or_else(|| ReportError::shape(format, "a suite is not an object"))?;
+    let title = str_key(suite, "title").unwrap_or("");
+    path.push(title);
+    if let Some(specs) = suite.get("specs") {
+        let specs = specs
+            .as_array()
+            .ok_or_else(|| ReportError::shape(format, "`specs` is not an array"))?;
+        for spec in specs {
+            let spec = spec
+                .as_object()
+                .ok_or_else(|| ReportError::shape(format, "a spec is not an object"))?;
+            parse_spec(spec, path, tests)?;
+        }
+    }
+    if let Some(children) = suite.get("suites") {
+        let children = children
+            .as_array()
+            .ok_or_else(|| ReportError::shape(format, "`suites` is not an array"))?;
+        for child in children {
+            walk_suite(child, path, tests, depth + 1)?;
+        }
+    }
+    path.pop();
+    Ok(())
+}
+
+fn parse_spec(
+    spec: &Map<String, Value>,
+    path: &[&str],
+    tests: &mut Vec<TestCase>,
+) -> Result<(), ReportError> {
+    let format = Format::Playwright;
+    let title = str_key(spec, "title").unwrap_or("");
+    let entries = match spec.get("tests") {
+        None => &[][..],
+        Some(Value::Array(t)) => t.as_slice(),
+        Some(_) => return Err(ReportError::shape(format, "`tests` is not an array")),
+    };
+    for entry in entries {
+        let entry = entry
+            .as_object()
+            .ok_or_else(|| ReportError::shape(format, "a test is not an object"))?;
+        let results: &[Value] = entry
+            .get("results")
+            .and_then(Value::as_array)
+            .map_or(&[], Vec::as_slice);
+        let last_status = results
+            .last()
+            .and_then(|r| r.get("status"))
+            .and_then(Value::as_str);
+        let (outcome, flaky) = match str_key(entry, "status") {
+            Some("expected") => (Outcome::Passed, false),
+            Some("flaky") => (Outcome::Passed, true),
+            Some("unexpected") => match last_status {
+                Some("interrupted") => (Outcome::Interrupted, false),
+                None => (Outcome::DidNotRun, false),
+                Some(_) => (Outcome::Failed, false),
+            },
+            Some("skipped") if results.is_empty() => (Outcome::DidNotRun, false),
+            Some("skipped") => (Outcome::Skipped, false),
+            _ => (Outcome::DidNotRun, false),
+        };
+
+        let project = str_key(entry, "projectName").unwrap_or("");
+        let mut id = join_id(path.iter().copied().chain(std::iter::once(title)));
+        if !project.is_empty() {
+            id = format!("[{project}] {id}");
+        }
+        let mut test = TestCase::new(id, title.to_string(), outcome);
+        test.flaky = flaky;
+        test.retries = u32::try_from(results.len().saturating_sub(1)).unwrap_or(u32::MAX);
+        test.duration_ms = results
+            .last()
+            .and_then(|r| json_duration(r.get("duration"), 1.0));
+
+        let mut annotations = Vec::new();
+        collect_annotations(spec.get("annotations"), &mut annotations);
+        collect_annotations(entry.get("annotations"), &mut annotations);
+        for result in results {
+            collect_annotations(result.get("annotations"), &mut annotations);
+            collect_attachments(result.get("attachments"), &mut test.attachments);
+        }
+        test.annotations = annotations;
+        tests.push(test);
+    }
+    Ok(())
+}
+
+fn collect_annotations(value: Option<&Value>, out: &mut Vec<Annotation>) {
+    for item in value.and_then(Value::as_array).into_iter().flatten() {
+        let Some(kind) = item.get("type").and_then(Value::as_str) else {
+            continue;
+        };
+        let annotation = Annotation {
+            kind: kind.to_string(),
+            description: item
+                .get("description")
+                .and_then(Value::as_str)
+                .map(str::to_string),
+        };
+        if !out.contains(&annotation) {
+            out.push(annotation);
+        }
+    }
+}
+
+fn collect_attachments(value: Option<&Value>, out: &mut Vec<Attachment>) {
+    for item in value.and_then(Value::as_array).into_iter().flatten() {
+        let Some(item) = item.as_object() else {
+            continue;
+        };
+        out.push(Attachment {
+            name: str_key(item, "name").unwrap_or("").to_string(),
+            content_type: str_key(item, "contentType").unwrap_or("").to_string(),
+            path: str_key(item, "path").map(str::to_string),
+            body_len: str_key(item, "body").map(base64_decoded_len),
+        });
+    }
+}
+
+/// Decoded length of a base64 string (Playwright stores inline bodies as base64).
+fn base64_decoded_len(encoded: &str) -> u64 {
+    let trimmed = encoded.trim_end_matches('=');
+    let padding = (encoded.len() - trimmed.len()) as u64;
+    let len = encoded.len() as u64;
+    if len.is_multiple_of(4) {
+        (len / 4 * 3).saturating_sub(padding)
+    } else {
+        // Unpadded base64: every 4 characters carry 3 bytes; a partial group of n carries n-1.
+        len / 4 * 3 + (len % 4).saturating_sub(1)
+    }
+}

@@ -1,0 +1,1425 @@
+//! Tests: every real fixture against a hand-written expectations table, sniffing, the
+//! never-coerce rules, error inputs, per-format semantics, and never-panic loops over random
+//! and truncated bytes.
+
+use std::path::{Path, PathBuf};
+
+use super::{Counts, Declared, Format, Outcome, Report, ReportError, parse, sniff};
+
+/// Where the real fixtures live. Adjust this one constant when the module moves.
+const FIXTURES_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/reports");
+
+fn fixture_path(rel: &str) -> PathBuf {
+    Path::new(FIXTURES_DIR).join(rel)
+}
+
+fn fixture(rel: &str) -> Vec<u8> {
+    fs_err::read(fixture_path(rel)).unwrap_or_else(|e| panic!("read fixture {rel}: {e}"))
+}
+
+fn auto(bytes: &[u8]) -> Result<Report, ReportError> {
+    parse(bytes, Declared::Auto)
+}
+
+fn auto_ok(text: &str) -> Report {
+    auto(text.as_bytes()).unwrap_or_else(|e| panic!("expected a report, got: {e}\n{text}"))
+}
+
+fn find<'a>(report: &'a Report, id: &str) -> &'a super::TestCase {
+    report.tests.iter().find(|t| t.id == id).unwrap_or_else(|| {
+        panic!(
+            "no test {id:?} in {:#?}",
+            report.tests.iter().map(|t| &t.id).collect::<Vec<_>>()
+        )
+    })
+}
+
+/// Expected facts about one fixture, written by reading the fixture (not the parser output).
+struct Expect {
+    path: &'static str,
+    format: Format,
+    discovered: Option<u64>,
+    /// passed, failed, skipped, todo, flaky
+    counts: (u64, u64, u64, u64, u64),
+    /// Number of listed tests.
+    tests: usize,
+    /// Number of runner errors.
+    runner_errors: usize,
+}
+
+const fn e(
+    path: &'static str,
+    format: Format,
+    discovered: Option<u64>,
+    counts: (u64, u64, u64, u64, u64),
+    tests: usize,
+    runner_errors: usize,
+) -> Expect {
+    Expect {
+        path,
+        format,
+        discovered,
+        counts,
+        tests,
+        runner_errors,
+    }
+}
+
+use Format::*;
+
+/// One row per fixture. Counts are (passed, failed, skipped, todo, flaky).
+const EXPECTATIONS: &[Expect] = &[
+    // numTotalTests 6: 3 passed, 1 failed, 1 pending (skip), 1 todo.
+    e("jest/basic.json", Jest, Some(6), (3, 1, 1, 1, 0), 6, 0),
+    // Same tests plus broken/broken.test.js that throws at load: a runner error.
+    e(
+        "jest/suite-error.json",
+        Jest,
+        Some(6),
+        (3, 1, 1, 1, 0),
+        6,
+        1,
+    ),
+    e("jest/zero-tests.json", Jest, Some(0), (0, 0, 0, 0, 0), 0, 0),
+    e("vitest/basic.json", Vitest, Some(6), (3, 1, 1, 1, 0), 6, 0),
+    e(
+        "vitest/suite-error.json",
+        Vitest,
+        Some(6),
+        (3, 1, 1, 1, 0),
+        6,
+        1,
+    ),
+    e(
+        "vitest/zero-tests.json",
+        Vitest,
+        Some(0),
+        (0, 0, 0, 0, 0),
+        0,
+        0,
+    ),
+    // stats.tests 6: 3 passes, 1 failure, 2 pending (it.skip and a body-less it).
+    e("mocha/basic.json", Mocha, Some(6), (3, 1, 2, 0, 0), 6, 0),
+    // stats.tests 1; the failing `before all` hook is a failure that is not a test.
+    e(
+        "mocha/hook-failure.json",
+        Mocha,
+        Some(1),
+        (1, 0, 0, 0, 0),
+        1,
+        1,
+    ),
+    // summary.tests 6: passed 3, failed 1, pending 1, other 1 (rawStatus todo).
+    e("ctrf/jest-ctrf.json", Ctrf, Some(6), (3, 1, 1, 1, 0), 6, 0),
+    // summary.tests 6: passed 3, failed 1, pending 2.
+    e("ctrf/mocha-ctrf.json", Ctrf, Some(6), (3, 1, 2, 0, 0), 6, 0),
+    // stats: expected 3 (2 passes + the test.fail() that failed), unexpected 2 (failure and
+    // time-out), flaky 1, skipped 1.
+    e(
+        "playwright/basic.json",
+        Playwright,
+        Some(7),
+        (4, 2, 1, 0, 1),
+        7,
+        0,
+    ),
+    // A spec that throws at load: no tests, one top-level error.
+    // errors: the load error and "No tests found".
+    e(
+        "playwright/load-error.json",
+        Playwright,
+        Some(0),
+        (0, 0, 0, 0, 0),
+        0,
+        2,
+    ),
+    // tests=8 errors=1 failures=1 skipped=2 (a skip and an xfail).
+    e("junit/pytest.xml", Junit, Some(8), (4, 2, 2, 0, 0), 8, 0),
+    // tests=6 failures=1; one test has a <flakyFailure> (passed on retry), the failure has a
+    // <rerunFailure>.
+    e("junit/nextest.xml", Junit, Some(6), (5, 1, 0, 0, 1), 6, 0),
+    // tests=6 failures=2 errors=1 skipped=1, no reruns.
+    e("junit/surefire.xml", Junit, Some(6), (2, 3, 1, 0, 0), 6, 0),
+    // tests="9" counts the reruns; 6 test cases: 3 pass (1 flaky), 2 fail, 1 skipped.
+    e(
+        "junit/surefire-rerun.xml",
+        Junit,
+        Some(6),
+        (3, 2, 1, 0, 1),
+        6,
+        0,
+    ),
+    // tests=7 failures=3 errors=1: the error is brokenpkg's build failure, not a test case.
+    e("junit/gotestsum.xml", Junit, Some(7), (3, 3, 1, 0, 0), 7, 1),
+    // Leaves: 3 ok, 1 not ok, 1 # SKIP, 1 # TODO; plans 1..2 / 1..4 / 1..2.
+    e("tap/node-test.tap", Tap, Some(6), (3, 1, 1, 1, 0), 6, 0),
+    // node-tap: the leaves are assertions; 3 ok, 1 not ok, 1 # SKIP, 1 # TODO.
+    e("tap/node-tap-14.tap", Tap, Some(6), (3, 1, 1, 1, 0), 6, 0),
+    // Inner plan 1..3, one ok, then Bail out!.
+    e(
+        "tap/node-tap-14-bailout.tap",
+        Tap,
+        Some(3),
+        (1, 0, 0, 0, 0),
+        1,
+        1,
+    ),
+    // TestAdd, TestFailsOnPurpose, TestSkipped, TestTable + 3 subtests.
+    e(
+        "go-test-json/basic.jsonl",
+        GoTestJson,
+        Some(7),
+        (3, 3, 1, 0, 0),
+        7,
+        0,
+    ),
+    // Same, plus a plain-text `FAIL ... [build failed]` line for brokenpkg.
+    e(
+        "go-test-json/build-failure.jsonl",
+        GoTestJson,
+        Some(7),
+        (3, 3, 1, 0, 0),
+        7,
+        1,
+    ),
+    // Suites with test_count 6, 1, 0: 5 ok, 1 failed, 1 ignored.
+    e(
+        "libtest-json/cargo-test.jsonl",
+        LibtestJson,
+        Some(7),
+        (5, 1, 1, 0, 0),
+        7,
+        0,
+    ),
+    // nextest: binary fixture_crate reported as two suites of test_count 6, integration 1.
+    e(
+        "libtest-json/nextest.jsonl",
+        LibtestJson,
+        Some(7),
+        (5, 1, 1, 0, 1),
+        7,
+        0,
+    ),
+];
+
+fn check_expectation(exp: &Expect, report: &Report, how: &str) {
+    let ctx = format!("{} ({how})", exp.path);
+    assert_eq!(report.format, exp.format, "{ctx}: format");
+    assert_eq!(report.discovered, exp.discovered, "{ctx}: discovered");
+    let counts = report.counts.unwrap_or_else(|| panic!("{ctx}: no counts"));
+    assert_eq!(
+        (
+            counts.passed,
+            counts.failed,
+            counts.skipped,
+            counts.todo,
+            counts.flaky
+        ),
+        exp.counts,
+        "{ctx}: counts {counts:?}"
+    );
+    assert_eq!(counts.total, report.tests.len() as u64, "{ctx}: total");
+    assert_eq!(report.tests.len(), exp.tests, "{ctx}: tests");
+    assert_eq!(
+        report.runner_errors.len(),
+        exp.runner_errors,
+        "{ctx}: runner errors {:#?}",
+        report.runner_errors
+    );
+    let mut ids: Vec<&str> = report.tests.iter().map(|t| t.id.as_str()).collect();
+    ids.sort_unstable();
+    ids.dedup();
+    assert_eq!(ids.len(), report.tests.len(), "{ctx}: ids are unique");
+}
+
+#[test]
+fn every_fixture_parses_as_expected() {
+    for exp in EXPECTATIONS {
+        let bytes = fixture(exp.path);
+        let report = auto(&bytes).unwrap_or_else(|e| panic!("{}: {e}", exp.path));
+        check_expectation(exp, &report, "auto");
+
+        let exact = parse(&bytes, Declared::Exactly(exp.format))
+            .unwrap_or_else(|e| panic!("{}: {e}", exp.path));
+        assert_eq!(exact, report, "{}: exact and auto agree", exp.path);
+
+        if exp.format.is_json() {
+            let json =
+                parse(&bytes, Declared::AnyJson).unwrap_or_else(|e| panic!("{}: {e}", exp.path));
+            assert_eq!(json, report, "{}: json and auto agree", exp.path);
+        } else {
+            assert!(
+                parse(&bytes, Declared::AnyJson).is_err(),
+                "{}: not JSON",
+                exp.path
+            );
+        }
+        assert_eq!(sniff(&bytes), Some(exp.format), "{}: sniff", exp.path);
+    }
+}
+
+fn all_fixture_files() -> Vec<String> {
+    let mut out = Vec::new();
+    let root = Path::new(FIXTURES_DIR);
+    let mut dirs = vec![root.to_path_buf()];
+    while let Some(dir) = dirs.pop() {
+        for entry in fs_err::read_dir(&dir).expect("fixtures dir is readable") {
+            let path = entry.expect("dir entry").path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else if !matches!(path.extension().and_then(|e| e.to_str()), Some("md" | "sh")) {
+                let rel = path.strip_prefix(root).expect("under fixtures");
+                out.push(rel.to_string_lossy().replace('\\', "/"));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn every_fixture_file_has_an_expectation() {
+    let files = all_fixture_files();
+    assert!(files.len() >= EXPECTATIONS.len());
+    for file in &files {
+        assert!(
+            EXPECTATIONS.iter().any(|e| e.path == file),
+            "fixture {file} has no row in EXPECTATIONS"
+        );
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Per-fixture details
+// ---------------------------------------------------------------------------------------
+
+#[test]
+fn jest_fixture_details() {
+    let report = auto(&fixture("jest/basic.json")).expect("parses");
+    let t = find(
+        &report,
+        "/REPO/generators/jest/tests/math.test.js > math > nested > fails on purpose",
+    );
+    assert_eq!(t.outcome, Outcome::Failed);
+    assert_eq!(t.title, "fails on purpose");
+    let todo = find(
+        &report,
+        "/REPO/generators/jest/tests/math.test.js > math > handles overflow",
+    );
+    assert_eq!(todo.outcome, Outcome::Todo);
+    let skipped = find(
+        &report,
+        "/REPO/generators/jest/tests/math.test.js > math > is skipped",
+    );
+    assert_eq!(skipped.outcome, Outcome::Skipped);
+
+    let report = auto(&fixture("jest/suite-error.json")).expect("parses");
+    assert!(
+        report.runner_errors[0].contains("broken.test.js")
+            && report.runner_errors[0].contains("module failed to load on purpose"),
+        "{:?}",
+        report.runner_errors
+    );
+    let report = auto(&fixture("vitest/suite-error.json")).expect("parses");
+    assert!(report.runner_errors[0].contains("module failed to load on purpose"));
+}
+
+#[test]
+fn playwright_fixture_details() {
+    let report = auto(&fixture("playwright/basic.json")).expect("parses");
+    let claim = find(
+        &report,
+        "profile.spec.js > profile > updates the display name",
+    );
+    assert_eq!(claim.outcome, Outcome::Passed);
+    let kinds: Vec<(&str, Option<&str>)> = claim
+        .annotations
+        .iter()
+        .map(|a| (a.kind.as_str(), a.description.as_deref()))
+        .collect();
+    // Present on both the test and its result: collected once each.
+    assert_eq!(
+        kinds,
+        vec![
+            ("claim", Some("profile-update")),
+            ("critical-case", Some("CASE-1"))
+        ]
+    );
+
+    let shot = find(
+        &report,
+        "profile.spec.js > profile > shows the profile page",
+    );
+    let png = shot
+        .attachments
+        .iter()
+        .find(|a| a.name == "profile-screenshot")
+        .expect("screenshot attachment");
+    assert_eq!(png.content_type, "image/png");
+    assert!(png.path.as_deref().is_some_and(|p| p.ends_with(".png")));
+    let note = shot
+        .attachments
+        .iter()
+        .find(|a| a.name == "note")
+        .expect("inline attachment");
+    assert_eq!(note.body_len, Some("inline text attachment".len() as u64));
+    assert_eq!(note.path, None);
+
+    let flaky = find(&report, "profile.spec.js > profile > is flaky");
+    assert!(flaky.flaky);
+    assert_eq!((flaky.outcome, flaky.retries), (Outcome::Passed, 1));
+
+    let failed = find(&report, "profile.spec.js > profile > fails on purpose");
+    assert_eq!(
+        (failed.outcome, failed.retries, failed.flaky),
+        (Outcome::Failed, 1, false)
+    );
+    assert!(
+        failed
+            .annotations
+            .iter()
+            .any(|a| a.kind == "critical-case" && a.description.as_deref() == Some("CASE-2"))
+    );
+
+    let timed_out = find(&report, "profile.spec.js > profile > times out");
+    assert_eq!(timed_out.outcome, Outcome::Failed);
+
+    let skipped = find(&report, "profile.spec.js > profile > is skipped for now");
+    assert_eq!(skipped.outcome, Outcome::Skipped);
+    assert!(skipped.annotations.iter().any(|a| a.kind == "skip"));
+
+    let known = find(&report, "profile.spec.js > profile > is a known failure");
+    assert_eq!(known.outcome, Outcome::Passed);
+    assert!(known.annotations.iter().any(|a| a.kind == "fail"));
+
+    let report = auto(&fixture("playwright/load-error.json")).expect("parses");
+    assert!(report.runner_errors[0].contains("spec failed to load on purpose"));
+}
+
+#[test]
+fn junit_fixture_details() {
+    let report = auto(&fixture("junit/pytest.xml")).expect("parses");
+    assert_eq!(
+        find(&report, "tests.test_math > test_adds_two_numbers").outcome,
+        Outcome::Passed
+    );
+    assert_eq!(
+        find(&report, "tests.test_math > test_uses_broken_fixture").outcome,
+        Outcome::Failed
+    );
+    assert_eq!(
+        find(&report, "tests.test_math > test_known_failure").outcome,
+        Outcome::Skipped
+    );
+    assert_eq!(
+        find(&report, "tests.test_math.TestGrouped > test_in_class").outcome,
+        Outcome::Passed
+    );
+
+    let report = auto(&fixture("junit/nextest.xml")).expect("parses");
+    let flaky = find(&report, "fixture-crate > tests::flaky_under_nextest");
+    assert_eq!(
+        (flaky.outcome, flaky.flaky, flaky.retries),
+        (Outcome::Passed, true, 1)
+    );
+    let failed = find(&report, "fixture-crate > tests::fails_on_purpose");
+    assert_eq!(
+        (failed.outcome, failed.flaky, failed.retries),
+        (Outcome::Failed, false, 1)
+    );
+
+    let report = auto(&fixture("junit/surefire-rerun.xml")).expect("parses");
+    let flaky = find(&report, "fixture.MathUtilTest > flakyOnce");
+    assert_eq!((flaky.outcome, flaky.flaky), (Outcome::Passed, true));
+    assert_eq!(
+        find(&report, "fixture.MathUtilTest > errorsOnPurpose").outcome,
+        Outcome::Failed
+    );
+
+    let report = auto(&fixture("junit/surefire.xml")).expect("parses");
+    assert_eq!(
+        find(&report, "fixture.MathUtilTest > errorsOnPurpose").outcome,
+        Outcome::Failed
+    );
+    assert_eq!(
+        find(&report, "fixture.MathUtilTest > isIgnored").outcome,
+        Outcome::Skipped
+    );
+
+    let report = auto(&fixture("junit/gotestsum.xml")).expect("parses");
+    assert!(
+        report.runner_errors[0].contains("4 failures and errors but only 3"),
+        "{:?}",
+        report.runner_errors
+    );
+}
+
+#[test]
+fn tap_fixture_details() {
+    let report = auto(&fixture("tap/node-test.tap")).expect("parses");
+    assert_eq!(
+        find(&report, "math > nested > fails on purpose").outcome,
+        Outcome::Failed
+    );
+    assert_eq!(find(&report, "math > is skipped").outcome, Outcome::Skipped);
+    assert_eq!(
+        find(&report, "math > handles overflow").outcome,
+        Outcome::Todo
+    );
+    assert_eq!(
+        find(&report, "top-level test passes").outcome,
+        Outcome::Passed
+    );
+    assert_eq!(
+        find(&report, "math > adds two numbers").duration_ms,
+        Some(1)
+    );
+
+    let report = auto(&fixture("tap/node-tap-14.tap")).expect("parses");
+    assert_eq!(
+        find(
+            &report,
+            "test/math.test.js > math > nested > fails on purpose > should be equal"
+        )
+        .outcome,
+        Outcome::Failed
+    );
+    assert_eq!(
+        find(&report, "test/math.test.js > math > handles overflow").outcome,
+        Outcome::Todo
+    );
+
+    let report = auto(&fixture("tap/node-tap-14-bailout.tap")).expect("parses");
+    assert!(report.runner_errors[0].contains("bailed out: database unavailable"));
+}
+
+#[test]
+fn go_fixture_details() {
+    let report = auto(&fixture("go-test-json/basic.jsonl")).expect("parses");
+    let pkg = "example.com/proofgraphfixture/mathpkg";
+    assert_eq!(
+        find(&report, &format!("{pkg} > TestTable/positives")).outcome,
+        Outcome::Passed
+    );
+    assert_eq!(
+        find(&report, &format!("{pkg} > TestTable/wrong_on_purpose")).outcome,
+        Outcome::Failed
+    );
+    assert_eq!(
+        find(&report, &format!("{pkg} > TestTable")).outcome,
+        Outcome::Failed
+    );
+    assert_eq!(
+        find(&report, &format!("{pkg} > TestSkipped")).outcome,
+        Outcome::Skipped
+    );
+
+    let report = auto(&fixture("go-test-json/build-failure.jsonl")).expect("parses");
+    assert!(
+        report.runner_errors[0].contains("brokenpkg [build failed]"),
+        "{:?}",
+        report.runner_errors
+    );
+}
+
+#[test]
+fn libtest_fixture_details() {
+    let report = auto(&fixture("libtest-json/cargo-test.jsonl")).expect("parses");
+    assert_eq!(find(&report, "tests::is_ignored").outcome, Outcome::Skipped);
+    assert_eq!(
+        find(&report, "tests::fails_on_purpose").outcome,
+        Outcome::Failed
+    );
+    assert_eq!(find(&report, "integration_passes").outcome, Outcome::Passed);
+
+    let report = auto(&fixture("libtest-json/nextest.jsonl")).expect("parses");
+    let flaky = find(
+        &report,
+        "fixture-crate::fixture_crate$tests::flaky_under_nextest",
+    );
+    assert_eq!(
+        (flaky.outcome, flaky.flaky, flaky.retries),
+        (Outcome::Passed, true, 1)
+    );
+    let failed = find(
+        &report,
+        "fixture-crate::fixture_crate$tests::fails_on_purpose",
+    );
+    assert_eq!((failed.outcome, failed.retries), (Outcome::Failed, 1));
+    assert_eq!(
+        find(&report, "fixture-crate::fixture_crate$tests::is_ignored").outcome,
+        Outcome::Skipped
+    );
+}
+
+// ---------------------------------------------------------------------------------------
+// Sniffing
+// ---------------------------------------------------------------------------------------
+
+#[test]
+fn sniffing_synthetic_documents() {
+    let cases: &[(&str, Option<Format>)] = &[
+        (r#"{"numTotalTests": 1, "testResults": []}"#, Some(Jest)),
+        (r#"{"numTotalTests": 12, "numPassedTests": 12}"#, Some(Jest)),
+        (
+            r#"{"numTotalTests":1,"testResults":[{"name":"a","assertionResults":[{"title":"t","status":"passed","meta":{}}]}]}"#,
+            Some(Vitest),
+        ),
+        (
+            r#"{"config": {}, "suites": [], "stats": {"expected": 0}}"#,
+            Some(Playwright),
+        ),
+        (
+            r#"{"results": {"tool": {"name": "x"}, "summary": {"tests": 0}, "tests": []}}"#,
+            Some(Ctrf),
+        ),
+        (
+            r#"{"stats": {"tests": 0}, "tests": [], "passes": []}"#,
+            Some(Mocha),
+        ),
+        (
+            "<?xml version=\"1.0\"?>\n<!-- c -->\n<testsuites/>",
+            Some(Junit),
+        ),
+        ("<testsuite name=\"x\" tests=\"0\"/>", Some(Junit)),
+        ("<html></html>", None),
+        ("TAP version 14\n1..0\n", Some(Tap)),
+        ("1..2\nok 1\nok 2\n", Some(Tap)),
+        ("not ok 1 - x\n1..1\n", Some(Tap)),
+        (
+            "{\"Action\":\"run\",\"Package\":\"p\",\"Test\":\"T\"}\n{\"Action\":\"pass\",\"Package\":\"p\",\"Test\":\"T\"}\n",
+            Some(GoTestJson),
+        ),
+        (
+            "FAIL\tp [build failed]\n{\"Action\":\"fail\",\"Package\":\"q\"}\n",
+            Some(GoTestJson),
+        ),
+        (
+            "{ \"type\": \"suite\", \"event\": \"started\", \"test_count\": 0 }\n{ \"type\": \"suite\", \"event\": \"ok\" }\n",
+            Some(LibtestJson),
+        ),
+        ("{}", None),
+        ("[]", None),
+        ("null", None),
+        ("hello world", None),
+        ("", None),
+        ("   \n", None),
+    ];
+    for (text, expected) in cases {
+        assert_eq!(sniff(text.as_bytes()), *expected, "{text}");
+    }
+}
+
+#[test]
+fn json_declaration_sniffs_only_json_formats() {
+    assert!(parse(b"TAP version 13\n1..0\n", Declared::AnyJson).is_err());
+    assert!(parse(b"<testsuites/>", Declared::AnyJson).is_err());
+    let report = parse(
+        br#"{"stats": {"tests": 0}, "tests": []}"#,
+        Declared::AnyJson,
+    )
+    .expect("mocha");
+    assert_eq!(report.format, Mocha);
+}
+
+#[test]
+fn exact_declaration_requires_that_shape() {
+    let mocha = fixture("mocha/basic.json");
+    for format in [
+        Jest,
+        Vitest,
+        Playwright,
+        Ctrf,
+        Junit,
+        Tap,
+        GoTestJson,
+        LibtestJson,
+    ] {
+        assert!(
+            parse(&mocha, Declared::Exactly(format)).is_err(),
+            "mocha as {format}"
+        );
+    }
+    // Vitest writes the Jest shape, so declaring either reads either.
+    let vitest = fixture("vitest/basic.json");
+    assert_eq!(
+        parse(&vitest, Declared::Exactly(Jest))
+            .expect("jest")
+            .format,
+        Jest
+    );
+    assert_eq!(
+        parse(&fixture("jest/basic.json"), Declared::Exactly(Vitest))
+            .expect("vitest")
+            .format,
+        Vitest
+    );
+}
+
+#[test]
+fn declared_from_config() {
+    assert_eq!(Declared::from_config(None), Some(Declared::Auto));
+    assert_eq!(Declared::from_config(Some("auto")), Some(Declared::Auto));
+    assert_eq!(Declared::from_config(Some("json")), Some(Declared::AnyJson));
+    assert_eq!(
+        Declared::from_config(Some("go-test-json")),
+        Some(Declared::Exactly(GoTestJson))
+    );
+    assert_eq!(Declared::from_config(Some("xml")), None);
+    for format in Format::ALL {
+        assert_eq!(Format::from_name(format.as_str()), Some(format));
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Never coerce
+// ---------------------------------------------------------------------------------------
+
+#[test]
+fn summary_only_report_is_valid() {
+    let report = auto_ok(
+        r#"{"numTotalTests": 12, "numPassedTests": 12, "numFailedTests": 0, "numPendingTests": 0}"#,
+    );
+    assert_eq!(report.format, Jest);
+    assert_eq!(report.discovered, Some(12));
+    assert!(report.tests.is_empty());
+    assert_eq!(
+        report.counts,
+        Some(Counts {
+            total: 12,
+            passed: 12,
+            ..Counts::default()
+        })
+    );
+    assert!(report.runner_errors.is_empty());
+}
+
+#[test]
+fn non_integer_counts_are_absent() {
+    for bad in [
+        r#""12""#,
+        "12.0",
+        "1.2e1",
+        "-12",
+        "[12]",
+        "{}",
+        "null",
+        "true",
+        "18446744073709551616",
+    ] {
+        let report = auto_ok(&format!(
+            r#"{{"numTotalTests": {bad}, "numPassedTests": 12}}"#
+        ));
+        assert_eq!(report.discovered, None, "numTotalTests {bad}");
+        assert_eq!(report.counts, None, "numTotalTests {bad}");
+
+        let report = auto_ok(&format!(
+            r#"{{"numTotalTests": 12, "numPassedTests": {bad}}}"#
+        ));
+        assert_eq!(
+            report.counts.map(|c| c.passed),
+            Some(0),
+            "numPassedTests {bad}"
+        );
+
+        let report = auto_ok(&format!(
+            r#"{{"stats": {{"tests": {bad}, "passes": 12}}, "passes": []}}"#
+        ));
+        assert_eq!(
+            report.discovered,
+            Some(0),
+            "mocha stats.tests {bad}: counted from the (empty) list"
+        );
+
+        let report = auto_ok(&format!(
+            r#"{{"results": {{"tool": {{"name": "x"}}, "summary": {{"tests": {bad}, "passed": 12}}}}}}"#
+        ));
+        assert_eq!(report.discovered, None, "ctrf summary.tests {bad}");
+
+        let report = auto_ok(&format!(
+            r#"{{"config": {{}}, "suites": [], "stats": {{"expected": {bad}}}}}"#
+        ));
+        assert_eq!(
+            report.discovered,
+            Some(0),
+            "playwright stats.expected {bad}: counted from the list"
+        );
+
+        let report = auto_ok(&format!(
+            "{{\"type\":\"suite\",\"event\":\"started\",\"test_count\":{bad}}}\n{{\"type\":\"suite\",\"event\":\"ok\"}}\n"
+        ));
+        assert_eq!(
+            report.discovered,
+            Some(0),
+            "libtest test_count {bad}: counted from the list"
+        );
+    }
+}
+
+#[test]
+fn a_report_with_no_count_and_no_list_has_no_discovered_count() {
+    let report = auto_ok(r#"{"numTotalTests": "12"}"#);
+    assert_eq!((report.discovered, report.counts), (None, None));
+    let report = auto_ok(r#"{"results": {"tool": {"name": "x"}, "summary": {"passed": 3}}}"#);
+    assert_eq!((report.discovered, report.counts), (None, None));
+    let report =
+        parse(br#"{"stats": {"passes": 3}}"#, Declared::Exactly(Mocha)).expect("mocha summary");
+    assert_eq!((report.discovered, report.counts), (None, None));
+    // An empty list is a list: zero tests were discovered.
+    let report = auto_ok(r#"{"stats": {"passes": 3}, "pending": []}"#);
+    assert_eq!(report.discovered, Some(0));
+}
+
+#[test]
+fn junit_counts_must_be_all_digits() {
+    let case = r#"<testcase classname="c" name="t"/>"#;
+    for bad in ["5.0", "-5", " 5", "5 ", "+5", "five", "", "0x5"] {
+        let xml = format!(r#"<testsuite name="s" tests="{bad}" failures="0">{case}</testsuite>"#);
+        let report = auto_ok(&xml);
+        assert_eq!(
+            report.discovered,
+            Some(1),
+            "tests={bad:?}: counted from the list"
+        );
+        assert!(
+            report.runner_errors.is_empty(),
+            "tests={bad:?}: {:?}",
+            report.runner_errors
+        );
+    }
+    let report = auto_ok(&format!(
+        r#"<testsuite name="s" tests="5">{case}</testsuite>"#
+    ));
+    assert_eq!(report.discovered, Some(5));
+    assert_eq!(
+        report.runner_errors,
+        vec!["the report declares 5 tests but lists 1".to_string()]
+    );
+}
+
+#[test]
+fn numbers_in_output_are_not_counts() {
+    // go test prints "ok pkg 0.01s" and test output with numbers; only events count.
+    let text = "{\"Action\":\"output\",\"Package\":\"p\",\"Output\":\"# tests 99\\n\"}\n{\"Action\":\"pass\",\"Package\":\"p\"}\n";
+    let report = auto_ok(text);
+    assert_eq!(report.discovered, Some(0));
+    // TAP comments with numbers are not plans.
+    let report = auto_ok("TAP version 13\nok 1 - a\n# tests 99\n# pass 99\n1..1\n");
+    assert_eq!(report.discovered, Some(1));
+}
+
+// ---------------------------------------------------------------------------------------
+// Inputs that must be errors
+// ---------------------------------------------------------------------------------------
+
+#[test]
+fn empty_binary_and_unknown_inputs_are_errors() {
+    assert_eq!(auto(b""), Err(ReportError::Empty));
+    assert_eq!(auto(b" \n\t\r\n"), Err(ReportError::Empty));
+    assert_eq!(auto(b"\xEF\xBB\xBF"), Err(ReportError::Empty));
+    for format in Format::ALL {
+        assert!(parse(b"", Declared::Exactly(format)).is_err(), "{format}");
+    }
+    let garbage: Vec<u8> = (0..4096u32)
+        .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+        .collect();
+    assert!(auto(&garbage).is_err());
+    for text in [
+        "{}",
+        "[]",
+        "null",
+        "42",
+        "\"x\"",
+        "hello",
+        "<html/>",
+        "{\"foo\": 1}",
+        "\u{0}\u{1}\u{2}",
+    ] {
+        assert!(auto(text.as_bytes()).is_err(), "{text:?}");
+    }
+}
+
+#[test]
+fn error_messages_read_after_failed_to() {
+    let err = auto(b"<testsuites>\n<testsuite>\n<testcase name=\"a\">\n").expect_err("truncated");
+    let message = err.to_string();
+    assert!(message.starts_with("parse JUnit XML at line "), "{message}");
+    let err = auto(b"{\"numTotalTests\": 3,").expect_err("truncated");
+    assert!(
+        err.to_string()
+            .starts_with("parse report JSON at line 1, column "),
+        "{err}"
+    );
+    for err in [
+        ReportError::Empty,
+        auto(b"hello").expect_err("unknown"),
+        parse(b"{}", Declared::Exactly(Jest)).expect_err("shape"),
+        parse(b"\xff\xfe", Declared::Exactly(Tap)).expect_err("utf8"),
+    ] {
+        let text = err.to_string();
+        assert!(
+            text.chars().next().is_some_and(char::is_lowercase),
+            "{text}"
+        );
+    }
+}
+
+#[test]
+fn oversized_input_is_refused() {
+    let big = vec![0u8; super::MAX_REPORT_BYTES + 1];
+    assert!(matches!(auto(&big), Err(ReportError::TooLarge { .. })));
+    assert_eq!(sniff(&big), None);
+}
+
+#[test]
+fn byte_order_marks_and_crlf_are_accepted() {
+    let bom = |text: &str| [b"\xEF\xBB\xBF".as_slice(), text.as_bytes()].concat();
+    for text in [
+        "TAP version 13\r\nok 1 - a\r\n1..1\r\n",
+        "{\"Action\":\"pass\",\"Package\":\"p\",\"Test\":\"T\"}\r\n{\"Action\":\"pass\",\"Package\":\"p\"}\r\n",
+        "{ \"type\": \"suite\", \"event\": \"started\", \"test_count\": 1 }\r\n{ \"type\": \"test\", \"name\": \"a\", \"event\": \"ok\" }\r\n{ \"type\": \"suite\", \"event\": \"ok\" }\r\n",
+        "{\"numTotalTests\": 1, \"testResults\": [{\"name\": \"f\", \"assertionResults\": [{\"title\": \"a\", \"status\": \"passed\"}]}]}",
+        "<?xml version=\"1.0\"?>\r\n<testsuite name=\"s\" tests=\"1\"><testcase name=\"a\"/></testsuite>\r\n",
+    ] {
+        let report = auto(&bom(text)).unwrap_or_else(|e| panic!("{text}: {e}"));
+        assert_eq!(report.discovered, Some(1), "{text}");
+        assert_eq!(report.counts.map(|c| c.passed), Some(1), "{text}");
+        assert!(
+            report.runner_errors.is_empty(),
+            "{text}: {:?}",
+            report.runner_errors
+        );
+    }
+}
+
+#[test]
+fn reports_serialize_with_stable_names() {
+    let report = auto(&fixture("go-test-json/basic.jsonl")).expect("parses");
+    let json = serde_json::to_value(&report).expect("serializes");
+    assert_eq!(json["format"], "go-test-json");
+    assert_eq!(json["tests"][0]["outcome"], "passed");
+    assert_eq!(json["counts"]["total"], 7);
+}
+
+#[test]
+fn deep_nesting_is_an_error_not_a_crash() {
+    let depth = 100_000;
+    let json = format!("{}{}", "[".repeat(depth), "]".repeat(depth));
+    assert!(auto(json.as_bytes()).is_err());
+    let json = format!(
+        "{{\"testResults\":{}{}}}",
+        "[".repeat(depth),
+        "]".repeat(depth)
+    );
+    assert!(auto(json.as_bytes()).is_err());
+    let xml = format!(
+        "<testsuites>{}{}</testsuites>",
+        "<testsuite>".repeat(depth),
+        "</testsuite>".repeat(depth)
+    );
+    assert!(auto(xml.as_bytes()).is_err());
+    let mut playwright = String::from(r#"{"config":{},"suites":["#);
+    for _ in 0..100 {
+        playwright.push_str(r#"{"title":"s","suites":["#);
+    }
+    playwright.push_str(&"]}".repeat(100));
+    playwright.push_str("]}");
+    assert!(
+        auto(playwright.as_bytes()).is_err(),
+        "serde_json's recursion limit applies"
+    );
+}
+
+#[test]
+fn xml_with_dtd_is_refused() {
+    let xml = r#"<?xml version="1.0"?><!DOCTYPE x [<!ENTITY a "aaaaaaaaaa">]><testsuites><testsuite name="&a;"/></testsuites>"#;
+    assert!(auto(xml.as_bytes()).is_err());
+}
+
+// ---------------------------------------------------------------------------------------
+// Format semantics
+// ---------------------------------------------------------------------------------------
+
+#[test]
+fn tap_plan_at_end_and_directives() {
+    let report = auto_ok(
+        "TAP version 13\nok 1 - a\nnot ok 2 - b # TODO later\nok 3 - c # skip no db\nok 4 - d \\# not a directive\n1..4\n",
+    );
+    assert_eq!(report.discovered, Some(4));
+    let outcomes: Vec<Outcome> = report.tests.iter().map(|t| t.outcome).collect();
+    assert_eq!(
+        outcomes,
+        vec![
+            Outcome::Passed,
+            Outcome::Todo,
+            Outcome::Skipped,
+            Outcome::Passed
+        ]
+    );
+    assert_eq!(report.tests[3].title, "d # not a directive");
+    assert!(report.runner_errors.is_empty());
+}
+
+#[test]
+fn tap_plan_mismatch_is_a_runner_error_and_discovered_uses_the_plan() {
+    let report = auto_ok("1..5\nok 1\nok 2\nok 3\n");
+    assert_eq!(report.discovered, Some(5));
+    assert_eq!(report.tests.len(), 3);
+    assert_eq!(report.runner_errors.len(), 1);
+    assert!(report.runner_errors[0].contains("declares 5 tests but 3 test points"));
+
+    let report = auto_ok("1..2\nok 1\nok 2\nok 3\n");
+    assert_eq!(report.discovered, Some(2));
+    assert_eq!(report.runner_errors.len(), 1);
+}
+
+#[test]
+fn tap_without_plan_is_flagged() {
+    let report = auto_ok("TAP version 13\nok 1 - a\nok 2 - b\n");
+    assert_eq!(report.discovered, Some(2));
+    assert_eq!(report.runner_errors.len(), 1);
+    let report = auto_ok("TAP version 14\n");
+    assert_eq!(report.discovered, None);
+    assert_eq!(report.runner_errors.len(), 1);
+}
+
+#[test]
+fn tap_skip_all_plan() {
+    let report = auto_ok("TAP version 14\n1..0 # SKIP no database\n");
+    assert_eq!(report.discovered, Some(0));
+    assert!(report.runner_errors.is_empty());
+}
+
+#[test]
+fn tap_bail_out_stops_reading() {
+    let report = auto_ok("TAP version 13\n1..3\nok 1 - a\nBail out! Couldn't connect\nok 2 - b\n");
+    assert_eq!(report.tests.len(), 1);
+    assert_eq!(report.discovered, Some(3));
+    assert_eq!(
+        report.runner_errors,
+        vec!["the TAP producer bailed out: Couldn't connect".to_string()]
+    );
+}
+
+#[test]
+fn tap14_subtests_without_headers() {
+    let text = "TAP version 14\n1..2\n    1..2\n    ok 1 - inner a\n    not ok 2 - inner b\nnot ok 1 - outer\nok 2 - plain\n";
+    let report = auto_ok(text);
+    let ids: Vec<&str> = report.tests.iter().map(|t| t.id.as_str()).collect();
+    assert_eq!(ids, vec!["outer > inner a", "outer > inner b", "plain"]);
+    assert_eq!(report.discovered, Some(3));
+    assert!(
+        report.runner_errors.is_empty(),
+        "{:?}",
+        report.runner_errors
+    );
+}
+
+#[test]
+fn tap_failed_parent_with_passing_children_is_a_runner_error() {
+    let text =
+        "TAP version 14\n1..1\n# Subtest: suite\n    1..1\n    ok 1 - inner\nnot ok 1 - suite\n";
+    let report = auto_ok(text);
+    assert_eq!(report.counts.map(|c| c.passed), Some(1));
+    assert_eq!(
+        report.runner_errors,
+        vec!["suite failed but none of its tests failed".to_string()]
+    );
+}
+
+#[test]
+fn tap_yaml_blocks_are_not_test_points() {
+    let text = "TAP version 13\nnot ok 1 - a\n  ---\n  message: |\n    not ok 7 - fake\n    ok 8 - fake\n    1..99\n  ...\nok 2 - b\n1..2\n";
+    let report = auto_ok(text);
+    assert_eq!(report.tests.len(), 2);
+    assert_eq!(report.discovered, Some(2));
+    assert!(
+        report.runner_errors.is_empty(),
+        "{:?}",
+        report.runner_errors
+    );
+}
+
+#[test]
+fn tap_edge_cases_do_not_panic() {
+    // Multi-byte characters where "Bail out!" would be sliced.
+    let report = auto_ok("TAP version 13\nBail ou€ not really\nok 1 - a\n1..1\n");
+    assert_eq!(report.tests.len(), 1);
+    // Plans whose leaf totals overflow u64 saturate instead of wrapping or panicking.
+    let max = u64::MAX;
+    let text = format!(
+        "TAP version 14\n    1..{max}\n    ok 1\nok 1 - a\n    1..{max}\n    ok 1\nok 2 - b\n"
+    );
+    let report = auto_ok(&text);
+    assert_eq!(report.discovered, Some(u64::MAX));
+    assert!(!report.runner_errors.is_empty());
+}
+
+#[test]
+fn tap_stream_indented_as_a_whole() {
+    let report = auto_ok("    TAP version 13\n    ok 1 - a\n    1..1\n");
+    assert_eq!(report.discovered, Some(1));
+    assert!(
+        report.runner_errors.is_empty(),
+        "{:?}",
+        report.runner_errors
+    );
+}
+
+#[test]
+fn tap_deep_nesting_does_not_overflow() {
+    let mut text = String::from("TAP version 14\n");
+    for depth in 0..1_000 {
+        text.push_str(&" ".repeat(depth * 4));
+        text.push_str("# Subtest: x\n");
+    }
+    text.push_str(&" ".repeat(4_000));
+    text.push_str("ok 1 - deep\n");
+    let report = auto_ok(&text);
+    assert!(!report.runner_errors.is_empty());
+}
+
+#[test]
+fn runner_errors_are_capped() {
+    let mut text = String::from("TAP version 14\n");
+    for i in 0..5_000 {
+        text.push_str(&format!("# Subtest: s{i}\n    ok 1 - inner\n"));
+    }
+    text.push_str("1..5000\n");
+    let report = auto_ok(&text);
+    assert_eq!(report.tests.len(), 5_000);
+    assert_eq!(
+        report.runner_errors.len(),
+        super::util::MAX_RUNNER_ERRORS + 1
+    );
+    assert!(
+        report
+            .runner_errors
+            .last()
+            .is_some_and(|e| e.contains("more runner errors"))
+    );
+}
+
+#[test]
+fn junit_error_is_failed_and_retries_take_the_last_run() {
+    let xml = r#"<testsuites>
+      <testsuite name="s" tests="4" failures="1" errors="1">
+        <testcase classname="c" name="err"><error message="boom"/></testcase>
+        <testcase classname="c" name="flaky"><flakyFailure message="once"/><flakyFailure message="twice"/></testcase>
+        <testcase classname="c" name="still"><failure message="f"/><rerunFailure message="f"/></testcase>
+        <testcase classname="c" name="skip"><skipped/></testcase>
+      </testsuite></testsuites>"#;
+    let report = auto_ok(xml);
+    assert_eq!(find(&report, "c > err").outcome, Outcome::Failed);
+    let flaky = find(&report, "c > flaky");
+    assert_eq!(
+        (flaky.outcome, flaky.flaky, flaky.retries),
+        (Outcome::Passed, true, 2)
+    );
+    let still = find(&report, "c > still");
+    assert_eq!(
+        (still.outcome, still.flaky, still.retries),
+        (Outcome::Failed, false, 1)
+    );
+    assert_eq!(find(&report, "c > skip").outcome, Outcome::Skipped);
+    assert_eq!(report.discovered, Some(4));
+}
+
+#[test]
+fn junit_suite_level_error_and_wrong_root() {
+    let report = auto_ok(
+        r#"<testsuite name="s" tests="0"><error message="could not load class"/></testsuite>"#,
+    );
+    assert_eq!(report.runner_errors.len(), 1);
+    assert!(report.runner_errors[0].contains("could not load class"));
+    assert!(parse(b"<html/>", Declared::Exactly(Junit)).is_err());
+}
+
+#[test]
+fn go_package_failure_without_failing_test_is_a_runner_error() {
+    let text = concat!(
+        "{\"Action\":\"start\",\"Package\":\"p\"}\n",
+        "{\"Action\":\"run\",\"Package\":\"p\",\"Test\":\"TestA\"}\n",
+        "{\"Action\":\"pass\",\"Package\":\"p\",\"Test\":\"TestA\",\"Elapsed\":0.25}\n",
+        "{\"Action\":\"output\",\"Package\":\"p\",\"Output\":\"panic: TestMain exploded\\n\"}\n",
+        "{\"Action\":\"fail\",\"Package\":\"p\",\"Elapsed\":0.3}\n",
+    );
+    let report = auto_ok(text);
+    assert_eq!(report.tests[0].duration_ms, Some(250));
+    assert_eq!(
+        report.runner_errors,
+        vec!["package p failed without a failing test: panic: TestMain exploded".to_string()]
+    );
+}
+
+#[test]
+fn go_build_fail_events_and_unfinished_tests() {
+    let text = concat!(
+        "{\"ImportPath\":\"q [q.test]\",\"Action\":\"build-output\",\"Output\":\"x.go:1: oops\\n\"}\n",
+        "{\"ImportPath\":\"q [q.test]\",\"Action\":\"build-fail\"}\n",
+        "{\"Action\":\"fail\",\"Package\":\"q\",\"FailedBuild\":\"q [q.test]\"}\n",
+        "{\"Action\":\"run\",\"Package\":\"p\",\"Test\":\"TestHang\"}\n",
+    );
+    let report = auto_ok(text);
+    assert_eq!(report.tests[0].outcome, Outcome::Interrupted);
+    assert_eq!(report.runner_errors.len(), 4, "{:?}", report.runner_errors);
+}
+
+#[test]
+fn libtest_unfinished_suite_is_a_runner_error() {
+    let text = "{ \"type\": \"suite\", \"event\": \"started\", \"test_count\": 2 }\n{ \"type\": \"test\", \"event\": \"started\", \"name\": \"a\" }\n{ \"type\": \"test\", \"name\": \"a\", \"event\": \"ok\" }\n";
+    let report = auto_ok(text);
+    assert_eq!(report.discovered, Some(2));
+    assert_eq!(report.tests.len(), 1);
+    assert_eq!(report.runner_errors.len(), 2, "{:?}", report.runner_errors);
+}
+
+#[test]
+fn jest_duplicate_titles_get_distinct_ids() {
+    let text = r#"{"numTotalTests":2,"testResults":[{"name":"f.js","status":"passed","assertionResults":[
+        {"ancestorTitles":[],"title":"same","status":"passed"},
+        {"ancestorTitles":[],"title":"same","status":"failed"}]}]}"#;
+    let report = auto_ok(text);
+    let ids: Vec<&str> = report.tests.iter().map(|t| t.id.as_str()).collect();
+    assert_eq!(ids, vec!["f.js > same", "f.js > same [2]"]);
+}
+
+#[test]
+fn jest_unsuccessful_run_without_failures_is_a_runner_error() {
+    let report = auto_ok(
+        r#"{"numTotalTests": 2, "numPassedTests": 2, "numFailedTests": 0, "success": false}"#,
+    );
+    assert_eq!(report.runner_errors.len(), 1);
+    let report = auto_ok(
+        r#"{"numTotalTests": 2, "numPassedTests": 2, "numFailedTests": 0, "success": true}"#,
+    );
+    assert!(report.runner_errors.is_empty());
+}
+
+#[test]
+fn declared_total_disagreeing_with_list_is_a_runner_error() {
+    let text = r#"{"numTotalTests":3,"testResults":[{"name":"f.js","status":"passed","assertionResults":[
+        {"ancestorTitles":[],"title":"a","status":"passed"}]}]}"#;
+    let report = auto_ok(text);
+    assert_eq!(report.discovered, Some(3));
+    assert_eq!(
+        report.runner_errors,
+        vec!["the report declares 3 tests but lists 1".to_string()]
+    );
+}
+
+#[test]
+fn playwright_tests_that_never_ran() {
+    let text = r#"{"config":{},"stats":{"expected":0,"unexpected":0,"flaky":0,"skipped":1},"suites":[{"title":"a.spec.ts","specs":[
+        {"title":"t","tests":[{"projectName":"chromium","status":"skipped","results":[]}]}]}]}"#;
+    let report = auto_ok(text);
+    assert_eq!(report.tests[0].outcome, Outcome::DidNotRun);
+    assert_eq!(report.tests[0].id, "[chromium] a.spec.ts > t");
+}
+
+// ---------------------------------------------------------------------------------------
+// Never panic; truncation is never a clean pass
+// ---------------------------------------------------------------------------------------
+
+/// A small deterministic PRNG (xorshift64*), so the loops are reproducible.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n.max(1) as u64) as usize
+    }
+}
+
+fn exercise(bytes: &[u8]) {
+    let _ = sniff(bytes);
+    let _ = parse(bytes, Declared::Auto);
+    let _ = parse(bytes, Declared::AnyJson);
+}
+
+#[test]
+fn random_bytes_never_panic() {
+    let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
+    let alphabet: &[u8] = b"{}[]<>/\":,0123456789 \n\tabcdeflnorstuTAP.#-!\\";
+    for i in 0..3000 {
+        let len = rng.below(512);
+        let bytes: Vec<u8> = if i % 2 == 0 {
+            (0..len).map(|_| rng.next() as u8).collect()
+        } else {
+            (0..len)
+                .map(|_| alphabet[rng.below(alphabet.len())])
+                .collect()
+        };
+        exercise(&bytes);
+        for format in Format::ALL {
+            let _ = parse(&bytes, Declared::Exactly(format));
+        }
+    }
+}
+
+#[test]
+fn mutated_fixtures_never_panic() {
+    let mut rng = Rng(42);
+    for exp in EXPECTATIONS {
+        let original = fixture(exp.path);
+        for _ in 0..60 {
+            let mut bytes = original.clone();
+            for _ in 0..1 + rng.below(8) {
+                let at = rng.below(bytes.len());
+                match rng.below(3) {
+                    0 => bytes[at] = rng.next() as u8,
+                    1 => {
+                        bytes.remove(at);
+                    }
+                    _ => bytes.insert(at, b"{}[]<>\"\n #0"[rng.below(11)]),
+                }
+            }
+            exercise(&bytes);
+            let _ = parse(&bytes, Declared::Exactly(exp.format));
+        }
+    }
+}
+
+/// The byte offset before which a cut must not yield a clean report: for single documents,
+/// the last non-whitespace byte; for line formats, the start of the last meaningful line.
+fn meaningful_end(exp: &Expect, bytes: &[u8]) -> usize {
+    let text = String::from_utf8_lossy(bytes);
+    match exp.format {
+        Tap => {
+            let mut offset = 0;
+            let mut last = 0;
+            for line in text.split_inclusive('\n') {
+                let t = line.trim();
+                if t.starts_with("ok")
+                    || t.starts_with("not ok")
+                    || t.starts_with("1..")
+                    || t.starts_with("Bail out!")
+                {
+                    last = offset;
+                }
+                offset += line.len();
+            }
+            last
+        }
+        GoTestJson | LibtestJson => {
+            let trimmed = text.trim_end();
+            trimmed.rfind('\n').map_or(0, |i| i + 1)
+        }
+        _ => bytes
+            .iter()
+            .rposition(|b| !b.is_ascii_whitespace())
+            .unwrap_or(0),
+    }
+}
+
+/// Whether a JSON-lines prefix ends right after a whole suite (libtest) or package (go):
+/// such a cut cannot be told from a complete stream, since neither format has an end-of-run
+/// marker (a documented limitation; the caller also has the runner's exit status).
+fn ends_at_unit_boundary(format: Format, prefix: &[u8]) -> bool {
+    let text = String::from_utf8_lossy(prefix);
+    let Some(last) = text.trim_end().lines().last() else {
+        return false;
+    };
+    let Ok(event) = serde_json::from_str::<serde_json::Value>(last) else {
+        return false;
+    };
+    let field = |k: &str| event.get(k).and_then(serde_json::Value::as_str);
+    match format {
+        LibtestJson => {
+            field("type") == Some("suite") && matches!(field("event"), Some("ok" | "failed"))
+        }
+        GoTestJson => {
+            field("Test").is_none() && matches!(field("Action"), Some("pass" | "fail" | "skip"))
+        }
+        _ => false,
+    }
+}
+
+#[test]
+fn truncated_fixtures_never_panic_and_never_look_clean() {
+    for exp in EXPECTATIONS {
+        let bytes = fixture(exp.path);
+        let end = meaningful_end(exp, &bytes);
+        let step = (bytes.len() / 400).max(1);
+        let cuts = (0..bytes.len()).filter(|c| *c < 64 || *c + 64 > bytes.len() || c % step == 0);
+        for cut in cuts {
+            let prefix = &bytes[..cut];
+            exercise(prefix);
+            let result = parse(prefix, Declared::Exactly(exp.format));
+            if cut < end {
+                match &result {
+                    Err(_) => {}
+                    Ok(report) => assert!(
+                        !report.runner_errors.is_empty()
+                            || ends_at_unit_boundary(exp.format, prefix),
+                        "{} cut at {cut} of {} parsed cleanly: {report:#?}",
+                        exp.path,
+                        bytes.len()
+                    ),
+                }
+                if !matches!(exp.format, Tap | GoTestJson | LibtestJson) {
+                    assert!(
+                        result.is_err(),
+                        "{} cut at {cut} must be an error",
+                        exp.path
+                    );
+                }
+            }
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Size
+// ---------------------------------------------------------------------------------------
+
+#[test]
+fn large_reports_parse() {
+    // ~50 MB Jest report with 200k tests.
+    let mut text = String::with_capacity(52 * 1024 * 1024);
+    text.push_str(r#"{"numTotalTests":200000,"testResults":[{"name":"/x/big.test.js","status":"failed","assertionResults":["#);
+    for i in 0..200_000 {
+        if i > 0 {
+            text.push(',');
+        }
+        let status = if i % 1000 == 0 { "failed" } else { "passed" };
+        text.push_str(&format!(
+            r#"{{"ancestorTitles":["suite {}","group"],"title":"test number {i} with a reasonably long descriptive title","fullName":"suite group test number {i}","status":"{status}","duration":{},"failureMessages":[],"padding":"{}"}}"#,
+            i / 100,
+            i % 17,
+            "x".repeat(120)
+        ));
+    }
+    text.push_str("]}]}");
+    assert!(text.len() > 50 * 1000 * 1000, "{}", text.len());
+    let report = auto(text.as_bytes()).expect("parses");
+    assert_eq!(report.discovered, Some(200_000));
+    assert_eq!(report.counts.map(|c| c.failed), Some(200));
+    assert!(report.runner_errors.is_empty());
+
+    // ~50 MB go test -json stream.
+    let mut text = String::with_capacity(52 * 1024 * 1024);
+    let mut n = 0u64;
+    while text.len() < 50 * 1000 * 1000 {
+        text.push_str(&format!(
+            "{{\"Action\":\"run\",\"Package\":\"p\",\"Test\":\"Test{n}\"}}\n"
+        ));
+        text.push_str(&format!(
+            "{{\"Action\":\"output\",\"Package\":\"p\",\"Test\":\"Test{n}\",\"Output\":\"=== RUN   Test{n} {}\\n\"}}\n",
+            "y".repeat(100)
+        ));
+        text.push_str(&format!(
+            "{{\"Action\":\"pass\",\"Package\":\"p\",\"Test\":\"Test{n}\",\"Elapsed\":0.01}}\n"
+        ));
+        n += 1;
+    }
+    text.push_str("{\"Action\":\"pass\",\"Package\":\"p\"}\n");
+    let report = auto(text.as_bytes()).expect("parses");
+    assert_eq!(report.discovered, Some(n));
+    assert!(report.runner_errors.is_empty());
+}

@@ -1,0 +1,155 @@
+//! Helpers shared by the parsers: strict integer counts (never coerced), durations,
+//! identity joining and de-duplication, and the declared-versus-listed total check.
+
+use std::collections::{HashMap, HashSet};
+
+use serde_json::{Map, Value};
+
+use super::model::TestCase;
+
+/// Separator between the parts of a [`TestCase::id`].
+pub(crate) const ID_SEPARATOR: &str = " > ";
+
+/// A count from a JSON value: only a non-negative JSON integer counts. Strings (`"5"`),
+/// floats (`5.0`, `5e0`), negatives, booleans, arrays, objects and `null` are absent.
+pub(crate) fn json_count(value: Option<&Value>) -> Option<u64> {
+    value.and_then(Value::as_u64)
+}
+
+/// [`json_count`] of `object[key]`.
+pub(crate) fn count_key(object: &Map<String, Value>, key: &str) -> Option<u64> {
+    json_count(object.get(key))
+}
+
+/// A count from an XML attribute: only ASCII digits (no sign, no spaces, no decimal point).
+pub(crate) fn text_count(text: &str) -> Option<u64> {
+    if text.is_empty() || !text.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    text.parse().ok()
+}
+
+/// A duration in milliseconds from a finite, non-negative number of `unit_ms` milliseconds.
+/// Durations are informational, so fractional values are rounded (counts never are).
+pub(crate) fn duration_ms(value: f64, unit_ms: f64) -> Option<u64> {
+    let ms = value * unit_ms;
+    if (0.0..1.0e15).contains(&ms) {
+        Some(ms.round() as u64)
+    } else {
+        None
+    }
+}
+
+/// [`duration_ms`] of a JSON number.
+pub(crate) fn json_duration(value: Option<&Value>, unit_ms: f64) -> Option<u64> {
+    value
+        .and_then(Value::as_f64)
+        .and_then(|v| duration_ms(v, unit_ms))
+}
+
+/// The string at `object[key]`, if it is a string.
+pub(crate) fn str_key<'a>(object: &'a Map<String, Value>, key: &str) -> Option<&'a str> {
+    object.get(key).and_then(Value::as_str)
+}
+
+/// Joins the non-empty parts with [`ID_SEPARATOR`].
+pub(crate) fn join_id<'a>(parts: impl IntoIterator<Item = &'a str>) -> String {
+    let mut id = String::new();
+    for part in parts.into_iter().filter(|p| !p.is_empty()) {
+        if !id.is_empty() {
+            id.push_str(ID_SEPARATOR);
+        }
+        id.push_str(part);
+    }
+    id
+}
+
+/// Makes ids unique: the second and later occurrences of an id get `" [2]"`, `" [3]"`, ...
+/// in report order, so the same report always yields the same ids.
+pub(crate) fn dedupe_ids(tests: &mut [TestCase]) {
+    let mut seen: HashSet<String> = tests.iter().map(|t| t.id.clone()).collect();
+    if seen.len() == tests.len() {
+        return;
+    }
+    let mut first: HashSet<String> = HashSet::new();
+    let mut next_suffix: HashMap<String, u32> = HashMap::new();
+    for test in tests.iter_mut() {
+        if first.insert(test.id.clone()) {
+            continue;
+        }
+        let n = next_suffix.entry(test.id.clone()).or_insert(1);
+        // A literal "x [2]" id could already exist; keep counting until unique.
+        let candidate = loop {
+            *n += 1;
+            let candidate = format!("{} [{}]", test.id, n);
+            if !seen.contains(&candidate) {
+                break candidate;
+            }
+        };
+        seen.insert(candidate.clone());
+        test.id = candidate;
+    }
+}
+
+/// Records a runner error when the report's own total disagrees with the tests it lists.
+/// Only checked when the report lists at least one test (summary-only reports list none).
+pub(crate) fn check_declared_total(
+    declared: Option<u64>,
+    tests: &[TestCase],
+    runner_errors: &mut Vec<String>,
+) {
+    if let Some(declared) = declared {
+        let listed = tests.len() as u64;
+        if listed > 0 && declared != listed {
+            runner_errors.push(format!(
+                "the report declares {declared} tests but lists {listed}"
+            ));
+        }
+    }
+}
+
+/// Shortens a multi-line message to its first non-empty line (at most 500 characters),
+/// for runner-error strings.
+pub(crate) fn first_line(message: &str) -> String {
+    let line = message
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .unwrap_or("");
+    let mut out: String = line.chars().take(500).collect();
+    if out.len() < line.len() {
+        out.push('…');
+    }
+    out
+}
+
+/// At most this many distinct runner errors are kept; the rest are summarised in one line.
+pub(crate) const MAX_RUNNER_ERRORS: usize = 200;
+
+/// The line that stands for runner errors beyond [`MAX_RUNNER_ERRORS`].
+const MORE_ERRORS: &str = "more runner errors were not recorded";
+
+/// Appends `message` unless an identical runner error is already recorded, keeping at most
+/// [`MAX_RUNNER_ERRORS`] (so the duplicate check stays cheap on hostile input).
+pub(crate) fn push_unique(runner_errors: &mut Vec<String>, message: String) {
+    if runner_errors.len() >= MAX_RUNNER_ERRORS {
+        if runner_errors.last().is_none_or(|last| last != MORE_ERRORS) {
+            runner_errors.push(MORE_ERRORS.to_string());
+        }
+        return;
+    }
+    if !runner_errors.contains(&message) {
+        runner_errors.push(message);
+    }
+}
+
+/// Applies the [`MAX_RUNNER_ERRORS`] cap to a finished list.
+pub(crate) fn cap_runner_errors(runner_errors: &mut Vec<String>) {
+    let capped = runner_errors.len() > MAX_RUNNER_ERRORS + 1
+        || (runner_errors.len() == MAX_RUNNER_ERRORS + 1
+            && runner_errors.last().is_none_or(|last| last != MORE_ERRORS));
+    if capped {
+        runner_errors.truncate(MAX_RUNNER_ERRORS);
+        runner_errors.push(MORE_ERRORS.to_string());
+    }
+}

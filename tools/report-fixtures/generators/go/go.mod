@@ -1,0 +1,3 @@
+module example.com/proofgraphfixture
+
+go 1.19
