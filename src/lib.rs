@@ -17,6 +17,8 @@ pub mod inputs;
 pub mod openspec;
 pub mod output;
 pub mod preflight;
+pub mod receipt;
 pub mod report;
+pub mod store;
 pub mod workspace;
 pub mod world;

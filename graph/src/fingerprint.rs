@@ -27,6 +27,10 @@
 //! 23 platform, 24 executable (resolved path and content digest), 25 inputs
 //! (the digest of exactly the files the provider reads).
 //!
+//! The *binding* (what `proofgraph hash` prints and external signers sign)
+//! is SHA-256 over `"proofgraph/provider-binding" ‖ u32be(ENCODING_VERSION)
+//! ‖ components`, the same component bytes as the fingerprint.
+//!
 //! Absent and empty are distinct values. A wiring change therefore changes
 //! exactly that provider's fingerprint and, through component 22, the
 //! fingerprints of the providers that depend on it; nothing else.
@@ -368,6 +372,40 @@ impl Hashing {
         self.buf.clear();
         Fingerprint(Digest(*self.hasher.finalize().as_bytes()))
     }
+
+    /// The binding hash over the same component bytes (see [`Binding`]).
+    fn binding(self) -> Binding {
+        use sha2::Digest as _;
+        let mut sha = sha2::Sha256::new();
+        sha.update(b"proofgraph/provider-binding");
+        sha.update(ENCODING_VERSION.to_be_bytes());
+        sha.update(&self.buf);
+        let sha256: [u8; 32] = sha.finalize().into();
+        let fingerprint = self.finish();
+        Binding {
+            sha256,
+            fingerprint,
+        }
+    }
+}
+
+/// A provider's binding: the SHA-256 over the same components as its
+/// fingerprint (domain `proofgraph/provider-binding`), so that standard
+/// in-toto tooling, which matches subjects by `sha256`, can produce and check
+/// it. External signers sign this; receipts carry both digests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Binding {
+    /// SHA-256 over the encoded components.
+    pub sha256: [u8; 32],
+    /// The BLAKE3 fingerprint over the same components.
+    pub fingerprint: Fingerprint,
+}
+
+impl Binding {
+    /// The SHA-256 as lowercase hex, as `proofgraph hash` prints it.
+    pub fn sha256_hex(&self) -> String {
+        hex(&self.sha256)
+    }
 }
 
 impl Sink for Hashing {
@@ -571,6 +609,37 @@ impl SealedGraph {
             providers,
             services,
         })
+    }
+
+    /// A provider's binding (SHA-256 and fingerprint over the same
+    /// components), given the fingerprints of its dependencies and services.
+    pub fn binding(
+        &self,
+        id: &ProviderId,
+        world: &World,
+        fingerprints: &Fingerprints,
+    ) -> Result<Binding, FingerprintError> {
+        let node = self
+            .provider(id)
+            .ok_or_else(|| FingerprintError::MissingInputs(id.clone()))?;
+        let provider = self
+            .node(node)
+            .provider()
+            .expect("provider ids map to provider nodes");
+        let mut by_node: Vec<Option<Fingerprint>> = vec![None; self.len()];
+        for (pid, n) in &self.providers {
+            by_node[n.get()] = fingerprints.providers.get(pid).copied();
+        }
+        let platform = format!("{}/{}", world.platform.os, world.platform.arch);
+        let known = Known {
+            world,
+            done: &by_node,
+            services: &fingerprints.services,
+            platform: &platform,
+        };
+        let mut sink = Hashing::new(b"proofgraph/provider-fingerprint");
+        self.visit(node, provider, &known, &mut sink)?;
+        Ok(sink.binding())
     }
 
     /// A provider's manifest, given the fingerprints already computed for its
@@ -1033,6 +1102,31 @@ mod tests {
             let many = graph.fingerprints_with(&w, std::num::NonZeroUsize::new(threads).expect("non-zero")).expect("fingerprints");
             prop_assert_eq!(one, many);
         }
+    }
+
+    #[test]
+    fn the_binding_covers_the_same_components_as_the_fingerprint() {
+        let graph = seal(vec![provider("a"), provider("b")], Vec::new());
+        let w = world(&graph);
+        let fps = graph.fingerprints(&w).expect("fingerprints");
+        let a = graph.binding(&pid("a"), &w, &fps).expect("binding");
+        let b = graph.binding(&pid("b"), &w, &fps).expect("binding");
+        assert_eq!(a.fingerprint, fps.providers[&pid("a")]);
+        // The receipt names (component 3, `outputs`) differ, so the bindings do.
+        assert_ne!(a.sha256, b.sha256);
+        let mut other = provider("a");
+        other.timeout_ms = Some(at(5));
+        let graph2 = seal(vec![other], Vec::new());
+        let w2 = world(&graph2);
+        let fps2 = graph2.fingerprints(&w2).expect("fingerprints");
+        assert_ne!(
+            graph2
+                .binding(&pid("a"), &w2, &fps2)
+                .expect("binding")
+                .sha256,
+            a.sha256
+        );
+        assert_eq!(a.sha256_hex().len(), 64);
     }
 
     #[test]

@@ -13,6 +13,33 @@
 //! - No knowledge of the graph: this crate does not depend on
 //!   `proofgraph-graph`.
 
+pub mod materialize;
+
+/// Why a sandbox operation failed.
+#[derive(Debug, thiserror::Error)]
+pub enum SandboxError {
+    /// A file or directory could not be read or written.
+    #[error("{action} `{path}`: {source}")]
+    Io {
+        /// What was being done.
+        action: &'static str,
+        /// The path.
+        path: std::path::PathBuf,
+        /// The cause.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A path to materialise was absolute or climbed out with `..`.
+    #[error("materialise `{path}`: the path leaves the sandbox")]
+    UnsafePath {
+        /// The path.
+        path: String,
+    },
+    /// A copying thread panicked.
+    #[error("materialise a sandbox: a copying thread panicked")]
+    Panicked,
+}
+
 /// How a sandbox presents a repository to the commands that run in it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum SandboxMode {

@@ -1,0 +1,388 @@
+//! Receipts: what a provider's run proved, as an in-toto Statement v1 in a
+//! DSSE envelope signed with Ed25519.
+//!
+//! The statement's subject is the provider's binding (`sha256`, as external
+//! signers use it, plus the BLAKE3 fingerprint under `blake3`); the predicate
+//! is in-toto's test-result v0.1 (`result`, `configuration`, `passedTests`,
+//! `warnedTests`, `failedTests`) with proofgraph's own fields under
+//! `predicate.proofgraph`. A receipt is reused only when its envelope verifies
+//! against a key the workspace trusts and its subject matches the fingerprint
+//! being asked about.
+
+use serde::{Deserialize, Serialize};
+
+use crate::attest::envelope::TrustedKey;
+use crate::attest::statement::{self, DigestSet, Statement, Subject};
+use crate::store::Store;
+
+/// The in-toto predicate type of every receipt.
+pub const PREDICATE_TYPE: &str = "https://in-toto.io/attestation/test-result/v0.1";
+/// The version of `predicate.proofgraph`.
+pub const RECEIPT_VERSION: u64 = 1;
+
+/// What a requirement's run established.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    /// Proven.
+    Pass,
+    /// Ran, and did not hold.
+    Fail,
+    /// Ran, but what it produced does not decide (no report, no count, missing annotations).
+    Inconclusive,
+    /// Could not run properly (infrastructure: a service never ready, a program missing).
+    Error,
+}
+
+impl Outcome {
+    /// The name used in output.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Pass => "pass",
+            Outcome::Fail => "fail",
+            Outcome::Inconclusive => "inconclusive",
+            Outcome::Error => "error",
+        }
+    }
+
+    fn test_result(self) -> &'static str {
+        match self {
+            Outcome::Pass => "PASSED",
+            Outcome::Fail | Outcome::Error => "FAILED",
+            Outcome::Inconclusive => "WARNED",
+        }
+    }
+}
+
+/// How the command ended.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct Exit {
+    /// The exit code, if it exited.
+    pub code: Option<i32>,
+    /// The signal that ended it, if any.
+    pub signal: Option<i32>,
+    /// Whether the timeout ended it.
+    pub timed_out: bool,
+}
+
+/// A file kept in the store and referenced from the receipt.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Artifact {
+    /// What it is: `command-log`, `structured-report`, `contract-artifact`, …
+    pub kind: String,
+    /// Where it was (repository-relative), when it was a file.
+    pub path: Option<String>,
+    /// Its SHA-256 (the store key).
+    pub sha256: String,
+    /// Its size in bytes.
+    pub size: u64,
+}
+
+/// Test counts from the structured report.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct Counts {
+    /// Tests found.
+    pub total: u64,
+    /// Passed.
+    pub passed: u64,
+    /// Failed.
+    pub failed: u64,
+    /// Skipped.
+    pub skipped: u64,
+    /// Todo.
+    pub todo: u64,
+}
+
+/// One manifest component, as stored for `explain`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Component {
+    /// The component's tag in the encoding.
+    pub tag: u8,
+    /// Its name.
+    pub name: String,
+    /// Its value: null when absent, else a string, number, list or map.
+    pub value: serde_json::Value,
+}
+
+/// proofgraph's fields of a receipt (`predicate.proofgraph`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Proof {
+    /// The layout version of these fields.
+    pub version: u64,
+    /// The change.
+    pub change: String,
+    /// The provider that ran.
+    pub provider: String,
+    /// The name the receipt is stored under (the provider, or a discovery receiver).
+    pub receipt: String,
+    /// The capability vouched for.
+    pub capability: String,
+    /// The claims vouched for.
+    pub claims: Vec<String>,
+    /// The result.
+    pub outcome: Outcome,
+    /// Why, in a sentence (always for anything but a pass).
+    pub reason: Option<String>,
+    /// The adapter.
+    pub adapter: String,
+    /// Test counts, when a report gave them.
+    pub counts: Option<Counts>,
+    /// Tests discovered (for discovery).
+    pub discovered: Option<u64>,
+    /// The discovery floor (for discovery).
+    pub minimum: Option<u64>,
+    /// `worktree`, `copy` or `none`.
+    pub sandbox: String,
+    /// `namespaces` or `none`.
+    pub isolation: String,
+    /// `private` or `host`.
+    pub network: String,
+    /// The run that produced it.
+    pub run_id: String,
+    /// When the command started (RFC 3339).
+    pub started_at: String,
+    /// When it finished (RFC 3339).
+    pub finished_at: String,
+    /// How long it took.
+    pub duration_ms: u64,
+    /// How the command ended (absent for adapters that run nothing).
+    pub exit: Option<Exit>,
+    /// Files kept in the store: the command log, the report, attachments.
+    pub artifacts: Vec<Artifact>,
+    /// The provider's fingerprint (BLAKE3).
+    pub fingerprint: String,
+    /// The provider's binding (SHA-256).
+    pub binding: String,
+    /// The fingerprint's components.
+    pub manifest: Vec<Component>,
+    /// The SHA-256 of the input listing blob (`repo:path<TAB>identity` lines).
+    pub inputs: String,
+    /// How many input files.
+    pub input_files: u64,
+}
+
+/// Tests named in the report, by result.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct TestNames {
+    /// Passed tests.
+    pub passed: Vec<String>,
+    /// Skipped or otherwise inconclusive tests.
+    pub warned: Vec<String>,
+    /// Failed tests.
+    pub failed: Vec<String>,
+}
+
+/// Builds the statement for a receipt.
+pub fn statement(proof: &Proof, tests: &TestNames) -> Result<Statement, statement::StatementError> {
+    let subject = Subject::new(
+        format!(
+            "proofgraph:{}/{}@{}",
+            proof.change, proof.receipt, proof.capability
+        ),
+        DigestSet::sha256(proof.binding.clone()).with_blake3(proof.fingerprint.clone()),
+    );
+    let predicate = serde_json::json!({
+        "result": proof.outcome.test_result(),
+        "configuration": [{
+            "name": format!("proofgraph:{}/{}", proof.change, proof.provider),
+            "digest": {"sha256": proof.binding},
+        }],
+        "passedTests": tests.passed,
+        "warnedTests": tests.warned,
+        "failedTests": tests.failed,
+        "proofgraph": proof,
+    });
+    Statement::new(vec![subject], PREDICATE_TYPE, predicate)
+}
+
+/// Signs a receipt and stores it; returns the envelope's SHA-256.
+pub fn write(
+    store: &Store,
+    key: &ed25519_dalek::SigningKey,
+    proof: &Proof,
+    tests: &TestNames,
+) -> Result<String, ReceiptError> {
+    let statement = statement(proof, tests)?;
+    let keyid = crate::attest::keys::key_id(&key.verifying_key());
+    let envelope = statement::sign_statement(&statement, key, Some(&keyid))?;
+    let digest = store.put(envelope.to_json().as_bytes())?;
+    Ok(digest)
+}
+
+/// A receipt could not be written.
+#[derive(Debug, thiserror::Error)]
+pub enum ReceiptError {
+    /// The statement could not be built or signed.
+    #[error(transparent)]
+    Statement(#[from] statement::StatementError),
+    /// The store could not be written.
+    #[error(transparent)]
+    Store(#[from] crate::store::StoreError),
+}
+
+/// A receipt read back and verified.
+#[derive(Debug, Clone)]
+pub struct Verified {
+    /// The envelope's SHA-256.
+    pub sha256: String,
+    /// proofgraph's fields.
+    pub proof: Proof,
+    /// The id of the key that signed it.
+    pub keyid: String,
+}
+
+/// Reads a receipt from the store and verifies it: intact blob, a signature
+/// by a trusted key, our predicate type, and a subject that names the same
+/// binding and fingerprint as the predicate. Anything else is `None`: a
+/// receipt that does not verify is ignored, never trusted.
+pub fn read(store: &Store, sha256: &str, trusted: &[TrustedKey]) -> Option<Verified> {
+    let bytes = store.get(sha256)?;
+    let verified = statement::verify_statement(&bytes, trusted).ok()?;
+    let statement = verified.statement;
+    if statement.predicate_type() != PREDICATE_TYPE {
+        return None;
+    }
+    let proof: Proof =
+        serde_json::from_value(statement.predicate().get("proofgraph")?.clone()).ok()?;
+    if proof.version != RECEIPT_VERSION {
+        return None;
+    }
+    let subject = statement.subject().first()?;
+    if subject.digest.sha256 != proof.binding
+        || subject.digest.blake3.as_deref() != Some(proof.fingerprint.as_str())
+    {
+        return None;
+    }
+    Some(Verified {
+        sha256: sha256.to_owned(),
+        proof,
+        keyid: verified.keyid,
+    })
+}
+
+/// The trust list: the workspace's own key, and the catalog's trusted keys.
+pub fn trusted_keys(
+    store: &Store,
+    catalog: Option<&crate::config::catalog::Catalog>,
+) -> Vec<TrustedKey> {
+    let mut out: Vec<TrustedKey> = store
+        .public_key()
+        .into_iter()
+        .map(TrustedKey::new)
+        .collect();
+    for key in catalog.iter().flat_map(|c| &c.trusted_keys) {
+        if let Ok(k) = TrustedKey::from_pem(&key.public_key.value) {
+            out.push(k);
+        }
+    }
+    out
+}
+
+/// The current time in RFC 3339, UTC, to the millisecond.
+pub fn now_rfc3339() -> String {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    rfc3339(now)
+}
+
+/// Formats a duration since the Unix epoch as RFC 3339 UTC.
+pub fn rfc3339(since_epoch: std::time::Duration) -> String {
+    let secs = since_epoch.as_secs();
+    let millis = since_epoch.subsec_millis();
+    let days = secs / 86_400;
+    let rem = secs % 86_400;
+    let (hour, minute, second) = (rem / 3600, (rem % 3600) / 60, rem % 60);
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = days as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let y = yoe + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = if m <= 2 { y + 1 } else { y };
+    format!("{y:04}-{m:02}-{d:02}T{hour:02}:{minute:02}:{second:02}.{millis:03}Z")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn proof() -> Proof {
+        Proof {
+            version: RECEIPT_VERSION,
+            change: "c".into(),
+            provider: "test".into(),
+            receipt: "test".into(),
+            capability: "test".into(),
+            claims: vec!["a".into()],
+            outcome: Outcome::Pass,
+            reason: None,
+            adapter: "test-discovery".into(),
+            counts: Some(Counts {
+                total: 3,
+                passed: 3,
+                ..Counts::default()
+            }),
+            discovered: Some(3),
+            minimum: Some(1),
+            sandbox: "worktree".into(),
+            isolation: "namespaces".into(),
+            network: "private".into(),
+            run_id: "r".into(),
+            started_at: rfc3339(std::time::Duration::from_secs(0)),
+            finished_at: rfc3339(std::time::Duration::from_millis(1_500)),
+            duration_ms: 1500,
+            exit: Some(Exit {
+                code: Some(0),
+                signal: None,
+                timed_out: false,
+            }),
+            artifacts: Vec::new(),
+            fingerprint: "a".repeat(64),
+            binding: "b".repeat(64),
+            manifest: Vec::new(),
+            inputs: "c".repeat(64),
+            input_files: 2,
+        }
+    }
+
+    #[test]
+    fn receipts_round_trip_only_with_a_trusted_key() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = Store::open(dir.path()).expect("store");
+        let key = store.signing_key().expect("key");
+        let digest = write(&store, &key, &proof(), &TestNames::default()).expect("write");
+        let trusted = trusted_keys(&store, None);
+        let read_back = read(&store, &digest, &trusted).expect("verifies");
+        assert_eq!(read_back.proof, proof());
+        let stranger = crate::attest::keys::generate_signing_key().expect("key");
+        assert!(
+            read(
+                &store,
+                &digest,
+                &[TrustedKey::new(stranger.verifying_key())]
+            )
+            .is_none()
+        );
+    }
+
+    #[test]
+    fn dates_are_rfc3339() {
+        assert_eq!(
+            rfc3339(std::time::Duration::from_secs(0)),
+            "1970-01-01T00:00:00.000Z"
+        );
+        assert_eq!(
+            rfc3339(std::time::Duration::from_millis(1_796_011_523_042)),
+            "2026-11-30T04:05:23.042Z"
+        );
+        assert_eq!(
+            rfc3339(std::time::Duration::from_secs(951_782_400)),
+            "2000-02-29T00:00:00.000Z"
+        );
+    }
+}

@@ -1,0 +1,389 @@
+//! The local store, `.proofgraph/` at the OpenSpec root: content-addressed,
+//! versioned, safe against `kill -9` at any instant and against concurrent
+//! runs.
+//!
+//! ```text
+//! .proofgraph/
+//!   .gitignore                 "*": the store is never tracked
+//!   store.json                 {"format": "proofgraph-store", "version": 1}
+//!   keys/workspace.key         the workspace's Ed25519 signing key (PKCS#8 PEM, mode 0600)
+//!   keys/workspace.pub         its public key (SPKI PEM)
+//!   cas/<2>/<62>               blobs by SHA-256: receipt envelopes, logs, reports, input listings
+//!   ac/<2>/<62>                action cache: SHA-256 of (fingerprint, receipt name, capability)
+//!                              → the SHA-256 of the receipt envelope that answers it
+//!   refs/<change>/<name>@<capability>   the latest receipt for a requirement, any fingerprint
+//!   tmp/                       temporary files, renamed into place
+//!   runs/<run id>/             sandboxes and logs of a run in progress
+//! ```
+//!
+//! Every write goes to a temporary file in `tmp/` that is flushed and then
+//! renamed into place, so a reader sees a whole file or none. A blob's name
+//! is the SHA-256 of its bytes and is checked on every read; a blob that does
+//! not match (a torn disk, a hand edit) is ignored, never trusted. Action
+//! cache and ref entries are small files replaced by rename: concurrent runs
+//! that prove the same thing both write valid entries and the last rename
+//! wins. Nothing is ever rewritten in place.
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+
+use sha2::Digest as _;
+
+use crate::attest::keys;
+
+/// The store directory's name at the OpenSpec root.
+pub const DIR: &str = ".proofgraph";
+/// The layout version written to `store.json`.
+pub const VERSION: u64 = 1;
+
+/// A store could not be used.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// A file or directory could not be read or written.
+    #[error("{action} `{path}`: {source}")]
+    Io {
+        /// What was being done ("write", "read", "create").
+        action: &'static str,
+        /// The path.
+        path: PathBuf,
+        /// The cause.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The store was written by a newer proofgraph.
+    #[error(
+        "open the store `{path}`: it has layout version {found}, this proofgraph reads version {VERSION}"
+    )]
+    Version {
+        /// The store.
+        path: PathBuf,
+        /// What it says.
+        found: String,
+    },
+    /// A key could not be created or read.
+    #[error(transparent)]
+    Key(#[from] keys::KeyError),
+}
+
+fn io<'a>(action: &'static str, path: &'a Path) -> impl FnOnce(std::io::Error) -> StoreError + 'a {
+    move |source| StoreError::Io {
+        action,
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// SHA-256 of bytes, as lowercase hex.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    proofgraph_graph::fingerprint::hex(&sha2::Sha256::digest(bytes))
+}
+
+/// Whether `text` is 64 lowercase hex digits.
+pub fn is_sha256_hex(text: &str) -> bool {
+    text.len() == 64
+        && text
+            .bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+}
+
+/// An open store.
+#[derive(Debug, Clone)]
+pub struct Store {
+    dir: PathBuf,
+}
+
+impl Store {
+    /// Opens (creating when absent) the store under `root`.
+    pub fn open(root: &Path) -> Result<Self, StoreError> {
+        let dir = root.join(DIR);
+        let store = Self { dir };
+        for sub in ["cas", "ac", "refs", "tmp", "runs", "keys"] {
+            let p = store.dir.join(sub);
+            fs_err::create_dir_all(&p).map_err(io("create", &p))?;
+        }
+        let ignore = store.dir.join(".gitignore");
+        if !ignore.exists() {
+            store.write_atomic(
+                &ignore,
+                b"# proofgraph's store: receipts, logs and keys; never tracked.\n*\n",
+            )?;
+        }
+        let marker = store.dir.join("store.json");
+        match fs_err::read_to_string(&marker) {
+            Ok(text) => {
+                let value: serde_json::Value = serde_json::from_str(&text).unwrap_or_default();
+                if value["version"].as_u64() != Some(VERSION) {
+                    return Err(StoreError::Version {
+                        path: store.dir.clone(),
+                        found: value["version"].to_string(),
+                    });
+                }
+            }
+            Err(_) => {
+                let body =
+                    format!("{{\"format\": \"proofgraph-store\", \"version\": {VERSION}}}\n");
+                store.write_atomic(&marker, body.as_bytes())?;
+            }
+        }
+        Ok(store)
+    }
+
+    /// The store's directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Writes `bytes` to `path` atomically: a temporary file in `tmp/`,
+    /// flushed to disk, then renamed into place.
+    pub fn write_atomic(&self, path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
+        let tmp_dir = self.dir.join("tmp");
+        fs_err::create_dir_all(&tmp_dir).map_err(io("create", &tmp_dir))?;
+        if let Some(parent) = path.parent() {
+            fs_err::create_dir_all(parent).map_err(io("create", parent))?;
+        }
+        let mut tmp = tempfile::Builder::new()
+            .prefix("write-")
+            .tempfile_in(&tmp_dir)
+            .map_err(io("create a temporary file in", &tmp_dir))?;
+        tmp.write_all(bytes).map_err(io("write", tmp.path()))?;
+        tmp.as_file().sync_all().map_err(io("flush", tmp.path()))?;
+        tmp.persist(path).map_err(|e| StoreError::Io {
+            action: "rename into",
+            path: path.to_path_buf(),
+            source: e.error,
+        })?;
+        Ok(())
+    }
+
+    fn cas_path(&self, sha256: &str) -> PathBuf {
+        self.dir.join("cas").join(&sha256[..2]).join(&sha256[2..])
+    }
+
+    /// Stores a blob; returns its SHA-256. Writing a blob that exists is a
+    /// no-op (the name is the content).
+    pub fn put(&self, bytes: &[u8]) -> Result<String, StoreError> {
+        let digest = sha256_hex(bytes);
+        let path = self.cas_path(&digest);
+        if !path.exists() {
+            self.write_atomic(&path, bytes)?;
+        }
+        Ok(digest)
+    }
+
+    /// Reads a blob, checking that its content matches its name; `None` when
+    /// it is absent or corrupt.
+    pub fn get(&self, sha256: &str) -> Option<Vec<u8>> {
+        if !is_sha256_hex(sha256) {
+            return None;
+        }
+        let bytes = fs_err::read(self.cas_path(sha256)).ok()?;
+        (sha256_hex(&bytes) == sha256).then_some(bytes)
+    }
+
+    /// Whether a blob is present and intact.
+    pub fn has(&self, sha256: &str) -> bool {
+        self.get(sha256).is_some()
+    }
+
+    /// The action-cache key of a receipt: which fingerprint, under which
+    /// receipt name, for which capability.
+    pub fn action_key(fingerprint: &str, receipt: &str, capability: &str) -> String {
+        sha256_hex(format!("proofgraph/ac/v1\0{fingerprint}\0{receipt}\0{capability}").as_bytes())
+    }
+
+    fn ac_path(&self, key: &str) -> PathBuf {
+        self.dir.join("ac").join(&key[..2]).join(&key[2..])
+    }
+
+    /// Points an action-cache key at a receipt blob.
+    pub fn set_action(&self, key: &str, receipt_sha256: &str) -> Result<(), StoreError> {
+        self.write_atomic(&self.ac_path(key), format!("{receipt_sha256}\n").as_bytes())
+    }
+
+    /// The receipt blob an action-cache key points at, if any (and well formed).
+    pub fn action(&self, key: &str) -> Option<String> {
+        let text = fs_err::read_to_string(self.ac_path(key)).ok()?;
+        let digest = text.trim();
+        is_sha256_hex(digest).then(|| digest.to_owned())
+    }
+
+    fn ref_path(&self, change: &str, receipt: &str, capability: &str) -> PathBuf {
+        self.dir
+            .join("refs")
+            .join(change)
+            .join(format!("{receipt}@{capability}"))
+    }
+
+    /// Records the latest receipt for a requirement (any fingerprint).
+    pub fn set_ref(
+        &self,
+        change: &str,
+        receipt: &str,
+        capability: &str,
+        receipt_sha256: &str,
+    ) -> Result<(), StoreError> {
+        self.write_atomic(
+            &self.ref_path(change, receipt, capability),
+            format!("{receipt_sha256}\n").as_bytes(),
+        )
+    }
+
+    /// The latest receipt for a requirement, if any.
+    pub fn latest(&self, change: &str, receipt: &str, capability: &str) -> Option<String> {
+        let text = fs_err::read_to_string(self.ref_path(change, receipt, capability)).ok()?;
+        let digest = text.trim();
+        is_sha256_hex(digest).then(|| digest.to_owned())
+    }
+
+    /// A fresh directory for one run's sandboxes and logs.
+    pub fn run_dir(&self, run_id: &str) -> Result<PathBuf, StoreError> {
+        let dir = self.dir.join("runs").join(run_id);
+        fs_err::create_dir_all(&dir).map_err(io("create", &dir))?;
+        Ok(dir)
+    }
+
+    /// The workspace's signing key, created on first use. Two runs creating
+    /// it at once agree on one key: the key is written to a temporary file
+    /// and hard-linked into place, which fails if another run got there first.
+    pub fn signing_key(&self) -> Result<ed25519_dalek::SigningKey, StoreError> {
+        let key_dir = self.dir.join("keys");
+        let private = key_dir.join("workspace.key");
+        let public = key_dir.join("workspace.pub");
+        if !private.exists() {
+            let key = keys::generate_signing_key()?;
+            let pem = keys::signing_key_to_pem(&key);
+            let tmp = self
+                .dir
+                .join("tmp")
+                .join(format!("key-{}", std::process::id()));
+            let _ = fs_err::remove_file(&tmp);
+            {
+                use fs_err::os::unix::fs::OpenOptionsExt as _;
+                let mut file = fs_err::OpenOptions::new()
+                    .write(true)
+                    .create_new(true)
+                    .mode(0o600)
+                    .open(&tmp)
+                    .map_err(io("create", &tmp))?;
+                file.write_all(pem.as_bytes()).map_err(io("write", &tmp))?;
+                file.sync_all().map_err(io("flush", &tmp))?;
+            }
+            match fs_err::hard_link(&tmp, &private) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+                Err(e) => return Err(io("link", &private)(e)),
+            }
+            let _ = fs_err::remove_file(&tmp);
+        }
+        let key = keys::read_signing_key(&private)?;
+        if !public.exists() {
+            self.write_atomic(
+                &public,
+                keys::public_key_to_pem(&key.verifying_key()).as_bytes(),
+            )?;
+        }
+        Ok(key)
+    }
+
+    /// The workspace's public key, if it has one.
+    pub fn public_key(&self) -> Option<ed25519_dalek::VerifyingKey> {
+        keys::read_public_key(&self.dir.join("keys").join("workspace.pub")).ok()
+    }
+
+    /// Removes leftovers of interrupted runs: temporary files and run
+    /// directories older than `older_than`. Never touches blobs or entries.
+    pub fn sweep(&self, older_than: std::time::Duration) {
+        let now = std::time::SystemTime::now();
+        for sub in ["tmp", "runs"] {
+            let Ok(entries) = fs_err::read_dir(self.dir.join(sub)) else {
+                continue;
+            };
+            for entry in entries.flatten() {
+                let old = entry
+                    .metadata()
+                    .and_then(|m| m.modified())
+                    .ok()
+                    .and_then(|t| now.duration_since(t).ok())
+                    .is_some_and(|age| age > older_than);
+                if old {
+                    let path = entry.path();
+                    let _ = if path.is_dir() {
+                        fs_err::remove_dir_all(&path)
+                    } else {
+                        fs_err::remove_file(&path)
+                    };
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn blobs_are_checked_on_read() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = Store::open(dir.path()).expect("open");
+        let digest = store.put(b"hello").expect("put");
+        assert_eq!(store.get(&digest).as_deref(), Some(&b"hello"[..]));
+        // Corrupt the blob: it is ignored, never trusted.
+        fs_err::write(store.cas_path(&digest), b"hellO").expect("corrupt");
+        assert_eq!(store.get(&digest), None);
+        assert_eq!(store.get("not-a-digest"), None);
+    }
+
+    #[test]
+    fn action_entries_and_refs_round_trip() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = Store::open(dir.path()).expect("open");
+        let key = Store::action_key("fp", "test", "test");
+        assert_eq!(store.action(&key), None);
+        let receipt = store.put(b"receipt").expect("put");
+        store.set_action(&key, &receipt).expect("set");
+        assert_eq!(store.action(&key), Some(receipt.clone()));
+        store
+            .set_ref("c", "test", "discovery", &receipt)
+            .expect("ref");
+        assert_eq!(store.latest("c", "test", "discovery"), Some(receipt));
+        fs_err::write(store.ac_path(&key), b"garbage").expect("corrupt");
+        assert_eq!(store.action(&key), None);
+    }
+
+    #[test]
+    fn the_signing_key_is_created_once_with_mode_0600() {
+        use std::os::unix::fs::PermissionsExt as _;
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = Store::open(dir.path()).expect("open");
+        let a = store.signing_key().expect("key");
+        let b = store.signing_key().expect("key");
+        assert_eq!(a.to_bytes(), b.to_bytes());
+        let mode = fs_err::metadata(store.dir().join("keys/workspace.key"))
+            .expect("meta")
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o600);
+        assert_eq!(
+            store.public_key().map(|k| k.to_bytes()),
+            Some(a.verifying_key().to_bytes())
+        );
+        let ignore = fs_err::read_to_string(store.dir().join(".gitignore")).expect("gitignore");
+        assert!(ignore.lines().any(|l| l == "*"));
+    }
+
+    #[test]
+    fn a_newer_layout_is_refused() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = Store::open(dir.path()).expect("open");
+        fs_err::write(
+            store.dir().join("store.json"),
+            r#"{"format": "proofgraph-store", "version": 9}"#,
+        )
+        .expect("write");
+        assert!(matches!(
+            Store::open(dir.path()),
+            Err(StoreError::Version { .. })
+        ));
+    }
+}
