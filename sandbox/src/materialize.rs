@@ -96,7 +96,7 @@ pub fn materialize(
             .collect();
         handles
             .into_iter()
-            .map(|h| h.join().unwrap_or_else(|_| Err(SandboxError::Panicked)))
+            .map(|h| h.join().unwrap_or(Err(SandboxError::Panicked)))
             .collect()
     });
     let mut total = Materialized::default();
