@@ -14,6 +14,7 @@ pub mod config;
 pub mod diagnostic;
 pub mod exit;
 pub mod inputs;
+pub mod judge;
 pub mod openspec;
 pub mod output;
 pub mod preflight;

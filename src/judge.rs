@@ -1,0 +1,541 @@
+//! Adapters' verdicts: from what a run produced (exit status, structured
+//! report) to one outcome per receipt the provider writes.
+//!
+//! The rules are the product's honesty guarantees:
+//! - `command`: pass iff it exited 0 within its timeout.
+//! - `test-discovery`: the test receipt passes iff the command exited 0 and
+//!   its structured report parsed and shows no failure and no runner error;
+//!   a missing or unparseable report is never a pass (`inconclusive` after
+//!   exit 0, `fail` otherwise). The discovery receipt needs a non-negative
+//!   integer count from the report: none → `inconclusive`; below `minimum`
+//!   (absent or 0 means 1) → `fail`, whatever the exit code.
+//! - `playwright`: as a test run, and every claim needs a passing test
+//!   annotated `{type: claim, description: <id>}`; skipped, interrupted and
+//!   never-run tests do not count; a claim without one makes an otherwise
+//!   passing run `inconclusive`, never `pass`.
+//! - A command that could not be started, or a service it needed that never
+//!   became ready, is an `error` (infrastructure), not a `fail`.
+
+use std::collections::BTreeMap;
+
+use proofgraph_graph::graph::{Output, ProviderNode};
+use proofgraph_graph::{Adapter, CapabilityName};
+
+use crate::receipt::{Counts, Exit, Outcome, TestNames};
+use crate::report::{self, Declared, Report};
+
+/// How an execution ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Ended {
+    /// The command ran and ended.
+    Exited(Exit),
+    /// It could not run (not started, or a prerequisite service failed).
+    Error(String),
+}
+
+/// What the report file held, if anything.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ReportFile {
+    /// The adapter reads no report.
+    NotExpected,
+    /// No file where the report should be.
+    Missing(String),
+    /// The file's bytes.
+    Bytes(String, Vec<u8>),
+}
+
+/// The verdict for one receipt.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Verdict {
+    /// Which receipt.
+    pub output: Output,
+    /// Its outcome.
+    pub outcome: Outcome,
+    /// Why (always set unless it passed).
+    pub reason: Option<String>,
+    /// Tests discovered (discovery receipts).
+    pub discovered: Option<u64>,
+    /// The effective minimum (discovery receipts).
+    pub minimum: Option<u64>,
+}
+
+/// Everything the run established.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Judged {
+    /// One verdict per output, in output order.
+    pub verdicts: Vec<Verdict>,
+    /// Test counts from the report.
+    pub counts: Option<Counts>,
+    /// Test names by result.
+    pub tests: TestNames,
+}
+
+fn describe_exit(exit: &Exit, timeout_ms: u64) -> String {
+    if exit.timed_out {
+        return format!("timed out after {timeout_ms} ms");
+    }
+    match (exit.code, exit.signal) {
+        (Some(code), _) => format!("exited with code {code}"),
+        (None, Some(signal)) => format!("was killed by signal {signal}"),
+        (None, None) => "ended without an exit status".to_owned(),
+    }
+}
+
+fn succeeded(exit: &Exit) -> bool {
+    exit.code == Some(0) && !exit.timed_out
+}
+
+/// The effective discovery floor: absent or 0 means 1.
+pub fn effective_minimum(provider: &ProviderNode) -> u64 {
+    provider.spec.minimum.as_ref().map_or(1, |m| m.value).max(1)
+}
+
+/// Judges one provider's execution.
+pub fn judge(
+    provider: &ProviderNode,
+    ended: &Ended,
+    report_file: &ReportFile,
+    timeout_ms: u64,
+) -> Judged {
+    let exit = match ended {
+        Ended::Exited(exit) => exit,
+        Ended::Error(reason) => {
+            let verdicts = provider
+                .outputs
+                .iter()
+                .map(|o| Verdict {
+                    output: o.clone(),
+                    outcome: Outcome::Error,
+                    reason: Some(reason.clone()),
+                    discovered: None,
+                    minimum: None,
+                })
+                .collect();
+            return Judged {
+                verdicts,
+                counts: None,
+                tests: TestNames::default(),
+            };
+        }
+    };
+    let ran = describe_exit(exit, timeout_ms);
+    let parsed: Option<Result<Report, String>> = match report_file {
+        ReportFile::NotExpected => None,
+        ReportFile::Missing(path) => Some(Err(format!("it wrote no report at `{path}`"))),
+        ReportFile::Bytes(path, bytes) => {
+            let declared = provider
+                .spec
+                .report_format
+                .as_ref()
+                .and_then(|f| Declared::from_config(Some(f.value.as_str())))
+                .unwrap_or(Declared::Auto);
+            Some(
+                report::parse(bytes, declared)
+                    .map_err(|e| format!("its report `{path}` could not be read: failed to {e}")),
+            )
+        }
+    };
+    let report = parsed.as_ref().and_then(|r| r.as_ref().ok());
+    let counts = report.map(|r| {
+        let c = r
+            .counts
+            .clone()
+            .unwrap_or_else(|| report::Counts::tally(&r.tests));
+        Counts {
+            total: c.total,
+            passed: c.passed,
+            failed: c.failed,
+            skipped: c.skipped,
+            todo: c.todo,
+        }
+    });
+    let tests = report.map(test_names).unwrap_or_default();
+    let adapter = provider.spec.adapter.value;
+    let claim_gaps = if adapter == Adapter::Playwright {
+        report.map(|r| missing_claims(provider, r))
+    } else {
+        None
+    };
+    let verdicts = provider
+        .outputs
+        .iter()
+        .map(|output| {
+            let discovery = output.capability == CapabilityName::discovery()
+                && adapter == Adapter::TestDiscovery;
+            if discovery {
+                return discovery_verdict(provider, output, parsed.as_ref());
+            }
+            let (outcome, reason) = match adapter {
+                Adapter::Command => {
+                    if succeeded(exit) {
+                        (Outcome::Pass, None)
+                    } else {
+                        (Outcome::Fail, Some(format!("the command {ran}")))
+                    }
+                }
+                Adapter::TestDiscovery | Adapter::Playwright => {
+                    test_outcome(exit, &ran, parsed.as_ref(), claim_gaps.as_ref())
+                }
+                Adapter::ContractDigest | Adapter::External => (
+                    Outcome::Error,
+                    Some(format!("the {adapter} adapter does not run a command")),
+                ),
+            };
+            Verdict {
+                output: output.clone(),
+                outcome,
+                reason,
+                discovered: None,
+                minimum: None,
+            }
+        })
+        .collect();
+    Judged {
+        verdicts,
+        counts,
+        tests,
+    }
+}
+
+fn test_outcome(
+    exit: &Exit,
+    ran: &str,
+    parsed: Option<&Result<Report, String>>,
+    claim_gaps: Option<&Vec<String>>,
+) -> (Outcome, Option<String>) {
+    let report = match parsed {
+        None | Some(Err(_)) => {
+            let why = match parsed {
+                Some(Err(e)) => e.clone(),
+                _ => "it declares no report".to_owned(),
+            };
+            return if succeeded(exit) {
+                (
+                    Outcome::Inconclusive,
+                    Some(format!(
+                        "the command exited 0 but {why}; a run without a structured report is not a pass"
+                    )),
+                )
+            } else {
+                (Outcome::Fail, Some(format!("the command {ran}, and {why}")))
+            };
+        }
+        Some(Ok(r)) => r,
+    };
+    let failed: Vec<&str> = report
+        .tests
+        .iter()
+        .filter(|t| t.outcome == report::Outcome::Failed)
+        .map(|t| t.id.as_str())
+        .take(5)
+        .collect();
+    let failed_count = report
+        .counts
+        .as_ref()
+        .map_or(failed.len() as u64, |c| c.failed);
+    if !succeeded(exit) {
+        let detail = if failed.is_empty() {
+            String::new()
+        } else {
+            format!("; failing: {}", failed.join(", "))
+        };
+        return (Outcome::Fail, Some(format!("the command {ran}{detail}")));
+    }
+    if failed_count > 0 {
+        return (
+            Outcome::Fail,
+            Some(format!(
+                "the report shows {failed_count} failed tests ({}) although the command exited 0",
+                failed.join(", ")
+            )),
+        );
+    }
+    if let Some(first) = report.runner_errors.first() {
+        return (
+            Outcome::Fail,
+            Some(format!("the report records a runner error: {first}")),
+        );
+    }
+    if let Some(gaps) = claim_gaps
+        && !gaps.is_empty()
+    {
+        return (
+            Outcome::Inconclusive,
+            Some(format!(
+                "no passing test is annotated {{type: \"claim\", description: …}} for claim(s) {}; skipped and unrun tests do not count",
+                gaps.join(", ")
+            )),
+        );
+    }
+    (Outcome::Pass, None)
+}
+
+fn discovery_verdict(
+    provider: &ProviderNode,
+    output: &Output,
+    parsed: Option<&Result<Report, String>>,
+) -> Verdict {
+    let minimum = effective_minimum(provider);
+    let (outcome, reason, discovered) = match parsed {
+        None => (
+            Outcome::Inconclusive,
+            Some("the provider declares no report to count tests from".to_owned()),
+            None,
+        ),
+        Some(Err(e)) => (
+            Outcome::Inconclusive,
+            Some(format!("no test count: {e}")),
+            None,
+        ),
+        Some(Ok(report)) => match report.discovered {
+            None => (
+                Outcome::Inconclusive,
+                Some("the report gives no integer test count and no test list".to_owned()),
+                None,
+            ),
+            Some(n) if n < minimum => (
+                Outcome::Fail,
+                Some(format!(
+                    "the suite ran {n} tests, below its minimum of {minimum}"
+                )),
+                Some(n),
+            ),
+            Some(n) => (Outcome::Pass, None, Some(n)),
+        },
+    };
+    Verdict {
+        output: output.clone(),
+        outcome,
+        reason,
+        discovered,
+        minimum: Some(minimum),
+    }
+}
+
+fn test_names(report: &Report) -> TestNames {
+    let mut names = TestNames::default();
+    for t in &report.tests {
+        match t.outcome {
+            report::Outcome::Passed => names.passed.push(t.id.clone()),
+            report::Outcome::Failed => names.failed.push(t.id.clone()),
+            _ => names.warned.push(t.id.clone()),
+        }
+    }
+    names
+}
+
+/// The claims of a Playwright provider with no passing test annotated for them.
+fn missing_claims(provider: &ProviderNode, report: &Report) -> Vec<String> {
+    let mut proven: BTreeMap<&str, bool> = provider
+        .claims
+        .iter()
+        .map(|c| (c.as_str(), false))
+        .collect();
+    for test in report
+        .tests
+        .iter()
+        .filter(|t| t.outcome == report::Outcome::Passed)
+    {
+        for a in test.annotations.iter().filter(|a| a.kind == "claim") {
+            if let Some(slot) = a
+                .description
+                .as_deref()
+                .and_then(|d| proven.get_mut(d.trim()))
+            {
+                *slot = true;
+            }
+        }
+    }
+    proven
+        .into_iter()
+        .filter(|(_, ok)| !ok)
+        .map(|(c, _)| c.to_owned())
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use proofgraph_graph::model::{Claim, Provider};
+    use proofgraph_graph::span::{Pos, Spanned};
+    use proofgraph_graph::{ClaimId, GraphBuilder, ProviderId, RepoId, Repositories};
+
+    use super::*;
+
+    fn node(adapter: Adapter, minimum: Option<u64>) -> ProviderNode {
+        let mut p = Provider::new(ProviderId::parse("test").expect("valid"), adapter);
+        p.command = Some(Spanned::new(vec!["t".into()], Pos::default()));
+        p.minimum = minimum.map(|m| Spanned::new(m, Pos::default()));
+        let mut b = GraphBuilder::new(Repositories {
+            ids: [RepoId::root()].into(),
+        });
+        b.claims([Claim::new(
+            ClaimId::parse("c").expect("valid"),
+            [CapabilityName::test()],
+        )]);
+        b.provider(p, Arc::from("x"));
+        let g = b.seal().expect("seal");
+        let id = g
+            .provider(&ProviderId::parse("test").expect("valid"))
+            .expect("node");
+        g.node(id).provider().expect("provider").clone()
+    }
+
+    fn exit(code: i32) -> Ended {
+        Ended::Exited(Exit {
+            code: Some(code),
+            signal: None,
+            timed_out: false,
+        })
+    }
+
+    fn outcomes(j: &Judged) -> Vec<(String, Outcome)> {
+        j.verdicts
+            .iter()
+            .map(|v| (v.output.capability.to_string(), v.outcome))
+            .collect()
+    }
+
+    const TAP_3: &[u8] = b"TAP version 13\n1..3\nok 1 - a\nok 2 - b\nok 3 - c\n";
+
+    #[test]
+    fn a_suite_below_its_minimum_fails_discovery_even_when_it_passes() {
+        let j = judge(
+            &node(Adapter::TestDiscovery, Some(5)),
+            &exit(0),
+            &ReportFile::Bytes("r.tap".into(), TAP_3.to_vec()),
+            1,
+        );
+        assert_eq!(
+            outcomes(&j),
+            vec![
+                ("discovery".into(), Outcome::Fail),
+                ("test".into(), Outcome::Pass)
+            ]
+        );
+        assert_eq!(
+            j.verdicts[0].reason.as_deref(),
+            Some("the suite ran 3 tests, below its minimum of 5")
+        );
+        assert_eq!(j.verdicts[0].discovered, Some(3));
+    }
+
+    #[test]
+    fn exit_0_without_a_report_is_not_a_pass() {
+        let j = judge(
+            &node(Adapter::TestDiscovery, None),
+            &exit(0),
+            &ReportFile::Missing("r.json".into()),
+            1,
+        );
+        assert_eq!(
+            outcomes(&j),
+            vec![
+                ("discovery".into(), Outcome::Inconclusive),
+                ("test".into(), Outcome::Inconclusive)
+            ]
+        );
+        let j = judge(
+            &node(Adapter::TestDiscovery, None),
+            &exit(0),
+            &ReportFile::Bytes("r.json".into(), b"not a report".to_vec()),
+            1,
+        );
+        assert_eq!(
+            outcomes(&j),
+            vec![
+                ("discovery".into(), Outcome::Inconclusive),
+                ("test".into(), Outcome::Inconclusive)
+            ]
+        );
+    }
+
+    #[test]
+    fn a_summary_without_an_integer_count_is_inconclusive_discovery() {
+        // A count written as a string is never coerced; with no test list there is no count.
+        let report = br#"{"numTotalTests": "5", "numPassedTests": 5, "numFailedTests": 0}"#;
+        let j = judge(
+            &node(Adapter::TestDiscovery, None),
+            &exit(0),
+            &ReportFile::Bytes("r.json".into(), report.to_vec()),
+            1,
+        );
+        assert_eq!(
+            j.verdicts[0].outcome,
+            Outcome::Inconclusive,
+            "{:?}",
+            j.verdicts[0]
+        );
+        // An empty test list is a count: zero, below any minimum.
+        let empty = br#"{"numTotalTests": "5", "testResults": []}"#;
+        let j = judge(
+            &node(Adapter::TestDiscovery, None),
+            &exit(0),
+            &ReportFile::Bytes("r.json".into(), empty.to_vec()),
+            1,
+        );
+        assert_eq!(j.verdicts[0].outcome, Outcome::Fail);
+    }
+
+    #[test]
+    fn failures_and_exit_codes() {
+        let failing = b"TAP version 13\n1..2\nok 1 - a\nnot ok 2 - b\n";
+        let j = judge(
+            &node(Adapter::TestDiscovery, None),
+            &exit(1),
+            &ReportFile::Bytes("r.tap".into(), failing.to_vec()),
+            1,
+        );
+        assert_eq!(
+            outcomes(&j),
+            vec![
+                ("discovery".into(), Outcome::Pass),
+                ("test".into(), Outcome::Fail)
+            ]
+        );
+        let j = judge(
+            &node(Adapter::TestDiscovery, None),
+            &exit(0),
+            &ReportFile::Bytes("r.tap".into(), failing.to_vec()),
+            1,
+        );
+        assert_eq!(
+            j.verdicts[1].outcome,
+            Outcome::Fail,
+            "a failing report is a failure even after exit 0"
+        );
+        let j = judge(
+            &node(Adapter::Command, None),
+            &exit(2),
+            &ReportFile::NotExpected,
+            1,
+        );
+        assert_eq!(
+            j.verdicts[0].reason.as_deref(),
+            Some("the command exited with code 2")
+        );
+        let timed = Ended::Exited(Exit {
+            code: None,
+            signal: Some(9),
+            timed_out: true,
+        });
+        let j = judge(
+            &node(Adapter::Command, None),
+            &timed,
+            &ReportFile::NotExpected,
+            1500,
+        );
+        assert_eq!(
+            j.verdicts[0].reason.as_deref(),
+            Some("the command timed out after 1500 ms")
+        );
+        let j = judge(
+            &node(Adapter::Command, None),
+            &Ended::Error("not found".into()),
+            &ReportFile::NotExpected,
+            1,
+        );
+        assert_eq!(j.verdicts[0].outcome, Outcome::Error);
+    }
+}
