@@ -83,6 +83,70 @@ enum CommandArgs {
         #[arg(long, short = 'j', value_name = "N")]
         jobs: Option<std::num::NonZeroUsize>,
     },
+    /// Run what is not yet proven, in sandboxes, and write signed receipts
+    #[command(
+        after_help = "Examples:\n  proofgraph prove add-profile-page\n  proofgraph prove add-profile-page --jobs 4 --sandbox copy --json\n  proofgraph prove add-profile-page --shard 1/3   # CI matrix: this job's third"
+    )]
+    Prove {
+        /// The change to prove
+        change: String,
+        /// How many providers may run at once [default: the number of CPUs]
+        #[arg(long, short = 'j', value_name = "N")]
+        jobs: Option<std::num::NonZeroUsize>,
+        /// How each repository is presented to its commands [default: proofgraph.yaml's, else worktree]
+        #[arg(long, value_enum)]
+        sandbox: Option<SandboxArg>,
+        /// Ignore existing receipts and run every provider
+        #[arg(long)]
+        no_cache: bool,
+        /// Keep running independent providers after one fails
+        #[arg(long)]
+        keep_going: bool,
+        /// Keep the sandboxes (under .proofgraph/runs/) after the run
+        #[arg(long)]
+        keep_sandbox: bool,
+        /// Namespaces: `auto` uses them when the system allows, `required` refuses to run without, `none` runs unisolated
+        #[arg(long, value_enum, default_value = "auto")]
+        isolation: IsolationArg,
+        /// Run only shard I of N (1-based), for a CI matrix sharing receipts
+        #[arg(long, value_name = "I/N", value_parser = parse_shard)]
+        shard: Option<(usize, std::num::NonZeroUsize)>,
+    },
+    /// Claim × capability: passed, failed, inconclusive, stale or pending
+    #[command(
+        after_help = "Examples:\n  proofgraph status add-profile-page\n  proofgraph status add-profile-page --json"
+    )]
+    Status {
+        /// The change
+        change: String,
+        /// The sandbox mode the fingerprints assume [default: proofgraph.yaml's, else worktree]
+        #[arg(long, value_enum)]
+        sandbox: Option<SandboxArg>,
+    },
+    /// Which components of a provider's fingerprint changed since its last receipt
+    #[command(after_help = "Example:\n  proofgraph explain add-profile-page test")]
+    Explain {
+        /// The change
+        change: String,
+        /// The provider
+        provider: String,
+        /// The sandbox mode the fingerprints assume
+        #[arg(long, value_enum)]
+        sandbox: Option<SandboxArg>,
+    },
+    /// The binding hash an external signer must sign (SHA-256, hex)
+    #[command(
+        after_help = "Examples:\n  proofgraph hash add-profile-page review\n  proofgraph hash add-profile-page --json"
+    )]
+    Hash {
+        /// The change
+        change: String,
+        /// One provider [default: every provider]
+        provider: Option<String>,
+        /// The sandbox mode the fingerprints assume
+        #[arg(long, value_enum)]
+        sandbox: Option<SandboxArg>,
+    },
     /// Draw the change's graph: providers, services, probes and their edges
     #[command(
         after_help = "Examples:\n  proofgraph graph add-profile-page --format dot | dot -Tsvg > graph.svg\n  proofgraph graph add-profile-page --format mermaid"
@@ -94,6 +158,49 @@ enum CommandArgs {
         #[arg(long, value_enum, default_value = "dot")]
         format: GraphFormat,
     },
+}
+
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+enum IsolationArg {
+    Auto,
+    Required,
+    None,
+}
+
+/// Parses `--shard I/N` (1-based on the command line, 0-based inside).
+fn parse_shard(text: &str) -> Result<(usize, std::num::NonZeroUsize), String> {
+    let (i, n) = text
+        .split_once('/')
+        .ok_or_else(|| format!("`{text}` is not I/N (for example 1/3)"))?;
+    let i: usize = i
+        .trim()
+        .parse()
+        .map_err(|_| format!("`{i}` is not a number"))?;
+    let n: std::num::NonZeroUsize = n
+        .trim()
+        .parse()
+        .map_err(|_| format!("`{n}` is not a positive number"))?;
+    if i == 0 || i > n.get() {
+        return Err(format!("shard {i} is not between 1 and {n}"));
+    }
+    Ok((i - 1, n))
+}
+
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+enum SandboxArg {
+    Worktree,
+    Copy,
+    None,
+}
+
+impl SandboxArg {
+    fn mode(self) -> proofgraph_sandbox::SandboxMode {
+        match self {
+            SandboxArg::Worktree => proofgraph_sandbox::SandboxMode::Worktree,
+            SandboxArg::Copy => proofgraph_sandbox::SandboxMode::Copy,
+            SandboxArg::None => proofgraph_sandbox::SandboxMode::None,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
@@ -135,6 +242,51 @@ impl Cli {
             CommandArgs::Plan { change, jobs } => {
                 Command::Plan(commands::plan::PlanOptions { change, jobs })
             }
+            CommandArgs::Prove {
+                change,
+                jobs,
+                sandbox,
+                no_cache,
+                keep_going,
+                keep_sandbox,
+                isolation,
+                shard,
+            } => Command::Prove(commands::prove::ProveOptions {
+                change,
+                jobs,
+                sandbox: sandbox.map(SandboxArg::mode),
+                no_cache,
+                keep_going,
+                keep_sandbox,
+                isolation: match isolation {
+                    IsolationArg::Auto => proofgraph_sandbox::IsolationRequest::Auto,
+                    IsolationArg::Required => proofgraph_sandbox::IsolationRequest::Required,
+                    IsolationArg::None => proofgraph_sandbox::IsolationRequest::Disabled,
+                },
+                shard,
+            }),
+            CommandArgs::Status { change, sandbox } => Command::Status {
+                change,
+                sandbox: sandbox.map(SandboxArg::mode),
+            },
+            CommandArgs::Explain {
+                change,
+                provider,
+                sandbox,
+            } => Command::Explain {
+                change,
+                provider,
+                sandbox: sandbox.map(SandboxArg::mode),
+            },
+            CommandArgs::Hash {
+                change,
+                provider,
+                sandbox,
+            } => Command::Hash {
+                change,
+                provider,
+                sandbox: sandbox.map(SandboxArg::mode),
+            },
             CommandArgs::Graph { change, format } => Command::Graph {
                 change,
                 format: match format {
@@ -151,6 +303,13 @@ impl Cli {
 /// The whole program: parse, run, and return the exit code.
 pub fn main() -> ExitCode {
     let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    // Re-executed as a run's init: nothing else happens in this process.
+    if args
+        .get(1)
+        .is_some_and(|a| a == proofgraph_sandbox::INIT_ARG)
+    {
+        proofgraph_sandbox::init_main();
+    }
     let json = args.iter().skip(1).any(|a| a == "--json");
     let cli = match Cli::try_parse_from(&args) {
         Ok(cli) => cli,
@@ -262,5 +421,6 @@ fn process_env() -> Result<Env, Diagnostic> {
         xdg_data_home: var("XDG_DATA_HOME"),
         xdg_config_home: var("XDG_CONFIG_HOME"),
         path: std::env::var_os("PATH"),
+        vars: std::env::vars_os().collect(),
     })
 }

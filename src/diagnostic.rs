@@ -105,8 +105,12 @@ codes! {
     UsageError = "usage_error",
     /// The named change does not exist under `openspec/changes/`.
     UnknownChange = "unknown_change",
+    /// The named provider is not in the change.
+    UnknownProvider = "unknown_provider",
     /// The change name is not a single directory name.
     InvalidChangeName = "invalid_change_name",
+    /// The command was interrupted (SIGINT or SIGTERM).
+    Interrupted = "interrupted",
     /// proofgraph itself failed; this is a bug.
     InternalError = "internal_error",
     // Reading files.
@@ -169,6 +173,12 @@ codes! {
     NotAGitRepository = "not_a_git_repository",
     /// A provider's program is not on PATH.
     ExecutableNotFound = "executable_not_found",
+    /// A sandbox could not be materialised.
+    SandboxFailed = "sandbox_failed",
+    /// The run could not be isolated with namespaces (fallback), or its init failed.
+    IsolationUnavailable = "isolation_unavailable",
+    /// The store under `.proofgraph/` cannot be opened or written.
+    StoreUnusable = "store_unusable",
     // Preflight (the graph's checks, before anything runs).
     /// Providers depend on each other in a cycle.
     DependencyCycle = "dependency_cycle",

@@ -212,6 +212,126 @@ pub fn snapshot(dir: &Path, exclude: &[String]) -> Result<Snapshot, InputsError>
     })
 }
 
+/// Directories a copy sandbox leaves out unless git tracks files in them:
+/// they are regenerable output, and large.
+pub const COPY_EXCLUDED_DIRS: [&str; 5] = [
+    "node_modules",
+    "coverage",
+    "test-results",
+    "playwright-report",
+    "target",
+];
+
+/// A snapshot for a copy sandbox: the tracked files (as [`snapshot`] reads
+/// them) and the untracked files that git does not ignore, outside
+/// [`COPY_EXCLUDED_DIRS`]. Untracked files have no index entry, so they are
+/// read and hashed with BLAKE3 on `threads` threads.
+pub fn snapshot_copy(
+    dir: &Path,
+    exclude: &[String],
+    threads: std::num::NonZeroUsize,
+) -> Result<Snapshot, InputsError> {
+    let mut tracked = snapshot(dir, exclude)?;
+    let known: std::collections::BTreeSet<&str> =
+        tracked.files.iter().map(|f| f.path.as_str()).collect();
+    let root = tracked.dir.clone();
+    let mut untracked: Vec<(String, FileKind)> = Vec::new();
+    let walker = ignore::WalkBuilder::new(&root)
+        .hidden(false)
+        .parents(false)
+        .git_ignore(true)
+        .git_exclude(true)
+        .git_global(true)
+        .require_git(false)
+        .filter_entry(|e| {
+            let name = e.file_name().to_string_lossy();
+            !(e.file_type().is_some_and(|t| t.is_dir())
+                && (name == ".git" || COPY_EXCLUDED_DIRS.contains(&name.as_ref())))
+        })
+        .build();
+    for entry in walker.flatten() {
+        let Some(ft) = entry.file_type() else {
+            continue;
+        };
+        if ft.is_dir() {
+            continue;
+        }
+        let Ok(rel) = entry.path().strip_prefix(&root) else {
+            continue;
+        };
+        let Some(rel) = rel.to_str() else { continue };
+        if known.contains(rel) || exclude.iter().any(|e| rel.starts_with(e.as_str())) {
+            continue;
+        }
+        let kind = if ft.is_symlink() {
+            FileKind::Symlink
+        } else {
+            use std::os::unix::fs::PermissionsExt as _;
+            let exec = entry
+                .metadata()
+                .is_ok_and(|m| m.permissions().mode() & 0o111 != 0);
+            if exec {
+                FileKind::Executable
+            } else {
+                FileKind::File
+            }
+        };
+        untracked.push((rel.to_owned(), kind));
+    }
+    let chunk = untracked.len().div_ceil(threads.get()).max(1);
+    let hashed: Vec<Result<Vec<FileEntry>, InputsError>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = untracked
+            .chunks(chunk)
+            .map(|part| {
+                let root = &root;
+                scope.spawn(move || {
+                    part.iter()
+                        .map(|(rel, kind)| {
+                            let path = root.join(rel);
+                            let content = if *kind == FileKind::Symlink {
+                                fs_err::read_link(&path)
+                                    .map(|t| t.as_os_str().as_encoded_bytes().to_vec())
+                            } else {
+                                fs_err::read(&path)
+                            }
+                            .map_err(|source| InputsError::Read {
+                                path: path.clone(),
+                                source,
+                            })?;
+                            let mut hasher = blake3::Hasher::new();
+                            hasher.update(b"proofgraph/untracked-file\0");
+                            hasher.update(&content);
+                            Ok(FileEntry {
+                                path: rel.clone(),
+                                id: Digest(*hasher.finalize().as_bytes()),
+                                kind: *kind,
+                            })
+                        })
+                        .collect()
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join().unwrap_or_else(|_| {
+                    Err(InputsError::Read {
+                        path: root.clone(),
+                        source: std::io::Error::other("a hashing thread panicked"),
+                    })
+                })
+            })
+            .collect()
+    });
+    for part in hashed {
+        let part = part?;
+        tracked.rehashed += part.len();
+        tracked.files.extend(part);
+    }
+    tracked.files.sort();
+    Ok(tracked)
+}
+
 /// A compiled `inputs` pattern.
 #[derive(Debug, Clone)]
 pub enum Pattern {

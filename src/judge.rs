@@ -137,10 +137,7 @@ pub fn judge(
     };
     let report = parsed.as_ref().and_then(|r| r.as_ref().ok());
     let counts = report.map(|r| {
-        let c = r
-            .counts
-            .clone()
-            .unwrap_or_else(|| report::Counts::tally(&r.tests));
+        let c = r.counts.unwrap_or_else(|| report::Counts::tally(&r.tests));
         Counts {
             total: c.total,
             passed: c.passed,
@@ -166,7 +163,7 @@ pub fn judge(
                 return discovery_verdict(provider, output, parsed.as_ref());
             }
             let (outcome, reason) = match adapter {
-                Adapter::Command => {
+                Adapter::Command | Adapter::ContractDigest => {
                     if succeeded(exit) {
                         (Outcome::Pass, None)
                     } else {
@@ -176,9 +173,9 @@ pub fn judge(
                 Adapter::TestDiscovery | Adapter::Playwright => {
                     test_outcome(exit, &ran, parsed.as_ref(), claim_gaps.as_ref())
                 }
-                Adapter::ContractDigest | Adapter::External => (
+                Adapter::External => (
                     Outcome::Error,
-                    Some(format!("the {adapter} adapter does not run a command")),
+                    Some("the external adapter runs nothing; it takes a signed result".to_owned()),
                 ),
             };
             Verdict {

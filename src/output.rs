@@ -141,3 +141,10 @@ pub fn render_diagnostic(diagnostic: &Diagnostic, out: &mut String) {
         let _ = writeln!(out, "  fix: {fix}");
     }
 }
+
+/// Writes one line of progress to stderr (never stdout, so `--json` output
+/// stays one document).
+pub fn progress(line: &str) {
+    let mut stderr = io::stderr().lock();
+    let _ = writeln!(stderr, "{line}");
+}

@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use proofgraph_graph::fingerprint::{Digest, Executable, Inputs, Platform, World, inputs_digest};
 use proofgraph_graph::preflight::split_scoped;
 use proofgraph_graph::{Adapter, ProviderId, RepoId, SealedGraph};
+use proofgraph_sandbox::SandboxMode;
 
 use crate::diagnostic::{Code, Diagnostic};
 use crate::inputs::{self, Pattern, Snapshot};
@@ -46,11 +47,16 @@ fn packet_prefix(root: &Path, repo_dir: &Path) -> Option<String> {
 }
 
 /// Observes every repository and provider of `graph`.
+///
+/// A worktree sandbox holds exactly the tracked files; a copy sandbox (and
+/// running in place) also the untracked files git does not ignore, so those
+/// are inputs too.
 pub fn observe(
     workspace: &Workspace,
     change: &Change,
     graph: &SealedGraph,
     path_var: Option<&OsString>,
+    mode: SandboxMode,
 ) -> Result<Observed, Vec<Diagnostic>> {
     let mut errors = Vec::new();
     let mut snapshots = BTreeMap::new();
@@ -58,7 +64,14 @@ pub fn observe(
         let exclude: Vec<String> = packet_prefix(&workspace.root, &repo.dir)
             .into_iter()
             .collect();
-        match inputs::snapshot(&repo.dir, &exclude) {
+        let threads = std::thread::available_parallelism().unwrap_or(std::num::NonZeroUsize::MIN);
+        let snapshot = match mode {
+            SandboxMode::Worktree => inputs::snapshot(&repo.dir, &exclude),
+            SandboxMode::Copy | SandboxMode::None => {
+                inputs::snapshot_copy(&repo.dir, &exclude, threads)
+            }
+        };
+        match snapshot {
             Ok(s) => {
                 snapshots.insert(id.clone(), s);
             }

@@ -1,44 +1,96 @@
-//! Sandboxes and process supervision for proofgraph.
+//! Sandboxes and hermetic process supervision for proofgraph.
 //!
-//! This crate will materialise `worktree` and `copy` sandboxes and run
-//! commands inside them with hermetic isolation on Linux (private network,
-//! PID namespace and `/tmp`). It knows nothing of graphs, providers or
-//! receipts: it is given directories, file lists and argv, and it reports what
-//! happened.
+//! Two parts: [`materialize`] copies exactly the given files of a repository into a fresh
+//! directory (a `worktree` or `copy` sandbox), and the rest of this crate runs commands in
+//! it with hermetic isolation on Linux. The crate knows nothing of graphs, providers or
+//! receipts: it is given directories, file lists and argv, and reports what happened.
 //!
-//! Invariants:
-//! - No user interaction: nothing here prints or parses arguments, and nothing
-//!   depends on clap or anyhow. Errors are typed (`thiserror`) and name the
-//!   path they concern.
-//! - No knowledge of the graph: this crate does not depend on
-//!   `proofgraph-graph`.
+//! # Hermetic process supervision
+//!
+//! A *proof run* is one private environment shared by all of its jobs:
+//!
+//! - a private **network namespace** with only the loopback interface, brought up, so a test
+//!   reaches a service of the same run on `127.0.0.1` and nothing on the host's loopback, and
+//!   two runs can both listen on the same port;
+//! - a private **mount namespace** (propagation made private first) with a fresh `tmpfs` on
+//!   `/tmp`, shared by the run's jobs and invisible to the host and to other runs;
+//! - one nested **PID namespace per job**, whose PID 1 is a small reaper: when the command
+//!   exits, is killed or times out, every descendant of the job dies, including those that
+//!   called `setsid` or double-forked.
+//!
+//! Namespaces must not be entered from a multi-threaded process, so a run is hosted by a
+//! single-threaded **init process**: the application re-executes itself with
+//! [`INIT_ARG`] as its first argument and calls [`init_main`] from `main` before doing
+//! anything else (before starting threads or an async runtime):
+//!
+//! ```no_run
+//! // First thing in the application's `main`:
+//! if std::env::args_os().nth(1).is_some_and(|arg| arg == proofgraph_sandbox::INIT_ARG) {
+//!     proofgraph_sandbox::init_main(); // never returns
+//! }
+//! // ... the rest of the application; later, from any thread:
+//! let config = proofgraph_sandbox::RunConfig::current_exe(proofgraph_sandbox::IsolationRequest::Auto);
+//! let (run, isolation) = proofgraph_sandbox::Run::start(&config)?;
+//! # drop((run, isolation));
+//! # Ok::<(), proofgraph_sandbox::SandboxError>(())
+//! ```
+//!
+//! The parent-side handle, [`Run`], talks to the init over a JSON-lines control protocol on
+//! the init's stdin and stdout (see `protocol.rs`). Secrets to redact travel only over that
+//! pipe: never in argv, never in a file.
+//!
+//! When namespaces cannot be created (no privilege, no user namespaces, seccomp), a run
+//! still works, but never silently: [`Isolation::None`] carries the reason, and jobs are
+//! then contained only by their process group (a descendant that calls `setsid` escapes).
+//!
+//! # Limitations
+//!
+//! - Without namespaces ([`Isolation::None`]): jobs share the host's network (whatever
+//!   [`Network`] they ask for) and `/tmp`; a job is its own session and process group, which
+//!   is killed on timeout, on kill and when the job's main process exits, but a descendant
+//!   that calls `setsid` (or otherwise leaves the group) escapes and survives; if the init
+//!   itself is killed, the command dies (parent-death signal) but its descendants do not.
+//! - Namespaces need root (with `CAP_SYS_ADMIN`) or unprivileged user namespaces. In a user
+//!   namespace only the caller's own uid and gid are mapped; files of other owners appear as
+//!   `nobody`.
+//! - The isolation guards against accidents (a stale server, a forgotten background process,
+//!   a test reaching the network), not against hostile code. As root, jobs keep every
+//!   capability: a job that deliberately enters another namespace (`nsenter`, `setns` on
+//!   the host's `/proc/1/ns/*`) leaves the run. In a user namespace it cannot.
+//! - `/proc` inside a job is the host's: a job sees the host's process list (it cannot
+//!   signal those processes, which are outside its PID namespace). There are no UTS, IPC or
+//!   cgroup namespaces and no resource limits. Unix-domain sockets on the filesystem outside
+//!   `/tmp` (a Docker or D-Bus socket) stay reachable: they are not part of a network
+//!   namespace.
+//! - Host paths under `/tmp` are reachable only as a job's working directory (its top-level
+//!   entry under `/tmp` is bind-mounted) and as log paths (opened by the init through a
+//!   handle on the host's `/tmp`); other host files under `/tmp` are hidden by the private
+//!   `tmpfs`. Mounts made on the host after the run started are not seen by it.
+//! - Killing is immediate (`SIGKILL` to the job's namespace): there is no grace period for
+//!   a service to flush its output.
+//! - [`Run`] is `Send` but not `Sync` (its event receiver is not): keep it on one thread.
+//!
+//! Invariants: nothing here prints, parses command-line arguments or knows about graphs,
+//! providers or receipts. Errors are typed ([`SandboxError`]) and read after "failed to".
 
+mod child;
+mod error;
+mod init;
+mod isolation;
 pub mod materialize;
+mod parent;
+mod probe;
+mod protocol;
+mod redact;
+mod sys;
+mod types;
 
-/// Why a sandbox operation failed.
-#[derive(Debug, thiserror::Error)]
-pub enum SandboxError {
-    /// A file or directory could not be read or written.
-    #[error("{action} `{path}`: {source}")]
-    Io {
-        /// What was being done.
-        action: &'static str,
-        /// The path.
-        path: std::path::PathBuf,
-        /// The cause.
-        #[source]
-        source: std::io::Error,
-    },
-    /// A path to materialise was absolute or climbed out with `..`.
-    #[error("materialise `{path}`: the path leaves the sandbox")]
-    UnsafePath {
-        /// The path.
-        path: String,
-    },
-    /// A copying thread panicked.
-    #[error("materialise a sandbox: a copying thread panicked")]
-    Panicked,
-}
+pub use error::SandboxError;
+pub use init::init_main;
+pub use parent::Run;
+pub use types::{
+    Event, INIT_ARG, Isolation, IsolationRequest, JobId, JobSpec, Network, ProbeSpec, RunConfig,
+};
 
 /// How a sandbox presents a repository to the commands that run in it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

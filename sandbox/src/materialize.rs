@@ -12,7 +12,7 @@
 use std::num::NonZeroUsize;
 use std::path::{Path, PathBuf};
 
-use crate::SandboxError;
+use crate::error::SandboxError;
 
 /// What kind of file an entry is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -4,10 +4,15 @@
 //! and [`crate::output`] renders them.
 
 pub mod doctor;
+pub mod evaluate;
+pub mod explain;
 pub mod graph;
+pub mod hash;
 pub mod list;
 pub mod plan;
+pub mod prove;
 pub mod show;
+pub mod status;
 pub mod validate;
 
 use std::path::PathBuf;
@@ -54,6 +59,33 @@ pub enum Command {
     Doctor,
     /// `plan <change>`.
     Plan(plan::PlanOptions),
+    /// `prove <change>`.
+    Prove(prove::ProveOptions),
+    /// `status <change>`.
+    Status {
+        /// The change.
+        change: String,
+        /// The sandbox mode the fingerprints assume.
+        sandbox: Option<proofgraph_sandbox::SandboxMode>,
+    },
+    /// `explain <change> <provider>`.
+    Explain {
+        /// The change.
+        change: String,
+        /// The provider.
+        provider: String,
+        /// The sandbox mode the fingerprints assume.
+        sandbox: Option<proofgraph_sandbox::SandboxMode>,
+    },
+    /// `hash <change> [<provider>]`.
+    Hash {
+        /// The change.
+        change: String,
+        /// One provider, or all.
+        provider: Option<String>,
+        /// The sandbox mode the fingerprints assume.
+        sandbox: Option<proofgraph_sandbox::SandboxMode>,
+    },
     /// `graph <change> --format`.
     Graph {
         /// The change.
@@ -82,6 +114,11 @@ impl Context {
             store: global.store.clone(),
             directory: global.directory.clone(),
         }
+    }
+
+    /// The process's environment.
+    pub fn env(&self) -> &Env {
+        &self.env
     }
 
     /// `$PATH`, where commands' programs are found.
@@ -117,6 +154,18 @@ pub fn run(env: Env, global: &Global, command: Command) -> u8 {
         Command::Doctor => emit(mode, doctor::run(&ctx)),
         Command::Plan(options) => emit(mode, plan::run(&ctx, &options)),
         Command::Graph { change, format } => emit(mode, graph::run(&ctx, &change, format)),
+        Command::Prove(options) => emit(mode, prove::run(&ctx, &options)),
+        Command::Status { change, sandbox } => emit(mode, status::run(&ctx, &change, sandbox)),
+        Command::Explain {
+            change,
+            provider,
+            sandbox,
+        } => emit(mode, explain::run(&ctx, &change, &provider, sandbox)),
+        Command::Hash {
+            change,
+            provider,
+            sandbox,
+        } => emit(mode, hash::run(&ctx, &change, provider.as_deref(), sandbox)),
     }
 }
 

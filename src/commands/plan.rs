@@ -16,7 +16,7 @@ use crate::exit::Verdict;
 use crate::output::{Payload, Report};
 use crate::preflight::{Prepared, prepare};
 use crate::workspace::{Change, Workspace};
-use crate::world::{Observed, observe};
+use crate::world::Observed;
 
 /// Options of `plan`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -81,6 +81,12 @@ pub struct PlanNode {
     pub claims: Vec<String>,
     /// The receipts a provider's run writes.
     pub outputs: Vec<OutputView>,
+    /// `run`, `reuse`, or `wait` (external), for providers.
+    pub action: Option<&'static str>,
+    /// Why it runs.
+    pub reason: Option<String>,
+    /// The receipts reused.
+    pub receipts: Vec<String>,
 }
 
 /// The payload of `plan`.
@@ -102,9 +108,13 @@ impl Payload for PlanPayload {
         let _ = writeln!(out, "Plan for {change} (--jobs {})", self.jobs.unwrap_or(1));
         let mut wave = 0;
         for node in &self.nodes {
-            if node.wave != wave {
+            if node.wave != wave || node.order == 1 {
                 wave = node.wave;
-                let _ = writeln!(out, "wave {wave}");
+                if wave == 0 {
+                    let _ = writeln!(out, "not run");
+                } else {
+                    let _ = writeln!(out, "wave {wave}");
+                }
             }
             let fp = node
                 .fingerprint
@@ -116,7 +126,12 @@ impl Payload for PlanPayload {
                 .iter()
                 .map(|a| format!("{} ({})", a.node, a.edge))
                 .collect();
-            let _ = writeln!(out, "  {:8} {:24} {fp}", node.kind, node.name);
+            let what = match (node.action, &node.reason) {
+                (Some(action), Some(reason)) => format!("{action}: {reason}"),
+                (Some(action), None) => action.to_owned(),
+                (None, _) => String::new(),
+            };
+            let _ = writeln!(out, "  {:8} {:24} {fp}  {what}", node.kind, node.name);
             if let Some(inputs) = &node.inputs {
                 let _ = writeln!(out, "           inputs: {} files", inputs.files);
             }
@@ -163,9 +178,12 @@ pub fn load(ctx: &Context, name: &str) -> Result<Loaded, Vec<Diagnostic>> {
 
 /// The wave each node would start in: simulate the scheduler with every
 /// node succeeding, completing each wave before the next.
-pub fn waves(graph: &SealedGraph, jobs: NonZeroUsize) -> Vec<(NodeId, usize)> {
-    let wanted: BTreeSet<NodeId> = graph.providers().map(|(_, id, _)| id).collect();
-    let mut scheduler = Scheduler::new(graph, jobs, &wanted);
+pub fn waves(
+    graph: &SealedGraph,
+    jobs: NonZeroUsize,
+    wanted: &BTreeSet<NodeId>,
+) -> Vec<(NodeId, usize)> {
+    let mut scheduler = Scheduler::new(graph, jobs, wanted);
     let mut out = Vec::new();
     let mut wave = 0;
     loop {
@@ -193,46 +211,111 @@ pub fn waves(graph: &SealedGraph, jobs: NonZeroUsize) -> Vec<(NodeId, usize)> {
 
 /// Runs `plan`.
 pub fn run(ctx: &Context, options: &PlanOptions) -> Report<PlanPayload> {
-    let loaded = match load(ctx, &options.change) {
-        Ok(l) => l,
+    let e = match super::evaluate::evaluate(ctx, &options.change, None, false) {
+        Ok(e) => e,
         Err(all) => return Report::failed(all, Verdict::Invalid),
     };
-    let graph = &loaded.prepared.graph;
-    let observed = match observe(&loaded.workspace, &loaded.change, graph, ctx.path_var()) {
-        Ok(o) => o,
-        Err(all) => return Report::failed(all, Verdict::Invalid),
-    };
-    let fingerprints = match graph.fingerprints_with(&observed.world, default_jobs()) {
-        Ok(f) => f,
-        Err(err) => {
-            return Report::failed(
-                vec![Diagnostic::error(
-                    crate::diagnostic::Code::InternalError,
-                    err.to_string(),
-                )],
-                Verdict::Invalid,
-            );
-        }
-    };
+    let graph = &e.loaded.prepared.graph;
+    let name = e.loaded.change.name.to_string();
+    let (wanted, reused) = crate::execute::wanted(
+        graph,
+        &e.fingerprints,
+        &e.store,
+        &e.trusted,
+        &name,
+        false,
+        None,
+    );
     let jobs = options.jobs.unwrap_or_else(default_jobs);
-    let nodes = waves(graph, jobs)
+    let mut order: Vec<(NodeId, usize)> = waves(graph, jobs, &wanted);
+    // Providers whose receipts are reused, and those that run nothing, come first (wave 0).
+    let scheduled: BTreeSet<NodeId> = order.iter().map(|(id, _)| *id).collect();
+    let idle: Vec<(NodeId, usize)> = graph
+        .order()
+        .iter()
+        .filter(|id| graph.node(**id).provider().is_some() && !scheduled.contains(id))
+        .map(|id| (*id, 0))
+        .collect();
+    order.splice(0..0, idle);
+    let nodes = order
         .into_iter()
         .enumerate()
-        .map(|(i, (id, wave))| plan_node(graph, &observed, &fingerprints, id, i + 1, wave))
+        .map(|(i, (id, wave))| {
+            let mut node = plan_node(graph, &e.observed, &e.fingerprints, id, i + 1, wave);
+            if let Some(p) = graph.node(id).provider() {
+                let (action, reason, receipts) =
+                    decision(&e, &name, p, reused.get(&p.spec.id.value));
+                node.action = Some(action);
+                node.reason = reason;
+                node.receipts = receipts;
+            }
+            node
+        })
         .collect();
-    let mut status = loaded.notes;
-    status.extend(loaded.prepared.warnings);
-    status.extend(observed.warnings);
+    let mut status = e.loaded.notes;
+    status.extend(e.loaded.prepared.warnings);
+    status.extend(e.observed.warnings);
     Report {
         payload: Some(PlanPayload {
-            change: Some(loaded.change.name.to_string()),
+            change: Some(name),
             jobs: Some(jobs.get()),
             nodes,
-            root: Some(loaded.root),
+            root: Some(e.loaded.root),
         }),
         status,
         verdict: Verdict::Success,
     }
+}
+
+/// Whether a provider's receipts are reused or it runs, and why.
+fn decision(
+    e: &super::evaluate::Evaluated,
+    change: &str,
+    p: &proofgraph_graph::graph::ProviderNode,
+    reused: Option<&Vec<String>>,
+) -> (&'static str, Option<String>, Vec<String>) {
+    if p.spec.adapter.value == proofgraph_graph::Adapter::External {
+        return ("wait", Some("external: nothing runs; it takes a signed result (`proofgraph evidence verify-ci`)".to_owned()), Vec::new());
+    }
+    if let Some(receipts) = reused {
+        return ("reuse", None, receipts.clone());
+    }
+    let fingerprint = e
+        .fingerprints
+        .providers
+        .get(&p.spec.id.value)
+        .map(ToString::to_string)
+        .unwrap_or_default();
+    let latest = p.outputs.iter().find_map(|o| {
+        let sha = e
+            .store
+            .latest(change, o.under.as_str(), o.capability.as_str())?;
+        crate::receipt::read(&e.store, &sha, &e.trusted)
+    });
+    let reason = match latest {
+        None => "no receipt yet".to_owned(),
+        Some(r) if r.proof.fingerprint == fingerprint => {
+            format!("its last run was {}", r.proof.outcome.as_str())
+        }
+        Some(r) => match e.loaded.prepared.graph.manifest(
+            &p.spec.id.value,
+            &e.observed.world,
+            &e.fingerprints,
+        ) {
+            Ok(m) => {
+                let changes =
+                    super::explain::diff(&r.proof.manifest, &super::evaluate::components(&m));
+                let mut names: Vec<String> = changes
+                    .iter()
+                    .map(|c| c.component.split('.').next().unwrap_or("").to_owned())
+                    .collect();
+                names.dedup();
+                format!("{} changed", names.join(", "))
+            }
+            Err(_) => "its fingerprint changed".to_owned(),
+        },
+    };
+    ("run", Some(reason), Vec::new())
 }
 
 /// `--jobs` when not given: the number of CPUs.
@@ -270,6 +353,9 @@ fn plan_node(
         executable: None,
         claims: Vec::new(),
         outputs: Vec::new(),
+        action: None,
+        reason: None,
+        receipts: Vec::new(),
     };
     match &node.kind {
         NodeKind::Provider(p) => {

@@ -24,42 +24,7 @@ use super::store::{self, validate_store_id};
 use crate::config::node::Value;
 use crate::config::yaml;
 use crate::diagnostic::{Code, Diagnostic};
-
-/// The facts about the process that root resolution depends on, read once
-/// by `main` so that nothing below it reads the environment.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Env {
-    /// The directory resolution starts from (after `-C`).
-    pub cwd: PathBuf,
-    /// The user's home directory.
-    pub home: PathBuf,
-    /// `$XDG_DATA_HOME`, when set and non-empty.
-    pub xdg_data_home: Option<PathBuf>,
-    /// `$XDG_CONFIG_HOME`, when set and non-empty.
-    pub xdg_config_home: Option<PathBuf>,
-    /// `$PATH`, where commands' programs are found.
-    pub path: Option<std::ffi::OsString>,
-}
-
-impl Env {
-    /// OpenSpec's global data directory (`$XDG_DATA_HOME/openspec`, else
-    /// `~/.local/share/openspec`).
-    pub fn data_dir(&self) -> PathBuf {
-        match &self.xdg_data_home {
-            Some(xdg) => normalize(&xdg.join("openspec")),
-            None => normalize(&self.home.join(".local/share/openspec")),
-        }
-    }
-
-    /// OpenSpec's global config file (`$XDG_CONFIG_HOME/openspec/config.json`,
-    /// else `~/.config/openspec/config.json`).
-    pub fn config_file(&self) -> PathBuf {
-        match &self.xdg_config_home {
-            Some(xdg) => normalize(&xdg.join("openspec/config.json")),
-            None => normalize(&self.home.join(".config/openspec/config.json")),
-        }
-    }
-}
+pub use crate::env::Env;
 
 /// How the root was chosen.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

@@ -90,12 +90,28 @@ impl Sandbox {
         self.command(env!("CARGO_BIN_EXE_proofgraph"), cwd, args)
     }
 
+    /// Runs proofgraph with extra environment variables.
+    pub(crate) fn run_with_env(&self, cwd: &Path, args: &[&str], vars: &[(&str, &str)]) -> Run {
+        self.command_with_env(env!("CARGO_BIN_EXE_proofgraph"), cwd, args, vars)
+    }
+
     /// Runs any program from `cwd` with this sandbox's isolated HOME/XDG.
     pub(crate) fn command(
         &self,
         program: impl AsRef<std::ffi::OsStr>,
         cwd: &Path,
         args: &[&str],
+    ) -> Run {
+        self.command_with_env(program, cwd, args, &[])
+    }
+
+    /// Runs any program with this sandbox's environment plus `vars`.
+    pub(crate) fn command_with_env(
+        &self,
+        program: impl AsRef<std::ffi::OsStr>,
+        cwd: &Path,
+        args: &[&str],
+        vars: &[(&str, &str)],
     ) -> Run {
         let output = Command::new(program.as_ref())
             .args(args)
@@ -107,6 +123,7 @@ impl Sandbox {
             .env("XDG_CONFIG_HOME", self.config_home())
             .env("OPENSPEC_TELEMETRY", "0")
             .env("NO_COLOR", "1")
+            .envs(vars.iter().copied())
             .stdin(Stdio::null())
             .output()
             .unwrap_or_else(|err| panic!("failed to run {:?}: {err}", program.as_ref()));

@@ -1,0 +1,979 @@
+//! The init process of a run: a single-threaded `poll(2)` loop.
+//!
+//! It reads control requests on stdin, writes replies on stdout, reads every job's output
+//! pipe (redacting it into the job's log), learns of child exits through a `signalfd`
+//! (`SIGCHLD`) and a `waitid(WNOWAIT)` sweep on every wake-up, and enforces timeouts by
+//! computing the nearest deadline before each `poll` (runs have few jobs; a scan is enough).
+//!
+//! It dies with its parent (`PR_SET_PDEATHSIG`), and when its stdin closes, when it is asked
+//! to shut down, or on `SIGTERM`/`SIGINT`/`SIGHUP`, it kills every job, waits for them, and
+//! exits. It never starts a thread: forking relies on that (see `sys.rs`).
+
+use std::collections::{BTreeMap, HashSet};
+use std::ffi::OsString;
+use std::fs::File;
+use std::io::Write;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::path::{Component, Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use nix::errno::Errno;
+use nix::fcntl::{AtFlags, FcntlArg, FdFlag, OFlag, fcntl, open, openat};
+use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+use nix::sys::prctl::set_pdeathsig;
+use nix::sys::signal::{SigSet, Signal, kill, killpg};
+use nix::sys::signalfd::{SfdFlags, SignalFd};
+use nix::sys::stat::{Mode, fstatat};
+use nix::sys::wait::{Id, WaitPidFlag, WaitStatus, waitid, waitpid};
+use nix::unistd::{ForkResult, Pid, getpid, getppid, pipe2};
+
+use crate::child::{self, CommandPlan, ExecSetup, ProbePlan};
+use crate::isolation::{self, HostPath, Namespaces, describe};
+use crate::probe::{Expectations, parse_url};
+use crate::protocol::{
+    ProbeOutcome, ProbeRequest, Reply, Request, SpawnRequest, WireBytes, WireIsolation,
+    WireIsolationRequest, WireNetwork, encode_line, nanos,
+};
+use crate::redact::{Redactor, redact_text};
+use crate::sys::{self, SingleThreaded};
+
+/// How long a killed job's leader has to end its namespace before it is killed outright.
+const ESCALATE_AFTER: Duration = Duration::from_secs(2);
+/// How long a probe process may overrun its own timeout before it is killed.
+const PROBE_GRACE: Duration = Duration::from_secs(3);
+/// The longest control request accepted.
+const MAX_REQUEST: usize = 16 * 1024 * 1024;
+/// The most output drained from a job after it ended (without namespaces, an escaped
+/// process could keep writing forever).
+const MAX_FINAL_DRAIN: usize = 64 * 1024 * 1024;
+
+/// The entry point of the init process of a run. Never returns.
+///
+/// Call it from `main` when the first argument is [`crate::INIT_ARG`], before starting any
+/// thread or async runtime: it checks that the process is single-threaded and refuses to
+/// run otherwise. Its stdin and stdout must be the pipes of [`crate::Run::start`].
+pub fn init_main() -> ! {
+    let code = match run() {
+        Ok(()) => 0,
+        Err(reason) => {
+            write_reply(&Reply::Fatal { reason });
+            1
+        }
+    };
+    std::process::exit(code)
+}
+
+/// Writes a reply line on stdout; false when the parent is gone.
+fn write_reply(reply: &Reply) -> bool {
+    let line = encode_line(reply);
+    let mut out = std::io::stdout().lock();
+    out.write_all(&line).and_then(|()| out.flush()).is_ok()
+}
+
+fn run() -> Result<(), String> {
+    set_pdeathsig(Signal::SIGKILL)
+        .map_err(|e| format!("set the parent-death signal: {}", describe(e)))?;
+    let token = SingleThreaded::check()?;
+    // Descriptors the init inherited beyond stdio must not reach the commands.
+    let _ = sys::mark_inherited_fds_cloexec();
+    let mut mask = SigSet::empty();
+    for signal in [
+        Signal::SIGCHLD,
+        Signal::SIGTERM,
+        Signal::SIGINT,
+        Signal::SIGHUP,
+    ] {
+        mask.add(signal);
+    }
+    mask.thread_block()
+        .map_err(|e| format!("block signals: {}", describe(e)))?;
+    let signals = SignalFd::with_flags(&mask, SfdFlags::SFD_NONBLOCK | SfdFlags::SFD_CLOEXEC)
+        .map_err(|e| format!("create a signalfd: {}", describe(e)))?;
+    let mut control = Control::new()?;
+    let Some(line) = control.read_line_blocking()? else {
+        // The parent went away before saying hello.
+        return Ok(());
+    };
+    let (requested, parent_pid) = match serde_json::from_slice::<Request>(&line) {
+        Ok(Request::Hello {
+            isolation,
+            parent_pid,
+        }) => (isolation, parent_pid),
+        Ok(_) => return Err("the first request was not a hello".to_owned()),
+        Err(e) => return Err(format!("malformed hello: {e}")),
+    };
+    if getppid().as_raw() != parent_pid {
+        // The parent that said hello is gone (or this is not its child): nobody to serve.
+        return Err(format!(
+            "the init's parent is {} but the hello came from {parent_pid}",
+            getppid()
+        ));
+    }
+    let (mode, isolation) = match requested {
+        WireIsolationRequest::Disabled => (
+            None,
+            WireIsolation::None {
+                reason: "isolation was disabled by the caller".to_owned(),
+            },
+        ),
+        WireIsolationRequest::Auto => match isolation::trial(&token) {
+            Err(reason) => (
+                None,
+                WireIsolation::None {
+                    reason: format!("namespaces are unavailable: {reason}"),
+                },
+            ),
+            Ok(()) => match isolation::setup(&token) {
+                Ok(ns) => {
+                    let user_namespace = ns.user_namespace;
+                    (Some(ns), WireIsolation::Namespaces { user_namespace })
+                }
+                Err(reason) => {
+                    write_reply(&Reply::HelloFailed {
+                        isolation_unavailable: false,
+                        reason: format!("set up namespaces (a trial had succeeded): {reason}"),
+                    });
+                    return Ok(());
+                }
+            },
+        },
+        WireIsolationRequest::Required => match isolation::setup(&token) {
+            Ok(ns) => {
+                let user_namespace = ns.user_namespace;
+                (Some(ns), WireIsolation::Namespaces { user_namespace })
+            }
+            Err(reason) => {
+                write_reply(&Reply::HelloFailed {
+                    isolation_unavailable: true,
+                    reason,
+                });
+                return Ok(());
+            }
+        },
+    };
+    if !write_reply(&Reply::Hello { isolation }) {
+        return Ok(());
+    }
+    let mut init = Init {
+        token,
+        pid: getpid(),
+        namespaces: mode,
+        bound: HashSet::new(),
+        signals,
+        control,
+        jobs: BTreeMap::new(),
+        used_ids: HashSet::new(),
+        stopping: false,
+        bye: false,
+    };
+    let result = init.serve();
+    if result.is_err() {
+        init.abort_all();
+    }
+    result
+}
+
+/// The control pipe (stdin), read in pieces and split into lines.
+struct Control {
+    /// A close-on-exec duplicate of stdin. Reads go through `read(2)` directly (never
+    /// through `std::io::Stdin`'s buffer), so no data is ever buffered where `poll` cannot
+    /// see it.
+    fd: OwnedFd,
+    buf: Vec<u8>,
+    closed: bool,
+}
+
+impl Control {
+    fn new() -> Result<Self, String> {
+        let fd = nix::unistd::dup(std::io::stdin())
+            .and_then(|fd| {
+                fcntl(&fd, FcntlArg::F_SETFD(FdFlag::FD_CLOEXEC))?;
+                Ok(fd)
+            })
+            .map_err(|e| format!("duplicate stdin: {}", describe(e)))?;
+        Ok(Control {
+            fd,
+            buf: Vec::new(),
+            closed: false,
+        })
+    }
+
+    /// One `read(2)`.
+    fn read_some(&mut self) -> Result<(), String> {
+        let mut chunk = [0u8; 64 * 1024];
+        match nix::unistd::read(&self.fd, &mut chunk) {
+            Ok(0) => self.closed = true,
+            Ok(n) => self.buf.extend_from_slice(&chunk[..n]),
+            Err(Errno::EINTR | Errno::EAGAIN) => {}
+            Err(e) => return Err(format!("read the control pipe: {}", describe(e))),
+        }
+        if self.buf.len() > MAX_REQUEST {
+            return Err(format!("a request is longer than {MAX_REQUEST} bytes"));
+        }
+        Ok(())
+    }
+
+    fn next_line(&mut self) -> Option<Vec<u8>> {
+        let end = self.buf.iter().position(|b| *b == b'\n')?;
+        let mut line: Vec<u8> = self.buf.drain(..=end).collect();
+        line.pop();
+        Some(line)
+    }
+
+    fn read_line_blocking(&mut self) -> Result<Option<Vec<u8>>, String> {
+        loop {
+            if let Some(line) = self.next_line() {
+                return Ok(Some(line));
+            }
+            if self.closed {
+                return Ok(None);
+            }
+            self.read_some()?;
+        }
+    }
+}
+
+/// A running job or probe.
+struct Job {
+    /// The init's child: the leader (namespaces), the command (fallback) or the probe.
+    pid: Pid,
+    started: Instant,
+    deadline: Option<Instant>,
+    escalate_at: Option<Instant>,
+    timed_out: bool,
+    killed: bool,
+    kill_sent: bool,
+    secrets: Vec<Vec<u8>>,
+    kind: Kind,
+}
+
+enum Kind {
+    Command {
+        out: Option<OwnedFd>,
+        ctl: Option<OwnedFd>,
+        ctl_buf: Vec<u8>,
+        log: File,
+        log_path: PathBuf,
+        redactor: Redactor,
+        log_error: Option<String>,
+    },
+    Probe {
+        result: Option<OwnedFd>,
+        result_buf: Vec<u8>,
+    },
+}
+
+/// Something `poll` said is ready.
+#[derive(Debug, Clone, Copy)]
+enum Source {
+    Control,
+    Signals,
+    Out(u64),
+    Ctl(u64),
+    Result(u64),
+}
+
+struct Init {
+    token: SingleThreaded,
+    pid: Pid,
+    /// `None` without isolation.
+    namespaces: Option<Namespaces>,
+    /// Entries of the host's `/tmp` already bind-mounted into the private one.
+    bound: HashSet<OsString>,
+    signals: SignalFd,
+    control: Control,
+    jobs: BTreeMap<u64, Job>,
+    used_ids: HashSet<u64>,
+    /// Every job is being killed; the init exits when none is left.
+    stopping: bool,
+    /// A shutdown was requested: say `bye` before exiting.
+    bye: bool,
+}
+
+impl Init {
+    fn serve(&mut self) -> Result<(), String> {
+        loop {
+            if self.stopping && self.jobs.is_empty() {
+                if self.bye {
+                    write_reply(&Reply::Bye);
+                }
+                return Ok(());
+            }
+            self.enforce_deadlines();
+            let timeout = self.next_wakeup();
+            for source in self.wait(timeout)? {
+                self.handle(source)?;
+            }
+            // Cheap, and immune to coalesced or missed SIGCHLDs.
+            self.reap();
+        }
+    }
+
+    fn reply(&mut self, reply: &Reply) {
+        if !write_reply(reply) {
+            // The parent is gone: nobody will read events; stop everything.
+            self.begin_stop();
+        }
+    }
+
+    /// Polls every open descriptor; returns the ready ones.
+    fn wait(&self, timeout: PollTimeout) -> Result<Vec<Source>, String> {
+        let mut fds = Vec::new();
+        let mut sources = Vec::new();
+        if !self.control.closed {
+            fds.push(PollFd::new(self.control.fd.as_fd(), PollFlags::POLLIN));
+            sources.push(Source::Control);
+        }
+        fds.push(PollFd::new(self.signals.as_fd(), PollFlags::POLLIN));
+        sources.push(Source::Signals);
+        for (id, job) in &self.jobs {
+            match &job.kind {
+                Kind::Command { out, ctl, .. } => {
+                    if let Some(fd) = out {
+                        fds.push(PollFd::new(fd.as_fd(), PollFlags::POLLIN));
+                        sources.push(Source::Out(*id));
+                    }
+                    if let Some(fd) = ctl {
+                        fds.push(PollFd::new(fd.as_fd(), PollFlags::POLLIN));
+                        sources.push(Source::Ctl(*id));
+                    }
+                }
+                Kind::Probe { result, .. } => {
+                    if let Some(fd) = result {
+                        fds.push(PollFd::new(fd.as_fd(), PollFlags::POLLIN));
+                        sources.push(Source::Result(*id));
+                    }
+                }
+            }
+        }
+        match poll(&mut fds, timeout) {
+            Ok(_) | Err(Errno::EINTR) => {}
+            Err(e) => return Err(format!("poll: {}", describe(e))),
+        }
+        Ok(fds
+            .iter()
+            .zip(sources)
+            .filter(|(fd, _)| fd.revents().is_some_and(|r| !r.is_empty()))
+            .map(|(_, source)| source)
+            .collect())
+    }
+
+    fn handle(&mut self, source: Source) -> Result<(), String> {
+        match source {
+            Source::Control => {
+                self.control.read_some()?;
+                while let Some(line) = self.control.next_line() {
+                    let request = serde_json::from_slice::<Request>(&line)
+                        .map_err(|e| format!("malformed request: {e}"))?;
+                    self.request(request)?;
+                }
+                if self.control.closed {
+                    self.begin_stop();
+                }
+            }
+            Source::Signals => {
+                while let Ok(Some(info)) = self.signals.read_signal() {
+                    let signo = i32::try_from(info.ssi_signo).unwrap_or(0);
+                    if [Signal::SIGTERM, Signal::SIGINT, Signal::SIGHUP]
+                        .iter()
+                        .any(|s| *s as i32 == signo)
+                    {
+                        self.begin_stop();
+                    }
+                }
+            }
+            Source::Out(id) => {
+                if let Some(job) = self.jobs.get_mut(&id) {
+                    job.read_output(false);
+                }
+            }
+            Source::Ctl(id) | Source::Result(id) => {
+                if let Some(job) = self.jobs.get_mut(&id) {
+                    job.read_status(false);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn request(&mut self, request: Request) -> Result<(), String> {
+        match request {
+            Request::Hello { .. } => return Err("a second hello".to_owned()),
+            Request::Spawn(spawn) => self.spawn(spawn),
+            Request::Probe(probe) => self.probe(probe),
+            Request::Kill { job } => {
+                if let Some(entry) = self.jobs.get_mut(&job) {
+                    entry.killed = true;
+                    self.kill_job(job);
+                }
+            }
+            Request::Shutdown => {
+                self.bye = true;
+                self.begin_stop();
+            }
+        }
+        Ok(())
+    }
+
+    /// Kills every job; the loop ends when they are all gone.
+    fn begin_stop(&mut self) {
+        self.stopping = true;
+        let ids: Vec<u64> = self.jobs.keys().copied().collect();
+        for id in ids {
+            if let Some(job) = self.jobs.get_mut(&id) {
+                job.killed = true;
+            }
+            self.kill_job(id);
+        }
+    }
+
+    /// On a fatal error: kill everything at once, without waiting.
+    fn abort_all(&mut self) {
+        for job in self.jobs.values() {
+            let _ = kill(job.pid, Signal::SIGKILL);
+            if self.namespaces.is_none() {
+                let _ = killpg(job.pid, Signal::SIGKILL);
+            }
+        }
+    }
+
+    fn kill_job(&mut self, id: u64) {
+        let isolated = self.namespaces.is_some();
+        let Some(job) = self.jobs.get_mut(&id) else {
+            return;
+        };
+        if job.kill_sent {
+            return;
+        }
+        job.kill_sent = true;
+        // Every PID here is the init's unreaped child, so it cannot have been reused.
+        match (&job.kind, isolated) {
+            (Kind::Probe { .. }, _) => {
+                let _ = kill(job.pid, Signal::SIGKILL);
+            }
+            (Kind::Command { .. }, true) => {
+                // The leader SIGKILLs the namespace's PID 1 and exits once all is gone.
+                let _ = kill(job.pid, Signal::SIGTERM);
+                job.escalate_at = Some(Instant::now() + ESCALATE_AFTER);
+            }
+            (Kind::Command { .. }, false) => {
+                // Its process group (which exists once it called setsid) and itself (in case
+                // it had not yet).
+                let _ = killpg(job.pid, Signal::SIGKILL);
+                let _ = kill(job.pid, Signal::SIGKILL);
+            }
+        }
+    }
+
+    fn enforce_deadlines(&mut self) {
+        let now = Instant::now();
+        let mut expired = Vec::new();
+        for (id, job) in &mut self.jobs {
+            if job.deadline.is_some_and(|d| now >= d) && !job.kill_sent {
+                job.timed_out = true;
+                expired.push(*id);
+            }
+            if job.escalate_at.is_some_and(|at| now >= at) {
+                // The leader did not end its namespace in time: kill it; the reaper's
+                // parent-death signal then takes the namespace down.
+                let _ = kill(job.pid, Signal::SIGKILL);
+                job.escalate_at = None;
+            }
+        }
+        for id in expired {
+            self.kill_job(id);
+        }
+    }
+
+    fn next_wakeup(&self) -> PollTimeout {
+        let now = Instant::now();
+        let next = self
+            .jobs
+            .values()
+            .flat_map(|job| {
+                let deadline = job.deadline.filter(|_| !job.kill_sent);
+                [deadline, job.escalate_at]
+            })
+            .flatten()
+            .min();
+        match next {
+            None => PollTimeout::NONE,
+            Some(at) => {
+                let wait = at.saturating_duration_since(now);
+                // Round up, so that the loop does not spin before a deadline.
+                let millis = wait.as_micros().div_ceil(1000);
+                PollTimeout::try_from(millis).unwrap_or(PollTimeout::MAX)
+            }
+        }
+    }
+
+    /// Collects every exited child.
+    fn reap(&mut self) {
+        loop {
+            let flags = WaitPidFlag::WEXITED | WaitPidFlag::WNOHANG | WaitPidFlag::WNOWAIT;
+            let pid = match waitid(Id::All, flags) {
+                Ok(status) => match status.pid() {
+                    Some(pid) => pid,
+                    None => return,
+                },
+                Err(Errno::EINTR) => continue,
+                Err(_) => return,
+            };
+            let id = self
+                .jobs
+                .iter()
+                .find(|(_, job)| job.pid == pid)
+                .map(|(id, _)| *id);
+            if let Some(job) = id.and_then(|id| self.jobs.get(&id))
+                && self.namespaces.is_none()
+                && matches!(job.kind, Kind::Command { .. })
+            {
+                // Without namespaces, a job's process group dies with its main process.
+                // The main process is not reaped yet, so the group id is still its own.
+                let _ = killpg(pid, Signal::SIGKILL);
+            }
+            let status = loop {
+                match waitpid(pid, None) {
+                    Err(Errno::EINTR) => {}
+                    other => break other,
+                }
+            };
+            let reaped = status.is_ok();
+            if let Some(id) = id {
+                self.finish(id, status.ok());
+            }
+            if !reaped {
+                // Cannot happen for a zombie child; never spin on it.
+                return;
+            }
+        }
+    }
+
+    fn finish(&mut self, id: u64, status: Option<WaitStatus>) {
+        let Some(mut job) = self.jobs.remove(&id) else {
+            return;
+        };
+        let duration = job.started.elapsed();
+        job.read_output(true);
+        job.read_status(true);
+        let reply = match job.kind {
+            Kind::Command {
+                ctl_buf, log_error, ..
+            } => {
+                let report = parse_control(&ctl_buf);
+                let (code, signal) = if self.namespaces.is_some() {
+                    match report.status {
+                        Some(status) => status,
+                        // The reaper was killed (kill, timeout, shutdown): so was everything
+                        // in its namespace.
+                        None => match report.error {
+                            Some((code, _)) => (Some(code), None),
+                            None => (None, Some(Signal::SIGKILL as i32)),
+                        },
+                    }
+                } else {
+                    match status {
+                        Some(WaitStatus::Exited(_, code)) => (Some(code), None),
+                        Some(WaitStatus::Signaled(_, signal, _)) => (None, Some(signal as i32)),
+                        _ => (None, None),
+                    }
+                };
+                Reply::Exited {
+                    job: id,
+                    code,
+                    signal,
+                    timed_out: job.timed_out,
+                    killed: job.killed && !job.timed_out,
+                    duration_ns: nanos(duration),
+                    spawn_error: report.error.map(|(_, why)| redact_text(&job.secrets, &why)),
+                    log_error,
+                }
+            }
+            Kind::Probe { result_buf, .. } => {
+                let text = String::from_utf8_lossy(&result_buf);
+                match serde_json::from_str::<ProbeOutcome>(text.trim()) {
+                    Ok(outcome) if outcome.ready => Reply::Ready {
+                        job: id,
+                        attempts: outcome.attempts,
+                        duration_ns: outcome.duration_ns,
+                    },
+                    Ok(outcome) => Reply::NotReady {
+                        job: id,
+                        attempts: outcome.attempts,
+                        reason: outcome.reason,
+                    },
+                    Err(_) => Reply::NotReady {
+                        job: id,
+                        attempts: 0,
+                        reason: if job.timed_out {
+                            "the probe process overran its timeout and was killed".to_owned()
+                        } else if job.killed {
+                            "the probe was stopped before it finished".to_owned()
+                        } else {
+                            format!("the probe process ended without a result ({status:?})")
+                        },
+                    },
+                }
+            }
+        };
+        self.reply(&reply);
+    }
+
+    fn spawn(&mut self, request: SpawnRequest) {
+        let id = request.job;
+        let secrets: Vec<Vec<u8>> = request
+            .redact
+            .into_iter()
+            .map(WireBytes::into_bytes)
+            .collect();
+        let refuse = |this: &mut Self, code: Option<i32>, why: String| {
+            this.reply(&Reply::Exited {
+                job: id,
+                code,
+                signal: None,
+                timed_out: false,
+                killed: false,
+                duration_ns: 0,
+                spawn_error: Some(redact_text(&secrets, &why)),
+                log_error: None,
+            });
+        };
+        if !self.used_ids.insert(id) {
+            return refuse(
+                self,
+                None,
+                format!("job id {id} was already used in this run"),
+            );
+        }
+        if self.stopping {
+            return refuse(self, None, "the run is shutting down".to_owned());
+        }
+        let log_path = request.log.into_path();
+        let log = match self.open_log(&log_path) {
+            Ok(log) => log,
+            Err(why) => return refuse(self, None, why),
+        };
+        let cwd = request.cwd.into_path();
+        let plan = match CommandPlan::new(
+            request.argv.into_iter().map(WireBytes::into_os).collect(),
+            request
+                .env
+                .into_iter()
+                .map(|(k, v)| (k.into_os(), v.into_os()))
+                .collect(),
+            cwd.clone(),
+        ) {
+            Ok(plan) => plan,
+            Err(why) => return refuse(self, None, why),
+        };
+        if let Err(why) = self.expose_host_tmp(&cwd) {
+            return refuse(self, None, why);
+        }
+        let pipes = pipe2(OFlag::O_CLOEXEC).and_then(|out| Ok((out, pipe2(OFlag::O_CLOEXEC)?)));
+        let ((out_read, out_write), (ctl_read, ctl_write)) = match pipes {
+            Ok(pipes) => pipes,
+            Err(e) => return refuse(self, None, format!("create pipes: {}", describe(e))),
+        };
+        if let Err(e) = set_nonblocking(&out_read).and_then(|()| set_nonblocking(&ctl_read)) {
+            return refuse(self, None, format!("configure pipes: {}", describe(e)));
+        }
+        let started = Instant::now();
+        match sys::fork(&self.token) {
+            Err(e) => refuse(self, None, format!("fork: {}", describe(e))),
+            Ok(ForkResult::Child) => {
+                drop(out_read);
+                drop(ctl_read);
+                match &self.namespaces {
+                    Some(ns) => {
+                        let net = (request.network == WireNetwork::Private)
+                            .then(|| ns.private_net.as_fd());
+                        child::job_leader(&self.token, &plan, out_write, ctl_write, self.pid, net)
+                    }
+                    None => child::exec_command(
+                        &plan,
+                        out_write,
+                        ctl_write.as_fd(),
+                        ExecSetup {
+                            private_net: None,
+                            fallback_parent: Some(self.pid),
+                        },
+                    ),
+                }
+            }
+            Ok(ForkResult::Parent { child }) => {
+                drop(out_write);
+                drop(ctl_write);
+                let deadline = request
+                    .timeout_ns
+                    .map(|ns| started + Duration::from_nanos(ns));
+                self.jobs.insert(
+                    id,
+                    Job {
+                        pid: child,
+                        started,
+                        deadline,
+                        escalate_at: None,
+                        timed_out: false,
+                        killed: false,
+                        kill_sent: false,
+                        kind: Kind::Command {
+                            out: Some(out_read),
+                            ctl: Some(ctl_read),
+                            ctl_buf: Vec::new(),
+                            log,
+                            log_path,
+                            redactor: Redactor::new(&secrets),
+                            log_error: None,
+                        },
+                        secrets,
+                    },
+                );
+            }
+        }
+    }
+
+    fn probe(&mut self, request: ProbeRequest) {
+        let id = request.job;
+        let secrets: Vec<Vec<u8>> = request
+            .redact
+            .into_iter()
+            .map(WireBytes::into_bytes)
+            .collect();
+        let refuse = |this: &mut Self, why: String| {
+            this.reply(&Reply::NotReady {
+                job: id,
+                attempts: 0,
+                reason: redact_text(&secrets, &why),
+            });
+        };
+        if !self.used_ids.insert(id) {
+            return refuse(self, format!("job id {id} was already used in this run"));
+        }
+        if self.stopping {
+            return refuse(self, "the run is shutting down".to_owned());
+        }
+        let target = match parse_url(&request.url) {
+            Ok(target) => target,
+            Err(why) => return refuse(self, format!("probe `{}`: {why}", request.url)),
+        };
+        let log_path = request.log.into_path();
+        let log = match self.open_log(&log_path) {
+            Ok(log) => log,
+            Err(why) => return refuse(self, why),
+        };
+        let timeout = Duration::from_nanos(request.timeout_ns);
+        let plan = ProbePlan {
+            target,
+            expect: Expectations {
+                status: request.expect_status,
+                headers: request.expect_headers,
+                body: request.expect_body,
+            },
+            timeout,
+            secrets: secrets.clone(),
+        };
+        let (result_read, result_write) = match pipe2(OFlag::O_CLOEXEC) {
+            Ok(pair) => pair,
+            Err(e) => return refuse(self, format!("create a pipe: {}", describe(e))),
+        };
+        if let Err(e) = set_nonblocking(&result_read) {
+            return refuse(self, format!("configure a pipe: {}", describe(e)));
+        }
+        let started = Instant::now();
+        match sys::fork(&self.token) {
+            Err(e) => refuse(self, format!("fork: {}", describe(e))),
+            Ok(ForkResult::Child) => {
+                drop(result_read);
+                let net = self.namespaces.as_ref().map(|ns| ns.private_net.as_fd());
+                child::probe_process(&plan, log, result_write, self.pid, net)
+            }
+            Ok(ForkResult::Parent { child }) => {
+                drop(result_write);
+                drop(log);
+                self.jobs.insert(
+                    id,
+                    Job {
+                        pid: child,
+                        started,
+                        deadline: Some(started + timeout + PROBE_GRACE),
+                        escalate_at: None,
+                        timed_out: false,
+                        killed: false,
+                        kill_sent: false,
+                        secrets,
+                        kind: Kind::Probe {
+                            result: Some(result_read),
+                            result_buf: Vec::new(),
+                        },
+                    },
+                );
+            }
+        }
+    }
+
+    /// Opens (creating or truncating) a log file of the host, also under `/tmp`.
+    fn open_log(&self, path: &Path) -> Result<File, String> {
+        let flags =
+            OFlag::O_WRONLY | OFlag::O_CREAT | OFlag::O_TRUNC | OFlag::O_CLOEXEC | OFlag::O_NOCTTY;
+        let mode = Mode::from_bits_truncate(0o644);
+        let opened = match (&self.namespaces, isolation::host_path(path)) {
+            (Some(ns), HostPath::UnderTmp(relative)) => {
+                openat(ns.host_tmp.as_fd(), &relative, flags, mode)
+            }
+            _ => open(path, flags, mode),
+        };
+        opened
+            .map(File::from)
+            .map_err(|e| format!("open the log `{}`: {}", path.display(), describe(e)))
+    }
+
+    /// Makes a working directory under the host's `/tmp` reachable in the private `/tmp`.
+    fn expose_host_tmp(&mut self, cwd: &Path) -> Result<(), String> {
+        let Some(ns) = &self.namespaces else {
+            return Ok(());
+        };
+        if cwd.components().any(|c| c == Component::ParentDir) {
+            return Ok(());
+        }
+        let Some(entry) = isolation::tmp_top_entry(cwd) else {
+            return Ok(());
+        };
+        if self.bound.contains(&entry) {
+            return Ok(());
+        }
+        // An entry the host does not have is one the run made in its own /tmp.
+        if fstatat(
+            ns.host_tmp.as_fd(),
+            entry.as_os_str(),
+            AtFlags::AT_SYMLINK_NOFOLLOW,
+        )
+        .is_err()
+        {
+            return Ok(());
+        }
+        isolation::bind_host_tmp_entry(&ns.host_tmp, &entry)?;
+        self.bound.insert(entry);
+        Ok(())
+    }
+}
+
+impl Job {
+    /// Reads the job's output into its log: one read, or (`all`) until nothing is left.
+    fn read_output(&mut self, all: bool) {
+        let Kind::Command {
+            out,
+            log,
+            log_path,
+            redactor,
+            log_error,
+            ..
+        } = &mut self.kind
+        else {
+            return;
+        };
+        let mut redacted = Vec::new();
+        if let Some(fd) = out.as_ref() {
+            let (data, eof) = read_available(fd.as_fd(), all);
+            redactor.push(&data, &mut redacted);
+            if eof || all {
+                *out = None;
+            }
+        }
+        if all {
+            redactor.finish(&mut redacted);
+        }
+        if !redacted.is_empty()
+            && let Err(e) = log.write_all(&redacted)
+        {
+            log_error.get_or_insert_with(|| format!("write the log `{}`: {e}", log_path.display()));
+        }
+    }
+
+    /// Reads the job's control or result pipe.
+    fn read_status(&mut self, all: bool) {
+        let (fd, buf) = match &mut self.kind {
+            Kind::Command { ctl, ctl_buf, .. } => (ctl, ctl_buf),
+            Kind::Probe {
+                result, result_buf, ..
+            } => (result, result_buf),
+        };
+        if let Some(pipe) = fd.as_ref() {
+            let (data, eof) = read_available(pipe.as_fd(), all);
+            buf.extend_from_slice(&data);
+            if eof || all {
+                *fd = None;
+            }
+        }
+    }
+}
+
+/// Reads from a non-blocking pipe: once, or (`all`) until it would block or ends.
+/// Returns the data and whether the pipe reached end of file.
+fn read_available(fd: BorrowedFd<'_>, all: bool) -> (Vec<u8>, bool) {
+    let mut data = Vec::new();
+    let mut chunk = [0u8; 64 * 1024];
+    loop {
+        match nix::unistd::read(fd, &mut chunk) {
+            Ok(0) => return (data, true),
+            Ok(n) => {
+                data.extend_from_slice(&chunk[..n]);
+                if !all || data.len() >= MAX_FINAL_DRAIN {
+                    return (data, false);
+                }
+            }
+            Err(Errno::EINTR) => {}
+            Err(Errno::EAGAIN) => return (data, false),
+            Err(_) => return (data, true),
+        }
+    }
+}
+
+fn set_nonblocking(fd: &OwnedFd) -> Result<(), Errno> {
+    let flags = OFlag::from_bits_truncate(fcntl(fd, FcntlArg::F_GETFL)?);
+    fcntl(fd, FcntlArg::F_SETFL(flags | OFlag::O_NONBLOCK)).map(drop)
+}
+
+/// What a job's control pipe said.
+#[derive(Debug, Default, PartialEq, Eq)]
+struct ControlReport {
+    /// `(code, why)` when the command never started.
+    error: Option<(i32, String)>,
+    /// `(code, signal)` from the reaper.
+    status: Option<(Option<i32>, Option<i32>)>,
+}
+
+fn parse_control(buf: &[u8]) -> ControlReport {
+    let mut report = ControlReport::default();
+    for line in String::from_utf8_lossy(buf).lines() {
+        if let Some(rest) = line.strip_prefix("error ") {
+            let (code, why) = rest.split_once(' ').unwrap_or((rest, ""));
+            if report.error.is_none() {
+                report.error = Some((code.parse().unwrap_or(child::CANNOT_RUN), why.to_owned()));
+            }
+        } else if let Some(code) = line.strip_prefix("exit ").and_then(|c| c.parse().ok()) {
+            report.status = Some((Some(code), None));
+        } else if let Some(signal) = line.strip_prefix("signal ").and_then(|s| s.parse().ok()) {
+            report.status = Some((None, Some(signal)));
+        }
+    }
+    report
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn control_lines_are_parsed() {
+        let report = parse_control(b"error 127 execute `x`: not found\nexit 127\n");
+        assert_eq!(
+            report,
+            ControlReport {
+                error: Some((127, "execute `x`: not found".to_owned())),
+                status: Some((Some(127), None)),
+            }
+        );
+        assert_eq!(parse_control(b"signal 15\n").status, Some((None, Some(15))));
+        assert_eq!(parse_control(b""), ControlReport::default());
+    }
+}

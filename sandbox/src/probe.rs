@@ -1,0 +1,479 @@
+//! HTTP readiness probing: blocking HTTP/1.1 `GET`s over `std::net::TcpStream`, with short
+//! connect and read timeouts, repeated with backoff until the response matches or the
+//! probe's timeout passes.
+//!
+//! The init runs this in a forked child that has entered the run's private network, so a
+//! server on the host's loopback is never what answers.
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
+use std::time::{Duration, Instant};
+
+use crate::redact::redact_text;
+
+/// The first delay between attempts; it doubles up to [`MAX_DELAY`].
+const FIRST_DELAY: Duration = Duration::from_millis(10);
+/// The longest delay between attempts.
+const MAX_DELAY: Duration = Duration::from_millis(250);
+/// The longest a single connect or read may take.
+const ATTEMPT_TIMEOUT: Duration = Duration::from_secs(1);
+/// How much of a response is read.
+const MAX_RESPONSE: usize = 256 * 1024;
+/// How much of a body the log and the reasons quote.
+const BODY_EXCERPT: usize = 200;
+
+/// Where to send the request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Target {
+    /// The host as written (a name, an IPv4 address, or an IPv6 address without brackets).
+    pub(crate) host: String,
+    pub(crate) port: u16,
+    /// The path and query, from `/`.
+    pub(crate) path: String,
+    /// The `Host` header.
+    pub(crate) authority: String,
+}
+
+/// Parses `http://host[:port][/path]`.
+pub(crate) fn parse_url(url: &str) -> Result<Target, String> {
+    let rest = url
+        .strip_prefix("http://")
+        .ok_or_else(|| "only `http://` URLs are supported".to_owned())?;
+    if url.contains('#') {
+        return Err("a fragment (`#`) has no meaning in a probe".to_owned());
+    }
+    if url.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return Err("the URL contains whitespace or control characters".to_owned());
+    }
+    let (authority, path) = match rest.find(['/', '?']) {
+        Some(i) if rest[i..].starts_with('?') => (&rest[..i], format!("/{}", &rest[i..])),
+        Some(i) => (&rest[..i], rest[i..].to_owned()),
+        None => (rest, "/".to_owned()),
+    };
+    if authority.contains('@') {
+        return Err("user information (`user@`) is not supported".to_owned());
+    }
+    let (host, port) = if let Some(bracketed) = authority.strip_prefix('[') {
+        let (host, after) = bracketed
+            .split_once(']')
+            .ok_or_else(|| "an IPv6 address lacks its closing `]`".to_owned())?;
+        match after {
+            "" => (host, None),
+            _ => (
+                host,
+                Some(
+                    after
+                        .strip_prefix(':')
+                        .ok_or_else(|| "expected `:port` after `]`".to_owned())?,
+                ),
+            ),
+        }
+    } else {
+        match authority.rsplit_once(':') {
+            Some((host, port)) => (host, Some(port)),
+            None => (authority, None),
+        }
+    };
+    if host.is_empty() {
+        return Err("the URL has no host".to_owned());
+    }
+    let port = match port {
+        None => 80,
+        Some(port) => port
+            .parse::<u16>()
+            .ok()
+            .filter(|p| *p != 0)
+            .ok_or_else(|| format!("`{port}` is not a port number"))?,
+    };
+    Ok(Target {
+        host: host.to_owned(),
+        port,
+        path,
+        authority: authority.to_owned(),
+    })
+}
+
+/// What a response must show.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Expectations {
+    pub(crate) status: Option<u16>,
+    pub(crate) headers: Vec<(String, String)>,
+    pub(crate) body: Option<String>,
+}
+
+/// The result of probing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Outcome {
+    pub(crate) ready: bool,
+    pub(crate) attempts: u32,
+    pub(crate) duration: Duration,
+    /// Empty when ready; otherwise what the last attempt saw, redacted.
+    pub(crate) reason: String,
+}
+
+/// A parsed response.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Response {
+    status: u16,
+    headers: Vec<(String, String)>,
+    body: Vec<u8>,
+}
+
+/// Probes until the response matches or `timeout` passes, writing one line per attempt to
+/// `log` (redacted with `secrets`). Log write errors are ignored: the outcome still counts.
+pub(crate) fn run(
+    target: &Target,
+    expect: &Expectations,
+    timeout: Duration,
+    secrets: &[Vec<u8>],
+    log: &mut dyn Write,
+) -> Outcome {
+    let start = Instant::now();
+    let deadline = start + timeout;
+    let mut delay = FIRST_DELAY;
+    let mut attempts = 0u32;
+    loop {
+        attempts += 1;
+        let seen = attempt(target, deadline);
+        let verdict = match &seen {
+            Ok(response) => check(response, expect),
+            Err(error) => Err(error.clone()),
+        };
+        let elapsed = start.elapsed();
+        let line = match (&seen, &verdict) {
+            (Ok(response), Ok(())) => format!(
+                "attempt {attempts} at +{}ms: {}; ready\n",
+                elapsed.as_millis(),
+                describe(response)
+            ),
+            (Ok(response), Err(why)) => format!(
+                "attempt {attempts} at +{}ms: {}; not ready: {why}\n",
+                elapsed.as_millis(),
+                describe(response)
+            ),
+            (Err(error), _) => format!(
+                "attempt {attempts} at +{}ms: {error}\n",
+                elapsed.as_millis()
+            ),
+        };
+        let _ignored = log.write_all(redact_text(secrets, &line).as_bytes());
+        match verdict {
+            Ok(()) => {
+                return Outcome {
+                    ready: true,
+                    attempts,
+                    duration: elapsed,
+                    reason: String::new(),
+                };
+            }
+            Err(why) => {
+                let now = Instant::now();
+                if now + delay >= deadline {
+                    let reason = format!(
+                        "not ready after {:.1}s and {attempts} attempt{}; the last one saw: {why}",
+                        timeout.as_secs_f64(),
+                        if attempts == 1 { "" } else { "s" }
+                    );
+                    return Outcome {
+                        ready: false,
+                        attempts,
+                        duration: elapsed,
+                        reason: redact_text(secrets, &reason),
+                    };
+                }
+                std::thread::sleep(delay);
+                delay = (delay * 2).min(MAX_DELAY);
+            }
+        }
+    }
+}
+
+/// Checks a response against the expectations.
+fn check(response: &Response, expect: &Expectations) -> Result<(), String> {
+    match expect.status {
+        Some(status) if response.status != status => {
+            return Err(format!("status {} instead of {status}", response.status));
+        }
+        None if !(200..300).contains(&response.status) => {
+            return Err(format!("status {} is not 2xx", response.status));
+        }
+        _ => {}
+    }
+    for (name, value) in &expect.headers {
+        let found: Vec<&str> = response
+            .headers
+            .iter()
+            .filter(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+            .collect();
+        if found.is_empty() {
+            return Err(format!("no `{name}` header"));
+        }
+        if !found.iter().any(|v| v.contains(value.as_str())) {
+            return Err(format!(
+                "header `{name}: {}` does not contain `{value}`",
+                found.join(", ")
+            ));
+        }
+    }
+    if let Some(text) = &expect.body {
+        let needle = text.as_bytes();
+        let found = needle.is_empty() || response.body.windows(needle.len()).any(|w| w == needle);
+        if !found {
+            return Err(format!(
+                "the body does not contain `{text}` (it starts {:?})",
+                excerpt(&response.body)
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// One line describing a response.
+fn describe(response: &Response) -> String {
+    let headers: Vec<String> = response
+        .headers
+        .iter()
+        .map(|(n, v)| format!("{n}: {v}"))
+        .collect();
+    format!(
+        "HTTP {}; headers [{}]; body {} bytes starting {:?}",
+        response.status,
+        headers.join("; "),
+        response.body.len(),
+        excerpt(&response.body)
+    )
+}
+
+/// The first bytes of a body, as text.
+fn excerpt(body: &[u8]) -> String {
+    let end = body.len().min(BODY_EXCERPT);
+    let mut text = String::from_utf8_lossy(&body[..end]).into_owned();
+    if body.len() > end {
+        text.push('…');
+    }
+    text
+}
+
+/// Makes one request.
+fn attempt(target: &Target, deadline: Instant) -> Result<Response, String> {
+    let remaining = deadline
+        .saturating_duration_since(Instant::now())
+        .clamp(Duration::from_millis(1), ATTEMPT_TIMEOUT);
+    let addresses: Vec<SocketAddr> = (target.host.as_str(), target.port)
+        .to_socket_addrs()
+        .map_err(|e| format!("resolve `{}`: {e}", target.host))?
+        .collect();
+    let mut last_error = format!("`{}` resolves to no address", target.host);
+    let mut stream = None;
+    for address in &addresses {
+        match TcpStream::connect_timeout(address, remaining) {
+            Ok(s) => {
+                stream = Some(s);
+                break;
+            }
+            Err(e) => last_error = format!("connect to {address}: {e}"),
+        }
+    }
+    let mut stream = stream.ok_or(last_error)?;
+    let io = |e: std::io::Error| format!("exchange with {}:{}: {e}", target.host, target.port);
+    stream.set_read_timeout(Some(remaining)).map_err(io)?;
+    stream.set_write_timeout(Some(remaining)).map_err(io)?;
+    let request = format!(
+        "GET {} HTTP/1.1\r\nHost: {}\r\nUser-Agent: proofgraph-probe\r\nAccept: */*\r\nConnection: close\r\n\r\n",
+        target.path, target.authority
+    );
+    stream.write_all(request.as_bytes()).map_err(io)?;
+    let mut raw = Vec::new();
+    let mut chunk = [0u8; 16 * 1024];
+    loop {
+        match stream.read(&mut chunk) {
+            Ok(0) => break,
+            Ok(n) => {
+                raw.extend_from_slice(&chunk[..n]);
+                if raw.len() >= MAX_RESPONSE || response_complete(&raw) {
+                    break;
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) if raw.is_empty() => return Err(io(e)),
+            // A read error after some bytes (timeout, reset): judge what arrived.
+            Err(_) => break,
+        }
+    }
+    parse_response(&raw)
+}
+
+/// Whether `raw` holds a whole response according to its `Content-Length` (so a server
+/// that ignores `Connection: close` does not make the probe wait for its read timeout).
+fn response_complete(raw: &[u8]) -> bool {
+    let Some(head_end) = find(raw, b"\r\n\r\n") else {
+        return false;
+    };
+    let head = String::from_utf8_lossy(&raw[..head_end]);
+    let length = head.lines().skip(1).find_map(|line| {
+        let (name, value) = line.split_once(':')?;
+        name.trim()
+            .eq_ignore_ascii_case("content-length")
+            .then(|| value.trim().parse::<usize>().ok())
+            .flatten()
+    });
+    length.is_some_and(|length| raw.len() >= head_end + 4 + length)
+}
+
+fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    haystack.windows(needle.len()).position(|w| w == needle)
+}
+
+/// Parses a raw HTTP/1.x response (status line, headers, body; chunked bodies decoded).
+fn parse_response(raw: &[u8]) -> Result<Response, String> {
+    if raw.is_empty() {
+        return Err("the server closed the connection without answering".to_owned());
+    }
+    let head_end = find(raw, b"\r\n\r\n")
+        .ok_or_else(|| format!("incomplete response head (starts {:?})", excerpt(raw)))?;
+    let head = String::from_utf8_lossy(&raw[..head_end]);
+    let mut lines = head.split("\r\n");
+    let status_line = lines.next().unwrap_or_default();
+    let mut parts = status_line.splitn(3, ' ');
+    let version = parts.next().unwrap_or_default();
+    if !version.starts_with("HTTP/") {
+        return Err(format!("not an HTTP response (starts {:?})", excerpt(raw)));
+    }
+    let status = parts
+        .next()
+        .and_then(|s| s.parse::<u16>().ok())
+        .ok_or_else(|| format!("malformed status line {status_line:?}"))?;
+    let headers: Vec<(String, String)> = lines
+        .filter_map(|line| {
+            let (name, value) = line.split_once(':')?;
+            Some((name.trim().to_owned(), value.trim().to_owned()))
+        })
+        .collect();
+    let mut body = raw[head_end + 4..].to_vec();
+    let chunked = headers.iter().any(|(n, v)| {
+        n.eq_ignore_ascii_case("transfer-encoding") && v.to_ascii_lowercase().contains("chunked")
+    });
+    if chunked {
+        body = dechunk(&body);
+    }
+    Ok(Response {
+        status,
+        headers,
+        body,
+    })
+}
+
+/// Decodes a chunked body as far as it is complete.
+fn dechunk(mut data: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    while let Some(line_end) = find(data, b"\r\n") {
+        let size_text = String::from_utf8_lossy(&data[..line_end]);
+        let size_text = size_text.split(';').next().unwrap_or_default().trim();
+        let Ok(size) = usize::from_str_radix(size_text, 16) else {
+            break;
+        };
+        if size == 0 {
+            break;
+        }
+        let start = line_end + 2;
+        let end = (start + size).min(data.len());
+        out.extend_from_slice(&data[start..end]);
+        if end + 2 > data.len() {
+            break;
+        }
+        data = &data[end + 2..];
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::TcpListener;
+
+    #[test]
+    fn urls_are_parsed() {
+        let target = parse_url("http://127.0.0.1:4180/health?x=1").ok();
+        assert_eq!(
+            target,
+            Some(Target {
+                host: "127.0.0.1".to_owned(),
+                port: 4180,
+                path: "/health?x=1".to_owned(),
+                authority: "127.0.0.1:4180".to_owned(),
+            })
+        );
+        let bare = parse_url("http://localhost").ok();
+        assert_eq!(bare.map(|t| (t.port, t.path)), Some((80, "/".to_owned())));
+        let v6 = parse_url("http://[::1]:8080/").ok();
+        assert_eq!(v6.map(|t| t.host), Some("::1".to_owned()));
+        for bad in [
+            "https://x/",
+            "http://u@x/",
+            "http://x:0/",
+            "http://x:99999/",
+            "http:///",
+            "http://x/#a",
+            "ftp://x",
+        ] {
+            assert!(parse_url(bad).is_err(), "{bad} was accepted");
+        }
+    }
+
+    #[test]
+    fn responses_are_parsed_and_checked() {
+        let raw = b"HTTP/1.1 200 OK\r\nX-Identity: build-42\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n";
+        let response = parse_response(raw);
+        assert!(response.is_ok());
+        let Ok(response) = response else { return };
+        assert_eq!(response.body, b"hello world".to_vec());
+        let ok = Expectations {
+            status: Some(200),
+            headers: vec![("x-identity".to_owned(), "42".to_owned())],
+            body: Some("o w".to_owned()),
+        };
+        assert_eq!(check(&response, &ok), Ok(()));
+        let wrong_body = Expectations {
+            body: Some("bye".to_owned()),
+            ..Expectations::default()
+        };
+        assert!(check(&response, &wrong_body).is_err_and(|e| e.contains("does not contain `bye`")));
+        let wrong_header = Expectations {
+            headers: vec![("x-identity".to_owned(), "43".to_owned())],
+            ..Expectations::default()
+        };
+        assert!(check(&response, &wrong_header).is_err_and(|e| e.contains("build-42")));
+        let wrong_status = Expectations {
+            status: Some(204),
+            ..Expectations::default()
+        };
+        assert!(check(&response, &wrong_status).is_err());
+    }
+
+    #[test]
+    fn a_refused_connection_gives_up_after_the_timeout() {
+        // Bind then drop to find a port nobody listens on.
+        let port = TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .map(|a| a.port())
+            .unwrap_or(1);
+        let target = parse_url(&format!("http://127.0.0.1:{port}/"));
+        assert!(target.is_ok());
+        let Ok(target) = target else { return };
+        let mut log = Vec::new();
+        let started = Instant::now();
+        let outcome = run(
+            &target,
+            &Expectations::default(),
+            Duration::from_millis(200),
+            &[],
+            &mut log,
+        );
+        assert!(!outcome.ready);
+        assert!(outcome.attempts >= 3, "{outcome:?}");
+        assert!(started.elapsed() < Duration::from_secs(2));
+        assert!(outcome.reason.contains("refused"), "{}", outcome.reason);
+        assert!(String::from_utf8_lossy(&log).contains("attempt 1 at +"));
+    }
+}

@@ -1,0 +1,202 @@
+//! The public vocabulary of a run: what the caller asks for and what it is told.
+
+use std::ffi::OsString;
+use std::fmt;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// The first argument with which the application re-executes itself to host a run's init.
+///
+/// `main` must call [`crate::init_main`] when it sees it, before anything else.
+pub const INIT_ARG: &str = "__sandbox-init";
+
+/// How much isolation the caller asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum IsolationRequest {
+    /// Namespaces when the system allows them, otherwise [`Isolation::None`] with the reason.
+    Auto,
+    /// Namespaces or nothing: [`crate::Run::start`] fails when they cannot be created.
+    Required,
+    /// No namespaces, as if they were unavailable (to test the fallback, or by choice).
+    Disabled,
+}
+
+/// The isolation a run actually has, as reported by its init.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Isolation {
+    /// Private network, mount (`/tmp`) and per-job PID namespaces.
+    Namespaces {
+        /// Whether a user namespace was needed (the caller was not root, or root lacked
+        /// the capability to create namespaces directly).
+        user_namespace: bool,
+    },
+    /// No namespaces: jobs share the host's network and `/tmp`, and are contained only by
+    /// their process group.
+    None {
+        /// Why there is no isolation, e.g. the `unshare` error or "disabled by the caller".
+        reason: String,
+    },
+}
+
+impl Isolation {
+    /// Whether the run has private namespaces.
+    pub fn is_isolated(&self) -> bool {
+        matches!(self, Isolation::Namespaces { .. })
+    }
+}
+
+/// Which network namespace a job runs in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Network {
+    /// The run's private network: loopback only, shared by the run's jobs and probes.
+    Private,
+    /// The host's network. Such a job can reach the host (and the host's loopback), but not
+    /// the services of its own run, which listen in the run's private network. Without
+    /// isolation every job is on the host's network whatever it asks for.
+    Host,
+}
+
+/// How to start a run's init: a program that calls [`crate::init_main`] when given `args`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunConfig {
+    /// The executable; usually the application itself (see [`RunConfig::current_exe`]).
+    pub program: PathBuf,
+    /// Its arguments; usually `[INIT_ARG]`.
+    pub args: Vec<OsString>,
+    /// How much isolation to create.
+    pub isolation: IsolationRequest,
+}
+
+impl RunConfig {
+    /// Re-executes the running binary as the init: `/proc/self/exe __sandbox-init`.
+    ///
+    /// `/proc/self/exe` names the running executable even when its file was replaced or
+    /// deleted since it started (a rebuild), so the init is always the same code.
+    pub fn current_exe(isolation: IsolationRequest) -> Self {
+        RunConfig {
+            program: PathBuf::from("/proc/self/exe"),
+            args: vec![OsString::from(INIT_ARG)],
+            isolation,
+        }
+    }
+}
+
+/// A command to run inside a run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JobSpec {
+    /// The command and its arguments. A program name without `/` is looked up in the `PATH`
+    /// of [`JobSpec::env`] (not the caller's), relative to [`JobSpec::cwd`].
+    pub argv: Vec<OsString>,
+    /// The working directory; absolute, without `..`. A directory under `/tmp` of the host
+    /// stays reachable: its top-level entry under `/tmp` is bind-mounted into the run's
+    /// private `/tmp`.
+    pub cwd: PathBuf,
+    /// The job's entire environment; nothing is inherited.
+    pub env: Vec<(OsString, OsString)>,
+    /// The network namespace it runs in.
+    pub network: Network,
+    /// After this long the job's whole process tree is killed and its exit says `timed_out`.
+    pub timeout: Option<Duration>,
+    /// Where its stdout and stderr go, merged and redacted; absolute, created or truncated.
+    pub log: PathBuf,
+    /// Secret values, replaced by `[redacted]` in the log, even when split across writes.
+    pub redact: Vec<Vec<u8>>,
+}
+
+/// An HTTP readiness probe, run inside the run's private network.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProbeSpec {
+    /// `http://host[:port][/path]`; no TLS, no user info, no fragment.
+    pub url: String,
+    /// The status to expect; `None` accepts any 2xx.
+    pub expect_status: Option<u16>,
+    /// Headers to expect: the name is compared without regard to case, the value must
+    /// contain the given text.
+    pub expect_headers: Vec<(String, String)>,
+    /// Text the body must contain.
+    pub expect_body: Option<String>,
+    /// How long to keep trying: attempts back off from 10 ms, doubling, to 250 ms.
+    pub timeout: Duration,
+    /// What each attempt saw (status, headers, first bytes of the body), redacted.
+    pub log: PathBuf,
+    /// Secret values, replaced by `[redacted]` in the log and in the reason of `NotReady`.
+    pub redact: Vec<Vec<u8>>,
+}
+
+/// Identifies a job or a probe within its run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct JobId(pub(crate) u64);
+
+impl JobId {
+    /// The number of the job within its run, from 1.
+    pub fn get(self) -> u64 {
+        self.0
+    }
+}
+
+impl fmt::Display for JobId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "job {}", self.0)
+    }
+}
+
+/// Something that happened in a run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Event {
+    /// A job ended; with namespaces, every process it started is gone by now.
+    Exited {
+        /// The job.
+        job: JobId,
+        /// Its exit code, when it exited normally. A command that could not be started
+        /// exits with 127 (not found) or 126 (found but not executable), as in a shell.
+        code: Option<i32>,
+        /// The signal that killed it, when a signal did.
+        signal: Option<i32>,
+        /// Whether it was killed because its timeout passed.
+        timed_out: bool,
+        /// Whether it was killed on request ([`crate::Run::kill`] or shutdown).
+        killed: bool,
+        /// From the start of the job to the end of its process tree.
+        duration: Duration,
+        /// Why the command never started (not found, missing working directory, unwritable
+        /// log...), redacted; `None` when it did start.
+        spawn_error: Option<String>,
+        /// Why some output could not be written to the log, when that happened.
+        log_error: Option<String>,
+    },
+    /// A probe saw what it expected.
+    Ready {
+        /// The probe.
+        job: JobId,
+        /// How many requests it made.
+        attempts: u32,
+        /// From the start of the probe to the matching response.
+        duration: Duration,
+    },
+    /// A probe gave up: its timeout passed, or it was killed.
+    NotReady {
+        /// The probe.
+        job: JobId,
+        /// How many requests it made.
+        attempts: u32,
+        /// What the last attempt saw (connection refused, wrong status, missing text...).
+        reason: String,
+    },
+    /// The init died or broke the protocol; no further event will come.
+    InitFailed {
+        /// What happened, with the end of the init's stderr when it wrote any.
+        reason: String,
+    },
+}
+
+impl Event {
+    /// The job or probe the event is about, if any.
+    pub fn job(&self) -> Option<JobId> {
+        match self {
+            Event::Exited { job, .. } | Event::Ready { job, .. } | Event::NotReady { job, .. } => {
+                Some(*job)
+            }
+            Event::InitFailed { .. } => None,
+        }
+    }
+}

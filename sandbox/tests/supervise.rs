@@ -1,0 +1,1204 @@
+//! End-to-end tests of process supervision: real inits, real namespaces, real processes.
+//!
+//! They need `sh`, `bash`, `python3`, `unshare` and `setpriv` (util-linux), and run as root
+//! (as CI does). A missing tool fails the test with the command that installs it.
+
+use std::ffi::OsString;
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+
+use proofgraph_sandbox::{
+    Event, INIT_ARG, Isolation, IsolationRequest, JobId, JobSpec, Network, ProbeSpec, Run,
+    RunConfig, SandboxError,
+};
+
+const INIT: &str = env!("CARGO_BIN_EXE_proofgraph-sandbox-test-init");
+const PATH: &str = "/usr/local/bin:/usr/bin:/bin";
+
+// ---------------------------------------------------------------------------------------
+// Helpers
+
+/// A scratch directory under the host's `/tmp` (so that the bind of working directories
+/// under `/tmp` into the run's private `/tmp` is exercised by every test), removed at the end.
+struct Scratch {
+    dir: PathBuf,
+}
+
+impl Scratch {
+    fn new(name: &str) -> Scratch {
+        static COUNTER: AtomicU32 = AtomicU32::new(0);
+        let dir = std::env::temp_dir().join(format!(
+            "supervise-test-{}-{name}-{}",
+            std::process::id(),
+            COUNTER.fetch_add(1, Ordering::SeqCst)
+        ));
+        fs_err::create_dir_all(&dir).expect("create the scratch directory");
+        Scratch { dir }
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.join(name)
+    }
+
+    fn read(&self, name: &str) -> String {
+        fs_err::read_to_string(self.path(name)).unwrap_or_default()
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = fs_err::remove_dir_all(&self.dir);
+    }
+}
+
+fn config(isolation: IsolationRequest) -> RunConfig {
+    RunConfig {
+        program: PathBuf::from(INIT),
+        args: vec![OsString::from(INIT_ARG)],
+        isolation,
+    }
+}
+
+fn start(isolation: IsolationRequest) -> (Run, Isolation) {
+    let (run, actual) = Run::start(&config(isolation)).expect("start a run");
+    if isolation == IsolationRequest::Required {
+        assert!(actual.is_isolated());
+    }
+    (run, actual)
+}
+
+/// A run that must have namespaces (these tests run as root).
+fn isolated() -> Run {
+    let (run, isolation) = start(IsolationRequest::Required);
+    assert_eq!(
+        isolation,
+        Isolation::Namespaces {
+            user_namespace: false
+        },
+        "as root, plain namespaces are expected"
+    );
+    run
+}
+
+fn job(scratch: &Scratch, log: &str, argv: &[&str]) -> JobSpec {
+    JobSpec {
+        argv: argv.iter().map(OsString::from).collect(),
+        cwd: scratch.dir.clone(),
+        env: vec![(OsString::from("PATH"), OsString::from(PATH))],
+        network: Network::Private,
+        timeout: None,
+        log: scratch.path(log),
+        redact: Vec::new(),
+    }
+}
+
+fn sh(scratch: &Scratch, log: &str, script: &str) -> JobSpec {
+    require("sh", "apt-get install -y dash");
+    job(scratch, log, &["sh", "-c", script])
+}
+
+/// Waits for the next event about `id`, keeping the others for later calls.
+struct Events<'a> {
+    run: &'a Run,
+    stash: Vec<Event>,
+}
+
+impl<'a> Events<'a> {
+    fn new(run: &'a Run) -> Self {
+        Events {
+            run,
+            stash: Vec::new(),
+        }
+    }
+
+    fn wait(&mut self, id: JobId, within: Duration) -> Event {
+        if let Some(i) = self.stash.iter().position(|e| e.job() == Some(id)) {
+            return self.stash.remove(i);
+        }
+        let deadline = Instant::now() + within;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let event = self
+                .run
+                .recv_timeout(left)
+                .unwrap_or_else(|| panic!("no event for {id} within {within:?}"));
+            if let Event::InitFailed { reason } = &event {
+                panic!("the init failed: {reason}");
+            }
+            if event.job() == Some(id) {
+                return event;
+            }
+            self.stash.push(event);
+        }
+    }
+}
+
+/// Runs a job to its end and returns its exit event.
+fn run_to_end(run: &Run, spec: &JobSpec) -> Event {
+    let id = run.spawn(spec).expect("spawn");
+    Events::new(run).wait(id, Duration::from_secs(10))
+}
+
+fn exit_code(event: &Event) -> Option<i32> {
+    match event {
+        Event::Exited { code, .. } => *code,
+        other => panic!("expected an exit, got {other:?}"),
+    }
+}
+
+/// Fails (never skips) when a tool is missing, saying how to install it.
+fn require(tool: &str, install: &str) -> PathBuf {
+    for dir in PATH.split(':') {
+        let candidate = Path::new(dir).join(tool);
+        if candidate.is_file() {
+            return candidate;
+        }
+    }
+    panic!("`{tool}` is needed by this test and is not in {PATH}; install it with `{install}`");
+}
+
+/// The real python3 interpreter (not a pyenv shim, which needs the caller's environment).
+fn python() -> PathBuf {
+    static PYTHON: OnceLock<PathBuf> = OnceLock::new();
+    PYTHON
+        .get_or_init(|| {
+            let output = Command::new("python3")
+                .args(["-c", "import sys; print(sys.executable)"])
+                .output();
+            match output {
+                Ok(out) if out.status.success() => {
+                    PathBuf::from(String::from_utf8_lossy(&out.stdout).trim())
+                }
+                _ => panic!(
+                    "`python3` is needed by this test and was not found; install it with `apt-get install -y python3`"
+                ),
+            }
+        })
+        .clone()
+}
+
+/// A unique number for `sleep`, to find the test's own processes in `/proc`.
+fn marker(test: u32) -> String {
+    format!("{}{}", 90_000 + test, std::process::id())
+}
+
+/// PIDs of live processes whose argv is exactly `argv`.
+fn processes(argv: &[&str]) -> Vec<u32> {
+    let expected: Vec<u8> = argv
+        .iter()
+        .flat_map(|a| [a.as_bytes(), b"\0"].concat())
+        .collect();
+    let mut found = Vec::new();
+    let Ok(entries) = fs_err::read_dir("/proc") else {
+        return found;
+    };
+    for entry in entries.flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        if let Ok(cmdline) = fs_err::read(format!("/proc/{pid}/cmdline"))
+            && cmdline == expected
+            && !is_zombie(pid)
+        {
+            found.push(pid);
+        }
+    }
+    found
+}
+
+fn is_zombie(pid: u32) -> bool {
+    match fs_err::read_to_string(format!("/proc/{pid}/stat")) {
+        // The state follows the command name in parentheses.
+        Ok(stat) => stat
+            .rsplit_once(')')
+            .is_some_and(|(_, rest)| rest.trim_start().starts_with(['Z', 'X'])),
+        Err(_) => true,
+    }
+}
+
+fn alive(pid: u32) -> bool {
+    Path::new(&format!("/proc/{pid}")).exists() && !is_zombie(pid)
+}
+
+/// Polls `condition` for up to `within`.
+fn eventually(within: Duration, mut condition: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + within;
+    loop {
+        if condition() {
+            return true;
+        }
+        if Instant::now() >= deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("find a free port")
+}
+
+/// An HTTP server on the host's loopback that answers every request with `body` and an
+/// identity header: what a stale server left from an earlier run would look like.
+fn host_http_server(port: u16, body: &'static str) -> TcpListener {
+    let listener = TcpListener::bind(("127.0.0.1", port)).expect("bind the host server");
+    let server = listener.try_clone().expect("clone the listener");
+    std::thread::spawn(move || {
+        for stream in server.incoming() {
+            let Ok(mut stream) = stream else { break };
+            let mut request = [0u8; 1024];
+            let _ = stream.read(&mut request);
+            let response = format!(
+                "HTTP/1.1 200 OK\r\nX-Proofgraph-Identity: host\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            );
+            let _ = stream.write_all(response.as_bytes());
+        }
+    });
+    listener
+}
+
+fn http_get(port: u16) -> String {
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).expect("connect");
+    stream
+        .write_all(b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        .expect("send");
+    let mut response = String::new();
+    let _ = stream.read_to_string(&mut response);
+    response
+}
+
+// ---------------------------------------------------------------------------------------
+// 1. Network isolation
+
+#[test]
+fn private_network_cannot_reach_the_host_but_host_network_can() {
+    require("bash", "apt-get install -y bash");
+    let scratch = Scratch::new("net");
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind on the host");
+    let port = listener.local_addr().expect("address").port();
+    let run = isolated();
+    let connect = format!("exec 3<>/dev/tcp/127.0.0.1/{port} && echo connected");
+    let private = job(&scratch, "private.log", &["bash", "-c", &connect]);
+    let event = run_to_end(&run, &private);
+    assert_ne!(
+        exit_code(&event),
+        Some(0),
+        "{event:?}: {}",
+        scratch.read("private.log")
+    );
+    assert!(
+        scratch.read("private.log").contains("refused"),
+        "{}",
+        scratch.read("private.log")
+    );
+
+    let host = JobSpec {
+        network: Network::Host,
+        log: scratch.path("host.log"),
+        ..private
+    };
+    let event = run_to_end(&run, &host);
+    assert_eq!(
+        exit_code(&event),
+        Some(0),
+        "{event:?}: {}",
+        scratch.read("host.log")
+    );
+    assert!(scratch.read("host.log").contains("connected"));
+    run.shutdown().expect("shutdown");
+}
+
+#[test]
+fn two_runs_listen_on_the_same_port_as_the_host() {
+    let scratch = Scratch::new("port");
+    // The host already listens on the port, and so will both runs, at the same time.
+    let host = TcpListener::bind("127.0.0.1:0").expect("bind on the host");
+    let port = host.local_addr().expect("address").port();
+    let serve = format!(
+        "import socket, time\ns = socket.socket()\ns.bind(('127.0.0.1', {port}))\ns.listen()\nprint('bound', flush=True)\ntime.sleep(60)"
+    );
+    let python = python();
+    let python = python.to_string_lossy();
+    let run_a = isolated();
+    let run_b = isolated();
+    let a = run_a
+        .spawn(&job(&scratch, "a.log", &[&python, "-c", &serve]))
+        .expect("spawn a");
+    let b = run_b
+        .spawn(&job(&scratch, "b.log", &[&python, "-c", &serve]))
+        .expect("spawn b");
+    assert!(
+        eventually(Duration::from_secs(5), || scratch
+            .read("a.log")
+            .contains("bound")
+            && scratch.read("b.log").contains("bound")),
+        "a: {}\nb: {}",
+        scratch.read("a.log"),
+        scratch.read("b.log")
+    );
+    // Both are still listening: neither has exited.
+    assert!(run_a.events().try_recv().is_err());
+    assert!(run_b.events().try_recv().is_err());
+    let events_a = run_a.shutdown().expect("shutdown a");
+    let events_b = run_b.shutdown().expect("shutdown b");
+    assert!(matches!(events_a.as_slice(), [Event::Exited { job, killed: true, .. }] if *job == a));
+    assert!(matches!(events_b.as_slice(), [Event::Exited { job, killed: true, .. }] if *job == b));
+}
+
+// ---------------------------------------------------------------------------------------
+// 2. No process left behind
+
+#[test]
+fn background_children_die_when_the_job_exits() {
+    let scratch = Scratch::new("bg");
+    let run = isolated();
+    let m = marker(1);
+    let event = run_to_end(
+        &run,
+        &sh(
+            &scratch,
+            "bg.log",
+            &format!("sleep {m} & sleep 0.1; echo started"),
+        ),
+    );
+    assert_eq!(exit_code(&event), Some(0));
+    assert!(scratch.read("bg.log").contains("started"));
+    assert_eq!(
+        processes(&["sleep", &m]),
+        Vec::<u32>::new(),
+        "a `sleep {m}` survived"
+    );
+    run.shutdown().expect("shutdown");
+}
+
+#[test]
+fn each_job_has_its_own_pid_namespace() {
+    let scratch = Scratch::new("pidns");
+    let run = isolated();
+    // PID 1 is the job's reaper, so the command is PID 2, in every job.
+    for name in ["a.log", "b.log"] {
+        let event = run_to_end(&run, &sh(&scratch, name, "echo $$"));
+        assert_eq!(exit_code(&event), Some(0));
+        assert!(
+            scratch.read(name).starts_with("2\n"),
+            "{}",
+            scratch.read(name)
+        );
+    }
+    run.shutdown().expect("shutdown");
+}
+
+#[test]
+fn a_timeout_kills_the_whole_tree() {
+    let scratch = Scratch::new("timeout");
+    let run = isolated();
+    let m = marker(2);
+    let spec = JobSpec {
+        timeout: Some(Duration::from_millis(300)),
+        ..sh(&scratch, "t.log", &format!("sleep {m} & sleep {m}"))
+    };
+    let started = Instant::now();
+    let event = run_to_end(&run, &spec);
+    let Event::Exited {
+        timed_out,
+        killed,
+        signal,
+        duration,
+        ..
+    } = event
+    else {
+        panic!("expected an exit, got {event:?}");
+    };
+    assert!(timed_out && !killed);
+    assert_eq!(signal, Some(9));
+    assert!(duration >= Duration::from_millis(300) && started.elapsed() < Duration::from_secs(3));
+    assert_eq!(processes(&["sleep", &m]), Vec::<u32>::new());
+    run.shutdown().expect("shutdown");
+}
+
+#[test]
+fn setsid_and_double_fork_do_not_escape() {
+    require("setsid", "apt-get install -y util-linux");
+    let scratch = Scratch::new("setsid");
+    let run = isolated();
+    let m = marker(3);
+    let script = format!("setsid sleep {m} & (sleep {m} &) ; sleep 0.2; echo started");
+    let event = run_to_end(&run, &sh(&scratch, "s.log", &script));
+    assert_eq!(exit_code(&event), Some(0), "{}", scratch.read("s.log"));
+    assert_eq!(processes(&["sleep", &m]), Vec::<u32>::new());
+    run.shutdown().expect("shutdown");
+}
+
+#[test]
+fn shutdown_and_kill_end_running_services() {
+    let scratch = Scratch::new("shutdown");
+    let run = isolated();
+    let m = marker(4);
+    let killed_one = run
+        .spawn(&sh(
+            &scratch,
+            "k.log",
+            &format!("sleep {m} & exec sleep {m}"),
+        ))
+        .expect("spawn");
+    let service = run
+        .spawn(&sh(
+            &scratch,
+            "svc.log",
+            &format!("sleep {m} & echo serving; exec sleep {m}"),
+        ))
+        .expect("spawn");
+    assert!(eventually(Duration::from_secs(5), || processes(&[
+        "sleep", &m
+    ])
+    .len()
+        == 4));
+    run.kill(killed_one).expect("kill");
+    let event = Events::new(&run).wait(killed_one, Duration::from_secs(5));
+    assert!(
+        matches!(
+            event,
+            Event::Exited {
+                killed: true,
+                timed_out: false,
+                signal: Some(9),
+                ..
+            }
+        ),
+        "{event:?}"
+    );
+    assert_eq!(
+        processes(&["sleep", &m]).len(),
+        2,
+        "only the service's processes are left"
+    );
+    let events = run.shutdown().expect("shutdown");
+    assert!(
+        matches!(events.as_slice(), [Event::Exited { job, killed: true, .. }] if *job == service),
+        "{events:?}"
+    );
+    assert_eq!(processes(&["sleep", &m]), Vec::<u32>::new());
+}
+
+#[test]
+fn dropping_the_run_ends_it_too() {
+    let scratch = Scratch::new("drop");
+    let m = marker(5);
+    let run = isolated();
+    let init = run.init_pid();
+    run.spawn(&sh(&scratch, "d.log", &format!("exec sleep {m}")))
+        .expect("spawn");
+    assert!(eventually(Duration::from_secs(5), || !processes(&[
+        "sleep", &m
+    ])
+    .is_empty()));
+    drop(run);
+    assert!(!alive(init));
+    assert_eq!(processes(&["sleep", &m]), Vec::<u32>::new());
+}
+
+// ---------------------------------------------------------------------------------------
+// 3. Parent death
+
+#[test]
+fn the_init_and_its_jobs_die_with_the_parent() {
+    let scratch = Scratch::new("parent");
+    let m = marker(6);
+    let mut holder = Command::new(INIT)
+        .arg("hold-run")
+        .arg(&scratch.dir)
+        .arg(&m)
+        .spawn()
+        .expect("start the holder");
+    let pid_file = scratch.path("init.pid");
+    assert!(
+        eventually(Duration::from_secs(10), || pid_file.exists()),
+        "the holder never started its run (log: {})",
+        scratch.read("hold.log")
+    );
+    let init: u32 = scratch.read("init.pid").trim().parse().expect("a pid");
+    assert!(alive(init));
+    assert_eq!(processes(&["sleep", &m]).len(), 1, "the job is running");
+    holder.kill().expect("kill -9 the holder");
+    let _ = holder.wait();
+    assert!(
+        eventually(Duration::from_secs(3), || !alive(init)),
+        "the init outlived its parent"
+    );
+    assert!(
+        eventually(Duration::from_secs(3), || processes(&["sleep", &m])
+            .is_empty()),
+        "the job outlived its run's parent"
+    );
+}
+
+// ---------------------------------------------------------------------------------------
+// 4. Redaction
+
+#[test]
+fn secrets_are_redacted_even_when_split_across_writes() {
+    require("bash", "apt-get install -y bash");
+    let secret = "s3cr3t-Value-9f2c";
+    for isolation in [IsolationRequest::Required, IsolationRequest::Disabled] {
+        let scratch = Scratch::new("redact");
+        let (run, _) = start(isolation);
+        // The secret reaches the job only through its environment; the script prints it
+        // whole, then in two halves with a pause between the writes.
+        let script = r#"echo "token=$SECRET;"; printf '%s' "${SECRET:0:7}"; sleep 0.3; printf '%s\n' "${SECRET:7}"; echo done"#;
+        let spec = JobSpec {
+            env: vec![
+                (OsString::from("PATH"), OsString::from(PATH)),
+                (OsString::from("SECRET"), OsString::from(secret)),
+            ],
+            redact: vec![secret.as_bytes().to_vec()],
+            ..job(&scratch, "r.log", &["bash", "-c", script])
+        };
+        let event = run_to_end(&run, &spec);
+        assert_eq!(exit_code(&event), Some(0));
+        let log = scratch.read("r.log");
+        assert_eq!(
+            log, "token=[redacted];\n[redacted]\ndone\n",
+            "{isolation:?}"
+        );
+        assert!(!log.contains(secret));
+        run.shutdown().expect("shutdown");
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// 5. Environment and /tmp
+
+#[test]
+fn a_job_sees_exactly_its_environment() {
+    let env = require("env", "apt-get install -y coreutils");
+    for isolation in [IsolationRequest::Required, IsolationRequest::Disabled] {
+        let scratch = Scratch::new("env");
+        let (run, _) = start(isolation);
+        let spec = JobSpec {
+            env: vec![
+                (OsString::from("ONLY_THIS"), OsString::from("yes")),
+                (OsString::from("AND_THAT"), OsString::from("a b=c")),
+            ],
+            ..job(&scratch, "env.log", &[&env.to_string_lossy()])
+        };
+        let event = run_to_end(&run, &spec);
+        assert_eq!(exit_code(&event), Some(0));
+        let mut lines: Vec<String> = scratch.read("env.log").lines().map(str::to_owned).collect();
+        lines.sort();
+        assert_eq!(
+            lines,
+            vec!["AND_THAT=a b=c", "ONLY_THIS=yes"],
+            "{isolation:?}"
+        );
+        run.shutdown().expect("shutdown");
+    }
+}
+
+#[test]
+fn tmp_is_private_to_each_run_and_shared_by_its_jobs() {
+    let scratch = Scratch::new("tmp");
+    let file = format!("/tmp/supervise-private-{}", std::process::id());
+    let run_a = isolated();
+    let run_b = isolated();
+    let write = run_to_end(
+        &run_a,
+        &sh(
+            &scratch,
+            "w.log",
+            &format!("echo mine > {file} && cat {file}"),
+        ),
+    );
+    assert_eq!(exit_code(&write), Some(0), "{}", scratch.read("w.log"));
+    assert_eq!(scratch.read("w.log"), "mine\n");
+    // Another job of the same run sees it...
+    let same = run_to_end(&run_a, &sh(&scratch, "same.log", &format!("cat {file}")));
+    assert_eq!(exit_code(&same), Some(0));
+    assert_eq!(scratch.read("same.log"), "mine\n");
+    // ...another run does not, nor does the host.
+    let other = run_to_end(
+        &run_b,
+        &sh(&scratch, "other.log", &format!("test ! -e {file}")),
+    );
+    assert_eq!(exit_code(&other), Some(0));
+    assert!(!Path::new(&file).exists());
+    // The job's working directory is under the host's /tmp and stays the host's.
+    let cwd = run_to_end(
+        &run_b,
+        &sh(&scratch, "cwd.log", "echo from-the-job > made-by-job"),
+    );
+    assert_eq!(exit_code(&cwd), Some(0), "{}", scratch.read("cwd.log"));
+    assert_eq!(scratch.read("made-by-job"), "from-the-job\n");
+    run_a.shutdown().expect("shutdown a");
+    run_b.shutdown().expect("shutdown b");
+}
+
+// ---------------------------------------------------------------------------------------
+// 6. Probes
+
+const IDENTITY_SERVER: &str = r#"
+import http.server, sys
+class Handler(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        body = ("identity=" + sys.argv[2] + " token=" + sys.argv[3]).encode()
+        self.send_response(200)
+        self.send_header("X-Proofgraph-Identity", sys.argv[2])
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+    def log_message(self, *args):
+        pass
+http.server.HTTPServer(("127.0.0.1", int(sys.argv[1])), Handler).serve_forever()
+"#;
+
+fn probe_spec(scratch: &Scratch, log: &str, port: u16) -> ProbeSpec {
+    ProbeSpec {
+        url: format!("http://127.0.0.1:{port}/"),
+        expect_status: Some(200),
+        expect_headers: Vec::new(),
+        expect_body: None,
+        timeout: Duration::from_secs(5),
+        log: scratch.path(log),
+        redact: Vec::new(),
+    }
+}
+
+#[test]
+fn a_probe_sees_the_runs_service_and_not_a_stale_host_server() {
+    let scratch = Scratch::new("probe");
+    let port = free_port();
+    // A stale server on the host, on the same port, that would satisfy the probe.
+    let _stale = host_http_server(port, "identity=build-42 token=none");
+    assert!(http_get(port).contains("identity=build-42"));
+    let run = isolated();
+    let mut events = Events::new(&run);
+
+    let early = run
+        .probe(&ProbeSpec {
+            expect_body: Some("identity=build-42".to_owned()),
+            timeout: Duration::from_millis(400),
+            ..probe_spec(&scratch, "early.log", port)
+        })
+        .expect("probe");
+    let event = events.wait(early, Duration::from_secs(5));
+    let Event::NotReady {
+        attempts, reason, ..
+    } = &event
+    else {
+        panic!("the probe saw the host's server: {event:?}");
+    };
+    assert!(*attempts >= 3, "{event:?}");
+    assert!(reason.contains("refused"), "{reason}");
+    assert!(scratch.read("early.log").contains("attempt 1 at +"));
+
+    let python = python();
+    let service = run
+        .spawn(&job(
+            &scratch,
+            "svc.log",
+            &[
+                &python.to_string_lossy(),
+                "-c",
+                IDENTITY_SERVER,
+                &port.to_string(),
+                "build-42",
+                "tok-SECRET-77",
+            ],
+        ))
+        .expect("spawn the service");
+    let ready = run
+        .probe(&ProbeSpec {
+            expect_headers: vec![("x-proofgraph-IDENTITY".to_owned(), "build-42".to_owned())],
+            expect_body: Some("identity=build-42".to_owned()),
+            redact: vec![b"tok-SECRET-77".to_vec()],
+            ..probe_spec(&scratch, "ready.log", port)
+        })
+        .expect("probe");
+    let event = events.wait(ready, Duration::from_secs(10));
+    assert!(
+        matches!(event, Event::Ready { attempts, .. } if attempts >= 1),
+        "{event:?}"
+    );
+    let log = scratch.read("ready.log");
+    assert!(log.contains("ready") && log.contains("[redacted]"), "{log}");
+    assert!(!log.contains("tok-SECRET-77"), "{log}");
+
+    let wrong = run
+        .probe(&ProbeSpec {
+            expect_body: Some("identity=build-43".to_owned()),
+            timeout: Duration::from_millis(400),
+            redact: vec![b"tok-SECRET-77".to_vec()],
+            ..probe_spec(&scratch, "wrong.log", port)
+        })
+        .expect("probe");
+    let event = events.wait(wrong, Duration::from_secs(5));
+    let Event::NotReady { reason, .. } = &event else {
+        panic!("a wrong expectation was met: {event:?}");
+    };
+    assert!(
+        reason.contains("does not contain `identity=build-43`"),
+        "{reason}"
+    );
+    assert!(
+        reason.contains("identity=build-42") && !reason.contains("tok-SECRET-77"),
+        "{reason}"
+    );
+
+    let wrong_header = run
+        .probe(&ProbeSpec {
+            expect_headers: vec![("X-Missing".to_owned(), "x".to_owned())],
+            timeout: Duration::from_millis(300),
+            ..probe_spec(&scratch, "header.log", port)
+        })
+        .expect("probe");
+    let event = events.wait(wrong_header, Duration::from_secs(5));
+    assert!(
+        matches!(&event, Event::NotReady { reason, .. } if reason.contains("no `X-Missing` header")),
+        "{event:?}"
+    );
+    let rest = run.shutdown().expect("shutdown");
+    assert!(rest.iter().any(|e| e.job() == Some(service)));
+}
+
+#[test]
+fn a_probe_reaches_python_http_server_serving_a_directory() {
+    let scratch = Scratch::new("httpserver");
+    fs_err::create_dir_all(scratch.path("site")).expect("mkdir");
+    fs_err::write(scratch.path("site/index.html"), "<p>identity: run-7</p>").expect("write");
+    let port = free_port();
+    let run = isolated();
+    let python = python();
+    let site = scratch.path("site");
+    let _server = run
+        .spawn(&job(
+            &scratch,
+            "server.log",
+            &[
+                &python.to_string_lossy(),
+                "-m",
+                "http.server",
+                &port.to_string(),
+                "--bind",
+                "127.0.0.1",
+                "--directory",
+                &site.to_string_lossy(),
+            ],
+        ))
+        .expect("spawn");
+    let probe = run
+        .probe(&ProbeSpec {
+            url: format!("http://localhost:{port}/index.html"),
+            expect_body: Some("identity: run-7".to_owned()),
+            ..probe_spec(&scratch, "p.log", port)
+        })
+        .expect("probe");
+    let event = Events::new(&run).wait(probe, Duration::from_secs(10));
+    assert!(
+        matches!(event, Event::Ready { .. }),
+        "{event:?}: {}",
+        scratch.read("p.log")
+    );
+    run.shutdown().expect("shutdown");
+}
+
+// ---------------------------------------------------------------------------------------
+// 7. Fallback
+
+#[test]
+fn the_fallback_reports_why_and_still_contains_process_groups() {
+    let scratch = Scratch::new("fallback");
+    let (run, isolation) = start(IsolationRequest::Disabled);
+    assert_eq!(
+        isolation,
+        Isolation::None {
+            reason: "isolation was disabled by the caller".to_owned()
+        }
+    );
+    let hello = run_to_end(&run, &sh(&scratch, "hi.log", "echo hi"));
+    assert_eq!(exit_code(&hello), Some(0));
+    assert_eq!(scratch.read("hi.log"), "hi\n");
+
+    let m = marker(7);
+    let spec = JobSpec {
+        timeout: Some(Duration::from_millis(300)),
+        ..sh(&scratch, "t.log", &format!("sleep {m} & sleep {m}"))
+    };
+    let event = run_to_end(&run, &spec);
+    assert!(
+        matches!(
+            event,
+            Event::Exited {
+                timed_out: true,
+                signal: Some(9),
+                ..
+            }
+        ),
+        "{event:?}"
+    );
+    assert!(eventually(Duration::from_secs(2), || processes(&[
+        "sleep", &m
+    ])
+    .is_empty()));
+
+    let m = marker(8);
+    let event = run_to_end(
+        &run,
+        &sh(
+            &scratch,
+            "bg.log",
+            &format!("sleep {m} & sleep 0.1; echo started"),
+        ),
+    );
+    assert_eq!(exit_code(&event), Some(0));
+    assert!(eventually(Duration::from_secs(2), || processes(&[
+        "sleep", &m
+    ])
+    .is_empty()));
+    run.shutdown().expect("shutdown");
+}
+
+#[test]
+fn in_the_fallback_setsid_escapes_as_documented() {
+    require("setsid", "apt-get install -y util-linux");
+    let scratch = Scratch::new("escape");
+    let (run, _) = start(IsolationRequest::Disabled);
+    let m = marker(9);
+    let event = run_to_end(
+        &run,
+        &sh(&scratch, "e.log", &format!("setsid sleep {m} & sleep 0.2")),
+    );
+    assert_eq!(exit_code(&event), Some(0));
+    let escaped = processes(&["sleep", &m]);
+    // The documented limitation: without namespaces a new session leaves the process group.
+    assert_eq!(
+        escaped.len(),
+        1,
+        "expected the escape the fallback cannot prevent"
+    );
+    for pid in escaped {
+        let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
+    }
+    run.shutdown().expect("shutdown");
+}
+
+#[test]
+fn required_isolation_fails_and_auto_falls_back_when_namespaces_are_unavailable() {
+    let unshare = require("unshare", "apt-get install -y util-linux");
+    // In a user namespace where the init's uid is unmapped, it has no capability and
+    // cannot create a nested user namespace: namespaces are unavailable.
+    let unavailable = |isolation| RunConfig {
+        program: unshare.clone(),
+        args: vec!["--user".into(), "--".into(), INIT.into(), INIT_ARG.into()],
+        isolation,
+    };
+    match Run::start(&unavailable(IsolationRequest::Required)) {
+        Err(SandboxError::IsolationUnavailable { reason }) => {
+            assert!(reason.contains("unshare("), "{reason}");
+        }
+        other => panic!("expected IsolationUnavailable, got {other:?}"),
+    }
+    let (run, isolation) = Run::start(&unavailable(IsolationRequest::Auto)).expect("start");
+    let Isolation::None { reason } = &isolation else {
+        panic!("expected no isolation, got {isolation:?}");
+    };
+    assert!(
+        reason.starts_with("namespaces are unavailable: unshare("),
+        "{reason}"
+    );
+    let scratch = Scratch::new("unavailable");
+    let event = run_to_end(&run, &sh(&scratch, "x.log", "echo still works"));
+    assert_eq!(exit_code(&event), Some(0));
+    assert_eq!(scratch.read("x.log"), "still works\n");
+    run.shutdown().expect("shutdown");
+}
+
+#[test]
+fn an_unprivileged_caller_gets_a_user_namespace() {
+    let setpriv = require("setpriv", "apt-get install -y util-linux");
+    let scratch = Scratch::new("userns");
+    // `nobody` must be able to write the logs and reach the test binary.
+    let mut permissions = fs_err::metadata(&scratch.dir).expect("stat").permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut permissions, 0o777);
+    fs_err::set_permissions(&scratch.dir, permissions).expect("chmod");
+    let probe_access = Command::new(&setpriv)
+        .args([
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            INIT,
+            "--version",
+        ])
+        .status()
+        .expect("run setpriv");
+    assert_eq!(
+        probe_access.code(),
+        Some(2),
+        "`nobody` cannot execute {INIT}; the test needs the target directory to be world-readable"
+    );
+    let config = RunConfig {
+        program: setpriv,
+        args: vec![
+            "--reuid=65534".into(),
+            "--regid=65534".into(),
+            "--clear-groups".into(),
+            INIT.into(),
+            INIT_ARG.into(),
+        ],
+        isolation: IsolationRequest::Required,
+    };
+    let (run, isolation) = Run::start(&config).expect("start as nobody");
+    assert_eq!(
+        isolation,
+        Isolation::Namespaces {
+            user_namespace: true
+        }
+    );
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind on the host");
+    let port = listener.local_addr().expect("address").port();
+    let script = format!(
+        "id -u; echo x > /tmp/userns-$$ && echo tmp-ok; (exec 3<>/dev/tcp/127.0.0.1/{port}) 2>/dev/null && echo reached || echo isolated"
+    );
+    require("bash", "apt-get install -y bash");
+    let event = run_to_end(&run, &job(&scratch, "u.log", &["bash", "-c", &script]));
+    assert_eq!(
+        exit_code(&event),
+        Some(0),
+        "{event:?}: {}",
+        scratch.read("u.log")
+    );
+    assert_eq!(scratch.read("u.log"), "65534\ntmp-ok\nisolated\n");
+    let host = JobSpec {
+        network: Network::Host,
+        ..job(&scratch, "h.log", &["bash", "-c", &script])
+    };
+    let event = run_to_end(&run, &host);
+    assert_eq!(
+        exit_code(&event),
+        Some(0),
+        "{event:?}: {}",
+        scratch.read("h.log")
+    );
+    assert!(
+        scratch.read("h.log").ends_with("reached\n"),
+        "{}",
+        scratch.read("h.log")
+    );
+    run.shutdown().expect("shutdown");
+}
+
+// ---------------------------------------------------------------------------------------
+// 8. Exit statuses
+
+#[test]
+fn exit_codes_signals_and_commands_that_cannot_start() {
+    for isolation in [IsolationRequest::Required, IsolationRequest::Disabled] {
+        let scratch = Scratch::new("status");
+        let (run, _) = start(isolation);
+        let code = run_to_end(&run, &sh(&scratch, "c.log", "exit 7"));
+        assert!(
+            matches!(
+                code,
+                Event::Exited {
+                    code: Some(7),
+                    signal: None,
+                    spawn_error: None,
+                    ..
+                }
+            ),
+            "{isolation:?}: {code:?}"
+        );
+        let signal = run_to_end(&run, &sh(&scratch, "s.log", "kill -TERM $$"));
+        assert!(
+            matches!(
+                signal,
+                Event::Exited {
+                    code: None,
+                    signal: Some(15),
+                    killed: false,
+                    ..
+                }
+            ),
+            "{isolation:?}: {signal:?}"
+        );
+        let missing = run_to_end(
+            &run,
+            &job(&scratch, "m.log", &["no-such-command-xyz", "arg"]),
+        );
+        let Event::Exited {
+            code, spawn_error, ..
+        } = &missing
+        else {
+            panic!("{missing:?}");
+        };
+        assert_eq!(*code, Some(127), "{isolation:?}: {missing:?}");
+        let why = spawn_error.as_deref().unwrap_or_default();
+        assert!(
+            why.contains("`no-such-command-xyz`") && why.contains("not found"),
+            "{why}"
+        );
+        let absolute = run_to_end(&run, &job(&scratch, "a.log", &["/no/such/program"]));
+        assert_eq!(exit_code(&absolute), Some(127), "{absolute:?}");
+        fs_err::write(scratch.path("not-executable"), "#!/bin/sh\n").expect("write");
+        let denied = run_to_end(
+            &run,
+            &job(
+                &scratch,
+                "n.log",
+                &[&scratch.path("not-executable").to_string_lossy()],
+            ),
+        );
+        assert!(
+            matches!(&denied, Event::Exited { code: Some(126), spawn_error: Some(why), .. } if why.contains("EACCES")),
+            "{denied:?}"
+        );
+        let no_cwd = JobSpec {
+            cwd: scratch.path("does-not-exist"),
+            ..sh(&scratch, "w.log", "true")
+        };
+        let event = run_to_end(&run, &no_cwd);
+        assert!(
+            matches!(&event, Event::Exited { code: Some(127), spawn_error: Some(why), .. } if why.contains("working directory")),
+            "{event:?}"
+        );
+        let no_log = JobSpec {
+            log: scratch.path("no-such-dir/x.log"),
+            ..sh(&scratch, "unused.log", "true")
+        };
+        let event = run_to_end(&run, &no_log);
+        assert!(
+            matches!(&event, Event::Exited { code: None, spawn_error: Some(why), .. } if why.contains("open the log")),
+            "{event:?}"
+        );
+        run.shutdown().expect("shutdown");
+    }
+}
+
+#[test]
+fn invalid_requests_are_refused_before_reaching_the_init() {
+    let scratch = Scratch::new("invalid");
+    let (run, _) = start(IsolationRequest::Disabled);
+    let relative = JobSpec {
+        cwd: PathBuf::from("relative/dir"),
+        ..sh(&scratch, "x.log", "true")
+    };
+    assert!(matches!(
+        run.spawn(&relative),
+        Err(SandboxError::InvalidPath { .. })
+    ));
+    let empty = JobSpec {
+        argv: Vec::new(),
+        ..sh(&scratch, "x.log", "true")
+    };
+    assert!(matches!(
+        run.spawn(&empty),
+        Err(SandboxError::InvalidJob { .. })
+    ));
+    let bad_url = ProbeSpec {
+        url: "https://example.invalid/".to_owned(),
+        ..probe_spec(&scratch, "p.log", 1)
+    };
+    let error = run.probe(&bad_url).expect_err("https is refused");
+    assert_eq!(
+        error.to_string(),
+        "probe `https://example.invalid/`: only `http://` URLs are supported"
+    );
+    let id = run.spawn(&sh(&scratch, "ok.log", "true")).expect("spawn");
+    let event = Events::new(&run).wait(id, Duration::from_secs(5));
+    assert_eq!(exit_code(&event), Some(0));
+    assert!(run.kill(id).is_ok(), "killing an ended job is not an error");
+    run.shutdown().expect("shutdown");
+}
+
+// ---------------------------------------------------------------------------------------
+// Robustness
+
+#[test]
+fn large_output_is_logged_completely_and_sigpipe_is_default() {
+    let scratch = Scratch::new("large");
+    let run = isolated();
+    let spec = JobSpec {
+        redact: vec![b"zz-not-there".to_vec()],
+        ..sh(
+            &scratch,
+            "big.log",
+            "head -c 3000000 /dev/zero | tr '\\0' a; echo",
+        )
+    };
+    let event = run_to_end(&run, &spec);
+    assert_eq!(exit_code(&event), Some(0));
+    let log = scratch.read("big.log");
+    assert_eq!(log.len(), 3_000_001);
+    assert!(log.bytes().take(3_000_000).all(|b| b == b'a'));
+    // With SIGPIPE ignored (as Rust leaves it), `yes` would complain of a broken pipe.
+    let event = run_to_end(&run, &sh(&scratch, "pipe.log", "yes | head -n 1"));
+    assert_eq!(exit_code(&event), Some(0));
+    assert_eq!(scratch.read("pipe.log"), "y\n");
+    run.shutdown().expect("shutdown");
+}
+
+#[test]
+fn many_jobs_run_at_once() {
+    let scratch = Scratch::new("many");
+    let run = isolated();
+    let ids: Vec<(usize, JobId)> = (0..30)
+        .map(|i| {
+            let spec = sh(
+                &scratch,
+                &format!("{i}.log"),
+                &format!("sleep 0.1; echo job-{i}"),
+            );
+            (i, run.spawn(&spec).expect("spawn"))
+        })
+        .collect();
+    let mut events = Events::new(&run);
+    for (i, id) in ids {
+        let event = events.wait(id, Duration::from_secs(10));
+        assert_eq!(exit_code(&event), Some(0), "{event:?}");
+        assert_eq!(scratch.read(&format!("{i}.log")), format!("job-{i}\n"));
+    }
+    run.shutdown().expect("shutdown");
+}
+
+#[test]
+fn a_broken_init_fails_the_start_quickly_and_clearly() {
+    let started = Instant::now();
+    let threaded = RunConfig {
+        args: vec!["__threaded-init".into()],
+        ..config(IsolationRequest::Auto)
+    };
+    match Run::start(&threaded) {
+        Err(SandboxError::Handshake { reason, .. }) => {
+            assert!(reason.contains("the init has 2 threads"), "{reason}");
+        }
+        other => panic!("a multi-threaded init was accepted: {other:?}"),
+    }
+    let not_an_init = RunConfig {
+        program: require("cat", "apt-get install -y coreutils"),
+        args: Vec::new(),
+        isolation: IsolationRequest::Auto,
+    };
+    assert!(matches!(
+        Run::start(&not_an_init),
+        Err(SandboxError::Handshake { .. })
+    ));
+    let missing = RunConfig {
+        program: PathBuf::from("/no/such/init"),
+        ..config(IsolationRequest::Auto)
+    };
+    let error = Run::start(&missing).expect_err("a missing init");
+    assert!(
+        error
+            .to_string()
+            .starts_with("start the sandbox init `/no/such/init`: "),
+        "{error}"
+    );
+    assert!(started.elapsed() < Duration::from_secs(5));
+}

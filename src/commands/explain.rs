@@ -1,0 +1,275 @@
+//! `proofgraph explain <change> <provider>`: which components of the
+//! provider's fingerprint changed since its last receipt — "inputs:
+//! api:src/app.rs changed", "env NODE_ENV: test → ci" — or that none did.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use proofgraph_graph::ProviderId;
+use proofgraph_sandbox::SandboxMode;
+use serde::Serialize;
+
+use super::evaluate::{components, evaluate, listing};
+use super::{Context, RootOutput};
+use crate::diagnostic::{Code, Diagnostic};
+use crate::exit::Verdict;
+use crate::output::{Payload, Report};
+use crate::receipt::Component;
+
+/// One component that differs.
+#[derive(Debug, Clone, Serialize)]
+pub struct Change {
+    /// The component (`argv`, `env`, `inputs`, …), or `env.NODE_ENV` for one
+    /// entry of a map.
+    pub component: String,
+    /// Its value in the receipt (null when absent).
+    pub before: serde_json::Value,
+    /// Its value now.
+    pub after: serde_json::Value,
+}
+
+/// Input files that differ.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct InputChanges {
+    /// Files read now and not then.
+    pub added: Vec<String>,
+    /// Files read then and not now.
+    pub removed: Vec<String>,
+    /// Files whose content changed.
+    pub changed: Vec<String>,
+}
+
+/// The payload of `explain`.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct ExplainPayload {
+    /// The change.
+    pub change: Option<String>,
+    /// The provider.
+    pub provider: Option<String>,
+    /// The fingerprint now.
+    pub fingerprint: Option<String>,
+    /// The latest receipt compared against (null when there is none).
+    pub receipt: Option<String>,
+    /// The fingerprint that receipt was for.
+    pub receipt_fingerprint: Option<String>,
+    /// The components that differ (empty when the receipt is current).
+    pub changes: Vec<Change>,
+    /// The input files that differ.
+    pub inputs: Option<InputChanges>,
+    /// The OpenSpec root.
+    pub root: Option<RootOutput>,
+}
+
+impl Payload for ExplainPayload {
+    fn human(&self, out: &mut String) {
+        let (Some(provider), Some(fp)) = (&self.provider, &self.fingerprint) else {
+            return;
+        };
+        let Some(receipt) = &self.receipt else {
+            let _ = writeln!(
+                out,
+                "{provider} has no receipt yet: it runs on the next prove (fingerprint {}).",
+                &fp[..12]
+            );
+            return;
+        };
+        if self.changes.is_empty() {
+            let _ = writeln!(
+                out,
+                "{provider} is current: receipt {} matches fingerprint {}.",
+                &receipt[..12],
+                &fp[..12]
+            );
+            return;
+        }
+        let _ = writeln!(out, "{provider} changed since receipt {}:", &receipt[..12]);
+        for c in &self.changes {
+            if c.component == "inputs" {
+                continue;
+            }
+            let _ = writeln!(
+                out,
+                "  {}: {} → {}",
+                c.component,
+                short(&c.before),
+                short(&c.after)
+            );
+        }
+        if let Some(i) = &self.inputs {
+            for (what, files) in [
+                ("added", &i.added),
+                ("removed", &i.removed),
+                ("changed", &i.changed),
+            ] {
+                for f in files {
+                    let _ = writeln!(out, "  inputs: {f} {what}");
+                }
+            }
+        }
+    }
+}
+
+fn short(v: &serde_json::Value) -> String {
+    match v {
+        serde_json::Value::Null => "(unset)".to_owned(),
+        serde_json::Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// The differences between two component lists, maps entry by entry.
+pub fn diff(before: &[Component], after: &[Component]) -> Vec<Change> {
+    let old: BTreeMap<&str, &serde_json::Value> =
+        before.iter().map(|c| (c.name.as_str(), &c.value)).collect();
+    let mut out = Vec::new();
+    for c in after {
+        let was = old
+            .get(c.name.as_str())
+            .copied()
+            .unwrap_or(&serde_json::Value::Null);
+        if was == &c.value {
+            continue;
+        }
+        match (was, &c.value) {
+            (serde_json::Value::Object(a), serde_json::Value::Object(b)) if c.name != "inputs" => {
+                let keys: std::collections::BTreeSet<&String> = a.keys().chain(b.keys()).collect();
+                for k in keys {
+                    let (x, y) = (
+                        a.get(k).cloned().unwrap_or_default(),
+                        b.get(k).cloned().unwrap_or_default(),
+                    );
+                    if x != y {
+                        out.push(Change {
+                            component: format!("{}.{k}", c.name),
+                            before: x,
+                            after: y,
+                        });
+                    }
+                }
+            }
+            _ => out.push(Change {
+                component: c.name.clone(),
+                before: was.clone(),
+                after: c.value.clone(),
+            }),
+        }
+    }
+    out
+}
+
+fn parse_listing(bytes: &[u8]) -> BTreeMap<String, String> {
+    String::from_utf8_lossy(bytes)
+        .lines()
+        .filter_map(|l| {
+            l.split_once('\t')
+                .map(|(p, d)| (p.to_owned(), d.to_owned()))
+        })
+        .collect()
+}
+
+/// Runs `explain`.
+pub fn run(
+    ctx: &Context,
+    change: &str,
+    provider: &str,
+    mode: Option<SandboxMode>,
+) -> Report<ExplainPayload> {
+    let e = match evaluate(ctx, change, mode, false) {
+        Ok(e) => e,
+        Err(all) => return Report::failed(all, Verdict::Invalid),
+    };
+    let graph = &e.loaded.prepared.graph;
+    let Some((id, node)) = ProviderId::parse(provider)
+        .ok()
+        .and_then(|id| graph.provider(&id).map(|n| (id, n)))
+    else {
+        let known: Vec<String> = graph.providers().map(|(id, _, _)| id.to_string()).collect();
+        return Report::failed(
+            vec![
+                Diagnostic::error(
+                    Code::UnknownProvider,
+                    format!("change `{change}` has no provider `{provider}`"),
+                )
+                .surface("provider")
+                .fix(format!("Use one of: {}.", known.join(", "))),
+            ],
+            Verdict::Invalid,
+        );
+    };
+    let name = e.loaded.change.name.to_string();
+    let p = graph
+        .node(node)
+        .provider()
+        .expect("provider ids map to provider nodes");
+    let fingerprint = e
+        .fingerprints
+        .providers
+        .get(&id)
+        .map(ToString::to_string)
+        .unwrap_or_default();
+    let manifest = match graph.manifest(&id, &e.observed.world, &e.fingerprints) {
+        Ok(m) => components(&m),
+        Err(err) => {
+            return Report::failed(
+                vec![Diagnostic::error(Code::InternalError, err.to_string())],
+                Verdict::Invalid,
+            );
+        }
+    };
+    // The newest receipt of any of the provider's outputs that verifies.
+    let latest = p.outputs.iter().find_map(|o| {
+        let sha = e
+            .store
+            .latest(&name, o.under.as_str(), o.capability.as_str())?;
+        crate::receipt::read(&e.store, &sha, &e.trusted)
+    });
+    let mut payload = ExplainPayload {
+        change: Some(name),
+        provider: Some(id.to_string()),
+        fingerprint: Some(fingerprint.clone()),
+        root: Some(e.loaded.root.clone()),
+        ..ExplainPayload::default()
+    };
+    if let Some(receipt) = latest {
+        payload.receipt = Some(receipt.sha256.clone());
+        payload.receipt_fingerprint = Some(receipt.proof.fingerprint.clone());
+        if receipt.proof.fingerprint != fingerprint {
+            payload.changes = diff(&receipt.proof.manifest, &manifest);
+            if payload.changes.iter().any(|c| c.component == "inputs") {
+                let now = parse_listing(&listing(
+                    e.observed
+                        .files
+                        .get(&id)
+                        .map(Vec::as_slice)
+                        .unwrap_or_default(),
+                ));
+                let then = e
+                    .store
+                    .get(&receipt.proof.inputs)
+                    .map(|b| parse_listing(&b))
+                    .unwrap_or_default();
+                let mut changes = InputChanges::default();
+                for (path, digest) in &now {
+                    match then.get(path) {
+                        None => changes.added.push(path.clone()),
+                        Some(d) if d != digest => changes.changed.push(path.clone()),
+                        Some(_) => {}
+                    }
+                }
+                changes.removed = then
+                    .keys()
+                    .filter(|p| !now.contains_key(*p))
+                    .cloned()
+                    .collect();
+                payload.inputs = Some(changes);
+            }
+        }
+    }
+    let mut status = e.loaded.notes;
+    status.extend(e.loaded.prepared.warnings);
+    Report {
+        payload: Some(payload),
+        status,
+        verdict: Verdict::Success,
+    }
+}

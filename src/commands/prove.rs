@@ -1,0 +1,241 @@
+//! `proofgraph prove <change>`: run exactly what is not yet proven, in
+//! sandboxes, and write signed receipts. Running it again with nothing
+//! changed runs nothing.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::num::NonZeroUsize;
+
+use proofgraph_sandbox::{IsolationRequest, SandboxMode};
+use serde::Serialize;
+
+use super::evaluate::{evaluate, store_error};
+use super::{Context, RootOutput};
+use crate::execute::{self, Plan, ProviderRun, ReceiptView};
+use crate::exit::Verdict;
+use crate::output::{Payload, Report};
+use crate::receipt::Outcome;
+use crate::status::{self, Requirement};
+
+/// Options of `prove`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProveOptions {
+    /// The change.
+    pub change: String,
+    /// Providers at once (default: the CPU count).
+    pub jobs: Option<NonZeroUsize>,
+    /// The sandbox mode (default: the catalog's, else worktree).
+    pub sandbox: Option<SandboxMode>,
+    /// Ignore receipts: run everything.
+    pub no_cache: bool,
+    /// Go on after a failure.
+    pub keep_going: bool,
+    /// Keep the sandboxes after the run.
+    pub keep_sandbox: bool,
+    /// How much isolation to ask for.
+    pub isolation: IsolationRequest,
+    /// Run only shard `i` of `n`.
+    pub shard: Option<(usize, NonZeroUsize)>,
+}
+
+/// The payload of `prove`.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct ProvePayload {
+    /// The change.
+    pub change: Option<String>,
+    /// This run's id.
+    pub run_id: Option<String>,
+    /// The sandbox mode.
+    pub sandbox: Option<&'static str>,
+    /// `namespaces`, `none`, or null when nothing ran.
+    pub isolation: Option<&'static str>,
+    /// What happened to each provider.
+    pub providers: Vec<ProviderRun>,
+    /// Every claim × capability afterwards.
+    pub requirements: Vec<Requirement>,
+    /// Counts: providers ran and reused, requirements by state.
+    pub summary: BTreeMap<&'static str, usize>,
+    /// The OpenSpec root.
+    pub root: Option<RootOutput>,
+}
+
+impl Payload for ProvePayload {
+    fn human(&self, out: &mut String) {
+        let Some(change) = &self.change else { return };
+        let _ = writeln!(out, "prove {change}");
+        for r in &self.requirements {
+            let why = r
+                .reason
+                .clone()
+                .or_else(|| r.evidence.iter().find_map(|e| e.reason.clone()));
+            let why = if r.state == status::State::Passed {
+                String::new()
+            } else {
+                why.map(|w| format!("  ({w})")).unwrap_or_default()
+            };
+            let _ = writeln!(
+                out,
+                "  {:12} {} / {}{why}",
+                r.state.as_str(),
+                r.claim,
+                r.capability
+            );
+        }
+        let parts: Vec<String> = self
+            .summary
+            .iter()
+            .filter(|(_, n)| **n > 0)
+            .map(|(k, n)| format!("{n} {k}"))
+            .collect();
+        let _ = writeln!(out, "{}", parts.join(", "));
+    }
+}
+
+fn run_id() -> String {
+    let mut bytes = [0u8; 8];
+    if getrandom::fill(&mut bytes).is_err() {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default()
+            .as_nanos();
+        bytes = (nanos as u64 ^ u64::from(std::process::id())).to_be_bytes();
+    }
+    proofgraph_graph::fingerprint::hex(&bytes)
+}
+
+/// Runs `prove`.
+pub fn run(ctx: &Context, options: &ProveOptions) -> Report<ProvePayload> {
+    let e = match evaluate(ctx, &options.change, options.sandbox, true) {
+        Ok(e) => e,
+        Err(all) => return Report::failed(all, Verdict::Invalid),
+    };
+    let name = e.loaded.change.name.to_string();
+    let graph = &e.loaded.prepared.graph;
+    let key = match e.store.signing_key() {
+        Ok(k) => k,
+        Err(err) => return Report::failed(vec![store_error(&err)], Verdict::Invalid),
+    };
+    // Leftovers of runs killed long ago (never a live run's files).
+    e.store.sweep(std::time::Duration::from_secs(24 * 3600));
+    let (wanted, reused) = execute::wanted(
+        graph,
+        &e.fingerprints,
+        &e.store,
+        &e.trusted,
+        &name,
+        options.no_cache,
+        options.shard,
+    );
+    let run_id = run_id();
+    let jobs = options.jobs.unwrap_or_else(super::plan::default_jobs);
+    crate::output::progress(&format!(
+        "prove {name}: {} to run, {} reused ({} sandbox, --jobs {jobs})",
+        wanted.len(),
+        reused.len(),
+        e.mode.as_str()
+    ));
+    let mut providers: Vec<ProviderRun> = Vec::new();
+    for (id, receipts) in &reused {
+        let views = receipts
+            .iter()
+            .filter_map(|sha| crate::receipt::read(&e.store, sha, &e.trusted))
+            .map(|v| ReceiptView {
+                receipt: v.proof.receipt.clone(),
+                capability: v.proof.capability.clone(),
+                outcome: v.proof.outcome,
+                reason: v.proof.reason.clone(),
+                sha256: v.sha256,
+            })
+            .collect();
+        providers.push(ProviderRun {
+            provider: id.to_string(),
+            action: "reused",
+            reason: None,
+            duration_ms: None,
+            receipts: views,
+        });
+    }
+    let mut diagnostics = e.loaded.notes.clone();
+    diagnostics.extend(e.loaded.prepared.warnings.clone());
+    diagnostics.extend(e.observed.warnings.clone());
+    let mut isolation = None;
+    let mut interrupted = false;
+    if !wanted.is_empty() {
+        let plan = Plan {
+            graph,
+            change: &name,
+            workspace: &e.loaded.workspace,
+            observed: &e.observed,
+            fingerprints: &e.fingerprints,
+            store: &e.store,
+            key: &key,
+            mode: e.mode,
+            jobs,
+            keep_going: options.keep_going,
+            keep_sandbox: options.keep_sandbox,
+            isolation: options.isolation,
+            env: ctx.env(),
+            run_id: &run_id,
+            progress: &|line: &str| crate::output::progress(line),
+        };
+        match execute::execute(&plan, &wanted) {
+            Ok(executed) => {
+                isolation = executed.isolation.as_ref().map(|i| {
+                    if i.is_isolated() {
+                        "namespaces"
+                    } else {
+                        "none"
+                    }
+                });
+                interrupted = executed.interrupted;
+                providers.extend(executed.providers);
+                diagnostics.extend(executed.diagnostics);
+            }
+            Err(all) => return Report::failed(all, Verdict::Invalid),
+        }
+    }
+    providers.sort_by(|a, b| a.provider.cmp(&b.provider));
+    let requirements = status::requirements(graph, &e.fingerprints, &e.store, &e.trusted, &name);
+    let mut summary = super::status::summary(&requirements);
+    summary.insert(
+        "ran",
+        providers.iter().filter(|p| p.action == "ran").count(),
+    );
+    summary.insert(
+        "reused",
+        providers.iter().filter(|p| p.action == "reused").count(),
+    );
+    let verdict = if interrupted {
+        diagnostics.push(
+            crate::diagnostic::Diagnostic::error(
+                crate::diagnostic::Code::Interrupted,
+                "prove was interrupted; every process of the run was stopped",
+            )
+            .surface("prove")
+            .fix("Run prove again; finished receipts are kept and reused."),
+        );
+        Verdict::Interrupted
+    } else if providers
+        .iter()
+        .flat_map(|p| &p.receipts)
+        .any(|r| matches!(r.outcome, Outcome::Fail | Outcome::Error))
+    {
+        Verdict::Failed
+    } else {
+        super::status::verdict(&requirements)
+    };
+    Report {
+        payload: Some(ProvePayload {
+            change: Some(name),
+            run_id: Some(run_id),
+            sandbox: Some(e.mode.as_str()),
+            isolation,
+            providers,
+            requirements,
+            summary,
+            root: Some(e.loaded.root),
+        }),
+        status: diagnostics,
+        verdict,
+    }
+}

@@ -1,0 +1,1337 @@
+//! The executor: runs the providers a `prove` needs, driven by the graph's
+//! pure scheduler, inside one hermetic run (`proofgraph_sandbox::Run`), and
+//! writes a signed receipt for every outcome it observes.
+//!
+//! It is a tokio current-thread loop over three sources: the run's events
+//! (forwarded from the sandbox's channel by one thread), SIGINT/SIGTERM, and
+//! nothing else. Each turn asks the scheduler what may start, starts it, and
+//! waits for the next event. Identical executions (same argv, directory,
+//! environment, timeout and network) in one run start once; every provider
+//! sharing one is judged from that one execution.
+//!
+//! Receipts are written only for what was observed: a provider that ran
+//! (pass, fail, inconclusive), one whose command could not start or whose
+//! service never became ready (error). A provider blocked by a failed
+//! dependency, or killed by an interrupt, gets none.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::ffi::OsString;
+use std::num::NonZeroUsize;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use proofgraph_graph::fingerprint::Fingerprints;
+use proofgraph_graph::graph::{NodeKind, ProviderNode, ServiceNode};
+use proofgraph_graph::model::Network as NetworkSetting;
+use proofgraph_graph::schedule::{Action, Outcome as Step, Scheduler, State};
+use proofgraph_graph::{Adapter, NodeId, ProviderId, RepoId, SealedGraph};
+use proofgraph_sandbox::materialize::{self, Entry, FileKind as SandboxFileKind};
+use proofgraph_sandbox::{
+    Event, Isolation, IsolationRequest, JobId, JobSpec, Network, ProbeSpec, Run, RunConfig,
+    SandboxMode,
+};
+use serde::Serialize;
+
+use crate::diagnostic::{Code, Diagnostic};
+use crate::env::Env;
+use crate::inputs::FileKind;
+use crate::judge::{self, Ended, ReportFile};
+use crate::receipt::{self, Artifact, Exit, Outcome, Proof, TestNames};
+use crate::store::Store;
+use crate::workspace::Workspace;
+use crate::world::Observed;
+
+/// Everything the executor needs.
+pub struct Plan<'a> {
+    /// The sealed graph.
+    pub graph: &'a SealedGraph,
+    /// The change's name.
+    pub change: &'a str,
+    /// The workspace.
+    pub workspace: &'a Workspace,
+    /// What was observed (snapshots, input files).
+    pub observed: &'a Observed,
+    /// Every fingerprint.
+    pub fingerprints: &'a Fingerprints,
+    /// The store.
+    pub store: &'a Store,
+    /// The signing key.
+    pub key: &'a ed25519_dalek::SigningKey,
+    /// The sandbox mode.
+    pub mode: SandboxMode,
+    /// How many providers at once.
+    pub jobs: NonZeroUsize,
+    /// Go on after a failure.
+    pub keep_going: bool,
+    /// Keep the sandboxes after the run.
+    pub keep_sandbox: bool,
+    /// How much isolation to ask for.
+    pub isolation: IsolationRequest,
+    /// The caller's environment.
+    pub env: &'a Env,
+    /// This run's id.
+    pub run_id: &'a str,
+    /// Where progress lines go.
+    pub progress: &'a dyn Fn(&str),
+}
+
+/// What happened to one provider.
+#[derive(Debug, Clone, Serialize)]
+pub struct ProviderRun {
+    /// The provider.
+    pub provider: String,
+    /// `ran`, `reused`, `blocked`, `interrupted` or `not_run`.
+    pub action: &'static str,
+    /// Why it did not run, or how it ended.
+    pub reason: Option<String>,
+    /// How long its execution took.
+    pub duration_ms: Option<u64>,
+    /// The receipts written (or reused).
+    pub receipts: Vec<ReceiptView>,
+}
+
+/// A receipt written or reused.
+#[derive(Debug, Clone, Serialize)]
+pub struct ReceiptView {
+    /// The name it is stored under.
+    pub receipt: String,
+    /// The capability.
+    pub capability: String,
+    /// Its outcome.
+    pub outcome: Outcome,
+    /// Why it is not a pass.
+    pub reason: Option<String>,
+    /// The envelope's SHA-256.
+    pub sha256: String,
+}
+
+/// The result of a run.
+#[derive(Debug, Clone)]
+pub struct Executed {
+    /// The isolation the run had (absent when nothing needed a run).
+    pub isolation: Option<Isolation>,
+    /// Per provider that was wanted.
+    pub providers: Vec<ProviderRun>,
+    /// Whether SIGINT/SIGTERM stopped it.
+    pub interrupted: bool,
+    /// Findings (isolation fallback, receipts that could not be written).
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+/// How identical executions are recognised.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+struct ExecKey {
+    argv: Vec<OsString>,
+    cwd: PathBuf,
+    env: Vec<(OsString, OsString)>,
+    timeout: u64,
+    network: bool,
+}
+
+/// What a job is running for.
+#[derive(Debug, Clone)]
+enum Purpose {
+    /// One execution shared by these providers.
+    Providers {
+        key: ExecKey,
+        log: PathBuf,
+        started: Instant,
+        started_at: String,
+    },
+    /// A service.
+    Service(NodeId),
+    /// A service's probe.
+    Probe(NodeId),
+}
+
+/// Runs `wanted` (providers) and writes their receipts.
+pub fn execute(plan: &Plan<'_>, wanted: &BTreeSet<NodeId>) -> Result<Executed, Vec<Diagnostic>> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| {
+            vec![Diagnostic::error(
+                Code::InternalError,
+                format!("failed to start the executor: {e}"),
+            )]
+        })?;
+    runtime.block_on(execute_async(plan, wanted))
+}
+
+struct Sandboxes {
+    dirs: BTreeMap<RepoId, PathBuf>,
+    root: PathBuf,
+    keep: bool,
+}
+
+impl Drop for Sandboxes {
+    /// The run's directory (sandboxes and logs; the logs are in the store by
+    /// now) goes with the run, unless `--keep-sandbox`.
+    fn drop(&mut self) {
+        if !self.keep {
+            let _ = materialize::remove(&self.root);
+        }
+    }
+}
+
+fn diag(code: Code, message: String, fix: &str) -> Diagnostic {
+    Diagnostic::error(code, message).surface("prove").fix(fix)
+}
+
+/// Materialises one sandbox per repository the run needs.
+fn sandboxes(
+    plan: &Plan<'_>,
+    repos: &BTreeSet<RepoId>,
+    run_dir: &Path,
+) -> Result<Sandboxes, Vec<Diagnostic>> {
+    let mut out = Sandboxes {
+        dirs: BTreeMap::new(),
+        root: run_dir.to_path_buf(),
+        keep: plan.keep_sandbox,
+    };
+    for repo in repos {
+        let Some(info) = plan.workspace.repositories.get(repo) else {
+            continue;
+        };
+        if plan.mode == SandboxMode::None {
+            out.dirs.insert(repo.clone(), info.dir.clone());
+            continue;
+        }
+        let Some(snapshot) = plan.observed.snapshots.get(repo) else {
+            continue;
+        };
+        let dest = run_dir.join("sandboxes").join(repo.as_str());
+        let entries: Vec<Entry<'_>> = snapshot
+            .files
+            .iter()
+            .map(|f| Entry {
+                path: f.path.as_str(),
+                kind: match f.kind {
+                    FileKind::File => SandboxFileKind::File,
+                    FileKind::Executable => SandboxFileKind::Executable,
+                    FileKind::Symlink => SandboxFileKind::Symlink,
+                },
+            })
+            .collect();
+        let threads = std::thread::available_parallelism().unwrap_or(NonZeroUsize::MIN);
+        materialize::materialize(&snapshot.dir, &dest, &entries, threads).map_err(|e| {
+            vec![diag(
+                Code::SandboxFailed,
+                format!(
+                    "the {} sandbox of repository `{repo}` could not be made: failed to {e}",
+                    plan.mode.as_str()
+                ),
+                "Check the free space and permissions under .proofgraph/runs/.",
+            )]
+        })?;
+        out.dirs.insert(repo.clone(), dest);
+    }
+    Ok(out)
+}
+
+/// A job's whole environment and the secret values to redact from its log.
+type JobEnv = (Vec<(OsString, OsString)>, Vec<Vec<u8>>);
+
+/// The environment a job gets: PATH, HOME and LANG from the caller, the
+/// declared literal `env`, the `envFrom` values, and the run id. Returns the
+/// environment and the secret values to redact, or the names of missing
+/// `envFrom` variables.
+fn job_env(
+    plan: &Plan<'_>,
+    env: Option<&BTreeMap<proofgraph_graph::EnvName, proofgraph_graph::span::Spanned<String>>>,
+    env_from: Option<&Vec<proofgraph_graph::span::Spanned<proofgraph_graph::EnvName>>>,
+    extra: &[(&str, OsString)],
+) -> Result<JobEnv, Vec<String>> {
+    let mut vars: BTreeMap<OsString, OsString> = BTreeMap::new();
+    for name in ["PATH", "HOME", "LANG"] {
+        if let Some(v) = plan.env.var(name) {
+            vars.insert(name.into(), v.clone());
+        }
+    }
+    for (k, v) in env.into_iter().flatten() {
+        vars.insert(k.as_str().into(), v.value.clone().into());
+    }
+    let mut secrets = Vec::new();
+    let mut missing = Vec::new();
+    for name in env_from.into_iter().flatten() {
+        match plan.env.var(name.value.as_str()) {
+            Some(v) => {
+                if !v.is_empty() {
+                    secrets.push(v.as_encoded_bytes().to_vec());
+                }
+                vars.insert(name.value.as_str().into(), v.clone());
+            }
+            None => missing.push(name.value.to_string()),
+        }
+    }
+    for (k, v) in extra {
+        vars.insert((*k).into(), v.clone());
+    }
+    if missing.is_empty() {
+        Ok((vars.into_iter().collect(), secrets))
+    } else {
+        Err(missing)
+    }
+}
+
+/// The argv a provider runs: for a direct `playwright test`, the JSON
+/// reporter and the project are added unless given.
+fn provider_argv(p: &ProviderNode) -> Vec<OsString> {
+    let mut argv: Vec<String> = p
+        .spec
+        .command
+        .as_ref()
+        .map(|c| c.value.clone())
+        .unwrap_or_default();
+    if p.spec.adapter.value == Adapter::Playwright && is_direct_playwright(&argv) {
+        if !argv.iter().any(|a| a.starts_with("--reporter")) {
+            argv.push("--reporter=json".to_owned());
+        }
+        if let Some(project) = &p.spec.project
+            && !argv
+                .iter()
+                .any(|a| a == "--project" || a.starts_with("--project="))
+        {
+            argv.push(format!("--project={}", project.value));
+        }
+    }
+    argv.into_iter().map(OsString::from).collect()
+}
+
+/// `playwright test …`, `npx playwright test …`, `node_modules/.bin/playwright test …`.
+pub fn is_direct_playwright(argv: &[String]) -> bool {
+    let skip = usize::from(
+        argv.first()
+            .is_some_and(|a| a == "npx" || a.ends_with("/npx")),
+    );
+    let program = argv.get(skip).map(String::as_str).unwrap_or("");
+    (program == "playwright" || program.ends_with("/playwright"))
+        && argv.get(skip + 1).is_some_and(|a| a == "test")
+}
+
+fn bounded_read(path: &Path) -> ReportFile {
+    let shown = path.display().to_string();
+    match fs_err::metadata(path) {
+        Ok(m) if m.len() as usize > crate::report::MAX_REPORT_BYTES => {
+            ReportFile::Bytes(shown, Vec::new())
+        }
+        Ok(_) => match fs_err::read(path) {
+            Ok(bytes) => ReportFile::Bytes(shown, bytes),
+            Err(_) => ReportFile::Missing(shown),
+        },
+        Err(_) => ReportFile::Missing(shown),
+    }
+}
+
+struct Loop<'p, 'a> {
+    plan: &'p Plan<'a>,
+    scheduler: Scheduler<'a>,
+    run: Option<Run>,
+    sandboxes: Sandboxes,
+    jobs: BTreeMap<JobId, Purpose>,
+    /// Execution key → the job running it, or its finished result.
+    executions: BTreeMap<ExecKey, Execution>,
+    /// Providers attached to an execution, waiting for it.
+    waiting: BTreeMap<ExecKey, Vec<NodeId>>,
+    services: BTreeMap<NodeId, JobId>,
+    probe_failures: BTreeMap<NodeId, String>,
+    results: BTreeMap<NodeId, ProviderRun>,
+    diagnostics: Vec<Diagnostic>,
+    log_dir: PathBuf,
+    next_log: usize,
+}
+
+#[derive(Debug, Clone)]
+enum Execution {
+    Running,
+    Done(Finished),
+}
+
+#[derive(Debug, Clone)]
+struct Finished {
+    ended: Ended,
+    /// Overrides the reason of non-passing verdicts (a contract mismatch).
+    reason: Option<String>,
+    log: Option<PathBuf>,
+    duration: Duration,
+    started_at: String,
+    finished_at: String,
+}
+
+async fn execute_async(
+    plan: &Plan<'_>,
+    wanted: &BTreeSet<NodeId>,
+) -> Result<Executed, Vec<Diagnostic>> {
+    let graph = plan.graph;
+    let run_dir = plan.store.run_dir(plan.run_id).map_err(|e| {
+        vec![diag(
+            Code::SandboxFailed,
+            format!("the run's directory could not be made: failed to {e}"),
+            "Check that .proofgraph/runs/ is a writable directory.",
+        )]
+    })?;
+    // The repositories that wanted providers and their services run in.
+    let mut repos: BTreeSet<RepoId> = BTreeSet::new();
+    for id in wanted {
+        if let Some(p) = graph.node(*id).provider() {
+            repos.extend(p.runs_in.iter().cloned());
+            for s in graph.services_of(*id) {
+                repos.extend(graph.node(s).service().and_then(|s| s.runs_in.clone()));
+            }
+        }
+    }
+    let sandboxes = sandboxes(plan, &repos, &run_dir)?;
+    let log_dir = run_dir.join("logs");
+    fs_err::create_dir_all(&log_dir).map_err(|e| {
+        vec![diag(
+            Code::SandboxFailed,
+            format!("failed to create `{}`: {e}", log_dir.display()),
+            "Check permissions under .proofgraph/runs/.",
+        )]
+    })?;
+    let needs_run = wanted.iter().any(|id| {
+        graph
+            .node(*id)
+            .provider()
+            .is_some_and(|p| p.spec.adapter.value.runs_command())
+    });
+    let (run, isolation) = if needs_run {
+        let (run, isolation) = Run::start(&RunConfig::current_exe(plan.isolation)).map_err(|e| {
+            vec![diag(Code::IsolationUnavailable, format!("the run could not be started: failed to {e}"), "Run `proofgraph doctor` to see what isolation this machine allows, or pass --isolation none.")]
+        })?;
+        (Some(run), Some(isolation))
+    } else {
+        (None, None)
+    };
+    let mut diagnostics = Vec::new();
+    if let Some(Isolation::None { reason }) = &isolation {
+        diagnostics.push(
+            Diagnostic::warning(Code::IsolationUnavailable, format!("this run is not isolated ({reason}): its commands share the host's network, PIDs and /tmp"))
+                .surface("prove.isolation")
+                .fix("Run as root or allow unprivileged user namespaces for hermetic runs; receipts record `isolation: none`."),
+        );
+    }
+    let scheduler = Scheduler::new(graph, plan.jobs, wanted);
+    let mut state = Loop {
+        plan,
+        scheduler,
+        run,
+        sandboxes,
+        jobs: BTreeMap::new(),
+        executions: BTreeMap::new(),
+        waiting: BTreeMap::new(),
+        services: BTreeMap::new(),
+        probe_failures: BTreeMap::new(),
+        results: BTreeMap::new(),
+        diagnostics,
+        log_dir,
+        next_log: 0,
+    };
+    // Contract digests and other commandless providers are judged in-process.
+    let isolation_name = match &isolation {
+        Some(Isolation::Namespaces { .. }) => "namespaces",
+        _ => "none",
+    };
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Event>();
+    if let Some(run) = &mut state.run {
+        let events = run.take_events();
+        std::thread::spawn(move || {
+            while let Ok(event) = events.recv() {
+                if tx.send(event).is_err() {
+                    break;
+                }
+            }
+        });
+    }
+    let mut sigint = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt()).ok();
+    let mut sigterm =
+        tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+    let mut interrupted = false;
+    loop {
+        for action in state.scheduler.poll() {
+            match action {
+                Action::Start(id) => state.start(id, isolation_name),
+                Action::Stop(id) => state.stop_service(id),
+            }
+        }
+        if state.scheduler.is_finished() {
+            break;
+        }
+        let running_jobs = !state.jobs.is_empty();
+        if !running_jobs {
+            // Nothing to wait for: every start was resolved in-process.
+            continue;
+        }
+        tokio::select! {
+            event = rx.recv() => match event {
+                Some(event) => state.on_event(event, isolation_name),
+                None => {
+                    state.diagnostics.push(diag(Code::IsolationUnavailable, "the run's init stopped reporting".to_owned(), "Rerun; if it persists, run `proofgraph doctor`."));
+                    state.scheduler.halt();
+                    break;
+                }
+            },
+            _ = recv_signal(&mut sigint) => { interrupted = true; break; }
+            _ = recv_signal(&mut sigterm) => { interrupted = true; break; }
+        }
+    }
+    if interrupted {
+        state.scheduler.halt();
+        state.progress("interrupted: stopping every process of the run");
+    }
+    if let Some(run) = state.run.take() {
+        let _ = run.shutdown();
+    }
+    // Providers never started because a probe failed get an error receipt;
+    // those blocked by a failed dependency or an interrupt get none.
+    let blocked: Vec<NodeId> = graph
+        .order()
+        .iter()
+        .copied()
+        .filter(|id| {
+            wanted.contains(id)
+                && matches!(
+                    state.scheduler.state(*id),
+                    State::Blocked | State::Waiting | State::Running
+                )
+        })
+        .collect();
+    for id in blocked {
+        let probe_reason = graph
+            .services_of(id)
+            .into_iter()
+            .find_map(|s| state.probe_failures.get(&s).cloned());
+        match (interrupted, probe_reason) {
+            (false, Some(reason)) => {
+                let now = receipt::now_rfc3339();
+                let finished = Finished {
+                    ended: Ended::Error(reason),
+                    reason: None,
+                    log: None,
+                    duration: Duration::ZERO,
+                    started_at: now.clone(),
+                    finished_at: now,
+                };
+                state.record(id, &finished, isolation_name);
+            }
+            (true, _) => {
+                state.results.insert(
+                    id,
+                    not_run(
+                        graph,
+                        id,
+                        "interrupted",
+                        "the run was interrupted before it finished",
+                    ),
+                );
+            }
+            (false, None) => {
+                let reason = blocked_reason(graph, &state.scheduler, id);
+                state
+                    .results
+                    .insert(id, not_run(graph, id, "blocked", &reason));
+            }
+        }
+    }
+    let providers = graph
+        .order()
+        .iter()
+        .filter_map(|id| state.results.remove(id))
+        .collect();
+    Ok(Executed {
+        isolation,
+        providers,
+        interrupted,
+        diagnostics: state.diagnostics,
+    })
+}
+
+async fn recv_signal(signal: &mut Option<tokio::signal::unix::Signal>) {
+    match signal {
+        Some(s) => {
+            s.recv().await;
+        }
+        None => std::future::pending::<()>().await,
+    }
+}
+
+fn not_run(graph: &SealedGraph, id: NodeId, action: &'static str, reason: &str) -> ProviderRun {
+    ProviderRun {
+        provider: graph.node(id).name.clone(),
+        action,
+        reason: Some(reason.to_owned()),
+        duration_ms: None,
+        receipts: Vec::new(),
+    }
+}
+
+fn blocked_reason(graph: &SealedGraph, scheduler: &Scheduler<'_>, id: NodeId) -> String {
+    let failed: Vec<String> = graph
+        .incoming(id)
+        .into_iter()
+        .filter(|(from, _)| matches!(scheduler.state(*from), State::Failed | State::Blocked))
+        .map(|(from, _)| format!("`{}`", graph.node(from).name))
+        .collect();
+    if failed.is_empty() {
+        "not run: the run stopped after a failure (use --keep-going to run everything)".to_owned()
+    } else {
+        format!("not run: {} did not pass", failed.join(", "))
+    }
+}
+
+impl Loop<'_, '_> {
+    /// Tells the scheduler a provider finished; a failure stops new starts
+    /// unless `--keep-going`.
+    fn finish(&mut self, id: NodeId, ok: bool) {
+        self.scheduler
+            .complete(id, if ok { Step::Succeeded } else { Step::Failed });
+        if !ok && !self.plan.keep_going {
+            self.scheduler.halt();
+        }
+    }
+
+    fn progress(&self, line: &str) {
+        (self.plan.progress)(line);
+    }
+
+    fn log_path(&mut self, name: &str) -> PathBuf {
+        self.next_log += 1;
+        self.log_dir
+            .join(format!("{:04}-{name}.log", self.next_log))
+    }
+
+    fn cwd(&self, repo: Option<&RepoId>) -> Option<PathBuf> {
+        repo.and_then(|r| self.sandboxes.dirs.get(r)).cloned()
+    }
+
+    fn start(&mut self, id: NodeId, isolation: &str) {
+        let graph = self.plan.graph;
+        match &graph.node(id).kind {
+            NodeKind::Provider(p) => self.start_provider(id, p, isolation),
+            NodeKind::Service(s) => self.start_service(id, s),
+            NodeKind::Probe(probe) => {
+                let Some(service) = graph.service(&probe.service) else {
+                    return;
+                };
+                self.start_probe(id, service);
+            }
+        }
+    }
+
+    fn start_provider(&mut self, id: NodeId, p: &ProviderNode, isolation: &str) {
+        let started_at = receipt::now_rfc3339();
+        if p.spec.adapter.value == Adapter::ContractDigest {
+            let started = Instant::now();
+            let (ended, reason) = self.contract_digest(p);
+            let finished = Finished {
+                ended,
+                reason,
+                log: None,
+                duration: started.elapsed(),
+                started_at,
+                finished_at: receipt::now_rfc3339(),
+            };
+            let ok = self.record(id, &finished, isolation);
+            self.finish(id, ok);
+            return;
+        }
+        if !p.spec.adapter.value.runs_command() {
+            let now = receipt::now_rfc3339();
+            let finished = Finished {
+                ended: Ended::Error(format!(
+                    "the {} adapter runs nothing in `prove`",
+                    p.spec.adapter.value
+                )),
+                reason: None,
+                log: None,
+                duration: Duration::ZERO,
+                started_at: now.clone(),
+                finished_at: now,
+            };
+            self.record(id, &finished, isolation);
+            self.finish(id, false);
+            return;
+        }
+        let fail_now = |this: &mut Self, reason: String| {
+            let now = receipt::now_rfc3339();
+            let finished = Finished {
+                ended: Ended::Error(reason),
+                reason: None,
+                log: None,
+                duration: Duration::ZERO,
+                started_at: now.clone(),
+                finished_at: now,
+            };
+            this.record(id, &finished, isolation);
+            this.finish(id, false);
+        };
+        if p.spec.inputs.is_some()
+            && self
+                .plan
+                .observed
+                .files
+                .get(&p.spec.id.value)
+                .is_none_or(Vec::is_empty)
+        {
+            return fail_now(
+                self,
+                "its declared `inputs` match no file, so a pass would prove nothing about the code"
+                    .to_owned(),
+            );
+        }
+        let Some(cwd) = self.cwd(p.runs_in.as_ref()) else {
+            return fail_now(self, "its repository has no sandbox".to_owned());
+        };
+        let mut extra = vec![("PROOFGRAPH_RUN_ID", OsString::from(self.plan.run_id))];
+        let playwright_report = (p.spec.adapter.value == Adapter::Playwright).then(|| {
+            self.log_dir
+                .join(format!("{}.playwright.json", p.spec.id.value))
+        });
+        if let Some(path) = &playwright_report {
+            extra.push(("PLAYWRIGHT_JSON_OUTPUT_FILE", path.clone().into_os_string()));
+        }
+        let (env, redact) = match job_env(
+            self.plan,
+            p.spec.env.as_ref(),
+            p.spec.env_from.as_ref(),
+            &extra,
+        ) {
+            Ok(e) => e,
+            Err(missing) => {
+                return fail_now(
+                    self,
+                    format!(
+                        "`envFrom` names {} but the environment does not set it",
+                        missing.join(", ")
+                    ),
+                );
+            }
+        };
+        let timeout = p.spec.timeout_ms.as_ref().map_or(120_000, |t| t.value);
+        let network = p
+            .spec
+            .network
+            .as_ref()
+            .is_some_and(|n| n.value == NetworkSetting::Host);
+        let key = ExecKey {
+            argv: provider_argv(p),
+            cwd: cwd.clone(),
+            env: env.clone(),
+            timeout,
+            network,
+        };
+        match self.executions.get(&key) {
+            Some(Execution::Running) => {
+                self.waiting.entry(key).or_default().push(id);
+                return;
+            }
+            Some(Execution::Done(finished)) => {
+                let finished = finished.clone();
+                let ok = self.record(id, &finished, isolation);
+                self.finish(id, ok);
+                return;
+            }
+            None => {}
+        }
+        // A report left over from an earlier run (or a tracked file) must
+        // never be read as this run's.
+        if let Some(report) = &p.spec.report {
+            let _ = fs_err::remove_file(cwd.join(&report.value));
+        }
+        if let Some(path) = &playwright_report {
+            let _ = fs_err::remove_file(path);
+        }
+        let log = self.log_path(p.spec.id.value.as_str());
+        let spec = JobSpec {
+            argv: key.argv.clone(),
+            cwd,
+            env,
+            network: if network {
+                Network::Host
+            } else {
+                Network::Private
+            },
+            timeout: Some(Duration::from_millis(timeout)),
+            log: log.clone(),
+            redact,
+        };
+        let Some(run) = &self.run else {
+            return fail_now(self, "no run was started".to_owned());
+        };
+        match run.spawn(&spec) {
+            Ok(job) => {
+                self.progress(&format!("  run     {}", p.spec.id.value));
+                self.jobs.insert(
+                    job,
+                    Purpose::Providers {
+                        key: key.clone(),
+                        log,
+                        started: Instant::now(),
+                        started_at,
+                    },
+                );
+                self.executions.insert(key.clone(), Execution::Running);
+                self.waiting.entry(key).or_default().push(id);
+            }
+            Err(e) => fail_now(
+                self,
+                format!("its command could not be started: failed to {e}"),
+            ),
+        }
+    }
+
+    fn start_service(&mut self, id: NodeId, s: &ServiceNode) {
+        let Some(cwd) = self.cwd(s.runs_in.as_ref()) else {
+            self.probe_failures
+                .insert(id, format!("service `{}` has no sandbox", s.spec.id.value));
+            self.scheduler.complete(id, Step::Failed);
+            return;
+        };
+        let extra = [("PROOFGRAPH_RUN_ID", OsString::from(self.plan.run_id))];
+        let (env, redact) = match job_env(
+            self.plan,
+            s.spec.env.as_ref(),
+            s.spec.env_from.as_ref(),
+            &extra,
+        ) {
+            Ok(e) => e,
+            Err(missing) => {
+                self.probe_failures.insert(
+                    id,
+                    format!(
+                        "service `{}` needs `envFrom` {}, which the environment does not set",
+                        s.spec.id.value,
+                        missing.join(", ")
+                    ),
+                );
+                self.scheduler.complete(id, Step::Failed);
+                return;
+            }
+        };
+        let network = s
+            .spec
+            .network
+            .as_ref()
+            .is_some_and(|n| n.value == NetworkSetting::Host);
+        let log = self.log_path(&format!("service-{}", s.spec.id.value));
+        let spec = JobSpec {
+            argv: s
+                .spec
+                .command
+                .as_ref()
+                .map(|c| c.value.iter().map(OsString::from).collect())
+                .unwrap_or_default(),
+            cwd,
+            env,
+            network: if network {
+                Network::Host
+            } else {
+                Network::Private
+            },
+            timeout: None,
+            log,
+            redact,
+        };
+        let Some(run) = &self.run else { return };
+        match run.spawn(&spec) {
+            Ok(job) => {
+                self.progress(&format!("  start   service {}", s.spec.id.value));
+                self.jobs.insert(job, Purpose::Service(id));
+                self.services.insert(id, job);
+                self.scheduler.complete(id, Step::Succeeded);
+            }
+            Err(e) => {
+                self.probe_failures.insert(
+                    id,
+                    format!(
+                        "service `{}` could not be started: failed to {e}",
+                        s.spec.id.value
+                    ),
+                );
+                self.scheduler.complete(id, Step::Failed);
+            }
+        }
+    }
+
+    fn start_probe(&mut self, probe: NodeId, service: NodeId) {
+        let Some(s) = self.plan.graph.node(service).service() else {
+            return;
+        };
+        let Some(readiness) = &s.spec.readiness else {
+            return;
+        };
+        let subst = |text: &str| text.replace("${PROOFGRAPH_RUN_ID}", self.plan.run_id);
+        let spec = ProbeSpec {
+            url: readiness
+                .url
+                .as_ref()
+                .map(|u| u.value.clone())
+                .unwrap_or_default(),
+            expect_status: None,
+            expect_headers: readiness
+                .expect_header
+                .iter()
+                .flatten()
+                .map(|(k, v)| (k.clone(), subst(&v.value)))
+                .collect(),
+            expect_body: readiness.expect_body.as_ref().map(|b| subst(&b.value)),
+            timeout: Duration::from_millis(
+                readiness.timeout_ms.as_ref().map_or(30_000, |t| t.value),
+            ),
+            log: self.log_path(&format!("probe-{}", s.spec.id.value)),
+            redact: Vec::new(),
+        };
+        let Some(run) = &self.run else { return };
+        match run.probe(&spec) {
+            Ok(job) => {
+                self.jobs.insert(job, Purpose::Probe(probe));
+            }
+            Err(e) => {
+                self.probe_failures.insert(
+                    service,
+                    format!(
+                        "the readiness probe of `{}` could not start: failed to {e}",
+                        s.spec.id.value
+                    ),
+                );
+                self.scheduler.complete(probe, Step::Failed);
+            }
+        }
+    }
+
+    fn stop_service(&mut self, id: NodeId) {
+        if let (Some(job), Some(run)) = (self.services.get(&id), &self.run) {
+            self.progress(&format!("  stop    {}", self.plan.graph.node(id).name));
+            let _ = run.kill(*job);
+        }
+    }
+
+    fn on_event(&mut self, event: Event, isolation: &str) {
+        let Some(job) = event.job() else {
+            if let Event::InitFailed { reason } = event {
+                self.diagnostics.push(diag(
+                    Code::IsolationUnavailable,
+                    format!("the run's init failed: {reason}"),
+                    "Rerun; if it persists, run `proofgraph doctor`.",
+                ));
+                self.scheduler.halt();
+            }
+            return;
+        };
+        let Some(purpose) = self.jobs.remove(&job) else {
+            return;
+        };
+        match (purpose, event) {
+            (
+                Purpose::Providers {
+                    key,
+                    log,
+                    started,
+                    started_at,
+                },
+                Event::Exited {
+                    code,
+                    signal,
+                    timed_out,
+                    killed,
+                    spawn_error,
+                    ..
+                },
+            ) => {
+                let ended = match spawn_error {
+                    Some(e) => Ended::Error(format!("its command could not be started: {e}")),
+                    None if killed => Ended::Error("it was killed before it finished".to_owned()),
+                    None => Ended::Exited(Exit {
+                        code,
+                        signal,
+                        timed_out,
+                    }),
+                };
+                let finished = Finished {
+                    ended,
+                    reason: None,
+                    log: Some(log),
+                    duration: started.elapsed(),
+                    started_at,
+                    finished_at: receipt::now_rfc3339(),
+                };
+                self.executions
+                    .insert(key.clone(), Execution::Done(finished.clone()));
+                for id in self.waiting.remove(&key).unwrap_or_default() {
+                    let ok = self.record(id, &finished, isolation);
+                    self.finish(id, ok);
+                }
+            }
+            (
+                Purpose::Service(id),
+                Event::Exited {
+                    code,
+                    signal,
+                    spawn_error,
+                    killed,
+                    ..
+                },
+            ) => {
+                self.services.remove(&id);
+                if !killed {
+                    let how = match (spawn_error, code, signal) {
+                        (Some(e), _, _) => format!("could not start: {e}"),
+                        (None, Some(c), _) => format!("exited with code {c}"),
+                        (None, None, Some(s)) => format!("was killed by signal {s}"),
+                        _ => "ended".to_owned(),
+                    };
+                    let name = &self.plan.graph.node(id).name;
+                    self.probe_failures
+                        .insert(id, format!("{name} {how} before its users finished"));
+                    self.progress(&format!("  ended   {name}: {how}"));
+                    self.scheduler.service_exited(id);
+                }
+            }
+            (Purpose::Probe(probe), Event::Ready { .. }) => {
+                self.scheduler.complete(probe, Step::Succeeded);
+            }
+            (Purpose::Probe(probe), Event::NotReady { reason, .. }) => {
+                for (service, _) in self.plan.graph.incoming(probe) {
+                    let name = self.plan.graph.node(service).name.clone();
+                    self.probe_failures
+                        .entry(service)
+                        .or_insert_with(|| format!("{name} was never observed ready: {reason}"));
+                }
+                self.scheduler.complete(probe, Step::Failed);
+            }
+            (_, _) => {}
+        }
+    }
+
+    /// Compares the contract's bytes in every named repository: exit 0 when
+    /// identical, 1 otherwise, with the reason naming each side's digest.
+    fn contract_digest(&self, p: &ProviderNode) -> (Ended, Option<String>) {
+        let mut sides = Vec::new();
+        for (repo, path) in p.spec.contract.iter().flatten() {
+            let Some(dir) = self
+                .plan
+                .workspace
+                .repositories
+                .get(repo)
+                .map(|r| r.dir.clone())
+            else {
+                continue;
+            };
+            sides.push((
+                repo.to_string(),
+                path.value.clone(),
+                fs_err::read(dir.join(&path.value)).ok(),
+            ));
+        }
+        let exit = |code| {
+            Ended::Exited(Exit {
+                code: Some(code),
+                signal: None,
+                timed_out: false,
+            })
+        };
+        let missing: Vec<String> = sides
+            .iter()
+            .filter(|(_, _, b)| b.is_none())
+            .map(|(r, p, _)| format!("{r}:{p}"))
+            .collect();
+        if !missing.is_empty() {
+            return (
+                exit(1),
+                Some(format!("the contract is missing at {}", missing.join(", "))),
+            );
+        }
+        let digests: BTreeSet<String> = sides
+            .iter()
+            .filter_map(|(_, _, b)| b.as_deref().map(crate::store::sha256_hex))
+            .collect();
+        if digests.len() == 1 {
+            return (exit(0), None);
+        }
+        let each: Vec<String> = sides
+            .iter()
+            .map(|(r, p, b)| {
+                let bytes = b.as_deref().unwrap_or_default();
+                format!(
+                    "{r}:{p} is sha256:{} ({} bytes)",
+                    crate::store::sha256_hex(bytes),
+                    bytes.len()
+                )
+            })
+            .collect();
+        (
+            exit(1),
+            Some(format!("the contracts differ: {}", each.join("; "))),
+        )
+    }
+
+    /// Judges a provider's execution and writes its receipts; returns
+    /// whether every receipt passed.
+    fn record(&mut self, id: NodeId, finished: &Finished, isolation: &str) -> bool {
+        let plan = self.plan;
+        let graph = plan.graph;
+        let Some(p) = graph.node(id).provider() else {
+            return false;
+        };
+        let pid = &p.spec.id.value;
+        let report_file = match (&finished.ended, p.spec.adapter.value) {
+            (Ended::Error(_), _) => ReportFile::NotExpected,
+            (_, Adapter::Playwright) => match &p.spec.report {
+                Some(report) => self
+                    .cwd(p.runs_in.as_ref())
+                    .map_or(ReportFile::NotExpected, |d| {
+                        bounded_read(&d.join(&report.value))
+                    }),
+                None => bounded_read(&self.log_dir.join(format!("{pid}.playwright.json"))),
+            },
+            (_, Adapter::TestDiscovery) | (_, Adapter::Command) => match &p.spec.report {
+                Some(report) if p.spec.adapter.value == Adapter::TestDiscovery => self
+                    .cwd(p.runs_in.as_ref())
+                    .map_or(ReportFile::NotExpected, |d| {
+                        bounded_read(&d.join(&report.value))
+                    }),
+                Some(report) => self
+                    .cwd(p.runs_in.as_ref())
+                    .map_or(ReportFile::NotExpected, |d| {
+                        match bounded_read(&d.join(&report.value)) {
+                            ReportFile::Bytes(path, bytes) => ReportFile::Bytes(path, bytes),
+                            _ => ReportFile::NotExpected,
+                        }
+                    }),
+                None if p.spec.adapter.value == Adapter::TestDiscovery => {
+                    ReportFile::Missing("(no `report` declared)".to_owned())
+                }
+                None => ReportFile::NotExpected,
+            },
+            _ => ReportFile::NotExpected,
+        };
+        let timeout = p.spec.timeout_ms.as_ref().map_or(120_000, |t| t.value);
+        let mut judged = judge::judge(p, &finished.ended, &report_file, timeout);
+        if p.spec.adapter.value == Adapter::Command
+            && !matches!(report_file, ReportFile::NotExpected)
+        {
+            // A command's report is kept as an artifact; it does not decide.
+            judged.tests = TestNames::default();
+        }
+        if let Some(reason) = &finished.reason {
+            for v in judged
+                .verdicts
+                .iter_mut()
+                .filter(|v| v.outcome != Outcome::Pass)
+            {
+                v.reason = Some(reason.clone());
+            }
+        }
+        // Artifacts: the command log and the report, kept in the store.
+        let mut artifacts = Vec::new();
+        if let Some(log) = &finished.log
+            && let Ok(bytes) = fs_err::read(log)
+        {
+            match plan.store.put(&bytes) {
+                Ok(sha) => artifacts.push(Artifact {
+                    kind: "command-log".into(),
+                    path: None,
+                    sha256: sha,
+                    size: bytes.len() as u64,
+                }),
+                Err(e) => self
+                    .diagnostics
+                    .push(crate::commands::evaluate::store_error(&e)),
+            }
+        }
+        if let ReportFile::Bytes(_, bytes) = &report_file
+            && !bytes.is_empty()
+            && let Ok(sha) = plan.store.put(bytes)
+        {
+            let path = p.spec.report.as_ref().map(|r| r.value.clone());
+            artifacts.push(Artifact {
+                kind: "structured-report".into(),
+                path,
+                sha256: sha,
+                size: bytes.len() as u64,
+            });
+        }
+        if p.spec.adapter.value == Adapter::ContractDigest {
+            for (repo, path) in p.spec.contract.iter().flatten() {
+                if let Some(dir) = plan.workspace.repositories.get(repo).map(|r| &r.dir)
+                    && let Ok(bytes) = fs_err::read(dir.join(&path.value))
+                    && let Ok(sha) = plan.store.put(&bytes)
+                {
+                    artifacts.push(Artifact {
+                        kind: "contract-artifact".into(),
+                        path: Some(format!("{repo}:{}", path.value)),
+                        sha256: sha,
+                        size: bytes.len() as u64,
+                    });
+                }
+            }
+        }
+        let files = plan
+            .observed
+            .files
+            .get(pid)
+            .map(Vec::as_slice)
+            .unwrap_or_default();
+        let listing = crate::commands::evaluate::listing(files);
+        let inputs = plan.store.put(&listing).unwrap_or_default();
+        let fingerprint = plan
+            .fingerprints
+            .providers
+            .get(pid)
+            .map(ToString::to_string)
+            .unwrap_or_default();
+        let binding = graph
+            .binding(pid, &plan.observed.world, plan.fingerprints)
+            .map(|b| b.sha256_hex())
+            .unwrap_or_default();
+        let manifest = graph
+            .manifest(pid, &plan.observed.world, plan.fingerprints)
+            .map(|m| crate::commands::evaluate::components(&m))
+            .unwrap_or_default();
+        let exit = match &finished.ended {
+            Ended::Exited(e) => Some(e.clone()),
+            Ended::Error(_) => None,
+        };
+        let mut receipts = Vec::new();
+        let mut all_pass = true;
+        for verdict in &judged.verdicts {
+            all_pass &= verdict.outcome == Outcome::Pass;
+            let proof = Proof {
+                version: receipt::RECEIPT_VERSION,
+                change: plan.change.to_owned(),
+                provider: pid.to_string(),
+                receipt: verdict.output.under.to_string(),
+                capability: verdict.output.capability.to_string(),
+                claims: p.claims.iter().map(ToString::to_string).collect(),
+                outcome: verdict.outcome,
+                reason: verdict.reason.clone(),
+                adapter: p.spec.adapter.value.to_string(),
+                counts: judged.counts.clone(),
+                discovered: verdict.discovered,
+                minimum: verdict.minimum,
+                sandbox: plan.mode.as_str().to_owned(),
+                isolation: isolation.to_owned(),
+                network: p
+                    .spec
+                    .network
+                    .as_ref()
+                    .map_or("private", |n| n.value.as_str())
+                    .to_owned(),
+                run_id: plan.run_id.to_owned(),
+                started_at: finished.started_at.clone(),
+                finished_at: finished.finished_at.clone(),
+                duration_ms: u64::try_from(finished.duration.as_millis()).unwrap_or(u64::MAX),
+                exit: exit.clone(),
+                artifacts: artifacts.clone(),
+                fingerprint: fingerprint.clone(),
+                binding: binding.clone(),
+                manifest: manifest.clone(),
+                inputs: inputs.clone(),
+                input_files: files.len() as u64,
+            };
+            match receipt::write(plan.store, plan.key, &proof, &judged.tests) {
+                Ok(sha) => {
+                    let key = Store::action_key(
+                        &fingerprint,
+                        proof.receipt.as_str(),
+                        proof.capability.as_str(),
+                    );
+                    let stored = plan.store.set_action(&key, &sha).and_then(|()| {
+                        plan.store
+                            .set_ref(plan.change, &proof.receipt, &proof.capability, &sha)
+                    });
+                    if let Err(e) = stored {
+                        self.diagnostics
+                            .push(crate::commands::evaluate::store_error(&e));
+                    }
+                    receipts.push(ReceiptView {
+                        receipt: proof.receipt.clone(),
+                        capability: proof.capability.clone(),
+                        outcome: proof.outcome,
+                        reason: proof.reason.clone(),
+                        sha256: sha,
+                    });
+                }
+                Err(e) => {
+                    all_pass = false;
+                    self.diagnostics.push(diag(
+                        Code::StoreUnusable,
+                        format!("the receipt of `{pid}` could not be written: failed to {e}"),
+                        "Check that .proofgraph/ is writable.",
+                    ));
+                }
+            }
+        }
+        let worst = judged
+            .verdicts
+            .iter()
+            .map(|v| v.outcome)
+            .max()
+            .unwrap_or(Outcome::Error);
+        let mark = if all_pass { "pass" } else { worst.as_str() };
+        let reason = judged.verdicts.iter().find_map(|v| v.reason.clone());
+        self.progress(&format!(
+            "  {mark:7} {} ({} ms){}",
+            pid,
+            finished.duration.as_millis(),
+            reason
+                .as_deref()
+                .map(|r| format!(": {r}"))
+                .unwrap_or_default()
+        ));
+        self.results.insert(
+            id,
+            ProviderRun {
+                provider: pid.to_string(),
+                action: "ran",
+                reason,
+                duration_ms: Some(u64::try_from(finished.duration.as_millis()).unwrap_or(u64::MAX)),
+                receipts,
+            },
+        );
+        all_pass
+    }
+}
+
+/// Which providers to run: those whose receipts are not all current passes
+/// (every one with `no_cache`), minus those that run nothing in `prove`
+/// (`external`), restricted to a shard when asked.
+pub fn wanted(
+    graph: &SealedGraph,
+    fingerprints: &Fingerprints,
+    store: &Store,
+    trusted: &[crate::attest::envelope::TrustedKey],
+    change: &str,
+    no_cache: bool,
+    shard: Option<(usize, NonZeroUsize)>,
+) -> (BTreeSet<NodeId>, BTreeMap<ProviderId, Vec<String>>) {
+    let in_shard: Option<BTreeSet<NodeId>> =
+        shard.map(|(i, n)| proofgraph_graph::schedule::shard(graph, i, n));
+    let mut run = BTreeSet::new();
+    let mut reused = BTreeMap::new();
+    for (id, node, p) in graph.providers() {
+        if p.spec.adapter.value == Adapter::External {
+            continue;
+        }
+        if in_shard.as_ref().is_some_and(|s| !s.contains(&node)) {
+            continue;
+        }
+        let fp = fingerprints
+            .providers
+            .get(id)
+            .map(ToString::to_string)
+            .unwrap_or_default();
+        match (
+            no_cache,
+            crate::status::is_proven(p, &fp, store, trusted, change),
+        ) {
+            (false, Some(receipts)) => {
+                reused.insert(id.clone(), receipts);
+            }
+            _ => {
+                run.insert(node);
+            }
+        }
+    }
+    (run, reused)
+}

@@ -1,0 +1,258 @@
+//! Where each requirement stands: claim × capability → passed, failed,
+//! inconclusive, stale or pending, from the receipts in the store for the
+//! current fingerprints.
+//!
+//! A requirement (a claim needing a capability) is met by the providers that
+//! prove the capability and vouch for the claim; a claim that names
+//! repositories needs one such provider per repository. A provider's receipt
+//! counts only if it verifies against a trusted key and names the current
+//! fingerprint; a receipt for another fingerprint makes the requirement
+//! `stale`, none at all `pending`.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use proofgraph_graph::fingerprint::Fingerprints;
+use proofgraph_graph::{ProviderId, RepoId, SealedGraph};
+use serde::Serialize;
+
+use crate::attest::envelope::TrustedKey;
+use crate::receipt::{self, Outcome, Verified};
+use crate::store::Store;
+
+/// A requirement's state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum State {
+    /// A current receipt passes.
+    Passed,
+    /// A current receipt fails (or is an error).
+    Failed,
+    /// A current receipt neither passes nor fails.
+    Inconclusive,
+    /// A receipt exists, but for another fingerprint.
+    Stale,
+    /// No receipt.
+    Pending,
+}
+
+impl State {
+    /// The name used in output.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            State::Passed => "passed",
+            State::Failed => "failed",
+            State::Inconclusive => "inconclusive",
+            State::Stale => "stale",
+            State::Pending => "pending",
+        }
+    }
+}
+
+/// The receipt a provider would write for a capability, and what the store
+/// holds for it.
+#[derive(Debug, Clone, Serialize)]
+pub struct Evidence {
+    /// The provider whose run writes it.
+    pub provider: String,
+    /// The name it is stored under.
+    pub receipt: String,
+    /// Its state.
+    pub state: State,
+    /// The receipt's SHA-256, when there is a current one (or the stale one).
+    pub sha256: Option<String>,
+    /// Why it is not passed.
+    pub reason: Option<String>,
+}
+
+/// One claim × capability.
+#[derive(Debug, Clone, Serialize)]
+pub struct Requirement {
+    /// The claim.
+    pub claim: String,
+    /// The capability.
+    pub capability: String,
+    /// The combined state.
+    pub state: State,
+    /// The receipts that decide it.
+    pub evidence: Vec<Evidence>,
+    /// Why it is not passed, when no receipt says (unwired, a repository without a provider).
+    pub reason: Option<String>,
+}
+
+/// What the store says about one receipt of one provider.
+pub fn lookup(
+    store: &Store,
+    trusted: &[TrustedKey],
+    change: &str,
+    fingerprint: &str,
+    receipt: &str,
+    capability: &str,
+) -> (State, Option<Verified>, Option<String>) {
+    let key = Store::action_key(fingerprint, receipt, capability);
+    if let Some(sha) = store.action(&key)
+        && let Some(v) = receipt::read(store, &sha, trusted)
+        && v.proof.fingerprint == fingerprint
+        && v.proof.capability == capability
+        && v.proof.receipt == receipt
+    {
+        let state = match v.proof.outcome {
+            Outcome::Pass => State::Passed,
+            Outcome::Fail | Outcome::Error => State::Failed,
+            Outcome::Inconclusive => State::Inconclusive,
+        };
+        return (state, Some(v), None);
+    }
+    match store.latest(change, receipt, capability) {
+        Some(sha) => (State::Stale, None, Some(sha)),
+        None => (State::Pending, None, None),
+    }
+}
+
+/// Combines several states: any failure fails; else any inconclusive; else
+/// all passed passes; else stale before pending.
+pub fn combine(states: impl IntoIterator<Item = State>) -> State {
+    let all: Vec<State> = states.into_iter().collect();
+    if all.is_empty() {
+        return State::Pending;
+    }
+    for s in [State::Failed, State::Inconclusive] {
+        if all.contains(&s) {
+            return s;
+        }
+    }
+    if all.iter().all(|s| *s == State::Passed) {
+        return State::Passed;
+    }
+    if all.contains(&State::Stale) {
+        State::Stale
+    } else {
+        State::Pending
+    }
+}
+
+/// Every requirement of the change, in claim order.
+pub fn requirements(
+    graph: &SealedGraph,
+    fingerprints: &Fingerprints,
+    store: &Store,
+    trusted: &[TrustedKey],
+    change: &str,
+) -> Vec<Requirement> {
+    let mut cache: BTreeMap<(ProviderId, String, String), Evidence> = BTreeMap::new();
+    let mut out = Vec::new();
+    for claim in graph.claims() {
+        for capability in claim.required_capabilities() {
+            let provers: Vec<(&ProviderId, &proofgraph_graph::graph::ProviderNode)> = graph
+                .providers()
+                .filter(|(_, _, p)| p.claims.contains(&claim.id.value))
+                .filter(|(_, _, p)| p.outputs.iter().any(|o| o.capability == capability))
+                .map(|(id, _, p)| (id, p))
+                .collect();
+            let mut evidence = Vec::new();
+            for (id, p) in &provers {
+                let Some(fp) = fingerprints.providers.get(*id) else {
+                    continue;
+                };
+                for output in p.outputs.iter().filter(|o| o.capability == capability) {
+                    let key = (
+                        ProviderId::clone(id),
+                        output.under.to_string(),
+                        capability.to_string(),
+                    );
+                    let e = cache.entry(key).or_insert_with(|| {
+                        let (state, verified, stale) = lookup(
+                            store,
+                            trusted,
+                            change,
+                            &fp.to_string(),
+                            output.under.as_str(),
+                            capability.as_str(),
+                        );
+                        let reason = match (&verified, state) {
+                            (Some(v), State::Failed | State::Inconclusive) => {
+                                v.proof.reason.clone()
+                            }
+                            (None, State::Stale) => {
+                                Some("the receipt is for an earlier fingerprint".to_owned())
+                            }
+                            (None, State::Pending) => Some("not proven yet".to_owned()),
+                            _ => None,
+                        };
+                        Evidence {
+                            provider: id.to_string(),
+                            receipt: output.under.to_string(),
+                            state,
+                            sha256: verified.map(|v| v.sha256).or(stale),
+                            reason,
+                        }
+                    });
+                    evidence.push(e.clone());
+                }
+            }
+            let mut state = combine(evidence.iter().map(|e| e.state));
+            let mut reason = None;
+            if provers.is_empty() {
+                state = State::Pending;
+                reason = Some(format!("no provider proves `{capability}`"));
+            } else if let Some(repos) = &claim.repositories {
+                let covered: BTreeSet<&RepoId> = provers
+                    .iter()
+                    .flat_map(|(_, p)| p.repositories.iter())
+                    .collect();
+                let missing: Vec<String> = repos
+                    .iter()
+                    .filter(|r| !covered.contains(&r.value))
+                    .map(|r| format!("`{}`", r.value))
+                    .collect();
+                if !missing.is_empty() {
+                    if state == State::Passed {
+                        state = State::Pending;
+                    }
+                    reason = Some(format!(
+                        "no provider of repository {} proves `{capability}`",
+                        missing.join(", ")
+                    ));
+                }
+            }
+            out.push(Requirement {
+                claim: claim.id.value.to_string(),
+                capability: capability.to_string(),
+                state,
+                evidence,
+                reason,
+            });
+        }
+    }
+    out
+}
+
+/// Whether every receipt a provider writes is a current, verified pass.
+pub fn is_proven(
+    provider: &proofgraph_graph::graph::ProviderNode,
+    fingerprint: &str,
+    store: &Store,
+    trusted: &[TrustedKey],
+    change: &str,
+) -> Option<Vec<String>> {
+    let mut receipts = Vec::new();
+    for output in &provider.outputs {
+        let (state, verified, _) = lookup(
+            store,
+            trusted,
+            change,
+            fingerprint,
+            output.under.as_str(),
+            output.capability.as_str(),
+        );
+        if state != State::Passed {
+            return None;
+        }
+        receipts.extend(verified.map(|v| v.sha256));
+    }
+    Some(receipts)
+}
+
+/// The state of the whole change, for the exit code.
+pub fn overall(requirements: &[Requirement]) -> State {
+    combine(requirements.iter().map(|r| r.state))
+}

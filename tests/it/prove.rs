@@ -1,0 +1,538 @@
+//! `prove`, `status`, `explain` and `hash` on real git repositories built in
+//! the test, with real processes: only what changed reruns, and nothing is a
+//! pass that was not observed.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde_json::Value;
+
+use crate::support::{Run, Sandbox, git, git_commit_all};
+
+/// A shell test suite that writes a TAP report of `n` passing tests (and
+/// `fail` failing ones) to `out.tap`, and logs every run to `../runs.log`
+/// outside the sandbox so the test can count executions.
+fn suite(n: usize, fail: usize) -> String {
+    let mut s =
+        String::from("#!/bin/sh\nset -u\necho \"$0 $PROOFGRAPH_RUN_ID\" >> \"$RUNS_LOG\"\n");
+    s.push_str(&format!(
+        "{{ echo 'TAP version 13'; echo '1..{}';\n",
+        n + fail
+    ));
+    for i in 1..=n {
+        s.push_str(&format!("  echo 'ok {i} - case {i}';\n"));
+    }
+    for j in 1..=fail {
+        s.push_str(&format!("  echo 'not ok {} - broken {j}';\n", n + j));
+    }
+    s.push_str("} > out.tap\n");
+    if fail > 0 {
+        s.push_str("exit 1\n");
+    }
+    s
+}
+
+/// Two repositories (`web`, `api`) in one git repository. `web` has a test
+/// suite and a lint that depends on it; `api` has a test suite; a contract
+/// is shared.
+fn workspace(sb: &Sandbox) {
+    sb.openspec_root("");
+    sb.write(
+        "proofgraph.yaml",
+        "version: 1\nrepositories:\n  web: {path: web}\n  api: {path: api}\n",
+    );
+    sb.write("web/tests.sh", suite(3, 0));
+    sb.write("web/src/app.js", "app\n");
+    sb.write("web/contract.json", "{\"v\": 1}\n");
+    sb.write("api/tests.sh", suite(2, 0));
+    sb.write("api/src/main.rs", "fn main() {}\n");
+    sb.write("api/contract.json", "{\"v\": 1}\n");
+    sb.write("openspec/changes/add-x/proposal.md", "# Add x\n");
+    sb.write(
+        "openspec/changes/add-x/evidence.yaml",
+        r#"version: 2
+claims:
+  - {id: web-works, scenario: The web app works, capabilities: [test, static-analysis], repositories: [web]}
+  - {id: api-works, scenario: The api works, capabilities: [test], repositories: [api]}
+  - {id: agree, scenario: They agree, capabilities: [cross-repo-contract]}
+"#,
+    );
+    sb.write(
+        "openspec/changes/add-x/execution.yaml",
+        r#"version: 1
+providers:
+  test:
+    adapter: test-discovery
+    repository: web
+    command: [sh, tests.sh]
+    report: out.tap
+    envFrom: [RUNS_LOG]
+  lint:
+    adapter: command
+    capability: static-analysis
+    repository: web
+    command: [sh, -c, "echo \"lint $PROOFGRAPH_RUN_ID\" >> \"$RUNS_LOG\""]
+    envFrom: [RUNS_LOG]
+    dependsOn: [test]
+  test-api:
+    adapter: test-discovery
+    capability: test
+    repository: api
+    command: [sh, tests.sh]
+    report: out.tap
+    discoveryProvider: discovery-api
+    envFrom: [RUNS_LOG]
+  discovery-api:
+    adapter: test-discovery
+    capability: discovery
+    repository: api
+    command: [sh, tests.sh]
+    report: out.tap
+    envFrom: [RUNS_LOG]
+  cross-repo-contract:
+    adapter: contract-digest
+    contract: {web: contract.json, api: contract.json}
+"#,
+    );
+    git_commit_all(&sb.work());
+}
+
+fn prove(sb: &Sandbox, extra: &[&str]) -> Run {
+    let mut args = vec!["prove", "add-x", "--json"];
+    args.extend(extra);
+    sb.run_with_env(
+        &sb.work(),
+        &args,
+        &[(
+            "RUNS_LOG",
+            sb.path().join("runs.log").to_str().expect("utf-8 path"),
+        )],
+    )
+}
+
+/// Which providers ran (by action) in a prove document.
+fn ran(doc: &Value) -> Vec<String> {
+    let mut out: Vec<String> = doc["providers"]
+        .as_array()
+        .expect("providers")
+        .iter()
+        .filter(|p| p["action"] == "ran")
+        .map(|p| p["provider"].as_str().unwrap_or("").to_owned())
+        .collect();
+    out.sort();
+    out
+}
+
+fn states(doc: &Value) -> BTreeMap<String, String> {
+    doc["requirements"]
+        .as_array()
+        .expect("requirements")
+        .iter()
+        .map(|r| {
+            (
+                format!(
+                    "{}/{}",
+                    r["claim"].as_str().unwrap_or(""),
+                    r["capability"].as_str().unwrap_or("")
+                ),
+                r["state"].as_str().unwrap_or("").to_owned(),
+            )
+        })
+        .collect()
+}
+
+fn executions(sb: &Sandbox) -> usize {
+    fs_err::read_to_string(sb.path().join("runs.log"))
+        .map(|s| s.lines().count())
+        .unwrap_or(0)
+}
+
+#[test]
+fn a_second_prove_runs_nothing() {
+    let sb = Sandbox::new();
+    workspace(&sb);
+    let first = prove(&sb, &[]);
+    first.expect_code(0);
+    let doc = first.json();
+    assert_eq!(
+        ran(&doc),
+        vec![
+            "cross-repo-contract",
+            "discovery-api",
+            "lint",
+            "test",
+            "test-api"
+        ]
+    );
+    assert!(
+        states(&doc).values().all(|s| s == "passed"),
+        "{:#?}",
+        states(&doc)
+    );
+    // test-api and discovery-api run the identical command: it executed once.
+    assert_eq!(executions(&sb), 3, "web tests, lint, api tests");
+    let second = prove(&sb, &[]);
+    second.expect_code(0);
+    let doc = second.json();
+    assert_eq!(ran(&doc), Vec::<String>::new());
+    assert_eq!(doc["summary"]["reused"], 5);
+    assert_eq!(executions(&sb), 3, "nothing executed the second time");
+}
+
+#[test]
+fn only_what_changed_reruns() {
+    let sb = Sandbox::new();
+    workspace(&sb);
+    prove(&sb, &[]).expect_code(0);
+    // Editing the change's prose reruns nothing.
+    sb.write(
+        "openspec/changes/add-x/proposal.md",
+        "# Add x\n\nMore words.\n",
+    );
+    assert_eq!(ran(&prove(&sb, &[]).json()), Vec::<String>::new());
+    // A file in api: exactly api's providers.
+    sb.write("api/src/main.rs", "fn main() { println!(); }\n");
+    assert_eq!(
+        ran(&prove(&sb, &[]).json()),
+        vec!["discovery-api", "test-api"]
+    );
+    // A file in web: web's test and the lint that depends on it.
+    sb.write("web/src/app.js", "app v2\n");
+    assert_eq!(ran(&prove(&sb, &[]).json()), vec!["lint", "test"]);
+    // One provider's wiring: only it (and its dependents).
+    let path = sb.work().join("openspec/changes/add-x/execution.yaml");
+    let text = fs_err::read_to_string(&path).expect("read");
+    sb.write(
+        "openspec/changes/add-x/execution.yaml",
+        text.replace("echo \\\"lint", "echo \\\"linting"),
+    );
+    assert_eq!(ran(&prove(&sb, &[]).json()), vec!["lint"]);
+    // --no-cache: everything.
+    assert_eq!(ran(&prove(&sb, &["--no-cache"]).json()).len(), 5);
+}
+
+#[test]
+fn a_suite_below_its_minimum_fails_discovery_with_exit_1() {
+    let sb = Sandbox::new();
+    workspace(&sb);
+    let path = sb.work().join("openspec/changes/add-x/execution.yaml");
+    let text = fs_err::read_to_string(&path).expect("read");
+    sb.write(
+        "openspec/changes/add-x/execution.yaml",
+        text.replacen(
+            "    report: out.tap\n",
+            "    report: out.tap\n    minimum: 5\n",
+            1,
+        ),
+    );
+    let run = prove(&sb, &["--keep-going"]);
+    run.expect_code(1);
+    let doc = run.json();
+    let s = states(&doc);
+    assert_eq!(s["web-works/discovery"], "failed");
+    assert_eq!(s["web-works/test"], "passed");
+    let reason = doc["requirements"]
+        .as_array()
+        .expect("requirements")
+        .iter()
+        .find(|r| r["claim"] == "web-works" && r["capability"] == "discovery")
+        .and_then(|r| r["evidence"][0]["reason"].as_str())
+        .unwrap_or("")
+        .to_owned();
+    assert_eq!(reason, "the suite ran 3 tests, below its minimum of 5");
+}
+
+#[test]
+fn exit_0_without_a_report_is_not_a_pass() {
+    let sb = Sandbox::new();
+    workspace(&sb);
+    sb.write(
+        "web/tests.sh",
+        "#!/bin/sh\necho \"ran\" >> \"$RUNS_LOG\"\nexit 0\n",
+    );
+    git_commit_all(&sb.work());
+    let run = prove(&sb, &["--keep-going"]);
+    run.expect_code(2);
+    let s = states(&run.json());
+    assert_eq!(s["web-works/test"], "inconclusive");
+    assert_eq!(s["web-works/discovery"], "inconclusive");
+}
+
+#[test]
+fn a_failing_suite_fails_and_blocks_its_dependents() {
+    let sb = Sandbox::new();
+    workspace(&sb);
+    sb.write("web/tests.sh", suite(2, 1));
+    git_commit_all(&sb.work());
+    let run = prove(&sb, &["--keep-going"]);
+    run.expect_code(1);
+    let doc = run.json();
+    let lint = doc["providers"]
+        .as_array()
+        .expect("providers")
+        .iter()
+        .find(|p| p["provider"] == "lint")
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(lint["action"], "blocked");
+    assert_eq!(lint["reason"], "not run: `test` did not pass");
+    assert_eq!(states(&doc)["web-works/test"], "failed");
+    // A failure is not reused: it runs again next time.
+    assert!(ran(&prove(&sb, &["--keep-going"]).json()).contains(&"test".to_owned()));
+}
+
+#[test]
+fn status_explain_and_hash() {
+    let sb = Sandbox::new();
+    workspace(&sb);
+    let status = sb.run(&sb.work(), &["status", "add-x", "--json"]);
+    status.expect_code(2);
+    assert!(states(&status.json()).values().all(|s| s == "pending"));
+    prove(&sb, &[]).expect_code(0);
+    sb.run(&sb.work(), &["status", "add-x", "--json"])
+        .expect_code(0);
+    sb.write("web/src/app.js", "edited\n");
+    let status = sb.run(&sb.work(), &["status", "add-x", "--json"]);
+    status.expect_code(2);
+    assert_eq!(states(&status.json())["web-works/test"], "stale");
+    let explain = sb.run(&sb.work(), &["explain", "add-x", "test", "--json"]);
+    explain.expect_code(0);
+    let doc = explain.json();
+    assert_eq!(
+        doc["inputs"]["changed"],
+        serde_json::json!(["web:src/app.js"])
+    );
+    let components: Vec<&str> = doc["changes"]
+        .as_array()
+        .expect("changes")
+        .iter()
+        .filter_map(|c| c["component"].as_str())
+        .collect();
+    assert_eq!(components, vec!["inputs"]);
+    // A wiring change is named by component.
+    let path = sb.work().join("openspec/changes/add-x/execution.yaml");
+    let text = fs_err::read_to_string(&path).expect("read");
+    sb.write(
+        "openspec/changes/add-x/execution.yaml",
+        text.replacen(
+            "    report: out.tap\n",
+            "    report: out.tap\n    env: {NODE_ENV: ci}\n",
+            1,
+        ),
+    );
+    let doc = sb
+        .run(&sb.work(), &["explain", "add-x", "test", "--json"])
+        .json();
+    let components: Vec<&str> = doc["changes"]
+        .as_array()
+        .expect("changes")
+        .iter()
+        .filter_map(|c| c["component"].as_str())
+        .collect();
+    assert_eq!(components, vec!["env", "inputs"]);
+    // hash prints the binding; it is stable and names every provider.
+    let one = sb.run(&sb.work(), &["hash", "add-x", "test"]);
+    one.expect_code(0);
+    assert_eq!(one.stdout.trim().len(), 64);
+    let again = sb.run(&sb.work(), &["hash", "add-x", "test"]);
+    assert_eq!(one.stdout, again.stdout);
+    let all = sb.run(&sb.work(), &["hash", "add-x", "--json"]).json();
+    assert_eq!(all["bindings"].as_array().map(Vec::len), Some(5));
+    let unknown = sb.run(&sb.work(), &["hash", "add-x", "nope", "--json"]);
+    unknown.expect_code(3);
+    assert_eq!(unknown.status_codes(), vec!["unknown_provider"]);
+}
+
+#[test]
+fn a_canary_secret_reaches_no_receipt_log_or_output() {
+    let sb = Sandbox::new();
+    workspace(&sb);
+    let canary = "canary-7f3a9c1e-secret-value";
+    let path = sb.work().join("openspec/changes/add-x/execution.yaml");
+    let text = fs_err::read_to_string(&path).expect("read");
+    sb.write(
+        "openspec/changes/add-x/execution.yaml",
+        text.replace(
+            "    envFrom: [RUNS_LOG]\n    dependsOn: [test]",
+            "    envFrom: [RUNS_LOG, API_TOKEN]\n    dependsOn: [test]",
+        )
+        .replace(
+            "echo \\\"lint $PROOFGRAPH_RUN_ID\\\" >> \\\"$RUNS_LOG\\\"",
+            "echo \\\"lint $API_TOKEN\\\" >> \\\"$RUNS_LOG\\\"; echo token=$API_TOKEN",
+        ),
+    );
+    git_commit_all(&sb.work());
+    let run = sb.run_with_env(
+        &sb.work(),
+        &["prove", "add-x", "--json"],
+        &[
+            (
+                "RUNS_LOG",
+                sb.path().join("runs.log").to_str().expect("utf-8"),
+            ),
+            ("API_TOKEN", canary),
+        ],
+    );
+    run.expect_code(0);
+    assert!(
+        !run.stdout.contains(canary) && !run.stderr.contains(canary),
+        "the canary reached the output"
+    );
+    // The command really saw it (it wrote it to a file outside the store).
+    assert!(
+        fs_err::read_to_string(sb.path().join("runs.log"))
+            .expect("runs log")
+            .contains(canary)
+    );
+    let mut found = Vec::new();
+    scan(
+        &sb.work().join(".proofgraph"),
+        canary.as_bytes(),
+        &mut found,
+    );
+    assert!(found.is_empty(), "the canary is stored in {found:?}");
+    // And the log that was stored shows where it was redacted.
+    let mut redacted = Vec::new();
+    scan(
+        &sb.work().join(".proofgraph/cas"),
+        b"token=[redacted]",
+        &mut redacted,
+    );
+    assert_eq!(redacted.len(), 1, "the command log records the redaction");
+}
+
+fn scan(dir: &Path, needle: &[u8], found: &mut Vec<String>) {
+    let Ok(entries) = fs_err::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            scan(&path, needle, found);
+        } else if let Ok(bytes) = fs_err::read(&path)
+            && bytes.windows(needle.len()).any(|w| w == needle)
+        {
+            found.push(path.display().to_string());
+        }
+    }
+}
+
+#[test]
+fn receipts_are_signed_in_toto_statements_verifiable_by_openssl() {
+    let sb = Sandbox::new();
+    workspace(&sb);
+    let doc = prove(&sb, &[]).json();
+    let sha = doc["providers"]
+        .as_array()
+        .expect("providers")
+        .iter()
+        .find(|p| p["provider"] == "test")
+        .and_then(|p| p["receipts"][0]["sha256"].as_str())
+        .expect("a receipt")
+        .to_owned();
+    let envelope_path = sb
+        .work()
+        .join(".proofgraph/cas")
+        .join(&sha[..2])
+        .join(&sha[2..]);
+    let envelope: Value =
+        serde_json::from_slice(&fs_err::read(&envelope_path).expect("envelope")).expect("json");
+    assert_eq!(envelope["payloadType"], "application/vnd.in-toto+json");
+    let body = proofgraph::attest::b64::decode(envelope["payload"].as_str().expect("payload"))
+        .expect("base64");
+    let statement: Value = serde_json::from_slice(&body).expect("statement");
+    assert_eq!(statement["_type"], "https://in-toto.io/Statement/v1");
+    assert_eq!(
+        statement["predicateType"],
+        "https://in-toto.io/attestation/test-result/v0.1"
+    );
+    assert_eq!(statement["predicate"]["result"], "PASSED");
+    assert_eq!(
+        statement["predicate"]["proofgraph"]["isolation"],
+        "namespaces"
+    );
+    let binding = statement["subject"][0]["digest"]["sha256"]
+        .as_str()
+        .expect("sha256")
+        .to_owned();
+    let hash = sb.run(&sb.work(), &["hash", "add-x", "test"]);
+    assert_eq!(
+        hash.stdout.trim(),
+        binding,
+        "the subject is the provider's binding"
+    );
+    // Verify the signature with openssl over the DSSE PAE, independently.
+    let pae = proofgraph::attest::pae::pae("application/vnd.in-toto+json", &body);
+    let sig =
+        proofgraph::attest::b64::decode(envelope["signatures"][0]["sig"].as_str().expect("sig"))
+            .expect("base64");
+    let dir = tempfile::tempdir().expect("tempdir");
+    crate::support::write(&dir.path().join("pae.bin"), &pae);
+    crate::support::write(&dir.path().join("sig.bin"), &sig);
+    let public = sb.work().join(".proofgraph/keys/workspace.pub");
+    let out = std::process::Command::new("openssl")
+        .args(["pkeyutl", "-verify", "-pubin", "-inkey"])
+        .arg(&public)
+        .args(["-rawin", "-in"])
+        .arg(dir.path().join("pae.bin"))
+        .arg("-sigfile")
+        .arg(dir.path().join("sig.bin"))
+        .output()
+        .unwrap_or_else(|e| {
+            panic!("openssl is required ({e}); install it with `apt-get install openssl`")
+        });
+    assert!(
+        out.status.success(),
+        "openssl rejected our receipt: {}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    // The private key is not tracked and only its owner can read it.
+    use std::os::unix::fs::PermissionsExt as _;
+    let mode = fs_err::metadata(sb.work().join(".proofgraph/keys/workspace.key"))
+        .expect("key")
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o600);
+    let tracked = git(
+        &sb.work(),
+        &["status", "--porcelain", "--ignored", ".proofgraph"],
+    );
+    assert!(
+        tracked.lines().all(|l| l.starts_with("!!")),
+        "the store must be ignored by git: {tracked}"
+    );
+}
+
+#[test]
+fn without_isolation_the_run_says_so() {
+    let sb = Sandbox::new();
+    workspace(&sb);
+    let run = prove(&sb, &["--isolation", "none"]);
+    run.expect_code(0);
+    let doc = run.json();
+    assert_eq!(doc["isolation"], "none");
+    assert_eq!(run.status_codes(), vec!["isolation_unavailable"]);
+    assert_eq!(doc["status"][0]["severity"], "warning");
+}
+
+#[test]
+fn an_unusable_store_or_run_directory_is_reported() {
+    let sb = Sandbox::new();
+    workspace(&sb);
+    // A store written by a newer proofgraph is never overwritten.
+    sb.write(
+        ".proofgraph/store.json",
+        r#"{"format": "proofgraph-store", "version": 99}"#,
+    );
+    let run = prove(&sb, &[]);
+    run.expect_code(3);
+    assert_eq!(run.status_codes(), vec!["store_unusable"]);
+    fs_err::remove_dir_all(sb.work().join(".proofgraph")).expect("remove store");
+    // A run directory that cannot be created (even as root: /proc is not writable).
+    prove(&sb, &[]).expect_code(0);
+    fs_err::remove_dir_all(sb.work().join(".proofgraph/runs")).expect("remove runs");
+    std::os::unix::fs::symlink("/proc/1", sb.work().join(".proofgraph/runs")).expect("symlink");
+    let run = prove(&sb, &["--no-cache"]);
+    run.expect_code(3);
+    assert_eq!(run.status_codes(), vec!["sandbox_failed"]);
+}
