@@ -177,6 +177,8 @@ codes! {
     SandboxFailed = "sandbox_failed",
     /// The run could not be isolated with namespaces (fallback), or its init failed.
     IsolationUnavailable = "isolation_unavailable",
+    /// Without isolation, a service's readiness URL already answered before it started.
+    ReadinessPortInUse = "readiness_port_in_use",
     /// The store under `.proofgraph/` cannot be opened or written.
     StoreUnusable = "store_unusable",
     // Preflight (the graph's checks, before anything runs).

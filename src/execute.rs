@@ -335,6 +335,9 @@ struct Loop<'p, 'a> {
     waiting: BTreeMap<ExecKey, Vec<NodeId>>,
     services: BTreeMap<NodeId, JobId>,
     probe_failures: BTreeMap<NodeId, String>,
+    service_logs: BTreeMap<NodeId, PathBuf>,
+    /// Repositories whose sandbox setup failed, and why.
+    setup_failures: BTreeMap<RepoId, String>,
     results: BTreeMap<NodeId, ProviderRun>,
     diagnostics: Vec<Diagnostic>,
     log_dir: PathBuf,
@@ -422,6 +425,8 @@ async fn execute_async(
         waiting: BTreeMap::new(),
         services: BTreeMap::new(),
         probe_failures: BTreeMap::new(),
+        service_logs: BTreeMap::new(),
+        setup_failures: BTreeMap::new(),
         results: BTreeMap::new(),
         diagnostics,
         log_dir,
@@ -444,6 +449,7 @@ async fn execute_async(
         });
     }
     let mut sigint = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt()).ok();
+    state.setup(&mut rx).await;
     let mut sigterm =
         tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
     let mut interrupted = false;
@@ -546,6 +552,37 @@ async fn execute_async(
     })
 }
 
+/// Whether something answers on `url`'s host and `port` (a TCP connect
+/// within 300 ms).
+fn answers(url: &str, port: u16) -> bool {
+    use std::net::ToSocketAddrs as _;
+    let host = url
+        .split_once("://")
+        .map_or(url, |(_, rest)| rest)
+        .split(['/', '?', '#'])
+        .next()
+        .unwrap_or("")
+        .rsplit_once(':')
+        .map_or("127.0.0.1", |(h, _)| h)
+        .trim_start_matches('[')
+        .trim_end_matches(']');
+    let Ok(addrs) = (host, port).to_socket_addrs() else {
+        return false;
+    };
+    addrs
+        .into_iter()
+        .any(|addr| std::net::TcpStream::connect_timeout(&addr, Duration::from_millis(300)).is_ok())
+}
+
+/// The last `n` non-empty lines of a log, joined with ` | `.
+fn last_lines(log: &Path, n: usize) -> String {
+    let text = fs_err::read(log)
+        .map(|b| String::from_utf8_lossy(&b).into_owned())
+        .unwrap_or_default();
+    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    lines[lines.len().saturating_sub(n)..].join(" | ")
+}
+
 async fn recv_signal(signal: &mut Option<tokio::signal::unix::Signal>) {
     match signal {
         Some(s) => {
@@ -580,6 +617,135 @@ fn blocked_reason(graph: &SealedGraph, scheduler: &Scheduler<'_>, id: NodeId) ->
 }
 
 impl Loop<'_, '_> {
+    /// Runs each fresh sandbox's `setup` commands (from the catalog), with
+    /// the outside network, before anything else runs in it; restores them
+    /// from the setup cache when `setupCache` is declared and the cache holds
+    /// this setup.
+    async fn setup(&mut self, rx: &mut tokio::sync::mpsc::UnboundedReceiver<Event>) {
+        if self.plan.mode == SandboxMode::None {
+            return;
+        }
+        let Some(catalog) = &self.plan.workspace.catalog else {
+            return;
+        };
+        let dirs: Vec<(RepoId, PathBuf)> = self
+            .sandboxes
+            .dirs
+            .iter()
+            .map(|(r, d)| (r.clone(), d.clone()))
+            .collect();
+        for (repo, dir) in dirs {
+            let Some(entry) = catalog.repositories.get(&repo) else {
+                continue;
+            };
+            let Some(commands) = &entry.setup else {
+                continue;
+            };
+            let commands: Vec<Vec<String>> = commands.iter().map(|c| c.value.clone()).collect();
+            if commands.is_empty() {
+                continue;
+            }
+            let cache_dirs: Vec<String> = entry
+                .setup_cache
+                .iter()
+                .flatten()
+                .map(|c| c.value.clone())
+                .collect();
+            let key = self
+                .plan
+                .observed
+                .snapshots
+                .get(&repo)
+                .map(|s| crate::setup::cache_key(&commands, &cache_dirs, s));
+            if !cache_dirs.is_empty()
+                && let Some(key) = &key
+                && let Some(files) = crate::setup::restore(self.plan.store, key, &dir)
+            {
+                self.progress(&format!(
+                    "  setup   {repo}: restored {files} files from the setup cache"
+                ));
+                continue;
+            }
+            if self.run.is_none() {
+                return;
+            }
+            let mut failed = None;
+            for argv in &commands {
+                let log = self.log_path(&format!("setup-{repo}"));
+                let (env, redact) = job_env(self.plan, None, None, &[]).unwrap_or_default();
+                let spec = JobSpec {
+                    argv: argv.iter().map(OsString::from).collect(),
+                    cwd: dir.clone(),
+                    env,
+                    network: Network::Host,
+                    timeout: Some(Duration::from_secs(30 * 60)),
+                    log: log.clone(),
+                    redact,
+                };
+                self.progress(&format!("  setup   {repo}: {}", argv.join(" ")));
+                let spawned = match &self.run {
+                    Some(run) => run.spawn(&spec),
+                    None => return,
+                };
+                let job = match spawned {
+                    Ok(job) => job,
+                    Err(e) => {
+                        failed = Some(format!(
+                            "`{}` could not start: failed to {e}",
+                            argv.join(" ")
+                        ));
+                        break;
+                    }
+                };
+                let result = loop {
+                    match rx.recv().await {
+                        Some(Event::Exited {
+                            job: j,
+                            code,
+                            signal,
+                            spawn_error,
+                            ..
+                        }) if j == job => break (code, signal, spawn_error),
+                        Some(_) => {}
+                        None => break (None, None, Some("the run's init stopped".to_owned())),
+                    }
+                };
+                if result.0 != Some(0) {
+                    let how = match result {
+                        (_, _, Some(e)) => format!("could not start: {e}"),
+                        (Some(c), _, _) => format!("exited with code {c}"),
+                        (None, Some(s), _) => format!("was killed by signal {s}"),
+                        _ => "failed".to_owned(),
+                    };
+                    failed = Some(format!(
+                        "`{}` {how}; its log ends with: {}",
+                        argv.join(" "),
+                        last_lines(&log, 5)
+                    ));
+                    break;
+                }
+            }
+            match failed {
+                Some(reason) => {
+                    self.progress(&format!("  setup   {repo} failed: {reason}"));
+                    self.setup_failures.insert(repo, reason);
+                }
+                None => {
+                    if !cache_dirs.is_empty()
+                        && let Some(key) = &key
+                        && let Err(e) = crate::setup::save(self.plan.store, key, &dir, &cache_dirs)
+                    {
+                        self.diagnostics.push(
+                            Diagnostic::warning(Code::StoreUnusable, format!("the setup cache of `{repo}` could not be saved: {e}"))
+                                .surface("prove.setup")
+                                .fix("Check free space under .proofgraph/; setup will run again next time."),
+                        );
+                    }
+                }
+            }
+        }
+    }
+
     /// Tells the scheduler a provider finished; a failure stops new starts
     /// unless `--keep-going`.
     fn finish(&mut self, id: NodeId, ok: bool) {
@@ -608,7 +774,7 @@ impl Loop<'_, '_> {
         let graph = self.plan.graph;
         match &graph.node(id).kind {
             NodeKind::Provider(p) => self.start_provider(id, p, isolation),
-            NodeKind::Service(s) => self.start_service(id, s),
+            NodeKind::Service(s) => self.start_service(id, s, isolation),
             NodeKind::Probe(probe) => {
                 let Some(service) = graph.service(&probe.service) else {
                     return;
@@ -678,6 +844,10 @@ impl Loop<'_, '_> {
                 "its declared `inputs` match no file, so a pass would prove nothing about the code"
                     .to_owned(),
             );
+        }
+        if let Some(reason) = p.runs_in.as_ref().and_then(|r| self.setup_failures.get(r)) {
+            let reason = format!("the setup of its repository failed: {reason}");
+            return fail_now(self, reason);
         }
         let Some(cwd) = self.cwd(p.runs_in.as_ref()) else {
             return fail_now(self, "its repository has no sandbox".to_owned());
@@ -780,7 +950,27 @@ impl Loop<'_, '_> {
         }
     }
 
-    fn start_service(&mut self, id: NodeId, s: &ServiceNode) {
+    fn start_service(&mut self, id: NodeId, s: &ServiceNode, isolation: &str) {
+        // Without a private network, a server already answering on the
+        // service's URL would answer its probe: refuse instead.
+        if isolation == "none"
+            && let Some(url) = s.spec.readiness.as_ref().and_then(|r| r.url.as_ref())
+            && let Some(port) = s.port
+            && answers(&url.value, port)
+        {
+            let name = &s.spec.id.value;
+            self.diagnostics.push(
+                Diagnostic::error(
+                    Code::ReadinessPortInUse,
+                    format!("service `{name}` was not started: {} already answers, and without isolation its probe could not tell this run's server from the one already there", url.value),
+                )
+                .at(&s.file, url.pos)
+                .fix(format!("Stop whatever listens on port {port}, or run with namespaces (root or unprivileged user namespaces) so the run gets its own network.")),
+            );
+            self.probe_failures.insert(id, format!("service `{name}` was not started: port {port} is already in use outside the run (readiness_port_in_use)"));
+            self.scheduler.complete(id, Step::Failed);
+            return;
+        }
         let Some(cwd) = self.cwd(s.runs_in.as_ref()) else {
             self.probe_failures
                 .insert(id, format!("service `{}` has no sandbox", s.spec.id.value));
@@ -814,6 +1004,7 @@ impl Loop<'_, '_> {
             .as_ref()
             .is_some_and(|n| n.value == NetworkSetting::Host);
         let log = self.log_path(&format!("service-{}", s.spec.id.value));
+        self.service_logs.insert(id, log.clone());
         let spec = JobSpec {
             argv: s
                 .spec
@@ -980,10 +1171,43 @@ impl Loop<'_, '_> {
                         (None, None, Some(s)) => format!("was killed by signal {s}"),
                         _ => "ended".to_owned(),
                     };
-                    let name = &self.plan.graph.node(id).name;
+                    let name = self.plan.graph.node(id).name.clone();
+                    let ready = self
+                        .plan
+                        .graph
+                        .outgoing(id)
+                        .iter()
+                        .any(|(probe, _)| self.scheduler.state(*probe) == State::Succeeded);
+                    let when = if ready {
+                        "before its users finished"
+                    } else {
+                        "before it was ready"
+                    };
+                    let tail = self
+                        .service_logs
+                        .get(&id)
+                        .map(|log| last_lines(log, 5))
+                        .unwrap_or_default();
+                    let tail = if tail.is_empty() {
+                        String::new()
+                    } else {
+                        format!("; its log ends with: {tail}")
+                    };
                     self.probe_failures
-                        .insert(id, format!("{name} {how} before its users finished"));
+                        .insert(id, format!("{name} {how} {when}{tail}"));
                     self.progress(&format!("  ended   {name}: {how}"));
+                    // Its probe cannot succeed now: stop waiting for it.
+                    let probes: Vec<JobId> = self
+                        .jobs
+                        .iter()
+                        .filter(|(_, purpose)| matches!(purpose, Purpose::Probe(p) if self.plan.graph.incoming(*p).iter().any(|(s, _)| *s == id)))
+                        .map(|(job, _)| *job)
+                        .collect();
+                    if let Some(run) = &self.run {
+                        for job in probes {
+                            let _ = run.kill(job);
+                        }
+                    }
                     self.scheduler.service_exited(id);
                 }
             }
@@ -1150,6 +1374,32 @@ impl Loop<'_, '_> {
                 sha256: sha,
                 size: bytes.len() as u64,
             });
+        }
+        for path in &judged.attachments {
+            // Attachments are files the test run wrote (screenshots, traces);
+            // only those inside this run's directories are kept.
+            let file = Path::new(path);
+            let inside = file.starts_with(&self.sandboxes.root)
+                || self.sandboxes.dirs.values().any(|d| file.starts_with(d));
+            if !inside {
+                continue;
+            }
+            if let Ok(bytes) = fs_err::read(file)
+                && let Ok(sha) = plan.store.put(&bytes)
+            {
+                let shown = self
+                    .sandboxes
+                    .dirs
+                    .values()
+                    .find_map(|d| file.strip_prefix(d).ok())
+                    .map_or_else(|| path.clone(), |p| p.display().to_string());
+                artifacts.push(Artifact {
+                    kind: "playwright-attachment".into(),
+                    path: Some(shown),
+                    sha256: sha,
+                    size: bytes.len() as u64,
+                });
+            }
         }
         if p.spec.adapter.value == Adapter::ContractDigest {
             for (repo, path) in p.spec.contract.iter().flatten() {

@@ -68,6 +68,9 @@ pub struct Judged {
     pub counts: Option<Counts>,
     /// Test names by result.
     pub tests: TestNames,
+    /// Files the tests attached (Playwright screenshots, traces): where the
+    /// report says they are.
+    pub attachments: Vec<String>,
 }
 
 fn describe_exit(exit: &Exit, timeout_ms: u64) -> String {
@@ -115,12 +118,18 @@ pub fn judge(
                 verdicts,
                 counts: None,
                 tests: TestNames::default(),
+                attachments: Vec::new(),
             };
         }
     };
     let ran = describe_exit(exit, timeout_ms);
     let parsed: Option<Result<Report, String>> = match report_file {
         ReportFile::NotExpected => None,
+        ReportFile::Missing(path) if provider.spec.adapter.value == Adapter::Playwright => {
+            Some(Err(format!(
+                "it wrote no Playwright JSON report at `{path}`; a wrapper command (such as `npm run e2e`) must run `playwright test --reporter=json` (PLAYWRIGHT_JSON_OUTPUT_FILE is set for it) or write the provider's `report`"
+            )))
+        }
         ReportFile::Missing(path) => Some(Err(format!("it wrote no report at `{path}`"))),
         ReportFile::Bytes(path, bytes) => {
             let declared = provider
@@ -187,10 +196,19 @@ pub fn judge(
             }
         })
         .collect();
+    let attachments = report
+        .map(|r| {
+            r.tests
+                .iter()
+                .flat_map(|t| t.attachments.iter().filter_map(|a| a.path.clone()))
+                .collect()
+        })
+        .unwrap_or_default();
     Judged {
         verdicts,
         counts,
         tests,
+        attachments,
     }
 }
 

@@ -22,6 +22,7 @@ pub mod output;
 pub mod preflight;
 pub mod receipt;
 pub mod report;
+pub mod setup;
 pub mod status;
 pub mod store;
 pub mod workspace;

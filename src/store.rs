@@ -166,6 +166,11 @@ impl Store {
         Ok(())
     }
 
+    /// Where a blob lives (for copying it out without reading it into memory).
+    pub fn blob_path(&self, sha256: &str) -> PathBuf {
+        self.cas_path(sha256)
+    }
+
     fn cas_path(&self, sha256: &str) -> PathBuf {
         self.dir.join("cas").join(&sha256[..2]).join(&sha256[2..])
     }

@@ -215,6 +215,7 @@ pub fn observe(
         inputs,
         executables,
         repositories,
+        setups: setups(workspace),
     };
     Ok(Observed {
         world,
@@ -222,6 +223,32 @@ pub fn observe(
         files,
         warnings,
     })
+}
+
+/// Each repository's sandbox setup, as fingerprinted: one entry per command
+/// (its argv as JSON) and per cached directory.
+fn setups(workspace: &Workspace) -> BTreeMap<RepoId, Vec<String>> {
+    let Some(catalog) = &workspace.catalog else {
+        return BTreeMap::new();
+    };
+    catalog
+        .repositories
+        .iter()
+        .filter_map(|(id, repo)| {
+            let commands = repo.setup.as_ref()?;
+            let mut out: Vec<String> = commands
+                .iter()
+                .map(|c| format!("run {}", serde_json::Value::from(c.value.clone())))
+                .collect();
+            out.extend(
+                repo.setup_cache
+                    .iter()
+                    .flatten()
+                    .map(|d| format!("cache {}", d.value)),
+            );
+            Some((id.clone(), out))
+        })
+        .collect()
 }
 
 /// Resolves a command's program as a shell would: a path with a `/` relative

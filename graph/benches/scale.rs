@@ -178,6 +178,7 @@ fn main() {
             .collect(),
         executables: BTreeMap::new(),
         repositories: repos.ids.iter().map(|r| (r.clone(), inputs)).collect(),
+        setups: BTreeMap::new(),
     };
     // The machine's cores, as `prove` uses them (the graph crate reads no
     // environment; the caller passes the count).

@@ -25,7 +25,8 @@
 //! scope), 21 services (each service's wiring fingerprint), 22 depends_on
 //! (each dependency's fingerprint, input-addressed as Nix derivations are),
 //! 23 platform, 24 executable (resolved path and content digest), 25 inputs
-//! (the digest of exactly the files the provider reads).
+//! (the digest of exactly the files the provider reads), 26 setup (the sandbox setup of
+//! the repository it runs in).
 //!
 //! The *binding* (what `proofgraph hash` prints and external signers sign)
 //! is SHA-256 over `"proofgraph/provider-binding" ‖ u32be(ENCODING_VERSION)
@@ -290,6 +291,9 @@ pub struct World {
     /// Each repository's whole input digest (a service's code is its
     /// repository's code).
     pub repositories: BTreeMap<RepoId, Inputs>,
+    /// Each repository's sandbox setup (its commands and cached
+    /// directories, one entry each), when it declares one.
+    pub setups: BTreeMap<RepoId, Vec<String>>,
 }
 
 /// A fingerprint could not be computed.
@@ -855,6 +859,10 @@ impl SealedGraph {
             "inputs",
             [("digest", hex_str(&digest)), ("files", files.as_str())].into_iter(),
         );
+        match p.runs_in.as_ref().and_then(|r| world.setups.get(r)) {
+            Some(setup) => sink.list(26, "setup", setup.iter().map(String::as_str)),
+            None => sink.absent(26, "setup"),
+        }
         Ok(())
     }
 }
@@ -1003,7 +1011,7 @@ mod tests {
         assert_eq!(manifest.fingerprint(), fp);
         assert_eq!(
             fp.to_string(),
-            "13d3600f0b6dd30343ac0bc0055c639c1ca96db14c2f930d5f56945db26bb901"
+            "6ca68b492039d8695ca82a4d587b214af90031f5f4385938264f3eeb7f781d78"
         );
     }
 

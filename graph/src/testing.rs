@@ -83,6 +83,7 @@ pub(crate) fn world(graph: &SealedGraph) -> World {
             .collect(),
         executables: BTreeMap::new(),
         repositories: BTreeMap::from([(RepoId::root(), inputs)]),
+        setups: BTreeMap::new(),
     }
 }
 

@@ -536,3 +536,137 @@ fn an_unusable_store_or_run_directory_is_reported() {
     run.expect_code(3);
     assert_eq!(run.status_codes(), vec!["sandbox_failed"]);
 }
+
+/// A change whose one provider needs a service on `port`.
+fn service_workspace(sb: &Sandbox, service_command: &str, port: u16) {
+    sb.openspec_root("");
+    sb.write(
+        "openspec/changes/svc/evidence.yaml",
+        "version: 2\nclaims:\n  - {id: up, scenario: s, capabilities: [integration]}\n",
+    );
+    sb.write(
+        "openspec/changes/svc/execution.yaml",
+        format!(
+            "version: 1\nproviders:\n  integration:\n    adapter: command\n    service: web\n    command: [sh, -c, \"exit 0\"]\nservices:\n  web:\n    command: [sh, -c, \"{service_command}\"]\n    readiness: {{url: \"http://127.0.0.1:{port}/health\", expectBody: \"run=${{PROOFGRAPH_RUN_ID}}\", timeoutMs: 20000}}\n"
+        ),
+    );
+    git_commit_all(&sb.work());
+}
+
+#[test]
+fn without_isolation_a_service_whose_port_already_answers_is_refused() {
+    let sb = Sandbox::new();
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    service_workspace(&sb, "sleep 30", port);
+    let run = sb.run(
+        &sb.work(),
+        &["prove", "svc", "--isolation", "none", "--json"],
+    );
+    run.expect_code(1);
+    let doc = run.json();
+    assert!(
+        run.status_codes()
+            .contains(&"readiness_port_in_use".to_owned()),
+        "{:?}",
+        run.status_codes()
+    );
+    let receipt = &doc["providers"][0]["receipts"][0];
+    assert_eq!(receipt["outcome"], "error");
+    assert!(
+        receipt["reason"]
+            .as_str()
+            .unwrap_or("")
+            .contains("readiness_port_in_use"),
+        "{receipt}"
+    );
+    drop(listener);
+}
+
+#[test]
+fn a_service_that_crashes_on_start_fails_its_users_fast_with_its_last_lines() {
+    let sb = Sandbox::new();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .expect("bind")
+        .local_addr()
+        .expect("addr")
+        .port();
+    service_workspace(&sb, "echo booting; echo fatal: no config >&2; exit 3", port);
+    let started = std::time::Instant::now();
+    let run = sb.run(&sb.work(), &["prove", "svc", "--json"]);
+    run.expect_code(1);
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(10),
+        "it waited for the readiness timeout"
+    );
+    let reason = run.json()["providers"][0]["receipts"][0]["reason"]
+        .as_str()
+        .unwrap_or("")
+        .to_owned();
+    assert!(
+        reason.contains("exited with code 3 before it was ready"),
+        "{reason}"
+    );
+    assert!(reason.contains("fatal: no config"), "{reason}");
+}
+
+#[test]
+fn setup_runs_in_fresh_sandboxes_and_its_cache_is_reused() {
+    let sb = Sandbox::new();
+    sb.openspec_root("");
+    sb.write(
+        "proofgraph.yaml",
+        "version: 1\nrepositories:\n  app:\n    path: app\n    setup: [[sh, -c, \"mkdir -p deps && echo installed > deps/lib.txt && echo setup >> $HOME/setup-runs.log\"]]\n    setupCache: [deps]\n",
+    );
+    sb.write("app/src/main.txt", "v1\n");
+    sb.write("app/package-lock.json", "{\"lockfileVersion\": 3}\n");
+    sb.write(
+        "openspec/changes/x/evidence.yaml",
+        "version: 2\nclaims:\n  - {id: a, scenario: s, capabilities: [integration]}\n",
+    );
+    sb.write(
+        "openspec/changes/x/execution.yaml",
+        "version: 1\nproviders:\n  integration:\n    adapter: command\n    repository: app\n    command: [sh, -c, \"grep -q installed deps/lib.txt\"]\n",
+    );
+    git_commit_all(&sb.work());
+    let setups = || {
+        fs_err::read_to_string(sb.home().join("setup-runs.log"))
+            .map(|s| s.lines().count())
+            .unwrap_or(0)
+    };
+    sb.run(&sb.work(), &["prove", "x", "--json"]).expect_code(0);
+    assert_eq!(setups(), 1);
+    // A source edit reruns the provider; setup comes from the cache.
+    sb.write("app/src/main.txt", "v2\n");
+    let run = sb.run(&sb.work(), &["prove", "x", "--json"]);
+    run.expect_code(0);
+    assert_eq!(ran(&run.json()), vec!["integration"]);
+    assert_eq!(setups(), 1, "setup was restored from its cache");
+    assert!(
+        run.stderr.contains("restored 1 files from the setup cache"),
+        "{}",
+        run.stderr
+    );
+    // A lockfile edit invalidates the cache: setup runs again.
+    sb.write(
+        "app/package-lock.json",
+        "{\"lockfileVersion\": 3, \"changed\": true}\n",
+    );
+    sb.run(&sb.work(), &["prove", "x", "--json"]).expect_code(0);
+    assert_eq!(setups(), 2);
+    // A failing setup makes the repository's providers `error`, with its log.
+    sb.write(
+        "proofgraph.yaml",
+        "version: 1\nrepositories:\n  app:\n    path: app\n    setup: [[sh, -c, \"echo cannot install >&2; exit 4\"]]\n",
+    );
+    let run = sb.run(&sb.work(), &["prove", "x", "--json"]);
+    run.expect_code(1);
+    let reason = run.json()["providers"][0]["receipts"][0]["reason"]
+        .as_str()
+        .unwrap_or("")
+        .to_owned();
+    assert!(
+        reason.contains("the setup of its repository failed") && reason.contains("cannot install"),
+        "{reason}"
+    );
+}
