@@ -147,6 +147,9 @@ enum CommandArgs {
         #[arg(long, value_enum)]
         sandbox: Option<SandboxArg>,
     },
+    /// Evidence from outside the sandbox: import a result CI signed
+    #[command(subcommand)]
+    Evidence(EvidenceArgs),
     /// Draw the change's graph: providers, services, probes and their edges
     #[command(
         after_help = "Examples:\n  proofgraph graph add-profile-page --format dot | dot -Tsvg > graph.svg\n  proofgraph graph add-profile-page --format mermaid"
@@ -157,6 +160,23 @@ enum CommandArgs {
         /// The picture format
         #[arg(long, value_enum, default_value = "dot")]
         format: GraphFormat,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum EvidenceArgs {
+    /// Accept a signed CI result for an `external` provider, after checking it completely
+    #[command(
+        name = "verify-ci",
+        after_help = "Example:\n  proofgraph evidence verify-ci add-profile-page ci-e2e ci-result.dsse.json\n\nWhat CI must sign is described in docs/external.md."
+    )]
+    VerifyCi {
+        /// The change
+        change: String,
+        /// The `external` provider the result is for
+        provider: String,
+        /// The DSSE envelope (JSON) CI produced
+        envelope: PathBuf,
     },
 }
 
@@ -286,6 +306,15 @@ impl Cli {
                 change,
                 provider,
                 sandbox: sandbox.map(SandboxArg::mode),
+            },
+            CommandArgs::Evidence(EvidenceArgs::VerifyCi {
+                change,
+                provider,
+                envelope,
+            }) => Command::VerifyCi {
+                change,
+                provider,
+                envelope,
             },
             CommandArgs::Graph { change, format } => Command::Graph {
                 change,

@@ -181,6 +181,21 @@ codes! {
     ReadinessPortInUse = "readiness_port_in_use",
     /// The store under `.proofgraph/` cannot be opened or written.
     StoreUnusable = "store_unusable",
+    // Signed external results (`evidence verify-ci`).
+    /// `evidence verify-ci` names a provider that is not `external` with a `ci` block.
+    NotExternal = "not_external",
+    /// An `external` provider's `ci.publicKey` is not a usable Ed25519 public key.
+    CiKeyInvalid = "ci_key_invalid",
+    /// The envelope file cannot be read or is too large.
+    EnvelopeUnreadable = "envelope_unreadable",
+    /// The envelope is not a DSSE envelope whose signature verifies under `ci.publicKey`.
+    EnvelopeRejected = "envelope_rejected",
+    /// The signed payload is not the in-toto test-result statement the provider expects.
+    StatementInvalid = "statement_invalid",
+    /// The signed binding is not the provider's current binding.
+    EnvelopeStale = "envelope_stale",
+    /// The signed result is not PASSED, or lists failed tests.
+    ExternalResultNotPassed = "external_result_not_passed",
     // Preflight (the graph's checks, before anything runs).
     /// Providers depend on each other in a cycle.
     DependencyCycle = "dependency_cycle",

@@ -15,6 +15,7 @@ pub mod diagnostic;
 pub mod env;
 pub mod execute;
 pub mod exit;
+pub mod external;
 pub mod inputs;
 pub mod judge;
 pub mod openspec;

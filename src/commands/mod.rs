@@ -14,6 +14,7 @@ pub mod prove;
 pub mod show;
 pub mod status;
 pub mod validate;
+pub mod verify_ci;
 
 use std::path::PathBuf;
 
@@ -85,6 +86,15 @@ pub enum Command {
         provider: Option<String>,
         /// The sandbox mode the fingerprints assume.
         sandbox: Option<proofgraph_sandbox::SandboxMode>,
+    },
+    /// `evidence verify-ci <change> <provider> <envelope>`.
+    VerifyCi {
+        /// The change.
+        change: String,
+        /// The `external` provider.
+        provider: String,
+        /// The DSSE envelope.
+        envelope: PathBuf,
     },
     /// `graph <change> --format`.
     Graph {
@@ -166,6 +176,11 @@ pub fn run(env: Env, global: &Global, command: Command) -> u8 {
             provider,
             sandbox,
         } => emit(mode, hash::run(&ctx, &change, provider.as_deref(), sandbox)),
+        Command::VerifyCi {
+            change,
+            provider,
+            envelope,
+        } => emit(mode, verify_ci::run(&ctx, &change, &provider, &envelope)),
     }
 }
 

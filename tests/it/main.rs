@@ -12,3 +12,4 @@ mod preflight;
 mod prove;
 mod root;
 mod support;
+mod verify_ci;
