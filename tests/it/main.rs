@@ -4,6 +4,7 @@ mod attest;
 mod catalog;
 mod cli;
 mod compat;
+mod contract;
 mod diagnostics;
 mod faults;
 mod malformed;
