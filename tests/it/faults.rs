@@ -183,6 +183,54 @@ fn kill_9_at_random_moments_never_corrupts_or_lies() {
     assert_every_pass_was_observed(&sb, &runs_log);
 }
 
+/// Three proves of one change at once, sharing one store: each finishes,
+/// every pass it reports was observed, and afterwards nothing reruns.
+#[test]
+fn concurrent_proves_share_the_store_without_corrupting_it() {
+    let sb = Sandbox::new();
+    let marker = format!("pg-concurrent-marker-{}", std::process::id());
+    slow_workspace(&sb, &marker);
+    let runs_log = sb.path().join("runs.log").display().to_string();
+    let children: Vec<_> = (0..3).map(|_| spawn_prove(&sb, &runs_log)).collect();
+    for child in children {
+        let out = child.wait_with_output().expect("wait for prove");
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "a concurrent prove failed: {}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let doc: Value = serde_json::from_slice(&out.stdout).expect("one JSON document");
+        assert!(
+            doc["requirements"]
+                .as_array()
+                .expect("requirements")
+                .iter()
+                .all(|r| r["state"] == "passed")
+        );
+    }
+    assert_every_pass_was_observed(&sb, &runs_log);
+    let before = fs_err::read_to_string(&runs_log).expect("runs log");
+    let again = sb.run_with_env(
+        &sb.work(),
+        &["prove", "slow", "--json"],
+        &[("RUNS_LOG", runs_log.as_str())],
+    );
+    again.expect_code(0);
+    assert_eq!(
+        fs_err::read_to_string(&runs_log).expect("runs log"),
+        before,
+        "after concurrent proves, a fourth reruns nothing"
+    );
+    assert!(
+        fs_err::read_dir(sb.work().join(".proofgraph/tmp"))
+            .map(|d| d.count() == 0)
+            .unwrap_or(true),
+        "no temporary files are left in the store"
+    );
+}
+
 #[test]
 fn sigint_stops_every_process_and_exits_130() {
     let sb = Sandbox::new();

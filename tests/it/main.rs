@@ -12,5 +12,6 @@ mod plan;
 mod preflight;
 mod prove;
 mod root;
+mod sandbox;
 mod support;
 mod verify_ci;
