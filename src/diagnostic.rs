@@ -167,6 +167,8 @@ codes! {
     MissingEvidence = "missing_evidence",
     /// A claim requires a capability that no provider proves.
     UnwiredCapability = "unwired_capability",
+    /// A `trustedKeys` entry of `proofgraph.yaml` is not a usable Ed25519 public key.
+    TrustedKeyInvalid = "trusted_key_invalid",
     /// A catalog repository's `path` is not a directory.
     RepositoryPathMissing = "repository_path_missing",
     /// A repository of the workspace is not inside a git work tree.
@@ -181,6 +183,12 @@ codes! {
     ReadinessPortInUse = "readiness_port_in_use",
     /// The store under `.proofgraph/` cannot be opened or written.
     StoreUnusable = "store_unusable",
+    /// The workspace's signing key can be read by other users.
+    SigningKeyExposed = "signing_key_exposed",
+    /// The remote cache named in `proofgraph.yaml` does not answer.
+    CacheUnreachable = "cache_unreachable",
+    /// A remote cache is configured, but this version keeps receipts local.
+    CacheNotUsed = "cache_not_used",
     // Signed external results (`evidence verify-ci`).
     /// `evidence verify-ci` names a provider that is not `external` with a `ci` block.
     NotExternal = "not_external",
@@ -342,6 +350,17 @@ impl Diagnostic {
     pub fn warning(code: Code, message: impl Into<String>) -> Self {
         Self {
             severity: Severity::Warning,
+            code,
+            message: message.into(),
+            target: None,
+            fix: None,
+        }
+    }
+
+    /// A note with a message: worth knowing, nothing to fix.
+    pub fn info(code: Code, message: impl Into<String>) -> Self {
+        Self {
+            severity: Severity::Info,
             code,
             message: message.into(),
             target: None,

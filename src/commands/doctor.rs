@@ -5,6 +5,8 @@
 //! The `root` and `store` objects have the shape `openspec doctor --json`
 //! prints, so the two tools can be compared directly.
 
+pub mod machine;
+
 use std::fmt::Write as _;
 
 use serde::Serialize;
@@ -84,6 +86,12 @@ pub struct DoctorPayload {
     pub store: Option<StoreHealth>,
     /// The workspace's health.
     pub workspace: Option<WorkspaceHealth>,
+    /// Whether runs can be isolated on this machine.
+    pub isolation: Option<machine::IsolationHealth>,
+    /// The proof store (`.proofgraph/`) and the keys it trusts.
+    pub proof_store: Option<machine::ProofStoreHealth>,
+    /// The remote cache, when `proofgraph.yaml` names one.
+    pub cache: Option<machine::CacheHealth>,
 }
 
 impl Payload for DoctorPayload {
@@ -123,6 +131,57 @@ impl Payload for DoctorPayload {
                 let _ = writeln!(out, "  - {}", d.message);
             }
         }
+        if let Some(iso) = &self.isolation {
+            let _ = writeln!(out, "Isolation");
+            match (&iso.reason, iso.user_namespace) {
+                (Some(reason), _) => {
+                    let _ = writeln!(out, "  none: {reason}");
+                }
+                (None, true) => {
+                    let _ = writeln!(
+                        out,
+                        "  namespaces (network, PID, /tmp) via a user namespace"
+                    );
+                }
+                (None, false) => {
+                    let _ = writeln!(out, "  namespaces (network, PID, /tmp)");
+                }
+            }
+        }
+        if let Some(ps) = &self.proof_store {
+            let _ = writeln!(out, "Proof store");
+            let _ = writeln!(
+                out,
+                "  Location: {}{}",
+                ps.path.display(),
+                if ps.exists { "" } else { " (not created yet)" }
+            );
+            let _ = writeln!(out, "  Receipts: {}", ps.receipts);
+            match &ps.signing_key {
+                Some(k) => {
+                    let _ = writeln!(
+                        out,
+                        "  Signing key: {}",
+                        k.keyid.as_deref().unwrap_or("unreadable")
+                    );
+                }
+                None => {
+                    let _ = writeln!(out, "  Signing key: none yet (the first prove makes one)");
+                }
+            }
+            for k in &ps.trusted_keys {
+                let _ = writeln!(
+                    out,
+                    "  Trusted key {}: {}",
+                    k.name,
+                    k.keyid.as_deref().unwrap_or("invalid")
+                );
+            }
+        }
+        if let Some(cache) = &self.cache {
+            let _ = writeln!(out, "Remote cache");
+            let _ = writeln!(out, "  {}: {}", cache.remote, cache.detail);
+        }
     }
 }
 
@@ -146,8 +205,11 @@ pub fn run(ctx: &Context) -> Report<DoctorPayload> {
             status: Vec::new(),
         }
     });
-    let status = resolution.notes.clone();
+    let mut status = resolution.notes.clone();
     let workspace = Workspace::load(&resolved.path);
+    let isolation = machine::isolation(&mut status);
+    let proof_store = machine::proof_store(&workspace, &mut status);
+    let cache = machine::cache(&workspace, &mut status);
     let mut ws_status = workspace.diagnostics.clone();
     diagnostic::sort(&mut ws_status);
     let workspace_health = WorkspaceHealth {
@@ -175,6 +237,9 @@ pub fn run(ctx: &Context) -> Report<DoctorPayload> {
             }),
             store,
             workspace: Some(workspace_health),
+            isolation: Some(isolation),
+            proof_store: Some(proof_store),
+            cache,
         }),
         status,
         verdict: Verdict::Success,

@@ -182,9 +182,18 @@ fn trusted_key(sink: &mut Sink, node: &Node, index: usize) -> Option<TrustedKey>
             None
         }
     };
+    let public_key = public_key?;
+    if let Err(e) = crate::attest::keys::public_key_from_pem(&public_key.value) {
+        sink.error(
+            Code::TrustedKeyInvalid,
+            public_key.pos,
+            format!("`publicKey` of {what} is not a usable Ed25519 public key: failed to {e}"),
+            "Paste the signer's Ed25519 public key as SPKI PEM (`openssl pkey -in key.pem -pubout`), in a YAML block scalar (`publicKey: |`).",
+        );
+    }
     Some(TrustedKey {
         name: name?,
-        public_key: public_key?,
+        public_key,
     })
 }
 

@@ -582,9 +582,18 @@ fn ci(sink: &mut Sink, node: &Node, what: &str) -> Option<CiVerification> {
             None
         }
     };
+    let public_key = public_key?;
+    if let Err(e) = crate::attest::keys::public_key_from_pem(&public_key.value) {
+        sink.error(
+            Code::CiKeyInvalid,
+            public_key.pos,
+            format!("`publicKey` of {what} is not a usable Ed25519 public key: failed to {e}"),
+            "Paste the CI's Ed25519 public key as SPKI PEM (`openssl pkey -in key.pem -pubout`), in a YAML block scalar (`publicKey: |`).",
+        );
+    }
     Some(CiVerification {
         issuer: issuer?,
-        public_key: public_key?,
+        public_key,
     })
 }
 

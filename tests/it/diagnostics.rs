@@ -104,8 +104,14 @@ fn catalog_mistakes_are_reported_together() {
             "repository_path_missing",
             "invalid_value",
             "invalid_value",
-            "missing_field"
+            "missing_field",
+            "trusted_key_invalid"
         ]
+    );
+    let message = catalog["issues"][4]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("\\n"),
+        "a literal \\n in the PEM is named: {message}"
     );
 }
 

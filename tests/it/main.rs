@@ -6,6 +6,7 @@ mod cli;
 mod compat;
 mod contract;
 mod diagnostics;
+mod doctor;
 mod faults;
 mod malformed;
 mod plan;

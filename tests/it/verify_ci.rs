@@ -98,7 +98,7 @@ fn workspace(sb: &Sandbox, public_pem: &str) {
     sb.write("openspec/changes/add-x/proposal.md", "# Add x\n");
     sb.write(
         "openspec/changes/add-x/evidence.yaml",
-        "version: 2\nclaims:\n  - {id: e2e-works, scenario: The profile saves end to end, capabilities: [e2e]}\n",
+        "version: 2\nclaims:\n  - {id: e2e-works, scenario: The profile saves end to end, capabilities: [integration]}\n",
     );
     let key: String = public_pem
         .lines()
@@ -107,7 +107,7 @@ fn workspace(sb: &Sandbox, public_pem: &str) {
     sb.write(
         "openspec/changes/add-x/execution.yaml",
         format!(
-            "version: 1\nproviders:\n  ci-e2e:\n    adapter: external\n    capability: e2e\n    inputs: [\"src/**\"]\n    claims: [e2e-works]\n    ci:\n      issuer: {ISSUER}\n      publicKey: |\n{key}  local:\n    adapter: command\n    capability: static-analysis\n    command: [sh, -c, \"true\"]\n"
+            "version: 1\nproviders:\n  ci-e2e:\n    adapter: external\n    capability: integration\n    inputs: [\"src/**\"]\n    claims: [e2e-works]\n    ci:\n      issuer: {ISSUER}\n      publicKey: |\n{key}  local:\n    adapter: command\n    capability: static-analysis\n    command: [sh, -c, \"true\"]\n"
         ),
     );
     git_commit_all(&sb.work());
@@ -125,7 +125,7 @@ fn e2e_state(sb: &Sandbox) -> String {
         .as_array()
         .expect("requirements")
         .iter()
-        .find(|r| r["claim"] == "e2e-works" && r["capability"] == "e2e")
+        .find(|r| r["claim"] == "e2e-works" && r["capability"] == "integration")
         .and_then(|r| r["state"].as_str())
         .expect("the e2e requirement")
         .to_owned()
