@@ -71,8 +71,24 @@ pub struct Plan<'a> {
     pub env: &'a Env,
     /// This run's id.
     pub run_id: &'a str,
-    /// Where progress lines go.
-    pub progress: &'a dyn Fn(&str),
+    /// Where progress goes.
+    pub progress: &'a dyn Fn(Progress<'_>),
+}
+
+/// What the executor reports while it runs (for a person; never parsed).
+#[derive(Debug, Clone, Copy)]
+pub enum Progress<'s> {
+    /// Something happened: a provider started or ended, a service started.
+    Line(&'s str),
+    /// Where the run stands.
+    Status {
+        /// Providers with a result.
+        done: usize,
+        /// Providers this run will decide.
+        total: usize,
+        /// Providers running now.
+        running: &'s [&'s str],
+    },
 }
 
 /// What happened to one provider.
@@ -342,6 +358,10 @@ struct Loop<'p, 'a> {
     diagnostics: Vec<Diagnostic>,
     log_dir: PathBuf,
     next_log: usize,
+    /// Providers running now (for progress).
+    running: BTreeSet<String>,
+    /// How many providers this run decides (for progress).
+    total: usize,
 }
 
 #[derive(Debug, Clone)]
@@ -431,6 +451,8 @@ async fn execute_async(
         diagnostics,
         log_dir,
         next_log: 0,
+        running: BTreeSet::new(),
+        total: wanted.len(),
     };
     // Contract digests and other commandless providers are judged in-process.
     let isolation_name = match &isolation {
@@ -757,7 +779,16 @@ impl Loop<'_, '_> {
     }
 
     fn progress(&self, line: &str) {
-        (self.plan.progress)(line);
+        (self.plan.progress)(Progress::Line(line));
+    }
+
+    fn status(&self) {
+        let running: Vec<&str> = self.running.iter().map(String::as_str).collect();
+        (self.plan.progress)(Progress::Status {
+            done: self.results.len(),
+            total: self.total,
+            running: &running,
+        });
     }
 
     fn log_path(&mut self, name: &str) -> PathBuf {
@@ -931,6 +962,8 @@ impl Loop<'_, '_> {
         match run.spawn(&spec) {
             Ok(job) => {
                 self.progress(&format!("  run     {}", p.spec.id.value));
+                self.running.insert(p.spec.id.value.to_string());
+                self.status();
                 self.jobs.insert(
                     job,
                     Purpose::Providers {
@@ -1539,6 +1572,8 @@ impl Loop<'_, '_> {
                 receipts,
             },
         );
+        self.running.remove(pid.as_str());
+        self.status();
         all_pass
     }
 }

@@ -142,9 +142,131 @@ pub fn render_diagnostic(diagnostic: &Diagnostic, out: &mut String) {
     }
 }
 
-/// Writes one line of progress to stderr (never stdout, so `--json` output
-/// stays one document).
-pub fn progress(line: &str) {
-    let mut stderr = io::stderr().lock();
-    let _ = writeln!(stderr, "{line}");
+/// Progress of a long command on stderr: plain lines everywhere, and on a
+/// terminal (not `TERM=dumb`, not `CI`) a status bar under them, redrawn in
+/// place and erased at the end. Logs and pipes never see an escape code.
+#[derive(Debug)]
+pub struct ProgressBar {
+    tty: bool,
+    width: usize,
+    bar: std::sync::Mutex<Option<String>>,
+}
+
+/// Erase the current line.
+const ERASE: &str = "\r\x1b[2K";
+
+impl ProgressBar {
+    /// A progress sink on stderr, drawing a bar when `tty` (see
+    /// [`ProgressBar::stderr_is_terminal`]).
+    pub fn new(tty: bool, width: usize) -> Self {
+        Self {
+            tty,
+            width: width.max(20),
+            bar: std::sync::Mutex::new(None),
+        }
+    }
+
+    /// Whether stderr is a terminal a bar may be drawn on.
+    pub fn stderr_is_terminal(env: &crate::env::Env) -> bool {
+        use std::io::IsTerminal as _;
+        let var = |name: &str| env.vars.get(std::ffi::OsStr::new(name));
+        io::stderr().is_terminal()
+            && var("TERM").is_none_or(|t| t != "dumb")
+            && var("CI").is_none_or(|v| v.is_empty() || v == "false" || v == "0")
+    }
+
+    /// The terminal's width from `COLUMNS`, else 80.
+    pub fn width(env: &crate::env::Env) -> usize {
+        env.vars
+            .get(std::ffi::OsStr::new("COLUMNS"))
+            .and_then(|c| c.to_str()?.parse().ok())
+            .unwrap_or(80)
+    }
+
+    /// A line of progress, above the bar.
+    pub fn line(&self, line: &str) {
+        let bar = self
+            .bar
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut stderr = io::stderr().lock();
+        match (&*bar, self.tty) {
+            (Some(b), true) => {
+                let _ = write!(stderr, "{ERASE}{line}\n{b}");
+            }
+            _ => {
+                let _ = writeln!(stderr, "{line}");
+            }
+        }
+        let _ = stderr.flush();
+    }
+
+    /// Redraws the bar (on a terminal; otherwise nothing).
+    pub fn status(&self, done: usize, total: usize, running: &[&str]) {
+        if !self.tty {
+            return;
+        }
+        let text = render_bar(done, total, running, self.width);
+        let mut stderr = io::stderr().lock();
+        let _ = write!(stderr, "{ERASE}{text}");
+        let _ = stderr.flush();
+        *self
+            .bar
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(text);
+    }
+
+    /// Erases the bar.
+    pub fn finish(&self) {
+        let mut bar = self
+            .bar
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if bar.take().is_some() && self.tty {
+            let mut stderr = io::stderr().lock();
+            let _ = write!(stderr, "{ERASE}");
+            let _ = stderr.flush();
+        }
+    }
+}
+
+/// `[#######.............] 3/12  running: test, lint`, at most `width` characters.
+pub fn render_bar(done: usize, total: usize, running: &[&str], width: usize) -> String {
+    const CELLS: usize = 20;
+    let filled = (done * CELLS)
+        .checked_div(total)
+        .unwrap_or(CELLS)
+        .min(CELLS);
+    let mut text = format!(
+        "[{}{}] {done}/{total}",
+        "#".repeat(filled),
+        ".".repeat(CELLS - filled)
+    );
+    if !running.is_empty() {
+        text.push_str("  running: ");
+        text.push_str(&running.join(", "));
+    }
+    if text.chars().count() > width {
+        text = text.chars().take(width.saturating_sub(1)).collect();
+        text.push('…');
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::render_bar;
+
+    #[test]
+    fn the_bar_fills_in_proportion_and_fits_the_width() {
+        assert_eq!(render_bar(0, 4, &[], 80), "[....................] 0/4");
+        assert_eq!(
+            render_bar(1, 4, &["test", "lint"], 80),
+            "[#####...............] 1/4  running: test, lint"
+        );
+        assert_eq!(render_bar(0, 0, &[], 80), "[####################] 0/0");
+        let narrow = render_bar(1, 4, &["a-very-long-provider-name"; 4], 40);
+        assert_eq!(narrow.chars().count(), 40);
+        assert!(narrow.ends_with('…'));
+    }
 }

@@ -128,7 +128,11 @@ pub fn run(ctx: &Context, options: &ProveOptions) -> Report<ProvePayload> {
     );
     let run_id = run_id();
     let jobs = options.jobs.unwrap_or_else(super::plan::default_jobs);
-    crate::output::progress(&format!(
+    let bar = crate::output::ProgressBar::new(
+        crate::output::ProgressBar::stderr_is_terminal(ctx.env()),
+        crate::output::ProgressBar::width(ctx.env()),
+    );
+    bar.line(&format!(
         "prove {name}: {} to run, {} reused ({} sandbox, --jobs {jobs})",
         wanted.len(),
         reused.len(),
@@ -176,9 +180,18 @@ pub fn run(ctx: &Context, options: &ProveOptions) -> Report<ProvePayload> {
             isolation: options.isolation,
             env: ctx.env(),
             run_id: &run_id,
-            progress: &|line: &str| crate::output::progress(line),
+            progress: &|p: execute::Progress<'_>| match p {
+                execute::Progress::Line(line) => bar.line(line),
+                execute::Progress::Status {
+                    done,
+                    total,
+                    running,
+                } => bar.status(done, total, running),
+            },
         };
-        match execute::execute(&plan, &wanted) {
+        let executed = execute::execute(&plan, &wanted);
+        bar.finish();
+        match executed {
             Ok(executed) => {
                 isolation = executed.isolation.as_ref().map(|i| {
                     if i.is_isolated() {

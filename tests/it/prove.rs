@@ -670,3 +670,45 @@ fn setup_runs_in_fresh_sandboxes_and_its_cache_is_reused() {
         "{reason}"
     );
 }
+
+/// On a terminal, progress is a bar redrawn in place under the lines (run
+/// under a pseudo-terminal with util-linux `script`); in a pipe or log it is
+/// plain lines without one escape code.
+#[test]
+fn progress_is_a_bar_on_a_terminal_and_plain_lines_otherwise() {
+    let sb = Sandbox::new();
+    workspace(&sb);
+    let plain = prove(&sb, &["--no-cache"]);
+    plain.expect_code(0);
+    assert!(!plain.stderr.contains('\u{1b}'), "{:?}", plain.stderr);
+    assert!(
+        plain.stderr.contains("  pass    test ("),
+        "{}",
+        plain.stderr
+    );
+    let command = format!(
+        "{} prove add-x --no-cache",
+        env!("CARGO_BIN_EXE_proofgraph")
+    );
+    let runs_log = sb.path().join("runs.log");
+    let tty = sb.command_with_env(
+        "script",
+        &sb.work(),
+        &["-qec", &command, "/dev/null"],
+        &[
+            ("RUNS_LOG", runs_log.to_str().expect("utf-8 path")),
+            ("COLUMNS", "100"),
+        ],
+    );
+    assert_eq!(
+        tty.code,
+        Some(0),
+        "`script` (util-linux, `apt-get install bsdutils`) runs prove under a terminal: {}{}",
+        tty.stdout,
+        tty.stderr
+    );
+    assert!(tty.stdout.contains("\r\u{1b}[2K[#"), "{:?}", tty.stdout);
+    assert!(tty.stdout.contains("] 5/5"), "{:?}", tty.stdout);
+    assert!(tty.stdout.contains("running: "), "{:?}", tty.stdout);
+    assert!(tty.stdout.contains("  pass    test ("), "{:?}", tty.stdout);
+}
