@@ -147,7 +147,7 @@ enum CommandArgs {
         #[arg(long, value_enum)]
         sandbox: Option<SandboxArg>,
     },
-    /// Evidence from outside the sandbox: import a result CI signed
+    /// Wire a change from its repositories' manifests, and import results CI signed
     #[command(subcommand)]
     Evidence(EvidenceArgs),
     /// Draw the change's graph: providers, services, probes and their edges
@@ -165,6 +165,29 @@ enum CommandArgs {
 
 #[derive(Debug, Subcommand)]
 enum EvidenceArgs {
+    /// Propose providers from package.json, Cargo.toml, pyproject.toml, go.mod and Playwright configs, running nothing
+    #[command(after_help = "Example:\n  proofgraph evidence detect add-profile-page --json")]
+    Detect {
+        /// The change
+        change: String,
+    },
+    /// Preview (or with --write, add) the high-confidence providers; existing ones keep every byte
+    #[command(
+        after_help = "Examples:\n  proofgraph evidence init add-profile-page\n  proofgraph evidence init add-profile-page --write && proofgraph prove add-profile-page"
+    )]
+    Init {
+        /// The change
+        change: String,
+        /// Write execution.yaml instead of previewing
+        #[arg(long)]
+        write: bool,
+    },
+    /// What still stands between the change and a proof run, each with its fix
+    #[command(after_help = "Example:\n  proofgraph evidence doctor add-profile-page")]
+    Doctor {
+        /// The change
+        change: String,
+    },
     /// Accept a signed CI result for an `external` provider, after checking it completely
     #[command(
         name = "verify-ci",
@@ -307,6 +330,15 @@ impl Cli {
                 provider,
                 sandbox: sandbox.map(SandboxArg::mode),
             },
+            CommandArgs::Evidence(EvidenceArgs::Detect { change }) => {
+                Command::EvidenceDetect { change }
+            }
+            CommandArgs::Evidence(EvidenceArgs::Init { change, write }) => {
+                Command::EvidenceInit { change, write }
+            }
+            CommandArgs::Evidence(EvidenceArgs::Doctor { change }) => {
+                Command::EvidenceDoctor { change }
+            }
             CommandArgs::Evidence(EvidenceArgs::VerifyCi {
                 change,
                 provider,

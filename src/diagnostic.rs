@@ -204,6 +204,21 @@ codes! {
     EnvelopeStale = "envelope_stale",
     /// The signed result is not PASSED, or lists failed tests.
     ExternalResultNotPassed = "external_result_not_passed",
+    // Wiring bootstrap (`evidence detect|init|doctor`).
+    /// A repository manifest could not be read; detection skipped it.
+    ManifestUnreadable = "manifest_unreadable",
+    /// `evidence init` could not edit `execution.yaml` without changing what is there.
+    InitRefused = "init_refused",
+    /// A command runs a workspace file that the provider's `inputs` do not cover.
+    CommandFileNotInInputs = "command_file_not_in_inputs",
+    /// A command runs a file git does not track, so sandboxes will not have it.
+    CommandFileUntracked = "command_file_untracked",
+    /// A provider's report is written inside the files it hashes.
+    ReportInsideInputs = "report_inside_inputs",
+    /// A test provider not named `test` sends its discovery receipt nowhere.
+    MissingDiscoveryProvider = "missing_discovery_provider",
+    /// A `test-discovery` provider declares no `report`.
+    TestReportMissing = "test_report_missing",
     // Preflight (the graph's checks, before anything runs).
     /// Providers depend on each other in a cycle.
     DependencyCycle = "dependency_cycle",

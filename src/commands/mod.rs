@@ -5,6 +5,7 @@
 
 pub mod doctor;
 pub mod evaluate;
+pub mod evidence;
 pub mod explain;
 pub mod graph;
 pub mod hash;
@@ -96,6 +97,23 @@ pub enum Command {
         /// The DSSE envelope.
         envelope: PathBuf,
     },
+    /// `evidence detect <change>`.
+    EvidenceDetect {
+        /// The change.
+        change: String,
+    },
+    /// `evidence init <change> [--write]`.
+    EvidenceInit {
+        /// The change.
+        change: String,
+        /// Write the file instead of previewing.
+        write: bool,
+    },
+    /// `evidence doctor <change>`.
+    EvidenceDoctor {
+        /// The change.
+        change: String,
+    },
     /// `graph <change> --format`.
     Graph {
         /// The change.
@@ -181,6 +199,9 @@ pub fn run(env: Env, global: &Global, command: Command) -> u8 {
             provider,
             envelope,
         } => emit(mode, verify_ci::run(&ctx, &change, &provider, &envelope)),
+        Command::EvidenceDetect { change } => emit(mode, evidence::detect(&ctx, &change)),
+        Command::EvidenceInit { change, write } => emit(mode, evidence::init(&ctx, &change, write)),
+        Command::EvidenceDoctor { change } => emit(mode, evidence::doctor(&ctx, &change)),
     }
 }
 

@@ -7,6 +7,7 @@ mod compat;
 mod contract;
 mod diagnostics;
 mod doctor;
+mod evidence;
 mod faults;
 mod malformed;
 mod plan;

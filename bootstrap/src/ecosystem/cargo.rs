@@ -1,0 +1,287 @@
+//! `Cargo.toml` (and `.config/nextest.toml`, `.cargo/config.toml`): what a
+//! Rust repository proposes for `test` and `static-analysis`.
+//!
+//! Two ways to get a structured report with a test count:
+//! - **cargo-nextest with a JUnit profile**, when `.config/nextest.toml`
+//!   configures `[profile.<p>.junit] path`: `cargo nextest run --profile <p>`
+//!   writes `target/nextest/<p>/<path>` itself — plain argv, no shell. The
+//!   project opted in to nextest, so this is the high-grade proposal.
+//! - **libtest's JSON event stream** otherwise: `cargo test -- -Z
+//!   unstable-options --format json --report-time`, made available on a
+//!   stable toolchain by `RUSTC_BOOTSTRAP=1` (set in the provider's `env`, so
+//!   it is part of the fingerprint and visible). libtest can only print the
+//!   stream, so the argv is `sh -c 'mkdir -p test-results && exec "$@" >
+//!   test-results/cargo-test.json' sh cargo test …`: the shell program is
+//!   fixed text that creates the directory and redirects standard output;
+//!   the cargo argv stays explicit after it. Each test binary (doctests
+//!   included) prints a `suite started` event with its `test_count`.
+
+use std::path::Path;
+
+use serde_json::{Map, Value};
+
+use crate::model::Confidence;
+use crate::proposal::{Proposal, argv, in_report_dir, report_path};
+
+/// Cargo compiles before it tests: a generous timeout (15 minutes).
+const TIMEOUT_MS: u64 = 900_000;
+
+/// What the Rust manifests say.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct CargoFacts {
+    /// `[package] name`, if the manifest has a package.
+    pub(crate) package: Option<String>,
+    /// Whether the manifest declares `[workspace]`.
+    pub(crate) workspace: bool,
+    /// Targets of the root manifest that set `harness = false`.
+    pub(crate) custom_harness: Vec<String>,
+    /// Whether `Cargo.lock` exists.
+    pub(crate) lockfile: bool,
+    /// nextest profiles with a JUnit path: (profile, path).
+    pub(crate) junit_profiles: Vec<(String, String)>,
+    /// `build.target-dir` from `.cargo/config.toml`, if set.
+    pub(crate) target_dir: Option<String>,
+}
+
+fn read_toml(path: &Path, shown: &str, warnings: &mut Vec<String>) -> Option<toml::Table> {
+    if !path.is_file() {
+        return None;
+    }
+    let text = match fs_err::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) => {
+            warnings.push(format!("`{shown}` could not be read ({e})"));
+            return None;
+        }
+    };
+    match toml::from_str::<toml::Table>(&text) {
+        Ok(t) => Some(t),
+        Err(e) => {
+            let why = e.message().to_owned();
+            warnings.push(format!(
+                "`{shown}` is not valid TOML ({why}); it was not considered"
+            ));
+            None
+        }
+    }
+}
+
+impl CargoFacts {
+    /// Reads `Cargo.toml` in `dir`.
+    pub(crate) fn read(dir: &Path, shown: &str, warnings: &mut Vec<String>) -> Option<Self> {
+        let manifest = read_toml(
+            &dir.join("Cargo.toml"),
+            &format!("{shown}Cargo.toml"),
+            warnings,
+        )?;
+        let package = manifest
+            .get("package")
+            .and_then(|p| p.get("name"))
+            .and_then(toml::Value::as_str)
+            .map(str::to_owned);
+        let workspace = manifest.contains_key("workspace");
+        let mut custom_harness = Vec::new();
+        let harness_off =
+            |t: &toml::Value| t.get("harness").and_then(toml::Value::as_bool) == Some(false);
+        if let Some(lib) = manifest.get("lib")
+            && harness_off(lib)
+        {
+            custom_harness.push("lib".to_owned());
+        }
+        for kind in ["bin", "test"] {
+            for target in manifest
+                .get(kind)
+                .and_then(toml::Value::as_array)
+                .into_iter()
+                .flatten()
+            {
+                if harness_off(target) {
+                    let name = target
+                        .get("name")
+                        .and_then(toml::Value::as_str)
+                        .unwrap_or("?");
+                    custom_harness.push(format!("{kind} `{name}`"));
+                }
+            }
+        }
+        let mut junit_profiles = Vec::new();
+        if let Some(nextest) = read_toml(
+            &dir.join(".config/nextest.toml"),
+            &format!("{shown}.config/nextest.toml"),
+            warnings,
+        ) && let Some(profiles) = nextest.get("profile").and_then(toml::Value::as_table)
+        {
+            for (name, profile) in profiles {
+                if let Some(path) = profile
+                    .get("junit")
+                    .and_then(|j| j.get("path"))
+                    .and_then(toml::Value::as_str)
+                {
+                    junit_profiles.push((name.clone(), path.to_owned()));
+                }
+            }
+        }
+        let mut target_dir = None;
+        for config in [".cargo/config.toml", ".cargo/config"] {
+            if let Some(table) = read_toml(&dir.join(config), &format!("{shown}{config}"), warnings)
+            {
+                target_dir = table
+                    .get("build")
+                    .and_then(|b| b.get("target-dir"))
+                    .and_then(toml::Value::as_str)
+                    .map(str::to_owned);
+                break;
+            }
+        }
+        Some(Self {
+            package,
+            workspace,
+            custom_harness,
+            lockfile: dir.join("Cargo.lock").is_file(),
+            junit_profiles,
+            target_dir,
+        })
+    }
+
+    fn manifest_fact(&self) -> String {
+        match (&self.package, self.workspace) {
+            (Some(name), false) => format!("Cargo.toml declares package `{name}`"),
+            (Some(name), true) => format!("Cargo.toml declares package `{name}` and a workspace"),
+            (None, _) => "Cargo.toml declares a workspace".to_owned(),
+        }
+    }
+
+    fn inputs(&self) -> Option<Vec<String>> {
+        let mut out = vec!["Cargo.toml".to_owned()];
+        if self.lockfile {
+            out.push("Cargo.lock".to_owned());
+        }
+        Some(out)
+    }
+
+    /// Proposals for `test`.
+    pub(crate) fn test(&self) -> Vec<Proposal> {
+        let mut out = Vec::new();
+        let nextest = self.nextest();
+        let has_nextest = nextest.is_some();
+        out.extend(nextest);
+        let report = report_path("cargo-test.json");
+        let mut cargo = argv(&["cargo", "test"]);
+        if self.workspace {
+            cargo.push("--workspace".to_owned());
+        }
+        cargo.extend(argv(&[
+            "--",
+            "-Z",
+            "unstable-options",
+            "--format",
+            "json",
+            "--report-time",
+        ]));
+        let mut env = Map::new();
+        env.insert("RUSTC_BOOTSTRAP".to_owned(), Value::String("1".to_owned()));
+        let mut p = Proposal::new(
+            Confidence::High,
+            "test-discovery",
+            in_report_dir(cargo, &report, true),
+            "cargo test (libtest JSON)",
+        )
+        .field("env", Value::Object(env))
+        .report(&report, "libtest-json")
+        .field("timeoutMs", Value::from(TIMEOUT_MS))
+        .because(self.manifest_fact())
+        .because(format!(
+            "runs cargo test with libtest's JSON event stream (`-Z unstable-options --format json`, available on stable through RUSTC_BOOTSTRAP=1 in `env`) redirected to `{report}`; each test binary's `suite started` event carries its test_count"
+        ))
+        .inputs(self.inputs());
+        if self.workspace {
+            p.evidence.push(
+                "`--workspace` tests every member; member manifests were not read for `harness = false`".to_owned(),
+            );
+        }
+        if has_nextest {
+            p.grade = Confidence::Alternative;
+            p.evidence.push(
+                "an alternative to the project's nextest JUnit profile; unlike nextest it also runs doctests".to_owned(),
+            );
+        }
+        if !self.custom_harness.is_empty() {
+            p.grade = Confidence::Review;
+            p.evidence.push(format!(
+                "{} set `harness = false`: libtest's JSON flags would reach a custom harness",
+                self.custom_harness.join(", ")
+            ));
+        }
+        out.push(p);
+        out
+    }
+
+    fn nextest(&self) -> Option<Proposal> {
+        let (profile, path) = self
+            .junit_profiles
+            .iter()
+            .find(|(p, _)| p == "ci")
+            .or_else(|| self.junit_profiles.iter().find(|(p, _)| p == "default"))
+            .or_else(|| self.junit_profiles.first())?;
+        let target = self.target_dir.as_deref().unwrap_or("target");
+        let report = format!("{}/nextest/{profile}/{path}", target.trim_end_matches('/'));
+        let mut command = argv(&["cargo", "nextest", "run", "--profile"]);
+        command.push(profile.clone());
+        if self.workspace {
+            command.push("--workspace".to_owned());
+        }
+        let mut p = Proposal::new(Confidence::High, "test-discovery", command, "cargo nextest (JUnit)")
+            .report(&report, "junit")
+            .field("timeoutMs", Value::from(TIMEOUT_MS))
+            .because(self.manifest_fact())
+            .because(format!(
+                ".config/nextest.toml profile `{profile}` writes JUnit to `{path}`, which nextest puts at `{report}`"
+            ))
+            .because("cargo-nextest does not run doctests".to_owned())
+            .inputs(self.inputs());
+        if self.junit_profiles.len() > 1 {
+            p.grade = Confidence::Review;
+            p.evidence.push(format!(
+                "several nextest profiles write JUnit ({}); `{profile}` was chosen",
+                self.junit_profiles
+                    .iter()
+                    .map(|(p, _)| format!("`{p}`"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+        }
+        if let Some(dir) = &self.target_dir {
+            if dir.starts_with('/') || dir.split('/').any(|s| s == "..") {
+                p.grade = Confidence::Review;
+                p.evidence.push(format!(
+                    ".cargo/config sets target-dir `{dir}` outside the repository: the report path must be workspace-relative"
+                ));
+            } else {
+                p.evidence
+                    .push(format!(".cargo/config sets target-dir `{dir}`"));
+            }
+        }
+        p.evidence.push(
+            "CARGO_TARGET_DIR in the environment would move the report; it was not read".to_owned(),
+        );
+        Some(p)
+    }
+
+    /// Proposals for `static-analysis`.
+    pub(crate) fn static_analysis(&self) -> Vec<Proposal> {
+        let mut command = argv(&["cargo", "clippy", "--all-targets"]);
+        if self.workspace {
+            command.push("--workspace".to_owned());
+        }
+        command.extend(argv(&["--", "-D", "warnings"]));
+        vec![
+            Proposal::new(Confidence::Alternative, "command", command, "cargo clippy")
+                .field("timeoutMs", Value::from(TIMEOUT_MS))
+                .because(self.manifest_fact())
+                .because(
+                    "cargo clippy with warnings as errors; only the exit code is read".to_owned(),
+                )
+                .inputs(self.inputs()),
+        ]
+    }
+}

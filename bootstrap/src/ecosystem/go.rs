@@ -1,0 +1,114 @@
+//! `go.mod`: `go test -json ./...` for `test`, `go vet ./...` as an
+//! alternative for `static-analysis`.
+//!
+//! `go test -json` prints test2json events on standard output and has no
+//! flag to write them to a file, so the argv is the same fixed shell
+//! wrapper as for cargo: `sh -c 'mkdir -p test-results && exec "$@" >
+//! test-results/go-test.json' sh go test -json ./...` — the go argv stays
+//! explicit. The count is the number of tests (and subtests) that ran.
+
+use std::path::Path;
+
+use serde_json::Value;
+
+use crate::model::Confidence;
+use crate::proposal::{Proposal, argv, in_report_dir, report_path};
+
+/// `go test` compiles first: ten minutes.
+const TIMEOUT_MS: u64 = 600_000;
+
+/// What `go.mod` says.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct GoFacts {
+    /// The module path.
+    pub(crate) module: Option<String>,
+    /// Whether `go.sum` exists.
+    pub(crate) sum: bool,
+    /// Whether a `go.work` sits beside it.
+    pub(crate) work: bool,
+}
+
+impl GoFacts {
+    /// Reads `go.mod` in `dir`.
+    pub(crate) fn read(dir: &Path, shown: &str, warnings: &mut Vec<String>) -> Option<Self> {
+        let path = dir.join("go.mod");
+        if !path.is_file() {
+            return None;
+        }
+        let text = match fs_err::read_to_string(&path) {
+            Ok(t) => t,
+            Err(e) => {
+                warnings.push(format!("`{shown}go.mod` could not be read ({e})"));
+                return None;
+            }
+        };
+        let module = text.lines().find_map(|l| {
+            l.trim()
+                .strip_prefix("module")
+                .filter(|rest| rest.starts_with(char::is_whitespace))
+                .map(|rest| rest.trim().trim_matches('"').to_owned())
+        });
+        if module.is_none() {
+            warnings.push(format!("`{shown}go.mod` has no `module` line"));
+        }
+        Some(Self {
+            module,
+            sum: dir.join("go.sum").is_file(),
+            work: dir.join("go.work").is_file(),
+        })
+    }
+
+    fn fact(&self) -> String {
+        match &self.module {
+            Some(m) => format!("go.mod declares module `{m}`"),
+            None => "go.mod exists".to_owned(),
+        }
+    }
+
+    fn inputs(&self) -> Option<Vec<String>> {
+        let mut out = vec!["go.mod".to_owned()];
+        if self.sum {
+            out.push("go.sum".to_owned());
+        }
+        Some(out)
+    }
+
+    /// Proposals for `test`.
+    pub(crate) fn test(&self) -> Vec<Proposal> {
+        let report = report_path("go-test.json");
+        let mut p = Proposal::new(
+            Confidence::High,
+            "test-discovery",
+            in_report_dir(argv(&["go", "test", "-json", "./..."]), &report, true),
+            "go test -json",
+        )
+        .report(&report, "go-test-json")
+        .field("timeoutMs", Value::from(TIMEOUT_MS))
+        .because(self.fact())
+        .because(format!(
+            "runs `go test -json ./...` with standard output redirected to `{report}`: test2json events, one per test and subtest"
+        ))
+        .inputs(self.inputs());
+        if self.work {
+            p.evidence
+                .push("go.work exists: `./...` covers this module only".to_owned());
+        }
+        vec![p]
+    }
+
+    /// Proposals for `static-analysis`.
+    pub(crate) fn static_analysis(&self) -> Vec<Proposal> {
+        vec![
+            Proposal::new(
+                Confidence::Alternative,
+                "command",
+                argv(&["go", "vet", "./..."]),
+                "go vet",
+            )
+            .field("timeoutMs", Value::from(TIMEOUT_MS))
+            .because(self.fact())
+            .because("go vet; only the exit code is read".to_owned())
+            .inputs(self.inputs()),
+        ]
+    }
+}

