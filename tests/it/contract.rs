@@ -49,6 +49,41 @@ fn prove(sb: &Sandbox, code: i32) -> (String, String) {
     )
 }
 
+/// (path, sha256, size) of each contract artifact in the latest receipt.
+fn artifacts(sb: &Sandbox) -> Vec<(String, String, u64)> {
+    let doc = sb.run(&sb.work(), &["status", "add-x", "--json"]).json();
+    let sha = doc["requirements"][0]["evidence"][0]["sha256"]
+        .as_str()
+        .expect("a receipt")
+        .to_owned();
+    let envelope: Value = serde_json::from_slice(
+        &fs_err::read(
+            sb.work()
+                .join(".proofgraph/cas")
+                .join(&sha[..2])
+                .join(&sha[2..]),
+        )
+        .expect("receipt"),
+    )
+    .expect("json");
+    let body = proofgraph::attest::b64::decode(envelope["payload"].as_str().expect("payload"))
+        .expect("base64");
+    let statement: Value = serde_json::from_slice(&body).expect("statement");
+    statement["predicate"]["proofgraph"]["artifacts"]
+        .as_array()
+        .expect("artifacts")
+        .iter()
+        .filter(|a| a["kind"] == "contract-artifact")
+        .map(|a| {
+            (
+                a["path"].as_str().unwrap_or("").to_owned(),
+                a["sha256"].as_str().unwrap_or("").to_owned(),
+                a["size"].as_u64().unwrap_or(0),
+            )
+        })
+        .collect()
+}
+
 fn sha256(bytes: &[u8]) -> String {
     proofgraph::store::sha256_hex(bytes)
 }
@@ -58,6 +93,25 @@ fn identical_contracts_pass_and_one_differing_byte_fails_naming_both_digests() {
     let sb = Sandbox::new();
     workspace(&sb);
     assert_eq!(prove(&sb, 0).0, "passed");
+    // The receipt records each side's digest and size.
+    let mut sides = artifacts(&sb);
+    sides.sort();
+    let digest = sha256(CONTRACT.as_bytes());
+    assert_eq!(
+        sides,
+        vec![
+            (
+                "api:contracts/profile.v1.json".to_owned(),
+                digest.clone(),
+                CONTRACT.len() as u64
+            ),
+            (
+                "web:src/contracts/profile.v1.json".to_owned(),
+                digest,
+                CONTRACT.len() as u64
+            ),
+        ]
+    );
     let edited = CONTRACT.replace("1}", "2}");
     assert_eq!(edited.len(), CONTRACT.len(), "one byte differs");
     sb.write("api/contracts/profile.v1.json", &edited);
