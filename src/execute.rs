@@ -476,10 +476,19 @@ async fn execute_async(
         tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
     let mut interrupted = false;
     loop {
-        for action in state.scheduler.poll() {
-            match action {
-                Action::Start(id) => state.start(id, isolation_name),
-                Action::Stop(id) => state.stop_service(id),
+        // Starting one node can make others startable at once (a service
+        // marked up makes its probe startable): poll until nothing changes
+        // before waiting for an event.
+        loop {
+            let actions = state.scheduler.poll();
+            if actions.is_empty() {
+                break;
+            }
+            for action in actions {
+                match action {
+                    Action::Start(id) => state.start(id, isolation_name),
+                    Action::Stop(id) => state.stop_service(id),
+                }
             }
         }
         if state.scheduler.is_finished() {
@@ -1363,7 +1372,13 @@ impl Loop<'_, '_> {
             _ => ReportFile::NotExpected,
         };
         let timeout = p.spec.timeout_ms.as_ref().map_or(120_000, |t| t.value);
-        let mut judged = judge::judge(p, &finished.ended, &report_file, timeout);
+        let mut judged = judge::judge(
+            p,
+            plan.graph.claims(),
+            &finished.ended,
+            &report_file,
+            timeout,
+        );
         if p.spec.adapter.value == Adapter::Command
             && !matches!(report_file, ReportFile::NotExpected)
         {
@@ -1390,6 +1405,7 @@ impl Loop<'_, '_> {
                     path: None,
                     sha256: sha,
                     size: bytes.len() as u64,
+                    ..Artifact::default()
                 }),
                 Err(e) => self
                     .diagnostics
@@ -1406,11 +1422,32 @@ impl Loop<'_, '_> {
                 path,
                 sha256: sha,
                 size: bytes.len() as u64,
+                ..Artifact::default()
             });
         }
-        for path in &judged.attachments {
-            // Attachments are files the test run wrote (screenshots, traces);
-            // only those inside this run's directories are kept.
+        for attachment in &judged.attachments {
+            let name = (!attachment.name.is_empty()).then(|| attachment.name.clone());
+            let content_type =
+                (!attachment.content_type.is_empty()).then(|| attachment.content_type.clone());
+            // An inline body is evidence as it is.
+            if let Some(body) = &attachment.body {
+                if let Ok(sha) = plan.store.put(body) {
+                    artifacts.push(Artifact {
+                        kind: "playwright-attachment".into(),
+                        path: None,
+                        sha256: sha,
+                        size: body.len() as u64,
+                        name,
+                        content_type,
+                    });
+                }
+                continue;
+            }
+            // A file is kept only when the run wrote it inside its own
+            // directories (screenshots, traces), never from elsewhere.
+            let Some(path) = &attachment.path else {
+                continue;
+            };
             let file = Path::new(path);
             let inside = file.starts_with(&self.sandboxes.root)
                 || self.sandboxes.dirs.values().any(|d| file.starts_with(d));
@@ -1431,6 +1468,8 @@ impl Loop<'_, '_> {
                     path: Some(shown),
                     sha256: sha,
                     size: bytes.len() as u64,
+                    name,
+                    content_type,
                 });
             }
         }
@@ -1445,6 +1484,7 @@ impl Loop<'_, '_> {
                         path: Some(format!("{repo}:{}", path.value)),
                         sha256: sha,
                         size: bytes.len() as u64,
+                        ..Artifact::default()
                     });
                 }
             }
@@ -1488,6 +1528,7 @@ impl Loop<'_, '_> {
                 claims: p.claims.iter().map(ToString::to_string).collect(),
                 outcome: verdict.outcome,
                 reason: verdict.reason.clone(),
+                claim_outcomes: verdict.claims.clone(),
                 adapter: p.spec.adapter.value.to_string(),
                 counts: judged.counts.clone(),
                 discovered: verdict.discovered,

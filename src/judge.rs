@@ -16,12 +16,13 @@
 //! - A command that could not be started, or a service it needed that never
 //!   became ready, is an `error` (infrastructure), not a `fail`.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use proofgraph_graph::graph::{Output, ProviderNode};
+use proofgraph_graph::model::Claim;
 use proofgraph_graph::{Adapter, CapabilityName};
 
-use crate::receipt::{Counts, Exit, Outcome, TestNames};
+use crate::receipt::{ClaimOutcome, Counts, Exit, Outcome, TestNames};
 use crate::report::{self, Declared, Report};
 
 /// How an execution ended.
@@ -57,6 +58,8 @@ pub struct Verdict {
     pub discovered: Option<u64>,
     /// The effective minimum (discovery receipts).
     pub minimum: Option<u64>,
+    /// Per claim, when claims are judged separately (Playwright).
+    pub claims: BTreeMap<String, ClaimOutcome>,
 }
 
 /// Everything the run established.
@@ -68,9 +71,9 @@ pub struct Judged {
     pub counts: Option<Counts>,
     /// Test names by result.
     pub tests: TestNames,
-    /// Files the tests attached (Playwright screenshots, traces): where the
-    /// report says they are.
-    pub attachments: Vec<String>,
+    /// What the tests attached (Playwright screenshots, traces, inline
+    /// bodies), as the report lists them.
+    pub attachments: Vec<report::Attachment>,
 }
 
 fn describe_exit(exit: &Exit, timeout_ms: u64) -> String {
@@ -94,8 +97,13 @@ pub fn effective_minimum(provider: &ProviderNode) -> u64 {
 }
 
 /// Judges one provider's execution.
+///
+/// `claims` are the change's claims: a Playwright output judges, per claim
+/// of the provider that requires the output's capability, whether a passing
+/// test is annotated with it.
 pub fn judge(
     provider: &ProviderNode,
+    claims: &[Claim],
     ended: &Ended,
     report_file: &ReportFile,
     timeout_ms: u64,
@@ -112,6 +120,7 @@ pub fn judge(
                     reason: Some(reason.clone()),
                     discovered: None,
                     minimum: None,
+                    claims: BTreeMap::new(),
                 })
                 .collect();
             return Judged {
@@ -157,11 +166,7 @@ pub fn judge(
     });
     let tests = report.map(test_names).unwrap_or_default();
     let adapter = provider.spec.adapter.value;
-    let claim_gaps = if adapter == Adapter::Playwright {
-        report.map(|r| missing_claims(provider, r))
-    } else {
-        None
-    };
+    let annotated = report.map(annotated_claims).unwrap_or_default();
     let verdicts = provider
         .outputs
         .iter()
@@ -180,27 +185,32 @@ pub fn judge(
                     }
                 }
                 Adapter::TestDiscovery | Adapter::Playwright => {
-                    test_outcome(exit, &ran, parsed.as_ref(), claim_gaps.as_ref())
+                    test_outcome(exit, &ran, parsed.as_ref())
                 }
                 Adapter::External => (
                     Outcome::Error,
                     Some("the external adapter runs nothing; it takes a signed result".to_owned()),
                 ),
             };
-            Verdict {
+            let mut verdict = Verdict {
                 output: output.clone(),
                 outcome,
                 reason,
                 discovered: None,
                 minimum: None,
+                claims: BTreeMap::new(),
+            };
+            if adapter == Adapter::Playwright {
+                judge_claims(&mut verdict, provider, claims, &annotated);
             }
+            verdict
         })
         .collect();
     let attachments = report
         .map(|r| {
             r.tests
                 .iter()
-                .flat_map(|t| t.attachments.iter().filter_map(|a| a.path.clone()))
+                .flat_map(|t| t.attachments.iter().cloned())
                 .collect()
         })
         .unwrap_or_default();
@@ -216,7 +226,6 @@ fn test_outcome(
     exit: &Exit,
     ran: &str,
     parsed: Option<&Result<Report, String>>,
-    claim_gaps: Option<&Vec<String>>,
 ) -> (Outcome, Option<String>) {
     let report = match parsed {
         None | Some(Err(_)) => {
@@ -271,17 +280,6 @@ fn test_outcome(
             Some(format!("the report records a runner error: {first}")),
         );
     }
-    if let Some(gaps) = claim_gaps
-        && !gaps.is_empty()
-    {
-        return (
-            Outcome::Inconclusive,
-            Some(format!(
-                "no passing test is annotated {{type: \"claim\", description: …}} for claim(s) {}; skipped and unrun tests do not count",
-                gaps.join(", ")
-            )),
-        );
-    }
     (Outcome::Pass, None)
 }
 
@@ -324,6 +322,7 @@ fn discovery_verdict(
         reason,
         discovered,
         minimum: Some(minimum),
+        claims: BTreeMap::new(),
     }
 }
 
@@ -339,33 +338,78 @@ fn test_names(report: &Report) -> TestNames {
     names
 }
 
-/// The claims of a Playwright provider with no passing test annotated for them.
-fn missing_claims(provider: &ProviderNode, report: &Report) -> Vec<String> {
-    let mut proven: BTreeMap<&str, bool> = provider
-        .claims
-        .iter()
-        .map(|c| (c.as_str(), false))
-        .collect();
-    for test in report
+/// The claims named by `{type: "claim", description: <id>}` annotations of
+/// passing tests. Skipped, failed and unrun tests prove nothing.
+fn annotated_claims(report: &Report) -> BTreeSet<String> {
+    report
         .tests
         .iter()
         .filter(|t| t.outcome == report::Outcome::Passed)
-    {
-        for a in test.annotations.iter().filter(|a| a.kind == "claim") {
-            if let Some(slot) = a
-                .description
-                .as_deref()
-                .and_then(|d| proven.get_mut(d.trim()))
-            {
-                *slot = true;
-            }
-        }
-    }
-    proven
-        .into_iter()
-        .filter(|(_, ok)| !ok)
-        .map(|(c, _)| c.to_owned())
+        .flat_map(|t| t.annotations.iter())
+        .filter(|a| a.kind == "claim")
+        .filter_map(|a| a.description.as_deref().map(|d| d.trim().to_owned()))
         .collect()
+}
+
+/// Judges a Playwright output claim by claim: each claim of the provider
+/// that requires the output's capability shares the run's outcome when the
+/// run did not pass, and otherwise passes only when a passing test is
+/// annotated with it. The output's outcome is then the worst claim's.
+fn judge_claims(
+    verdict: &mut Verdict,
+    provider: &ProviderNode,
+    claims: &[Claim],
+    annotated: &BTreeSet<String>,
+) {
+    let capability = &verdict.output.capability;
+    let relevant: Vec<String> = provider
+        .claims
+        .iter()
+        .filter(|id| {
+            claims
+                .iter()
+                .find(|c| &c.id.value == *id)
+                .is_none_or(|c| c.required_capabilities().contains(capability))
+        })
+        .map(ToString::to_string)
+        .collect();
+    if verdict.outcome != Outcome::Pass {
+        for claim in relevant {
+            verdict.claims.insert(
+                claim,
+                ClaimOutcome {
+                    outcome: verdict.outcome,
+                    reason: verdict.reason.clone(),
+                },
+            );
+        }
+        return;
+    }
+    let mut gaps = Vec::new();
+    for claim in relevant {
+        let outcome = if annotated.contains(&claim) {
+            ClaimOutcome {
+                outcome: Outcome::Pass,
+                reason: None,
+            }
+        } else {
+            gaps.push(claim.clone());
+            ClaimOutcome {
+                outcome: Outcome::Inconclusive,
+                reason: Some(format!(
+                    "no passing test is annotated {{type: \"claim\", description: \"{claim}\"}}; skipped and unrun tests do not count"
+                )),
+            }
+        };
+        verdict.claims.insert(claim, outcome);
+    }
+    if !gaps.is_empty() {
+        verdict.outcome = Outcome::Inconclusive;
+        verdict.reason = Some(format!(
+            "no passing test is annotated {{type: \"claim\", description: …}} for claim(s) {}; skipped and unrun tests do not count",
+            gaps.join(", ")
+        ));
+    }
 }
 
 #[cfg(test)]
@@ -418,6 +462,7 @@ mod tests {
     fn a_suite_below_its_minimum_fails_discovery_even_when_it_passes() {
         let j = judge(
             &node(Adapter::TestDiscovery, Some(5)),
+            &[],
             &exit(0),
             &ReportFile::Bytes("r.tap".into(), TAP_3.to_vec()),
             1,
@@ -440,6 +485,7 @@ mod tests {
     fn exit_0_without_a_report_is_not_a_pass() {
         let j = judge(
             &node(Adapter::TestDiscovery, None),
+            &[],
             &exit(0),
             &ReportFile::Missing("r.json".into()),
             1,
@@ -453,6 +499,7 @@ mod tests {
         );
         let j = judge(
             &node(Adapter::TestDiscovery, None),
+            &[],
             &exit(0),
             &ReportFile::Bytes("r.json".into(), b"not a report".to_vec()),
             1,
@@ -472,6 +519,7 @@ mod tests {
         let report = br#"{"numTotalTests": "5", "numPassedTests": 5, "numFailedTests": 0}"#;
         let j = judge(
             &node(Adapter::TestDiscovery, None),
+            &[],
             &exit(0),
             &ReportFile::Bytes("r.json".into(), report.to_vec()),
             1,
@@ -486,6 +534,7 @@ mod tests {
         let empty = br#"{"numTotalTests": "5", "testResults": []}"#;
         let j = judge(
             &node(Adapter::TestDiscovery, None),
+            &[],
             &exit(0),
             &ReportFile::Bytes("r.json".into(), empty.to_vec()),
             1,
@@ -498,6 +547,7 @@ mod tests {
         let failing = b"TAP version 13\n1..2\nok 1 - a\nnot ok 2 - b\n";
         let j = judge(
             &node(Adapter::TestDiscovery, None),
+            &[],
             &exit(1),
             &ReportFile::Bytes("r.tap".into(), failing.to_vec()),
             1,
@@ -511,6 +561,7 @@ mod tests {
         );
         let j = judge(
             &node(Adapter::TestDiscovery, None),
+            &[],
             &exit(0),
             &ReportFile::Bytes("r.tap".into(), failing.to_vec()),
             1,
@@ -522,6 +573,7 @@ mod tests {
         );
         let j = judge(
             &node(Adapter::Command, None),
+            &[],
             &exit(2),
             &ReportFile::NotExpected,
             1,
@@ -537,6 +589,7 @@ mod tests {
         });
         let j = judge(
             &node(Adapter::Command, None),
+            &[],
             &timed,
             &ReportFile::NotExpected,
             1500,
@@ -547,6 +600,7 @@ mod tests {
         );
         let j = judge(
             &node(Adapter::Command, None),
+            &[],
             &Ended::Error("not found".into()),
             &ReportFile::NotExpected,
             1,

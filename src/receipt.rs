@@ -9,6 +9,8 @@
 //! against a key the workspace trusts and its subject matches the fingerprint
 //! being asked about.
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 
 use crate::attest::envelope::TrustedKey;
@@ -66,7 +68,7 @@ pub struct Exit {
 }
 
 /// A file kept in the store and referenced from the receipt.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
 pub struct Artifact {
     /// What it is: `command-log`, `structured-report`, `contract-artifact`, …
     pub kind: String,
@@ -76,6 +78,12 @@ pub struct Artifact {
     pub sha256: String,
     /// Its size in bytes.
     pub size: u64,
+    /// The name a test gave it (Playwright attachments).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// Its MIME type, when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content_type: Option<String>,
 }
 
 /// Test counts from the structured report.
@@ -119,10 +127,15 @@ pub struct Proof {
     pub capability: String,
     /// The claims vouched for.
     pub claims: Vec<String>,
-    /// The result.
+    /// The result: the worst of `claim_outcomes` when there are any.
     pub outcome: Outcome,
     /// Why, in a sentence (always for anything but a pass).
     pub reason: Option<String>,
+    /// Per claim, when the adapter judges claims separately (Playwright:
+    /// a claim is proven by a passing test annotated with it). Empty when
+    /// every claim shares `outcome`.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub claim_outcomes: BTreeMap<String, ClaimOutcome>,
     /// The adapter.
     pub adapter: String,
     /// Test counts, when a report gave them.
@@ -159,6 +172,16 @@ pub struct Proof {
     pub inputs: String,
     /// How many input files.
     pub input_files: u64,
+}
+
+/// One claim's outcome within a receipt.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClaimOutcome {
+    /// The result for this claim.
+    pub outcome: Outcome,
+    /// Why, when it did not pass.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
 }
 
 /// Tests named in the report, by result.
@@ -313,6 +336,7 @@ mod tests {
 
     fn proof() -> Proof {
         Proof {
+            claim_outcomes: BTreeMap::new(),
             version: RECEIPT_VERSION,
             change: "c".into(),
             provider: "test".into(),

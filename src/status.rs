@@ -95,16 +95,21 @@ pub fn lookup(
         && v.proof.capability == capability
         && v.proof.receipt == receipt
     {
-        let state = match v.proof.outcome {
-            Outcome::Pass => State::Passed,
-            Outcome::Fail | Outcome::Error => State::Failed,
-            Outcome::Inconclusive => State::Inconclusive,
-        };
+        let state = state_of(v.proof.outcome);
         return (state, Some(v), None);
     }
     match store.latest(change, receipt, capability) {
         Some(sha) => (State::Stale, None, Some(sha)),
         None => (State::Pending, None, None),
+    }
+}
+
+/// The requirement state a receipt's outcome gives.
+fn state_of(outcome: Outcome) -> State {
+    match outcome {
+        Outcome::Pass => State::Passed,
+        Outcome::Fail | Outcome::Error => State::Failed,
+        Outcome::Inconclusive => State::Inconclusive,
     }
 }
 
@@ -138,7 +143,7 @@ pub fn requirements(
     trusted: &[TrustedKey],
     change: &str,
 ) -> Vec<Requirement> {
-    let mut cache: BTreeMap<(ProviderId, String, String), Evidence> = BTreeMap::new();
+    let mut cache: BTreeMap<(ProviderId, String, String, String), Evidence> = BTreeMap::new();
     let mut out = Vec::new();
     for claim in graph.claims() {
         for capability in claim.required_capabilities() {
@@ -158,9 +163,10 @@ pub fn requirements(
                         ProviderId::clone(id),
                         output.under.to_string(),
                         capability.to_string(),
+                        claim.id.value.to_string(),
                     );
                     let e = cache.entry(key).or_insert_with(|| {
-                        let (state, verified, stale) = lookup(
+                        let (mut state, verified, stale) = lookup(
                             store,
                             trusted,
                             change,
@@ -168,7 +174,18 @@ pub fn requirements(
                             output.under.as_str(),
                             capability.as_str(),
                         );
+                        // A receipt that judged claims separately answers
+                        // for this claim alone.
+                        let own = verified
+                            .as_ref()
+                            .and_then(|v| v.proof.claim_outcomes.get(claim.id.value.as_str()));
+                        if let Some(own) = own {
+                            state = state_of(own.outcome);
+                        }
                         let reason = match (&verified, state) {
+                            (Some(_), State::Failed | State::Inconclusive) if own.is_some() => {
+                                own.and_then(|o| o.reason.clone())
+                            }
                             (Some(v), State::Failed | State::Inconclusive) => {
                                 v.proof.reason.clone()
                             }

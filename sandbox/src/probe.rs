@@ -14,7 +14,7 @@ use crate::redact::redact_text;
 /// The first delay between attempts; it doubles up to [`MAX_DELAY`].
 const FIRST_DELAY: Duration = Duration::from_millis(10);
 /// The longest delay between attempts.
-const MAX_DELAY: Duration = Duration::from_millis(250);
+const MAX_DELAY: Duration = Duration::from_millis(50);
 /// The longest a single connect or read may take.
 const ATTEMPT_TIMEOUT: Duration = Duration::from_secs(1);
 /// How much of a response is read.

@@ -203,6 +203,7 @@ pub fn run(ctx: &Context, change: &str, provider: &str, envelope: &Path) -> Repo
             claims: claims.clone(),
             outcome: Outcome::Pass,
             reason: None,
+            claim_outcomes: std::collections::BTreeMap::new(),
             adapter: "external".to_owned(),
             counts: None,
             discovered: None,
@@ -220,6 +221,7 @@ pub fn run(ctx: &Context, change: &str, provider: &str, envelope: &Path) -> Repo
                 path: Some(envelope.display().to_string()),
                 sha256: envelope_sha.clone(),
                 size: bytes.len() as u64,
+                ..Artifact::default()
             }],
             fingerprint: binding.fingerprint.to_string(),
             binding: binding.sha256_hex(),

@@ -140,6 +140,9 @@ pub struct Attachment {
     pub path: Option<String>,
     /// Decoded byte length of an inline (base64) body, for attachments stored inline.
     pub body_len: Option<u64>,
+    /// The decoded inline body, when it is valid base64 (kept as evidence).
+    #[serde(skip)]
+    pub body: Option<Vec<u8>>,
 }
 
 /// One test case as the report describes it.

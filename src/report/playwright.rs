@@ -235,6 +235,7 @@ fn collect_attachments(value: Option<&Value>, out: &mut Vec<Attachment>) {
             content_type: str_key(item, "contentType").unwrap_or("").to_string(),
             path: str_key(item, "path").map(str::to_string),
             body_len: str_key(item, "body").map(base64_decoded_len),
+            body: str_key(item, "body").and_then(|b| crate::attest::b64::decode(b).ok()),
         });
     }
 }
