@@ -188,6 +188,9 @@ fn the_example_workspace_validates_cleanly_under_strict() {
     let run = sb.run(&example, &["validate", "--all", "--strict", "--json"]);
     run.expect_code(0);
     let doc = run.json();
-    assert_eq!(doc["summary"]["totals"]["items"], 2);
+    assert_eq!(
+        doc["summary"]["totals"]["items"], 3,
+        "the catalog and two changes"
+    );
     assert_eq!(crate::support::issue_codes(&doc), Vec::<String>::new());
 }

@@ -273,3 +273,202 @@ pub(crate) fn git_commit_all(dir: &Path) {
     git(dir, &["add", "-A"]);
     git(dir, &["commit", "-q", "--allow-empty", "-m", "snapshot"]);
 }
+
+/// The Playwright CLI the browser tests drive: installed by
+/// `npm ci --prefix tools` (pinned in `tools/package-lock.json`). Missing, it
+/// fails the test and says how to install it; it is never skipped.
+pub(crate) fn playwright_bin() -> PathBuf {
+    let path = repo_root().join("tools/node_modules/.bin/playwright");
+    assert!(
+        path.exists(),
+        "the browser tests need the pinned Playwright test runner at {}; install it with `npm ci --prefix tools` (needs Node.js and npm; it downloads no browser)",
+        path.display()
+    );
+    path
+}
+
+/// The `node_modules` the browser fixture resolves `@playwright/test` from.
+pub(crate) fn tools_node_modules() -> PathBuf {
+    playwright_bin();
+    repo_root().join("tools/node_modules")
+}
+
+/// The system Chromium Playwright drives (`$PROOFGRAPH_CHROMIUM`, else
+/// Debian's `/usr/bin/chromium`). Missing, it fails the test with the
+/// install line; browsers are never downloaded.
+pub(crate) fn chromium_bin() -> PathBuf {
+    let path = std::env::var_os("PROOFGRAPH_CHROMIUM")
+        .map_or_else(|| PathBuf::from("/usr/bin/chromium"), PathBuf::from);
+    assert!(
+        path.exists(),
+        "the browser tests need a system Chromium at {}; install it with `apt-get install -y chromium` (or point PROOFGRAPH_CHROMIUM at one); never `npx playwright install`",
+        path.display()
+    );
+    path
+}
+
+/// A TCP port on 127.0.0.1 that was free a moment ago.
+pub(crate) fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("bind an ephemeral port")
+        .port()
+}
+
+/// Fails the test unless `port` on 127.0.0.1 can be bound (nothing of a run
+/// still listens there), retrying for a few seconds.
+#[track_caller]
+pub(crate) fn assert_port_free(port: u16) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    loop {
+        match std::net::TcpListener::bind(("127.0.0.1", port)) {
+            Ok(_) => return,
+            Err(err) if std::time::Instant::now() > deadline => {
+                panic!("port {port} is still taken after the run: {err}")
+            }
+            Err(_) => std::thread::sleep(std::time::Duration::from_millis(50)),
+        }
+    }
+}
+
+/// Processes whose command line or environment contains `marker`, as
+/// `pid: cmdline` (the browser's processes carry the marker only in their
+/// inherited environment).
+pub(crate) fn processes_marked(marker: &str) -> Vec<(u32, String)> {
+    let mut out = Vec::new();
+    let Ok(entries) = fs_err::read_dir("/proc") else {
+        return out;
+    };
+    for entry in entries.flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        if pid == std::process::id() {
+            continue;
+        }
+        let cmdline = fs_err::read(entry.path().join("cmdline")).unwrap_or_default();
+        let environ = fs_err::read(entry.path().join("environ")).unwrap_or_default();
+        let needle = marker.as_bytes();
+        let has = |bytes: &[u8]| bytes.windows(needle.len()).any(|w| w == needle);
+        if has(&cmdline) || has(&environ) {
+            out.push((pid, String::from_utf8_lossy(&cmdline).replace('\0', " ")));
+        }
+    }
+    out
+}
+
+/// Fails the test if any process carrying `marker` is still alive a few
+/// seconds after the run ended (it kills them first, so that one failing test
+/// leaves nothing behind for the next).
+#[track_caller]
+pub(crate) fn assert_no_process_marked(marker: &str) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    let mut left = processes_marked(marker);
+    while !left.is_empty() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        left = processes_marked(marker);
+    }
+    if !left.is_empty() {
+        kill_marked(marker);
+        panic!("processes of the run survive it: {left:#?}");
+    }
+}
+
+/// SIGKILLs every process carrying `marker` (only this test's own: the
+/// marker is unique to it).
+pub(crate) fn kill_marked(marker: &str) {
+    for (pid, _) in processes_marked(marker) {
+        let _ = Command::new("kill")
+            .args(["-KILL", &pid.to_string()])
+            .stderr(Stdio::null())
+            .status();
+    }
+}
+
+/// A marker unique to one test run, for finding its processes.
+pub(crate) fn unique_marker(name: &str) -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    format!("pg-marker-{name}-{}-{nanos}", std::process::id())
+}
+
+/// Runs proofgraph like [`Sandbox::run_with_env`], but gives up after
+/// `limit`: it is then sent SIGTERM (and SIGKILL 10 s later) and the test
+/// fails, quoting what it printed. A hung run never hangs the suite.
+pub(crate) fn run_bounded(
+    sb: &Sandbox,
+    cwd: &Path,
+    args: &[&str],
+    vars: &[(&str, &str)],
+    limit: std::time::Duration,
+) -> Run {
+    use std::io::Read as _;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_proofgraph"))
+        .args(args)
+        .current_dir(cwd)
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", sb.home())
+        .env("XDG_DATA_HOME", sb.data_home())
+        .env("XDG_CONFIG_HOME", sb.config_home())
+        .env("OPENSPEC_TELEMETRY", "0")
+        .env("NO_COLOR", "1")
+        .envs(vars.iter().copied())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn proofgraph");
+    let mut stdout = child.stdout.take().expect("stdout");
+    let mut stderr = child.stderr.take().expect("stderr");
+    let out = std::thread::spawn(move || {
+        let mut s = Vec::new();
+        let _ = stdout.read_to_end(&mut s);
+        s
+    });
+    let err = std::thread::spawn(move || {
+        let mut s = Vec::new();
+        let _ = stderr.read_to_end(&mut s);
+        s
+    });
+    let started = std::time::Instant::now();
+    let mut timed_out = false;
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait for proofgraph") {
+            break status;
+        }
+        if started.elapsed() > limit {
+            timed_out = true;
+            let _ = Command::new("kill")
+                .args(["-TERM", &child.id().to_string()])
+                .status();
+            let grace = std::time::Instant::now() + std::time::Duration::from_secs(10);
+            loop {
+                if child.try_wait().expect("wait for proofgraph").is_some() {
+                    break;
+                }
+                if std::time::Instant::now() > grace {
+                    let _ = child.kill();
+                    break;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(50));
+            }
+            break child.wait().expect("wait for proofgraph");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    let run = Run {
+        code: status.code(),
+        stdout: String::from_utf8_lossy(&out.join().unwrap_or_default()).into_owned(),
+        stderr: String::from_utf8_lossy(&err.join().unwrap_or_default()).into_owned(),
+    };
+    assert!(
+        !timed_out,
+        "`proofgraph {}` did not finish within {limit:?}; it was stopped with SIGTERM\nstdout:\n{}\nstderr:\n{}",
+        args.join(" "),
+        run.stdout,
+        run.stderr
+    );
+    run
+}

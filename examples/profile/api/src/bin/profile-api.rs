@@ -18,9 +18,16 @@ fn main() -> std::io::Result<()> {
             Ok(s) => s,
             Err(_) => continue,
         };
+        let mut reader = BufReader::new(&stream);
         let mut line = String::new();
-        if BufReader::new(&stream).read_line(&mut line).is_err() {
+        if reader.read_line(&mut line).is_err() {
             continue;
+        }
+        // Read the rest of the head: closing a socket with unread bytes
+        // resets the connection, and a browser may then lose the answer.
+        let mut header = String::new();
+        while reader.read_line(&mut header).is_ok_and(|n| n > 0) && header.trim_end() != "" {
+            header.clear();
         }
         let path = line.split_whitespace().nth(1).unwrap_or("/");
         let answer = profile_api::route(path, &run_id);
