@@ -159,6 +159,8 @@ codes! {
     EmbeddedProviders = "embedded_providers",
     /// A provider sets a field its adapter does not read.
     AdapterFieldIgnored = "adapter_field_ignored",
+    /// `criticalCases` on a provider whose adapter has no report to observe them in.
+    CriticalCasesUnobservable = "critical_cases_unobservable",
     /// An `external` provider has no `ci.publicKey`, so nothing can satisfy it.
     ExternalWithoutKey = "external_without_key",
     /// A provider is declared in both `evidence.yaml` and `execution.yaml`.

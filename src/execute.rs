@@ -1529,6 +1529,7 @@ impl Loop<'_, '_> {
                 outcome: verdict.outcome,
                 reason: verdict.reason.clone(),
                 claim_outcomes: verdict.claims.clone(),
+                critical_cases: verdict.critical_cases.clone(),
                 adapter: p.spec.adapter.value.to_string(),
                 counts: judged.counts.clone(),
                 discovered: verdict.discovered,

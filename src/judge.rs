@@ -60,6 +60,8 @@ pub struct Verdict {
     pub minimum: Option<u64>,
     /// Per claim, when claims are judged separately (Playwright).
     pub claims: BTreeMap<String, ClaimOutcome>,
+    /// The provider's critical cases and the status each was observed with.
+    pub critical_cases: BTreeMap<String, String>,
 }
 
 /// Everything the run established.
@@ -121,6 +123,7 @@ pub fn judge(
                     discovered: None,
                     minimum: None,
                     claims: BTreeMap::new(),
+                    critical_cases: BTreeMap::new(),
                 })
                 .collect();
             return Judged {
@@ -167,6 +170,24 @@ pub fn judge(
     let tests = report.map(test_names).unwrap_or_default();
     let adapter = provider.spec.adapter.value;
     let annotated = report.map(annotated_claims).unwrap_or_default();
+    let required_cases: Vec<String> = provider
+        .spec
+        .critical_cases
+        .iter()
+        .flatten()
+        .map(|c| c.value.trim().to_owned())
+        .collect();
+    let critical_sources = if required_cases.is_empty() {
+        Vec::new()
+    } else {
+        let explicit = match report_file {
+            ReportFile::Bytes(_, bytes) => report::explicit_rows(bytes),
+            _ => Vec::new(),
+        };
+        let annotated = report.map(report::annotated_rows).unwrap_or_default();
+        let tests = report.map(report::test_rows).unwrap_or_default();
+        vec![explicit, annotated, tests]
+    };
     let verdicts = provider
         .outputs
         .iter()
@@ -199,7 +220,11 @@ pub fn judge(
                 discovered: None,
                 minimum: None,
                 claims: BTreeMap::new(),
+                critical_cases: BTreeMap::new(),
             };
+            if !required_cases.is_empty() && verdict.outcome == Outcome::Pass {
+                judge_critical_cases(&mut verdict, &required_cases, &critical_sources);
+            }
             if adapter == Adapter::Playwright {
                 judge_claims(&mut verdict, provider, claims, &annotated);
             }
@@ -323,6 +348,7 @@ fn discovery_verdict(
         discovered,
         minimum: Some(minimum),
         claims: BTreeMap::new(),
+        critical_cases: BTreeMap::new(),
     }
 }
 
@@ -336,6 +362,42 @@ fn test_names(report: &Report) -> TestNames {
         }
     }
     names
+}
+
+/// Applies the provider's critical cases to a passing verdict: each must be
+/// observed passing in the report, or the verdict fails naming the cases.
+fn judge_critical_cases(
+    verdict: &mut Verdict,
+    required: &[String],
+    sources: &[Vec<report::CriticalRow>],
+) {
+    let mut problems = Vec::new();
+    for (id, finding) in report::check_critical(required, sources) {
+        let status = match &finding {
+            report::CriticalFinding::Passed(row) | report::CriticalFinding::NotPassed(row) => {
+                row.status.clone()
+            }
+            report::CriticalFinding::Missing => "missing".to_owned(),
+        };
+        match &finding {
+            report::CriticalFinding::Passed(_) => {}
+            report::CriticalFinding::NotPassed(row) if row.id != id => {
+                problems.push(format!("`{id}` is `{status}` (as `{}`)", row.id));
+            }
+            report::CriticalFinding::NotPassed(_) => problems.push(format!("`{id}` is `{status}`")),
+            report::CriticalFinding::Missing => {
+                problems.push(format!("`{id}` is not in the report"));
+            }
+        }
+        verdict.critical_cases.insert(id, status);
+    }
+    if !problems.is_empty() {
+        verdict.outcome = Outcome::Fail;
+        verdict.reason = Some(format!(
+            "critical case(s) not observed passing: {}",
+            problems.join("; ")
+        ));
+    }
 }
 
 /// The claims named by `{type: "claim", description: <id>}` annotations of

@@ -136,6 +136,10 @@ pub struct Proof {
     /// every claim shares `outcome`.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub claim_outcomes: BTreeMap<String, ClaimOutcome>,
+    /// The provider's `criticalCases`, each with the status the report gave
+    /// it (`missing` when no row matched).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub critical_cases: BTreeMap<String, String>,
     /// The adapter.
     pub adapter: String,
     /// Test counts, when a report gave them.
@@ -337,6 +341,7 @@ mod tests {
     fn proof() -> Proof {
         Proof {
             claim_outcomes: BTreeMap::new(),
+            critical_cases: BTreeMap::new(),
             version: RECEIPT_VERSION,
             change: "c".into(),
             provider: "test".into(),

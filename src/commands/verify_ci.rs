@@ -204,6 +204,7 @@ pub fn run(ctx: &Context, change: &str, provider: &str, envelope: &Path) -> Repo
             outcome: Outcome::Pass,
             reason: None,
             claim_outcomes: std::collections::BTreeMap::new(),
+            critical_cases: std::collections::BTreeMap::new(),
             adapter: "external".to_owned(),
             counts: None,
             discovered: None,

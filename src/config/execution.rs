@@ -352,8 +352,25 @@ fn decode_provider(sink: &mut Sink, id: Spanned<ProviderId>, node: &Node) -> Opt
     })
 }
 
-/// Warns about fields that the provider's adapter does not read.
+/// Warns about fields that the provider's adapter does not read, and
+/// refuses critical cases nothing can observe.
 fn check_adapter_fields(sink: &mut Sink, what: &str, adapter: Adapter, f: &Fields<'_>) {
+    if let Some((k, _)) = f.entries().iter().find(|(k, _)| k.name == "criticalCases") {
+        let has_report = f.entries().iter().any(|(k, _)| k.name == "report");
+        let observable = match adapter {
+            Adapter::TestDiscovery | Adapter::Playwright => true,
+            Adapter::Command => has_report,
+            Adapter::ContractDigest | Adapter::External => false,
+        };
+        if !observable {
+            sink.error(
+                Code::CriticalCasesUnobservable,
+                k.pos,
+                format!("{what} declares `criticalCases`, but its `{adapter}` adapter produces no structured report to observe them in"),
+                "Use a `test-discovery` or `playwright` provider (or a `command` with a `report`) for critical cases, or remove them.",
+            );
+        }
+    }
     let readers: [(&str, &[Adapter]); 10] = [
         (
             "command",

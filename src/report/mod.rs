@@ -16,6 +16,7 @@
 //!   failures, `Bail out!`, declared totals that disagree with the listed tests, streams that
 //!   end early) are reported in [`Report::runner_errors`].
 
+mod critical;
 mod ctrf;
 mod error;
 mod go_test;
@@ -32,6 +33,10 @@ mod util;
 #[cfg(test)]
 mod tests;
 
+pub use critical::{
+    Finding as CriticalFinding, Row as CriticalRow, annotated_rows, check as check_critical,
+    explicit_rows, test_rows,
+};
 pub use error::ReportError;
 pub use model::{Annotation, Attachment, Counts, Declared, Format, Outcome, Report, TestCase};
 

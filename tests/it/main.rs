@@ -5,6 +5,7 @@ mod catalog;
 mod cli;
 mod compat;
 mod contract;
+mod critical;
 mod diagnostics;
 mod doctor;
 mod evidence;
