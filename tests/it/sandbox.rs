@@ -128,3 +128,55 @@ fn copy_is_the_working_tree_minus_ignored_and_untracked_build_directories() {
     assert_eq!(map["dangling"], "l ../nowhere");
     assert_eq!(content, "uncommitted edit\n");
 }
+
+/// Through `prove`: a provider that forks a background `sleep` leaves no
+/// process behind, and the run's sandboxes are removed afterwards unless
+/// `--keep-sandbox`.
+#[test]
+fn a_background_process_dies_with_the_run_and_sandboxes_are_removed() {
+    let sb = Sandbox::new();
+    let marker = format!("pg-bg-{}", std::process::id());
+    sb.openspec_root("");
+    sb.write("openspec/changes/add-x/proposal.md", "# Add x\n");
+    sb.write(
+        "openspec/changes/add-x/evidence.yaml",
+        "version: 2\nclaims:\n  - {id: seen, scenario: It runs, capabilities: [static-analysis]}\n",
+    );
+    sb.write(
+        "openspec/changes/add-x/execution.yaml",
+        format!(
+            "version: 1\nproviders:\n  look:\n    adapter: command\n    capability: static-analysis\n    command: [sh, -c, \"(sleep 300; echo {marker}) & setsid sleep 301 & echo forked\"]\n"
+        ),
+    );
+    git_commit_all(&sb.work());
+    let runs = sb.work().join(".proofgraph/runs");
+    sb.run(&sb.work(), &["prove", "add-x", "--keep-sandbox"])
+        .expect_code(0);
+    let kept = fs_err::read_dir(&runs).map(|d| d.count()).unwrap_or(0);
+    assert_eq!(kept, 1, "--keep-sandbox keeps the run's directory");
+    sb.run(&sb.work(), &["prove", "add-x", "--no-cache"])
+        .expect_code(0);
+    assert_eq!(
+        fs_err::read_dir(&runs).map(|d| d.count()).unwrap_or(0),
+        kept,
+        "without --keep-sandbox the run's directory is removed"
+    );
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    loop {
+        let left: Vec<String> = fs_err::read_dir("/proc")
+            .expect("/proc")
+            .flatten()
+            .filter_map(|e| fs_err::read(e.path().join("cmdline")).ok())
+            .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
+            .filter(|c| c.contains(&marker) || c.contains("sleep 301"))
+            .collect();
+        if left.is_empty() {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "processes of the run survive it: {left:?}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
