@@ -150,6 +150,9 @@ enum CommandArgs {
     /// Wire a change from its repositories' manifests, and import results CI signed
     #[command(subcommand)]
     Evidence(EvidenceArgs),
+    /// Check receipts on their own
+    #[command(subcommand)]
+    Receipt(ReceiptArgs),
     /// Draw the change's graph: providers, services, probes and their edges
     #[command(
         after_help = "Examples:\n  proofgraph graph add-profile-page --format dot | dot -Tsvg > graph.svg\n  proofgraph graph add-profile-page --format mermaid"
@@ -160,6 +163,18 @@ enum CommandArgs {
         /// The picture format
         #[arg(long, value_enum, default_value = "dot")]
         format: GraphFormat,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum ReceiptArgs {
+    /// Verify a receipt: signed by a trusted key, what it proves, and whether it still holds
+    #[command(
+        after_help = "Examples:\n  proofgraph receipt verify receipt.dsse.json\n  proofgraph receipt verify 07262d20d484f42f3fa9056836cd0b70938a0222f397250ac81007babba30540 --json"
+    )]
+    Verify {
+        /// A receipt file, or the SHA-256 of a receipt in .proofgraph/
+        receipt: String,
     },
 }
 
@@ -330,6 +345,9 @@ impl Cli {
                 provider,
                 sandbox: sandbox.map(SandboxArg::mode),
             },
+            CommandArgs::Receipt(ReceiptArgs::Verify { receipt }) => {
+                Command::ReceiptVerify { receipt }
+            }
             CommandArgs::Evidence(EvidenceArgs::Detect { change }) => {
                 Command::EvidenceDetect { change }
             }

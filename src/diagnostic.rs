@@ -185,6 +185,8 @@ codes! {
     ReadinessPortInUse = "readiness_port_in_use",
     /// The store under `.proofgraph/` cannot be opened or written.
     StoreUnusable = "store_unusable",
+    /// No key the workspace trusts signed a receipt (`receipt verify`).
+    ReceiptUntrusted = "receipt_untrusted",
     /// The workspace's signing key can be read by other users.
     SigningKeyExposed = "signing_key_exposed",
     /// The remote cache named in `proofgraph.yaml` does not answer.

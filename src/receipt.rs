@@ -264,27 +264,59 @@ pub struct Verified {
 /// receipt that does not verify is ignored, never trusted.
 pub fn read(store: &Store, sha256: &str, trusted: &[TrustedKey]) -> Option<Verified> {
     let bytes = store.get(sha256)?;
-    let verified = statement::verify_statement(&bytes, trusted).ok()?;
-    let statement = verified.statement;
-    if statement.predicate_type() != PREDICATE_TYPE {
-        return None;
-    }
-    let proof: Proof =
-        serde_json::from_value(statement.predicate().get("proofgraph")?.clone()).ok()?;
-    if proof.version != RECEIPT_VERSION {
-        return None;
-    }
-    let subject = statement.subject().first()?;
-    if subject.digest.sha256 != proof.binding
-        || subject.digest.blake3.as_deref() != Some(proof.fingerprint.as_str())
-    {
-        return None;
-    }
+    let (proof, keyid) = verify_bytes(&bytes, trusted).ok()?;
     Some(Verified {
         sha256: sha256.to_owned(),
         proof,
-        keyid: verified.keyid,
+        keyid,
     })
+}
+
+/// Why receipt bytes were not accepted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Rejected {
+    /// No trusted key's signature verifies (or it is not a DSSE envelope).
+    Signature(String),
+    /// Signed, but not a receipt of this proofgraph.
+    NotAReceipt(String),
+}
+
+/// Verifies receipt bytes: a DSSE envelope signed by a trusted key over an
+/// in-toto statement with our predicate type, whose subject names the
+/// receipt's own binding and fingerprint.
+pub fn verify_bytes(bytes: &[u8], trusted: &[TrustedKey]) -> Result<(Proof, String), Rejected> {
+    let verified = statement::verify_statement(bytes, trusted)
+        .map_err(|e| Rejected::Signature(e.to_string()))?;
+    let statement = verified.statement;
+    if statement.predicate_type() != PREDICATE_TYPE {
+        return Err(Rejected::NotAReceipt(format!(
+            "the predicate type is `{}`, not `{PREDICATE_TYPE}`",
+            statement.predicate_type()
+        )));
+    }
+    let fields = statement.predicate().get("proofgraph").ok_or_else(|| {
+        Rejected::NotAReceipt("the predicate has no `proofgraph` fields".to_owned())
+    })?;
+    let proof: Proof = serde_json::from_value(fields.clone())
+        .map_err(|e| Rejected::NotAReceipt(format!("its `proofgraph` fields do not read: {e}")))?;
+    if proof.version != RECEIPT_VERSION {
+        return Err(Rejected::NotAReceipt(format!(
+            "receipt version {} is not {RECEIPT_VERSION}",
+            proof.version
+        )));
+    }
+    let subject = statement
+        .subject()
+        .first()
+        .ok_or_else(|| Rejected::NotAReceipt("the statement has no subject".to_owned()))?;
+    if subject.digest.sha256 != proof.binding
+        || subject.digest.blake3.as_deref() != Some(proof.fingerprint.as_str())
+    {
+        return Err(Rejected::NotAReceipt(
+            "the subject does not name the receipt's binding and fingerprint".to_owned(),
+        ));
+    }
+    Ok((proof, verified.keyid))
 }
 
 /// The trust list: the workspace's own key, and the catalog's trusted keys.

@@ -12,6 +12,7 @@ pub mod hash;
 pub mod list;
 pub mod plan;
 pub mod prove;
+pub mod receipt;
 pub mod show;
 pub mod status;
 pub mod validate;
@@ -114,6 +115,11 @@ pub enum Command {
         /// The change.
         change: String,
     },
+    /// `receipt verify <file|sha256>`.
+    ReceiptVerify {
+        /// A receipt file, or the SHA-256 of one in the store.
+        receipt: String,
+    },
     /// `graph <change> --format`.
     Graph {
         /// The change.
@@ -199,6 +205,7 @@ pub fn run(env: Env, global: &Global, command: Command) -> u8 {
             provider,
             envelope,
         } => emit(mode, verify_ci::run(&ctx, &change, &provider, &envelope)),
+        Command::ReceiptVerify { receipt } => emit(mode, receipt::verify(&ctx, &receipt)),
         Command::EvidenceDetect { change } => emit(mode, evidence::detect(&ctx, &change)),
         Command::EvidenceInit { change, write } => emit(mode, evidence::init(&ctx, &change, write)),
         Command::EvidenceDoctor { change } => emit(mode, evidence::doctor(&ctx, &change)),

@@ -15,6 +15,7 @@ mod plan;
 mod playwright;
 mod preflight;
 mod prove;
+mod receipt;
 mod root;
 mod sandbox;
 mod services;

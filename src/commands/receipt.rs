@@ -1,0 +1,178 @@
+//! `proofgraph receipt verify <file|sha256>`: check a receipt on its own —
+//! that a key this workspace trusts signed it, that it is a proofgraph
+//! receipt, what it proves, and whether it still holds for the code as it is.
+
+use std::fmt::Write as _;
+use std::io::Read as _;
+use std::path::Path;
+
+use proofgraph_graph::ProviderId;
+use serde::Serialize;
+
+use super::evaluate::evaluate;
+use super::{Context, RootOutput};
+use crate::diagnostic::{Code, Diagnostic};
+use crate::exit::Verdict;
+use crate::output::{Payload, Report};
+use crate::receipt::{self, Outcome, Rejected};
+use crate::store::{self, Store};
+use crate::workspace::Workspace;
+
+/// The largest receipt read.
+const MAX_RECEIPT_BYTES: u64 = 16 * 1024 * 1024;
+
+/// The payload of `receipt verify`.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct ReceiptPayload {
+    /// Whether a trusted key signed it and it is a proofgraph receipt.
+    pub valid: Option<bool>,
+    /// The SHA-256 of the envelope's bytes.
+    pub sha256: Option<String>,
+    /// The id of the key that signed it.
+    pub keyid: Option<String>,
+    /// The change.
+    pub change: Option<String>,
+    /// The provider.
+    pub provider: Option<String>,
+    /// The receipt's name (the provider, or a discovery receiver).
+    pub receipt: Option<String>,
+    /// The capability it vouches for.
+    pub capability: Option<String>,
+    /// Its outcome.
+    pub outcome: Option<Outcome>,
+    /// The binding it was made for.
+    pub binding: Option<String>,
+    /// Whether that is the provider's binding now (null when the change or
+    /// provider is not in this workspace).
+    pub current: Option<bool>,
+    /// The OpenSpec root.
+    pub root: Option<RootOutput>,
+}
+
+impl Payload for ReceiptPayload {
+    fn human(&self, out: &mut String) {
+        let Some(true) = self.valid else { return };
+        let _ = writeln!(
+            out,
+            "valid: {} / {} @ {} — {} (signed by {})",
+            self.change.as_deref().unwrap_or(""),
+            self.receipt.as_deref().unwrap_or(""),
+            self.capability.as_deref().unwrap_or(""),
+            self.outcome.map_or("", Outcome::as_str),
+            self.keyid.as_deref().unwrap_or("")
+        );
+        let _ = match self.current {
+            Some(true) => writeln!(out, "current: the binding is the provider's binding now"),
+            Some(false) => writeln!(
+                out,
+                "stale: the provider's binding has changed since (`proofgraph explain` says why)"
+            ),
+            None => writeln!(
+                out,
+                "current: unknown (the change or provider is not in this workspace)"
+            ),
+        };
+    }
+}
+
+fn read_bytes(path: &Path) -> Result<Vec<u8>, String> {
+    let file = fs_err::File::open(path).map_err(|e| e.kind().to_string())?;
+    let mut bytes = Vec::new();
+    file.take(MAX_RECEIPT_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| e.kind().to_string())?;
+    if bytes.len() as u64 > MAX_RECEIPT_BYTES {
+        return Err(format!("it is larger than {} MiB", MAX_RECEIPT_BYTES >> 20));
+    }
+    Ok(bytes)
+}
+
+/// Runs `receipt verify`: exit 0 for a valid receipt, 1 for one no trusted
+/// key signed or that is not a receipt, 3 when it cannot be read.
+pub fn verify(ctx: &Context, what: &str) -> Report<ReceiptPayload> {
+    let resolution = match ctx.resolve_root() {
+        Ok(r) => r,
+        Err(d) => return Report::failed(vec![d], Verdict::Invalid),
+    };
+    let workspace = Workspace::load(&resolution.root.path);
+    let store = Store::open_read_only(&workspace.root);
+    let trusted = receipt::trusted_keys(&store, workspace.catalog.as_ref());
+    let from_store = store::is_sha256_hex(what)
+        .then(|| store.get(what))
+        .flatten();
+    let bytes = match from_store {
+        Some(b) => b,
+        None => match read_bytes(&ctx.env().cwd.join(what)) {
+            Ok(b) => b,
+            Err(e) => {
+                return Report::failed(
+                    vec![
+                        Diagnostic::error(
+                            Code::EnvelopeUnreadable,
+                            format!("the receipt `{what}` cannot be read: {e}"),
+                        )
+                        .surface("receipt")
+                        .fix("Pass a receipt file, or the SHA-256 of a receipt in .proofgraph/ (as `status --json` lists them)."),
+                    ],
+                    Verdict::Invalid,
+                );
+            }
+        },
+    };
+    let mut payload = ReceiptPayload {
+        valid: Some(false),
+        sha256: Some(store::sha256_hex(&bytes)),
+        root: Some(RootOutput::from(&resolution.root)),
+        ..ReceiptPayload::default()
+    };
+    let (proof, keyid) = match receipt::verify_bytes(&bytes, &trusted) {
+        Ok(v) => v,
+        Err(rejected) => {
+            let d = match rejected {
+                Rejected::Signature(why) => Diagnostic::error(
+                    Code::ReceiptUntrusted,
+                    format!("no key this workspace trusts signed the receipt: {why}"),
+                )
+                .fix("Add the signer's public key to `trustedKeys` in proofgraph.yaml if you trust it; otherwise rerun the provider."),
+                Rejected::NotAReceipt(why) => Diagnostic::error(
+                    Code::StatementInvalid,
+                    format!("the signed statement is not a proofgraph receipt: {why}"),
+                )
+                .fix("Pass a receipt proofgraph wrote (an envelope from .proofgraph/cas)."),
+            };
+            return Report {
+                payload: Some(payload),
+                status: vec![d.surface("receipt")],
+                verdict: Verdict::Failed,
+            };
+        }
+    };
+    payload.current = current(ctx, &proof);
+    payload.valid = Some(true);
+    payload.keyid = Some(keyid);
+    payload.change = Some(proof.change);
+    payload.provider = Some(proof.provider);
+    payload.receipt = Some(proof.receipt);
+    payload.capability = Some(proof.capability);
+    payload.outcome = Some(proof.outcome);
+    payload.binding = Some(proof.binding);
+    Report {
+        payload: Some(payload),
+        status: Vec::new(),
+        verdict: Verdict::Success,
+    }
+}
+
+/// Whether the receipt's binding is the provider's binding now.
+fn current(ctx: &Context, proof: &receipt::Proof) -> Option<bool> {
+    let mode = proofgraph_sandbox::SandboxMode::parse(&proof.sandbox);
+    let e = evaluate(ctx, &proof.change, mode, false).ok()?;
+    let id = ProviderId::parse(&proof.provider).ok()?;
+    let binding = e
+        .loaded
+        .prepared
+        .graph
+        .binding(&id, &e.observed.world, &e.fingerprints)
+        .ok()?;
+    Some(binding.sha256_hex() == proof.binding)
+}
