@@ -14,6 +14,7 @@ use std::ffi::OsString;
 use std::fs::File;
 use std::io::Write;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt as _;
 use std::path::{Component, Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -654,20 +655,32 @@ impl Init {
             Err(why) => return refuse(self, None, why),
         };
         let cwd = request.cwd.into_path();
-        let plan = match CommandPlan::new(
-            request.argv.into_iter().map(WireBytes::into_os).collect(),
-            request
-                .env
-                .into_iter()
-                .map(|(k, v)| (k.into_os(), v.into_os()))
-                .collect(),
-            cwd.clone(),
-        ) {
+        let argv: Vec<OsString> = request.argv.into_iter().map(WireBytes::into_os).collect();
+        let env: Vec<(OsString, OsString)> = request
+            .env
+            .into_iter()
+            .map(|(k, v)| (k.into_os(), v.into_os()))
+            .collect();
+        // What the job names under the host's /tmp — its directory, absolute
+        // paths in its argv, absolute paths in its environment's values
+        // (`:`-separated lists included) — it sees; nothing else of /tmp.
+        let named: Vec<PathBuf> = std::iter::once(cwd.clone())
+            .chain(argv.iter().map(PathBuf::from))
+            .chain(env.iter().flat_map(|(_, v)| {
+                v.as_bytes()
+                    .split(|b| *b == b':')
+                    .map(|p| PathBuf::from(std::ffi::OsStr::from_bytes(p)))
+                    .collect::<Vec<_>>()
+            }))
+            .collect();
+        let plan = match CommandPlan::new(argv, env, cwd.clone()) {
             Ok(plan) => plan,
             Err(why) => return refuse(self, None, why),
         };
-        if let Err(why) = self.expose_host_tmp(&cwd) {
-            return refuse(self, None, why);
+        for path in &named {
+            if let Err(why) = self.expose_host_tmp(path) {
+                return refuse(self, None, why);
+            }
         }
         let pipes = pipe2(OFlag::O_CLOEXEC).and_then(|out| Ok((out, pipe2(OFlag::O_CLOEXEC)?)));
         let ((out_read, out_write), (ctl_read, ctl_write)) = match pipes {
@@ -827,7 +840,8 @@ impl Init {
             .map_err(|e| format!("open the log `{}`: {}", path.display(), describe(e)))
     }
 
-    /// Makes a working directory under the host's `/tmp` reachable in the private `/tmp`.
+    /// Makes a path under the host's `/tmp` (a working directory, or a path
+    /// the job names) reachable in the private `/tmp`, by its top-level entry.
     fn expose_host_tmp(&mut self, cwd: &Path) -> Result<(), String> {
         let Some(ns) = &self.namespaces else {
             return Ok(());

@@ -89,7 +89,9 @@ pub struct JobSpec {
     pub argv: Vec<OsString>,
     /// The working directory; absolute, without `..`. A directory under `/tmp` of the host
     /// stays reachable: its top-level entry under `/tmp` is bind-mounted into the run's
-    /// private `/tmp`.
+    /// private `/tmp`. So do absolute paths under `/tmp` that the argv or an environment
+    /// value names (values are split at `:`, as `PATH` and `NODE_PATH` are): what a job
+    /// names, it sees; nothing else of the host's `/tmp`.
     pub cwd: PathBuf,
     /// The job's entire environment; nothing is inherited.
     pub env: Vec<(OsString, OsString)>,

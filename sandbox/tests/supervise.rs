@@ -641,6 +641,44 @@ fn tmp_is_private_to_each_run_and_shared_by_its_jobs() {
     run_b.shutdown().expect("shutdown b");
 }
 
+/// A host directory under /tmp that the job names — as an argv element or in
+/// an environment value, `:`-separated lists included — is visible; one it
+/// mentions only inside a script is not.
+#[test]
+fn paths_a_job_names_under_the_host_tmp_are_visible_and_nothing_else() {
+    let scratch = Scratch::new("named");
+    let tool_dir = Scratch::new("named-tool");
+    let lib_dir = Scratch::new("named-env");
+    let hidden = Scratch::new("hidden");
+    fs_err::write(tool_dir.path("tool.sh"), "echo tool-ran\n").expect("write");
+    fs_err::write(lib_dir.path("lib.txt"), "from-env\n").expect("write");
+    fs_err::write(hidden.path("secret.txt"), "hidden\n").expect("write");
+    let run = isolated();
+    let script = format!(
+        "sh \"$1\" && cat \"${{NODE_PATH#*:}}/lib.txt\" && test ! -e {}",
+        hidden.path("secret.txt").display()
+    );
+    let mut spec = job(
+        &scratch,
+        "named.log",
+        &[
+            "sh",
+            "-c",
+            &script,
+            "sh",
+            &tool_dir.path("tool.sh").display().to_string(),
+        ],
+    );
+    spec.env.push((
+        "NODE_PATH".into(),
+        format!("/usr/lib:{}", lib_dir.dir.display()).into(),
+    ));
+    let ended = run_to_end(&run, &spec);
+    assert_eq!(exit_code(&ended), Some(0), "{}", scratch.read("named.log"));
+    assert_eq!(scratch.read("named.log"), "tool-ran\nfrom-env\n");
+    run.shutdown().expect("shutdown");
+}
+
 // ---------------------------------------------------------------------------------------
 // 6. Probes
 
