@@ -4,7 +4,7 @@
 
 use serde_json::Value;
 
-use crate::support::{Sandbox, git_commit_all};
+use crate::support::{Sandbox, git_commit_all, statement};
 
 const CONTRACT: &str = "{\"name\": \"profile\", \"version\": 1}\n";
 
@@ -56,19 +56,7 @@ fn artifacts(sb: &Sandbox) -> Vec<(String, String, u64)> {
         .as_str()
         .expect("a receipt")
         .to_owned();
-    let envelope: Value = serde_json::from_slice(
-        &fs_err::read(
-            sb.work()
-                .join(".proofgraph/cas")
-                .join(&sha[..2])
-                .join(&sha[2..]),
-        )
-        .expect("receipt"),
-    )
-    .expect("json");
-    let body = proofgraph::attest::b64::decode(envelope["payload"].as_str().expect("payload"))
-        .expect("base64");
-    let statement: Value = serde_json::from_slice(&body).expect("statement");
+    let statement = statement(sb, &sha);
     statement["predicate"]["proofgraph"]["artifacts"]
         .as_array()
         .expect("artifacts")

@@ -5,7 +5,7 @@
 
 use serde_json::Value;
 
-use crate::support::{Sandbox, git_commit_all};
+use crate::support::{Sandbox, git_commit_all, statement};
 
 fn workspace(sb: &Sandbox, report: &str, format: &str, cases: &str) {
     sb.openspec_root("");
@@ -37,19 +37,7 @@ fn prove(sb: &Sandbox, code: i32) -> (String, String, Value) {
         .cloned()
         .unwrap_or(Value::Null);
     let sha = req["evidence"][0]["sha256"].as_str().unwrap_or_default();
-    let envelope: Value = serde_json::from_slice(
-        &fs_err::read(
-            sb.work()
-                .join(".proofgraph/cas")
-                .join(&sha[..2])
-                .join(&sha[2..]),
-        )
-        .expect("receipt"),
-    )
-    .expect("json");
-    let body = proofgraph::attest::b64::decode(envelope["payload"].as_str().expect("payload"))
-        .expect("base64");
-    let statement: Value = serde_json::from_slice(&body).expect("statement");
+    let statement = statement(sb, sha);
     (
         req["state"].as_str().unwrap_or("").to_owned(),
         req["evidence"][0]["reason"]

@@ -8,7 +8,7 @@
 
 use serde_json::Value;
 
-use crate::support::{Run, Sandbox, git_commit_all, repo_root};
+use crate::support::{Run, Sandbox, git_commit_all, repo_root, statement, states};
 
 /// The real HOME: rustup, pyenv and npm find their toolchains and caches
 /// through it, as they do for a user. (The sandbox's isolated HOME only
@@ -30,24 +30,6 @@ fn change(sb: &Sandbox) {
         "openspec/changes/add-x/evidence.yaml",
         "version: 2\nclaims:\n  - {id: works, scenario: The code works, capabilities: [test]}\n",
     );
-}
-
-fn states(doc: &Value) -> Vec<(String, String)> {
-    doc["requirements"]
-        .as_array()
-        .expect("requirements")
-        .iter()
-        .map(|r| {
-            (
-                format!(
-                    "{}/{}",
-                    r["claim"].as_str().unwrap_or(""),
-                    r["capability"].as_str().unwrap_or("")
-                ),
-                r["state"].as_str().unwrap_or("").to_owned(),
-            )
-        })
-        .collect()
 }
 
 /// `init --write`, commit, `prove`: the claim is proven by the runner's
@@ -80,13 +62,10 @@ fn init_then_prove(sb: &Sandbox, tests: u64) {
         prove.stderr
     );
     let doc = prove.json();
-    assert_eq!(
-        states(&doc),
-        vec![
-            ("works/discovery".to_owned(), "passed".to_owned()),
-            ("works/test".to_owned(), "passed".to_owned())
-        ]
-    );
+    let s = states(&doc);
+    assert_eq!(s.len(), 2, "{s:?}");
+    assert_eq!(s["works/discovery"], "passed");
+    assert_eq!(s["works/test"], "passed");
     let sha = doc["requirements"]
         .as_array()
         .expect("requirements")
@@ -95,19 +74,7 @@ fn init_then_prove(sb: &Sandbox, tests: u64) {
         .and_then(|r| r["evidence"][0]["sha256"].as_str())
         .expect("a discovery receipt")
         .to_owned();
-    let envelope: Value = serde_json::from_slice(
-        &fs_err::read(
-            sb.work()
-                .join(".proofgraph/cas")
-                .join(&sha[..2])
-                .join(&sha[2..]),
-        )
-        .expect("the receipt"),
-    )
-    .expect("json");
-    let body = proofgraph::attest::b64::decode(envelope["payload"].as_str().expect("payload"))
-        .expect("base64");
-    let statement: Value = serde_json::from_slice(&body).expect("statement");
+    let statement = statement(sb, &sha);
     let discovered = statement["predicate"]["proofgraph"]["discovered"]
         .as_u64()
         .unwrap_or(0);

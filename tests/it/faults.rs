@@ -125,17 +125,7 @@ fn assert_every_pass_was_observed(sb: &Sandbox, runs_log: &str) {
 }
 
 fn receipt_proof(sb: &Sandbox, sha: &str) -> Value {
-    let path = sb
-        .work()
-        .join(".proofgraph/cas")
-        .join(&sha[..2])
-        .join(&sha[2..]);
-    let envelope: Value =
-        serde_json::from_slice(&fs_err::read(path).expect("receipt")).expect("envelope");
-    let body = proofgraph::attest::b64::decode(envelope["payload"].as_str().expect("payload"))
-        .expect("base64");
-    let statement: Value = serde_json::from_slice(&body).expect("statement");
-    statement["predicate"]["proofgraph"].clone()
+    crate::support::statement(sb, sha)["predicate"]["proofgraph"].clone()
 }
 
 #[test]

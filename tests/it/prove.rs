@@ -2,12 +2,11 @@
 //! the test, with real processes: only what changed reruns, and nothing is a
 //! pass that was not observed.
 
-use std::collections::BTreeMap;
 use std::path::Path;
 
 use serde_json::Value;
 
-use crate::support::{Run, Sandbox, git, git_commit_all};
+use crate::support::{Run, Sandbox, git, git_commit_all, states};
 
 /// A shell test suite that writes a TAP report of `n` passing tests (and
 /// `fail` failing ones) to `out.tap`, and logs every run to `../runs.log`
@@ -121,24 +120,6 @@ fn ran(doc: &Value) -> Vec<String> {
         .collect();
     out.sort();
     out
-}
-
-fn states(doc: &Value) -> BTreeMap<String, String> {
-    doc["requirements"]
-        .as_array()
-        .expect("requirements")
-        .iter()
-        .map(|r| {
-            (
-                format!(
-                    "{}/{}",
-                    r["claim"].as_str().unwrap_or(""),
-                    r["capability"].as_str().unwrap_or("")
-                ),
-                r["state"].as_str().unwrap_or("").to_owned(),
-            )
-        })
-        .collect()
 }
 
 fn executions(sb: &Sandbox) -> usize {

@@ -11,7 +11,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::playwright::{BrowserWorld, provider, receipt, states};
+use crate::playwright::BrowserWorld;
+use crate::support::{provider, receipt, states};
 
 /// The fixture's server started by the test itself, outside any run: it
 /// answers exactly like the run's service would, but with another run id.

@@ -1,6 +1,7 @@
 //! Shared helpers: temporary OpenSpec trees, running the binary in an
 //! isolated environment, and snapshot redaction.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
@@ -471,4 +472,75 @@ pub(crate) fn run_bounded(
         run.stderr
     );
     run
+}
+
+// Reading prove/status documents and the receipts they name.
+
+/// claim/capability → requirement state.
+pub(crate) fn states(doc: &Value) -> BTreeMap<String, String> {
+    doc["requirements"]
+        .as_array()
+        .expect("requirements")
+        .iter()
+        .map(|r| {
+            (
+                format!(
+                    "{}/{}",
+                    r["claim"].as_str().unwrap_or(""),
+                    r["capability"].as_str().unwrap_or("")
+                ),
+                r["state"].as_str().unwrap_or("").to_owned(),
+            )
+        })
+        .collect()
+}
+
+/// The requirement `claim/capability` of a prove document.
+pub(crate) fn requirement<'a>(doc: &'a Value, claim: &str, capability: &str) -> &'a Value {
+    doc["requirements"]
+        .as_array()
+        .expect("requirements")
+        .iter()
+        .find(|r| r["claim"] == claim && r["capability"] == capability)
+        .unwrap_or_else(|| panic!("no requirement {claim}/{capability} in {doc:#}"))
+}
+
+/// The entry of `provider` in a prove document's `providers`.
+pub(crate) fn provider<'a>(doc: &'a Value, name: &str) -> &'a Value {
+    doc["providers"]
+        .as_array()
+        .expect("providers")
+        .iter()
+        .find(|p| p["provider"] == name)
+        .unwrap_or_else(|| panic!("no provider {name} in {doc:#}"))
+}
+
+/// The receipt of `provider` for `capability` in a prove document.
+pub(crate) fn receipt<'a>(doc: &'a Value, name: &str, capability: &str) -> &'a Value {
+    provider(doc, name)["receipts"]
+        .as_array()
+        .expect("receipts")
+        .iter()
+        .find(|r| r["capability"] == capability)
+        .unwrap_or_else(|| panic!("no {capability} receipt of {name} in {doc:#}"))
+}
+
+/// The in-toto Statement inside the stored envelope `sha`.
+pub(crate) fn statement(sb: &Sandbox, sha: &str) -> Value {
+    let bytes = cas(sb, sha);
+    let envelope: Value = serde_json::from_slice(&bytes).expect("envelope");
+    let body = proofgraph::attest::b64::decode(envelope["payload"].as_str().expect("payload"))
+        .expect("base64");
+    serde_json::from_slice(&body).expect("statement")
+}
+
+/// A blob of the store's content-addressed area.
+pub(crate) fn cas(sb: &Sandbox, sha: &str) -> Vec<u8> {
+    fs_err::read(
+        sb.work()
+            .join(".proofgraph/cas")
+            .join(&sha[..2])
+            .join(&sha[2..]),
+    )
+    .expect("a stored blob")
 }
