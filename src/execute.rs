@@ -1648,14 +1648,16 @@ pub fn wanted(
             .get(id)
             .map(ToString::to_string)
             .unwrap_or_default();
-        match (
-            no_cache,
-            crate::status::is_proven(p, &fp, store, trusted, change),
-        ) {
-            (false, Some(receipts)) => {
+        let proven = if no_cache {
+            None
+        } else {
+            crate::status::is_proven(p, &fp, store, trusted, change)
+        };
+        match proven {
+            Some(receipts) => {
                 reused.insert(id.clone(), receipts);
             }
-            _ => {
+            None => {
                 run.insert(node);
             }
         }

@@ -112,16 +112,32 @@ pub fn snapshot(dir: &Path, exclude: &[String]) -> Result<Snapshot, InputsError>
         dir: workdir.clone(),
         message,
     };
-    let index = repo
-        .index_or_empty()
-        .map_err(|e| index_error(e.to_string()))?;
+    // The index's trailing checksum is not verified on every read (git
+    // checks it only in `git fsck`): it is a whole-file SHA-1 pass that cost a
+    // no-op prove more than its own bookkeeping. A torn index fails to decode.
+    let index = match gix::index::File::at(
+        repo.index_path(),
+        repo.object_hash(),
+        true,
+        gix::index::decode::Options::default(),
+    ) {
+        Ok(file) => file,
+        Err(gix::index::file::init::Error::Io(e)) if e.kind() == std::io::ErrorKind::NotFound => {
+            gix::index::File::from_state(
+                gix::index::State::new(repo.object_hash()),
+                repo.index_path(),
+            )
+        }
+        Err(e) => return Err(index_error(e.to_string())),
+    };
     let options = repo
         .stat_options()
         .map_err(|e| index_error(e.to_string()))?;
     let timestamp = index.timestamp();
     let hash_kind = repo.object_hash();
-    let mut files = Vec::new();
-    let mut rehashed = 0;
+    // First the entries that are files under `dir` (cheap, from the index
+    // alone), then their stat checks, which dominate, on every core.
+    let mut candidates: Vec<(&gix::index::Entry, &str, FileKind)> = Vec::new();
     for entry in index.entries() {
         if entry.stage_raw() != 0 && entry.stage_raw() != 2 {
             // Conflicts: take the working tree's content once (stage 2, "ours").
@@ -147,11 +163,14 @@ pub fn snapshot(dir: &Path, exclude: &[String]) -> Result<Snapshot, InputsError>
             // Submodules (gitlinks) and sparse directories carry no content here.
             continue;
         };
+        candidates.push((entry, rel, kind));
+    }
+    let check = |(entry, rel, _): &(&gix::index::Entry, &str, FileKind)| -> Result<Option<(FileEntry, bool)>, InputsError> {
         let path = canonical_dir.join(rel);
         let metadata = match gix::index::fs::Metadata::from_path_no_follow(&path) {
             Ok(m) => m,
             // Deleted in the working tree: absent from the snapshot.
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Err(source) => return Err(InputsError::Read { path, source }),
         };
         let kind = if metadata.is_symlink() {
@@ -164,8 +183,7 @@ pub fn snapshot(dir: &Path, exclude: &[String]) -> Result<Snapshot, InputsError>
             }
         } else {
             // Replaced by a directory: not a tracked file any more.
-            let _ = kind;
-            continue;
+            return Ok(None);
         };
         let intent_to_add = entry
             .flags
@@ -177,7 +195,6 @@ pub fn snapshot(dir: &Path, exclude: &[String]) -> Result<Snapshot, InputsError>
         let oid = if clean {
             entry.id
         } else {
-            rehashed += 1;
             let content = if kind == FileKind::Symlink {
                 let target = fs_err::read_link(&path).map_err(|source| InputsError::Read {
                     path: path.clone(),
@@ -197,11 +214,52 @@ pub fn snapshot(dir: &Path, exclude: &[String]) -> Result<Snapshot, InputsError>
                 }
             })?
         };
-        files.push(FileEntry {
-            path: rel.to_owned(),
-            id: identity(&oid),
-            kind,
-        });
+        Ok(Some((
+            FileEntry {
+                path: (*rel).to_owned(),
+                id: identity(&oid),
+                kind,
+            },
+            !clean,
+        )))
+    };
+    let threads = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
+    let chunk = candidates.len().div_ceil(threads).max(2048);
+    let parts: Vec<Result<Vec<(FileEntry, bool)>, InputsError>> = if candidates.len() <= chunk {
+        vec![
+            candidates
+                .iter()
+                .filter_map(|c| check(c).transpose())
+                .collect(),
+        ]
+    } else {
+        std::thread::scope(|scope| {
+            let handles: Vec<_> = candidates
+                .chunks(chunk)
+                .map(|part| {
+                    scope.spawn(|| part.iter().filter_map(|c| check(c).transpose()).collect())
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| {
+                    h.join().unwrap_or_else(|_| {
+                        Err(InputsError::Read {
+                            path: canonical_dir.clone(),
+                            source: std::io::Error::other("a stat thread panicked"),
+                        })
+                    })
+                })
+                .collect()
+        })
+    };
+    let mut files = Vec::with_capacity(candidates.len());
+    let mut rehashed = 0;
+    for part in parts {
+        for (file, was_rehashed) in part? {
+            rehashed += usize::from(was_rehashed);
+            files.push(file);
+        }
     }
     files.sort();
     files.dedup_by(|a, b| a.path == b.path);
@@ -337,8 +395,9 @@ pub fn snapshot_copy(
 pub enum Pattern {
     /// A literal path: the file itself, or everything below it as a directory.
     Literal(String),
-    /// A glob (`src/**`, `*.json`), matched against the whole relative path.
-    Glob(GlobMatcher),
+    /// A glob (`src/**`, `*.json`), matched against the whole relative path,
+    /// with the literal directory prefix every match starts with (`src/`).
+    Glob(GlobMatcher, String),
 }
 
 impl Pattern {
@@ -353,7 +412,26 @@ impl Pattern {
             .literal_separator(true)
             .build()
             .ok()?;
-        Some(Pattern::Glob(glob.compile_matcher()))
+        let literal = &text[..text.find(['*', '?', '[', '{']).unwrap_or(text.len())];
+        // Without the final `/`: `dir/**` also matches `dir` itself.
+        let prefix = literal.rfind('/').map_or("", |i| &literal[..i]).to_owned();
+        Some(Pattern::Glob(glob.compile_matcher(), prefix))
+    }
+
+    /// The files of a snapshot (sorted by path) that the pattern selects:
+    /// only the range sharing its literal prefix is matched at all, so a
+    /// pattern such as `pkg01/**` costs a binary search, not a pass over
+    /// every file of the repository.
+    pub fn select<'a>(&'a self, files: &'a [FileEntry]) -> impl Iterator<Item = &'a FileEntry> {
+        let prefix = match self {
+            Pattern::Literal(p) => p.as_str(),
+            Pattern::Glob(_, prefix) => prefix.as_str(),
+        };
+        let start = files.partition_point(|f| f.path.as_str() < prefix);
+        files[start..]
+            .iter()
+            .take_while(move |f| f.path.starts_with(prefix))
+            .filter(move |f| self.matches(&f.path))
     }
 
     /// Whether a relative path is selected.
@@ -366,7 +444,7 @@ impl Pattern {
                         .strip_prefix(p.as_str())
                         .is_some_and(|r| r.starts_with('/'))
             }
-            Pattern::Glob(g) => g.is_match(path),
+            Pattern::Glob(g, _) => g.is_match(path),
         }
     }
 }
@@ -384,6 +462,59 @@ mod tests {
         let p = Pattern::new("./package.json").expect("valid");
         assert!(p.matches("package.json"));
         assert!(!p.matches("package.json.bak"));
+    }
+
+    #[test]
+    fn select_matches_only_the_range_of_the_literal_prefix() {
+        let files: Vec<FileEntry> = [
+            "a.json",
+            "pkg01",
+            "pkg01/a.ts",
+            "pkg01/b/c.ts",
+            "pkg010/x.ts",
+            "pkg02/a.ts",
+            "src",
+            "src/a.rs",
+            "srcs/b.rs",
+        ]
+        .iter()
+        .map(|p| FileEntry {
+            path: (*p).to_owned(),
+            id: Digest([0; 32]),
+            kind: FileKind::File,
+        })
+        .collect();
+        let pick = |pattern: &str| -> Vec<String> {
+            Pattern::new(pattern)
+                .expect("valid")
+                .select(&files)
+                .map(|f| f.path.clone())
+                .collect()
+        };
+        assert_eq!(pick("pkg01/**"), ["pkg01/a.ts", "pkg01/b/c.ts"]);
+        assert_eq!(pick("pkg01/**/*.ts"), ["pkg01/a.ts", "pkg01/b/c.ts"]);
+        assert_eq!(pick("src"), ["src", "src/a.rs"]);
+        assert_eq!(pick("*.json"), ["a.json"]);
+        assert_eq!(pick("pkg0?/a.ts"), ["pkg01/a.ts", "pkg02/a.ts"]);
+        // The same as matching every file.
+        for pattern in [
+            "pkg01/**",
+            "src",
+            "*.json",
+            "pkg0?/a.ts",
+            "**/*.ts",
+            "pkg01",
+            "src/**",
+        ] {
+            let p = Pattern::new(pattern).expect("valid");
+            let all: Vec<&str> = files
+                .iter()
+                .filter(|f| p.matches(&f.path))
+                .map(|f| f.path.as_str())
+                .collect();
+            let fast: Vec<&str> = p.select(&files).map(|f| f.path.as_str()).collect();
+            assert_eq!(fast, all, "{pattern}");
+        }
     }
 
     #[test]

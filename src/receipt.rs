@@ -233,6 +233,7 @@ pub fn write(
     let keyid = crate::attest::keys::key_id(&key.verifying_key());
     let envelope = statement::sign_statement(&statement, key, Some(&keyid))?;
     let digest = store.put(envelope.to_json().as_bytes())?;
+    store.remember_verified(&digest, proof.clone(), keyid);
     Ok(digest)
 }
 
@@ -263,8 +264,21 @@ pub struct Verified {
 /// binding and fingerprint as the predicate. Anything else is `None`: a
 /// receipt that does not verify is ignored, never trusted.
 pub fn read(store: &Store, sha256: &str, trusted: &[TrustedKey]) -> Option<Verified> {
+    // Verified once per process: the blob cannot change under its digest,
+    // so what remains to check is that its signer is still trusted here.
+    if let Some((proof, keyid)) = store.verified(sha256) {
+        return trusted
+            .iter()
+            .any(|k| k.keyid() == keyid)
+            .then(|| Verified {
+                sha256: sha256.to_owned(),
+                proof,
+                keyid,
+            });
+    }
     let bytes = store.get(sha256)?;
     let (proof, keyid) = verify_bytes(&bytes, trusted).ok()?;
+    store.remember_verified(sha256, proof.clone(), keyid.clone());
     Some(Verified {
         sha256: sha256.to_owned(),
         proof,

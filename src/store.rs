@@ -90,13 +90,22 @@ pub fn is_sha256_hex(text: &str) -> bool {
 #[derive(Debug, Clone)]
 pub struct Store {
     dir: PathBuf,
+    /// Receipts already verified in this process, by envelope digest: the
+    /// proof and the id of the key that signed it. Blobs are content-addressed
+    /// and immutable, so a verification holds for as long as its key is trusted.
+    verified: std::sync::Arc<
+        std::sync::Mutex<std::collections::HashMap<String, (crate::receipt::Proof, String)>>,
+    >,
 }
 
 impl Store {
     /// Opens (creating when absent) the store under `root`.
     pub fn open(root: &Path) -> Result<Self, StoreError> {
         let dir = root.join(DIR);
-        let store = Self { dir };
+        let store = Self {
+            dir,
+            verified: std::sync::Arc::default(),
+        };
         for sub in ["cas", "ac", "refs", "tmp", "runs", "keys"] {
             let p = store.dir.join(sub);
             fs_err::create_dir_all(&p).map_err(io("create", &p))?;
@@ -128,10 +137,28 @@ impl Store {
         Ok(store)
     }
 
+    /// A receipt this process already verified: its proof and signer.
+    pub fn verified(&self, sha256: &str) -> Option<(crate::receipt::Proof, String)> {
+        self.verified
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(sha256)
+            .cloned()
+    }
+
+    /// Remembers a verified receipt for the rest of the process.
+    pub fn remember_verified(&self, sha256: &str, proof: crate::receipt::Proof, keyid: String) {
+        self.verified
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .insert(sha256.to_owned(), (proof, keyid));
+    }
+
     /// The store under `root` for reading only: nothing is created, and an
     /// absent store reads as empty.
     pub fn open_read_only(root: &Path) -> Self {
         Self {
+            verified: std::sync::Arc::default(),
             dir: root.join(DIR),
         }
     }

@@ -130,7 +130,7 @@ pub fn observe(
                         continue;
                     };
                     for repo in repos {
-                        for f in repo_files(repo).iter().filter(|f| pattern.matches(&f.path)) {
+                        for f in pattern.select(repo_files(repo)) {
                             selected.push((format!("{repo}:{}", f.path), f.id));
                         }
                     }

@@ -630,10 +630,7 @@ impl SealedGraph {
             .node(node)
             .provider()
             .expect("provider ids map to provider nodes");
-        let mut by_node: Vec<Option<Fingerprint>> = vec![None; self.len()];
-        for (pid, n) in &self.providers {
-            by_node[n.get()] = fingerprints.providers.get(pid).copied();
-        }
+        let by_node = self.dependency_fingerprints(node, fingerprints);
         let platform = format!("{}/{}", world.platform.os, world.platform.arch);
         let known = Known {
             world,
@@ -644,6 +641,25 @@ impl SealedGraph {
         let mut sink = Hashing::new(b"proofgraph/provider-fingerprint");
         self.visit(node, provider, &known, &mut sink)?;
         Ok(sink.binding())
+    }
+
+    /// The fingerprints of `node`'s `dependsOn` providers, indexed by node
+    /// (the only entries its encoding reads).
+    fn dependency_fingerprints(
+        &self,
+        node: NodeId,
+        fingerprints: &Fingerprints,
+    ) -> Vec<Option<Fingerprint>> {
+        let mut by_node: Vec<Option<Fingerprint>> = vec![None; self.len()];
+        for (from, kind) in self.incoming(node) {
+            if kind != EdgeKind::DependsOn {
+                continue;
+            }
+            if let Some(dep) = self.node(from).provider() {
+                by_node[from.get()] = fingerprints.providers.get(&dep.spec.id.value).copied();
+            }
+        }
+        by_node
     }
 
     /// A provider's manifest, given the fingerprints already computed for its
@@ -661,10 +677,7 @@ impl SealedGraph {
             .node(node)
             .provider()
             .expect("provider ids map to provider nodes");
-        let mut by_node: Vec<Option<Fingerprint>> = vec![None; self.len()];
-        for (pid, n) in &self.providers {
-            by_node[n.get()] = fingerprints.providers.get(pid).copied();
-        }
+        let by_node = self.dependency_fingerprints(node, fingerprints);
         let mut sink = Collecting::default();
         let platform = format!("{}/{}", world.platform.os, world.platform.arch);
         let known = Known {

@@ -527,7 +527,12 @@ fn the_init_and_its_jobs_die_with_the_parent() {
     );
     let init: u32 = scratch.read("init.pid").trim().parse().expect("a pid");
     assert!(alive(init));
-    assert_eq!(processes(&["sleep", &m]).len(), 1, "the job is running");
+    // The pid file can appear before the job has exec'd `sleep`.
+    assert!(
+        eventually(Duration::from_secs(10), || processes(&["sleep", &m]).len()
+            == 1),
+        "the job is running"
+    );
     holder.kill().expect("kill -9 the holder");
     let _ = holder.wait();
     assert!(
