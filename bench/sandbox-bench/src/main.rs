@@ -1,0 +1,146 @@
+//! Times proofgraph's worktree sandbox exactly as `prove` makes one (see
+//! `src/world.rs` `observe` and `src/execute.rs` `sandboxes`): a snapshot of
+//! the repository's tracked files through the git index (`inputs::snapshot`,
+//! excluding the change packets under `openspec/changes/`), then every file
+//! copied into a fresh directory (`materialize::materialize`, on as many
+//! threads as the machine has CPUs).
+//!
+//! ```text
+//! sandbox-bench materialize <repo> <dest>   one snapshot + materialize (timed from outside, by hyperfine);
+//!                                           prints the in-process split on stderr
+//! sandbox-bench phases <repo> <n> [<patterns-per-package-dir>]
+//!                                           in-process medians of the phases of a no-op prove's observation:
+//!                                           the snapshot, and matching `pkgNN/**` globs (and literal `pkgNN`)
+//!                                           against it, for every top-level directory pkgNN
+//! ```
+
+use std::num::NonZeroUsize;
+use std::path::Path;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use proofgraph::inputs::{self, FileKind, Pattern, Snapshot};
+use proofgraph_sandbox::materialize::{self, Entry, FileKind as SandboxKind};
+
+type Error = Box<dyn std::error::Error>;
+
+/// As `world::observe` excludes change packets when the OpenSpec root is the repository.
+fn take_snapshot(repo: &Path) -> Result<Snapshot, Error> {
+    Ok(inputs::snapshot(repo, &["openspec/changes/".to_owned()])?)
+}
+
+/// As `execute::sandboxes` materialises a worktree sandbox.
+fn materialize_snapshot(snapshot: &Snapshot, dest: &Path) -> Result<materialize::Materialized, Error> {
+    let entries: Vec<Entry<'_>> = snapshot
+        .files
+        .iter()
+        .map(|f| Entry {
+            path: f.path.as_str(),
+            kind: match f.kind {
+                FileKind::File => SandboxKind::File,
+                FileKind::Executable => SandboxKind::Executable,
+                FileKind::Symlink => SandboxKind::Symlink,
+            },
+        })
+        .collect();
+    let threads = std::thread::available_parallelism().unwrap_or(NonZeroUsize::MIN);
+    Ok(materialize::materialize(&snapshot.dir, dest, &entries, threads)?)
+}
+
+fn ms(d: Duration) -> String {
+    format!("{:.2} ms", d.as_secs_f64() * 1000.0)
+}
+
+fn median(mut v: Vec<Duration>) -> (Duration, Duration, Duration) {
+    v.sort();
+    (v[v.len() / 2], v[0], v[v.len() - 1])
+}
+
+fn run() -> Result<(), Error> {
+    let args: Vec<String> = std::env::args().collect();
+    match args.get(1).map(String::as_str) {
+        Some("materialize") if args.len() == 4 => {
+            let t0 = Instant::now();
+            let snapshot = take_snapshot(Path::new(&args[2]))?;
+            let t1 = Instant::now();
+            let m = materialize_snapshot(&snapshot, Path::new(&args[3]))?;
+            let t2 = Instant::now();
+            eprintln!(
+                "snapshot {} ({} files, {} rehashed), materialize {} ({} files, {} bytes)",
+                ms(t1 - t0),
+                snapshot.files.len(),
+                snapshot.rehashed,
+                ms(t2 - t1),
+                m.files,
+                m.bytes
+            );
+            Ok(())
+        }
+        Some("phases") if args.len() == 4 => {
+            let repo = Path::new(&args[2]);
+            let n: usize = args[3].parse()?;
+            let mut snap_times = Vec::new();
+            let mut snapshot = take_snapshot(repo)?;
+            for _ in 0..n {
+                let t = Instant::now();
+                snapshot = take_snapshot(repo)?;
+                snap_times.push(t.elapsed());
+            }
+            let mut dirs: Vec<String> = snapshot
+                .files
+                .iter()
+                .filter_map(|f| f.path.split_once('/').map(|(d, _)| d.to_owned()))
+                .filter(|d| d.starts_with("pkg"))
+                .collect();
+            dirs.dedup();
+            let time_patterns = |patterns: &[Pattern]| -> Result<(Vec<Duration>, usize), Error> {
+                let mut times = Vec::new();
+                let mut selected = 0;
+                for _ in 0..n {
+                    let t = Instant::now();
+                    selected = 0;
+                    for p in patterns {
+                        selected += snapshot.files.iter().filter(|f| p.matches(&f.path)).count();
+                    }
+                    times.push(t.elapsed());
+                }
+                Ok((times, selected))
+            };
+            let globs: Vec<Pattern> = dirs
+                .iter()
+                .map(|d| Pattern::new(&format!("{d}/**")).ok_or("bad glob"))
+                .collect::<Result<_, _>>()?;
+            let literals: Vec<Pattern> = dirs
+                .iter()
+                .map(|d| Pattern::new(d).ok_or("bad literal"))
+                .collect::<Result<_, _>>()?;
+            let (g, gsel) = time_patterns(&globs)?;
+            let (l, lsel) = time_patterns(&literals)?;
+            let show = |label: &str, v: Vec<Duration>| {
+                let (med, min, max) = median(v);
+                println!("{label:58} median {:>10}  min {:>10}  max {:>10}", ms(med), ms(min), ms(max));
+            };
+            println!(
+                "{} tracked files, {} rehashed, {} package directories, {n} iterations each",
+                snapshot.files.len(),
+                snapshot.rehashed,
+                dirs.len()
+            );
+            show("inputs::snapshot (index + one lstat per file)", snap_times);
+            show(&format!("{} globs `pkgNN/**` x every file ({gsel} selected)", globs.len()), g);
+            show(&format!("{} literals `pkgNN` x every file ({lsel} selected)", literals.len()), l);
+            Ok(())
+        }
+        _ => Err("usage: sandbox-bench materialize <repo> <dest> | phases <repo> <n>".into()),
+    }
+}
+
+fn main() -> ExitCode {
+    match run() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("sandbox-bench: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
