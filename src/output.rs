@@ -93,7 +93,8 @@ pub fn emit<P: Payload>(mode: Mode, report: Report<P>) -> u8 {
 }
 
 fn write_json<T: Serialize>(document: &T) -> io::Result<()> {
-    let mut stdout = io::stdout().lock();
+    // Buffered: the serializer writes token by token.
+    let mut stdout = io::BufWriter::with_capacity(64 * 1024, io::stdout().lock());
     serde_json::to_writer_pretty(&mut stdout, document)?;
     stdout.write_all(b"\n")?;
     stdout.flush()

@@ -90,6 +90,8 @@ pub fn observe(
     let mut executables = BTreeMap::new();
     let mut warnings = Vec::new();
     let mut exe_cache: BTreeMap<PathBuf, Digest> = BTreeMap::new();
+    // A program name resolves the same way for every provider of a repository.
+    let mut resolved_cache: BTreeMap<(String, Option<PathBuf>), Option<PathBuf>> = BTreeMap::new();
     for (id, _, provider) in graph.providers() {
         let spec = &provider.spec;
         let mut selected: FileList = Vec::new();
@@ -172,7 +174,12 @@ pub fn observe(
                 .as_ref()
                 .and_then(|r| workspace.repositories.get(r))
                 .map(|r| r.dir.as_path());
-            match resolve_program(program, repo_dir, path_var) {
+            let key = (program.clone(), repo_dir.map(Path::to_path_buf));
+            let resolved = resolved_cache
+                .entry(key)
+                .or_insert_with(|| resolve_program(program, repo_dir, path_var))
+                .clone();
+            match resolved {
                 Some(path) => {
                     let digest = match exe_cache.get(&path) {
                         Some(d) => *d,
