@@ -165,36 +165,49 @@ pub fn snapshot(dir: &Path, exclude: &[String]) -> Result<Snapshot, InputsError>
         };
         candidates.push((entry, rel, kind));
     }
-    let check = |(entry, rel, _): &(&gix::index::Entry, &str, FileKind)| -> Result<Option<(FileEntry, bool)>, InputsError> {
-        let path = canonical_dir.join(rel);
-        let metadata = match gix::index::fs::Metadata::from_path_no_follow(&path) {
+    let check = |stat_at: &mut StatAt<'_>,
+                 (entry, rel, _): &(&gix::index::Entry, &str, FileKind)|
+     -> Result<Option<(FileEntry, bool)>, InputsError> {
+        let metadata = match stat_at.lstat(rel) {
             Ok(m) => m,
-            // Deleted in the working tree: absent from the snapshot.
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(source) => return Err(InputsError::Read { path, source }),
-        };
-        let kind = if metadata.is_symlink() {
-            FileKind::Symlink
-        } else if metadata.is_file() {
-            if metadata.is_executable() {
-                FileKind::Executable
-            } else {
-                FileKind::File
+            // Deleted in the working tree (or a directory on its path was
+            // replaced by a file): absent from the snapshot, as in git.
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory
+                ) =>
+            {
+                return Ok(None);
             }
-        } else {
-            // Replaced by a directory: not a tracked file any more.
-            return Ok(None);
+            Err(source) => {
+                return Err(InputsError::Read {
+                    path: canonical_dir.join(rel),
+                    source,
+                });
+            }
+        };
+        let path = || canonical_dir.join(rel);
+        let kind = match metadata.st_mode & libc_mode::S_IFMT {
+            libc_mode::S_IFLNK => FileKind::Symlink,
+            // As git (and gix) read the executable bit: the owner's.
+            libc_mode::S_IFREG if metadata.st_mode & libc_mode::S_IXUSR != 0 => {
+                FileKind::Executable
+            }
+            libc_mode::S_IFREG => FileKind::File,
+            // Replaced by a directory (or anything else): not a tracked file any more.
+            _ => return Ok(None),
         };
         let intent_to_add = entry
             .flags
             .contains(gix::index::entry::Flags::INTENT_TO_ADD);
         let clean = !intent_to_add
-            && gix::index::entry::Stat::from_fs(&metadata)
-                .is_ok_and(|stat| entry.stat.matches(&stat, options))
+            && entry.stat.matches(&index_stat(&metadata), options)
             && !entry.stat.is_racy(timestamp, options);
         let oid = if clean {
             entry.id
         } else {
+            let path = path();
             let content = if kind == FileKind::Symlink {
                 let target = fs_err::read_link(&path).map_err(|source| InputsError::Read {
                     path: path.clone(),
@@ -226,10 +239,11 @@ pub fn snapshot(dir: &Path, exclude: &[String]) -> Result<Snapshot, InputsError>
     let threads = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
     let chunk = candidates.len().div_ceil(threads).max(2048);
     let parts: Vec<Result<Vec<(FileEntry, bool)>, InputsError>> = if candidates.len() <= chunk {
+        let mut stat_at = StatAt::new(&canonical_dir);
         vec![
             candidates
                 .iter()
-                .filter_map(|c| check(c).transpose())
+                .filter_map(|c| check(&mut stat_at, c).transpose())
                 .collect(),
         ]
     } else {
@@ -237,7 +251,12 @@ pub fn snapshot(dir: &Path, exclude: &[String]) -> Result<Snapshot, InputsError>
             let handles: Vec<_> = candidates
                 .chunks(chunk)
                 .map(|part| {
-                    scope.spawn(|| part.iter().filter_map(|c| check(c).transpose()).collect())
+                    scope.spawn(|| {
+                        let mut stat_at = StatAt::new(&canonical_dir);
+                        part.iter()
+                            .filter_map(|c| check(&mut stat_at, c).transpose())
+                            .collect()
+                    })
                 })
                 .collect();
             handles
@@ -268,6 +287,88 @@ pub fn snapshot(dir: &Path, exclude: &[String]) -> Result<Snapshot, InputsError>
         files,
         rehashed,
     })
+}
+
+/// The file-type and permission bits of `st_mode` that a snapshot reads.
+mod libc_mode {
+    pub(super) const S_IFMT: u32 = 0o170_000;
+    pub(super) const S_IFLNK: u32 = 0o120_000;
+    pub(super) const S_IFREG: u32 = 0o100_000;
+    pub(super) const S_IXUSR: u32 = 0o100;
+}
+
+/// `lstat` of tracked files relative to a descriptor of their directory.
+///
+/// The index lists files sorted by path, so the files of one directory come
+/// together: one `open(O_PATH)` per directory, then one `fstatat` per file
+/// that resolves a single path component. An `lstat` of the absolute path
+/// walks every component of it again, and that walk was the largest cost of
+/// a no-op prove of a large repository. Intermediate directories are resolved
+/// as by `lstat` of the whole path (symbolic links followed), so the result
+/// is the same.
+struct StatAt<'a> {
+    root: &'a Path,
+    /// The directory (relative to `root`) that `fd` is open on.
+    dir: String,
+    fd: Option<Result<rustix::fd::OwnedFd, rustix::io::Errno>>,
+}
+
+impl<'a> StatAt<'a> {
+    fn new(root: &'a Path) -> Self {
+        StatAt {
+            root,
+            dir: String::new(),
+            fd: None,
+        }
+    }
+
+    fn lstat(&mut self, rel: &str) -> std::io::Result<rustix::fs::Stat> {
+        use rustix::fs::{AtFlags, Mode, OFlags};
+        let (dir, name) = rel.rsplit_once('/').unwrap_or(("", rel));
+        if self.fd.is_none() || self.dir != dir {
+            self.dir.clear();
+            self.dir.push_str(dir);
+            let path = if dir.is_empty() {
+                self.root.to_path_buf()
+            } else {
+                self.root.join(dir)
+            };
+            self.fd = Some(rustix::fs::open(
+                &path,
+                OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
+                Mode::empty(),
+            ));
+        }
+        match &self.fd {
+            Some(Ok(fd)) => {
+                rustix::fs::statat(fd, name, AtFlags::SYMLINK_NOFOLLOW).map_err(Into::into)
+            }
+            Some(Err(e)) => Err((*e).into()),
+            None => unreachable!("the directory was opened above"),
+        }
+    }
+}
+
+/// The index's view of a file's stat data, converted exactly as
+/// `gix::index::entry::Stat::from_fs` converts it: times before the epoch
+/// become zero, and every field is truncated to 32 bits as git does.
+fn index_stat(st: &rustix::fs::Stat) -> gix::index::entry::Stat {
+    let time = |secs: i64, nsecs: i64| match (u64::try_from(secs), u32::try_from(nsecs)) {
+        (Ok(secs), Ok(nsecs)) if nsecs < 1_000_000_000 => gix::index::entry::stat::Time {
+            secs: secs as u32,
+            nsecs,
+        },
+        _ => gix::index::entry::stat::Time::default(),
+    };
+    gix::index::entry::Stat {
+        mtime: time(st.st_mtime, st.st_mtime_nsec as i64),
+        ctime: time(st.st_ctime, st.st_ctime_nsec as i64),
+        dev: st.st_dev as u32,
+        ino: st.st_ino as u32,
+        uid: st.st_uid,
+        gid: st.st_gid,
+        size: st.st_size as u32,
+    }
 }
 
 /// Directories a copy sandbox leaves out unless git tracks files in them:
@@ -404,16 +505,26 @@ impl Pattern {
     /// Compiles a pattern; `None` for an invalid glob.
     pub fn new(text: &str) -> Option<Self> {
         let text = text.trim_start_matches("./").trim_end_matches('/');
-        if !text.contains(['*', '?', '[', '{']) {
+        let is_glob = |t: &str| t.contains(['*', '?', '[', '{']);
+        if !is_glob(text) {
             return Some(Pattern::Literal(text.to_owned()));
         }
-        // `dir/**` also matches `dir` itself, as the existing implementation reads it.
+        // `dir/**` is `dir` itself and everything below it, as the existing
+        // implementation reads it: the literal `dir` (a glob would not match
+        // `dir` itself, and a prefix comparison is cheaper than a regex).
+        if text == "**" {
+            return Some(Pattern::Literal(String::new()));
+        }
+        if let Some(dir) = text.strip_suffix("/**")
+            && !is_glob(dir)
+        {
+            return Some(Pattern::Literal(dir.to_owned()));
+        }
         let glob = GlobBuilder::new(text)
             .literal_separator(true)
             .build()
             .ok()?;
         let literal = &text[..text.find(['*', '?', '[', '{']).unwrap_or(text.len())];
-        // Without the final `/`: `dir/**` also matches `dir` itself.
         let prefix = literal.rfind('/').map_or("", |i| &literal[..i]).to_owned();
         Some(Pattern::Glob(glob.compile_matcher(), prefix))
     }
@@ -491,7 +602,9 @@ mod tests {
                 .map(|f| f.path.clone())
                 .collect()
         };
-        assert_eq!(pick("pkg01/**"), ["pkg01/a.ts", "pkg01/b/c.ts"]);
+        // `x/**` is `x` itself and everything below it (the existing
+        // implementation's reading); `x/**/*.ts` is a glob below `x/`.
+        assert_eq!(pick("pkg01/**"), ["pkg01", "pkg01/a.ts", "pkg01/b/c.ts"]);
         assert_eq!(pick("pkg01/**/*.ts"), ["pkg01/a.ts", "pkg01/b/c.ts"]);
         assert_eq!(pick("src"), ["src", "src/a.rs"]);
         assert_eq!(pick("*.json"), ["a.json"]);
@@ -517,11 +630,115 @@ mod tests {
         }
     }
 
+    fn git(dir: &Path, args: &[&str]) -> String {
+        let out = std::process::Command::new("git")
+            .arg("-C")
+            .arg(dir)
+            .args(args)
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .output()
+            .expect("git runs (install git)");
+        assert!(
+            out.status.success(),
+            "git {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).expect("utf-8")
+    }
+
+    /// The identity git gives the working-tree content of `path`.
+    fn git_identity(dir: &Path, path: &str) -> Digest {
+        let hex = git(dir, &["hash-object", "--no-filters", "--", path]);
+        let oid = gix::ObjectId::from_hex(hex.trim().as_bytes()).expect("an object id");
+        identity(&oid)
+    }
+
+    #[test]
+    fn snapshot_sees_the_working_tree_as_git_does() {
+        use std::os::unix::fs::PermissionsExt as _;
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let dir = tmp.path();
+        git(dir, &["init", "-q"]);
+        for (path, content) in [
+            ("a/clean.txt", "clean\n"),
+            ("a/edited.txt", "before\n"),
+            ("a/deleted.txt", "gone soon\n"),
+            ("b/under-a-dir-that-becomes-a-file.txt", "x\n"),
+            ("c/d/deep.txt", "deep\n"),
+            ("run.sh", "#!/bin/sh\n"),
+            ("top.txt", "top\n"),
+        ] {
+            let p = dir.join(path);
+            std::fs::create_dir_all(p.parent().expect("a parent")).expect("mkdir");
+            std::fs::write(&p, content).expect("write");
+        }
+        std::os::unix::fs::symlink("a/clean.txt", dir.join("link")).expect("symlink");
+        git(dir, &["add", "-A"]);
+        git(
+            dir,
+            &[
+                "-c",
+                "user.name=t",
+                "-c",
+                "user.email=t@t",
+                "commit",
+                "-qm",
+                "init",
+            ],
+        );
+        // What changes in the working tree after the commit.
+        std::fs::write(dir.join("a/edited.txt"), "after!\n").expect("edit");
+        std::fs::remove_file(dir.join("a/deleted.txt")).expect("delete");
+        std::fs::remove_dir_all(dir.join("b")).expect("rm b");
+        std::fs::write(dir.join("b"), "now a file\n").expect("b as a file");
+        std::fs::set_permissions(dir.join("run.sh"), std::fs::Permissions::from_mode(0o755))
+            .expect("chmod");
+
+        let snap = snapshot(dir, &[]).expect("a snapshot");
+        let paths: Vec<&str> = snap.files.iter().map(|f| f.path.as_str()).collect();
+        assert_eq!(
+            paths,
+            [
+                "a/clean.txt",
+                "a/edited.txt",
+                "c/d/deep.txt",
+                "link",
+                "run.sh",
+                "top.txt"
+            ],
+            "deleted files, and files under a directory replaced by a file, are absent"
+        );
+        for f in snap.files.iter().filter(|f| f.kind != FileKind::Symlink) {
+            assert_eq!(f.id, git_identity(dir, &f.path), "{}", f.path);
+        }
+        // A link's content is its target, as git stores it.
+        let link_blob =
+            gix::objs::compute_hash(gix::hash::Kind::Sha1, gix::objs::Kind::Blob, b"a/clean.txt")
+                .expect("a hash");
+        let link = snap.files.iter().find(|f| f.path == "link").expect("link");
+        assert_eq!(link.id, identity(&link_blob));
+        let kind = |p: &str| snap.files.iter().find(|f| f.path == p).map(|f| f.kind);
+        assert_eq!(kind("run.sh"), Some(FileKind::Executable));
+        assert_eq!(kind("link"), Some(FileKind::Symlink));
+        assert_eq!(kind("top.txt"), Some(FileKind::File));
+        let sub = snapshot(&dir.join("a"), &[]).expect("a snapshot of a subdirectory");
+        let sub_paths: Vec<&str> = sub.files.iter().map(|f| f.path.as_str()).collect();
+        assert_eq!(sub_paths, ["clean.txt", "edited.txt"]);
+    }
+
     #[test]
     fn globs_match_whole_paths() {
         let p = Pattern::new("src/**").expect("valid");
         assert!(p.matches("src/a/b.rs"));
+        assert!(p.matches("src"), "`x/**` matches `x` itself");
+        assert!(!p.matches("srcs/a.rs"));
         assert!(!p.matches("test/src/a.rs"));
+        let p = Pattern::new("**").expect("valid");
+        assert!(p.matches("a") && p.matches("a/b/c.rs"));
+        let p = Pattern::new("src/*").expect("valid");
+        assert!(p.matches("src/a.rs"));
+        assert!(!p.matches("src/a/b.rs"), "`x/*` is direct children only");
         let p = Pattern::new("*.json").expect("valid");
         assert!(p.matches("package.json"));
         assert!(!p.matches("a/package.json"));
