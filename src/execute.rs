@@ -1634,31 +1634,59 @@ pub fn wanted(
 ) -> (BTreeSet<NodeId>, BTreeMap<ProviderId, Vec<String>>) {
     let in_shard: Option<BTreeSet<NodeId>> =
         shard.map(|(i, n)| proofgraph_graph::schedule::shard(graph, i, n));
-    let mut run = BTreeSet::new();
-    let mut reused = BTreeMap::new();
-    for (id, node, p) in graph.providers() {
-        if p.spec.adapter.value == Adapter::External {
-            continue;
-        }
-        if in_shard.as_ref().is_some_and(|s| !s.contains(&node)) {
-            continue;
+    let candidates: Vec<_> = graph
+        .providers()
+        .filter(|(_, node, p)| {
+            p.spec.adapter.value != Adapter::External
+                && in_shard.as_ref().is_none_or(|s| s.contains(node))
+        })
+        .collect();
+    let proven = |(id, _, p): &(&ProviderId, NodeId, &ProviderNode)| {
+        if no_cache {
+            return None;
         }
         let fp = fingerprints
             .providers
-            .get(id)
+            .get(*id)
             .map(ToString::to_string)
             .unwrap_or_default();
-        let proven = if no_cache {
-            None
-        } else {
-            crate::status::is_proven(p, &fp, store, trusted, change)
-        };
+        crate::status::is_proven(p, &fp, store, trusted, change)
+    };
+    // Reading and verifying each provider's receipts (an Ed25519 signature
+    // check each) is most of a no-op prove after the snapshot: on every core.
+    let threads = std::thread::available_parallelism().map_or(1, NonZeroUsize::get);
+    let chunk = candidates.len().div_ceil(threads).max(8);
+    let results: Vec<Option<Vec<String>>> = if no_cache || candidates.len() <= chunk {
+        candidates.iter().map(proven).collect()
+    } else {
+        std::thread::scope(|scope| {
+            let handles: Vec<_> = candidates
+                .chunks(chunk)
+                .map(|part| {
+                    (
+                        part.len(),
+                        scope.spawn(|| part.iter().map(proven).collect::<Vec<_>>()),
+                    )
+                })
+                .collect();
+            handles
+                .into_iter()
+                .flat_map(|(len, h)| {
+                    // A panicked check proves nothing: its providers run.
+                    h.join().unwrap_or_else(|_| vec![None; len])
+                })
+                .collect()
+        })
+    };
+    let mut run = BTreeSet::new();
+    let mut reused = BTreeMap::new();
+    for ((id, node, _), proven) in candidates.iter().zip(results) {
         match proven {
             Some(receipts) => {
-                reused.insert(id.clone(), receipts);
+                reused.insert((*id).clone(), receipts);
             }
             None => {
-                run.insert(node);
+                run.insert(*node);
             }
         }
     }
