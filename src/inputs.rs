@@ -670,8 +670,8 @@ mod tests {
             ("top.txt", "top\n"),
         ] {
             let p = dir.join(path);
-            std::fs::create_dir_all(p.parent().expect("a parent")).expect("mkdir");
-            std::fs::write(&p, content).expect("write");
+            fs_err::create_dir_all(p.parent().expect("a parent")).expect("mkdir");
+            fs_err::write(&p, content).expect("write");
         }
         std::os::unix::fs::symlink("a/clean.txt", dir.join("link")).expect("symlink");
         git(dir, &["add", "-A"]);
@@ -688,11 +688,11 @@ mod tests {
             ],
         );
         // What changes in the working tree after the commit.
-        std::fs::write(dir.join("a/edited.txt"), "after!\n").expect("edit");
-        std::fs::remove_file(dir.join("a/deleted.txt")).expect("delete");
-        std::fs::remove_dir_all(dir.join("b")).expect("rm b");
-        std::fs::write(dir.join("b"), "now a file\n").expect("b as a file");
-        std::fs::set_permissions(dir.join("run.sh"), std::fs::Permissions::from_mode(0o755))
+        fs_err::write(dir.join("a/edited.txt"), "after!\n").expect("edit");
+        fs_err::remove_file(dir.join("a/deleted.txt")).expect("delete");
+        fs_err::remove_dir_all(dir.join("b")).expect("rm b");
+        fs_err::write(dir.join("b"), "now a file\n").expect("b as a file");
+        fs_err::set_permissions(dir.join("run.sh"), std::fs::Permissions::from_mode(0o755))
             .expect("chmod");
 
         let snap = snapshot(dir, &[]).expect("a snapshot");
