@@ -209,8 +209,12 @@ fn pytest_venv() -> PathBuf {
             status.success(),
             "python3 -m venv failed: install python3-venv"
         );
+        // Its dependencies pinned by the repository's requirements file.
+        let constraints =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../tools/interop/requirements.txt");
         let status = Command::new(bin.join("pip"))
-            .args(["install", "--quiet", "--disable-pip-version-check"])
+            .args(["install", "--quiet", "--disable-pip-version-check", "-c"])
+            .arg(&constraints)
             .arg(format!("pytest=={PYTEST}"))
             .status()
             .expect("run pip");
@@ -245,26 +249,31 @@ fn node_modules() -> PathBuf {
 fn install_node_modules() -> PathBuf {
     require("node", "install Node.js 20 or later (https://nodejs.org)");
     require("npm", "install npm (it ships with Node.js)");
+    // Every package pinned: the committed lockfile, installed with `npm ci`.
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/node-tools");
+    let read = |p: &Path| fs_err::read(p).expect("read the node-tools fixture");
+    let lock = read(&fixture.join("package-lock.json"));
     let dir = cache().join(format!("node-vitest-{VITEST}-jest-{JEST}"));
     let modules = dir.join("node_modules");
-    if !modules.join(".package-lock.json").is_file() {
-        write(
-            &dir,
-            &[(
-                "package.json",
-                &format!(
-                    "{{\"name\": \"bootstrap-tools\", \"private\": true, \"devDependencies\": {{\"vitest\": \"{VITEST}\", \"jest\": \"{JEST}\"}}}}\n"
-                ),
-            )],
-        );
+    let installed = fs_err::read(dir.join("package-lock.json")).ok();
+    if installed.as_deref() != Some(lock.as_slice())
+        || !modules.join(".package-lock.json").is_file()
+    {
+        fs_err::create_dir_all(&dir).expect("create the tools directory");
+        fs_err::write(
+            dir.join("package.json"),
+            read(&fixture.join("package.json")),
+        )
+        .expect("write package.json");
+        fs_err::write(dir.join("package-lock.json"), &lock).expect("write package-lock.json");
         let output = Command::new("npm")
-            .args(["install", "--no-audit", "--no-fund", "--prefer-offline"])
+            .args(["ci", "--no-audit", "--no-fund", "--prefer-offline"])
             .current_dir(&dir)
             .output()
-            .expect("run npm install");
+            .expect("run npm ci");
         assert!(
             output.status.success(),
-            "npm install vitest@{VITEST} jest@{JEST} failed (the npm registry must be reachable once):\n{}",
+            "npm ci of vitest@{VITEST} and jest@{JEST} failed (the npm registry must be reachable once):\n{}",
             String::from_utf8_lossy(&output.stderr)
         );
     }
