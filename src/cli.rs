@@ -72,6 +72,11 @@ enum CommandArgs {
     /// Report the health of the OpenSpec root, its store and the workspace
     #[command(after_help = "Example:\n  proofgraph doctor --json")]
     Doctor,
+    /// Keep the workspace's file snapshots current from file-system events until stopped, so commands started meanwhile skip an lstat per tracked file
+    #[command(
+        after_help = "Example:\n  proofgraph watch &          # then prove, plan, status ... as usual\n\nSIGINT or SIGTERM stops it; commands work the same without it. See docs/inputs.md."
+    )]
+    Watch,
     /// Dry run: every node, its locks, dependencies, fingerprint and order
     #[command(
         after_help = "Examples:\n  proofgraph plan add-profile-page\n  proofgraph plan add-profile-page --jobs 1 --json"
@@ -345,6 +350,7 @@ impl Cli {
                 provider,
                 sandbox: sandbox.map(SandboxArg::mode),
             },
+            CommandArgs::Watch => Command::Watch,
             CommandArgs::Receipt(ReceiptArgs::Verify { receipt }) => {
                 Command::ReceiptVerify { receipt }
             }

@@ -175,6 +175,8 @@ codes! {
     RepositoryPathMissing = "repository_path_missing",
     /// A repository of the workspace is not inside a git work tree.
     NotAGitRepository = "not_a_git_repository",
+    /// `watch` cannot run: inotify is unusable, or another watcher answers.
+    WatchUnavailable = "watch_unavailable",
     /// A provider's program is not on PATH.
     ExecutableNotFound = "executable_not_found",
     /// A sandbox could not be materialised.

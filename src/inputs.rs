@@ -79,7 +79,7 @@ pub enum InputsError {
     },
 }
 
-fn identity(oid: &gix::ObjectId) -> Digest {
+pub(crate) fn identity(oid: &gix::ObjectId) -> Digest {
     let mut bytes = Vec::with_capacity(4 + oid.as_bytes().len());
     bytes.extend_from_slice(b"git:");
     bytes.extend_from_slice(oid.as_bytes());

@@ -26,5 +26,6 @@ pub mod report;
 pub mod setup;
 pub mod status;
 pub mod store;
+pub mod watch;
 pub mod workspace;
 pub mod world;

@@ -117,6 +117,13 @@ fn write_human(text: &str, status: &[Diagnostic]) -> io::Result<()> {
     Ok(())
 }
 
+/// One line of prose on stderr (for commands without a progress bar).
+pub fn note(line: &str) {
+    let mut stderr = io::stderr().lock();
+    let _ = writeln!(stderr, "{line}");
+    let _ = stderr.flush();
+}
+
 /// Renders one diagnostic for a terminal:
 ///
 /// ```text

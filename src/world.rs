@@ -66,7 +66,12 @@ pub fn observe(
             .collect();
         let threads = std::thread::available_parallelism().unwrap_or(std::num::NonZeroUsize::MIN);
         let snapshot = match mode {
-            SandboxMode::Worktree => inputs::snapshot(&repo.dir, &exclude),
+            // A running `proofgraph watch` knows what changed; without one
+            // (or when it cannot vouch for an answer), lstat every file.
+            SandboxMode::Worktree => {
+                crate::watch::query(&workspace.root.join(crate::store::DIR), &repo.dir, &exclude)
+                    .map_or_else(|| inputs::snapshot(&repo.dir, &exclude), Ok)
+            }
             SandboxMode::Copy | SandboxMode::None => {
                 inputs::snapshot_copy(&repo.dir, &exclude, threads)
             }

@@ -17,6 +17,7 @@ pub mod show;
 pub mod status;
 pub mod validate;
 pub mod verify_ci;
+pub mod watch;
 
 use std::path::PathBuf;
 
@@ -115,6 +116,8 @@ pub enum Command {
         /// The change.
         change: String,
     },
+    /// `watch`.
+    Watch,
     /// `receipt verify <file|sha256>`.
     ReceiptVerify {
         /// A receipt file, or the SHA-256 of one in the store.
@@ -206,6 +209,7 @@ pub fn run(env: Env, global: &Global, command: Command) -> u8 {
             envelope,
         } => emit(mode, verify_ci::run(&ctx, &change, &provider, &envelope)),
         Command::ReceiptVerify { receipt } => emit(mode, receipt::verify(&ctx, &receipt)),
+        Command::Watch => emit(mode, watch::run(&ctx)),
         Command::EvidenceDetect { change } => emit(mode, evidence::detect(&ctx, &change)),
         Command::EvidenceInit { change, write } => emit(mode, evidence::init(&ctx, &change, write)),
         Command::EvidenceDoctor { change } => emit(mode, evidence::doctor(&ctx, &change)),

@@ -693,3 +693,94 @@ fn progress_is_a_bar_on_a_terminal_and_plain_lines_otherwise() {
     assert!(tty.stdout.contains("running: "), "{:?}", tty.stdout);
     assert!(tty.stdout.contains("  pass    test ("), "{:?}", tty.stdout);
 }
+
+/// With `proofgraph watch` running, prove reads its snapshots (no lstat per
+/// file) and reruns exactly what it reruns without it; a second watcher is
+/// refused; SIGTERM stops the watcher cleanly and removes its socket.
+#[test]
+fn with_a_watcher_only_what_changed_reruns_too() {
+    use std::io::Read as _;
+    let sb = Sandbox::new();
+    workspace(&sb);
+    let socket = sb.work().join(".proofgraph/watch.sock");
+    let mut watcher = std::process::Command::new(env!("CARGO_BIN_EXE_proofgraph"))
+        .args(["watch", "--json"])
+        .current_dir(sb.work())
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", sb.home())
+        .env("XDG_DATA_HOME", sb.data_home())
+        .env("XDG_CONFIG_HOME", sb.config_home())
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start proofgraph watch");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !socket.exists() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the watcher did not start answering"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let first = prove(&sb, &[]);
+    first.expect_code(0);
+    assert_eq!(ran(&first.json()).len(), 5);
+    assert_eq!(ran(&prove(&sb, &[]).json()), Vec::<String>::new());
+    sb.write(
+        "openspec/changes/add-x/proposal.md",
+        "# Add x\n\nMore words.\n",
+    );
+    assert_eq!(ran(&prove(&sb, &[]).json()), Vec::<String>::new());
+    sb.write("api/src/main.rs", "fn main() { println!(); }\n");
+    assert_eq!(
+        ran(&prove(&sb, &[]).json()),
+        vec!["discovery-api", "test-api"]
+    );
+    sb.write("web/src/app.js", "app v2\n");
+    assert_eq!(ran(&prove(&sb, &[]).json()), vec!["lint", "test"]);
+    // A new tracked file in a new directory of web.
+    sb.write("web/src/lib/util.js", "util\n");
+    git(&sb.work(), &["add", "web/src/lib/util.js"]);
+    assert_eq!(ran(&prove(&sb, &[]).json()), vec!["lint", "test"]);
+    sb.write("web/src/lib/util.js", "util v2\n");
+    assert_eq!(ran(&prove(&sb, &[]).json()), vec!["lint", "test"]);
+    assert_eq!(ran(&prove(&sb, &[]).json()), Vec::<String>::new());
+
+    // One watcher per workspace.
+    let second = sb.run(&sb.work(), &["watch", "--json"]);
+    second.expect_code(3);
+    assert_eq!(second.status_codes(), ["watch_unavailable"]);
+
+    let pid = watcher.id().to_string();
+    let killed = std::process::Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .expect("run kill");
+    assert!(killed.success());
+    let status = watcher.wait().expect("wait for the watcher");
+    let mut stdout = String::new();
+    let mut stderr = String::new();
+    watcher
+        .stdout
+        .take()
+        .expect("stdout")
+        .read_to_string(&mut stdout)
+        .expect("read stdout");
+    watcher
+        .stderr
+        .take()
+        .expect("stderr")
+        .read_to_string(&mut stderr)
+        .expect("read stderr");
+    assert_eq!(status.code(), Some(0), "{stderr}");
+    let doc: Value = serde_json::from_str(&stdout).expect("one JSON document");
+    assert_eq!(doc["served"]["refused"], 0, "{stderr}");
+    assert!(
+        doc["served"]["answered"].as_u64() >= Some(9),
+        "every prove asked the watcher: {doc:#}\n{stderr}"
+    );
+    assert!(!socket.exists(), "the socket is removed");
+    assert_eq!(prove(&sb, &[]).json()["summary"]["reused"], 5);
+}
