@@ -18,6 +18,9 @@
 #   inputs are its package's files and it runs in its package's directory
 #   (as turbo runs a package's script in the package).
 #
+# Then the same again with `proofgraph watch` running (prove then reads the
+# watcher's snapshot; the watcher's own count of answered queries is checked).
+#
 # Timing: ROUNDS hyperfine rounds (default 2, the order of the two commands
 # swapped in the second), each WARMUP warmups and RUNS runs per command;
 # medians and extremes over all rounds' runs.
@@ -108,3 +111,29 @@ run_rounds "$BENCH_TMP/noop"
 check_cached "after timing"
 echo
 summarize "$TARGET" "$PEER" "$PGN"
+echo
+
+# The same with `proofgraph watch` running: prove asks it for the snapshot
+# instead of an lstat per tracked file. Its log must show that it answered
+# every prove (and refused none) for the figures to count.
+echo "=== with \`proofgraph watch\` running"
+"$PG" -C "$W" watch --json >"$BENCH_TMP/watch.json" 2>"$BENCH_TMP/watch.err" &
+WATCH_PID=$!
+for _ in $(seq 200); do [[ -S "$W/.proofgraph/watch.sock" ]] && break; sleep 0.05; done
+[[ -S "$W/.proofgraph/watch.sock" ]] || { cat "$BENCH_TMP/watch.err" >&2; die "the watcher did not start"; }
+check_cached "before timing (watched)"
+wait_quiet
+PGW="proofgraph prove bench (all cached, watch running)"
+measure "$PGW" "$PG -C $W prove bench --json"
+measure "$PEER" "$TURBO --cwd $W run build --no-update-notifier"
+run_rounds "$BENCH_TMP/noop-watch"
+check_cached "after timing (watched)"
+kill -TERM "$WATCH_PID"
+wait "$WATCH_PID" || die "the watcher did not stop cleanly"
+answered=$(json_get "$BENCH_TMP/watch.json" 'd.served.answered')
+refused=$(json_get "$BENCH_TMP/watch.json" 'd.served.refused')
+expected=$(((${WARMUP} + ${RUNS}) * ${ROUNDS:-2}))
+echo "watcher: answered $answered queries, refused $refused (timed and warmup proves: $expected)"
+[[ "$refused" == 0 && "$answered" -ge "$expected" ]] || die "the watcher did not answer every prove"
+echo
+summarize "$TARGET" "$PEER" "$PGW"
