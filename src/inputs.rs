@@ -172,14 +172,7 @@ pub fn snapshot(dir: &Path, exclude: &[String]) -> Result<Snapshot, InputsError>
             Ok(m) => m,
             // Deleted in the working tree (or a directory on its path was
             // replaced by a file): absent from the snapshot, as in git.
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory
-                ) =>
-            {
-                return Ok(None);
-            }
+            Err(e) if is_gone(&e) => return Ok(None),
             Err(source) => {
                 return Err(InputsError::Read {
                     path: canonical_dir.join(rel),
@@ -204,33 +197,17 @@ pub fn snapshot(dir: &Path, exclude: &[String]) -> Result<Snapshot, InputsError>
         let clean = !intent_to_add
             && entry.stat.matches(&index_stat(&metadata), options)
             && !entry.stat.is_racy(timestamp, options);
-        let oid = if clean {
-            entry.id
+        let id = if clean {
+            identity(&entry.id)
         } else {
             let path = path();
-            let content = if kind == FileKind::Symlink {
-                let target = fs_err::read_link(&path).map_err(|source| InputsError::Read {
-                    path: path.clone(),
-                    source,
-                })?;
-                target.as_os_str().as_encoded_bytes().to_vec()
-            } else {
-                fs_err::read(&path).map_err(|source| InputsError::Read {
-                    path: path.clone(),
-                    source,
-                })?
-            };
-            gix::objs::compute_hash(hash_kind, gix::objs::Kind::Blob, &content).map_err(|e| {
-                InputsError::Read {
-                    path: path.clone(),
-                    source: std::io::Error::other(e.to_string()),
-                }
-            })?
+            content_identity(&path, kind, hash_kind)
+                .map_err(|source| InputsError::Read { path, source })?
         };
         Ok(Some((
             FileEntry {
                 path: (*rel).to_owned(),
-                id: identity(&oid),
+                id,
                 kind,
             },
             !clean,
@@ -287,6 +264,35 @@ pub fn snapshot(dir: &Path, exclude: &[String]) -> Result<Snapshot, InputsError>
         files,
         rehashed,
     })
+}
+
+/// Whether an error reading a tracked file means it is not in the working
+/// tree: deleted, or a directory on its path was replaced by a file. Such a
+/// file is absent from a snapshot, as git reads it.
+pub(crate) fn is_gone(e: &std::io::Error) -> bool {
+    matches!(
+        e.kind(),
+        std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory
+    )
+}
+
+/// The identity of a file's working-tree content, hashed as git hashes a
+/// blob (a link's content is its target).
+pub(crate) fn content_identity(
+    path: &Path,
+    kind: FileKind,
+    hash_kind: gix::hash::Kind,
+) -> std::io::Result<Digest> {
+    let content = if kind == FileKind::Symlink {
+        fs_err::read_link(path)?
+            .into_os_string()
+            .into_encoded_bytes()
+    } else {
+        fs_err::read(path)?
+    };
+    let oid = gix::objs::compute_hash(hash_kind, gix::objs::Kind::Blob, &content)
+        .map_err(|e| std::io::Error::other(e.to_string()))?;
+    Ok(identity(&oid))
 }
 
 /// The file-type and permission bits of `st_mode` that a snapshot reads.
@@ -563,6 +569,7 @@ impl Pattern {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testing::{commit_all, git, write};
 
     #[test]
     fn literal_patterns_match_files_and_directories() {
@@ -630,23 +637,6 @@ mod tests {
         }
     }
 
-    fn git(dir: &Path, args: &[&str]) -> String {
-        let out = std::process::Command::new("git")
-            .arg("-C")
-            .arg(dir)
-            .args(args)
-            .env("GIT_CONFIG_NOSYSTEM", "1")
-            .env("GIT_CONFIG_GLOBAL", "/dev/null")
-            .output()
-            .expect("git runs (install git)");
-        assert!(
-            out.status.success(),
-            "git {args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8(out.stdout).expect("utf-8")
-    }
-
     /// The identity git gives the working-tree content of `path`.
     fn git_identity(dir: &Path, path: &str) -> Digest {
         let hex = git(dir, &["hash-object", "--no-filters", "--", path]);
@@ -669,24 +659,10 @@ mod tests {
             ("run.sh", "#!/bin/sh\n"),
             ("top.txt", "top\n"),
         ] {
-            let p = dir.join(path);
-            fs_err::create_dir_all(p.parent().expect("a parent")).expect("mkdir");
-            fs_err::write(&p, content).expect("write");
+            write(dir, path, content);
         }
         std::os::unix::fs::symlink("a/clean.txt", dir.join("link")).expect("symlink");
-        git(dir, &["add", "-A"]);
-        git(
-            dir,
-            &[
-                "-c",
-                "user.name=t",
-                "-c",
-                "user.email=t@t",
-                "commit",
-                "-qm",
-                "init",
-            ],
-        );
+        commit_all(dir);
         // What changes in the working tree after the commit.
         fs_err::write(dir.join("a/edited.txt"), "after!\n").expect("edit");
         fs_err::remove_file(dir.join("a/deleted.txt")).expect("delete");

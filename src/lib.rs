@@ -26,6 +26,8 @@ pub mod report;
 pub mod setup;
 pub mod status;
 pub mod store;
+#[cfg(test)]
+pub(crate) mod testing;
 pub mod watch;
 pub mod workspace;
 pub mod world;

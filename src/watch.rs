@@ -200,6 +200,7 @@ struct Shared {
 struct Tree {
     workdir: PathBuf,
     index_path: PathBuf,
+    hash_kind: gix::hash::Kind,
     /// The index's stat data when the snapshot was taken.
     index_stamp: Option<Stamp>,
     /// The tracked paths (the index's entries a snapshot considers).
@@ -384,7 +385,14 @@ impl Watcher {
         let canonical_dir = fs_err::canonicalize(dir).map_err(|e| e.to_string())?;
         let t = self.tree_for(&canonical_dir)?;
         self.sync()?;
-        let rehashed = self.refresh(t)?;
+        let rehashed = match self.refresh(t) {
+            Ok(n) => n,
+            Err(e) => {
+                // What was dirty has been taken: start over next time.
+                lock(&self.shared.0).dirty[t].all = true;
+                return Err(e);
+            }
+        };
         let tree = &self.trees[t];
         let prefix = match canonical_dir.strip_prefix(&tree.workdir) {
             Ok(rel) if rel.as_os_str().is_empty() => String::new(),
@@ -434,6 +442,7 @@ impl Watcher {
                 self.trees.push(Tree {
                     workdir,
                     index_path: index_path.clone(),
+                    hash_kind: repo.object_hash(),
                     index_stamp: None,
                     tracked: Vec::new(),
                     files: Vec::new(),
@@ -565,7 +574,8 @@ impl Watcher {
         }
         let tree = &mut self.trees[t];
         for rel in &targets {
-            let read = read_file(&tree.workdir, rel).map_err(|e| format!("read {rel}: {e}"))?;
+            let read = read_file(&tree.workdir, rel, tree.hash_kind)
+                .map_err(|e| format!("read {rel}: {e}"))?;
             let at = tree.files.binary_search_by(|f| f.path.as_str().cmp(rel));
             match (read, at) {
                 (Some((id, kind)), Ok(i)) => {
@@ -684,40 +694,33 @@ fn tracked_paths(workdir: &Path) -> Result<Vec<String>, String> {
 
 /// A tracked file's identity and kind from its content; `None` when it is
 /// not a file or link any more.
-fn read_file(workdir: &Path, rel: &str) -> std::io::Result<Option<(Digest, FileKind)>> {
+fn read_file(
+    workdir: &Path,
+    rel: &str,
+    hash_kind: gix::hash::Kind,
+) -> std::io::Result<Option<(Digest, FileKind)>> {
     use std::os::unix::fs::PermissionsExt as _;
     let path = workdir.join(rel);
     let meta = match fs_err::symlink_metadata(&path) {
         Ok(m) => m,
-        Err(e)
-            if matches!(
-                e.kind(),
-                std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory
-            ) =>
-        {
-            return Ok(None);
-        }
+        Err(e) if inputs::is_gone(&e) => return Ok(None),
         Err(e) => return Err(e),
     };
-    let (kind, content) = if meta.file_type().is_symlink() {
-        let target = fs_err::read_link(&path)?;
-        (
-            FileKind::Symlink,
-            target.as_os_str().as_encoded_bytes().to_vec(),
-        )
-    } else if meta.is_file() {
-        let kind = if meta.permissions().mode() & 0o100 != 0 {
-            FileKind::Executable
-        } else {
-            FileKind::File
-        };
-        (kind, fs_err::read(&path)?)
-    } else {
+    let kind = if meta.file_type().is_symlink() {
+        FileKind::Symlink
+    } else if !meta.is_file() {
         return Ok(None);
+    } else if meta.permissions().mode() & 0o100 != 0 {
+        FileKind::Executable
+    } else {
+        FileKind::File
     };
-    let oid = gix::objs::compute_hash(gix::hash::Kind::Sha1, gix::objs::Kind::Blob, &content)
-        .map_err(|e| std::io::Error::other(e.to_string()))?;
-    Ok(Some((inputs::identity(&oid), kind)))
+    match inputs::content_identity(&path, kind, hash_kind) {
+        Ok(id) => Ok(Some((id, kind))),
+        // Gone between the two reads: the next event says what it became.
+        Err(e) if inputs::is_gone(&e) => Ok(None),
+        Err(e) => Err(e),
+    }
 }
 
 /// The event thread: reads the inotify queue for the life of the process.
@@ -807,28 +810,7 @@ fn read_events(fd: &rustix::fd::OwnedFd, shared: &(Mutex<Shared>, Condvar)) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn git(dir: &Path, args: &[&str]) {
-        let out = std::process::Command::new("git")
-            .arg("-C")
-            .arg(dir)
-            .args(args)
-            .env("GIT_CONFIG_NOSYSTEM", "1")
-            .env("GIT_CONFIG_GLOBAL", "/dev/null")
-            .output()
-            .expect("git runs (install git)");
-        assert!(
-            out.status.success(),
-            "git {args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    }
-
-    fn write(dir: &Path, path: &str, content: &str) {
-        let p = dir.join(path);
-        fs_err::create_dir_all(p.parent().expect("a parent")).expect("mkdir");
-        fs_err::write(&p, content).expect("write");
-    }
+    use crate::testing::{commit_all, git, write};
 
     /// After every kind of change a user makes, the watcher's snapshot is the
     /// one an lstat of every file gives, for the whole tree and for a
@@ -850,19 +832,7 @@ mod tests {
         ] {
             write(dir, path, content);
         }
-        git(dir, &["add", "-A"]);
-        git(
-            dir,
-            &[
-                "-c",
-                "user.name=t",
-                "-c",
-                "user.email=t@t",
-                "commit",
-                "-qm",
-                "init",
-            ],
-        );
+        commit_all(dir);
         let mut watcher = Watcher::new(Box::new(|_| {})).expect("inotify is usable");
         let exclude = ["changes/".to_owned()];
         let check = |watcher: &mut Watcher, step: &str| -> usize {
