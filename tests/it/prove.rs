@@ -160,26 +160,33 @@ fn a_second_prove_runs_nothing() {
     assert_eq!(executions(&sb), 3, "nothing executed the second time");
 }
 
-#[test]
-fn only_what_changed_reruns() {
-    let sb = Sandbox::new();
-    workspace(&sb);
-    prove(&sb, &[]).expect_code(0);
+/// After a first prove: edits rerun exactly the providers whose inputs they
+/// touch (and their dependents), and the change's prose reruns nothing.
+fn edits_rerun_exactly_what_they_touch(sb: &Sandbox) {
+    prove(sb, &[]).expect_code(0);
+    assert_eq!(ran(&prove(sb, &[]).json()), Vec::<String>::new());
     // Editing the change's prose reruns nothing.
     sb.write(
         "openspec/changes/add-x/proposal.md",
         "# Add x\n\nMore words.\n",
     );
-    assert_eq!(ran(&prove(&sb, &[]).json()), Vec::<String>::new());
+    assert_eq!(ran(&prove(sb, &[]).json()), Vec::<String>::new());
     // A file in api: exactly api's providers.
     sb.write("api/src/main.rs", "fn main() { println!(); }\n");
     assert_eq!(
-        ran(&prove(&sb, &[]).json()),
+        ran(&prove(sb, &[]).json()),
         vec!["discovery-api", "test-api"]
     );
     // A file in web: web's test and the lint that depends on it.
     sb.write("web/src/app.js", "app v2\n");
-    assert_eq!(ran(&prove(&sb, &[]).json()), vec!["lint", "test"]);
+    assert_eq!(ran(&prove(sb, &[]).json()), vec!["lint", "test"]);
+}
+
+#[test]
+fn only_what_changed_reruns() {
+    let sb = Sandbox::new();
+    workspace(&sb);
+    edits_rerun_exactly_what_they_touch(&sb);
     // One provider's wiring: only it (and its dependents).
     let path = sb.work().join("openspec/changes/add-x/execution.yaml");
     let text = fs_err::read_to_string(&path).expect("read");
@@ -724,22 +731,7 @@ fn with_a_watcher_only_what_changed_reruns_too() {
         );
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
-    let first = prove(&sb, &[]);
-    first.expect_code(0);
-    assert_eq!(ran(&first.json()).len(), 5);
-    assert_eq!(ran(&prove(&sb, &[]).json()), Vec::<String>::new());
-    sb.write(
-        "openspec/changes/add-x/proposal.md",
-        "# Add x\n\nMore words.\n",
-    );
-    assert_eq!(ran(&prove(&sb, &[]).json()), Vec::<String>::new());
-    sb.write("api/src/main.rs", "fn main() { println!(); }\n");
-    assert_eq!(
-        ran(&prove(&sb, &[]).json()),
-        vec!["discovery-api", "test-api"]
-    );
-    sb.write("web/src/app.js", "app v2\n");
-    assert_eq!(ran(&prove(&sb, &[]).json()), vec!["lint", "test"]);
+    edits_rerun_exactly_what_they_touch(&sb);
     // A new tracked file in a new directory of web.
     sb.write("web/src/lib/util.js", "util\n");
     git(&sb.work(), &["add", "web/src/lib/util.js"]);
