@@ -746,10 +746,11 @@ fn with_a_watcher_only_what_changed_reruns_too() {
     assert_eq!(second.status_codes(), ["watch_unavailable"]);
 
     let pid = watcher.id().to_string();
-    let killed = std::process::Command::new("kill")
-        .args(["-TERM", &pid])
+    // The shell's own `kill` (no procps needed).
+    let killed = std::process::Command::new("sh")
+        .args(["-c", &format!("kill -TERM {pid}")])
         .status()
-        .expect("run kill");
+        .expect("run sh");
     assert!(killed.success());
     let status = watcher.wait().expect("wait for the watcher");
     let mut stdout = String::new();
