@@ -157,6 +157,15 @@ impl Payload for DoctorPayload {
                 if ps.exists { "" } else { " (not created yet)" }
             );
             let _ = writeln!(out, "  Receipts: {}", ps.receipts);
+            let _ = writeln!(
+                out,
+                "  Watcher: {}",
+                if ps.watcher {
+                    "answering (`proofgraph watch`)"
+                } else {
+                    "none (snapshots lstat every tracked file; `proofgraph watch` avoids that)"
+                }
+            );
             match &ps.signing_key {
                 Some(k) => {
                     let _ = writeln!(

@@ -740,6 +740,8 @@ fn with_a_watcher_only_what_changed_reruns_too() {
     assert_eq!(ran(&prove(&sb, &[]).json()), vec!["lint", "test"]);
     assert_eq!(ran(&prove(&sb, &[]).json()), Vec::<String>::new());
 
+    let doctor = sb.run(&sb.work(), &["doctor", "--json"]);
+    assert_eq!(doctor.json()["proof_store"]["watcher"], true);
     // One watcher per workspace.
     let second = sb.run(&sb.work(), &["watch", "--json"]);
     second.expect_code(3);
@@ -775,5 +777,7 @@ fn with_a_watcher_only_what_changed_reruns_too() {
         "every prove asked the watcher: {doc:#}\n{stderr}"
     );
     assert!(!socket.exists(), "the socket is removed");
+    let doctor = sb.run(&sb.work(), &["doctor", "--json"]);
+    assert_eq!(doctor.json()["proof_store"]["watcher"], false);
     assert_eq!(prove(&sb, &[]).json()["summary"]["reused"], 5);
 }

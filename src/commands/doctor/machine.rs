@@ -91,6 +91,9 @@ pub struct ProofStoreHealth {
     pub signing_key: Option<KeyHealth>,
     /// Every key whose receipts are trusted.
     pub trusted_keys: Vec<KeyHealth>,
+    /// Whether a `proofgraph watch` answers for this workspace (commands then
+    /// read snapshots from it instead of an lstat per tracked file).
+    pub watcher: bool,
 }
 
 fn count_files(dir: &Path) -> usize {
@@ -164,6 +167,7 @@ pub fn proof_store(workspace: &Workspace, findings: &mut Vec<Diagnostic>) -> Pro
             keyid: Some(keys::key_id(&key)),
         }),
         trusted_keys,
+        watcher: crate::watch::is_served(&dir.join(crate::watch::SOCKET)),
         path: dir,
         exists,
     }
