@@ -89,28 +89,130 @@ pub(crate) fn identity(oid: &gix::ObjectId) -> Digest {
 /// Takes a snapshot of the tracked files under `dir`, leaving out any path
 /// under one of `exclude` (prefixes relative to `dir`, ending in `/`).
 pub fn snapshot(dir: &Path, exclude: &[String]) -> Result<Snapshot, InputsError> {
-    let not_repo = |message: String| InputsError::NotARepository {
-        dir: dir.to_path_buf(),
-        message,
-    };
-    let repo = gix::discover(dir).map_err(|e| not_repo(e.to_string()))?;
-    let workdir = repo
-        .workdir()
-        .ok_or_else(|| not_repo("it is a bare repository".to_owned()))?;
-    let workdir = fs_err::canonicalize(workdir).map_err(|e| not_repo(e.to_string()))?;
-    let canonical_dir = fs_err::canonicalize(dir).map_err(|e| not_repo(e.to_string()))?;
-    let prefix = match canonical_dir.strip_prefix(&workdir) {
-        Ok(rel) if rel.as_os_str().is_empty() => String::new(),
-        Ok(rel) => format!("{}/", rel.to_string_lossy()),
-        Err(_) => {
-            return Err(not_repo(
-                "it lies outside its repository's work tree".to_owned(),
-            ));
+    snapshots(&[(dir, exclude)])
+        .pop()
+        .unwrap_or_else(|| unreachable!("one snapshot per request"))
+}
+
+/// The directories of one git work tree that are snapshotted together.
+struct Group {
+    repo: gix::Repository,
+    workdir: PathBuf,
+    /// (request, its canonical directory, its prefix in the work tree).
+    members: Vec<(usize, PathBuf, String)>,
+}
+
+/// Whether `dir` (inside `workdir`) is in a repository of its own: a `.git`
+/// in `dir` or in a directory between it and `workdir`.
+fn nested_repository(workdir: &Path, dir: &Path) -> bool {
+    dir.ancestors()
+        .take_while(|a| *a != workdir && a.starts_with(workdir))
+        .any(|a| fs_err::symlink_metadata(a.join(".git")).is_ok())
+}
+
+/// [`snapshot`] of several directories at once, one result per request in
+/// order. Directories in the same git work tree share one read of its index
+/// and one pass of stat checks on every core (a workspace with many
+/// repositories in one monorepo reads its index once, not once per
+/// repository).
+pub fn snapshots(requests: &[(&Path, &[String])]) -> Vec<Result<Snapshot, InputsError>> {
+    let mut results: Vec<Option<Result<Snapshot, InputsError>>> =
+        requests.iter().map(|_| None).collect();
+    let mut groups: Vec<Group> = Vec::new();
+    for (i, (dir, _)) in requests.iter().enumerate() {
+        let not_repo = |message: String| InputsError::NotARepository {
+            dir: dir.to_path_buf(),
+            message,
+        };
+        let canonical_dir = match fs_err::canonicalize(dir) {
+            Ok(d) => d,
+            Err(e) => {
+                results[i] = Some(Err(not_repo(e.to_string())));
+                continue;
+            }
+        };
+        let known = groups.iter().position(|g| {
+            canonical_dir.starts_with(&g.workdir) && !nested_repository(&g.workdir, &canonical_dir)
+        });
+        let g = match known {
+            Some(g) => g,
+            None => {
+                let found = gix::discover(dir)
+                    .map_err(|e| not_repo(e.to_string()))
+                    .and_then(|repo| {
+                        let workdir = repo
+                            .workdir()
+                            .ok_or_else(|| not_repo("it is a bare repository".to_owned()))?;
+                        let workdir =
+                            fs_err::canonicalize(workdir).map_err(|e| not_repo(e.to_string()))?;
+                        Ok((repo, workdir))
+                    });
+                match found {
+                    Ok((repo, workdir)) => match groups.iter().position(|g| g.workdir == workdir) {
+                        Some(g) => g,
+                        None => {
+                            groups.push(Group {
+                                repo,
+                                workdir,
+                                members: Vec::new(),
+                            });
+                            groups.len() - 1
+                        }
+                    },
+                    Err(e) => {
+                        results[i] = Some(Err(e));
+                        continue;
+                    }
+                }
+            }
+        };
+        let prefix = match canonical_dir.strip_prefix(&groups[g].workdir) {
+            Ok(rel) if rel.as_os_str().is_empty() => String::new(),
+            Ok(rel) => format!("{}/", rel.to_string_lossy()),
+            Err(_) => {
+                results[i] = Some(Err(not_repo(
+                    "it lies outside its repository's work tree".to_owned(),
+                )));
+                continue;
+            }
+        };
+        groups[g].members.push((i, canonical_dir, prefix));
+    }
+    for group in &groups {
+        for (i, result) in snapshot_group(group, requests) {
+            results[i] = Some(result);
         }
-    };
-    let index_error = |message: String| InputsError::Index {
-        dir: workdir.clone(),
-        message,
+    }
+    results
+        .into_iter()
+        .map(|r| r.unwrap_or_else(|| unreachable!("every request is answered")))
+        .collect()
+}
+
+/// One candidate file: (member, index entry, path in the work tree, length
+/// of the member's prefix).
+type Candidate<'i> = (usize, &'i gix::index::Entry, &'i str, usize);
+
+fn snapshot_group(
+    group: &Group,
+    requests: &[(&Path, &[String])],
+) -> Vec<(usize, Result<Snapshot, InputsError>)> {
+    let repo = &group.repo;
+    let workdir = &group.workdir;
+    let fail_all = |message: String| {
+        group
+            .members
+            .iter()
+            .map(|(i, _, _)| {
+                (
+                    *i,
+                    Err(InputsError::Index {
+                        dir: workdir.clone(),
+                        message: message.clone(),
+                    }),
+                )
+            })
+            .collect()
     };
     // The index's trailing checksum is not verified on every read (git
     // checks it only in `git fsck`): it is a whole-file SHA-1 pass that cost a
@@ -128,142 +230,168 @@ pub fn snapshot(dir: &Path, exclude: &[String]) -> Result<Snapshot, InputsError>
                 repo.index_path(),
             )
         }
-        Err(e) => return Err(index_error(e.to_string())),
+        Err(e) => return fail_all(e.to_string()),
     };
-    let options = repo
-        .stat_options()
-        .map_err(|e| index_error(e.to_string()))?;
+    let options = match repo.stat_options() {
+        Ok(o) => o,
+        Err(e) => return fail_all(e.to_string()),
+    };
     let timestamp = index.timestamp();
     let hash_kind = repo.object_hash();
-    // First the entries that are files under `dir` (cheap, from the index
-    // alone), then their stat checks, which dominate, on every core.
-    let mut candidates: Vec<(&gix::index::Entry, &str, FileKind)> = Vec::new();
-    for entry in index.entries() {
-        if entry.stage_raw() != 0 && entry.stage_raw() != 2 {
-            // Conflicts: take the working tree's content once (stage 2, "ours").
-            continue;
+    // First the entries that are files under each member's directory (cheap,
+    // from the index alone), then their stat checks, which dominate, on every
+    // core and for every member at once.
+    let entries: Vec<(&gix::index::Entry, &str)> = index
+        .entries()
+        .iter()
+        // Conflicts: take the working tree's content once (stage 2, "ours").
+        .filter(|e| e.stage_raw() == 0 || e.stage_raw() == 2)
+        // Submodules (gitlinks) and sparse directories carry no content here.
+        .filter(|e| {
+            e.mode == gix::index::entry::Mode::SYMLINK
+                || e.mode == gix::index::entry::Mode::FILE_EXECUTABLE
+                || e.mode == gix::index::entry::Mode::FILE
+        })
+        .filter_map(|e| Some((e, std::str::from_utf8(e.path(&index).as_ref()).ok()?)))
+        .collect();
+    let mut candidates: Vec<Candidate<'_>> = Vec::new();
+    for (m, (i, _, prefix)) in group.members.iter().enumerate() {
+        let exclude = requests[*i].1;
+        // The index is sorted by path: the member's files are one range.
+        let start = entries.partition_point(|(_, p)| *p < prefix.as_str());
+        for (entry, full) in entries[start..]
+            .iter()
+            .take_while(|(_, p)| p.starts_with(prefix.as_str()))
+        {
+            let rel = &full[prefix.len()..];
+            if !exclude.iter().any(|e| rel.starts_with(e.as_str())) {
+                candidates.push((m, entry, full, prefix.len()));
+            }
         }
-        let full = entry.path(&index);
-        let Some(rel) = std::str::from_utf8(full.as_ref())
-            .ok()
-            .and_then(|p| p.strip_prefix(prefix.as_str()))
-        else {
-            continue;
-        };
-        if exclude.iter().any(|e| rel.starts_with(e.as_str())) {
-            continue;
-        }
-        let kind = if entry.mode == gix::index::entry::Mode::SYMLINK {
-            FileKind::Symlink
-        } else if entry.mode == gix::index::entry::Mode::FILE_EXECUTABLE {
-            FileKind::Executable
-        } else if entry.mode == gix::index::entry::Mode::FILE {
-            FileKind::File
-        } else {
-            // Submodules (gitlinks) and sparse directories carry no content here.
-            continue;
-        };
-        candidates.push((entry, rel, kind));
     }
     let check = |stat_at: &mut StatAt<'_>,
-                 (entry, rel, _): &(&gix::index::Entry, &str, FileKind)|
-     -> Result<Option<(FileEntry, bool)>, InputsError> {
-        let metadata = match stat_at.lstat(rel) {
-            Ok(m) => m,
-            // Deleted in the working tree (or a directory on its path was
-            // replaced by a file): absent from the snapshot, as in git.
-            Err(e) if is_gone(&e) => return Ok(None),
-            Err(source) => {
-                return Err(InputsError::Read {
-                    path: canonical_dir.join(rel),
-                    source,
-                });
-            }
-        };
-        let path = || canonical_dir.join(rel);
-        let kind = match metadata.st_mode & libc_mode::S_IFMT {
-            libc_mode::S_IFLNK => FileKind::Symlink,
-            // As git (and gix) read the executable bit: the owner's.
-            libc_mode::S_IFREG if metadata.st_mode & libc_mode::S_IXUSR != 0 => {
-                FileKind::Executable
-            }
-            libc_mode::S_IFREG => FileKind::File,
-            // Replaced by a directory (or anything else): not a tracked file any more.
-            _ => return Ok(None),
-        };
-        let intent_to_add = entry
-            .flags
-            .contains(gix::index::entry::Flags::INTENT_TO_ADD);
-        let clean = !intent_to_add
-            && entry.stat.matches(&index_stat(&metadata), options)
-            && !entry.stat.is_racy(timestamp, options);
-        let id = if clean {
-            identity(&entry.id)
-        } else {
-            let path = path();
-            content_identity(&path, kind, hash_kind)
-                .map_err(|source| InputsError::Read { path, source })?
-        };
-        Ok(Some((
-            FileEntry {
-                path: (*rel).to_owned(),
-                id,
-                kind,
-            },
-            !clean,
-        )))
+                 (m, entry, full, cut): &Candidate<'_>|
+     -> (usize, Result<Option<(FileEntry, bool)>, InputsError>) {
+        let result = (|| {
+            let metadata = match stat_at.lstat(full) {
+                Ok(m) => m,
+                // Deleted in the working tree (or a directory on its path was
+                // replaced by a file): absent from the snapshot, as in git.
+                Err(e) if is_gone(&e) => return Ok(None),
+                Err(source) => {
+                    return Err(InputsError::Read {
+                        path: workdir.join(full),
+                        source,
+                    });
+                }
+            };
+            let kind = match metadata.st_mode & libc_mode::S_IFMT {
+                libc_mode::S_IFLNK => FileKind::Symlink,
+                // As git (and gix) read the executable bit: the owner's.
+                libc_mode::S_IFREG if metadata.st_mode & libc_mode::S_IXUSR != 0 => {
+                    FileKind::Executable
+                }
+                libc_mode::S_IFREG => FileKind::File,
+                // Replaced by a directory (or anything else): not a tracked file any more.
+                _ => return Ok(None),
+            };
+            let intent_to_add = entry
+                .flags
+                .contains(gix::index::entry::Flags::INTENT_TO_ADD);
+            let clean = !intent_to_add
+                && entry.stat.matches(&index_stat(&metadata), options)
+                && !entry.stat.is_racy(timestamp, options);
+            let id = if clean {
+                identity(&entry.id)
+            } else {
+                let path = workdir.join(full);
+                content_identity(&path, kind, hash_kind)
+                    .map_err(|source| InputsError::Read { path, source })?
+            };
+            Ok(Some((
+                FileEntry {
+                    path: full[*cut..].to_owned(),
+                    id,
+                    kind,
+                },
+                !clean,
+            )))
+        })();
+        (*m, result)
     };
     let threads = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
     let chunk = candidates.len().div_ceil(threads).max(2048);
-    let parts: Vec<Result<Vec<(FileEntry, bool)>, InputsError>> = if candidates.len() <= chunk {
-        let mut stat_at = StatAt::new(&canonical_dir);
-        vec![
-            candidates
-                .iter()
-                .filter_map(|c| check(&mut stat_at, c).transpose())
-                .collect(),
-        ]
+    type Checked = Vec<(usize, Result<Option<(FileEntry, bool)>, InputsError>)>;
+    let parts: Vec<Checked> = if candidates.len() <= chunk {
+        let mut stat_at = StatAt::new(workdir);
+        vec![candidates.iter().map(|c| check(&mut stat_at, c)).collect()]
     } else {
         std::thread::scope(|scope| {
             let handles: Vec<_> = candidates
                 .chunks(chunk)
                 .map(|part| {
-                    scope.spawn(|| {
-                        let mut stat_at = StatAt::new(&canonical_dir);
-                        part.iter()
-                            .filter_map(|c| check(&mut stat_at, c).transpose())
-                            .collect()
-                    })
+                    (
+                        part,
+                        scope.spawn(|| {
+                            let mut stat_at = StatAt::new(workdir);
+                            part.iter()
+                                .map(|c| check(&mut stat_at, c))
+                                .collect::<Checked>()
+                        }),
+                    )
                 })
                 .collect();
             handles
                 .into_iter()
-                .map(|h| {
+                .map(|(part, h)| {
                     h.join().unwrap_or_else(|_| {
-                        Err(InputsError::Read {
-                            path: canonical_dir.clone(),
-                            source: std::io::Error::other("a stat thread panicked"),
-                        })
+                        part.iter()
+                            .map(|(m, ..)| {
+                                (
+                                    *m,
+                                    Err(InputsError::Read {
+                                        path: workdir.clone(),
+                                        source: std::io::Error::other("a stat thread panicked"),
+                                    }),
+                                )
+                            })
+                            .collect()
                     })
                 })
                 .collect()
         })
     };
-    let mut files = Vec::with_capacity(candidates.len());
-    let mut rehashed = 0;
-    for part in parts {
-        for (file, was_rehashed) in part? {
-            rehashed += usize::from(was_rehashed);
-            files.push(file);
+    let mut out: Vec<Result<(Vec<FileEntry>, usize), InputsError>> =
+        group.members.iter().map(|_| Ok((Vec::new(), 0))).collect();
+    for (m, result) in parts.into_iter().flatten() {
+        match (&mut out[m], result) {
+            (Ok((files, rehashed)), Ok(Some((file, was_rehashed)))) => {
+                *rehashed += usize::from(was_rehashed);
+                files.push(file);
+            }
+            (Ok(_), Ok(None)) | (Err(_), _) => {}
+            (slot @ Ok(_), Err(e)) => *slot = Err(e),
         }
     }
-    files.sort();
-    files.dedup_by(|a, b| a.path == b.path);
-    Ok(Snapshot {
-        dir: canonical_dir,
-        files,
-        rehashed,
-    })
+    group
+        .members
+        .iter()
+        .zip(out)
+        .map(|((i, canonical_dir, _), result)| {
+            (
+                *i,
+                result.map(|(mut files, rehashed)| {
+                    files.sort();
+                    files.dedup_by(|a, b| a.path == b.path);
+                    Snapshot {
+                        dir: canonical_dir.clone(),
+                        files,
+                        rehashed,
+                    }
+                }),
+            )
+        })
+        .collect()
 }
 
 /// Whether an error reading a tracked file means it is not in the working
@@ -701,6 +829,81 @@ mod tests {
         let sub = snapshot(&dir.join("a"), &[]).expect("a snapshot of a subdirectory");
         let sub_paths: Vec<&str> = sub.files.iter().map(|f| f.path.as_str()).collect();
         assert_eq!(sub_paths, ["clean.txt", "edited.txt"]);
+    }
+
+    /// Several directories at once — the work tree's root, two
+    /// subdirectories (one with an exclusion) and a repository nested in it —
+    /// each get exactly the files `git ls-files` lists there.
+    #[test]
+    fn snapshots_of_many_directories_match_git_in_each() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let dir = tmp.path();
+        let inner = dir.join("inner");
+        fs_err::create_dir_all(&inner).expect("mkdir");
+        git(&inner, &["init", "-q"]);
+        write(&inner, "x.txt", "inner\n");
+        write(&inner, "sub/y.txt", "inner y\n");
+        commit_all(&inner);
+        git(dir, &["init", "-q"]);
+        for (path, content) in [
+            ("a/one.txt", "one\n"),
+            ("a/skip/two.txt", "two\n"),
+            ("b/three.txt", "three\n"),
+            ("top.txt", "top\n"),
+        ] {
+            write(dir, path, content);
+        }
+        git(dir, &["add", "a", "b", "top.txt"]);
+        git(
+            dir,
+            &[
+                "-c",
+                "user.name=t",
+                "-c",
+                "user.email=t@t",
+                "commit",
+                "-qm",
+                "outer",
+            ],
+        );
+        let none: &[String] = &[];
+        let skip = ["skip/".to_owned()];
+        let a = dir.join("a");
+        let b = dir.join("b");
+        let requests: Vec<(&Path, &[String])> = vec![
+            (dir, none),
+            (&a, &skip),
+            (&b, none),
+            (&inner, none),
+            (&a, none),
+        ];
+        let results = snapshots(&requests);
+        let listed = |d: &Path, ex: &[String]| -> Vec<String> {
+            git(d, &["ls-files"])
+                .lines()
+                .filter(|l| !ex.iter().any(|e| l.starts_with(e.as_str())))
+                .map(str::to_owned)
+                .collect()
+        };
+        for ((d, ex), result) in requests.iter().zip(&results) {
+            let snap = result.as_ref().expect("a snapshot");
+            let paths: Vec<String> = snap.files.iter().map(|f| f.path.clone()).collect();
+            assert_eq!(paths, listed(d, ex), "{}", d.display());
+            assert_eq!(snap.dir, fs_err::canonicalize(d).expect("canonical"));
+            for f in &snap.files {
+                assert_eq!(f.id, git_identity(d, &f.path), "{}", f.path);
+            }
+        }
+        assert!(
+            results[3]
+                .as_ref()
+                .is_ok_and(|s| s.files.iter().any(|f| f.path == "sub/y.txt")),
+            "the nested repository is read through its own index"
+        );
+        let outside = tempfile::tempdir().expect("tempdir");
+        let failed = snapshots(&[(outside.path(), none), (dir, none)]);
+        assert!(matches!(failed[0], Err(InputsError::NotARepository { .. })));
+        assert!(failed[1].is_ok(), "one failure does not fail the others");
     }
 
     #[test]

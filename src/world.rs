@@ -60,22 +60,51 @@ pub fn observe(
 ) -> Result<Observed, Vec<Diagnostic>> {
     let mut errors = Vec::new();
     let mut snapshots = BTreeMap::new();
-    for (id, repo) in &workspace.repositories {
-        let exclude: Vec<String> = packet_prefix(&workspace.root, &repo.dir)
-            .into_iter()
-            .collect();
-        let threads = std::thread::available_parallelism().unwrap_or(std::num::NonZeroUsize::MIN);
-        let snapshot = match mode {
+    let excludes: BTreeMap<&RepoId, Vec<String>> = workspace
+        .repositories
+        .iter()
+        .map(|(id, repo)| {
+            let exclude = packet_prefix(&workspace.root, &repo.dir)
+                .into_iter()
+                .collect();
+            (id, exclude)
+        })
+        .collect();
+    let mut taken: Vec<(&RepoId, Result<inputs::Snapshot, inputs::InputsError>)> = Vec::new();
+    match mode {
+        SandboxMode::Worktree => {
             // A running `proofgraph watch` knows what changed; without one
-            // (or when it cannot vouch for an answer), lstat every file.
-            SandboxMode::Worktree => {
-                crate::watch::query(&workspace.root.join(crate::store::DIR), &repo.dir, &exclude)
-                    .map_or_else(|| inputs::snapshot(&repo.dir, &exclude), Ok)
+            // (or when it cannot vouch for an answer), lstat every file —
+            // the repositories of one work tree together.
+            let store_dir = workspace.root.join(crate::store::DIR);
+            let mut direct: Vec<(&RepoId, &Path, &[String])> = Vec::new();
+            for (id, repo) in &workspace.repositories {
+                let exclude = excludes[id].as_slice();
+                match crate::watch::query(&store_dir, &repo.dir, exclude) {
+                    Some(s) => taken.push((id, Ok(s))),
+                    None => direct.push((id, repo.dir.as_path(), exclude)),
+                }
             }
-            SandboxMode::Copy | SandboxMode::None => {
-                inputs::snapshot_copy(&repo.dir, &exclude, threads)
+            let requests: Vec<(&Path, &[String])> =
+                direct.iter().map(|(_, dir, ex)| (*dir, *ex)).collect();
+            taken.extend(
+                direct
+                    .iter()
+                    .map(|(id, _, _)| *id)
+                    .zip(inputs::snapshots(&requests)),
+            );
+        }
+        SandboxMode::Copy | SandboxMode::None => {
+            let threads =
+                std::thread::available_parallelism().unwrap_or(std::num::NonZeroUsize::MIN);
+            for (id, repo) in &workspace.repositories {
+                taken.push((id, inputs::snapshot_copy(&repo.dir, &excludes[id], threads)));
             }
-        };
+        }
+    }
+    taken.sort_by(|a, b| a.0.cmp(b.0));
+    for (id, snapshot) in taken {
+        let repo = &workspace.repositories[id];
         match snapshot {
             Ok(s) => {
                 snapshots.insert(id.clone(), s);
