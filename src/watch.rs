@@ -41,28 +41,42 @@ const COOKIE_TIMEOUT: Duration = Duration::from_secs(2);
 /// How long a client waits for an answer.
 const CLIENT_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// One query: the snapshots of several directories, answered together
+/// after one synchronisation.
 #[derive(Debug, Serialize, Deserialize)]
 struct Request {
     protocol: String,
+    wanted: Vec<Wanted>,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+struct Wanted {
     dir: PathBuf,
     exclude: Vec<String>,
 }
 
+/// The answer's first line; the snapshots' files follow, encoded, in order.
 #[derive(Debug, Serialize, Deserialize)]
 struct Header {
     ok: bool,
     reason: Option<String>,
-    dir: Option<PathBuf>,
+    snapshots: Vec<SnapshotHeader>,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+struct SnapshotHeader {
+    dir: PathBuf,
     files: usize,
     rehashed: usize,
 }
 
-/// Asks the watcher serving the store at `store_dir` for the snapshot of
-/// `dir` (as [`inputs::snapshot`]`(dir, exclude)` would take it). `None` when
-/// no watcher answers, or it cannot vouch for one: take the snapshot directly.
-pub fn query(store_dir: &Path, dir: &Path, exclude: &[String]) -> Option<Snapshot> {
+/// Asks the watcher serving the store at `store_dir` for the snapshots of
+/// `wanted` directories (each as [`inputs::snapshot`]`(dir, exclude)` would
+/// take it), in order. `None` when no watcher answers, or it cannot vouch for
+/// all of them: take the snapshots directly.
+pub fn query(store_dir: &Path, wanted: &[(&Path, &[String])]) -> Option<Vec<Snapshot>> {
     let socket = store_dir.join(SOCKET);
-    if !socket.exists() {
+    if wanted.is_empty() || !socket.exists() {
         return None;
     }
     let stream = connect(&socket).ok()?;
@@ -70,8 +84,13 @@ pub fn query(store_dir: &Path, dir: &Path, exclude: &[String]) -> Option<Snapsho
     stream.set_write_timeout(Some(CLIENT_TIMEOUT)).ok()?;
     let request = Request {
         protocol: PROTOCOL.to_owned(),
-        dir: dir.to_path_buf(),
-        exclude: exclude.to_vec(),
+        wanted: wanted
+            .iter()
+            .map(|(dir, exclude)| Wanted {
+                dir: dir.to_path_buf(),
+                exclude: exclude.to_vec(),
+            })
+            .collect(),
     };
     let mut line = serde_json::to_vec(&request).ok()?;
     line.push(b'\n');
@@ -80,17 +99,23 @@ pub fn query(store_dir: &Path, dir: &Path, exclude: &[String]) -> Option<Snapsho
     let mut header = String::new();
     reader.read_line(&mut header).ok()?;
     let header: Header = serde_json::from_str(&header).ok()?;
-    if !header.ok {
+    if !header.ok || header.snapshots.len() != wanted.len() {
         return None;
     }
     let mut body = Vec::new();
     reader.read_to_end(&mut body).ok()?;
-    let files = decode(&body, header.files)?;
-    Some(Snapshot {
-        dir: header.dir?,
-        files,
-        rehashed: header.rehashed,
-    })
+    let mut rest = body.as_slice();
+    let mut out = Vec::with_capacity(header.snapshots.len());
+    for h in header.snapshots {
+        let (files, after) = decode(rest, h.files)?;
+        rest = after;
+        out.push(Snapshot {
+            dir: h.dir,
+            files,
+            rehashed: h.rehashed,
+        });
+    }
+    rest.is_empty().then_some(out)
 }
 
 /// Whether a watcher answers on `socket`.
@@ -148,7 +173,9 @@ fn encode(files: &[FileEntry], out: &mut Vec<u8>) {
     }
 }
 
-fn decode(mut body: &[u8], count: usize) -> Option<Vec<FileEntry>> {
+/// Decodes `count` files from the front of `body`; the files and what
+/// follows them.
+fn decode(mut body: &[u8], count: usize) -> Option<(Vec<FileEntry>, &[u8])> {
     let mut files = Vec::with_capacity(count);
     for _ in 0..count {
         let (&kind, rest) = body.split_first()?;
@@ -168,7 +195,7 @@ fn decode(mut body: &[u8], count: usize) -> Option<Vec<FileEntry>> {
             kind,
         });
     }
-    body.is_empty().then_some(files)
+    Some((files, body))
 }
 
 /// What the events say has changed in one work tree since its snapshot.
@@ -340,26 +367,41 @@ impl Watcher {
                     ))
                 }
             })
-            .and_then(|r| self.snapshot(&r.dir, &r.exclude));
+            .and_then(|r| {
+                let wanted: Vec<(&Path, &[String])> = r
+                    .wanted
+                    .iter()
+                    .map(|w| (w.dir.as_path(), w.exclude.as_slice()))
+                    .collect();
+                self.snapshots(&wanted)
+            });
         let mut out = Vec::new();
         match result {
-            Ok(snapshot) => {
+            Ok(snapshots) => {
                 self.served.answered += 1;
                 let header = Header {
                     ok: true,
                     reason: None,
-                    dir: Some(snapshot.dir.clone()),
-                    files: snapshot.files.len(),
-                    rehashed: snapshot.rehashed,
+                    snapshots: snapshots
+                        .iter()
+                        .map(|s| SnapshotHeader {
+                            dir: s.dir.clone(),
+                            files: s.files.len(),
+                            rehashed: s.rehashed,
+                        })
+                        .collect(),
                 };
                 out.extend(serde_json::to_vec(&header).unwrap_or_default());
                 out.push(b'\n');
-                encode(&snapshot.files, &mut out);
+                for snapshot in &snapshots {
+                    encode(&snapshot.files, &mut out);
+                }
                 (self.log)(&format!(
-                    "answered {}: {} files, {} re-read ({:.1} ms)",
-                    snapshot.dir.display(),
-                    snapshot.files.len(),
-                    snapshot.rehashed,
+                    "answered {} director{}: {} files, {} re-read ({:.1} ms)",
+                    snapshots.len(),
+                    if snapshots.len() == 1 { "y" } else { "ies" },
+                    snapshots.iter().map(|s| s.files.len()).sum::<usize>(),
+                    snapshots.iter().map(|s| s.rehashed).sum::<usize>(),
                     started.elapsed().as_secs_f64() * 1000.0
                 ));
             }
@@ -369,9 +411,7 @@ impl Watcher {
                 let header = Header {
                     ok: false,
                     reason: Some(reason),
-                    dir: None,
-                    files: 0,
-                    rehashed: 0,
+                    snapshots: Vec::new(),
                 };
                 out.extend(serde_json::to_vec(&header).unwrap_or_default());
                 out.push(b'\n');
@@ -380,19 +420,56 @@ impl Watcher {
         let _ = (&*stream).write_all(&out);
     }
 
+    /// The snapshots of several directories after one synchronisation, as
+    /// `inputs::snapshots` takes them.
+    pub fn snapshots(&mut self, wanted: &[(&Path, &[String])]) -> Result<Vec<Snapshot>, String> {
+        let mut trees = Vec::with_capacity(wanted.len());
+        for (dir, _) in wanted {
+            let canonical_dir = fs_err::canonicalize(dir).map_err(|e| e.to_string())?;
+            let t = self.tree_for(&canonical_dir)?;
+            trees.push((canonical_dir, t));
+        }
+        self.sync()?;
+        let mut rehashed: HashMap<usize, usize> = HashMap::new();
+        let mut out = Vec::with_capacity(wanted.len());
+        for ((canonical_dir, t), (_, exclude)) in trees.into_iter().zip(wanted) {
+            let read = match rehashed.get(&t) {
+                // Refreshed for an earlier directory of this query.
+                Some(_) => 0,
+                None => {
+                    let n = self.refresh_or_forget(t)?;
+                    rehashed.insert(t, n);
+                    n
+                }
+            };
+            out.push(self.filtered(t, canonical_dir, exclude, read)?);
+        }
+        Ok(out)
+    }
+
+    /// Refreshes a work tree; on failure it is snapshotted anew next time
+    /// (what was dirty has been taken).
+    fn refresh_or_forget(&mut self, t: usize) -> Result<usize, String> {
+        self.refresh(t).inspect_err(|_| {
+            lock(&self.shared.0).dirty[t].all = true;
+        })
+    }
+
     /// The snapshot of `dir`, as `inputs::snapshot(dir, exclude)` takes it.
     pub fn snapshot(&mut self, dir: &Path, exclude: &[String]) -> Result<Snapshot, String> {
-        let canonical_dir = fs_err::canonicalize(dir).map_err(|e| e.to_string())?;
-        let t = self.tree_for(&canonical_dir)?;
-        self.sync()?;
-        let rehashed = match self.refresh(t) {
-            Ok(n) => n,
-            Err(e) => {
-                // What was dirty has been taken: start over next time.
-                lock(&self.shared.0).dirty[t].all = true;
-                return Err(e);
-            }
-        };
+        self.snapshots(&[(dir, exclude)])?
+            .pop()
+            .ok_or_else(|| "no snapshot".to_owned())
+    }
+
+    /// A directory's part of its work tree's snapshot.
+    fn filtered(
+        &self,
+        t: usize,
+        canonical_dir: PathBuf,
+        exclude: &[String],
+        rehashed: usize,
+    ) -> Result<Snapshot, String> {
         let tree = &self.trees[t];
         let prefix = match canonical_dir.strip_prefix(&tree.workdir) {
             Ok(rel) if rel.as_os_str().is_empty() => String::new(),
@@ -835,17 +912,20 @@ mod tests {
         commit_all(dir);
         let mut watcher = Watcher::new(Box::new(|_| {})).expect("inotify is usable");
         let exclude = ["changes/".to_owned()];
+        let openspec = dir.join("openspec");
         let check = |watcher: &mut Watcher, step: &str| -> usize {
-            let whole = watcher.snapshot(dir, &[]).expect("the watcher answers");
-            let direct = inputs::snapshot(dir, &[]).expect("a snapshot");
-            assert_eq!(whole.dir, direct.dir, "{step}");
-            assert_eq!(whole.files, direct.files, "{step}: the whole tree");
-            let sub = watcher
-                .snapshot(&dir.join("openspec"), &exclude)
-                .expect("the watcher answers");
-            let direct_sub = inputs::snapshot(&dir.join("openspec"), &exclude).expect("a snapshot");
-            assert_eq!(sub.files, direct_sub.files, "{step}: a subdirectory");
-            whole.rehashed
+            // One query for the whole tree and a directory inside it, as
+            // `prove` asks for all of a workspace's repositories at once.
+            let wanted: [(&Path, &[String]); 2] = [(dir, &[]), (&openspec, &exclude)];
+            let answered = watcher.snapshots(&wanted).expect("the watcher answers");
+            let direct = inputs::snapshots(&wanted);
+            assert_eq!(answered.len(), 2);
+            for (a, d) in answered.iter().zip(direct) {
+                let d = d.expect("a snapshot");
+                assert_eq!(a.dir, d.dir, "{step}");
+                assert_eq!(a.files, d.files, "{step}: {}", d.dir.display());
+            }
+            answered[0].rehashed
         };
         check(&mut watcher, "first (a full snapshot)");
         assert_eq!(check(&mut watcher, "nothing changed"), 0);
@@ -931,10 +1011,13 @@ mod tests {
         ];
         let mut bytes = Vec::new();
         encode(&files, &mut bytes);
-        assert_eq!(decode(&bytes, files.len()), Some(files.clone()));
-        // A truncated or padded body is refused, never half-read.
+        assert_eq!(decode(&bytes, files.len()), Some((files.clone(), &[][..])));
+        // A truncated body is refused, never half-read; what follows is left.
         assert_eq!(decode(&bytes[..bytes.len() - 1], files.len()), None);
-        bytes.push(0);
-        assert_eq!(decode(&bytes, files.len()), None);
+        bytes.push(9);
+        assert_eq!(
+            decode(&bytes, files.len()),
+            Some((files.clone(), &[9u8][..]))
+        );
     }
 }

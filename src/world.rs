@@ -76,23 +76,17 @@ pub fn observe(
             // A running `proofgraph watch` knows what changed; without one
             // (or when it cannot vouch for an answer), lstat every file —
             // the repositories of one work tree together.
+            let ids: Vec<&RepoId> = workspace.repositories.keys().collect();
+            let requests: Vec<(&Path, &[String])> = workspace
+                .repositories
+                .iter()
+                .map(|(id, repo)| (repo.dir.as_path(), excludes[id].as_slice()))
+                .collect();
             let store_dir = workspace.root.join(crate::store::DIR);
-            let mut direct: Vec<(&RepoId, &Path, &[String])> = Vec::new();
-            for (id, repo) in &workspace.repositories {
-                let exclude = excludes[id].as_slice();
-                match crate::watch::query(&store_dir, &repo.dir, exclude) {
-                    Some(s) => taken.push((id, Ok(s))),
-                    None => direct.push((id, repo.dir.as_path(), exclude)),
-                }
+            match crate::watch::query(&store_dir, &requests) {
+                Some(answered) => taken.extend(ids.into_iter().zip(answered.into_iter().map(Ok))),
+                None => taken.extend(ids.into_iter().zip(inputs::snapshots(&requests))),
             }
-            let requests: Vec<(&Path, &[String])> =
-                direct.iter().map(|(_, dir, ex)| (*dir, *ex)).collect();
-            taken.extend(
-                direct
-                    .iter()
-                    .map(|(id, _, _)| *id)
-                    .zip(inputs::snapshots(&requests)),
-            );
         }
         SandboxMode::Copy | SandboxMode::None => {
             let threads =
