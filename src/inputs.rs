@@ -697,7 +697,7 @@ impl Pattern {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testing::{commit_all, git, write};
+    use crate::testing::{commit, commit_all, git, write};
 
     #[test]
     fn literal_patterns_match_files_and_directories() {
@@ -854,18 +854,7 @@ mod tests {
             write(dir, path, content);
         }
         git(dir, &["add", "a", "b", "top.txt"]);
-        git(
-            dir,
-            &[
-                "-c",
-                "user.name=t",
-                "-c",
-                "user.email=t@t",
-                "commit",
-                "-qm",
-                "outer",
-            ],
-        );
+        commit(dir);
         let none: &[String] = &[];
         let skip = ["skip/".to_owned()];
         let a = dir.join("a");

@@ -23,6 +23,11 @@ pub(crate) fn git(dir: &Path, args: &[&str]) -> String {
 /// Commits everything in the work tree.
 pub(crate) fn commit_all(dir: &Path) {
     git(dir, &["add", "-A"]);
+    commit(dir);
+}
+
+/// Commits what is staged.
+pub(crate) fn commit(dir: &Path) {
     git(
         dir,
         &[
