@@ -373,6 +373,33 @@ fn edit_json(text: &str, root: &json::Node, entries: &[Entry<'_>]) -> Result<Str
         out.push_str(&text[end..]);
         out
     };
+    // The new members, each on its own line at `ind` (members' own members
+    // one `unit` deeper), or all on one line; comma-separated.
+    let pretty = |ind: &str, unit: &str| {
+        entries
+            .iter()
+            .map(|e| {
+                format!(
+                    "{nl}{ind}{}",
+                    json_member(
+                        e.candidate.name.as_str(),
+                        &e.candidate.provider,
+                        ind,
+                        unit,
+                        nl
+                    )
+                )
+            })
+            .collect::<Vec<_>>()
+            .join(",")
+    };
+    let compact = || {
+        entries
+            .iter()
+            .map(|e| json_member_compact(e.candidate.name.as_str(), &e.candidate.provider))
+            .collect::<Vec<_>>()
+            .join(",")
+    };
     let providers = members.iter().rev().find(|m| m.key == "providers");
     match providers {
         Some(m) => {
@@ -390,69 +417,18 @@ fn edit_json(text: &str, root: &json::Node, entries: &[Entry<'_>]) -> Result<Str
                                 .strip_prefix(key_indent.unwrap_or(""))
                                 .filter(|u| !u.is_empty())
                                 .unwrap_or(unit);
-                            entries
-                                .iter()
-                                .map(|e| {
-                                    format!(
-                                        ",{nl}{ind}{}",
-                                        json_member(
-                                            e.candidate.name.as_str(),
-                                            &e.candidate.provider,
-                                            ind,
-                                            inner,
-                                            nl
-                                        )
-                                    )
-                                })
-                                .collect::<String>()
+                            format!(",{}", pretty(ind, inner))
                         }
-                        _ => entries
-                            .iter()
-                            .map(|e| {
-                                format!(
-                                    ",{}",
-                                    json_member_compact(
-                                        e.candidate.name.as_str(),
-                                        &e.candidate.provider
-                                    )
-                                )
-                            })
-                            .collect(),
+                        _ => format!(",{}", compact()),
                     };
                     Ok(splice(last.value.end, last.value.end, &insert))
                 }
                 _ => {
                     let body = match (key_indent, &unit) {
                         (Some(pind), Some(unit)) => {
-                            let ind = format!("{pind}{unit}");
-                            let members: Vec<String> = entries
-                                .iter()
-                                .map(|e| {
-                                    format!(
-                                        "{nl}{ind}{}",
-                                        json_member(
-                                            e.candidate.name.as_str(),
-                                            &e.candidate.provider,
-                                            &ind,
-                                            unit,
-                                            nl
-                                        )
-                                    )
-                                })
-                                .collect();
-                            format!("{{{}{nl}{pind}}}", members.join(","))
+                            format!("{{{}{nl}{pind}}}", pretty(&format!("{pind}{unit}"), unit))
                         }
-                        _ => format!(
-                            "{{{}}}",
-                            entries
-                                .iter()
-                                .map(|e| json_member_compact(
-                                    e.candidate.name.as_str(),
-                                    &e.candidate.provider
-                                ))
-                                .collect::<Vec<_>>()
-                                .join(",")
-                        ),
+                        _ => format!("{{{}}}", compact()),
                     };
                     Ok(splice(m.value.start, m.value.end, &body))
                 }
@@ -460,35 +436,9 @@ fn edit_json(text: &str, root: &json::Node, entries: &[Entry<'_>]) -> Result<Str
         }
         None => {
             let block = |base: &str, unit: &str| {
-                let ind = format!("{base}{unit}");
-                let members: Vec<String> = entries
-                    .iter()
-                    .map(|e| {
-                        format!(
-                            "{nl}{ind}{}",
-                            json_member(
-                                e.candidate.name.as_str(),
-                                &e.candidate.provider,
-                                &ind,
-                                unit,
-                                nl
-                            )
-                        )
-                    })
-                    .collect();
-                format!("\"providers\": {{{}{nl}{base}}}", members.join(","))
-            };
-            let compact = || {
                 format!(
-                    "\"providers\":{{{}}}",
-                    entries
-                        .iter()
-                        .map(|e| json_member_compact(
-                            e.candidate.name.as_str(),
-                            &e.candidate.provider
-                        ))
-                        .collect::<Vec<_>>()
-                        .join(",")
+                    "\"providers\": {{{}{nl}{base}}}",
+                    pretty(&format!("{base}{unit}"), unit)
                 )
             };
             match (members.last(), &unit) {
@@ -500,7 +450,7 @@ fn edit_json(text: &str, root: &json::Node, entries: &[Entry<'_>]) -> Result<Str
                 (Some(last), None) => Ok(splice(
                     last.value.end,
                     last.value.end,
-                    &format!(",{}", compact()),
+                    &format!(",\"providers\":{{{}}}", compact()),
                 )),
                 (None, _) => {
                     let base = format!("{root_indent}  ");
