@@ -12,8 +12,8 @@
 
 use std::path::{Path, PathBuf};
 
-use globset::{GlobBuilder, GlobMatcher};
 use proofgraph_graph::fingerprint::Digest;
+pub use proofgraph_graph::pattern::Pattern;
 
 /// One file of a snapshot.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
@@ -625,90 +625,26 @@ pub fn snapshot_copy(
     Ok(tracked)
 }
 
-/// A compiled `inputs` pattern.
-#[derive(Debug, Clone)]
-pub enum Pattern {
-    /// A literal path: the file itself, or everything below it as a directory.
-    Literal(String),
-    /// A glob (`src/**`, `*.json`), matched against the whole relative path,
-    /// with the literal directory prefix every match starts with (`src/`).
-    Glob(GlobMatcher, String),
-}
-
-impl Pattern {
-    /// Compiles a pattern; `None` for an invalid glob.
-    pub fn new(text: &str) -> Option<Self> {
-        let text = text.trim_start_matches("./").trim_end_matches('/');
-        let is_glob = |t: &str| t.contains(['*', '?', '[', '{']);
-        if !is_glob(text) {
-            return Some(Pattern::Literal(text.to_owned()));
-        }
-        // `dir/**` is `dir` itself and everything below it, as the existing
-        // implementation reads it: the literal `dir` (a glob would not match
-        // `dir` itself, and a prefix comparison is cheaper than a regex).
-        if text == "**" {
-            return Some(Pattern::Literal(String::new()));
-        }
-        if let Some(dir) = text.strip_suffix("/**")
-            && !is_glob(dir)
-        {
-            return Some(Pattern::Literal(dir.to_owned()));
-        }
-        let glob = GlobBuilder::new(text)
-            .literal_separator(true)
-            .build()
-            .ok()?;
-        let literal = &text[..text.find(['*', '?', '[', '{']).unwrap_or(text.len())];
-        let prefix = literal.rfind('/').map_or("", |i| &literal[..i]).to_owned();
-        Some(Pattern::Glob(glob.compile_matcher(), prefix))
-    }
-
-    /// The files of a snapshot (sorted by path) that the pattern selects:
-    /// only the range sharing its literal prefix is matched at all, so a
-    /// pattern such as `pkg01/**` costs a binary search, not a pass over
-    /// every file of the repository.
-    pub fn select<'a>(&'a self, files: &'a [FileEntry]) -> impl Iterator<Item = &'a FileEntry> {
-        let prefix = match self {
-            Pattern::Literal(p) => p.as_str(),
-            Pattern::Glob(_, prefix) => prefix.as_str(),
-        };
-        let start = files.partition_point(|f| f.path.as_str() < prefix);
-        files[start..]
-            .iter()
-            .take_while(move |f| f.path.starts_with(prefix))
-            .filter(move |f| self.matches(&f.path))
-    }
-
-    /// Whether a relative path is selected.
-    pub fn matches(&self, path: &str) -> bool {
-        match self {
-            Pattern::Literal(p) => {
-                p.is_empty()
-                    || path == p
-                    || path
-                        .strip_prefix(p.as_str())
-                        .is_some_and(|r| r.starts_with('/'))
-            }
-            Pattern::Glob(g, _) => g.is_match(path),
-        }
-    }
+/// The files of a snapshot (sorted by path) that `pattern` selects: only
+/// the range sharing its literal prefix is matched at all, so a pattern such
+/// as `pkg01/**` costs a binary search, not a pass over every file of the
+/// repository.
+pub fn select<'a>(
+    pattern: &'a Pattern,
+    files: &'a [FileEntry],
+) -> impl Iterator<Item = &'a FileEntry> {
+    let prefix = pattern.literal_prefix();
+    let start = files.partition_point(|f| f.path.as_str() < prefix);
+    files[start..]
+        .iter()
+        .take_while(move |f| f.path.starts_with(prefix))
+        .filter(move |f| pattern.matches(&f.path))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::testing::{commit, commit_all, git, write};
-
-    #[test]
-    fn literal_patterns_match_files_and_directories() {
-        let p = Pattern::new("src").expect("valid");
-        assert!(p.matches("src/a.rs"));
-        assert!(p.matches("src"));
-        assert!(!p.matches("srcs/a.rs"));
-        let p = Pattern::new("./package.json").expect("valid");
-        assert!(p.matches("package.json"));
-        assert!(!p.matches("package.json.bak"));
-    }
 
     #[test]
     fn select_matches_only_the_range_of_the_literal_prefix() {
@@ -731,9 +667,7 @@ mod tests {
         })
         .collect();
         let pick = |pattern: &str| -> Vec<String> {
-            Pattern::new(pattern)
-                .expect("valid")
-                .select(&files)
+            select(&Pattern::new(pattern).expect("valid"), &files)
                 .map(|f| f.path.clone())
                 .collect()
         };
@@ -760,7 +694,7 @@ mod tests {
                 .filter(|f| p.matches(&f.path))
                 .map(|f| f.path.as_str())
                 .collect();
-            let fast: Vec<&str> = p.select(&files).map(|f| f.path.as_str()).collect();
+            let fast: Vec<&str> = select(&p, &files).map(|f| f.path.as_str()).collect();
             assert_eq!(fast, all, "{pattern}");
         }
     }
@@ -893,26 +827,5 @@ mod tests {
         let failed = snapshots(&[(outside.path(), none), (dir, none)]);
         assert!(matches!(failed[0], Err(InputsError::NotARepository { .. })));
         assert!(failed[1].is_ok(), "one failure does not fail the others");
-    }
-
-    #[test]
-    fn globs_match_whole_paths() {
-        let p = Pattern::new("src/**").expect("valid");
-        assert!(p.matches("src/a/b.rs"));
-        assert!(p.matches("src"), "`x/**` matches `x` itself");
-        assert!(!p.matches("srcs/a.rs"));
-        assert!(!p.matches("test/src/a.rs"));
-        let p = Pattern::new("**").expect("valid");
-        assert!(p.matches("a") && p.matches("a/b/c.rs"));
-        let p = Pattern::new("src/*").expect("valid");
-        assert!(p.matches("src/a.rs"));
-        assert!(!p.matches("src/a/b.rs"), "`x/*` is direct children only");
-        let p = Pattern::new("*.json").expect("valid");
-        assert!(p.matches("package.json"));
-        assert!(!p.matches("a/package.json"));
-        let p = Pattern::new("src/**/*.ts").expect("valid");
-        assert!(p.matches("src/a/b.ts"));
-        assert!(p.matches("src/b.ts"));
-        assert!(!p.matches("src/b.js"));
     }
 }

@@ -160,7 +160,7 @@ pub fn observe(
                         continue;
                     };
                     for repo in repos {
-                        for f in pattern.select(repo_files(repo)) {
+                        for f in inputs::select(&pattern, repo_files(repo)) {
                             selected.push((format!("{repo}:{}", f.path), f.id));
                         }
                     }

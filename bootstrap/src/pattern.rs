@@ -1,49 +1,10 @@
-//! `inputs` patterns, matched the way the application matches them: a
-//! pattern without glob characters selects that path or everything below
-//! it; anything else is a glob over the whole repository-relative path
-//! (`*` stays within one segment, `**` crosses them). `repo:path` scopes a
-//! pattern to another repository.
+//! Which of a provider's `inputs` covers a path, with the one pattern
+//! language the application matches them with
+//! (`proofgraph_graph::pattern`); `repo:path` scopes a pattern to another
+//! repository.
 
-use globset::{GlobBuilder, GlobMatcher};
+use proofgraph_graph::pattern::Pattern;
 use proofgraph_graph::preflight::split_scoped;
-
-/// A compiled pattern.
-#[derive(Debug, Clone)]
-pub(crate) enum Pattern {
-    /// A literal path: the file itself, or everything below it.
-    Literal(String),
-    /// A glob over the whole relative path.
-    Glob(GlobMatcher),
-}
-
-impl Pattern {
-    /// Compiles a pattern; `None` for an invalid glob.
-    pub(crate) fn new(text: &str) -> Option<Self> {
-        let text = text.trim_start_matches("./").trim_end_matches('/');
-        if !text.contains(['*', '?', '[', '{']) {
-            return Some(Pattern::Literal(text.to_owned()));
-        }
-        let glob = GlobBuilder::new(text)
-            .literal_separator(true)
-            .build()
-            .ok()?;
-        Some(Pattern::Glob(glob.compile_matcher()))
-    }
-
-    /// Whether a repository-relative path is selected.
-    pub(crate) fn matches(&self, path: &str) -> bool {
-        match self {
-            Pattern::Literal(p) => {
-                p.is_empty()
-                    || path == p
-                    || path
-                        .strip_prefix(p.as_str())
-                        .is_some_and(|r| r.starts_with('/'))
-            }
-            Pattern::Glob(g) => g.is_match(path),
-        }
-    }
-}
 
 /// The input among `inputs` that selects `path` of repository `repo` for a
 /// provider whose unscoped patterns apply to `home`, if one does.

@@ -19,6 +19,7 @@ pub mod fingerprint;
 pub mod graph;
 pub mod id;
 pub mod model;
+pub mod pattern;
 pub mod preflight;
 pub mod resource;
 pub mod schedule;
