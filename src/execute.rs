@@ -381,6 +381,21 @@ struct Finished {
     finished_at: String,
 }
 
+impl Finished {
+    /// A provider that could not run at all, decided now.
+    fn error_now(reason: String) -> Self {
+        let now = receipt::now_rfc3339();
+        Finished {
+            ended: Ended::Error(reason),
+            reason: None,
+            log: None,
+            duration: Duration::ZERO,
+            started_at: now.clone(),
+            finished_at: now,
+        }
+    }
+}
+
 async fn execute_async(
     plan: &Plan<'_>,
     wanted: &BTreeSet<NodeId>,
@@ -540,16 +555,7 @@ async fn execute_async(
             .find_map(|s| state.probe_failures.get(&s).cloned());
         match (interrupted, probe_reason) {
             (false, Some(reason)) => {
-                let now = receipt::now_rfc3339();
-                let finished = Finished {
-                    ended: Ended::Error(reason),
-                    reason: None,
-                    log: None,
-                    duration: Duration::ZERO,
-                    started_at: now.clone(),
-                    finished_at: now,
-                };
-                state.record(id, &finished, isolation_name);
+                state.record(id, &Finished::error_now(reason), isolation_name);
             }
             (true, _) => {
                 state.results.insert(
@@ -842,33 +848,16 @@ impl Loop<'_, '_> {
             return;
         }
         if !p.spec.adapter.value.runs_command() {
-            let now = receipt::now_rfc3339();
-            let finished = Finished {
-                ended: Ended::Error(format!(
-                    "the {} adapter runs nothing in `prove`",
-                    p.spec.adapter.value
-                )),
-                reason: None,
-                log: None,
-                duration: Duration::ZERO,
-                started_at: now.clone(),
-                finished_at: now,
-            };
+            let finished = Finished::error_now(format!(
+                "the {} adapter runs nothing in `prove`",
+                p.spec.adapter.value
+            ));
             self.record(id, &finished, isolation);
             self.finish(id, false);
             return;
         }
         let fail_now = |this: &mut Self, reason: String| {
-            let now = receipt::now_rfc3339();
-            let finished = Finished {
-                ended: Ended::Error(reason),
-                reason: None,
-                log: None,
-                duration: Duration::ZERO,
-                started_at: now.clone(),
-                finished_at: now,
-            };
-            this.record(id, &finished, isolation);
+            this.record(id, &Finished::error_now(reason), isolation);
             this.finish(id, false);
         };
         if p.spec.inputs.is_some()

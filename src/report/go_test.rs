@@ -185,15 +185,7 @@ pub(crate) fn parse(bytes: &[u8]) -> Result<Report, ReportError> {
             _ => {}
         }
     }
-    for test in report
-        .tests
-        .iter()
-        .filter(|t| t.outcome == Outcome::Interrupted)
-    {
-        report
-            .runner_errors
-            .push(format!("test {} started but never finished", test.id));
-    }
+    report.flag_unfinished();
 
     report.discovered = Some(report.tests.len() as u64);
     report.counts = Some(Counts::tally(&report.tests));

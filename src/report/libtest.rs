@@ -180,15 +180,7 @@ pub(crate) fn parse(bytes: &[u8]) -> Result<Report, ReportError> {
                 .push(format!("test suite {label} failed without a failing test"));
         }
     }
-    for test in report
-        .tests
-        .iter()
-        .filter(|t| t.outcome == Outcome::Interrupted)
-    {
-        report
-            .runner_errors
-            .push(format!("test {} started but never finished", test.id));
-    }
+    report.flag_unfinished();
 
     let declared = declared_total(&suites, nextest);
     report.discovered = declared.or(Some(report.tests.len() as u64));

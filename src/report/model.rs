@@ -259,4 +259,16 @@ impl Report {
             runner_errors: Vec::new(),
         }
     }
+
+    /// Records a runner error for every test that started and never finished
+    /// (a cut-off event stream).
+    pub(crate) fn flag_unfinished(&mut self) {
+        let unfinished: Vec<String> = self
+            .tests
+            .iter()
+            .filter(|t| t.outcome == Outcome::Interrupted)
+            .map(|t| format!("test {} started but never finished", t.id))
+            .collect();
+        self.runner_errors.extend(unfinished);
+    }
 }
