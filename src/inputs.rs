@@ -189,6 +189,24 @@ pub fn snapshots(requests: &[(&Path, &[String])]) -> Vec<Result<Snapshot, Inputs
         .collect()
 }
 
+/// The index entries a snapshot considers, with their paths, in the index's
+/// (path) order: files and symbolic links, a conflicted path once (stage 2,
+/// "ours"); submodules (gitlinks) and sparse directories carry no content
+/// here.
+pub(crate) fn tracked_entries(index: &gix::index::State) -> Vec<(&gix::index::Entry, &str)> {
+    index
+        .entries()
+        .iter()
+        .filter(|e| e.stage_raw() == 0 || e.stage_raw() == 2)
+        .filter(|e| {
+            e.mode == gix::index::entry::Mode::SYMLINK
+                || e.mode == gix::index::entry::Mode::FILE_EXECUTABLE
+                || e.mode == gix::index::entry::Mode::FILE
+        })
+        .filter_map(|e| Some((e, std::str::from_utf8(e.path(index).as_ref()).ok()?)))
+        .collect()
+}
+
 /// One candidate file: (member, index entry, path in the work tree, length
 /// of the member's prefix).
 type Candidate<'i> = (usize, &'i gix::index::Entry, &'i str, usize);
@@ -241,19 +259,7 @@ fn snapshot_group(
     // First the entries that are files under each member's directory (cheap,
     // from the index alone), then their stat checks, which dominate, on every
     // core and for every member at once.
-    let entries: Vec<(&gix::index::Entry, &str)> = index
-        .entries()
-        .iter()
-        // Conflicts: take the working tree's content once (stage 2, "ours").
-        .filter(|e| e.stage_raw() == 0 || e.stage_raw() == 2)
-        // Submodules (gitlinks) and sparse directories carry no content here.
-        .filter(|e| {
-            e.mode == gix::index::entry::Mode::SYMLINK
-                || e.mode == gix::index::entry::Mode::FILE_EXECUTABLE
-                || e.mode == gix::index::entry::Mode::FILE
-        })
-        .filter_map(|e| Some((e, std::str::from_utf8(e.path(&index).as_ref()).ok()?)))
-        .collect();
+    let entries = tracked_entries(&index);
     let mut candidates: Vec<Candidate<'_>> = Vec::new();
     for (m, (i, _, prefix)) in group.members.iter().enumerate() {
         let exclude = requests[*i].1;

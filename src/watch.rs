@@ -630,12 +630,10 @@ impl Watcher {
                 targets.insert(p.as_str());
                 // Its directories are watched again (a directory that was
                 // removed and created anew is a new inode).
-                let mut d = p.as_str();
-                while let Some((parent, _)) = d.rsplit_once('/') {
-                    if parent.len() < prefix.len() || !dirs.insert(parent.to_owned()) {
+                for d in parent_dirs(p).take_while(|d| d.len() >= prefix.len()) {
+                    if !dirs.insert(d.to_owned()) {
                         break;
                     }
-                    d = parent;
                 }
             }
         }
@@ -643,8 +641,7 @@ impl Watcher {
         for d in dirs {
             let path = self.trees[t].workdir.join(&d);
             if let Err(e) = self.watch(t, &path, Some(d))
-                && e.kind() != std::io::ErrorKind::NotFound
-                && e.raw_os_error() != Some(rustix::io::Errno::NOTDIR.raw_os_error())
+                && !inputs::is_gone(&e)
             {
                 return self.full(t);
             }
@@ -687,12 +684,10 @@ impl Watcher {
         let mut dirs: BTreeSet<String> = BTreeSet::new();
         dirs.insert(String::new());
         for p in &tracked {
-            let mut d = p.as_str();
-            while let Some((parent, _)) = d.rsplit_once('/') {
-                if !dirs.insert(parent.to_owned()) {
+            for d in parent_dirs(p) {
+                if !dirs.insert(d.to_owned()) {
                     break;
                 }
-                d = parent;
             }
         }
         // Watches from an earlier snapshot may name directories that are
@@ -717,8 +712,7 @@ impl Watcher {
                 workdir.join(d)
             };
             if let Err(e) = self.watch(t, &path, Some(d.clone()))
-                && e.kind() != std::io::ErrorKind::NotFound
-                && e.raw_os_error() != Some(rustix::io::Errno::NOTDIR.raw_os_error())
+                && !inputs::is_gone(&e)
             {
                 return Err(format!(
                     "watch {}: {e} (raise fs.inotify.max_user_watches?)",
@@ -745,24 +739,21 @@ impl Watcher {
     }
 }
 
+/// The directories above a relative path, nearest first (`a/b` and `a` for
+/// `a/b/c`).
+fn parent_dirs(path: &str) -> impl Iterator<Item = &str> {
+    std::iter::successors(path.rsplit_once('/').map(|(d, _)| d), |d| {
+        d.rsplit_once('/').map(|(parent, _)| parent)
+    })
+}
+
 /// The tracked paths a snapshot considers, sorted.
 fn tracked_paths(workdir: &Path) -> Result<Vec<String>, String> {
     let repo = gix::discover(workdir).map_err(|e| e.to_string())?;
     let index = repo.index_or_empty().map_err(|e| e.to_string())?;
-    let mut out: Vec<String> = index
-        .entries()
-        .iter()
-        .filter(|e| e.stage_raw() == 0 || e.stage_raw() == 2)
-        .filter(|e| {
-            e.mode == gix::index::entry::Mode::FILE
-                || e.mode == gix::index::entry::Mode::FILE_EXECUTABLE
-                || e.mode == gix::index::entry::Mode::SYMLINK
-        })
-        .filter_map(|e| {
-            std::str::from_utf8(e.path(&index).as_ref())
-                .ok()
-                .map(str::to_owned)
-        })
+    let mut out: Vec<String> = inputs::tracked_entries(&index)
+        .into_iter()
+        .map(|(_, path)| path.to_owned())
         .collect();
     out.sort();
     out.dedup();
