@@ -1,31 +1,34 @@
-//! The code that runs in processes forked by the init: the job leader, the job's PID-1
-//! reaper, the command itself up to `exec`, and the HTTP probe.
+//! The code that runs in processes started by the init: the command up to `exec`, and the
+//! HTTP probe.
 //!
-//! With namespaces, a job is three processes:
+//! With namespaces, a job is two processes:
 //!
 //! ```text
-//! init ─┬─ leader (host PID namespace; the init's child; what the init waits for and signals)
-//!       │    └─ reaper (PID 1 of the job's new PID namespace)
-//!       │         └─ command (exec'd; its descendants stay in the namespace)
+//! init ─── reaper  (PID 1 of the job's new PID namespace; the init's child)
+//!            └─ command (exec'd; its descendants stay in the namespace)
 //! ```
 //!
-//! - The **leader** unshares a PID namespace and forks the reaper. On `SIGTERM` (the init's
-//!   kill) it sends `SIGKILL` to the reaper, which is its own child, so the PID cannot have
-//!   been reused. It exits once the reaper has been reaped, and by then the kernel has killed
-//!   and reaped every process of the namespace, so when the init sees the leader exit the
-//!   job's whole tree is gone.
-//! - The **reaper** forks the command, reaps every orphan reparented to it, forwards
-//!   `SIGTERM`, `SIGINT`, `SIGHUP` and `SIGQUIT` to the command, and when the command exits
-//!   writes its status to the job's control pipe and exits, which kills the rest of the
-//!   namespace.
-//! - Both die with their parent (`PR_SET_PDEATHSIG`), so the chain parent → init → leader →
-//!   reaper → namespace collapses when any link is killed.
+//! Neither copies the init's page tables: both share its memory (`CLONE_VM`), which is what
+//! made a job cheap to start (a `fork` of the init per process cost more than the command).
 //!
-//! Without namespaces the command is the init's direct child, in its own session and
-//! process group.
+//! - The **reaper** ([`sys::spawn_reaper`]) first runs [`start_in_reaper`] while the init
+//!   waits for it: it sets its parent-death signal, closes every descriptor it does not
+//!   need, and starts the command. Then it releases the init and only reaps: every orphan of
+//!   the namespace, until the command exits; it writes the command's status on the job's
+//!   control pipe and exits, and the kernel kills whatever is left in the namespace. The
+//!   init kills a job by sending `SIGKILL` to the reaper, its unreaped child (so the PID
+//!   cannot have been reused); when the init has reaped the reaper, the job's whole tree
+//!   is gone, including processes that called `setsid` or double-forked.
+//! - The **command** is started like `posix_spawn` does (`CLONE_VM | CLONE_VFORK`: its
+//!   parent is suspended until it has exec'd), so the code below that runs before `exec`
+//!   allocates nothing and reports a failure through memory the init reads afterwards
+//!   ([`SpawnFailure`]).
 //!
-//! Messages on a job's control pipe are lines: `error <code> <why>` (the command never started),
-//! `exit <code>` or `signal <number>` (from the reaper).
+//! Without namespaces the command is the init's direct child, started the same way, in its
+//! own session and process group.
+//!
+//! Messages on a job's control pipe (namespaces only): one `\n` when the reaper has started
+//! the command (the init waits for it), then `exit <code>` or `signal <number>`.
 
 use std::ffi::{CString, OsString};
 use std::fs::File;
@@ -37,20 +40,16 @@ use std::time::Duration;
 
 use nix::errno::Errno;
 use nix::fcntl::{OFlag, open};
-use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
-use nix::sched::{CloneFlags, setns, unshare};
+use nix::sched::{CloneFlags, setns};
 use nix::sys::prctl::set_pdeathsig;
-use nix::sys::signal::{SigSet, Signal, kill};
+use nix::sys::signal::{SigSet, Signal};
 use nix::sys::stat::Mode;
-use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
-use nix::unistd::{
-    ForkResult, Pid, chdir, dup2_stderr, dup2_stdin, dup2_stdout, execve, getppid, pipe2, setsid,
-};
+use nix::unistd::{Pid, chdir, dup2_stderr, dup2_stdin, dup2_stdout, getppid, setsid};
 
 use crate::isolation::describe;
 use crate::probe::{self, Expectations, Target};
 use crate::protocol::{ProbeOutcome, encode_line, nanos};
-use crate::sys::{self, SingleThreaded};
+use crate::sys;
 
 /// Exit code of a command that was not found (as in a shell).
 pub(crate) const NOT_FOUND: i32 = 127;
@@ -61,7 +60,12 @@ pub(crate) const CANNOT_RUN: i32 = 126;
 #[derive(Debug)]
 pub(crate) struct CommandPlan {
     argv: Vec<CString>,
-    env: Vec<CString>,
+    /// Owns the strings `env_ptrs` points at.
+    _env: Vec<CString>,
+    /// `argv` and the environment as the null-terminated pointer arrays `execve` takes, built in
+    /// advance so that nothing is allocated between `clone` and `exec`.
+    argv_ptrs: Vec<*const libc::c_char>,
+    env_ptrs: Vec<*const libc::c_char>,
     cwd: CString,
     cwd_display: String,
     /// Paths to try, in order.
@@ -137,9 +141,18 @@ impl CommandPlan {
         let cwd_display = cwd.display().to_string();
         let cwd = CString::new(cwd.into_os_string().into_encoded_bytes())
             .map_err(|_| nul("working directory"))?;
+        let pointers = |strings: &[CString]| {
+            strings
+                .iter()
+                .map(|s| s.as_ptr())
+                .chain(std::iter::once(std::ptr::null()))
+                .collect()
+        };
         Ok(CommandPlan {
+            argv_ptrs: pointers(&argv),
+            env_ptrs: pointers(&env_strings),
             argv,
-            env: env_strings,
+            _env: env_strings,
             cwd,
             cwd_display,
             candidates,
@@ -196,185 +209,98 @@ pub(crate) fn read_to_end_blocking(fd: BorrowedFd<'_>, limit: usize) -> Vec<u8> 
     out
 }
 
-/// Reports on the control pipe that the command could not start, and exits.
-fn fail(ctl: BorrowedFd<'_>, code: i32, why: &str) -> ! {
-    let line = format!("error {code} {}\n", why.replace('\n', " "));
-    let _ = write_all_fd(ctl, line.as_bytes());
-    sys::exit_now(code)
+/// Why a command could not be started, written by the command's process before it exits
+/// (into memory it shares with the suspended init) and read by the init afterwards.
+pub(crate) struct SpawnFailure {
+    code: i32,
+    len: usize,
+    message: [u8; 1024],
 }
 
-/// The job leader (namespaces only). Runs in the init's child; never returns.
-pub(crate) fn job_leader(
-    token: &SingleThreaded,
-    plan: &CommandPlan,
-    out: OwnedFd,
-    ctl: OwnedFd,
-    init: Pid,
-    private_net: Option<BorrowedFd<'_>>,
-) -> ! {
-    detach_stdio();
-    if set_pdeathsig(Signal::SIGKILL).is_err() || getppid() != init {
-        sys::exit_now(1);
-    }
-    if let Err(e) = unshare(CloneFlags::CLONE_NEWPID) {
-        fail(
-            ctl.as_fd(),
-            CANNOT_RUN,
-            &format!("create the job's PID namespace: {}", describe(e)),
-        );
-    }
-    let (alive_read, alive_write) = match pipe2(OFlag::O_CLOEXEC) {
-        Ok(pair) => pair,
-        Err(e) => fail(
-            ctl.as_fd(),
-            CANNOT_RUN,
-            &format!("create a pipe: {}", describe(e)),
-        ),
-    };
-    match sys::fork(token) {
-        Err(e) => fail(
-            ctl.as_fd(),
-            CANNOT_RUN,
-            &format!("fork the job's reaper: {}", describe(e)),
-        ),
-        Ok(ForkResult::Child) => {
-            drop(alive_write);
-            reaper(token, plan, out, ctl, alive_read, private_net)
+impl SpawnFailure {
+    pub(crate) fn new() -> Self {
+        SpawnFailure {
+            code: 0,
+            len: 0,
+            message: [0; 1024],
         }
-        Ok(ForkResult::Parent { child: reaper }) => {
-            drop(alive_read);
-            drop(out);
-            drop(ctl);
-            // `alive_write` stays open for as long as the leader lives.
-            let mut signals = SigSet::empty();
-            for signal in [
-                Signal::SIGCHLD,
-                Signal::SIGTERM,
-                Signal::SIGINT,
-                Signal::SIGHUP,
-            ] {
-                signals.add(signal);
-            }
-            let _ = signals.thread_block();
-            loop {
-                match signals.wait() {
-                    Ok(Signal::SIGCHLD) => match waitpid(reaper, Some(WaitPidFlag::WNOHANG)) {
-                        Ok(WaitStatus::Exited(..) | WaitStatus::Signaled(..))
-                        | Err(Errno::ECHILD) => {
-                            drop(alive_write);
-                            sys::exit_now(0);
-                        }
-                        _ => {}
-                    },
-                    Ok(_) => {
-                        // The reaper is our child and not yet reaped: its PID is still its own.
-                        let _ = kill(reaper, Signal::SIGKILL);
-                    }
-                    Err(_) => {}
-                }
-            }
-        }
+    }
+
+    /// The exit code and the reason, if the command failed to start.
+    pub(crate) fn reported(&self) -> Option<(i32, String)> {
+        (self.code != 0).then(|| {
+            (
+                self.code,
+                String::from_utf8_lossy(&self.message[..self.len]).into_owned(),
+            )
+        })
+    }
+
+    /// Records why the command cannot start, and exits with `code`.
+    fn fail(&mut self, code: i32, why: std::fmt::Arguments<'_>) -> ! {
+        use std::fmt::Write as _;
+        self.code = code;
+        self.len = 0;
+        let _ = self.write_fmt(why);
+        sys::exit_now(code)
     }
 }
 
-/// PID 1 of the job's namespace. Never returns.
-fn reaper(
-    token: &SingleThreaded,
-    plan: &CommandPlan,
-    out: OwnedFd,
-    ctl: OwnedFd,
-    alive: OwnedFd,
-    private_net: Option<BorrowedFd<'_>>,
-) -> ! {
-    if set_pdeathsig(Signal::SIGKILL).is_err() {
-        sys::exit_now(1);
-    }
-    // If the leader died before the line above, nobody would kill us: check it is alive
-    // (its end of the `alive` pipe is still open).
-    let mut fds = [PollFd::new(alive.as_fd(), PollFlags::POLLIN)];
-    if poll(&mut fds, PollTimeout::ZERO).is_ok_and(|n| n > 0) {
-        sys::exit_now(1);
-    }
-    drop(alive);
-    let mut signals = SigSet::empty();
-    for signal in [
-        Signal::SIGCHLD,
-        Signal::SIGTERM,
-        Signal::SIGINT,
-        Signal::SIGHUP,
-        Signal::SIGQUIT,
-    ] {
-        signals.add(signal);
-    }
-    let _ = signals.thread_block();
-    let command = match sys::fork(token) {
-        Err(e) => fail(
-            ctl.as_fd(),
-            CANNOT_RUN,
-            &format!("fork the command: {}", describe(e)),
-        ),
-        Ok(ForkResult::Child) => exec_command(
-            plan,
-            out,
-            ctl.as_fd(),
-            ExecSetup {
-                private_net,
-                fallback_parent: None,
-            },
-        ),
-        Ok(ForkResult::Parent { child }) => child,
-    };
-    drop(out);
-    let status = loop {
-        match signals.wait() {
-            Ok(Signal::SIGCHLD) => {
-                let mut done = None;
-                loop {
-                    match waitpid(None, Some(WaitPidFlag::WNOHANG)) {
-                        Ok(WaitStatus::Exited(pid, code)) if pid == command => {
-                            done = Some((format!("exit {code}\n"), code));
-                        }
-                        Ok(WaitStatus::Signaled(pid, signal, _)) if pid == command => {
-                            let number = signal as i32;
-                            done = Some((format!("signal {number}\n"), 128 + number));
-                        }
-                        Ok(WaitStatus::StillAlive) | Err(_) => break,
-                        Ok(_) => {}
-                    }
-                }
-                if let Some(status) = done {
-                    break status;
-                }
+/// Appends what fits; line breaks become spaces (the reason is one line).
+impl std::fmt::Write for SpawnFailure {
+    fn write_str(&mut self, text: &str) -> std::fmt::Result {
+        for byte in text.bytes() {
+            if self.len == self.message.len() {
+                break;
             }
-            Ok(signal) => {
-                let _ = kill(command, signal);
-            }
-            Err(_) => {}
+            self.message[self.len] = if byte == b'\n' { b' ' } else { byte };
+            self.len += 1;
         }
-    };
-    let (line, code) = status;
-    let _ = write_all_fd(ctl.as_fd(), line.as_bytes());
-    // Exiting as PID 1 makes the kernel kill whatever is left in the namespace. The exit code
-    // mirrors the command's (128 + signal for a signal, as a shell does); the exact status
-    // went through the control pipe.
-    sys::exit_now(code)
+        Ok(())
+    }
+}
+
+/// Bytes shown as UTF-8 with replacement characters, without allocating.
+struct Lossy<'a>(&'a [u8]);
+
+impl std::fmt::Display for Lossy<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        for chunk in self.0.utf8_chunks() {
+            f.write_str(chunk.valid())?;
+            if !chunk.invalid().is_empty() {
+                f.write_str("\u{FFFD}")?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// An errno as `describe` shows it, without allocating.
+struct Described(Errno);
+
+impl std::fmt::Display for Described {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{:?}: {}", self.0, self.0.desc())
+    }
 }
 
 /// Sets the command process up and executes the command. Never returns.
+///
+/// Runs in a `vfork`-like child of the init (see the module documentation): it allocates
+/// nothing, and a failure is written to `failure` before the process exits.
 pub(crate) fn exec_command(
     plan: &CommandPlan,
-    out: OwnedFd,
-    ctl: BorrowedFd<'_>,
-    setup: ExecSetup<'_>,
+    out: BorrowedFd<'_>,
+    failure: &mut SpawnFailure,
+    setup: &ExecSetup<'_>,
 ) -> ! {
     let _ = SigSet::empty().thread_set_mask();
     sys::reset_signal_dispositions();
     if let Some(init) = setup.fallback_parent {
         if let Err(e) = setsid() {
-            fail(
-                ctl,
+            failure.fail(
                 CANNOT_RUN,
-                &format!("start a new session: {}", describe(e)),
+                format_args!("start a new session: {}", Described(e)),
             );
         }
         if set_pdeathsig(Signal::SIGKILL).is_err() || getppid() != init {
@@ -384,58 +310,53 @@ pub(crate) fn exec_command(
     if let Some(net) = setup.private_net
         && let Err(e) = setns(net, CloneFlags::CLONE_NEWNET)
     {
-        fail(
-            ctl,
+        failure.fail(
             CANNOT_RUN,
-            &format!("enter the run's private network: {}", describe(e)),
+            format_args!("enter the run's private network: {}", Described(e)),
         );
     }
     if let Err(e) = chdir(plan.cwd.as_c_str()) {
-        fail(
-            ctl,
+        failure.fail(
             if e == Errno::ENOENT {
                 NOT_FOUND
             } else {
                 CANNOT_RUN
             },
-            &format!(
+            format_args!(
                 "change to the working directory `{}`: {}",
                 plan.cwd_display,
-                describe(e)
+                Described(e)
             ),
         );
     }
     match open(
-        "/dev/null",
+        c"/dev/null",
         OFlag::O_RDONLY | OFlag::O_CLOEXEC,
         Mode::empty(),
     ) {
         Ok(null) => {
             if let Err(e) = dup2_stdin(&null) {
-                fail(ctl, CANNOT_RUN, &format!("redirect stdin: {}", describe(e)));
+                failure.fail(CANNOT_RUN, format_args!("redirect stdin: {}", Described(e)));
             }
         }
-        Err(e) => fail(
-            ctl,
+        Err(e) => failure.fail(
             CANNOT_RUN,
-            &format!("open `/dev/null`: {}", describe(e)),
+            format_args!("open `/dev/null`: {}", Described(e)),
         ),
     }
-    if let Err(e) = dup2_stdout(&out).and_then(|()| dup2_stderr(&out)) {
-        fail(
-            ctl,
+    if let Err(e) = dup2_stdout(out).and_then(|()| dup2_stderr(out)) {
+        failure.fail(
             CANNOT_RUN,
-            &format!("redirect stdout and stderr: {}", describe(e)),
+            format_args!("redirect stdout and stderr: {}", Described(e)),
         );
     }
-    drop(out);
     if let Some(why) = &plan.no_candidate {
-        fail(ctl, NOT_FOUND, why);
+        failure.fail(NOT_FOUND, format_args!("{why}"));
     }
     let mut denied = None;
     let mut other = None;
     for candidate in &plan.candidates {
-        let Err(e) = execve(candidate.as_c_str(), &plan.argv, &plan.env);
+        let e = sys::execve_prepared(candidate, &plan.argv_ptrs, &plan.env_ptrs);
         match e {
             Errno::ENOENT | Errno::ENOTDIR | Errno::ELOOP | Errno::ENAMETOOLONG => {}
             Errno::EACCES => denied = Some((candidate, e)),
@@ -451,24 +372,64 @@ pub(crate) fn exec_command(
         ""
     };
     match other.or(denied) {
-        Some((candidate, e)) => fail(
-            ctl,
+        Some((candidate, e)) => failure.fail(
             CANNOT_RUN,
-            &format!(
+            format_args!(
                 "execute `{}`: {}",
-                String::from_utf8_lossy(candidate.as_bytes()),
-                describe(e)
+                Lossy(candidate.as_bytes()),
+                Described(e)
             ),
         ),
-        None => fail(
-            ctl,
+        None => failure.fail(
             NOT_FOUND,
-            &format!(
+            format_args!(
                 "execute `{}`: not found{path_note} (no such file, or its interpreter is missing)",
                 plan.program_display
             ),
         ),
     }
+}
+
+/// Phase 1 of a job's reaper (see [`sys::spawn_reaper`]): runs in the reaper, PID 1 of the
+/// job's namespace, while the init waits. Allocates nothing.
+///
+/// Keeps only the descriptors the job needs (the output and control pipes' write ends and
+/// the private network), starts the command on `exec_stack`, and returns what to watch.
+pub(crate) fn start_in_reaper(
+    token: &sys::SingleThreaded,
+    exec_stack: &sys::Stack,
+    plan: &CommandPlan,
+    out: BorrowedFd<'_>,
+    ctl: BorrowedFd<'_>,
+    failure: &mut SpawnFailure,
+    setup: &ExecSetup<'_>,
+) -> Option<sys::Watch> {
+    use std::os::fd::AsRawFd as _;
+    // If the init dies from here on, so does the reaper, and with it the namespace. Had it
+    // died before, the `\n` that releases it fails (`EPIPE`) and the reaper exits.
+    if set_pdeathsig(Signal::SIGKILL).is_err() {
+        return None;
+    }
+    let mut keep = [out.as_raw_fd(), ctl.as_raw_fd(), -1];
+    if let Some(net) = setup.private_net {
+        keep[2] = net.as_raw_fd();
+    }
+    keep.sort_unstable();
+    // Everything else copied from the init (its control pipes, other jobs' pipes and
+    // logs) would otherwise stay open for the job's whole life.
+    if sys::close_all_but(&keep).is_err() {
+        return None;
+    }
+    let command = sys::spawn_vfork(token, exec_stack, &mut || {
+        exec_command(plan, out, failure, setup)
+    })
+    .ok()?;
+    // Only the command writes its output now.
+    let _ = nix::unistd::close(out.as_raw_fd());
+    Some(sys::Watch {
+        command: command.as_raw(),
+        ctl: ctl.as_raw_fd(),
+    })
 }
 
 /// What a probe process needs.

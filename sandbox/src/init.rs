@@ -28,7 +28,7 @@ use nix::sys::stat::{Mode, fstatat};
 use nix::sys::wait::{Id, WaitPidFlag, WaitStatus, waitid, waitpid};
 use nix::unistd::{ForkResult, Pid, getpid, getppid, pipe2};
 
-use crate::child::{self, CommandPlan, ExecSetup, ProbePlan};
+use crate::child::{self, CommandPlan, ExecSetup, ProbePlan, SpawnFailure};
 use crate::isolation::{self, HostPath, Namespaces, describe};
 use crate::probe::{Expectations, parse_url};
 use crate::protocol::{
@@ -38,8 +38,11 @@ use crate::protocol::{
 use crate::redact::{Redactor, redact_text};
 use crate::sys::{self, SingleThreaded};
 
-/// How long a killed job's leader has to end its namespace before it is killed outright.
-const ESCALATE_AFTER: Duration = Duration::from_secs(2);
+/// Stack size for a command's process between `clone` and `exec` (its parent is suspended
+/// meanwhile and the init waits for it, so one stack serves every job).
+const EXEC_STACK: usize = 256 * 1024;
+/// Stack size of a job's reaper.
+const REAPER_STACK: usize = 64 * 1024;
 /// How long a probe process may overrun its own timeout before it is killed.
 const PROBE_GRACE: Duration = Duration::from_secs(3);
 /// The longest control request accepted.
@@ -155,9 +158,13 @@ fn run() -> Result<(), String> {
     if !write_reply(&Reply::Hello { isolation }) {
         return Ok(());
     }
+    let exec_stack = sys::Stack::new(EXEC_STACK)
+        .map_err(|e| format!("map the stack for starting commands: {}", describe(e)))?;
     let mut init = Init {
         token,
         pid: getpid(),
+        exec_stack,
+        spare_stacks: Vec::new(),
         namespaces: mode,
         bound: HashSet::new(),
         signals,
@@ -236,11 +243,12 @@ impl Control {
 
 /// A running job or probe.
 struct Job {
-    /// The init's child: the leader (namespaces), the command (fallback) or the probe.
+    /// The init's child: the reaper (namespaces), the command (fallback) or the probe.
     pid: Pid,
+    /// The reaper's stack (namespaces), for the next job once the reaper has been reaped.
+    stack: Option<sys::Stack>,
     started: Instant,
     deadline: Option<Instant>,
-    escalate_at: Option<Instant>,
     timed_out: bool,
     killed: bool,
     kill_sent: bool,
@@ -253,6 +261,8 @@ enum Kind {
         out: Option<OwnedFd>,
         ctl: Option<OwnedFd>,
         ctl_buf: Vec<u8>,
+        /// Why the command could not start (the code it exited with, and the reason).
+        spawn_failure: Option<(i32, String)>,
         log: File,
         log_path: PathBuf,
         redactor: Redactor,
@@ -277,6 +287,10 @@ enum Source {
 struct Init {
     token: SingleThreaded,
     pid: Pid,
+    /// Where a command's process runs between `clone` and `exec`.
+    exec_stack: sys::Stack,
+    /// Stacks of reaped reapers, for the next ones.
+    spare_stacks: Vec<sys::Stack>,
     /// `None` without isolation.
     namespaces: Option<Namespaces>,
     /// Entries of the host's `/tmp` already bind-mounted into the private one.
@@ -453,9 +467,8 @@ impl Init {
                 let _ = kill(job.pid, Signal::SIGKILL);
             }
             (Kind::Command { .. }, true) => {
-                // The leader SIGKILLs the namespace's PID 1 and exits once all is gone.
-                let _ = kill(job.pid, Signal::SIGTERM);
-                job.escalate_at = Some(Instant::now() + ESCALATE_AFTER);
+                // The reaper, PID 1 of the job's namespace: the kernel kills the rest.
+                let _ = kill(job.pid, Signal::SIGKILL);
             }
             (Kind::Command { .. }, false) => {
                 // Its process group (which exists once it called setsid) and itself (in case
@@ -474,12 +487,6 @@ impl Init {
                 job.timed_out = true;
                 expired.push(*id);
             }
-            if job.escalate_at.is_some_and(|at| now >= at) {
-                // The leader did not end its namespace in time: kill it; the reaper's
-                // parent-death signal then takes the namespace down.
-                let _ = kill(job.pid, Signal::SIGKILL);
-                job.escalate_at = None;
-            }
         }
         for id in expired {
             self.kill_job(id);
@@ -491,11 +498,7 @@ impl Init {
         let next = self
             .jobs
             .values()
-            .flat_map(|job| {
-                let deadline = job.deadline.filter(|_| !job.kill_sent);
-                [deadline, job.escalate_at]
-            })
-            .flatten()
+            .filter_map(|job| job.deadline.filter(|_| !job.kill_sent))
             .min();
         match next {
             None => PollTimeout::NONE,
@@ -554,23 +557,24 @@ impl Init {
         let Some(mut job) = self.jobs.remove(&id) else {
             return;
         };
+        // The process that ran on it has been reaped.
+        self.spare_stacks.extend(job.stack.take());
         let duration = job.started.elapsed();
         job.read_output(true);
         job.read_status(true);
         let reply = match job.kind {
             Kind::Command {
-                ctl_buf, log_error, ..
+                ctl_buf,
+                spawn_failure,
+                log_error,
+                ..
             } => {
-                let report = parse_control(&ctl_buf);
                 let (code, signal) = if self.namespaces.is_some() {
-                    match report.status {
+                    match parse_control(&ctl_buf) {
                         Some(status) => status,
                         // The reaper was killed (kill, timeout, shutdown): so was everything
                         // in its namespace.
-                        None => match report.error {
-                            Some((code, _)) => (Some(code), None),
-                            None => (None, Some(Signal::SIGKILL as i32)),
-                        },
+                        None => (None, Some(Signal::SIGKILL as i32)),
                     }
                 } else {
                     match status {
@@ -586,7 +590,7 @@ impl Init {
                     timed_out: job.timed_out,
                     killed: job.killed && !job.timed_out,
                     duration_ns: nanos(duration),
-                    spawn_error: report.error.map(|(_, why)| redact_text(&job.secrets, &why)),
+                    spawn_error: spawn_failure.map(|(_, why)| redact_text(&job.secrets, &why)),
                     log_error,
                 }
             }
@@ -690,59 +694,92 @@ impl Init {
         if let Err(e) = set_nonblocking(&out_read).and_then(|()| set_nonblocking(&ctl_read)) {
             return refuse(self, None, format!("configure pipes: {}", describe(e)));
         }
+        let setup = ExecSetup {
+            private_net: match &self.namespaces {
+                Some(ns) if request.network == WireNetwork::Private => Some(ns.private_net.as_fd()),
+                _ => None,
+            },
+            fallback_parent: self.namespaces.is_none().then_some(self.pid),
+        };
+        let mut failure = SpawnFailure::new();
         let started = Instant::now();
-        match sys::fork(&self.token) {
-            Err(e) => refuse(self, None, format!("fork: {}", describe(e))),
-            Ok(ForkResult::Child) => {
-                drop(out_read);
-                drop(ctl_read);
-                match &self.namespaces {
-                    Some(ns) => {
-                        let net = (request.network == WireNetwork::Private)
-                            .then(|| ns.private_net.as_fd());
-                        child::job_leader(&self.token, &plan, out_write, ctl_write, self.pid, net)
+        let (spawned, stack) = if self.namespaces.is_some() {
+            let stack = match self.spare_stacks.pop() {
+                Some(stack) => stack,
+                None => match sys::Stack::new(REAPER_STACK) {
+                    Ok(stack) => stack,
+                    Err(e) => {
+                        return refuse(self, None, format!("map a stack: {}", describe(e)));
                     }
-                    None => child::exec_command(
-                        &plan,
-                        out_write,
-                        ctl_write.as_fd(),
-                        ExecSetup {
-                            private_net: None,
-                            fallback_parent: Some(self.pid),
-                        },
-                    ),
+                },
+            };
+            let (token, exec_stack) = (&self.token, &self.exec_stack);
+            let spawned = sys::spawn_reaper(token, &stack, ctl_read.as_fd(), &mut || {
+                child::start_in_reaper(
+                    token,
+                    exec_stack,
+                    &plan,
+                    out_write.as_fd(),
+                    ctl_write.as_fd(),
+                    &mut failure,
+                    &setup,
+                )
+            });
+            match spawned {
+                Ok((reaper, true)) => (Ok(reaper), Some(stack)),
+                Ok((reaper, false)) => {
+                    // It ended before starting the command: nothing of the job is left.
+                    let _ = waitpid(reaper, None);
+                    self.spare_stacks.push(stack);
+                    return refuse(
+                        self,
+                        None,
+                        "the job's reaper ended before it started the command".to_owned(),
+                    );
+                }
+                Err(e) => {
+                    self.spare_stacks.push(stack);
+                    (Err(e), None)
                 }
             }
-            Ok(ForkResult::Parent { child }) => {
-                drop(out_write);
-                drop(ctl_write);
-                let deadline = request
-                    .timeout_ns
-                    .map(|ns| started + Duration::from_nanos(ns));
-                self.jobs.insert(
-                    id,
-                    Job {
-                        pid: child,
-                        started,
-                        deadline,
-                        escalate_at: None,
-                        timed_out: false,
-                        killed: false,
-                        kill_sent: false,
-                        kind: Kind::Command {
-                            out: Some(out_read),
-                            ctl: Some(ctl_read),
-                            ctl_buf: Vec::new(),
-                            log,
-                            log_path,
-                            redactor: Redactor::new(&secrets),
-                            log_error: None,
-                        },
-                        secrets,
-                    },
-                );
-            }
-        }
+        } else {
+            let spawned = sys::spawn_vfork(&self.token, &self.exec_stack, &mut || {
+                child::exec_command(&plan, out_write.as_fd(), &mut failure, &setup);
+            });
+            (spawned, None)
+        };
+        drop(out_write);
+        drop(ctl_write);
+        let child = match spawned {
+            Ok(child) => child,
+            Err(e) => return refuse(self, None, format!("start the job: {}", describe(e))),
+        };
+        let deadline = request
+            .timeout_ns
+            .map(|ns| started + Duration::from_nanos(ns));
+        self.jobs.insert(
+            id,
+            Job {
+                pid: child,
+                stack,
+                started,
+                deadline,
+                timed_out: false,
+                killed: false,
+                kill_sent: false,
+                kind: Kind::Command {
+                    out: Some(out_read),
+                    ctl: Some(ctl_read),
+                    ctl_buf: Vec::new(),
+                    spawn_failure: failure.reported(),
+                    log,
+                    log_path,
+                    redactor: Redactor::new(&secrets),
+                    log_error: None,
+                },
+                secrets,
+            },
+        );
     }
 
     fn probe(&mut self, request: ProbeRequest) {
@@ -807,9 +844,9 @@ impl Init {
                     id,
                     Job {
                         pid: child,
+                        stack: None,
                         started,
                         deadline: Some(started + timeout + PROBE_GRACE),
-                        escalate_at: None,
                         timed_out: false,
                         killed: false,
                         kill_sent: false,
@@ -947,30 +984,17 @@ fn set_nonblocking(fd: &OwnedFd) -> Result<(), Errno> {
     fcntl(fd, FcntlArg::F_SETFL(flags | OFlag::O_NONBLOCK)).map(drop)
 }
 
-/// What a job's control pipe said.
-#[derive(Debug, Default, PartialEq, Eq)]
-struct ControlReport {
-    /// `(code, why)` when the command never started.
-    error: Option<(i32, String)>,
-    /// `(code, signal)` from the reaper.
-    status: Option<(Option<i32>, Option<i32>)>,
-}
-
-fn parse_control(buf: &[u8]) -> ControlReport {
-    let mut report = ControlReport::default();
+/// The command's status, from what its reaper wrote on the control pipe: `(code, signal)`.
+fn parse_control(buf: &[u8]) -> Option<(Option<i32>, Option<i32>)> {
+    let mut status = None;
     for line in String::from_utf8_lossy(buf).lines() {
-        if let Some(rest) = line.strip_prefix("error ") {
-            let (code, why) = rest.split_once(' ').unwrap_or((rest, ""));
-            if report.error.is_none() {
-                report.error = Some((code.parse().unwrap_or(child::CANNOT_RUN), why.to_owned()));
-            }
-        } else if let Some(code) = line.strip_prefix("exit ").and_then(|c| c.parse().ok()) {
-            report.status = Some((Some(code), None));
+        if let Some(code) = line.strip_prefix("exit ").and_then(|c| c.parse().ok()) {
+            status = Some((Some(code), None));
         } else if let Some(signal) = line.strip_prefix("signal ").and_then(|s| s.parse().ok()) {
-            report.status = Some((None, Some(signal)));
+            status = Some((None, Some(signal)));
         }
     }
-    report
+    status
 }
 
 #[cfg(test)]
@@ -979,15 +1003,9 @@ mod tests {
 
     #[test]
     fn control_lines_are_parsed() {
-        let report = parse_control(b"error 127 execute `x`: not found\nexit 127\n");
-        assert_eq!(
-            report,
-            ControlReport {
-                error: Some((127, "execute `x`: not found".to_owned())),
-                status: Some((Some(127), None)),
-            }
-        );
-        assert_eq!(parse_control(b"signal 15\n").status, Some((None, Some(15))));
-        assert_eq!(parse_control(b""), ControlReport::default());
+        assert_eq!(parse_control(b"\nexit 127\n"), Some((Some(127), None)));
+        assert_eq!(parse_control(b"\nsignal 15\n"), Some((None, Some(15))));
+        assert_eq!(parse_control(b"\n"), None);
+        assert_eq!(parse_control(b""), None);
     }
 }
