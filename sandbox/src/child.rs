@@ -295,7 +295,8 @@ pub(crate) fn exec_command(
     setup: &ExecSetup<'_>,
 ) -> ! {
     let _ = SigSet::empty().thread_set_mask();
-    sys::reset_signal_dispositions();
+    // The init reset every other disposition when it started.
+    sys::restore_sigpipe();
     if let Some(init) = setup.fallback_parent {
         if let Err(e) = setsid() {
             failure.fail(

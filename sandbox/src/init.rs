@@ -80,6 +80,8 @@ fn run() -> Result<(), String> {
     let token = SingleThreaded::check()?;
     // Descriptors the init inherited beyond stdio must not reach the commands.
     let _ = sys::mark_inherited_fds_cloexec();
+    // Neither must signals it inherited ignored (commands restore `SIGPIPE` themselves).
+    sys::reset_signal_dispositions();
     let mut mask = SigSet::empty();
     for signal in [
         Signal::SIGCHLD,

@@ -66,12 +66,14 @@ pub(crate) fn exit_now(code: i32) -> ! {
     unsafe { libc::_exit(code) }
 }
 
-/// Restores the default disposition of every signal, so that a command does not inherit
-/// an ignored `SIGPIPE` (Rust ignores it) or any other ignored signal.
+/// Restores the default disposition of every signal but `SIGPIPE`, so that nothing the
+/// init inherited ignored (`nohup`, a shell's `trap '' INT`) reaches the commands. The init
+/// runs it once; `SIGPIPE` stays ignored in the init (Rust's runtime ignores it, and the
+/// init handles `EPIPE`) and each command restores it with [`restore_sigpipe`].
 pub(crate) fn reset_signal_dispositions() {
     let default = SigAction::new(SigHandler::SigDfl, SaFlags::empty(), SigSet::empty());
     for signal in Signal::iterator() {
-        if matches!(signal, Signal::SIGKILL | Signal::SIGSTOP) {
+        if matches!(signal, Signal::SIGKILL | Signal::SIGSTOP | Signal::SIGPIPE) {
             continue;
         }
         // SAFETY: `sigaction` is unsafe because a Rust handler could run at any point and
@@ -79,6 +81,24 @@ pub(crate) fn reset_signal_dispositions() {
         // passed is only read during the call.
         let _ignored = unsafe { sigaction(signal, &default) };
     }
+    // The real-time signals, which `Signal` does not list. The C library refuses the two
+    // it reserves for itself (32 and 33), which its own start-up in the command sets up.
+    for number in libc::SIGRTMIN()..=libc::SIGRTMAX() {
+        // SAFETY: a zeroed `sigaction` is `SIG_DFL` with no flags and an empty mask; no
+        // handler is installed, and both structs live across the call.
+        unsafe {
+            let mut action: libc::sigaction = std::mem::zeroed();
+            action.sa_sigaction = libc::SIG_DFL;
+            libc::sigaction(number, &raw const action, std::ptr::null_mut());
+        }
+    }
+}
+
+/// Restores the default disposition of `SIGPIPE` (see [`reset_signal_dispositions`]).
+pub(crate) fn restore_sigpipe() {
+    let default = SigAction::new(SigHandler::SigDfl, SaFlags::empty(), SigSet::empty());
+    // SAFETY: as in `reset_signal_dispositions`: no handler is installed.
+    let _ignored = unsafe { sigaction(Signal::SIGPIPE, &default) };
 }
 
 /// Marks every descriptor from 3 up close-on-exec, so that nothing the init inherited from

@@ -1188,6 +1188,38 @@ fn large_output_is_logged_completely_and_sigpipe_is_default() {
 }
 
 #[test]
+#[expect(
+    unsafe_code,
+    reason = "ignoring a signal in this test's own process needs sigaction"
+)]
+fn a_command_inherits_no_ignored_signal() {
+    use nix::sys::signal::{SigHandler, Signal, signal};
+    // As a `nohup` or a shell's `trap '' INT QUIT` would leave the caller (nextest runs
+    // each test in a process of its own). Rust's runtime already ignores SIGPIPE.
+    for ignored in [Signal::SIGINT, Signal::SIGQUIT] {
+        // SAFETY: `SIG_IGN` installs no handler, so no code runs at a signal.
+        unsafe { signal(ignored, SigHandler::SigIgn) }.expect("ignore a signal");
+    }
+    for isolation in [IsolationRequest::Required, IsolationRequest::Disabled] {
+        let scratch = Scratch::new("sigign");
+        let (run, _) = start(isolation);
+        let spec = sh(&scratch, "status.log", "grep '^SigIgn' /proc/self/status");
+        let event = run_to_end(&run, &spec);
+        assert_eq!(exit_code(&event), Some(0), "{isolation:?}: {event:?}");
+        // No signal ignored: not SIGINT or SIGQUIT from the caller, not SIGPIPE from Rust.
+        // (Signals 32 and 33 are the C library's own, set up by its start-up in each
+        // program; they are left out.)
+        let status = scratch.read("status.log");
+        let mask = status
+            .strip_prefix("SigIgn:\t")
+            .and_then(|m| u64::from_str_radix(m.trim(), 16).ok())
+            .unwrap_or_else(|| panic!("unexpected status line {status:?}"));
+        assert_eq!(mask & !(0b11 << 31), 0, "{isolation:?}: {status:?}");
+        run.shutdown().expect("shutdown");
+    }
+}
+
+#[test]
 fn many_jobs_run_at_once() {
     let scratch = Scratch::new("many");
     let run = isolated();
