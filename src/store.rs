@@ -96,6 +96,10 @@ pub struct Store {
     verified: std::sync::Arc<
         std::sync::Mutex<std::collections::HashMap<String, (crate::receipt::Proof, String)>>,
     >,
+    /// Directories this process made or found (they are never removed while a store is
+    /// open, but `sweep` and `runs/` clean-up remove only `tmp/` files and run
+    /// directories, never a directory entries are written to).
+    dirs: std::sync::Arc<std::sync::Mutex<std::collections::HashSet<PathBuf>>>,
 }
 
 impl Store {
@@ -105,6 +109,7 @@ impl Store {
         let store = Self {
             dir,
             verified: std::sync::Arc::default(),
+            dirs: std::sync::Arc::default(),
         };
         for sub in ["cas", "ac", "refs", "tmp", "runs", "keys"] {
             let p = store.dir.join(sub);
@@ -159,6 +164,7 @@ impl Store {
     pub fn open_read_only(root: &Path) -> Self {
         Self {
             verified: std::sync::Arc::default(),
+            dirs: std::sync::Arc::default(),
             dir: root.join(DIR),
         }
     }
@@ -175,10 +181,25 @@ impl Store {
     /// entries by their format) and ignores, so a crash can lose a receipt
     /// but never make one that was not observed.
     pub fn write_atomic(&self, path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
+        match self.try_write_atomic(path, bytes) {
+            // A directory this process made was removed since (the store deleted by hand
+            // while a run was writing): make it again, once.
+            Err(StoreError::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
+                self.dirs
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .clear();
+                self.try_write_atomic(path, bytes)
+            }
+            other => other,
+        }
+    }
+
+    fn try_write_atomic(&self, path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
         let tmp_dir = self.dir.join("tmp");
-        fs_err::create_dir_all(&tmp_dir).map_err(io("create", &tmp_dir))?;
+        self.ensure_dir(&tmp_dir)?;
         if let Some(parent) = path.parent() {
-            fs_err::create_dir_all(parent).map_err(io("create", parent))?;
+            self.ensure_dir(parent)?;
         }
         let mut tmp = tempfile::Builder::new()
             .prefix("write-")
@@ -190,6 +211,25 @@ impl Store {
             path: path.to_path_buf(),
             source: e.error,
         })?;
+        Ok(())
+    }
+
+    /// Creates a directory (and its parents) unless this process already did or saw it.
+    fn ensure_dir(&self, dir: &Path) -> Result<(), StoreError> {
+        let known = |dirs: &std::collections::HashSet<PathBuf>| dirs.contains(dir);
+        if known(
+            &self
+                .dirs
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        ) {
+            return Ok(());
+        }
+        fs_err::create_dir_all(dir).map_err(io("create", dir))?;
+        self.dirs
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .insert(dir.to_path_buf());
         Ok(())
     }
 
@@ -364,6 +404,25 @@ impl Store {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_store_directory_removed_while_open_is_made_again() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = Store::open(dir.path()).expect("open");
+        store.put(b"first").expect("put");
+        store
+            .set_action(&"a".repeat(64), &"b".repeat(64))
+            .expect("set");
+        // Deleted by hand while a run keeps writing: the known directories are gone.
+        fs_err::remove_dir_all(store.dir.join("cas")).expect("remove cas");
+        fs_err::remove_dir_all(store.dir.join("tmp")).expect("remove tmp");
+        let digest = store.put(b"second").expect("put again");
+        assert_eq!(store.get(&digest).as_deref(), Some(&b"second"[..]));
+        store
+            .set_action(&"c".repeat(64), &"d".repeat(64))
+            .expect("set again");
+        assert_eq!(store.action(&"c".repeat(64)), Some("d".repeat(64)));
+    }
 
     #[test]
     fn blobs_are_checked_on_read() {
