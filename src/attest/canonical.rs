@@ -71,8 +71,7 @@ pub enum CanonicalJsonError {
 /// Encodes `value` as canonical JSON (see the module documentation).
 pub fn to_canonical_json(value: &Value) -> Result<Vec<u8>, CanonicalJsonError> {
     let mut out = Vec::new();
-    let mut path = Vec::new();
-    write_value(&mut out, value, &mut path)?;
+    write_value(&mut out, value, &mut Vec::new())?;
     Ok(out)
 }
 
@@ -81,11 +80,21 @@ pub fn parse_strict(bytes: &[u8]) -> Result<Value, serde_json::Error> {
     serde_json::from_slice::<StrictValue>(bytes).map(|strict| strict.0)
 }
 
-/// Writes one value, tracking the path for error messages.
-fn write_value(
+/// One step of the path to a value, for error messages.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Step<'v> {
+    /// An object member.
+    Name(&'v str),
+    /// An array element.
+    Index(usize),
+}
+
+/// Writes one value, tracking the path for error messages. `path` is where
+/// `value` sits in the document being written.
+pub(crate) fn write_value<'v>(
     out: &mut Vec<u8>,
-    value: &Value,
-    path: &mut Vec<String>,
+    value: &'v Value,
+    path: &mut Vec<Step<'v>>,
 ) -> Result<(), CanonicalJsonError> {
     match value {
         Value::Null => out.extend_from_slice(b"null"),
@@ -100,40 +109,53 @@ fn write_value(
                 if index > 0 {
                     out.push(b',');
                 }
-                path.push(index.to_string());
+                path.push(Step::Index(index));
                 write_value(out, item, path)?;
                 path.pop();
             }
             out.push(b']');
         }
-        Value::Object(members) => {
-            check_depth(path)?;
-            out.push(b'{');
-            for (index, (name, member)) in sorted_members(members).into_iter().enumerate() {
-                if index > 0 {
-                    out.push(b',');
-                }
-                write_string(out, name);
-                out.push(b':');
-                path.push(name.clone());
-                write_value(out, member, path)?;
-                path.pop();
-            }
-            out.push(b'}');
-        }
+        Value::Object(members) => write_object(out, members, path)?,
     }
     Ok(())
 }
 
-/// Object members in RFC 8785 order: names compared as UTF-16 code units.
+/// Writes an object's members in canonical order; `path` is where it sits.
+pub(crate) fn write_object<'v>(
+    out: &mut Vec<u8>,
+    members: &'v Map<String, Value>,
+    path: &mut Vec<Step<'v>>,
+) -> Result<(), CanonicalJsonError> {
+    check_depth(path)?;
+    out.push(b'{');
+    for (index, (name, member)) in sorted_members(members).into_iter().enumerate() {
+        if index > 0 {
+            out.push(b',');
+        }
+        write_string(out, name);
+        out.push(b':');
+        path.push(Step::Name(name));
+        write_value(out, member, path)?;
+        path.pop();
+    }
+    out.push(b'}');
+    Ok(())
+}
+
+/// Object members in RFC 8785 order: names compared as UTF-16 code units. For
+/// names that are all ASCII that is byte order, which is much cheaper to compare.
 fn sorted_members(members: &Map<String, Value>) -> Vec<(&String, &Value)> {
     let mut sorted: Vec<(&String, &Value)> = members.iter().collect();
-    sorted.sort_by(|(a, _), (b, _)| a.encode_utf16().cmp(b.encode_utf16()));
+    if sorted.iter().all(|(name, _)| name.is_ascii()) {
+        sorted.sort_unstable_by_key(|(name, _)| *name);
+    } else {
+        sorted.sort_unstable_by(|(a, _), (b, _)| a.encode_utf16().cmp(b.encode_utf16()));
+    }
     sorted
 }
 
 /// Fails once a container would sit deeper than [`MAX_DEPTH`].
-fn check_depth(path: &[String]) -> Result<(), CanonicalJsonError> {
+fn check_depth(path: &[Step<'_>]) -> Result<(), CanonicalJsonError> {
     if path.len() >= MAX_DEPTH {
         return Err(CanonicalJsonError::TooDeep {
             path: pointer(path),
@@ -146,20 +168,19 @@ fn check_depth(path: &[String]) -> Result<(), CanonicalJsonError> {
 fn write_number(
     out: &mut Vec<u8>,
     number: &Number,
-    path: &[String],
+    path: &[Step<'_>],
 ) -> Result<(), CanonicalJsonError> {
-    let safe = if let Some(unsigned) = number.as_u64() {
-        (unsigned <= MAX_SAFE_INTEGER).then(|| unsigned.to_string())
+    use std::io::Write as _;
+    let written = if let Some(unsigned) = number.as_u64() {
+        (unsigned <= MAX_SAFE_INTEGER).then(|| write!(out, "{unsigned}"))
     } else if let Some(signed) = number.as_i64() {
-        (signed.unsigned_abs() <= MAX_SAFE_INTEGER).then(|| signed.to_string())
+        (signed.unsigned_abs() <= MAX_SAFE_INTEGER).then(|| write!(out, "{signed}"))
     } else {
         None
     };
-    match safe {
-        Some(text) => {
-            out.extend_from_slice(text.as_bytes());
-            Ok(())
-        }
+    match written {
+        // Writing to a `Vec` cannot fail.
+        Some(_) => Ok(()),
         None => Err(CanonicalJsonError::Number {
             number: number.to_string(),
             path: pointer(path),
@@ -167,40 +188,48 @@ fn write_number(
     }
 }
 
-/// Writes a string with RFC 8785 escaping.
-fn write_string(out: &mut Vec<u8>, text: &str) {
+/// Writes a string with RFC 8785 escaping. Bytes that need no escape (every
+/// byte of a multi-byte character among them) are copied in runs.
+pub(crate) fn write_string(out: &mut Vec<u8>, text: &str) {
     const HEX: &[u8; 16] = b"0123456789abcdef";
     out.push(b'"');
-    for ch in text.chars() {
-        match ch {
-            '"' => out.extend_from_slice(b"\\\""),
-            '\\' => out.extend_from_slice(b"\\\\"),
-            '\u{08}' => out.extend_from_slice(b"\\b"),
-            '\t' => out.extend_from_slice(b"\\t"),
-            '\n' => out.extend_from_slice(b"\\n"),
-            '\u{0c}' => out.extend_from_slice(b"\\f"),
-            '\r' => out.extend_from_slice(b"\\r"),
-            c if u32::from(c) < 0x20 => {
-                let code = u32::from(c) as usize;
-                out.extend_from_slice(b"\\u00");
-                out.push(HEX[code >> 4]);
-                out.push(HEX[code & 0x0f]);
-            }
-            c => {
-                let mut buf = [0u8; 4];
-                out.extend_from_slice(c.encode_utf8(&mut buf).as_bytes());
-            }
+    let bytes = text.as_bytes();
+    let mut start = 0;
+    for (at, &byte) in bytes.iter().enumerate() {
+        let escape: &[u8] = match byte {
+            b'"' => b"\\\"",
+            b'\\' => b"\\\\",
+            0x08 => b"\\b",
+            b'\t' => b"\\t",
+            b'\n' => b"\\n",
+            0x0c => b"\\f",
+            b'\r' => b"\\r",
+            0x00..=0x1f => b"",
+            _ => continue,
+        };
+        out.extend_from_slice(&bytes[start..at]);
+        if escape.is_empty() {
+            out.extend_from_slice(b"\\u00");
+            out.push(HEX[usize::from(byte >> 4)]);
+            out.push(HEX[usize::from(byte & 0x0f)]);
+        } else {
+            out.extend_from_slice(escape);
         }
+        start = at + 1;
     }
+    out.extend_from_slice(&bytes[start..]);
     out.push(b'"');
 }
 
 /// A JSON Pointer (RFC 6901) for a path of member names and indices.
-fn pointer(path: &[String]) -> String {
+fn pointer(path: &[Step<'_>]) -> String {
     let mut out = String::new();
-    for part in path {
+    for step in path {
         out.push('/');
-        out.push_str(&part.replace('~', "~0").replace('/', "~1"));
+        match step {
+            Step::Name(name) => out.push_str(&name.replace('~', "~0").replace('/', "~1")),
+            Step::Index(index) => out.push_str(&index.to_string()),
+        }
     }
     if out.is_empty() {
         "the root".to_owned()

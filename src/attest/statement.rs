@@ -266,7 +266,40 @@ impl Statement {
     /// Fails only if the predicate holds a non-integer or out-of-range
     /// number, or is nested too deeply.
     pub fn to_canonical_json(&self) -> Result<Vec<u8>, StatementError> {
-        Ok(canonical::to_canonical_json(&self.to_value())?)
+        use canonical::{Step, write_object, write_string};
+        // What `canonical::to_canonical_json(&self.to_value())` gives, without copying
+        // the predicate into a new value first: members in canonical order (`_type`,
+        // `predicate`, `predicateType`, `subject`; `digest`, `name`; `blake3`, `sha256`).
+        let mut out = Vec::with_capacity(1024);
+        out.extend_from_slice(b"{\"_type\":");
+        write_string(&mut out, STATEMENT_TYPE_V1);
+        out.extend_from_slice(b",\"predicate\":");
+        write_object(
+            &mut out,
+            &self.predicate,
+            &mut vec![Step::Name("predicate")],
+        )?;
+        out.extend_from_slice(b",\"predicateType\":");
+        write_string(&mut out, &self.predicate_type);
+        out.extend_from_slice(b",\"subject\":[");
+        for (index, subject) in self.subject.iter().enumerate() {
+            if index > 0 {
+                out.push(b',');
+            }
+            out.extend_from_slice(b"{\"digest\":{");
+            if let Some(blake3) = &subject.digest.blake3 {
+                out.extend_from_slice(b"\"blake3\":");
+                write_string(&mut out, blake3);
+                out.push(b',');
+            }
+            out.extend_from_slice(b"\"sha256\":");
+            write_string(&mut out, &subject.digest.sha256);
+            out.extend_from_slice(b"},\"name\":");
+            write_string(&mut out, &subject.name);
+            out.push(b'}');
+        }
+        out.extend_from_slice(b"]}");
+        Ok(out)
     }
 
     /// Applies the checks in the module documentation.
@@ -447,6 +480,39 @@ mod tests {
              \"name\":\"src/lib.rs\"}}]}}"
         );
         assert_eq!(String::from_utf8(bytes).expect("utf8"), expected);
+    }
+
+    #[test]
+    fn the_direct_encoding_is_the_canonical_encoding_of_the_value() {
+        let statements = [
+            example(),
+            Statement::new(
+                vec![
+                    Subject::new("b", DigestSet::sha256(SHA)),
+                    Subject::new("a \"quoted\"\n", DigestSet::sha256(SHA).with_blake3(BLAKE)),
+                ],
+                "https://example.com/p\u{e9}",
+                json!({"z": [1, -2, {"\u{1f600}": null, "\u{ff61}": "x", "\u{7f}": "\u{1}"}], "a": {"y": false, "b": "\\/"}, "": 9_007_199_254_740_991_u64}),
+            )
+            .expect("valid"),
+        ];
+        for statement in statements {
+            let direct = statement.to_canonical_json().expect("direct");
+            let generic = canonical::to_canonical_json(&statement.to_value()).expect("generic");
+            assert_eq!(
+                String::from_utf8(direct).expect("utf8"),
+                String::from_utf8(generic).expect("utf8")
+            );
+        }
+        // A number without a canonical form is refused at its place in the predicate.
+        let bad = Statement::new(
+            vec![Subject::new("a", DigestSet::sha256(SHA))],
+            "t",
+            json!({"runs": [{"ratio": 0.5}]}),
+        )
+        .expect("valid");
+        let err = bad.to_canonical_json().expect_err("a float is refused");
+        assert!(err.to_string().contains("/predicate/runs/0/ratio"), "{err}");
     }
 
     #[test]
