@@ -318,9 +318,28 @@ pub struct Fingerprints {
 #[derive(Clone, Copy)]
 struct Known<'a> {
     world: &'a World,
-    done: &'a [Option<Fingerprint>],
+    done: Done<'a>,
     services: &'a BTreeMap<ServiceId, Fingerprint>,
     platform: &'a str,
+}
+
+/// The fingerprints of providers computed before the one being encoded (it reads only
+/// those of its `dependsOn` providers).
+#[derive(Clone, Copy)]
+enum Done<'a> {
+    /// By node, while every fingerprint is being computed.
+    ByNode(&'a [Option<Fingerprint>]),
+    /// From the finished fingerprints, by provider id (one provider's binding or manifest).
+    Computed(&'a Fingerprints),
+}
+
+impl Done<'_> {
+    fn get(self, node: NodeId, id: &ProviderId) -> Option<Fingerprint> {
+        match self {
+            Done::ByNode(table) => table.get(node.get()).copied().flatten(),
+            Done::Computed(fingerprints) => fingerprints.providers.get(id).copied(),
+        }
+    }
 }
 
 /// Receives the components of a manifest in order. Two implementations: one
@@ -571,7 +590,7 @@ impl SealedGraph {
                 let mut sink = Hashing::new(b"proofgraph/provider-fingerprint");
                 let known = Known {
                     world,
-                    done,
+                    done: Done::ByNode(done),
                     services: &services,
                     platform: &platform,
                 };
@@ -630,36 +649,16 @@ impl SealedGraph {
             .node(node)
             .provider()
             .expect("provider ids map to provider nodes");
-        let by_node = self.dependency_fingerprints(node, fingerprints);
         let platform = format!("{}/{}", world.platform.os, world.platform.arch);
         let known = Known {
             world,
-            done: &by_node,
+            done: Done::Computed(fingerprints),
             services: &fingerprints.services,
             platform: &platform,
         };
         let mut sink = Hashing::new(b"proofgraph/provider-fingerprint");
         self.visit(node, provider, &known, &mut sink)?;
         Ok(sink.binding())
-    }
-
-    /// The fingerprints of `node`'s `dependsOn` providers, indexed by node
-    /// (the only entries its encoding reads).
-    fn dependency_fingerprints(
-        &self,
-        node: NodeId,
-        fingerprints: &Fingerprints,
-    ) -> Vec<Option<Fingerprint>> {
-        let mut by_node: Vec<Option<Fingerprint>> = vec![None; self.len()];
-        for (from, kind) in self.incoming(node) {
-            if kind != EdgeKind::DependsOn {
-                continue;
-            }
-            if let Some(dep) = self.node(from).provider() {
-                by_node[from.get()] = fingerprints.providers.get(&dep.spec.id.value).copied();
-            }
-        }
-        by_node
     }
 
     /// A provider's manifest, given the fingerprints already computed for its
@@ -677,12 +676,11 @@ impl SealedGraph {
             .node(node)
             .provider()
             .expect("provider ids map to provider nodes");
-        let by_node = self.dependency_fingerprints(node, fingerprints);
         let mut sink = Collecting::default();
         let platform = format!("{}/{}", world.platform.os, world.platform.arch);
         let known = Known {
             world,
-            done: &by_node,
+            done: Done::Computed(fingerprints),
             services: &fingerprints.services,
             platform: &platform,
         };
@@ -846,7 +844,8 @@ impl SealedGraph {
                 let dep = self.node(from).provider()?;
                 Some((
                     dep.spec.id.value.as_str(),
-                    done[from.get()].map_or([b'0'; 64], |f| f.0.hex_array()),
+                    done.get(from, &dep.spec.id.value)
+                        .map_or([b'0'; 64], |f| f.0.hex_array()),
                 ))
             })
             .collect();
