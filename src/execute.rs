@@ -171,7 +171,33 @@ pub fn execute(plan: &Plan<'_>, wanted: &BTreeSet<NodeId>) -> Result<Executed, V
                 format!("failed to start the executor: {e}"),
             )]
         })?;
-    runtime.block_on(execute_async(plan, wanted))
+    let writer = Writer::new(plan);
+    std::thread::scope(|scope| {
+        let (to_writer, jobs) = std::sync::mpsc::channel::<Persist>();
+        let (to_loop, from_writer) = std::sync::mpsc::channel::<Persisted>();
+        std::thread::Builder::new()
+            .name("receipts".to_owned())
+            .spawn_scoped(scope, move || {
+                for job in jobs {
+                    if to_loop.send(writer.persist(job)).is_err() {
+                        break;
+                    }
+                }
+            })
+            .map_err(|e| {
+                vec![Diagnostic::error(
+                    Code::InternalError,
+                    format!("failed to start the receipt writer: {e}"),
+                )]
+            })?;
+        let recorder = Recorder {
+            to_writer: Some(to_writer),
+            from_writer,
+            pending: 0,
+        };
+        // The writer ends when the loop drops its sender (with `Recorder`).
+        runtime.block_on(execute_async(plan, wanted, recorder))
+    })
 }
 
 struct Sandboxes {
@@ -355,6 +381,10 @@ struct Loop<'p, 'a> {
     /// Repositories whose sandbox setup failed, and why.
     setup_failures: BTreeMap<RepoId, String>,
     results: BTreeMap<NodeId, ProviderRun>,
+    /// Where judged results go to have their receipts written.
+    recorder: Recorder,
+    /// Providers judged (their receipts may still be being written).
+    recorded: usize,
     diagnostics: Vec<Diagnostic>,
     log_dir: PathBuf,
     next_log: usize,
@@ -399,6 +429,7 @@ impl Finished {
 async fn execute_async(
     plan: &Plan<'_>,
     wanted: &BTreeSet<NodeId>,
+    recorder: Recorder,
 ) -> Result<Executed, Vec<Diagnostic>> {
     let graph = plan.graph;
     let run_dir = plan.store.run_dir(plan.run_id).map_err(|e| {
@@ -463,6 +494,8 @@ async fn execute_async(
         service_logs: BTreeMap::new(),
         setup_failures: BTreeMap::new(),
         results: BTreeMap::new(),
+        recorder,
+        recorded: 0,
         diagnostics,
         log_dir,
         next_log: 0,
@@ -576,6 +609,7 @@ async fn execute_async(
             }
         }
     }
+    state.collect_all();
     let providers = graph
         .order()
         .iter()
@@ -800,7 +834,7 @@ impl Loop<'_, '_> {
     fn status(&self) {
         let running: Vec<&str> = self.running.iter().map(String::as_str).collect();
         (self.plan.progress)(Progress::Status {
-            done: self.results.len(),
+            done: self.recorded,
             total: self.total,
             running: &running,
         });
@@ -1383,12 +1417,219 @@ impl Loop<'_, '_> {
                 v.reason = Some(reason.clone());
             }
         }
+        // Attachments kept are those inline, or files the run wrote inside
+        // its own directories (screenshots, traces), never from elsewhere.
+        let attachments = std::mem::take(&mut judged.attachments)
+            .into_iter()
+            .filter_map(|attachment| {
+                if attachment.body.is_some() {
+                    return Some((attachment, None));
+                }
+                let file = Path::new(attachment.path.as_deref()?);
+                let inside = file.starts_with(&self.sandboxes.root)
+                    || self.sandboxes.dirs.values().any(|d| file.starts_with(d));
+                if !inside {
+                    return None;
+                }
+                let shown = self
+                    .sandboxes
+                    .dirs
+                    .values()
+                    .find_map(|d| file.strip_prefix(d).ok())
+                    .map(|p| p.display().to_string());
+                Some((attachment, shown))
+            })
+            .collect();
+        let passed = judged.verdicts.iter().all(|v| v.outcome == Outcome::Pass);
+        let worst = judged
+            .verdicts
+            .iter()
+            .map(|v| v.outcome)
+            .max()
+            .unwrap_or(Outcome::Error);
+        let mark = if passed { "pass" } else { worst.as_str() };
+        let reason = judged.verdicts.iter().find_map(|v| v.reason.clone());
+        self.progress(&format!(
+            "  {mark:7} {} ({} ms){}",
+            pid,
+            finished.duration.as_millis(),
+            reason
+                .as_deref()
+                .map(|r| format!(": {r}"))
+                .unwrap_or_default()
+        ));
+        let run = ProviderRun {
+            provider: pid.to_string(),
+            action: "ran",
+            reason,
+            duration_ms: Some(u64::try_from(finished.duration.as_millis()).unwrap_or(u64::MAX)),
+            receipts: Vec::new(),
+        };
+        let report = match report_file {
+            ReportFile::Bytes(_, bytes) if !bytes.is_empty() => Some(bytes),
+            _ => None,
+        };
+        self.recorder.send(Persist {
+            id,
+            finished: finished.clone(),
+            judged,
+            report,
+            attachments,
+            isolation: isolation.to_owned(),
+            run,
+        });
+        self.recorded += 1;
+        self.collect();
+        self.running.remove(pid.as_str());
+        self.status();
+        passed
+    }
+
+    /// Takes in what the receipt writer has finished, without waiting.
+    fn collect(&mut self) {
+        while let Some(persisted) = self.recorder.try_recv() {
+            self.take_persisted(persisted);
+        }
+    }
+
+    /// Waits for every receipt sent to the writer.
+    fn collect_all(&mut self) {
+        while let Some(persisted) = self.recorder.recv() {
+            self.take_persisted(persisted);
+        }
+    }
+
+    fn take_persisted(&mut self, persisted: Persisted) {
+        self.diagnostics.extend(persisted.diagnostics);
+        if !persisted.written && !self.plan.keep_going {
+            // The store cannot take receipts: running more would prove nothing
+            // that could be kept.
+            self.scheduler.halt();
+        }
+        self.results.insert(persisted.id, persisted.run);
+    }
+}
+
+/// One provider's judged result, for the receipt writer.
+struct Persist {
+    id: NodeId,
+    finished: Finished,
+    judged: judge::Judged,
+    /// The structured report's bytes, kept as an artifact.
+    report: Option<Vec<u8>>,
+    /// Attachments to keep, with the path to show for a file inside a sandbox.
+    attachments: Vec<(crate::report::Attachment, Option<String>)>,
+    isolation: String,
+    /// The provider's result, to which the receipts are added.
+    run: ProviderRun,
+}
+
+/// What the receipt writer did with a [`Persist`].
+struct Persisted {
+    id: NodeId,
+    run: ProviderRun,
+    diagnostics: Vec<Diagnostic>,
+    /// Whether every receipt was written.
+    written: bool,
+}
+
+/// Hands judged results to the receipt writer's thread and takes back what it
+/// wrote. Signing and writing a receipt costs more than judging it, and the
+/// event loop must not wait for it before starting the next job.
+struct Recorder {
+    to_writer: Option<std::sync::mpsc::Sender<Persist>>,
+    from_writer: std::sync::mpsc::Receiver<Persisted>,
+    /// Sent and not yet taken back.
+    pending: usize,
+}
+
+impl Recorder {
+    fn send(&mut self, persist: Persist) {
+        if let Some(tx) = &self.to_writer
+            && tx.send(persist).is_ok()
+        {
+            self.pending += 1;
+        }
+    }
+
+    fn try_recv(&mut self) -> Option<Persisted> {
+        if self.pending == 0 {
+            return None;
+        }
+        let persisted = self.from_writer.try_recv().ok()?;
+        self.pending -= 1;
+        Some(persisted)
+    }
+
+    /// The next result, waiting for it; `None` once everything sent came back
+    /// (or the writer is gone).
+    fn recv(&mut self) -> Option<Persisted> {
+        if self.pending == 0 {
+            return None;
+        }
+        let persisted = self.from_writer.recv().ok()?;
+        self.pending -= 1;
+        Some(persisted)
+    }
+}
+
+/// Writes receipts: what the receipt writer's thread needs of a [`Plan`].
+struct Writer<'a> {
+    graph: &'a SealedGraph,
+    change: &'a str,
+    workspace: &'a Workspace,
+    observed: &'a Observed,
+    fingerprints: &'a Fingerprints,
+    store: &'a Store,
+    key: &'a ed25519_dalek::SigningKey,
+    mode: SandboxMode,
+    run_id: &'a str,
+}
+
+impl<'a> Writer<'a> {
+    fn new(plan: &Plan<'a>) -> Self {
+        Writer {
+            graph: plan.graph,
+            change: plan.change,
+            workspace: plan.workspace,
+            observed: plan.observed,
+            fingerprints: plan.fingerprints,
+            store: plan.store,
+            key: plan.key,
+            mode: plan.mode,
+            run_id: plan.run_id,
+        }
+    }
+
+    /// Keeps the artifacts in the store and writes one signed receipt per
+    /// verdict, with its action-cache entry and ref.
+    fn persist(&self, job: Persist) -> Persisted {
+        let Persist {
+            id,
+            finished,
+            judged,
+            report,
+            attachments,
+            isolation,
+            mut run,
+        } = job;
+        let mut diagnostics = Vec::new();
+        let Some(p) = self.graph.node(id).provider() else {
+            return Persisted {
+                id,
+                run,
+                diagnostics,
+                written: false,
+            };
+        };
+        let pid = &p.spec.id.value;
+        let store = self.store;
         // Artifacts: the command log and the report, kept in the store.
         let mut artifacts = Vec::new();
         if let Some(log) = &finished.log
             && let Ok(bytes) = fs_err::read(log)
         {
-            match plan.store.put(&bytes) {
+            match store.put(&bytes) {
                 Ok(sha) => artifacts.push(Artifact {
                     kind: "command-log".into(),
                     path: None,
@@ -1396,14 +1637,11 @@ impl Loop<'_, '_> {
                     size: bytes.len() as u64,
                     ..Artifact::default()
                 }),
-                Err(e) => self
-                    .diagnostics
-                    .push(crate::commands::evaluate::store_error(&e)),
+                Err(e) => diagnostics.push(crate::commands::evaluate::store_error(&e)),
             }
         }
-        if let ReportFile::Bytes(_, bytes) = &report_file
-            && !bytes.is_empty()
-            && let Ok(sha) = plan.store.put(bytes)
+        if let Some(bytes) = &report
+            && let Ok(sha) = store.put(bytes)
         {
             let path = p.spec.report.as_ref().map(|r| r.value.clone());
             artifacts.push(Artifact {
@@ -1414,47 +1652,25 @@ impl Loop<'_, '_> {
                 ..Artifact::default()
             });
         }
-        for attachment in &judged.attachments {
+        for (attachment, shown) in attachments {
             let name = (!attachment.name.is_empty()).then(|| attachment.name.clone());
             let content_type =
                 (!attachment.content_type.is_empty()).then(|| attachment.content_type.clone());
             // An inline body is evidence as it is.
-            if let Some(body) = &attachment.body {
-                if let Ok(sha) = plan.store.put(body) {
-                    artifacts.push(Artifact {
-                        kind: "playwright-attachment".into(),
-                        path: None,
-                        sha256: sha,
-                        size: body.len() as u64,
-                        name,
-                        content_type,
-                    });
-                }
-                continue;
-            }
-            // A file is kept only when the run wrote it inside its own
-            // directories (screenshots, traces), never from elsewhere.
-            let Some(path) = &attachment.path else {
-                continue;
+            let (bytes, path) = match (&attachment.body, &attachment.path) {
+                (Some(body), _) => (Some(body.clone()), None),
+                (None, Some(path)) => (
+                    fs_err::read(path).ok(),
+                    Some(shown.unwrap_or_else(|| path.clone())),
+                ),
+                (None, None) => (None, None),
             };
-            let file = Path::new(path);
-            let inside = file.starts_with(&self.sandboxes.root)
-                || self.sandboxes.dirs.values().any(|d| file.starts_with(d));
-            if !inside {
-                continue;
-            }
-            if let Ok(bytes) = fs_err::read(file)
-                && let Ok(sha) = plan.store.put(&bytes)
+            if let Some(bytes) = bytes
+                && let Ok(sha) = store.put(&bytes)
             {
-                let shown = self
-                    .sandboxes
-                    .dirs
-                    .values()
-                    .find_map(|d| file.strip_prefix(d).ok())
-                    .map_or_else(|| path.clone(), |p| p.display().to_string());
                 artifacts.push(Artifact {
                     kind: "playwright-attachment".into(),
-                    path: Some(shown),
+                    path,
                     sha256: sha,
                     size: bytes.len() as u64,
                     name,
@@ -1464,9 +1680,9 @@ impl Loop<'_, '_> {
         }
         if p.spec.adapter.value == Adapter::ContractDigest {
             for (repo, path) in p.spec.contract.iter().flatten() {
-                if let Some(dir) = plan.workspace.repositories.get(repo).map(|r| &r.dir)
+                if let Some(dir) = self.workspace.repositories.get(repo).map(|r| &r.dir)
                     && let Ok(bytes) = fs_err::read(dir.join(&path.value))
-                    && let Ok(sha) = plan.store.put(&bytes)
+                    && let Ok(sha) = store.put(&bytes)
                 {
                     artifacts.push(Artifact {
                         kind: "contract-artifact".into(),
@@ -1478,39 +1694,39 @@ impl Loop<'_, '_> {
                 }
             }
         }
-        let files = plan
+        let files = self
             .observed
             .files
             .get(pid)
             .map(Vec::as_slice)
             .unwrap_or_default();
         let listing = crate::commands::evaluate::listing(files);
-        let inputs = plan.store.put(&listing).unwrap_or_default();
-        let fingerprint = plan
+        let inputs = store.put(&listing).unwrap_or_default();
+        let fingerprint = self
             .fingerprints
             .providers
             .get(pid)
             .map(ToString::to_string)
             .unwrap_or_default();
-        let binding = graph
-            .binding(pid, &plan.observed.world, plan.fingerprints)
+        let binding = self
+            .graph
+            .binding(pid, &self.observed.world, self.fingerprints)
             .map(|b| b.sha256_hex())
             .unwrap_or_default();
-        let manifest = graph
-            .manifest(pid, &plan.observed.world, plan.fingerprints)
+        let manifest = self
+            .graph
+            .manifest(pid, &self.observed.world, self.fingerprints)
             .map(|m| crate::commands::evaluate::components(&m))
             .unwrap_or_default();
         let exit = match &finished.ended {
             Ended::Exited(e) => Some(e.clone()),
             Ended::Error(_) => None,
         };
-        let mut receipts = Vec::new();
-        let mut all_pass = true;
+        let mut written = true;
         for verdict in &judged.verdicts {
-            all_pass &= verdict.outcome == Outcome::Pass;
             let proof = Proof {
                 version: receipt::RECEIPT_VERSION,
-                change: plan.change.to_owned(),
+                change: self.change.to_owned(),
                 provider: pid.to_string(),
                 receipt: verdict.output.under.to_string(),
                 capability: verdict.output.capability.to_string(),
@@ -1523,15 +1739,15 @@ impl Loop<'_, '_> {
                 counts: judged.counts.clone(),
                 discovered: verdict.discovered,
                 minimum: verdict.minimum,
-                sandbox: plan.mode.as_str().to_owned(),
-                isolation: isolation.to_owned(),
+                sandbox: self.mode.as_str().to_owned(),
+                isolation: isolation.clone(),
                 network: p
                     .spec
                     .network
                     .as_ref()
                     .map_or("private", |n| n.value.as_str())
                     .to_owned(),
-                run_id: plan.run_id.to_owned(),
+                run_id: self.run_id.to_owned(),
                 started_at: finished.started_at.clone(),
                 finished_at: finished.finished_at.clone(),
                 duration_ms: u64::try_from(finished.duration.as_millis()).unwrap_or(u64::MAX),
@@ -1543,22 +1759,20 @@ impl Loop<'_, '_> {
                 inputs: inputs.clone(),
                 input_files: files.len() as u64,
             };
-            match receipt::write(plan.store, plan.key, &proof, &judged.tests) {
+            match receipt::write(store, self.key, &proof, &judged.tests) {
                 Ok(sha) => {
                     let key = Store::action_key(
                         &fingerprint,
                         proof.receipt.as_str(),
                         proof.capability.as_str(),
                     );
-                    let stored = plan.store.set_action(&key, &sha).and_then(|()| {
-                        plan.store
-                            .set_ref(plan.change, &proof.receipt, &proof.capability, &sha)
+                    let stored = store.set_action(&key, &sha).and_then(|()| {
+                        store.set_ref(self.change, &proof.receipt, &proof.capability, &sha)
                     });
                     if let Err(e) = stored {
-                        self.diagnostics
-                            .push(crate::commands::evaluate::store_error(&e));
+                        diagnostics.push(crate::commands::evaluate::store_error(&e));
                     }
-                    receipts.push(ReceiptView {
+                    run.receipts.push(ReceiptView {
                         receipt: proof.receipt.clone(),
                         capability: proof.capability.clone(),
                         outcome: proof.outcome,
@@ -1567,8 +1781,8 @@ impl Loop<'_, '_> {
                     });
                 }
                 Err(e) => {
-                    all_pass = false;
-                    self.diagnostics.push(diag(
+                    written = false;
+                    diagnostics.push(diag(
                         Code::StoreUnusable,
                         format!("the receipt of `{pid}` could not be written: failed to {e}"),
                         "Check that .proofgraph/ is writable.",
@@ -1576,36 +1790,12 @@ impl Loop<'_, '_> {
                 }
             }
         }
-        let worst = judged
-            .verdicts
-            .iter()
-            .map(|v| v.outcome)
-            .max()
-            .unwrap_or(Outcome::Error);
-        let mark = if all_pass { "pass" } else { worst.as_str() };
-        let reason = judged.verdicts.iter().find_map(|v| v.reason.clone());
-        self.progress(&format!(
-            "  {mark:7} {} ({} ms){}",
-            pid,
-            finished.duration.as_millis(),
-            reason
-                .as_deref()
-                .map(|r| format!(": {r}"))
-                .unwrap_or_default()
-        ));
-        self.results.insert(
+        Persisted {
             id,
-            ProviderRun {
-                provider: pid.to_string(),
-                action: "ran",
-                reason,
-                duration_ms: Some(u64::try_from(finished.duration.as_millis()).unwrap_or(u64::MAX)),
-                receipts,
-            },
-        );
-        self.running.remove(pid.as_str());
-        self.status();
-        all_pass
+            run,
+            diagnostics,
+            written,
+        }
     }
 }
 
