@@ -5,7 +5,9 @@
 //! It is a tokio current-thread loop over three sources: the run's events
 //! (forwarded from the sandbox's channel by one thread), SIGINT/SIGTERM, and
 //! nothing else. Each turn asks the scheduler what may start, starts it, and
-//! waits for the next event. Identical executions (same argv, directory,
+//! waits for the next event. A finished provider is judged on the loop; its
+//! receipts are signed and written by a writer thread (`Recorder`, `Writer`),
+//! in the order they were judged. Identical executions (same argv, directory,
 //! environment, timeout and network) in one run start once; every provider
 //! sharing one is judged from that one execution.
 //!
