@@ -59,7 +59,8 @@ pub(crate) const CANNOT_RUN: i32 = 126;
 /// Everything `exec` needs, converted before forking.
 #[derive(Debug)]
 pub(crate) struct CommandPlan {
-    argv: Vec<CString>,
+    /// Owns the strings `argv_ptrs` points at.
+    _argv: Vec<CString>,
     /// Owns the strings `env_ptrs` points at.
     _env: Vec<CString>,
     /// `argv` and the environment as the null-terminated pointer arrays `execve` takes, built in
@@ -72,6 +73,9 @@ pub(crate) struct CommandPlan {
     candidates: Vec<CString>,
     /// Why there is no candidate (a bare name and no `PATH`).
     no_candidate: Option<String>,
+    /// For a bare name looked up in `PATH`: the `PATH` value and the name, which
+    /// decide the candidates (see [`CommandPlan::search_key`]).
+    search: Option<Vec<u8>>,
     program_display: String,
 }
 
@@ -138,6 +142,15 @@ impl CommandPlan {
                 }
             }
         };
+        let search = match (&path_value, program_bytes.contains(&b'/')) {
+            (Some(path), false) => {
+                let mut key = path.clone();
+                key.push(0);
+                key.extend_from_slice(program_bytes);
+                Some(key)
+            }
+            _ => None,
+        };
         let cwd_display = cwd.display().to_string();
         let cwd = CString::new(cwd.into_os_string().into_encoded_bytes())
             .map_err(|_| nul("working directory"))?;
@@ -151,14 +164,53 @@ impl CommandPlan {
         Ok(CommandPlan {
             argv_ptrs: pointers(&argv),
             env_ptrs: pointers(&env_strings),
-            argv,
+            _argv: argv,
             _env: env_strings,
             cwd,
             cwd_display,
             candidates,
             no_candidate,
+            search,
             program_display,
         })
+    }
+}
+
+impl CommandPlan {
+    /// What a `PATH` search depends on (the `PATH` value and the bare name), when the
+    /// program is searched for at all.
+    pub(crate) fn search_key(&self) -> Option<&[u8]> {
+        self.search.as_deref()
+    }
+
+    /// The first candidate that is an executable regular file now, as `exec` would find
+    /// it, if every candidate is an absolute path (a relative `PATH` entry depends on the
+    /// working directory).
+    pub(crate) fn find_executable(&self) -> Option<usize> {
+        use nix::sys::stat::{SFlag, stat};
+        use nix::unistd::{AccessFlags, access};
+        if self
+            .candidates
+            .iter()
+            .any(|c| !c.as_bytes().starts_with(b"/"))
+        {
+            return None;
+        }
+        self.candidates.iter().position(|candidate| {
+            stat(candidate.as_c_str()).is_ok_and(|st| {
+                SFlag::from_bits_truncate(st.st_mode & SFlag::S_IFMT.bits()) == SFlag::S_IFREG
+            }) && access(candidate.as_c_str(), AccessFlags::X_OK).is_ok()
+        })
+    }
+
+    /// Tries candidate `index` first (found by [`CommandPlan::find_executable`] for an
+    /// earlier job with the same search), then the others in `PATH` order, so that a
+    /// program found once is not searched for again in every `PATH` entry before it.
+    pub(crate) fn try_first(&mut self, index: usize) {
+        if index < self.candidates.len() {
+            let found = self.candidates.remove(index);
+            self.candidates.insert(0, found);
+        }
     }
 }
 
@@ -367,7 +419,7 @@ pub(crate) fn exec_command(
             }
         }
     }
-    let path_note = if plan.candidates.len() > 1 || plan.candidates.first() != plan.argv.first() {
+    let path_note = if plan.search.is_some() {
         " in the job's PATH"
     } else {
         ""

@@ -167,6 +167,7 @@ fn run() -> Result<(), String> {
         pid: getpid(),
         exec_stack,
         spare_stacks: Vec::new(),
+        found: std::collections::HashMap::new(),
         namespaces: mode,
         bound: HashSet::new(),
         signals,
@@ -293,6 +294,9 @@ struct Init {
     exec_stack: sys::Stack,
     /// Stacks of reaped reapers, for the next ones.
     spare_stacks: Vec<sys::Stack>,
+    /// Where a `PATH` search found a program (by `PATH` value and name: the candidate's
+    /// index), so that later jobs try it first instead of every `PATH` entry before it.
+    found: std::collections::HashMap<Vec<u8>, usize>,
     /// `None` without isolation.
     namespaces: Option<Namespaces>,
     /// Entries of the host's `/tmp` already bind-mounted into the private one.
@@ -679,10 +683,25 @@ impl Init {
                     .collect::<Vec<_>>()
             }))
             .collect();
-        let plan = match CommandPlan::new(argv, env, cwd.clone()) {
+        let mut plan = match CommandPlan::new(argv, env, cwd.clone()) {
             Ok(plan) => plan,
             Err(why) => return refuse(self, None, why),
         };
+        if let Some(key) = plan.search_key() {
+            let found = match self.found.get(key) {
+                Some(index) => Some(*index),
+                None => {
+                    let found = plan.find_executable();
+                    if let Some(index) = found {
+                        self.found.insert(key.to_vec(), index);
+                    }
+                    found
+                }
+            };
+            if let Some(index) = found {
+                plan.try_first(index);
+            }
+        }
         for path in &named {
             if let Err(why) = self.expose_host_tmp(path) {
                 return refuse(self, None, why);

@@ -583,6 +583,67 @@ fn secrets_are_redacted_even_when_split_across_writes() {
 // 5. Environment and /tmp
 
 #[test]
+fn a_program_found_in_path_once_is_found_again_where_it_went() {
+    use std::os::unix::fs::PermissionsExt as _;
+    require("sh", "apt-get install -y dash");
+    for isolation in [IsolationRequest::Required, IsolationRequest::Disabled] {
+        let scratch = Scratch::new("path-search");
+        let tool = |dir: &str| {
+            let path = scratch.path(dir).join("tool");
+            fs_err::create_dir_all(scratch.path(dir)).expect("mkdir");
+            fs_err::write(&path, format!("#!/bin/sh\necho {dir}\n")).expect("write tool");
+            fs_err::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+        };
+        fs_err::create_dir_all(scratch.path("a")).expect("mkdir a");
+        tool("b");
+        tool("c");
+        let search = format!(
+            "{}:{}:{}:{PATH}",
+            scratch.path("a").display(),
+            scratch.path("b").display(),
+            scratch.path("c").display()
+        );
+        let spec = |log: &str| JobSpec {
+            env: vec![(OsString::from("PATH"), OsString::from(&search))],
+            ..job(&scratch, log, &["tool"])
+        };
+        let (run, _) = start(isolation);
+        // The first job searches `PATH` (a has no `tool`) and finds b's.
+        assert_eq!(exit_code(&run_to_end(&run, &spec("1.log"))), Some(0));
+        assert_eq!(scratch.read("1.log"), "b\n", "{isolation:?}");
+        // Later jobs try b's first; once it is gone, the search goes on in `PATH` order.
+        fs_err::remove_file(scratch.path("b").join("tool")).expect("remove b/tool");
+        assert_eq!(exit_code(&run_to_end(&run, &spec("2.log"))), Some(0));
+        assert_eq!(scratch.read("2.log"), "c\n", "{isolation:?}");
+        // And with none left, the job says it was not found in its PATH.
+        fs_err::remove_file(scratch.path("c").join("tool")).expect("remove c/tool");
+        let spec3 = JobSpec {
+            env: vec![(
+                OsString::from("PATH"),
+                OsString::from(format!(
+                    "{}:{}:{}",
+                    scratch.path("a").display(),
+                    scratch.path("b").display(),
+                    scratch.path("c").display()
+                )),
+            )],
+            ..job(&scratch, "3.log", &["tool"])
+        };
+        match run_to_end(&run, &spec3) {
+            Event::Exited {
+                code, spawn_error, ..
+            } => {
+                assert_eq!(code, Some(127), "{isolation:?}");
+                let why = spawn_error.expect("a reason");
+                assert!(why.contains("not found in the job's PATH"), "{why}");
+            }
+            other => panic!("expected an exit, got {other:?}"),
+        }
+        run.shutdown().expect("shutdown");
+    }
+}
+
+#[test]
 fn a_job_sees_exactly_its_environment() {
     let env = require("env", "apt-get install -y coreutils");
     for isolation in [IsolationRequest::Required, IsolationRequest::Disabled] {
