@@ -3,7 +3,7 @@
 //! writes a signed receipt for every outcome it observes.
 //!
 //! It is a tokio current-thread loop over three sources: the run's events
-//! (forwarded from the sandbox's channel by one thread), SIGINT/SIGTERM, and
+//! (forwarded by the sandbox's reader thread), SIGINT/SIGTERM, and
 //! nothing else. Each turn asks the scheduler what may start, starts it, and
 //! waits for the next event. A finished provider is judged on the loop; its
 //! receipts are signed and written by a writer thread (`Recorder`, `Writer`),
@@ -511,13 +511,9 @@ async fn execute_async(
     };
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Event>();
     if let Some(run) = &mut state.run {
-        let events = run.take_events();
-        std::thread::spawn(move || {
-            while let Ok(event) = events.recv() {
-                if tx.send(event).is_err() {
-                    break;
-                }
-            }
+        run.forward_events(move |event| {
+            // Nobody is listening any more once the loop has ended.
+            let _ = tx.send(event);
         });
     }
     let mut sigint = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt()).ok();

@@ -43,12 +43,41 @@ const STDERR_TAIL: usize = 4096;
 pub struct Run {
     control: Mutex<Option<ChildStdin>>,
     events: Receiver<Event>,
+    /// Where the reader thread delivers events: `events`' sender, or a forwarder.
+    sink: Arc<Mutex<EventSink>>,
     init: Arc<InitProcess>,
     /// Signalled (or dropped) when the reader thread has reaped the init.
     done: Receiver<()>,
     reader: Option<JoinHandle<Result<(), String>>>,
     next_job: AtomicU64,
     isolation: Isolation,
+}
+
+/// Where the reader thread delivers events.
+enum EventSink {
+    /// The run's own channel (read through [`Run::events`]).
+    Channel(Sender<Event>),
+    /// A function given to [`Run::forward_events`].
+    Forward(Box<dyn FnMut(Event) + Send>),
+}
+
+impl std::fmt::Debug for EventSink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            EventSink::Channel(_) => "EventSink::Channel",
+            EventSink::Forward(_) => "EventSink::Forward",
+        })
+    }
+}
+
+/// Delivers one event, in the order the init reported it.
+fn deliver(sink: &Mutex<EventSink>, event: Event) {
+    match &mut *sink.lock().unwrap_or_else(PoisonError::into_inner) {
+        EventSink::Channel(sender) => {
+            let _ = sender.send(event);
+        }
+        EventSink::Forward(forward) => forward(event),
+    }
 }
 
 /// The init's PID, and whether it may still be signalled.
@@ -84,6 +113,8 @@ impl Run {
         let (started_tx, started_rx) = mpsc::channel::<std::io::Result<Started>>();
         let (hello_tx, hello_rx) = mpsc::channel::<Reply>();
         let (event_tx, event_rx) = mpsc::channel::<Event>();
+        let sink = Arc::new(Mutex::new(EventSink::Channel(event_tx)));
+        let reader_sink = Arc::clone(&sink);
         let (done_tx, done_rx) = mpsc::channel::<()>();
         let (init_tx, init_rx) = mpsc::channel::<Arc<InitProcess>>();
         let program = config.program.clone();
@@ -130,7 +161,7 @@ impl Run {
                 let stderr_reader = std::thread::Builder::new()
                     .name("sandbox-init-stderr".to_owned())
                     .spawn(move || stderr_tail(stderr));
-                let result = read_replies(stdout, hello_tx, &event_tx);
+                let result = read_replies(stdout, hello_tx, &reader_sink);
                 // The init closed its stdout: wait for its exit without reaping it, so that
                 // `InitProcess::kill` never signals a reused PID, then reap it.
                 while let Err(nix::errno::Errno::EINTR) =
@@ -153,9 +184,12 @@ impl Run {
                         if !tail.trim().is_empty() {
                             reason.push_str(&format!("; its stderr ends with: {}", tail.trim()));
                         }
-                        let _ = event_tx.send(Event::InitFailed {
-                            reason: reason.clone(),
-                        });
+                        deliver(
+                            &reader_sink,
+                            Event::InitFailed {
+                                reason: reason.clone(),
+                            },
+                        );
                         Err(reason)
                     }
                 };
@@ -185,6 +219,7 @@ impl Run {
         let mut run = Run {
             control: Mutex::new(Some(started.stdin)),
             events: event_rx,
+            sink,
             init,
             done: done_rx,
             reader: Some(reader),
@@ -334,13 +369,19 @@ impl Run {
         self.send(&Request::Kill { job: job.0 })
     }
 
-    /// Takes the run's event receiver, so that another thread can wait on it
-    /// (an async executor forwards it). Afterwards [`Run::events`],
-    /// [`Run::recv_timeout`] and the leftovers of [`Run::shutdown`] are empty: every
-    /// event goes to the taken receiver.
-    pub fn take_events(&mut self) -> Receiver<Event> {
-        let (_, empty) = mpsc::channel();
-        std::mem::replace(&mut self.events, empty)
+    /// Hands every event, from now on and in order, to `forward`, called on the thread
+    /// that reads the init's replies (an async executor sends them into its own channel;
+    /// keep it short). Events already received but not yet taken go first. Afterwards
+    /// [`Run::events`], [`Run::recv_timeout`] and the leftovers of [`Run::shutdown`] are
+    /// empty.
+    pub fn forward_events(&mut self, mut forward: impl FnMut(Event) + Send + 'static) {
+        // Holding the lock keeps the reader from delivering meanwhile, so what is already
+        // in the channel is older than anything it delivers next.
+        let mut sink = self.sink.lock().unwrap_or_else(PoisonError::into_inner);
+        for event in self.events.try_iter() {
+            forward(event);
+        }
+        *sink = EventSink::Forward(Box::new(forward));
     }
 
     /// The events of the run, in the order the init reported them.
@@ -431,7 +472,7 @@ enum ReaderEnd {
 fn read_replies(
     stdout: std::process::ChildStdout,
     hello: Sender<Reply>,
-    events: &Sender<Event>,
+    events: &Mutex<EventSink>,
 ) -> ReaderEnd {
     let mut reader = BufReader::new(stdout);
     let mut hello = Some(hello);
@@ -477,38 +518,47 @@ fn read_replies(
                 spawn_error,
                 log_error,
             } => {
-                let _ = events.send(Event::Exited {
-                    job: JobId(job),
-                    code,
-                    signal,
-                    timed_out,
-                    killed,
-                    duration: Duration::from_nanos(duration_ns),
-                    spawn_error,
-                    log_error,
-                });
+                deliver(
+                    events,
+                    Event::Exited {
+                        job: JobId(job),
+                        code,
+                        signal,
+                        timed_out,
+                        killed,
+                        duration: Duration::from_nanos(duration_ns),
+                        spawn_error,
+                        log_error,
+                    },
+                );
             }
             Reply::Ready {
                 job,
                 attempts,
                 duration_ns,
             } => {
-                let _ = events.send(Event::Ready {
-                    job: JobId(job),
-                    attempts,
-                    duration: Duration::from_nanos(duration_ns),
-                });
+                deliver(
+                    events,
+                    Event::Ready {
+                        job: JobId(job),
+                        attempts,
+                        duration: Duration::from_nanos(duration_ns),
+                    },
+                );
             }
             Reply::NotReady {
                 job,
                 attempts,
                 reason,
             } => {
-                let _ = events.send(Event::NotReady {
-                    job: JobId(job),
-                    attempts,
-                    reason,
-                });
+                deliver(
+                    events,
+                    Event::NotReady {
+                        job: JobId(job),
+                        attempts,
+                        reason,
+                    },
+                );
             }
             Reply::Fatal { reason } => {
                 fatal.get_or_insert(format!("the init failed: {reason}"));
