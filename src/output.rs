@@ -197,15 +197,13 @@ impl ProgressBar {
             .bar
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
+        // One write per line (stderr is unbuffered: `writeln!` would make several).
+        let text = match (&*bar, self.tty) {
+            (Some(b), true) => format!("{ERASE}{line}\n{b}"),
+            _ => format!("{line}\n"),
+        };
         let mut stderr = io::stderr().lock();
-        match (&*bar, self.tty) {
-            (Some(b), true) => {
-                let _ = write!(stderr, "{ERASE}{line}\n{b}");
-            }
-            _ => {
-                let _ = writeln!(stderr, "{line}");
-            }
-        }
+        let _ = stderr.write_all(text.as_bytes());
         let _ = stderr.flush();
     }
 

@@ -211,10 +211,16 @@ impl Control {
 
     /// One `read(2)`.
     fn read_some(&mut self) -> Result<(), String> {
-        let mut chunk = [0u8; 64 * 1024];
-        match nix::unistd::read(&self.fd, &mut chunk) {
+        let read = with_chunk(|chunk| {
+            let read = nix::unistd::read(&self.fd, chunk);
+            if let Ok(n) = read {
+                self.buf.extend_from_slice(&chunk[..n]);
+            }
+            read
+        });
+        match read {
             Ok(0) => self.closed = true,
-            Ok(n) => self.buf.extend_from_slice(&chunk[..n]),
+            Ok(_) => {}
             Err(Errno::EINTR | Errno::EAGAIN) => {}
             Err(e) => return Err(format!("read the control pipe: {}", describe(e))),
         }
@@ -983,21 +989,31 @@ impl Job {
 /// Returns the data and whether the pipe reached end of file.
 fn read_available(fd: BorrowedFd<'_>, all: bool) -> (Vec<u8>, bool) {
     let mut data = Vec::new();
-    let mut chunk = [0u8; 64 * 1024];
-    loop {
-        match nix::unistd::read(fd, &mut chunk) {
-            Ok(0) => return (data, true),
-            Ok(n) => {
-                data.extend_from_slice(&chunk[..n]);
-                if !all || data.len() >= MAX_FINAL_DRAIN {
-                    return (data, false);
+    with_chunk(|chunk| {
+        loop {
+            match nix::unistd::read(fd, chunk) {
+                Ok(0) => return (data, true),
+                Ok(n) => {
+                    data.extend_from_slice(&chunk[..n]);
+                    if !all || data.len() >= MAX_FINAL_DRAIN {
+                        return (data, false);
+                    }
                 }
+                Err(Errno::EINTR) => {}
+                Err(Errno::EAGAIN) => return (data, false),
+                Err(_) => return (data, true),
             }
-            Err(Errno::EINTR) => {}
-            Err(Errno::EAGAIN) => return (data, false),
-            Err(_) => return (data, true),
         }
+    })
+}
+
+/// Runs `f` with the init's one read buffer (the init is single-threaded; a fresh 64 KiB
+/// buffer zeroed for every read of a pipe cost more than most reads).
+fn with_chunk<T>(f: impl FnOnce(&mut [u8]) -> T) -> T {
+    thread_local! {
+        static CHUNK: std::cell::RefCell<Vec<u8>> = std::cell::RefCell::new(vec![0; 64 * 1024]);
     }
+    CHUNK.with(|chunk| f(&mut chunk.borrow_mut()))
 }
 
 fn set_nonblocking(fd: &OwnedFd) -> Result<(), Errno> {
