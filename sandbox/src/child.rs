@@ -33,13 +33,13 @@
 use std::ffi::{CString, OsString};
 use std::fs::File;
 use std::io::Write;
-use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd as _, BorrowedFd, IntoRawFd as _, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
 use std::time::Duration;
 
 use nix::errno::Errno;
-use nix::fcntl::{OFlag, open};
+use nix::fcntl::{FcntlArg, FdFlag, OFlag, fcntl, open};
 use nix::sched::{CloneFlags, setns};
 use nix::sys::prctl::set_pdeathsig;
 use nix::sys::signal::{SigSet, Signal};
@@ -387,6 +387,14 @@ pub(crate) fn exec_command(
         OFlag::O_RDONLY | OFlag::O_CLOEXEC,
         Mode::empty(),
     ) {
+        Ok(null) if null.as_raw_fd() == 0 => {
+            // The reaper closed its descriptors, so `/dev/null` landed on 0 itself: it is
+            // stdin already, and must only survive `exec` (dropping it would close it).
+            let _stdin = null.into_raw_fd();
+            if let Err(e) = fcntl(std::io::stdin(), FcntlArg::F_SETFD(FdFlag::empty())) {
+                failure.fail(CANNOT_RUN, format_args!("redirect stdin: {}", Described(e)));
+            }
+        }
         Ok(null) => {
             if let Err(e) = dup2_stdin(&null) {
                 failure.fail(CANNOT_RUN, format_args!("redirect stdin: {}", Described(e)));

@@ -1281,6 +1281,55 @@ fn a_command_inherits_no_ignored_signal() {
 }
 
 #[test]
+fn a_command_holds_only_its_standard_streams() {
+    let ls = require("ls", "apt-get install -y coreutils");
+    for isolation in [IsolationRequest::Required, IsolationRequest::Disabled] {
+        let scratch = Scratch::new("fds");
+        let (run, _) = start(isolation);
+        // Other jobs' pipes and logs are open in the init while this one starts.
+        let busy: Vec<JobId> = (0..3)
+            .map(|i| {
+                run.spawn(&sh(&scratch, &format!("busy-{i}.log"), "sleep 2"))
+                    .expect("spawn")
+            })
+            .collect();
+        let spec = job(
+            &scratch,
+            "fds.log",
+            &[&ls.to_string_lossy(), "/proc/self/fd"],
+        );
+        let event = run_to_end(&run, &spec);
+        assert_eq!(exit_code(&event), Some(0), "{isolation:?}: {event:?}");
+        // stdin, stdout, stderr, and the directory `ls` itself opened to list them.
+        let fds: Vec<String> = scratch
+            .read("fds.log")
+            .split_whitespace()
+            .map(str::to_owned)
+            .collect();
+        assert_eq!(fds, ["0", "1", "2", "3"], "{isolation:?}");
+        // stdin is `/dev/null`, open and readable (end of file at once).
+        let event = run_to_end(
+            &run,
+            &sh(
+                &scratch,
+                "stdin.log",
+                "readlink /proc/self/fd/0; cat; echo done",
+            ),
+        );
+        assert_eq!(exit_code(&event), Some(0), "{isolation:?}: {event:?}");
+        assert_eq!(
+            scratch.read("stdin.log"),
+            "/dev/null\ndone\n",
+            "{isolation:?}"
+        );
+        for id in busy {
+            let _ = run.kill(id);
+        }
+        run.shutdown().expect("shutdown");
+    }
+}
+
+#[test]
 fn many_jobs_run_at_once() {
     let scratch = Scratch::new("many");
     let run = isolated();
