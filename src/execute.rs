@@ -1415,29 +1415,63 @@ impl Loop<'_, '_> {
                 v.reason = Some(reason.clone());
             }
         }
-        // Attachments kept are those inline, or files the run wrote inside
-        // its own directories (screenshots, traces), never from elsewhere.
-        let attachments = std::mem::take(&mut judged.attachments)
-            .into_iter()
-            .filter_map(|attachment| {
-                if attachment.body.is_some() {
-                    return Some((attachment, None));
+        // What is kept as evidence is read now, before the next job can start
+        // (it may run in the same sandbox and rewrite the same files); the writer
+        // only stores it. The command log, the structured report, attachments
+        // (inline, or files the run wrote inside its own directories, never
+        // from elsewhere) and a contract's artifacts, in that order.
+        let mut kept = Vec::new();
+        if let Some(log) = &finished.log
+            && let Ok(bytes) = fs_err::read(log)
+        {
+            kept.push(Kept::new("command-log", None, bytes));
+        }
+        if let ReportFile::Bytes(_, bytes) = report_file
+            && !bytes.is_empty()
+        {
+            let path = p.spec.report.as_ref().map(|r| r.value.clone());
+            kept.push(Kept::new("structured-report", path, bytes));
+        }
+        for attachment in std::mem::take(&mut judged.attachments) {
+            let name = (!attachment.name.is_empty()).then(|| attachment.name.clone());
+            let content_type =
+                (!attachment.content_type.is_empty()).then(|| attachment.content_type.clone());
+            let (bytes, path) = match (attachment.body, attachment.path) {
+                // An inline body is evidence as it is.
+                (Some(body), _) => (body, None),
+                (None, Some(path)) => {
+                    let file = Path::new(&path);
+                    let inside = file.starts_with(&self.sandboxes.root)
+                        || self.sandboxes.dirs.values().any(|d| file.starts_with(d));
+                    let Some(bytes) = inside.then(|| fs_err::read(file).ok()).flatten() else {
+                        continue;
+                    };
+                    let shown = self
+                        .sandboxes
+                        .dirs
+                        .values()
+                        .find_map(|d| file.strip_prefix(d).ok())
+                        .map_or_else(|| path.clone(), |p| p.display().to_string());
+                    (bytes, Some(shown))
                 }
-                let file = Path::new(attachment.path.as_deref()?);
-                let inside = file.starts_with(&self.sandboxes.root)
-                    || self.sandboxes.dirs.values().any(|d| file.starts_with(d));
-                if !inside {
-                    return None;
+                (None, None) => continue,
+            };
+            kept.push(Kept {
+                name,
+                content_type,
+                ..Kept::new("playwright-attachment", path, bytes)
+            });
+        }
+        if p.spec.adapter.value == Adapter::ContractDigest {
+            for (repo, path) in p.spec.contract.iter().flatten() {
+                if let Some(dir) = plan.workspace.repositories.get(repo).map(|r| &r.dir)
+                    && let Ok(bytes) = fs_err::read(dir.join(&path.value))
+                {
+                    let shown = format!("{repo}:{}", path.value);
+                    kept.push(Kept::new("contract-artifact", Some(shown), bytes));
                 }
-                let shown = self
-                    .sandboxes
-                    .dirs
-                    .values()
-                    .find_map(|d| file.strip_prefix(d).ok())
-                    .map(|p| p.display().to_string());
-                Some((attachment, shown))
-            })
-            .collect();
+            }
+        }
         let passed = judged.verdicts.iter().all(|v| v.outcome == Outcome::Pass);
         let worst = judged
             .verdicts
@@ -1463,16 +1497,11 @@ impl Loop<'_, '_> {
             duration_ms: Some(u64::try_from(finished.duration.as_millis()).unwrap_or(u64::MAX)),
             receipts: Vec::new(),
         };
-        let report = match report_file {
-            ReportFile::Bytes(_, bytes) if !bytes.is_empty() => Some(bytes),
-            _ => None,
-        };
         self.recorder.send(Persist {
             id,
             finished: finished.clone(),
             judged,
-            report,
-            attachments,
+            kept,
             isolation: isolation.to_owned(),
             run,
         });
@@ -1513,13 +1542,32 @@ struct Persist {
     id: NodeId,
     finished: Finished,
     judged: judge::Judged,
-    /// The structured report's bytes, kept as an artifact.
-    report: Option<Vec<u8>>,
-    /// Attachments to keep, with the path to show for a file inside a sandbox.
-    attachments: Vec<(crate::report::Attachment, Option<String>)>,
+    /// Evidence to keep in the store, read before the next job could start.
+    kept: Vec<Kept>,
     isolation: String,
     /// The provider's result, to which the receipts are added.
     run: ProviderRun,
+}
+
+/// One artifact's bytes and how its receipt names it.
+struct Kept {
+    kind: &'static str,
+    path: Option<String>,
+    name: Option<String>,
+    content_type: Option<String>,
+    bytes: Vec<u8>,
+}
+
+impl Kept {
+    fn new(kind: &'static str, path: Option<String>, bytes: Vec<u8>) -> Self {
+        Kept {
+            kind,
+            path,
+            name: None,
+            content_type: None,
+            bytes,
+        }
+    }
 }
 
 /// What the receipt writer did with a [`Persist`].
@@ -1575,7 +1623,6 @@ impl Recorder {
 struct Writer<'a> {
     graph: &'a SealedGraph,
     change: &'a str,
-    workspace: &'a Workspace,
     observed: &'a Observed,
     fingerprints: &'a Fingerprints,
     store: &'a Store,
@@ -1589,7 +1636,6 @@ impl<'a> Writer<'a> {
         Writer {
             graph: plan.graph,
             change: plan.change,
-            workspace: plan.workspace,
             observed: plan.observed,
             fingerprints: plan.fingerprints,
             store: plan.store,
@@ -1606,8 +1652,7 @@ impl<'a> Writer<'a> {
             id,
             finished,
             judged,
-            report,
-            attachments,
+            kept,
             isolation,
             mut run,
         } = job;
@@ -1622,74 +1667,23 @@ impl<'a> Writer<'a> {
         };
         let pid = &p.spec.id.value;
         let store = self.store;
-        // Artifacts: the command log and the report, kept in the store.
         let mut artifacts = Vec::new();
-        if let Some(log) = &finished.log
-            && let Ok(bytes) = fs_err::read(log)
-        {
-            match store.put(&bytes) {
+        for kept in kept {
+            match store.put(&kept.bytes) {
                 Ok(sha) => artifacts.push(Artifact {
-                    kind: "command-log".into(),
-                    path: None,
+                    kind: kept.kind.into(),
+                    path: kept.path,
                     sha256: sha,
-                    size: bytes.len() as u64,
-                    ..Artifact::default()
+                    size: kept.bytes.len() as u64,
+                    name: kept.name,
+                    content_type: kept.content_type,
                 }),
-                Err(e) => diagnostics.push(crate::commands::evaluate::store_error(&e)),
-            }
-        }
-        if let Some(bytes) = &report
-            && let Ok(sha) = store.put(bytes)
-        {
-            let path = p.spec.report.as_ref().map(|r| r.value.clone());
-            artifacts.push(Artifact {
-                kind: "structured-report".into(),
-                path,
-                sha256: sha,
-                size: bytes.len() as u64,
-                ..Artifact::default()
-            });
-        }
-        for (attachment, shown) in attachments {
-            let name = (!attachment.name.is_empty()).then(|| attachment.name.clone());
-            let content_type =
-                (!attachment.content_type.is_empty()).then(|| attachment.content_type.clone());
-            // An inline body is evidence as it is.
-            let (bytes, path) = match (&attachment.body, &attachment.path) {
-                (Some(body), _) => (Some(body.clone()), None),
-                (None, Some(path)) => (
-                    fs_err::read(path).ok(),
-                    Some(shown.unwrap_or_else(|| path.clone())),
-                ),
-                (None, None) => (None, None),
-            };
-            if let Some(bytes) = bytes
-                && let Ok(sha) = store.put(&bytes)
-            {
-                artifacts.push(Artifact {
-                    kind: "playwright-attachment".into(),
-                    path,
-                    sha256: sha,
-                    size: bytes.len() as u64,
-                    name,
-                    content_type,
-                });
-            }
-        }
-        if p.spec.adapter.value == Adapter::ContractDigest {
-            for (repo, path) in p.spec.contract.iter().flatten() {
-                if let Some(dir) = self.workspace.repositories.get(repo).map(|r| &r.dir)
-                    && let Ok(bytes) = fs_err::read(dir.join(&path.value))
-                    && let Ok(sha) = store.put(&bytes)
-                {
-                    artifacts.push(Artifact {
-                        kind: "contract-artifact".into(),
-                        path: Some(format!("{repo}:{}", path.value)),
-                        sha256: sha,
-                        size: bytes.len() as u64,
-                        ..Artifact::default()
-                    });
+                // The log matters most; a report or attachment that cannot be kept is
+                // still judged from.
+                Err(e) if kept.kind == "command-log" => {
+                    diagnostics.push(crate::commands::evaluate::store_error(&e));
                 }
+                Err(_) => {}
             }
         }
         let files = self
