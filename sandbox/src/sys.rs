@@ -226,7 +226,8 @@ pub(crate) struct Watch {
 
 /// Starts a job's reaper: a new process, PID 1 of a new PID namespace, that shares the
 /// init's memory (`CLONE_VM`: no page tables are copied) and runs on `stack`. Returns its
-/// PID once it has started the command, or `None` as the PID's companion if it ended first.
+/// PID once it has started the command, and whether it did: `false` when it ended first
+/// (the caller still has to reap it).
 ///
 /// The reaper's life has two phases:
 ///
@@ -375,7 +376,8 @@ fn write_decimal(number: i32, out: &mut [u8]) -> usize {
 ///
 /// `child` runs on `stack` while this process waits; it must not allocate (the heap is
 /// shared, and memory it allocated would belong to nobody), should end in `execve` or
-/// [`exit_now`] (returning exits with 127), and may write only to memory the caller reads after this returns.
+/// [`exit_now`] (returning exits with 127), and may write only to memory the caller reads
+/// after this returns.
 pub(crate) fn spawn_vfork(
     _proof: &SingleThreaded,
     stack: &Stack,
