@@ -477,10 +477,10 @@ pub(crate) fn start_in_reaper(
     }
     keep.sort_unstable();
     // Everything else copied from the init (its control pipes, other jobs' pipes and
-    // logs) would otherwise stay open for the job's whole life.
-    if sys::close_all_but(&keep).is_err() {
-        return None;
-    }
+    // logs) would otherwise stay open for the job's whole life. A kernel without
+    // `close_range` (before 5.9) leaves them open in the reaper only: they are all
+    // close-on-exec, so the command never holds them, and the reaper dies with the init.
+    let _ = sys::close_all_but(&keep);
     let command = sys::spawn_vfork(token, exec_stack, &mut || {
         exec_command(plan, out, failure, setup)
     })
