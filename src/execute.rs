@@ -1497,7 +1497,7 @@ impl Loop<'_, '_> {
             duration_ms: Some(u64::try_from(finished.duration.as_millis()).unwrap_or(u64::MAX)),
             receipts: Vec::new(),
         };
-        self.recorder.send(Persist {
+        let sent = self.recorder.send(Persist {
             id,
             finished: finished.clone(),
             judged,
@@ -1505,6 +1505,17 @@ impl Loop<'_, '_> {
             isolation: isolation.to_owned(),
             run,
         });
+        if let Err(unwritten) = sent {
+            // The writer ended (it cannot, short of a bug): say so, keep the result
+            // without receipts, and start nothing more.
+            self.diagnostics.push(diag(
+                Code::InternalError,
+                format!("the receipt of `{pid}` was not written: the receipt writer stopped"),
+                "Rerun; if it persists, report it with the output of `proofgraph doctor`.",
+            ));
+            self.results.insert(id, unwritten);
+            self.scheduler.halt();
+        }
         self.recorded += 1;
         self.collect();
         self.running.remove(pid.as_str());
@@ -1590,11 +1601,21 @@ struct Recorder {
 }
 
 impl Recorder {
-    fn send(&mut self, persist: Persist) {
-        if let Some(tx) = &self.to_writer
-            && tx.send(persist).is_ok()
-        {
-            self.pending += 1;
+    /// Hands a result to the writer; gives the provider's result back when the writer
+    /// is gone.
+    fn send(&mut self, persist: Persist) -> Result<(), ProviderRun> {
+        let Some(tx) = &self.to_writer else {
+            return Err(persist.run);
+        };
+        match tx.send(persist) {
+            Ok(()) => {
+                self.pending += 1;
+                Ok(())
+            }
+            Err(std::sync::mpsc::SendError(persist)) => {
+                self.to_writer = None;
+                Err(persist.run)
+            }
         }
     }
 
