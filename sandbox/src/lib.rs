@@ -68,6 +68,11 @@
 //!   `tmpfs`. Mounts made on the host after the run started are not seen by it.
 //! - Killing is immediate (`SIGKILL` to the job's namespace): there is no grace period for
 //!   a service to flush its output.
+//! - A job's reaper and the start of its command share the init's memory (`CLONE_VM`, see
+//!   `sys.rs` for the rules that makes safe); Linux's `close_range` (5.9) lets the reaper
+//!   drop its copies of the init's descriptors, and without it they stay open in the reaper
+//!   only (all close-on-exec). Within one run a program is looked up in `PATH` once, as a
+//!   shell's hash table does: a program put earlier in `PATH` during the run is not seen.
 //! - [`Run`] is `Send` but not `Sync` (its event receiver is not): keep it on one thread.
 //!
 //! Invariants: nothing here prints, parses command-line arguments or knows about graphs,
