@@ -27,7 +27,7 @@ use proofgraph_graph::graph::{NodeKind, ProviderNode, ServiceNode};
 use proofgraph_graph::model::Network as NetworkSetting;
 use proofgraph_graph::schedule::{Action, Outcome as Step, Scheduler, State};
 use proofgraph_graph::{Adapter, NodeId, ProviderId, RepoId, SealedGraph};
-use proofgraph_sandbox::materialize::{self, Entry, FileKind as SandboxFileKind};
+use proofgraph_sandbox::materialize;
 use proofgraph_sandbox::{
     Event, Isolation, IsolationRequest, JobId, JobSpec, Network, ProbeSpec, Run, RunConfig,
     SandboxMode,
@@ -36,7 +36,6 @@ use serde::Serialize;
 
 use crate::diagnostic::{Code, Diagnostic};
 use crate::env::Env;
-use crate::inputs::FileKind;
 use crate::judge::{self, Ended, ReportFile};
 use crate::receipt::{self, Artifact, Exit, Outcome, Proof, TestNames};
 use crate::store::Store;
@@ -245,18 +244,7 @@ fn sandboxes(
             continue;
         };
         let dest = run_dir.join("sandboxes").join(repo.as_str());
-        let entries: Vec<Entry<'_>> = snapshot
-            .files
-            .iter()
-            .map(|f| Entry {
-                path: f.path.as_str(),
-                kind: match f.kind {
-                    FileKind::File => SandboxFileKind::File,
-                    FileKind::Executable => SandboxFileKind::Executable,
-                    FileKind::Symlink => SandboxFileKind::Symlink,
-                },
-            })
-            .collect();
+        let entries = snapshot.sandbox_entries();
         let threads = std::thread::available_parallelism().unwrap_or(NonZeroUsize::MIN);
         materialize::materialize(&snapshot.dir, &dest, &entries, threads).map_err(|e| {
             vec![diag(
@@ -607,7 +595,7 @@ async fn execute_async(
             }
         }
     }
-    state.collect_all();
+    state.collect(true);
     let providers = graph
         .order()
         .iter()
@@ -1517,22 +1505,16 @@ impl Loop<'_, '_> {
             self.scheduler.halt();
         }
         self.recorded += 1;
-        self.collect();
+        self.collect(false);
         self.running.remove(pid.as_str());
         self.status();
         passed
     }
 
-    /// Takes in what the receipt writer has finished, without waiting.
-    fn collect(&mut self) {
-        while let Some(persisted) = self.recorder.try_recv() {
-            self.take_persisted(persisted);
-        }
-    }
-
-    /// Waits for every receipt sent to the writer.
-    fn collect_all(&mut self) {
-        while let Some(persisted) = self.recorder.recv() {
+    /// Takes in what the receipt writer has finished: what is there, or (`wait`) every
+    /// receipt sent to it.
+    fn collect(&mut self, wait: bool) {
+        while let Some(persisted) = self.recorder.next(wait) {
             self.take_persisted(persisted);
         }
     }
@@ -1619,22 +1601,17 @@ impl Recorder {
         }
     }
 
-    fn try_recv(&mut self) -> Option<Persisted> {
+    /// The next result, waiting for it (`wait`) or only if it is there; `None` once
+    /// everything sent came back (or the writer is gone).
+    fn next(&mut self, wait: bool) -> Option<Persisted> {
         if self.pending == 0 {
             return None;
         }
-        let persisted = self.from_writer.try_recv().ok()?;
-        self.pending -= 1;
-        Some(persisted)
-    }
-
-    /// The next result, waiting for it; `None` once everything sent came back
-    /// (or the writer is gone).
-    fn recv(&mut self) -> Option<Persisted> {
-        if self.pending == 0 {
-            return None;
-        }
-        let persisted = self.from_writer.recv().ok()?;
+        let persisted = if wait {
+            self.from_writer.recv().ok()?
+        } else {
+            self.from_writer.try_recv().ok()?
+        };
         self.pending -= 1;
         Some(persisted)
     }

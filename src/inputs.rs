@@ -49,6 +49,24 @@ pub struct Snapshot {
     pub rehashed: usize,
 }
 
+impl Snapshot {
+    /// Its files as a `worktree` sandbox copies them.
+    pub fn sandbox_entries(&self) -> Vec<proofgraph_sandbox::materialize::Entry<'_>> {
+        use proofgraph_sandbox::materialize::{Entry, FileKind as SandboxKind};
+        self.files
+            .iter()
+            .map(|f| Entry {
+                path: f.path.as_str(),
+                kind: match f.kind {
+                    FileKind::File => SandboxKind::File,
+                    FileKind::Executable => SandboxKind::Executable,
+                    FileKind::Symlink => SandboxKind::Symlink,
+                },
+            })
+            .collect()
+    }
+}
+
 /// A snapshot could not be taken.
 #[derive(Debug, thiserror::Error)]
 pub enum InputsError {

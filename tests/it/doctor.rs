@@ -5,20 +5,10 @@ use std::io::{Read as _, Write as _};
 use std::net::TcpListener;
 use std::process::Command;
 
-use crate::support::{Sandbox, git_commit_all};
+use crate::support::Sandbox;
 
 fn tiny_change(sb: &Sandbox) {
-    sb.openspec_root("");
-    sb.write("openspec/changes/add-x/proposal.md", "# Add x\n");
-    sb.write(
-        "openspec/changes/add-x/evidence.yaml",
-        "version: 2\nclaims:\n  - {id: lints, scenario: It lints, capabilities: [static-analysis]}\n",
-    );
-    sb.write(
-        "openspec/changes/add-x/execution.yaml",
-        "version: 1\nproviders:\n  lint:\n    adapter: command\n    capability: static-analysis\n    command: [sh, -c, \"true\"]\n",
-    );
-    git_commit_all(&sb.work());
+    sb.lint_change(r#"[sh, -c, "true"]"#);
 }
 
 #[test]

@@ -2,21 +2,11 @@
 //! rejected after any changed byte or by a workspace that does not trust
 //! its key, and said to be stale once the code it proved changes.
 
-use crate::support::{Sandbox, git_commit_all};
+use crate::support::Sandbox;
 
 fn workspace(sb: &Sandbox) {
-    sb.openspec_root("");
     sb.write("src/app.sh", "echo app\n");
-    sb.write("openspec/changes/add-x/proposal.md", "# Add x\n");
-    sb.write(
-        "openspec/changes/add-x/evidence.yaml",
-        "version: 2\nclaims:\n  - {id: lints, scenario: It lints, capabilities: [static-analysis]}\n",
-    );
-    sb.write(
-        "openspec/changes/add-x/execution.yaml",
-        "version: 1\nproviders:\n  lint:\n    adapter: command\n    capability: static-analysis\n    command: [sh, src/app.sh]\n",
-    );
-    git_commit_all(&sb.work());
+    sb.lint_change("[sh, src/app.sh]");
 }
 
 #[test]

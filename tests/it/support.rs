@@ -70,6 +70,22 @@ impl Sandbox {
         p
     }
 
+    /// A committed workspace with one change, `add-x`: one claim (`lints`) proved by one
+    /// `command` provider (`lint`, `static-analysis`) running `command` (flow YAML).
+    pub(crate) fn lint_change(&self, command: &str) {
+        self.openspec_root("");
+        self.write("openspec/changes/add-x/proposal.md", "# Add x\n");
+        self.write(
+            "openspec/changes/add-x/evidence.yaml",
+            "version: 2\nclaims:\n  - {id: lints, scenario: It lints, capabilities: [static-analysis]}\n",
+        );
+        self.write(
+            "openspec/changes/add-x/execution.yaml",
+            format!("version: 1\nproviders:\n  lint:\n    adapter: command\n    capability: static-analysis\n    command: {command}\n"),
+        );
+        git_commit_all(&self.work());
+    }
+
     /// A minimal healthy OpenSpec root at `rel` under `work/`.
     pub(crate) fn openspec_root(&self, rel: &str) -> PathBuf {
         let base = if rel.is_empty() {

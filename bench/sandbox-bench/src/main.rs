@@ -19,8 +19,8 @@ use std::path::Path;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use proofgraph::inputs::{self, FileKind, Pattern, Snapshot};
-use proofgraph_sandbox::materialize::{self, Entry, FileKind as SandboxKind};
+use proofgraph::inputs::{self, Pattern, Snapshot};
+use proofgraph_sandbox::materialize;
 
 type Error = Box<dyn std::error::Error>;
 
@@ -31,18 +31,7 @@ fn take_snapshot(repo: &Path) -> Result<Snapshot, Error> {
 
 /// As `execute::sandboxes` materialises a worktree sandbox.
 fn materialize_snapshot(snapshot: &Snapshot, dest: &Path) -> Result<materialize::Materialized, Error> {
-    let entries: Vec<Entry<'_>> = snapshot
-        .files
-        .iter()
-        .map(|f| Entry {
-            path: f.path.as_str(),
-            kind: match f.kind {
-                FileKind::File => SandboxKind::File,
-                FileKind::Executable => SandboxKind::Executable,
-                FileKind::Symlink => SandboxKind::Symlink,
-            },
-        })
-        .collect();
+    let entries = snapshot.sandbox_entries();
     let threads = std::thread::available_parallelism().unwrap_or(NonZeroUsize::MIN);
     Ok(materialize::materialize(&snapshot.dir, dest, &entries, threads)?)
 }
