@@ -1,34 +1,31 @@
 //! The code that runs in processes started by the init: the command up to `exec`, and the
 //! HTTP probe.
 //!
-//! With namespaces, a job is two processes:
+//! A job is one process, the command, started like `posix_spawn` does (`CLONE_VM |
+//! CLONE_VFORK`: it shares the init's memory, so no page tables are copied, and its parent
+//! is suspended until it has exec'd). The code below that runs before `exec` allocates
+//! nothing and reports a failure through memory the init reads afterwards
+//! ([`SpawnFailure`]).
+//!
+//! With namespaces the command is **PID 1 of a new PID namespace** (`CLONE_NEWPID`), as a
+//! Nix builder is, the init's child:
 //!
 //! ```text
-//! init ─── reaper  (PID 1 of the job's new PID namespace; the init's child)
-//!            └─ command (exec'd; its descendants stay in the namespace)
+//! init ─── command  (PID 1 of the job's namespace; its descendants stay in the namespace)
 //! ```
 //!
-//! Neither copies the init's page tables: both share its memory (`CLONE_VM`), which is what
-//! made a job cheap to start (a `fork` of the init per process cost more than the command).
-//!
-//! - The **reaper** ([`sys::spawn_reaper`]) first runs [`start_in_reaper`] while the init
-//!   waits for it: it sets its parent-death signal, closes every descriptor it does not
-//!   need, and starts the command. Then it releases the init and only reaps: every orphan of
-//!   the namespace, until the command exits; it writes the command's status on the job's
-//!   control pipe and exits, and the kernel kills whatever is left in the namespace. The
-//!   init kills a job by sending `SIGKILL` to the reaper, its unreaped child (so the PID
-//!   cannot have been reused); when the init has reaped the reaper, the job's whole tree
-//!   is gone, including processes that called `setsid` or double-forked.
-//! - The **command** is started like `posix_spawn` does (`CLONE_VM | CLONE_VFORK`: its
-//!   parent is suspended until it has exec'd), so the code below that runs before `exec`
-//!   allocates nothing and reports a failure through memory the init reads afterwards
-//!   ([`SpawnFailure`]).
+//! When the command exits, the kernel kills every process left in its namespace, including
+//! those that called `setsid` or double-forked, and reaps them before the init can reap the
+//! command; so once the init has reaped it, the job's whole tree is gone. The init kills a
+//! job by sending `SIGKILL` to the command, its unreaped child (so the PID cannot have been
+//! reused). Being PID 1 means, as in a container started without an init: orphans of the
+//! job are re-parented to the command (a command that does not reap them leaves zombies
+//! until it exits), and signals sent from inside the namespace that the command has no
+//! handler for are ignored (`kill $$` does nothing). It dies with the init
+//! (`PR_SET_PDEATHSIG`), unless it execs a set-user-ID program (which clears that).
 //!
 //! Without namespaces the command is the init's direct child, started the same way, in its
 //! own session and process group.
-//!
-//! Messages on a job's control pipe (namespaces only): one `\n` when the reaper has started
-//! the command (the init waits for it), then `exit <code>` or `signal <number>`.
 
 use std::ffi::{CString, OsString};
 use std::fs::File;
@@ -359,6 +356,13 @@ pub(crate) fn exec_command(
         if set_pdeathsig(Signal::SIGKILL).is_err() || getppid() != init {
             sys::exit_now(1);
         }
+    } else {
+        // PID 1 of its own namespace, where its parent's PID reads as 0: whether the init
+        // died before the death signal was set is read from the output pipe instead, whose
+        // read end only the init holds.
+        if set_pdeathsig(Signal::SIGKILL).is_err() || !has_reader(out) {
+            sys::exit_now(1);
+        }
     }
     if let Some(net) = setup.private_net
         && let Err(e) = setns(net, CloneFlags::CLONE_NEWNET)
@@ -388,8 +392,8 @@ pub(crate) fn exec_command(
         Mode::empty(),
     ) {
         Ok(null) if null.as_raw_fd() == 0 => {
-            // The reaper closed its descriptors, so `/dev/null` landed on 0 itself: it is
-            // stdin already, and must only survive `exec` (dropping it would close it).
+            // Descriptor 0 was free, so `/dev/null` landed on it: it is stdin already, and
+            // must only survive `exec` (dropping it would close it).
             let _stdin = null.into_raw_fd();
             if let Err(e) = fcntl(std::io::stdin(), FcntlArg::F_SETFD(FdFlag::empty())) {
                 failure.fail(CANNOT_RUN, format_args!("redirect stdin: {}", Described(e)));
@@ -451,46 +455,17 @@ pub(crate) fn exec_command(
     }
 }
 
-/// Phase 1 of a job's reaper (see [`sys::spawn_reaper`]): runs in the reaper, PID 1 of the
-/// job's namespace, while the init waits. Allocates nothing.
-///
-/// Keeps only the descriptors the job needs (the output and control pipes' write ends and
-/// the private network), starts the command on `exec_stack`, and returns what to watch.
-pub(crate) fn start_in_reaper(
-    token: &sys::SingleThreaded,
-    exec_stack: &sys::Stack,
-    plan: &CommandPlan,
-    out: BorrowedFd<'_>,
-    ctl: BorrowedFd<'_>,
-    failure: &mut SpawnFailure,
-    setup: &ExecSetup<'_>,
-) -> Option<sys::Watch> {
-    use std::os::fd::AsRawFd as _;
-    // If the init dies from here on, so does the reaper, and with it the namespace. Had it
-    // died before, the `\n` that releases it fails (`EPIPE`) and the reaper exits.
-    if set_pdeathsig(Signal::SIGKILL).is_err() {
-        return None;
+/// Whether a pipe's read end is still open somewhere: a pipe without readers polls as an
+/// error. Allocates nothing.
+fn has_reader(pipe: BorrowedFd<'_>) -> bool {
+    use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+    let mut fds = [PollFd::new(pipe, PollFlags::POLLOUT)];
+    match poll(&mut fds, PollTimeout::ZERO) {
+        Ok(_) => !fds[0]
+            .revents()
+            .is_some_and(|r| r.contains(PollFlags::POLLERR)),
+        Err(_) => false,
     }
-    let mut keep = [out.as_raw_fd(), ctl.as_raw_fd(), -1];
-    if let Some(net) = setup.private_net {
-        keep[2] = net.as_raw_fd();
-    }
-    keep.sort_unstable();
-    // Everything else copied from the init (its control pipes, other jobs' pipes and
-    // logs) would otherwise stay open for the job's whole life. A kernel without
-    // `close_range` (before 5.9) leaves them open in the reaper only: they are all
-    // close-on-exec, so the command never holds them, and the reaper dies with the init.
-    let _ = sys::close_all_but(&keep);
-    let command = sys::spawn_vfork(token, exec_stack, &mut || {
-        exec_command(plan, out, failure, setup)
-    })
-    .ok()?;
-    // Only the command writes its output now.
-    let _ = nix::unistd::close(out.as_raw_fd());
-    Some(sys::Watch {
-        command: command.as_raw(),
-        ctl: ctl.as_raw_fd(),
-    })
 }
 
 /// What a probe process needs.

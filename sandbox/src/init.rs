@@ -41,8 +41,6 @@ use crate::sys::{self, SingleThreaded};
 /// Stack size for a command's process between `clone` and `exec` (its parent is suspended
 /// meanwhile and the init waits for it, so one stack serves every job).
 const EXEC_STACK: usize = 256 * 1024;
-/// Stack size of a job's reaper.
-const REAPER_STACK: usize = 64 * 1024;
 /// How long a probe process may overrun its own timeout before it is killed.
 const PROBE_GRACE: Duration = Duration::from_secs(3);
 /// The longest control request accepted.
@@ -166,7 +164,6 @@ fn run() -> Result<(), String> {
         token,
         pid: getpid(),
         exec_stack,
-        spare_stacks: Vec::new(),
         found: std::collections::HashMap::new(),
         namespaces: mode,
         bound: HashSet::new(),
@@ -252,10 +249,9 @@ impl Control {
 
 /// A running job or probe.
 struct Job {
-    /// The init's child: the reaper (namespaces), the command (fallback) or the probe.
+    /// The init's child: the command (PID 1 of its own namespace, or without namespaces
+    /// the leader of its own session) or the probe.
     pid: Pid,
-    /// The reaper's stack (namespaces), for the next job once the reaper has been reaped.
-    stack: Option<sys::Stack>,
     started: Instant,
     deadline: Option<Instant>,
     timed_out: bool,
@@ -268,8 +264,6 @@ struct Job {
 enum Kind {
     Command {
         out: Option<OwnedFd>,
-        ctl: Option<OwnedFd>,
-        ctl_buf: Vec<u8>,
         /// Why the command could not start (the code it exited with, and the reason).
         spawn_failure: Option<(i32, String)>,
         log: File,
@@ -289,7 +283,6 @@ enum Source {
     Control,
     Signals,
     Out(u64),
-    Ctl(u64),
     Result(u64),
 }
 
@@ -298,8 +291,6 @@ struct Init {
     pid: Pid,
     /// Where a command's process runs between `clone` and `exec`.
     exec_stack: sys::Stack,
-    /// Stacks of reaped reapers, for the next ones.
-    spare_stacks: Vec<sys::Stack>,
     /// Where a `PATH` search found a program (by `PATH` value and name: the candidate's
     /// index), so that later jobs try it first instead of every `PATH` entry before it.
     found: std::collections::HashMap<Vec<u8>, usize>,
@@ -355,14 +346,10 @@ impl Init {
         sources.push(Source::Signals);
         for (id, job) in &self.jobs {
             match &job.kind {
-                Kind::Command { out, ctl, .. } => {
+                Kind::Command { out, .. } => {
                     if let Some(fd) = out {
                         fds.push(PollFd::new(fd.as_fd(), PollFlags::POLLIN));
                         sources.push(Source::Out(*id));
-                    }
-                    if let Some(fd) = ctl {
-                        fds.push(PollFd::new(fd.as_fd(), PollFlags::POLLIN));
-                        sources.push(Source::Ctl(*id));
                     }
                 }
                 Kind::Probe { result, .. } => {
@@ -414,7 +401,7 @@ impl Init {
                     job.read_output(false);
                 }
             }
-            Source::Ctl(id) | Source::Result(id) => {
+            Source::Result(id) => {
                 if let Some(job) = self.jobs.get_mut(&id) {
                     job.read_status(false);
                 }
@@ -479,7 +466,7 @@ impl Init {
                 let _ = kill(job.pid, Signal::SIGKILL);
             }
             (Kind::Command { .. }, true) => {
-                // The reaper, PID 1 of the job's namespace: the kernel kills the rest.
+                // The command, PID 1 of the job's namespace: the kernel kills the rest.
                 let _ = kill(job.pid, Signal::SIGKILL);
             }
             (Kind::Command { .. }, false) => {
@@ -569,31 +556,19 @@ impl Init {
         let Some(mut job) = self.jobs.remove(&id) else {
             return;
         };
-        // The process that ran on it has been reaped.
-        self.spare_stacks.extend(job.stack.take());
         let duration = job.started.elapsed();
         job.read_output(true);
         job.read_status(true);
         let reply = match job.kind {
             Kind::Command {
-                ctl_buf,
                 spawn_failure,
                 log_error,
                 ..
             } => {
-                let (code, signal) = if self.namespaces.is_some() {
-                    match parse_control(&ctl_buf) {
-                        Some(status) => status,
-                        // The reaper was killed (kill, timeout, shutdown): so was everything
-                        // in its namespace.
-                        None => (None, Some(Signal::SIGKILL as i32)),
-                    }
-                } else {
-                    match status {
-                        Some(WaitStatus::Exited(_, code)) => (Some(code), None),
-                        Some(WaitStatus::Signaled(_, signal, _)) => (None, Some(signal as i32)),
-                        _ => (None, None),
-                    }
+                let (code, signal) = match status {
+                    Some(WaitStatus::Exited(_, code)) => (Some(code), None),
+                    Some(WaitStatus::Signaled(_, signal, _)) => (None, Some(signal as i32)),
+                    _ => (None, None),
                 };
                 Reply::Exited {
                     job: id,
@@ -713,13 +688,12 @@ impl Init {
                 return refuse(self, None, why);
             }
         }
-        let pipes = pipe2(OFlag::O_CLOEXEC).and_then(|out| Ok((out, pipe2(OFlag::O_CLOEXEC)?)));
-        let ((out_read, out_write), (ctl_read, ctl_write)) = match pipes {
-            Ok(pipes) => pipes,
-            Err(e) => return refuse(self, None, format!("create pipes: {}", describe(e))),
+        let (out_read, out_write) = match pipe2(OFlag::O_CLOEXEC) {
+            Ok(pipe) => pipe,
+            Err(e) => return refuse(self, None, format!("create a pipe: {}", describe(e))),
         };
-        if let Err(e) = set_nonblocking(&out_read).and_then(|()| set_nonblocking(&ctl_read)) {
-            return refuse(self, None, format!("configure pipes: {}", describe(e)));
+        if let Err(e) = set_nonblocking(&out_read) {
+            return refuse(self, None, format!("configure a pipe: {}", describe(e)));
         }
         let setup = ExecSetup {
             private_net: match &self.namespaces {
@@ -730,53 +704,13 @@ impl Init {
         };
         let mut failure = SpawnFailure::new();
         let started = Instant::now();
-        let (spawned, stack) = if self.namespaces.is_some() {
-            let stack = match self.spare_stacks.pop() {
-                Some(stack) => stack,
-                None => match sys::Stack::new(REAPER_STACK) {
-                    Ok(stack) => stack,
-                    Err(e) => {
-                        return refuse(self, None, format!("map a stack: {}", describe(e)));
-                    }
-                },
-            };
-            let (token, exec_stack) = (&self.token, &self.exec_stack);
-            let spawned = sys::spawn_reaper(token, &stack, ctl_read.as_fd(), &mut || {
-                child::start_in_reaper(
-                    token,
-                    exec_stack,
-                    &plan,
-                    out_write.as_fd(),
-                    ctl_write.as_fd(),
-                    &mut failure,
-                    &setup,
-                )
-            });
-            match spawned {
-                Ok((reaper, true)) => (Ok(reaper), Some(stack)),
-                Ok((reaper, false)) => {
-                    // It ended before starting the command: nothing of the job is left.
-                    let _ = waitpid(reaper, None);
-                    self.spare_stacks.push(stack);
-                    return refuse(
-                        self,
-                        None,
-                        "the job's reaper ended before it started the command".to_owned(),
-                    );
-                }
-                Err(e) => {
-                    self.spare_stacks.push(stack);
-                    (Err(e), None)
-                }
-            }
-        } else {
-            let spawned = sys::spawn_vfork(&self.token, &self.exec_stack, &mut || {
-                child::exec_command(&plan, out_write.as_fd(), &mut failure, &setup);
-            });
-            (spawned, None)
-        };
+        let spawned = sys::spawn_vfork(
+            &self.token,
+            &self.exec_stack,
+            self.namespaces.is_some(),
+            &mut || child::exec_command(&plan, out_write.as_fd(), &mut failure, &setup),
+        );
         drop(out_write);
-        drop(ctl_write);
         let child = match spawned {
             Ok(child) => child,
             Err(e) => return refuse(self, None, format!("start the job: {}", describe(e))),
@@ -788,7 +722,6 @@ impl Init {
             id,
             Job {
                 pid: child,
-                stack,
                 started,
                 deadline,
                 timed_out: false,
@@ -796,8 +729,6 @@ impl Init {
                 kill_sent: false,
                 kind: Kind::Command {
                     out: Some(out_read),
-                    ctl: Some(ctl_read),
-                    ctl_buf: Vec::new(),
                     spawn_failure: failure.reported(),
                     log,
                     log_path,
@@ -871,7 +802,6 @@ impl Init {
                     id,
                     Job {
                         pid: child,
-                        stack: None,
                         started,
                         deadline: Some(started + timeout + PROBE_GRACE),
                         timed_out: false,
@@ -967,13 +897,14 @@ impl Job {
         }
     }
 
-    /// Reads the job's control or result pipe.
+    /// Reads a probe's result pipe.
     fn read_status(&mut self, all: bool) {
-        let (fd, buf) = match &mut self.kind {
-            Kind::Command { ctl, ctl_buf, .. } => (ctl, ctl_buf),
-            Kind::Probe {
-                result, result_buf, ..
-            } => (result, result_buf),
+        let Kind::Probe {
+            result: fd,
+            result_buf: buf,
+        } = &mut self.kind
+        else {
+            return;
         };
         if let Some(pipe) = fd.as_ref() {
             let (data, eof) = read_available(pipe.as_fd(), all);
@@ -1019,30 +950,4 @@ fn with_chunk<T>(f: impl FnOnce(&mut [u8]) -> T) -> T {
 fn set_nonblocking(fd: &OwnedFd) -> Result<(), Errno> {
     let flags = OFlag::from_bits_truncate(fcntl(fd, FcntlArg::F_GETFL)?);
     fcntl(fd, FcntlArg::F_SETFL(flags | OFlag::O_NONBLOCK)).map(drop)
-}
-
-/// The command's status, from what its reaper wrote on the control pipe: `(code, signal)`.
-fn parse_control(buf: &[u8]) -> Option<(Option<i32>, Option<i32>)> {
-    let mut status = None;
-    for line in String::from_utf8_lossy(buf).lines() {
-        if let Some(code) = line.strip_prefix("exit ").and_then(|c| c.parse().ok()) {
-            status = Some((Some(code), None));
-        } else if let Some(signal) = line.strip_prefix("signal ").and_then(|s| s.parse().ok()) {
-            status = Some((None, Some(signal)));
-        }
-    }
-    status
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn control_lines_are_parsed() {
-        assert_eq!(parse_control(b"\nexit 127\n"), Some((Some(127), None)));
-        assert_eq!(parse_control(b"\nsignal 15\n"), Some((None, Some(15))));
-        assert_eq!(parse_control(b"\n"), None);
-        assert_eq!(parse_control(b""), None);
-    }
 }

@@ -14,9 +14,9 @@
 //!   two runs can both listen on the same port;
 //! - a private **mount namespace** (propagation made private first) with a fresh `tmpfs` on
 //!   `/tmp`, shared by the run's jobs and invisible to the host and to other runs;
-//! - one nested **PID namespace per job**, whose PID 1 is a small reaper: when the command
-//!   exits, is killed or times out, every descendant of the job dies, including those that
-//!   called `setsid` or double-forked.
+//! - one nested **PID namespace per job**, whose PID 1 is the job's command (as a Nix
+//!   builder is): when the command exits, is killed or times out, every descendant of the
+//!   job dies, including those that called `setsid` or double-forked.
 //!
 //! Namespaces must not be entered from a multi-threaded process, so a run is hosted by a
 //! single-threaded **init process**: the application re-executes itself with
@@ -68,11 +68,18 @@
 //!   `tmpfs`. Mounts made on the host after the run started are not seen by it.
 //! - Killing is immediate (`SIGKILL` to the job's namespace): there is no grace period for
 //!   a service to flush its output.
-//! - A job's reaper and the start of its command share the init's memory (`CLONE_VM`, see
-//!   `sys.rs` for the rules that makes safe); Linux's `close_range` (5.9) lets the reaper
-//!   drop its copies of the init's descriptors, and without it they stay open in the reaper
-//!   only (all close-on-exec). Within one run a program is looked up in `PATH` once, as a
-//!   shell's hash table does: a program put earlier in `PATH` during the run is not seen.
+//! - With namespaces a job's command is PID 1 of its namespace, with what that means in a
+//!   container started without an init: orphaned descendants are re-parented to the
+//!   command, and stay zombies until it exits if it does not reap them (a descendant that
+//!   waits for an orphan to disappear with `kill -0` waits until the job ends); signals
+//!   sent from inside the job that the command has no handler for are ignored (`kill $$`
+//!   in a shell command does nothing; `SIGKILL` from the init always works). A job that
+//!   needs an ordinary PID 1 runs its command under a small init (`tini`, `dumb-init`, or
+//!   `sh -c 'cmd; exit $?'` for the signal case). The command dies with the init
+//!   (`PR_SET_PDEATHSIG`) unless it is itself a set-user-ID program, which clears that.
+//! - The start of a job's command shares the init's memory (`CLONE_VM`, see `sys.rs` for
+//!   the rules that make it safe). Within one run a program is looked up in `PATH` once, as
+//!   a shell's hash table does: a program put earlier in `PATH` during the run is not seen.
 //! - [`Run`] is `Send` but not `Sync` (its event receiver is not): keep it on one thread.
 //!
 //! Invariants: nothing here prints, parses command-line arguments or knows about graphs,

@@ -1,6 +1,6 @@
-//! The crate's only unsafe code: `fork`, processes that share the init's memory (a job's
-//! reaper and the `vfork`-like start of its command), `execve`, `_exit`, resetting signal
-//! dispositions, closing or marking inherited descriptors and bringing up the loopback
+//! The crate's only unsafe code: `fork`, the `vfork`-like start of a job's command (a
+//! process that shares the init's memory), `execve`, `_exit`, resetting signal
+//! dispositions, marking inherited descriptors close-on-exec and bringing up the loopback
 //! interface.
 //!
 //! Each function is a thin wrapper; its soundness argument is written on its block.
@@ -110,24 +110,6 @@ pub(crate) fn mark_inherited_fds_cloexec() -> Result<(), Errno> {
     Errno::result(rc).map(drop)
 }
 
-/// Closes every descriptor but those in `keep` (sorted; negative entries are ignored).
-pub(crate) fn close_all_but(keep: &[libc::c_int]) -> Result<(), Errno> {
-    let mut from: libc::c_uint = 0;
-    for fd in keep
-        .iter()
-        .filter_map(|fd| libc::c_uint::try_from(*fd).ok())
-    {
-        if fd > from {
-            // SAFETY: closes descriptors this process owns and no live `OwnedFd` of this
-            // process refers to (the caller is a child whose copies nobody else uses).
-            Errno::result(unsafe { libc::close_range(from, fd - 1, 0) })?;
-        }
-        from = fd + 1;
-    }
-    // SAFETY: as above.
-    Errno::result(unsafe { libc::close_range(from, libc::c_uint::MAX, 0) }).map(drop)
-}
-
 /// Brings the loopback interface `lo` of the current network namespace up.
 pub(crate) fn bring_loopback_up() -> Result<(), Errno> {
     let sock = socket(
@@ -215,164 +197,13 @@ impl Drop for Stack {
     }
 }
 
-/// What a job's reaper watches once the init runs again: plain values on its own stack.
-#[derive(Clone, Copy)]
-pub(crate) struct Watch {
-    /// The command's PID (in the job's namespace).
-    pub(crate) command: libc::pid_t,
-    /// The write end of the job's control pipe.
-    pub(crate) ctl: libc::c_int,
-}
-
-/// Starts a job's reaper: a new process, PID 1 of a new PID namespace, that shares the
-/// init's memory (`CLONE_VM`: no page tables are copied) and runs on `stack`. Returns its
-/// PID once it has started the command, and whether it did: `false` when it ended first
-/// (the caller still has to reap it).
-///
-/// The reaper's life has two phases:
-///
-/// 1. `start` runs in it while the init is blocked here, reading `ready` (the read end of
-///    the job's control pipe). It may use the shared memory like a `vfork` child — the
-///    closure's captures, `errno` — but must not allocate. It starts the command and
-///    returns what to watch, or `None` to give up.
-/// 2. The reaper then writes one `\n` on the control pipe, which releases the init, and from
-///    then on runs [`watch`] only: raw system calls on its own stack, touching nothing the
-///    init owns (the init's thread-local `errno` included).
-///
-/// `stack` must outlive the reaper: keep it until the reaper has been reaped. Without
-/// `CLONE_SIGHAND` and `CLONE_FILES`, its signal dispositions and descriptor table are its
-/// own copies.
-pub(crate) fn spawn_reaper(
-    _proof: &SingleThreaded,
-    stack: &Stack,
-    ready: std::os::fd::BorrowedFd<'_>,
-    start: &mut dyn FnMut() -> Option<Watch>,
-) -> Result<(nix::unistd::Pid, bool), Errno> {
-    extern "C" fn trampoline(arg: *mut libc::c_void) -> libc::c_int {
-        let watched = {
-            // SAFETY: `arg` is the `&mut &mut dyn FnMut` of `spawn_reaper`, whose frame
-            // stays alive until this process writes `\n` below or ends.
-            let start = unsafe { &mut *arg.cast::<&mut dyn FnMut() -> Option<Watch>>() };
-            start()
-        };
-        let Some(watched) = watched else {
-            return 1;
-        };
-        // SAFETY: a one-byte write from this stack; `syscall!` does not touch `errno`.
-        let released =
-            unsafe { syscalls::syscall!(syscalls::Sysno::write, watched.ctl, b"\n".as_ptr(), 1) };
-        // Without the byte the init is gone (`EPIPE`): there is nobody to report to.
-        if released != Ok(1) {
-            return 1;
-        }
-        watch(watched)
-    }
-    let mut start = start;
-    // SAFETY: see the function's documentation: during phase 1 this thread blocks below
-    // until the reaper releases it (or ends), so the reaper alone uses the shared memory;
-    // in phase 2 it uses only its own stack (kept alive by the caller) and raw system calls.
-    // `trampoline` never unwinds (a panic aborts at the `extern "C"` boundary).
-    let pid = unsafe {
-        libc::clone(
-            trampoline,
-            stack.top(),
-            libc::CLONE_NEWPID | libc::CLONE_VM | libc::SIGCHLD,
-            (&raw mut start).cast(),
-        )
-    };
-    if pid < 0 {
-        return Err(Errno::last());
-    }
-    let released = wait_for_byte(ready);
-    Ok((nix::unistd::Pid::from_raw(pid), released))
-}
-
-/// Blocks until one byte can be read from `fd` (consuming it) or it reaches end of file.
-fn wait_for_byte(fd: std::os::fd::BorrowedFd<'_>) -> bool {
-    use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
-    let mut byte = [0u8; 1];
-    loop {
-        match nix::unistd::read(fd, &mut byte) {
-            Ok(1) => return true,
-            Err(Errno::EAGAIN | Errno::EINTR) => {
-                let mut fds = [PollFd::new(fd, PollFlags::POLLIN)];
-                let _ = poll(&mut fds, PollTimeout::NONE);
-            }
-            Ok(_) | Err(_) => return false,
-        }
-    }
-}
-
-/// Phase 2 of a reaper (see [`spawn_reaper`]): reaps every process of the namespace until
-/// the command exits, writes its status on the control pipe (`exit <code>` or
-/// `signal <number>`) and returns, which ends the namespace: the kernel kills the rest.
-/// Raw system calls only, on this process's own stack.
-fn watch(watched: Watch) -> libc::c_int {
-    use syscalls::{Errno as RawErrno, Sysno, syscall};
-    let mut status: libc::c_int = 0;
-    loop {
-        // SAFETY: `status` is on this stack and outlives the call.
-        match unsafe {
-            syscall!(
-                Sysno::wait4,
-                -1isize as usize,
-                &raw mut status,
-                libc::__WALL,
-                0usize
-            )
-        } {
-            Ok(pid) if pid == watched.command as usize => break,
-            Ok(_) | Err(RawErrno::EINTR) => {}
-            // No child left without the command having been seen: nothing to report.
-            Err(_) => return 1,
-        }
-    }
-    let mut line = [0u8; 24];
-    let (word, number, code): (&[u8], i32, i32) = if libc::WIFSIGNALED(status) {
-        let signal = libc::WTERMSIG(status);
-        (b"signal ", signal, 128 + signal)
-    } else {
-        let code = libc::WEXITSTATUS(status);
-        (b"exit ", code, code)
-    };
-    let mut len = 0;
-    for byte in word {
-        line[len] = *byte;
-        len += 1;
-    }
-    len += write_decimal(number, &mut line[len..]);
-    line[len] = b'\n';
-    len += 1;
-    // SAFETY: a write from this stack.
-    let _ = unsafe { syscall!(Sysno::write, watched.ctl, line.as_ptr(), len) };
-    // Exiting as PID 1 makes the kernel kill whatever is left in the namespace; the exit
-    // code mirrors the command's (128 + signal, as a shell does).
-    code
-}
-
-/// Writes a non-negative number in decimal at the start of `out` (which must have room for
-/// ten digits); returns the digit count. Negative numbers are written as 0.
-fn write_decimal(number: i32, out: &mut [u8]) -> usize {
-    let mut digits = [0u8; 10];
-    let mut n = u32::try_from(number).unwrap_or(0);
-    let mut count = 0;
-    loop {
-        digits[count] = b'0' + (n % 10) as u8;
-        count += 1;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    for (slot, digit) in out.iter_mut().zip(digits[..count].iter().rev()) {
-        *slot = *digit;
-    }
-    count
-}
-
 /// Runs `child` in a new process that shares this process's memory and is suspended until
 /// it calls `execve` or exits (`CLONE_VM | CLONE_VFORK`, what `posix_spawn` does): no page
 /// tables are copied. Returns the new process's PID once it has exec'd or exited.
+///
+/// With `new_pid_namespace` the process is PID 1 of a new PID namespace (`CLONE_NEWPID`):
+/// when it exits, the kernel kills every process left in the namespace, and reaps them,
+/// before its parent can reap it.
 ///
 /// `child` runs on `stack` while this process waits; it must not allocate (the heap is
 /// shared, and memory it allocated would belong to nobody), should end in `execve` or
@@ -381,6 +212,7 @@ fn write_decimal(number: i32, out: &mut [u8]) -> usize {
 pub(crate) fn spawn_vfork(
     _proof: &SingleThreaded,
     stack: &Stack,
+    new_pid_namespace: bool,
     child: &mut dyn FnMut(),
 ) -> Result<nix::unistd::Pid, Errno> {
     extern "C" fn trampoline(arg: *mut libc::c_void) -> libc::c_int {
@@ -392,6 +224,11 @@ pub(crate) fn spawn_vfork(
         127
     }
     let mut child = child;
+    let namespace = if new_pid_namespace {
+        libc::CLONE_NEWPID
+    } else {
+        0
+    };
     // SAFETY: with `CLONE_VFORK` this process is suspended until the child has exec'd or
     // exited, so the child is the only one running on the shared memory meanwhile: it may
     // use `errno` and the allocator-free code of `child` as a `vfork` child may. The
@@ -402,7 +239,7 @@ pub(crate) fn spawn_vfork(
         libc::clone(
             trampoline,
             stack.top(),
-            libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD,
+            libc::CLONE_VM | libc::CLONE_VFORK | namespace | libc::SIGCHLD,
             (&raw mut child).cast(),
         )
     };

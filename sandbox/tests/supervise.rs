@@ -384,15 +384,11 @@ fn background_children_die_when_the_job_exits() {
 fn each_job_has_its_own_pid_namespace() {
     let scratch = Scratch::new("pidns");
     let run = isolated();
-    // PID 1 is the job's reaper, so the command is PID 2, in every job.
+    // The command is PID 1 of a namespace of its own, in every job; its child is PID 2.
     for name in ["a.log", "b.log"] {
-        let event = run_to_end(&run, &sh(&scratch, name, "echo $$"));
+        let event = run_to_end(&run, &sh(&scratch, name, "echo $$; sh -c 'echo $$'; true"));
         assert_eq!(exit_code(&event), Some(0));
-        assert!(
-            scratch.read(name).starts_with("2\n"),
-            "{}",
-            scratch.read(name)
-        );
+        assert_eq!(scratch.read(name), "1\n2\n", "{}", scratch.read(name));
     }
     run.shutdown().expect("shutdown");
 }
@@ -1119,18 +1115,34 @@ fn exit_codes_signals_and_commands_that_cannot_start() {
             ),
             "{isolation:?}: {code:?}"
         );
-        let signal = run_to_end(&run, &sh(&scratch, "s.log", "kill -TERM $$"));
-        assert!(
-            matches!(
-                signal,
-                Event::Exited {
-                    code: None,
-                    signal: Some(15),
-                    killed: false,
-                    ..
-                }
-            ),
-            "{isolation:?}: {signal:?}"
+        let signal = run_to_end(&run, &sh(&scratch, "s.log", "kill -TERM $$; exit 3"));
+        if isolation == IsolationRequest::Disabled {
+            assert!(
+                matches!(
+                    signal,
+                    Event::Exited {
+                        code: None,
+                        signal: Some(15),
+                        killed: false,
+                        ..
+                    }
+                ),
+                "{isolation:?}: {signal:?}"
+            );
+        } else {
+            // PID 1 of its namespace: a signal it has no handler for, sent from inside
+            // the namespace, is ignored (as in a container without an init).
+            assert_eq!(exit_code(&signal), Some(3), "{isolation:?}: {signal:?}");
+        }
+        // A command's child dies of a signal; the command reports it, as a shell does.
+        let child = run_to_end(
+            &run,
+            &sh(&scratch, "k.log", "sh -c 'kill -TERM $$'; exit $?"),
+        );
+        assert_eq!(
+            exit_code(&child),
+            Some(128 + 15),
+            "{isolation:?}: {child:?}"
         );
         let missing = run_to_end(
             &run,
