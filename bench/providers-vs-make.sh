@@ -13,7 +13,11 @@
 # Timed: `proofgraph prove bench --no-cache --jobs 2` with the default
 # isolation (`auto`: namespaces when the machine allows, recorded in the
 # output), the same with `--isolation none`, and `make -j2`. The ratios are
-# each proofgraph variant's over make's.
+# each proofgraph variant's over make's. Also timed, as a floor: the sandbox
+# layer alone (`bench/sandbox-bench jobs`: the same 500 commands through one
+# run of proofgraph's sandbox crate, two at a time, with no graph, receipts or
+# store), which tells how much of the gap is the process supervision and how
+# much the rest of `prove` (not measured when PROOFGRAPH names a binary).
 #
 # FILESYSTEMS (default "disk tmpfs", one after the other): where the workspace
 # (and so .proofgraph/, where prove writes logs and receipts) lives:
@@ -35,7 +39,7 @@ FILESYSTEMS=${FILESYSTEMS:-disk tmpfs}
 TMPFS_DIR=${TMPFS_DIR:-/dev/shm}
 TARGET=1.3
 
-bench_init providers
+if [[ -n "${PROOFGRAPH:-}" ]]; then bench_init providers; else bench_init providers sandbox-bench; fi
 need make "apt-get install -y make"
 
 TMPFS_TMP=
@@ -103,6 +107,9 @@ EOF
     "$PG" -C "$W" prove bench --no-cache --jobs "$JOBS" --isolation none --json >"$BENCH_TMP/once-none.json" 2>/dev/null || die "prove --isolation none failed"
     echo "prove --no-cache --isolation none: summary.ran=$(json_get "$BENCH_TMP/once-none.json" 'd.summary.ran'), isolation=$(json_get "$BENCH_TMP/once-none.json" 'd.isolation')"
     echo "make -j$JOBS: $(make -C "$W" -j"$JOBS" --trace all 2>&1 | grep -c '^exit 0 # ')/$PROVIDERS recipes ran"
+    if [[ -n "${SB:-}" ]]; then
+        echo "sandbox layer alone: $("$SB" jobs "$PROVIDERS" "$JOBS" "$base/floor-logs" 2>&1)"
+    fi
     echo
     wait_quiet
     local pga="prove --no-cache --jobs $JOBS (isolation $isolation, $fs)"
@@ -111,9 +118,15 @@ EOF
     measure "$pga" "$PG -C $W prove bench --no-cache --jobs $JOBS --json"
     measure "$peer" "make -C $W -j$JOBS all"
     measure "$pgn" "$PG -C $W prove bench --no-cache --jobs $JOBS --isolation none --json"
+    local floor="sandbox layer alone, $JOBS at a time ($fs)"
+    local -a variants=("$pga" "$pgn")
+    if [[ -n "${SB:-}" ]]; then
+        measure "$floor" "$SB jobs $PROVIDERS $JOBS $base/floor-logs"
+        variants+=("$floor")
+    fi
     run_rounds "$BENCH_TMP/$fs"
     echo "store after the runs: $(du -sh "$W/.proofgraph" | cut -f1), $(find "$W/.proofgraph" -type f | wc -l) files"
-    summarize "$TARGET" "$peer" "$pga" "$pgn"
+    summarize "$TARGET" "$peer" "${variants[@]}"
     node - "$PROVIDERS" "$pga" "$pgn" "$peer" "${ROUND_FILES[@]}" <<'EOF'
 const [n, a, none, make, ...files] = process.argv.slice(2);
 const all = (name) => files.flatMap((f) => require(f).results.filter((r) => r.command === name)[0].times).sort((x, y) => x - y);

@@ -12,6 +12,10 @@
 //!                                           in-process medians of the phases of a no-op prove's observation:
 //!                                           the snapshot, and matching `pkgNN/**` globs (and literal `pkgNN`)
 //!                                           against it, for every top-level directory pkgNN
+//! sandbox-bench jobs <n> <jobs> <log-dir> [none]
+//!                                           the sandbox layer alone, as `prove` uses it: one run (namespaces,
+//!                                           or none), n jobs `sh -c "exit 0 # K"`, `jobs` at a time, each
+//!                                           started as soon as one ends; no graph, receipts or store
 //! ```
 
 use std::num::NonZeroUsize;
@@ -20,7 +24,7 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use proofgraph::inputs::{self, Pattern, Snapshot};
-use proofgraph_sandbox::materialize;
+use proofgraph_sandbox::{Event, IsolationRequest, JobSpec, Network, Run, RunConfig, materialize};
 
 type Error = Box<dyn std::error::Error>;
 
@@ -30,10 +34,18 @@ fn take_snapshot(repo: &Path) -> Result<Snapshot, Error> {
 }
 
 /// As `execute::sandboxes` materialises a worktree sandbox.
-fn materialize_snapshot(snapshot: &Snapshot, dest: &Path) -> Result<materialize::Materialized, Error> {
+fn materialize_snapshot(
+    snapshot: &Snapshot,
+    dest: &Path,
+) -> Result<materialize::Materialized, Error> {
     let entries = snapshot.sandbox_entries();
     let threads = std::thread::available_parallelism().unwrap_or(NonZeroUsize::MIN);
-    Ok(materialize::materialize(&snapshot.dir, dest, &entries, threads)?)
+    Ok(materialize::materialize(
+        &snapshot.dir,
+        dest,
+        &entries,
+        threads,
+    )?)
 }
 
 fn ms(d: Duration) -> String {
@@ -120,11 +132,67 @@ fn run() -> Result<(), Error> {
             show(&format!("{} literals `pkgNN` x every file ({lsel} selected)", literals.len()), l);
             Ok(())
         }
-        _ => Err("usage: sandbox-bench materialize <repo> <dest> | phases <repo> <n>".into()),
+        Some("jobs") if args.len() == 5 || args.len() == 6 => {
+            let n: usize = args[2].parse()?;
+            let jobs: usize = args[3].parse()?;
+            let isolation = match args.get(5).map(String::as_str) {
+                None => IsolationRequest::Auto,
+                Some("none") => IsolationRequest::Disabled,
+                Some(other) => return Err(format!("unknown isolation `{other}`").into()),
+            };
+            run_jobs(n, jobs, Path::new(&args[4]), isolation)
+        }
+        _ => Err(
+            "usage: sandbox-bench materialize <repo> <dest> | phases <repo> <n> | jobs <n> <jobs> <log-dir> [none]"
+                .into(),
+        ),
     }
 }
 
+/// `n` trivial jobs through one run, `jobs` at a time: what `prove` costs without its own
+/// loop, graph, receipts and store. Fails unless every job exits 0.
+fn run_jobs(n: usize, jobs: usize, logs: &Path, isolation: IsolationRequest) -> Result<(), Error> {
+    std::fs::create_dir_all(logs)?;
+    let path = std::env::var_os("PATH").unwrap_or_else(|| "/usr/bin:/bin".into());
+    let spec = |k: usize| JobSpec {
+        argv: vec!["sh".into(), "-c".into(), format!("exit 0 # {k}").into()],
+        cwd: logs.to_path_buf(),
+        env: vec![("PATH".into(), path.clone())],
+        network: Network::Private,
+        timeout: None,
+        log: logs.join(format!("{k}.log")),
+        redact: Vec::new(),
+    };
+    let (run, actual) = Run::start(&RunConfig::current_exe(isolation))?;
+    let mut started = 0;
+    while started < n.min(jobs.max(1)) {
+        started += 1;
+        run.spawn(&spec(started))?;
+    }
+    let mut ended = 0;
+    while ended < n {
+        match run.events().recv()? {
+            Event::Exited { code: Some(0), .. } => ended += 1,
+            other => return Err(format!("a job did not exit 0: {other:?}").into()),
+        }
+        if started < n {
+            started += 1;
+            run.spawn(&spec(started))?;
+        }
+    }
+    run.shutdown()?;
+    eprintln!("{n} jobs exited 0 ({actual:?})");
+    Ok(())
+}
+
 fn main() -> ExitCode {
+    // `Run::start` re-executes this binary as the run's init.
+    if std::env::args_os()
+        .nth(1)
+        .is_some_and(|arg| arg == proofgraph_sandbox::INIT_ARG)
+    {
+        proofgraph_sandbox::init_main();
+    }
     match run() {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
