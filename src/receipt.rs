@@ -233,7 +233,7 @@ pub fn write(
     let keyid = crate::attest::keys::key_id(&key.verifying_key());
     let envelope = statement::sign_statement(&statement, key, Some(&keyid))?;
     let digest = store.put(envelope.to_json().as_bytes())?;
-    store.remember_verified(&digest, proof.clone(), keyid);
+    store.remember_verified(&digest, std::sync::Arc::new(proof.clone()), keyid);
     Ok(digest)
 }
 
@@ -253,8 +253,8 @@ pub enum ReceiptError {
 pub struct Verified {
     /// The envelope's SHA-256.
     pub sha256: String,
-    /// proofgraph's fields.
-    pub proof: Proof,
+    /// proofgraph's fields (shared with the store's memory of verified receipts).
+    pub proof: std::sync::Arc<Proof>,
     /// The id of the key that signed it.
     pub keyid: String,
 }
@@ -278,7 +278,8 @@ pub fn read(store: &Store, sha256: &str, trusted: &[TrustedKey]) -> Option<Verif
     }
     let bytes = store.get(sha256)?;
     let (proof, keyid) = verify_bytes(&bytes, trusted).ok()?;
-    store.remember_verified(sha256, proof.clone(), keyid.clone());
+    let proof = std::sync::Arc::new(proof);
+    store.remember_verified(sha256, std::sync::Arc::clone(&proof), keyid.clone());
     Some(Verified {
         sha256: sha256.to_owned(),
         proof,
@@ -433,7 +434,7 @@ mod tests {
         let digest = write(&store, &key, &proof(), &TestNames::default()).expect("write");
         let trusted = trusted_keys(&store, None);
         let read_back = read(&store, &digest, &trusted).expect("verifies");
-        assert_eq!(read_back.proof, proof());
+        assert_eq!(*read_back.proof, proof());
         let stranger = crate::attest::keys::generate_signing_key().expect("key");
         assert!(
             read(

@@ -86,6 +86,9 @@ pub fn is_sha256_hex(text: &str) -> bool {
             .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
 }
 
+/// A verified receipt's proof and the id of the key that signed it.
+type VerifiedProof = (std::sync::Arc<crate::receipt::Proof>, String);
+
 /// An open store.
 #[derive(Debug, Clone)]
 pub struct Store {
@@ -93,13 +96,15 @@ pub struct Store {
     /// Receipts already verified in this process, by envelope digest: the
     /// proof and the id of the key that signed it. Blobs are content-addressed
     /// and immutable, so a verification holds for as long as its key is trusted.
-    verified: std::sync::Arc<
-        std::sync::Mutex<std::collections::HashMap<String, (crate::receipt::Proof, String)>>,
-    >,
+    verified: std::sync::Arc<std::sync::Mutex<std::collections::HashMap<String, VerifiedProof>>>,
     /// Directories this process made or found (they are never removed while a store is
     /// open, but `sweep` and `runs/` clean-up remove only `tmp/` files and run
     /// directories, never a directory entries are written to).
     dirs: std::sync::Arc<std::sync::Mutex<std::collections::HashSet<PathBuf>>>,
+    /// Action-cache entries this process wrote: a run's final status looks up every
+    /// receipt it just wrote, and another process replacing one of these entries meanwhile
+    /// could only name another receipt of the same fingerprint.
+    written_actions: std::sync::Arc<std::sync::Mutex<std::collections::HashMap<String, String>>>,
 }
 
 impl Store {
@@ -110,6 +115,7 @@ impl Store {
             dir,
             verified: std::sync::Arc::default(),
             dirs: std::sync::Arc::default(),
+            written_actions: std::sync::Arc::default(),
         };
         for sub in ["cas", "ac", "refs", "tmp", "runs", "keys"] {
             let p = store.dir.join(sub);
@@ -143,7 +149,10 @@ impl Store {
     }
 
     /// A receipt this process already verified: its proof and signer.
-    pub fn verified(&self, sha256: &str) -> Option<(crate::receipt::Proof, String)> {
+    pub fn verified(
+        &self,
+        sha256: &str,
+    ) -> Option<(std::sync::Arc<crate::receipt::Proof>, String)> {
         self.verified
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -152,7 +161,12 @@ impl Store {
     }
 
     /// Remembers a verified receipt for the rest of the process.
-    pub fn remember_verified(&self, sha256: &str, proof: crate::receipt::Proof, keyid: String) {
+    pub fn remember_verified(
+        &self,
+        sha256: &str,
+        proof: std::sync::Arc<crate::receipt::Proof>,
+        keyid: String,
+    ) {
         self.verified
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -165,6 +179,7 @@ impl Store {
         Self {
             verified: std::sync::Arc::default(),
             dirs: std::sync::Arc::default(),
+            written_actions: std::sync::Arc::default(),
             dir: root.join(DIR),
         }
     }
@@ -280,11 +295,24 @@ impl Store {
 
     /// Points an action-cache key at a receipt blob.
     pub fn set_action(&self, key: &str, receipt_sha256: &str) -> Result<(), StoreError> {
-        self.write_atomic(&self.ac_path(key), format!("{receipt_sha256}\n").as_bytes())
+        self.write_atomic(&self.ac_path(key), format!("{receipt_sha256}\n").as_bytes())?;
+        self.written_actions
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .insert(key.to_owned(), receipt_sha256.to_owned());
+        Ok(())
     }
 
     /// The receipt blob an action-cache key points at, if any (and well formed).
     pub fn action(&self, key: &str) -> Option<String> {
+        if let Some(sha) = self
+            .written_actions
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(key)
+        {
+            return Some(sha.clone());
+        }
         let text = fs_err::read_to_string(self.ac_path(key)).ok()?;
         let digest = text.trim();
         is_sha256_hex(digest).then(|| digest.to_owned())
@@ -448,9 +476,16 @@ mod tests {
         store
             .set_ref("c", "test", "discovery", &receipt)
             .expect("ref");
-        assert_eq!(store.latest("c", "test", "discovery"), Some(receipt));
+        assert_eq!(
+            store.latest("c", "test", "discovery"),
+            Some(receipt.clone())
+        );
         fs_err::write(store.ac_path(&key), b"garbage").expect("corrupt");
-        assert_eq!(store.action(&key), None);
+        // Read by anyone else (another process opens the store afresh), a corrupt entry
+        // is no entry; the process that wrote it remembers what it wrote.
+        let other = Store::open(dir.path()).expect("open again");
+        assert_eq!(other.action(&key), None);
+        assert_eq!(store.action(&key), Some(receipt));
     }
 
     #[test]
