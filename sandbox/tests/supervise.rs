@@ -394,6 +394,32 @@ fn each_job_has_its_own_pid_namespace() {
 }
 
 #[test]
+fn orphans_of_a_job_are_re_parented_to_its_command() {
+    let scratch = Scratch::new("orphan");
+    let run = isolated();
+    // `/proc` is the host's, so PIDs read there are host PIDs: the command's own, and the
+    // parent of a subshell whose parent (`sh -c ... & exit 0`) has exited. PID 1 of the
+    // namespace, the command itself, adopts it (see the crate's limitations).
+    let script = "read -r me _ < /proc/self/stat; \
+        sh -c '(sleep 0.2; read -r _ _ _ ppid _ < /proc/self/stat; echo \"$ppid\" > /tmp/ppid) & exit 0'; \
+        sleep 1; read -r ppid < /tmp/ppid; echo \"command $me, orphan's parent $ppid\"; \
+        test \"$ppid\" = \"$me\"";
+    let event = run_to_end(&run, &sh(&scratch, "o.log", script));
+    let log = scratch.read("o.log");
+    assert_eq!(exit_code(&event), Some(0), "{log}");
+    // Two host PIDs were read, not two empty strings.
+    let numbers: Vec<u32> = log
+        .split(|c: char| !c.is_ascii_digit())
+        .filter_map(|n| n.parse().ok())
+        .collect();
+    assert!(
+        numbers.len() == 2 && numbers[0] > 1 && numbers[0] == numbers[1],
+        "{log}"
+    );
+    run.shutdown().expect("shutdown");
+}
+
+#[test]
 fn a_timeout_kills_the_whole_tree() {
     let scratch = Scratch::new("timeout");
     let run = isolated();
