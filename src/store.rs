@@ -149,10 +149,7 @@ impl Store {
     }
 
     /// A receipt this process already verified: its proof and signer.
-    pub fn verified(
-        &self,
-        sha256: &str,
-    ) -> Option<(std::sync::Arc<crate::receipt::Proof>, String)> {
+    pub fn verified(&self, sha256: &str) -> Option<VerifiedProof> {
         self.verified
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
