@@ -259,6 +259,19 @@ impl<'g> Scheduler<'g> {
         }
     }
 
+    /// Takes back a node that was started but never ran (it waited for a slot and was
+    /// cancelled): it is blocked once the scheduler is halted, and may start again
+    /// otherwise.
+    pub fn withdraw(&mut self, id: NodeId) {
+        if self.state(id) == State::Running {
+            self.states[id.get()] = if self.halted {
+                State::Blocked
+            } else {
+                State::Waiting
+            };
+        }
+    }
+
     /// Records that a service which was up exited on its own: waiting
     /// providers that need it are blocked; it counts as stopped.
     pub fn service_exited(&mut self, service: NodeId) {
@@ -294,6 +307,11 @@ impl<'g> Scheduler<'g> {
                 *state = State::Blocked;
             }
         }
+    }
+
+    /// Whether [`Scheduler::halt`] was called: nothing new starts.
+    pub fn is_halted(&self) -> bool {
+        self.halted
     }
 
     /// Whether nothing runs, nothing can start and every service is stopped.
@@ -591,6 +609,47 @@ mod tests {
                 prop_assert!(steps < 1000, "did not finish");
             }
             prop_assert!(!s.states().contains(&State::Up), "a service was left up");
+        }
+
+        #[test]
+        fn withdrawn_providers_are_blocked_after_a_halt_and_start_again_before(
+            g in random_graph(15),
+        ) {
+            let graph = g.seal();
+            let wanted = all_providers(&graph);
+            let mut s = Scheduler::new(&graph, NonZeroUsize::new(4).expect("non-zero"), &wanted);
+            let running = |s: &Scheduler<'_>| -> Vec<NodeId> {
+                graph.order().iter().copied().filter(|id| s.state(*id) == State::Running && graph.node(*id).provider().is_some()).collect()
+            };
+            // Before a halt, a withdrawn provider waits again and is started again.
+            let _ = s.poll();
+            if let Some(first) = running(&s).first().copied() {
+                s.withdraw(first);
+                prop_assert_eq!(s.state(first), State::Waiting);
+                let again = s.poll();
+                prop_assert!(again.contains(&Action::Start(first)), "not started again");
+            }
+            // After a halt, every provider taken back is blocked, and the rest finishes.
+            s.halt();
+            let taken_back = running(&s);
+            for id in &taken_back {
+                s.withdraw(*id);
+                prop_assert_eq!(s.state(*id), State::Blocked);
+            }
+            let mut steps = 0;
+            loop {
+                let actions = s.poll();
+                prop_assert!(actions.iter().all(|a| matches!(a, Action::Stop(_))), "started after halt");
+                let left: Vec<NodeId> = graph.order().iter().copied().filter(|id| s.state(*id) == State::Running).collect();
+                if left.is_empty() && s.is_finished() {
+                    break;
+                }
+                if let Some(first) = left.first() {
+                    s.complete(*first, Outcome::Succeeded);
+                }
+                steps += 1;
+                prop_assert!(steps < 1000, "did not finish");
+            }
         }
 
         #[test]

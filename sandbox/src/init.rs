@@ -98,11 +98,12 @@ fn run() -> Result<(), String> {
         // The parent went away before saying hello.
         return Ok(());
     };
-    let (requested, parent_pid) = match serde_json::from_slice::<Request>(&line) {
+    let (requested, parent_pid, job_limit) = match serde_json::from_slice::<Request>(&line) {
         Ok(Request::Hello {
             isolation,
             parent_pid,
-        }) => (isolation, parent_pid),
+            job_limit,
+        }) => (isolation, parent_pid, job_limit),
         Ok(_) => return Err("the first request was not a hello".to_owned()),
         Err(e) => return Err(format!("malformed hello: {e}")),
     };
@@ -165,6 +166,10 @@ fn run() -> Result<(), String> {
         pid: getpid(),
         exec_stack,
         found: std::collections::HashMap::new(),
+        job_limit: job_limit.map(|n| usize::try_from(n).unwrap_or(usize::MAX).max(1)),
+        waiting: std::collections::VecDeque::new(),
+        limited_running: 0,
+        held: false,
         namespaces: mode,
         bound: HashSet::new(),
         signals,
@@ -252,6 +257,10 @@ struct Job {
     /// The init's child: the command (PID 1 of its own namespace, or without namespaces
     /// the leader of its own session) or the probe.
     pid: Pid,
+    /// Whether it holds one of the limited slots.
+    limited: bool,
+    /// When it ends, the jobs waiting for a slot wait for the parent's resume.
+    hold_after: bool,
     started: Instant,
     deadline: Option<Instant>,
     timed_out: bool,
@@ -291,6 +300,15 @@ struct Init {
     pid: Pid,
     /// Where a command's process runs between `clone` and `exec`.
     exec_stack: sys::Stack,
+    /// How many limited jobs may run at once (`None`: no limit).
+    job_limit: Option<usize>,
+    /// Limited jobs waiting for a slot, in the order they came.
+    waiting: std::collections::VecDeque<SpawnRequest>,
+    /// Limited jobs running now.
+    limited_running: usize,
+    /// A limited job ended without exiting 0: waiting limited jobs stay until the parent
+    /// resumes (or cancels) them.
+    held: bool,
     /// Where a `PATH` search found a program (by `PATH` value and name: the candidate's
     /// index), so that later jobs try it first instead of every `PATH` entry before it.
     found: std::collections::HashMap<Vec<u8>, usize>,
@@ -413,12 +431,20 @@ impl Init {
     fn request(&mut self, request: Request) -> Result<(), String> {
         match request {
             Request::Hello { .. } => return Err("a second hello".to_owned()),
-            Request::Spawn(spawn) => self.spawn(spawn),
+            Request::Spawn(spawn) => self.admit(spawn),
+            Request::Cancel { job } => self.cancel(job),
+            Request::Resume => {
+                self.held = false;
+                self.start_waiting();
+            }
             Request::Probe(probe) => self.probe(probe),
             Request::Kill { job } => {
                 if let Some(entry) = self.jobs.get_mut(&job) {
                     entry.killed = true;
                     self.kill_job(job);
+                } else {
+                    // Killing a job that waits for a slot drops it.
+                    self.cancel(job);
                 }
             }
             Request::Shutdown => {
@@ -429,9 +455,90 @@ impl Init {
         Ok(())
     }
 
+    /// Starts a job, or queues it while every limited slot is taken.
+    fn admit(&mut self, request: SpawnRequest) {
+        let id = request.job;
+        if !self.used_ids.insert(id) {
+            let why = format!("job id {id} was already used in this run");
+            return self.refuse(&request, why);
+        }
+        if self.stopping {
+            return self.refuse(&request, "the run is shutting down".to_owned());
+        }
+        if request.limited {
+            self.waiting.push_back(request);
+            self.start_waiting();
+        } else {
+            // A service or setup command starts at once, whatever waits for a slot.
+            self.spawn(request);
+        }
+    }
+
+    /// Starts waiting jobs, in order, while a slot is free and nothing holds them.
+    fn start_waiting(&mut self) {
+        while !self.held
+            && self
+                .job_limit
+                .is_none_or(|limit| self.limited_running < limit)
+        {
+            let Some(request) = self.waiting.pop_front() else {
+                return;
+            };
+            self.spawn(request);
+        }
+    }
+
+    /// Drops a job still waiting for a slot.
+    fn cancel(&mut self, id: u64) {
+        if let Some(at) = self.waiting.iter().position(|r| r.job == id)
+            && let Some(request) = self.waiting.remove(at)
+        {
+            self.never_started(&request);
+        }
+    }
+
+    /// Says that a waiting job was dropped before it started.
+    fn never_started(&mut self, request: &SpawnRequest) {
+        self.reply(&Reply::Exited {
+            job: request.job,
+            code: None,
+            signal: None,
+            timed_out: false,
+            killed: true,
+            duration_ns: 0,
+            spawn_error: None,
+            log_error: None,
+            started: false,
+        });
+    }
+
+    /// Refuses a job before it started anything.
+    fn refuse(&mut self, request: &SpawnRequest, why: String) {
+        let secrets: Vec<Vec<u8>> = request
+            .redact
+            .iter()
+            .cloned()
+            .map(WireBytes::into_bytes)
+            .collect();
+        self.reply(&Reply::Exited {
+            job: request.job,
+            code: None,
+            signal: None,
+            timed_out: false,
+            killed: false,
+            duration_ns: 0,
+            spawn_error: Some(redact_text(&secrets, &why)),
+            log_error: None,
+            started: true,
+        });
+    }
+
     /// Kills every job; the loop ends when they are all gone.
     fn begin_stop(&mut self) {
         self.stopping = true;
+        for request in std::mem::take(&mut self.waiting) {
+            self.never_started(&request);
+        }
         let ids: Vec<u64> = self.jobs.keys().copied().collect();
         for id in ids {
             if let Some(job) = self.jobs.get_mut(&id) {
@@ -579,6 +686,7 @@ impl Init {
                     duration_ns: nanos(duration),
                     spawn_error: spawn_failure.map(|(_, why)| redact_text(&job.secrets, &why)),
                     log_error,
+                    started: true,
                 }
             }
             Kind::Probe { result_buf, .. } => {
@@ -608,6 +716,23 @@ impl Init {
                 }
             }
         };
+        if job.limited {
+            self.limited_running -= 1;
+            // The next waiting job starts now, without a round trip to the parent, unless
+            // this one failed or asked to hold them: then the parent first judges it (and
+            // reads what it left behind) and decides whether the run goes on.
+            let exited_0 = matches!(
+                reply,
+                Reply::Exited {
+                    code: Some(0),
+                    timed_out: false,
+                    spawn_error: None,
+                    ..
+                }
+            );
+            self.held |= job.hold_after || !exited_0;
+            self.start_waiting();
+        }
         self.reply(&reply);
     }
 
@@ -618,7 +743,11 @@ impl Init {
             .into_iter()
             .map(WireBytes::into_bytes)
             .collect();
+        let limited = request.limited;
+        let hold_after = request.hold_after;
         let refuse = |this: &mut Self, code: Option<i32>, why: String| {
+            // A limited job that could not start holds the waiting ones as a failure does.
+            this.held |= limited;
             this.reply(&Reply::Exited {
                 job: id,
                 code,
@@ -628,18 +757,9 @@ impl Init {
                 duration_ns: 0,
                 spawn_error: Some(redact_text(&secrets, &why)),
                 log_error: None,
+                started: true,
             });
         };
-        if !self.used_ids.insert(id) {
-            return refuse(
-                self,
-                None,
-                format!("job id {id} was already used in this run"),
-            );
-        }
-        if self.stopping {
-            return refuse(self, None, "the run is shutting down".to_owned());
-        }
         let log_path = request.log.into_path();
         let log = match self.open_log(&log_path) {
             Ok(log) => log,
@@ -718,10 +838,15 @@ impl Init {
         let deadline = request
             .timeout_ns
             .map(|ns| started + Duration::from_nanos(ns));
+        if limited {
+            self.limited_running += 1;
+        }
         self.jobs.insert(
             id,
             Job {
                 pid: child,
+                limited,
+                hold_after,
                 started,
                 deadline,
                 timed_out: false,
@@ -802,6 +927,8 @@ impl Init {
                     id,
                     Job {
                         pid: child,
+                        limited: false,
+                        hold_after: false,
                         started,
                         deadline: Some(started + timeout + PROBE_GRACE),
                         timed_out: false,

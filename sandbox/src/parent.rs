@@ -236,6 +236,7 @@ impl Run {
         let hello = Request::Hello {
             isolation: requested,
             parent_pid: i32::try_from(std::process::id()).unwrap_or(i32::MAX),
+            job_limit: config.job_limit.map(|n| n.get() as u64),
         };
         let handshake = |reason: String| SandboxError::Handshake {
             program: config.program.clone(),
@@ -327,9 +328,28 @@ impl Run {
                 .iter()
                 .map(|s| WireBytes::from_bytes(s))
                 .collect(),
+            limited: job.limited,
+            hold_after: job.hold_after,
         });
         self.send(&request)?;
         Ok(id)
+    }
+
+    /// Drops a [`JobSpec::limited`] job that still waits for a slot: an [`Event::Exited`]
+    /// with `started: false` and `killed: true` follows. A job that already started is not
+    /// affected (and no event is added for it).
+    pub fn cancel(&self, job: JobId) -> Result<(), SandboxError> {
+        if job.0 == 0 || job.0 >= self.next_job.load(Ordering::SeqCst) {
+            return Err(SandboxError::UnknownJob { job });
+        }
+        self.send(&Request::Cancel { job: job.0 })
+    }
+
+    /// Starts the [`JobSpec::limited`] jobs that wait, after a limited job held them (it
+    /// did not exit 0, or was spawned with [`JobSpec::hold_after`]). Harmless when nothing
+    /// is held.
+    pub fn resume(&self) -> Result<(), SandboxError> {
+        self.send(&Request::Resume)
     }
 
     /// Starts an HTTP readiness probe inside the run's network. Its end is reported by an
@@ -361,7 +381,8 @@ impl Run {
 
     /// Kills a job's whole process tree (or stops a probe). An [`Event::Exited`] with
     /// `killed: true` follows (for a probe, an [`Event::NotReady`]), unless the job had
-    /// already ended; killing an ended job does nothing.
+    /// already ended; killing an ended job does nothing. A job still waiting for a slot
+    /// is dropped, as by [`Run::cancel`].
     pub fn kill(&self, job: JobId) -> Result<(), SandboxError> {
         if job.0 == 0 || job.0 >= self.next_job.load(Ordering::SeqCst) {
             return Err(SandboxError::UnknownJob { job });
@@ -517,6 +538,7 @@ fn read_replies(
                 duration_ns,
                 spawn_error,
                 log_error,
+                started,
             } => {
                 deliver(
                     events,
@@ -529,6 +551,7 @@ fn read_replies(
                         duration: Duration::from_nanos(duration_ns),
                         spawn_error,
                         log_error,
+                        started,
                     },
                 );
             }

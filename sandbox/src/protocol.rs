@@ -93,6 +93,12 @@ pub(crate) struct SpawnRequest {
     pub(crate) timeout_ns: Option<u64>,
     pub(crate) log: WireBytes,
     pub(crate) redact: Vec<WireBytes>,
+    /// Counts against the run's job limit (waits in the init for a free slot).
+    #[serde(default)]
+    pub(crate) limited: bool,
+    /// When it ends, waiting jobs stay until a `resume`.
+    #[serde(default)]
+    pub(crate) hold_after: bool,
 }
 
 /// A probe to run.
@@ -115,12 +121,23 @@ pub(crate) enum Request {
     Hello {
         isolation: WireIsolationRequest,
         parent_pid: i32,
+        /// How many limited jobs may run at once; none: no limit.
+        #[serde(default)]
+        job_limit: Option<u64>,
     },
     Spawn(SpawnRequest),
     Probe(ProbeRequest),
     Kill {
         job: u64,
     },
+    /// Drops a limited job that is still waiting for a slot; does nothing to one that
+    /// started.
+    Cancel {
+        job: u64,
+    },
+    /// Starts waiting jobs again after a limited job held them (it did not exit 0, or
+    /// was spawned with `hold_after`).
+    Resume,
     Shutdown,
 }
 
@@ -153,6 +170,9 @@ pub(crate) enum Reply {
         duration_ns: u64,
         spawn_error: Option<String>,
         log_error: Option<String>,
+        /// False for a limited job cancelled (or stopped) while it waited for a slot.
+        #[serde(default = "started_default")]
+        started: bool,
     },
     Ready {
         job: u64,
@@ -168,6 +188,10 @@ pub(crate) enum Reply {
         reason: String,
     },
     Bye,
+}
+
+fn started_default() -> bool {
+    true
 }
 
 /// What a probe process reports to the init, as one JSON line on its result pipe.
@@ -219,11 +243,19 @@ mod tests {
             timeout_ns: Some(5),
             log: WireBytes::from_bytes(b"/x.log"),
             redact: vec![WireBytes::from_bytes(b"s")],
+            limited: true,
+            hold_after: true,
         });
         let line = encode_line(&request);
         assert_eq!(line.last(), Some(&b'\n'));
         let back: Option<Request> = serde_json::from_slice(&line).ok();
         assert_eq!(back, Some(request));
+        // A request from an older parent, without the newer fields, still reads.
+        let old = br#"{"op":"spawn","job":2,"argv":["sh"],"cwd":"/","env":[],"network":"host","timeout_ns":null,"log":"/l","redact":[]}"#;
+        match serde_json::from_slice::<Request>(old) {
+            Ok(Request::Spawn(spawn)) => assert!(!spawn.limited && !spawn.hold_after),
+            other => panic!("{other:?}"),
+        }
         let shutdown = String::from_utf8(encode_line(&Request::Shutdown)).ok();
         assert_eq!(shutdown.as_deref(), Some("{\"op\":\"shutdown\"}\n"));
     }

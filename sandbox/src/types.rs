@@ -65,6 +65,10 @@ pub struct RunConfig {
     pub args: Vec<OsString>,
     /// How much isolation to create.
     pub isolation: IsolationRequest,
+    /// How many [`JobSpec::limited`] jobs run at once; the others wait in the init, which
+    /// starts the next as soon as one ends (without a round trip to the caller). `None`:
+    /// no limit.
+    pub job_limit: Option<std::num::NonZeroUsize>,
 }
 
 impl RunConfig {
@@ -77,6 +81,7 @@ impl RunConfig {
             program: PathBuf::from("/proc/self/exe"),
             args: vec![OsString::from(INIT_ARG)],
             isolation,
+            job_limit: None,
         }
     }
 }
@@ -103,6 +108,18 @@ pub struct JobSpec {
     pub log: PathBuf,
     /// Secret values, replaced by `[redacted]` in the log, even when split across writes.
     pub redact: Vec<Vec<u8>>,
+    /// Counts against [`RunConfig::job_limit`]: it starts when fewer than that many limited
+    /// jobs run, in the order they were spawned. A job that must start at once (a service)
+    /// is not limited. When a limited job ends without exiting 0 (a failure, a signal, a
+    /// timeout, a command that could not start), the waiting ones are held until
+    /// [`crate::Run::resume`] or [`crate::Run::cancel`]: the caller decides whether a
+    /// failure stops the run before anything else starts.
+    pub limited: bool,
+    /// When this limited job ends, even with exit status 0, the waiting ones are held
+    /// until [`crate::Run::resume`]: for a job whose result the caller judges from more
+    /// than its exit status, or whose files must be read before the next job can start
+    /// in the same directory.
+    pub hold_after: bool,
 }
 
 /// An HTTP readiness probe, run inside the run's private network.
@@ -165,6 +182,9 @@ pub enum Event {
         spawn_error: Option<String>,
         /// Why some output could not be written to the log, when that happened.
         log_error: Option<String>,
+        /// False when a [`JobSpec::limited`] job never started: cancelled
+        /// ([`crate::Run::cancel`]) or stopped while it waited for a slot.
+        started: bool,
     },
     /// A probe saw what it expected.
     Ready {

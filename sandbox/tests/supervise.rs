@@ -61,6 +61,7 @@ fn config(isolation: IsolationRequest) -> RunConfig {
         program: PathBuf::from(INIT),
         args: vec![OsString::from(INIT_ARG)],
         isolation,
+        job_limit: None,
     }
 }
 
@@ -94,6 +95,8 @@ fn job(scratch: &Scratch, log: &str, argv: &[&str]) -> JobSpec {
         timeout: None,
         log: scratch.path(log),
         redact: Vec::new(),
+        limited: false,
+        hold_after: false,
     }
 }
 
@@ -1024,6 +1027,7 @@ fn required_isolation_fails_and_auto_falls_back_when_namespaces_are_unavailable(
         program: unshare.clone(),
         args: vec!["--user".into(), "--".into(), INIT.into(), INIT_ARG.into()],
         isolation,
+        job_limit: None,
     };
     match Run::start(&unavailable(IsolationRequest::Required)) {
         Err(SandboxError::IsolationUnavailable { reason }) => {
@@ -1079,6 +1083,7 @@ fn an_unprivileged_caller_gets_a_user_namespace() {
             INIT_ARG.into(),
         ],
         isolation: IsolationRequest::Required,
+        job_limit: None,
     };
     let (run, isolation) = Run::start(&config).expect("start as nobody");
     assert_eq!(
@@ -1367,6 +1372,171 @@ fn a_command_holds_only_its_standard_streams() {
     }
 }
 
+/// A run whose limited jobs run one at a time.
+fn one_slot(isolation: IsolationRequest) -> Run {
+    let config = RunConfig {
+        job_limit: std::num::NonZeroUsize::new(1),
+        ..config(isolation)
+    };
+    Run::start(&config).expect("start a run").0
+}
+
+#[test]
+fn limited_jobs_wait_for_a_slot_and_start_in_order() {
+    require("sh", "apt-get install -y dash");
+    for isolation in [IsolationRequest::Required, IsolationRequest::Disabled] {
+        let scratch = Scratch::new("slots");
+        let run = one_slot(isolation);
+        let trace = scratch.path("trace");
+        let limited = |i: usize| JobSpec {
+            limited: true,
+            ..sh(
+                &scratch,
+                &format!("{i}.log"),
+                &format!(
+                    "echo start {i} >> {t}; sleep 0.3; echo end {i} >> {t}",
+                    t = trace.display()
+                ),
+            )
+        };
+        let ids: Vec<JobId> = (0..3)
+            .map(|i| run.spawn(&limited(i)).expect("spawn"))
+            .collect();
+        // Not limited: starts at once, beside the limited job that runs and before those
+        // that wait.
+        let free = run
+            .spawn(&sh(
+                &scratch,
+                "free.log",
+                &format!("echo free >> {}", trace.display()),
+            ))
+            .expect("spawn");
+        let mut events = Events::new(&run);
+        let free_event = events.wait(free, Duration::from_secs(5));
+        assert_eq!(exit_code(&free_event), Some(0));
+        for id in &ids {
+            let event = events.wait(*id, Duration::from_secs(10));
+            assert_eq!(exit_code(&event), Some(0), "{isolation:?}: {event:?}");
+            assert!(matches!(event, Event::Exited { started: true, .. }));
+        }
+        assert_eq!(
+            scratch.read("trace"),
+            "start 0\nfree\nend 0\nstart 1\nend 1\nstart 2\nend 2\n",
+            "{isolation:?}: one at a time, in order, and the unlimited one at once"
+        );
+        run.shutdown().expect("shutdown");
+    }
+}
+
+#[test]
+fn a_failed_limited_job_holds_the_waiting_ones_until_resumed() {
+    require("sh", "apt-get install -y dash");
+    for isolation in [IsolationRequest::Required, IsolationRequest::Disabled] {
+        let scratch = Scratch::new("hold");
+        let run = one_slot(isolation);
+        let limited = |log: &str, script: &str| JobSpec {
+            limited: true,
+            ..sh(&scratch, log, script)
+        };
+        let failing = run.spawn(&limited("a.log", "exit 3")).expect("spawn");
+        let waiting = run.spawn(&limited("b.log", "echo b")).expect("spawn");
+        let mut events = Events::new(&run);
+        let event = events.wait(failing, Duration::from_secs(5));
+        assert_eq!(exit_code(&event), Some(3), "{isolation:?}");
+        // Held: the caller has not said whether the run goes on.
+        std::thread::sleep(Duration::from_millis(300));
+        assert!(run.recv_timeout(Duration::ZERO).is_none(), "{isolation:?}");
+        assert_eq!(
+            scratch.read("b.log"),
+            "",
+            "{isolation:?}: started while held"
+        );
+        run.resume().expect("resume");
+        let event = events.wait(waiting, Duration::from_secs(5));
+        assert_eq!(exit_code(&event), Some(0), "{isolation:?}: {event:?}");
+        assert_eq!(scratch.read("b.log"), "b\n", "{isolation:?}");
+        run.shutdown().expect("shutdown");
+    }
+}
+
+#[test]
+fn a_job_spawned_to_hold_the_waiting_ones_holds_them_even_after_exit_0() {
+    require("sh", "apt-get install -y dash");
+    for isolation in [IsolationRequest::Required, IsolationRequest::Disabled] {
+        let scratch = Scratch::new("hold-after");
+        let run = one_slot(isolation);
+        let holding = run
+            .spawn(&JobSpec {
+                limited: true,
+                hold_after: true,
+                ..sh(&scratch, "a.log", "echo a")
+            })
+            .expect("spawn");
+        let plain = |log: &str, script: &str| JobSpec {
+            limited: true,
+            ..sh(&scratch, log, script)
+        };
+        let waiting = run.spawn(&plain("b.log", "echo b")).expect("spawn");
+        let after = run.spawn(&plain("c.log", "echo c")).expect("spawn");
+        let mut events = Events::new(&run);
+        let event = events.wait(holding, Duration::from_secs(5));
+        assert_eq!(exit_code(&event), Some(0), "{isolation:?}");
+        std::thread::sleep(Duration::from_millis(300));
+        assert!(run.recv_timeout(Duration::ZERO).is_none(), "{isolation:?}");
+        assert_eq!(
+            scratch.read("b.log"),
+            "",
+            "{isolation:?}: started while held"
+        );
+        run.resume().expect("resume");
+        // One resume: `b` exits 0 and holds nothing, so `c` follows on its own.
+        for id in [waiting, after] {
+            let event = events.wait(id, Duration::from_secs(5));
+            assert_eq!(exit_code(&event), Some(0), "{isolation:?}: {event:?}");
+        }
+        assert_eq!(scratch.read("c.log"), "c\n", "{isolation:?}");
+        run.shutdown().expect("shutdown");
+    }
+}
+
+#[test]
+fn a_waiting_job_can_be_cancelled_and_a_running_one_cannot() {
+    require("sh", "apt-get install -y dash");
+    for isolation in [IsolationRequest::Required, IsolationRequest::Disabled] {
+        let scratch = Scratch::new("cancel");
+        let run = one_slot(isolation);
+        let running = run
+            .spawn(&JobSpec {
+                limited: true,
+                ..sh(&scratch, "a.log", "sleep 0.3; echo a")
+            })
+            .expect("spawn");
+        let waiting = run
+            .spawn(&JobSpec {
+                limited: true,
+                ..sh(&scratch, "b.log", "echo b")
+            })
+            .expect("spawn");
+        run.cancel(waiting).expect("cancel");
+        run.cancel(running).expect("cancel");
+        let mut events = Events::new(&run);
+        match events.wait(waiting, Duration::from_secs(5)) {
+            Event::Exited {
+                started,
+                killed,
+                code,
+                ..
+            } => assert!(!started && killed && code.is_none(), "{isolation:?}"),
+            other => panic!("{other:?}"),
+        }
+        let event = events.wait(running, Duration::from_secs(5));
+        assert_eq!(exit_code(&event), Some(0), "{isolation:?}: {event:?}");
+        assert_eq!(scratch.read("a.log"), "a\n");
+        assert_eq!(scratch.read("b.log"), "", "the cancelled job never ran");
+        run.shutdown().expect("shutdown");
+    }
+}
+
 #[test]
 fn many_jobs_run_at_once() {
     let scratch = Scratch::new("many");
@@ -1407,6 +1577,7 @@ fn a_broken_init_fails_the_start_quickly_and_clearly() {
         program: require("cat", "apt-get install -y coreutils"),
         args: Vec::new(),
         isolation: IsolationRequest::Auto,
+        job_limit: None,
     };
     assert!(matches!(
         Run::start(&not_an_init),

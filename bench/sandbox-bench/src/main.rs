@@ -150,7 +150,9 @@ fn run() -> Result<(), Error> {
 }
 
 /// `n` trivial jobs through one run, `jobs` at a time: what `prove` costs without its own
-/// loop, graph, receipts and store. Fails unless every job exits 0.
+/// loop, graph, receipts and store. As `prove` does, the run holds `jobs` slots and twice
+/// as many jobs are handed to it, so the next one waits there. Fails unless every job
+/// exits 0.
 fn run_jobs(n: usize, jobs: usize, logs: &Path, isolation: IsolationRequest) -> Result<(), Error> {
     std::fs::create_dir_all(logs)?;
     let path = std::env::var_os("PATH").unwrap_or_else(|| "/usr/bin:/bin".into());
@@ -162,10 +164,17 @@ fn run_jobs(n: usize, jobs: usize, logs: &Path, isolation: IsolationRequest) -> 
         timeout: None,
         log: logs.join(format!("{k}.log")),
         redact: Vec::new(),
+        limited: true,
+        hold_after: false,
     };
-    let (run, actual) = Run::start(&RunConfig::current_exe(isolation))?;
+    let slots = std::num::NonZeroUsize::new(jobs.max(1)).ok_or("no slot")?;
+    let config = RunConfig {
+        job_limit: Some(slots),
+        ..RunConfig::current_exe(isolation)
+    };
+    let (run, actual) = Run::start(&config)?;
     let mut started = 0;
-    while started < n.min(jobs.max(1)) {
+    while started < n.min(2 * slots.get()) {
         started += 1;
         run.spawn(&spec(started))?;
     }

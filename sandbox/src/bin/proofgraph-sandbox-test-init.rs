@@ -53,6 +53,8 @@ fn hold_run(dir: PathBuf, marker: OsString) -> ! {
         timeout: None,
         log: log.clone(),
         redact: Vec::new(),
+        limited: false,
+        hold_after: false,
     };
     if run.spawn(&job).is_err() {
         std::process::exit(4);
