@@ -145,6 +145,12 @@ struct ExecKey {
     network: bool,
 }
 
+/// How many providers the scheduler may hand to the run at once: the run itself holds
+/// `jobs` of their commands at a time, and the rest wait in it for a slot.
+fn admitted(jobs: NonZeroUsize) -> NonZeroUsize {
+    jobs.saturating_mul(NonZeroUsize::MIN.saturating_add(1))
+}
+
 /// What a job is running for.
 #[derive(Debug, Clone)]
 enum Purpose {
@@ -152,8 +158,9 @@ enum Purpose {
     Providers {
         key: ExecKey,
         log: PathBuf,
-        started: Instant,
-        started_at: String,
+        /// Whether the run holds the providers waiting for a slot when it ends, even
+        /// with exit status 0, until this loop has judged it and resumes them.
+        hold: bool,
     },
     /// A service.
     Service(NodeId),
@@ -455,7 +462,14 @@ async fn execute_async(
             .is_some_and(|p| p.spec.adapter.value.runs_command())
     });
     let (run, isolation) = if needs_run {
-        let (run, isolation) = Run::start(&RunConfig::current_exe(plan.isolation)).map_err(|e| {
+        // The run holds `--jobs` providers' commands at a time and starts the next one
+        // itself as soon as one ends; the scheduler admits up to twice as many, so one is
+        // always waiting there instead of a round trip through this loop.
+        let config = RunConfig {
+            job_limit: Some(plan.jobs),
+            ..RunConfig::current_exe(plan.isolation)
+        };
+        let (run, isolation) = Run::start(&config).map_err(|e| {
             vec![diag(Code::IsolationUnavailable, format!("the run could not be started: failed to {e}"), "Run `proofgraph doctor` to see what isolation this machine allows, or pass --isolation none.")]
         })?;
         (Some(run), Some(isolation))
@@ -470,7 +484,7 @@ async fn execute_async(
                 .fix("Run as root or allow unprivileged user namespaces for hermetic runs; receipts record `isolation: none`."),
         );
     }
-    let scheduler = Scheduler::new(graph, plan.jobs, wanted);
+    let scheduler = Scheduler::new(graph, admitted(plan.jobs), wanted);
     let mut state = Loop {
         plan,
         scheduler,
@@ -738,6 +752,8 @@ impl Loop<'_, '_> {
                     timeout: Some(Duration::from_secs(30 * 60)),
                     log: log.clone(),
                     redact,
+                    limited: false,
+                    hold_after: false,
                 };
                 self.progress(&format!("  setup   {repo}: {}", argv.join(" ")));
                 let spawned = match &self.run {
@@ -809,7 +825,20 @@ impl Loop<'_, '_> {
         self.scheduler
             .complete(id, if ok { Step::Succeeded } else { Step::Failed });
         if !ok && !self.plan.keep_going {
-            self.scheduler.halt();
+            self.halt();
+        }
+    }
+
+    /// Starts nothing more: blocks what has not started, and takes back the providers
+    /// still waiting in the run for a slot (the ones running finish).
+    fn halt(&mut self) {
+        self.scheduler.halt();
+        if let Some(run) = &self.run {
+            for (job, purpose) in &self.jobs {
+                if matches!(purpose, Purpose::Providers { .. }) {
+                    let _ = run.cancel(*job);
+                }
+            }
         }
     }
 
@@ -851,8 +880,8 @@ impl Loop<'_, '_> {
     }
 
     fn start_provider(&mut self, id: NodeId, p: &ProviderNode, isolation: &str) {
-        let started_at = receipt::now_rfc3339();
         if p.spec.adapter.value == Adapter::ContractDigest {
+            let started_at = receipt::now_rfc3339();
             let started = Instant::now();
             let (ended, reason) = self.contract_digest(p);
             let finished = Finished {
@@ -952,8 +981,9 @@ impl Loop<'_, '_> {
             }
             None => {}
         }
-        // A report left over from an earlier run (or a tracked file) must
-        // never be read as this run's.
+        // A report left over from an earlier run (or a tracked file) must never be read
+        // as this run's. (Removing it now, while other jobs run, is safe: no two commands
+        // declare one report path — preflight's `report_path_collision`.)
         if let Some(report) = &p.spec.report {
             let _ = fs_err::remove_file(cwd.join(&report.value));
         }
@@ -961,6 +991,13 @@ impl Loop<'_, '_> {
             let _ = fs_err::remove_file(path);
         }
         let log = self.log_path(p.spec.id.value.as_str());
+        // Whether the next provider may start the moment this one exits 0, or only once
+        // it is judged: a verdict that may fail despite exit status 0 (reports, critical
+        // cases) decides whether the run goes on, and attachments are read before the
+        // next job can start in the same sandbox. (A provider sharing an execution started
+        // for another inherits that one's choice; at worst, one more provider starts after
+        // a failure judged from a report: it runs and is recorded as usual.)
+        let hold = !judge::judged_by_exit_status(p);
         let spec = JobSpec {
             argv: key.argv.clone(),
             cwd,
@@ -973,6 +1010,8 @@ impl Loop<'_, '_> {
             timeout: Some(Duration::from_millis(timeout)),
             log: log.clone(),
             redact,
+            limited: true,
+            hold_after: hold,
         };
         let Some(run) = &self.run else {
             return fail_now(self, "no run was started".to_owned());
@@ -987,8 +1026,7 @@ impl Loop<'_, '_> {
                     Purpose::Providers {
                         key: key.clone(),
                         log,
-                        started: Instant::now(),
-                        started_at,
+                        hold,
                     },
                 );
                 self.executions.insert(key.clone(), Execution::Running);
@@ -1073,6 +1111,9 @@ impl Loop<'_, '_> {
             timeout: None,
             log,
             redact,
+            // A service starts at once, beside the providers that use it.
+            limited: false,
+            hold_after: false,
         };
         let Some(run) = &self.run else { return };
         match run.spawn(&spec) {
@@ -1164,18 +1205,25 @@ impl Loop<'_, '_> {
             return;
         };
         match (purpose, event) {
+            (Purpose::Providers { key, .. }, Event::Exited { started: false, .. }) => {
+                // Cancelled while it waited in the run for a slot (the run is stopping
+                // after a failure): it never ran, so it proves nothing either way.
+                self.executions.remove(&key);
+                for id in self.waiting.remove(&key).unwrap_or_default() {
+                    self.scheduler.withdraw(id);
+                    if let Some(p) = self.plan.graph.node(id).provider() {
+                        self.running.remove(p.spec.id.value.as_str());
+                    }
+                }
+            }
             (
-                Purpose::Providers {
-                    key,
-                    log,
-                    started,
-                    started_at,
-                },
+                Purpose::Providers { key, log, hold },
                 Event::Exited {
                     code,
                     signal,
                     timed_out,
                     killed,
+                    duration,
                     spawn_error,
                     ..
                 },
@@ -1189,19 +1237,41 @@ impl Loop<'_, '_> {
                         timed_out,
                     }),
                 };
+                // The run measured the command from its start, which may have come
+                // after a wait for a slot.
+                let now = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .unwrap_or_default();
                 let finished = Finished {
                     ended,
                     reason: None,
                     log: Some(log),
-                    duration: started.elapsed(),
-                    started_at,
-                    finished_at: receipt::now_rfc3339(),
+                    duration,
+                    started_at: receipt::rfc3339(now.saturating_sub(duration)),
+                    finished_at: receipt::rfc3339(now),
                 };
                 self.executions
                     .insert(key.clone(), Execution::Done(finished.clone()));
                 for id in self.waiting.remove(&key).unwrap_or_default() {
                     let ok = self.record(id, &finished, isolation);
                     self.finish(id, ok);
+                }
+                // The run held the providers waiting in it (this one is judged from more
+                // than its exit status, or did not exit 0): judged and read, they may start
+                // unless the run is stopping (then `halt` took them back).
+                let exited_0 = matches!(
+                    &finished.ended,
+                    Ended::Exited(Exit {
+                        code: Some(0),
+                        timed_out: false,
+                        ..
+                    })
+                );
+                if (hold || !exited_0)
+                    && !self.scheduler.is_halted()
+                    && let Some(run) = &self.run
+                {
+                    let _ = run.resume();
                 }
             }
             (
@@ -1352,27 +1422,17 @@ impl Loop<'_, '_> {
         let report_file = match (&finished.ended, p.spec.adapter.value) {
             (Ended::Error(_), _) => ReportFile::NotExpected,
             (_, Adapter::Playwright) => match &p.spec.report {
-                Some(report) => self
-                    .cwd(p.runs_in.as_ref())
-                    .map_or(ReportFile::NotExpected, |d| {
-                        bounded_read(&d.join(&report.value))
-                    }),
+                Some(report) => self.read_report(p, &report.value),
                 None => bounded_read(&self.log_dir.join(format!("{pid}.playwright.json"))),
             },
             (_, Adapter::TestDiscovery) | (_, Adapter::Command) => match &p.spec.report {
-                Some(report) if p.spec.adapter.value == Adapter::TestDiscovery => self
-                    .cwd(p.runs_in.as_ref())
-                    .map_or(ReportFile::NotExpected, |d| {
-                        bounded_read(&d.join(&report.value))
-                    }),
-                Some(report) => self
-                    .cwd(p.runs_in.as_ref())
-                    .map_or(ReportFile::NotExpected, |d| {
-                        match bounded_read(&d.join(&report.value)) {
-                            ReportFile::Bytes(path, bytes) => ReportFile::Bytes(path, bytes),
-                            _ => ReportFile::NotExpected,
-                        }
-                    }),
+                Some(report) if p.spec.adapter.value == Adapter::TestDiscovery => {
+                    self.read_report(p, &report.value)
+                }
+                Some(report) => match self.read_report(p, &report.value) {
+                    ReportFile::Bytes(path, bytes) => ReportFile::Bytes(path, bytes),
+                    _ => ReportFile::NotExpected,
+                },
                 None if p.spec.adapter.value == Adapter::TestDiscovery => {
                     ReportFile::Missing("(no `report` declared)".to_owned())
                 }
@@ -1511,6 +1571,12 @@ impl Loop<'_, '_> {
         passed
     }
 
+    /// A provider's declared report, in its sandbox.
+    fn read_report(&self, p: &ProviderNode, report: &str) -> ReportFile {
+        self.cwd(p.runs_in.as_ref())
+            .map_or(ReportFile::NotExpected, |d| bounded_read(&d.join(report)))
+    }
+
     /// Takes in what the receipt writer has finished: what is there, or (`wait`) every
     /// receipt sent to it.
     fn collect(&mut self, wait: bool) {
@@ -1524,7 +1590,7 @@ impl Loop<'_, '_> {
         if !persisted.written && !self.plan.keep_going {
             // The store cannot take receipts: running more would prove nothing
             // that could be kept.
-            self.scheduler.halt();
+            self.halt();
         }
         self.results.insert(persisted.id, persisted.run);
     }

@@ -93,6 +93,18 @@ fn succeeded(exit: &Exit) -> bool {
     exit.code == Some(0) && !exit.timed_out
 }
 
+/// Whether a provider's verdict follows from its command's exit status alone (a command
+/// without critical cases): exit 0 is a pass, anything else a failure. Every other
+/// provider is judged from a report too.
+pub fn judged_by_exit_status(provider: &ProviderNode) -> bool {
+    provider.spec.adapter.value == Adapter::Command
+        && provider
+            .spec
+            .critical_cases
+            .as_ref()
+            .is_none_or(Vec::is_empty)
+}
+
 /// The effective discovery floor: absent or 0 means 1.
 pub fn effective_minimum(provider: &ProviderNode) -> u64 {
     provider.spec.minimum.as_ref().map_or(1, |m| m.value).max(1)

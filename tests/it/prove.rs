@@ -781,3 +781,95 @@ fn with_a_watcher_only_what_changed_reruns_too() {
     assert_eq!(doctor.json()["proof_store"]["watcher"], false);
     assert_eq!(prove(&sb, &[]).json()["summary"]["reused"], 5);
 }
+
+/// Without `--keep-going` a failure stops the run: with `--jobs 1` the run already
+/// holds the next provider, waiting for the slot; it is taken back, never executed,
+/// and reported blocked like the ones not handed to the run yet.
+#[test]
+fn after_a_failure_the_provider_waiting_in_the_run_never_runs() {
+    let sb = Sandbox::new();
+    sb.openspec_root("");
+    sb.write("openspec/changes/add-x/proposal.md", "# Add x\n");
+    sb.write(
+        "openspec/changes/add-x/evidence.yaml",
+        "version: 2\nclaims:\n  - {id: works, scenario: It works, capabilities: [static-analysis]}\n",
+    );
+    let provider = |name: &str, script: &str| {
+        format!(
+            "  {name}:\n    adapter: command\n    capability: static-analysis\n    command: [sh, -c, \"echo {name} >> \\\"$RUNS_LOG\\\"; {script}\"]\n    envFrom: [RUNS_LOG]\n"
+        )
+    };
+    sb.write(
+        "openspec/changes/add-x/execution.yaml",
+        format!(
+            "version: 1\nproviders:\n{}{}{}",
+            provider("a-fails", "sleep 0.3; exit 1"),
+            provider("b-waits", "exit 0"),
+            provider("c-later", "exit 0"),
+        ),
+    );
+    git_commit_all(&sb.work());
+    let run = prove(&sb, &["--jobs", "1"]);
+    run.expect_code(1);
+    let doc = run.json();
+    let action = |name: &str| {
+        doc["providers"]
+            .as_array()
+            .expect("providers")
+            .iter()
+            .find(|p| p["provider"] == name)
+            .map(|p| p["action"].as_str().unwrap_or_default().to_owned())
+            .unwrap_or_else(|| panic!("no {name} in {doc}"))
+    };
+    assert_eq!(action("a-fails"), "ran", "{doc}");
+    assert_eq!(action("b-waits"), "blocked", "{doc}");
+    assert_eq!(action("c-later"), "blocked", "{doc}");
+    // Only the failing one ever executed.
+    let log = fs_err::read_to_string(sb.path().join("runs.log")).unwrap_or_default();
+    assert_eq!(log, "a-fails\n");
+}
+
+/// A provider judged from its report holds the one waiting in the run even when its
+/// command exits 0: here the report shows fewer tests than `minimum`, the verdict fails,
+/// and without `--keep-going` the provider waiting for the slot never runs.
+#[test]
+fn a_failure_judged_from_a_report_stops_the_run_before_the_waiting_provider_starts() {
+    let sb = Sandbox::new();
+    sb.openspec_root("");
+    sb.write("openspec/changes/add-x/proposal.md", "# Add x\n");
+    sb.write(
+        "openspec/changes/add-x/evidence.yaml",
+        "version: 2\nclaims:\n  - {id: works, scenario: It works, capabilities: [discovery, static-analysis]}\n",
+    );
+    sb.write(
+        "tests.sh",
+        "echo a-short >> \"$RUNS_LOG\"\nprintf 'TAP version 13\\n1..1\\nok 1 - only one\\n' > out.tap\n",
+    );
+    sb.write(
+        "openspec/changes/add-x/execution.yaml",
+        "version: 1\nproviders:\n  a-short:\n    adapter: test-discovery\n    capability: discovery\n    command: [sh, tests.sh]\n    report: out.tap\n    minimum: 5\n    envFrom: [RUNS_LOG]\n  b-waits:\n    adapter: command\n    capability: static-analysis\n    command: [sh, -c, \"echo b-waits >> \\\"$RUNS_LOG\\\"\"]\n    envFrom: [RUNS_LOG]\n",
+    );
+    git_commit_all(&sb.work());
+    let run = prove(&sb, &["--jobs", "1"]);
+    run.expect_code(1);
+    let doc = run.json();
+    let action = |name: &str| {
+        doc["providers"]
+            .as_array()
+            .expect("providers")
+            .iter()
+            .find(|p| p["provider"] == name)
+            .map(|p| p["action"].as_str().unwrap_or_default().to_owned())
+            .unwrap_or_else(|| panic!("no {name} in {doc}"))
+    };
+    assert_eq!(action("a-short"), "ran", "{doc}");
+    assert_eq!(action("b-waits"), "blocked", "{doc}");
+    let log = fs_err::read_to_string(sb.path().join("runs.log")).unwrap_or_default();
+    assert_eq!(log, "a-short\n", "only the short suite executed");
+    // With --keep-going the run goes on after judging it.
+    let _ = fs_err::remove_file(sb.path().join("runs.log"));
+    let run = prove(&sb, &["--jobs", "1", "--keep-going"]);
+    run.expect_code(1);
+    let log = fs_err::read_to_string(sb.path().join("runs.log")).unwrap_or_default();
+    assert_eq!(log, "a-short\nb-waits\n");
+}
