@@ -105,6 +105,8 @@ pub enum ReportFormat {
     Ctrf,
     /// Mocha's JSON reporter.
     Mocha,
+    /// A JSON object that only gives totals.
+    Summary,
     /// Some JSON report: sniffed among the JSON formats.
     Json,
     /// Sniffed among every format.
@@ -113,7 +115,7 @@ pub enum ReportFormat {
 
 impl ReportFormat {
     /// Every format with its configuration spelling.
-    pub const NAMES: [(&'static str, ReportFormat); 11] = [
+    pub const NAMES: [(&'static str, ReportFormat); 12] = [
         ("jest", ReportFormat::Jest),
         ("vitest", ReportFormat::Vitest),
         ("playwright", ReportFormat::Playwright),
@@ -123,6 +125,7 @@ impl ReportFormat {
         ("libtest-json", ReportFormat::LibtestJson),
         ("ctrf", ReportFormat::Ctrf),
         ("mocha", ReportFormat::Mocha),
+        ("summary", ReportFormat::Summary),
         ("json", ReportFormat::Json),
         ("auto", ReportFormat::Auto),
     ];

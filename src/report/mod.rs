@@ -27,6 +27,7 @@ mod mocha;
 mod model;
 mod playwright;
 mod sniff;
+mod summary;
 mod tap;
 mod util;
 
@@ -99,7 +100,12 @@ fn parse_as(format: Format, bytes: &[u8]) -> Result<Report, ReportError> {
         Format::Tap => tap::parse(bytes),
         Format::GoTestJson => go_test::parse(bytes),
         Format::LibtestJson => libtest::parse(bytes),
-        Format::Jest | Format::Vitest | Format::Playwright | Format::Ctrf | Format::Mocha => {
+        Format::Jest
+        | Format::Vitest
+        | Format::Playwright
+        | Format::Ctrf
+        | Format::Mocha
+        | Format::Summary => {
             let value: serde_json::Value = serde_json::from_slice(sniff::bytes_without_bom(bytes))
                 .map_err(|e| ReportError::json(format.as_str(), &e, 0))?;
             parse_value(format, &value)
@@ -114,6 +120,7 @@ fn parse_value(format: Format, value: &serde_json::Value) -> Result<Report, Repo
         Format::Playwright => playwright::parse(value),
         Format::Ctrf => ctrf::parse(value),
         Format::Mocha => mocha::parse(value),
+        Format::Summary => summary::parse(value),
         Format::Junit | Format::Tap | Format::GoTestJson | Format::LibtestJson => Err(
             ReportError::shape(format, "a single JSON document cannot hold this format"),
         ),

@@ -25,16 +25,20 @@ pub enum Format {
     Ctrf,
     /// Mocha's `json` reporter.
     Mocha,
+    /// A JSON object that only gives totals (`{"totalTests": 12}`), as a custom script
+    /// writes it.
+    Summary,
 }
 
 impl Format {
     /// Every format.
-    pub const ALL: [Format; 9] = [
+    pub const ALL: [Format; 10] = [
         Format::Playwright,
         Format::Ctrf,
         Format::Mocha,
         Format::Vitest,
         Format::Jest,
+        Format::Summary,
         Format::GoTestJson,
         Format::LibtestJson,
         Format::Junit,
@@ -53,6 +57,7 @@ impl Format {
             Format::LibtestJson => "libtest-json",
             Format::Ctrf => "ctrf",
             Format::Mocha => "mocha",
+            Format::Summary => "summary",
         }
     }
 

@@ -7,7 +7,8 @@
 //!    (`results.tool` + `results.summary`), then Mocha (`stats` + `tests`/`passes`/`failures`/
 //!    `pending` arrays), then Jest/Vitest (`testResults` or `numTotalTests`; Vitest vs Jest per
 //!    [`super::jest::is_vitest`], Jest when in doubt); a lone go test or libtest event object
-//!    is that stream with one line.
+//!    is that stream with one line; any other object with a total key (`totalTests`, `tests`,
+//!    `testCount`, `expected`, at its root or under `summary` or `stats`) is a summary.
 //! 3. Text whose lines are JSON objects: the first JSON-object line (among the first lines,
 //!    so leading noise such as Go's `FAIL pkg [build failed]` is allowed) decides:
 //!    `Action` (+ `Package`/`Time`) → go test JSON; `type` `suite`/`test` + `event` → libtest.
@@ -19,7 +20,7 @@
 use serde_json::Value;
 
 use super::model::Format;
-use super::{ctrf, go_test, jest, junit, libtest, mocha, playwright, tap};
+use super::{ctrf, go_test, jest, junit, libtest, mocha, playwright, summary, tap};
 
 /// How many leading lines are searched for the first JSON event of a JSON-lines stream.
 const SNIFF_LINES: usize = 200;
@@ -77,6 +78,8 @@ pub(crate) fn classify_document(value: &Value) -> Option<Format> {
         Some(Format::GoTestJson)
     } else if libtest::is_event(root) {
         Some(Format::LibtestJson)
+    } else if summary::looks_like(root) {
+        Some(Format::Summary)
     } else {
         None
     }

@@ -598,6 +598,11 @@ fn sniffing_synthetic_documents() {
             "{ \"type\": \"suite\", \"event\": \"started\", \"test_count\": 0 }\n{ \"type\": \"suite\", \"event\": \"ok\" }\n",
             Some(LibtestJson),
         ),
+        (r#"{"totalTests": 7}"#, Some(Summary)),
+        (r#"{"summary": {"testCount": 3}}"#, Some(Summary)),
+        (r#"{"stats": {"tests": 2}}"#, Some(Summary)),
+        (r#"{"expected": "x"}"#, Some(Summary)),
+        (r#"{"results": [], "count": 3}"#, None),
         ("{}", None),
         ("[]", None),
         ("null", None),
@@ -669,6 +674,23 @@ fn declared_from_config() {
     for format in Format::ALL {
         assert_eq!(Format::from_name(format.as_str()), Some(format));
     }
+    // What `execution.yaml` accepts is exactly what the parsers know (plus json and auto).
+    let accepted: Vec<&str> = proofgraph_graph::model::ReportFormat::NAMES
+        .iter()
+        .map(|(name, _)| *name)
+        .collect();
+    for name in &accepted {
+        assert!(
+            Declared::from_config(Some(name)).is_some(),
+            "`reportFormat: {name}` is accepted but no parser reads it"
+        );
+    }
+    for format in Format::ALL {
+        assert!(
+            accepted.contains(&format.as_str()),
+            "{format} is not accepted"
+        );
+    }
 }
 
 // ---------------------------------------------------------------------------------------
@@ -692,6 +714,62 @@ fn summary_only_report_is_valid() {
         })
     );
     assert!(report.runner_errors.is_empty());
+}
+
+#[test]
+fn a_summary_counts_from_the_first_integer_total_never_a_coerced_one() {
+    // (document, discovered, failed)
+    let cases: &[(&str, Option<u64>, Option<u64>)] = &[
+        (r#"{"totalTests": 7}"#, Some(7), Some(0)),
+        (
+            r#"{"testCount": 4, "failed": 1, "passed": 3}"#,
+            Some(4),
+            Some(1),
+        ),
+        (r#"{"expected": 3}"#, Some(3), Some(0)),
+        (r#"{"tests": 0}"#, Some(0), Some(0)),
+        // Not an integer: skipped, the next key counts.
+        (r#"{"totalTests": "7", "testCount": 5}"#, Some(5), Some(0)),
+        // The root first, then `summary`, then `stats`.
+        (
+            r#"{"summary": {"totalTests": 9, "failures": 2}, "stats": {"tests": 2}}"#,
+            Some(9),
+            Some(2),
+        ),
+        (
+            r#"{"totalTests": "9", "stats": {"tests": 2}}"#,
+            Some(2),
+            Some(0),
+        ),
+        // Never coerced: no count at all.
+        (r#"{"totalTests": "12"}"#, None, None),
+        (r#"{"totalTests": 12.0}"#, None, None),
+        (r#"{"totalTests": -1}"#, None, None),
+        (r#"{"tests": [1, 2, 3]}"#, None, None),
+    ];
+    for (text, discovered, failed) in cases {
+        let report = auto_ok(text);
+        assert_eq!(report.format, Summary, "{text}");
+        assert_eq!(report.discovered, *discovered, "{text}");
+        assert_eq!(report.counts.as_ref().map(|c| c.failed), *failed, "{text}");
+        assert!(report.tests.is_empty(), "{text}");
+        assert!(report.runner_errors.is_empty(), "{text}");
+    }
+    // Failures without an integer total still fail: a runner error.
+    let report = auto_ok(r#"{"totalTests": "12", "summary": {"failed": 2}}"#);
+    assert_eq!(report.discovered, None);
+    assert_eq!(
+        report.runner_errors,
+        vec!["the summary reports 2 failed tests but no integer total".to_owned()]
+    );
+    // Declared exactly, a document without a total key is refused.
+    assert!(parse(br#"{"count": 3}"#, Declared::Exactly(Summary)).is_err());
+    assert_eq!(
+        parse(br#"{"totalTests": 3}"#, Declared::AnyJson)
+            .map(|r| r.discovered)
+            .ok(),
+        Some(Some(3))
+    );
 }
 
 #[test]

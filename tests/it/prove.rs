@@ -873,3 +873,38 @@ fn a_failure_judged_from_a_report_stops_the_run_before_the_waiting_provider_star
     let log = fs_err::read_to_string(sb.path().join("runs.log")).unwrap_or_default();
     assert_eq!(log, "a-short\nb-waits\n");
 }
+
+/// A custom script's summary-only JSON report (no runner format) is sniffed: its integer
+/// total counts for discovery, a string never does, and failures it reports fail the suite
+/// even when the script exits 0.
+#[test]
+fn a_summary_only_json_report_counts_for_discovery_and_is_never_coerced() {
+    let sb = Sandbox::new();
+    workspace(&sb);
+    let path = sb.work().join("openspec/changes/add-x/execution.yaml");
+    let text = fs_err::read_to_string(&path).expect("read");
+    sb.write(
+        "openspec/changes/add-x/execution.yaml",
+        text.replacen("    report: out.tap\n", "    report: out.json\n", 1),
+    );
+    let script = |json: &str| format!("#!/bin/sh\nprintf '%s\\n' '{json}' > out.json\n");
+    let cases = [
+        (r#"{"totalTests": 3, "failed": 0}"#, "passed", "passed", 0),
+        (
+            r#"{"summary": {"totalTests": "3"}}"#,
+            "passed",
+            "inconclusive",
+            2,
+        ),
+        (r#"{"totalTests": 3, "failed": 1}"#, "failed", "passed", 1),
+    ];
+    for (json, test, discovery, code) in cases {
+        sb.write("web/tests.sh", script(json));
+        git_commit_all(&sb.work());
+        let run = prove(&sb, &["--keep-going"]);
+        run.expect_code(code);
+        let s = states(&run.json());
+        assert_eq!(s["web-works/test"], test, "{json}");
+        assert_eq!(s["web-works/discovery"], discovery, "{json}");
+    }
+}
