@@ -20,9 +20,17 @@
 //! renamed into place, so a reader sees a whole file or none. A blob's name
 //! is the SHA-256 of its bytes and is checked on every read; a blob that does
 //! not match (a torn disk, a hand edit) is ignored, never trusted. Action
-//! cache and ref entries are small files replaced by rename: concurrent runs
+//! cache and ref entries are pointers replaced by rename: concurrent runs
 //! that prove the same thing both write valid entries and the last rename
 //! wins. Nothing is ever rewritten in place.
+//!
+//! A pointer is a symbolic link whose target is the receipt's digest,
+//! `sha256-<unpadded base64url>` (50 bytes, never a path that resolves): short
+//! enough to live in the inode on ext4 and tmpfs, so writing one allocates no
+//! data block and replacing one frees none (a regular file's block is freed on
+//! every replacement, which a filesystem mounted with `discard` turns into a
+//! synchronous discard). Entries that are regular files holding the digest in
+//! hex (as earlier versions wrote them) are still read.
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
@@ -76,6 +84,43 @@ fn io<'a>(action: &'static str, path: &'a Path) -> impl FnOnce(std::io::Error) -
 /// SHA-256 of bytes, as lowercase hex.
 pub fn sha256_hex(bytes: &[u8]) -> String {
     proofgraph_graph::fingerprint::hex(&sha2::Sha256::digest(bytes))
+}
+
+/// The target of a pointer to the blob `sha256` (hex): `sha256-<unpadded base64url>`.
+fn pointer_target(sha256: &str) -> Option<String> {
+    use base64::Engine as _;
+    if !is_sha256_hex(sha256) {
+        return None;
+    }
+    let bytes: Vec<u8> = (0..32)
+        .map(|i| u8::from_str_radix(&sha256[2 * i..2 * i + 2], 16))
+        .collect::<Result<_, _>>()
+        .ok()?;
+    Some(format!(
+        "sha256-{}",
+        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
+    ))
+}
+
+/// The blob a pointer names (hex), or `None` when it is absent or malformed. A regular
+/// file holding the hex digest (an entry written by an earlier version) is read too.
+fn read_pointer(path: &Path) -> Option<String> {
+    use base64::Engine as _;
+    match fs_err::read_link(path) {
+        Ok(target) => {
+            let encoded = target.to_str()?.strip_prefix("sha256-")?;
+            let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
+                .decode(encoded)
+                .ok()?;
+            (bytes.len() == 32).then(|| proofgraph_graph::fingerprint::hex(&bytes))
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::InvalidInput => {
+            let text = fs_err::read_to_string(path).ok()?;
+            let digest = text.trim();
+            is_sha256_hex(digest).then(|| digest.to_owned())
+        }
+        Err(_) => None,
+    }
 }
 
 /// Whether `text` is 64 lowercase hex digits.
@@ -193,15 +238,20 @@ impl Store {
     /// entries by their format) and ignores, so a crash can lose a receipt
     /// but never make one that was not observed.
     pub fn write_atomic(&self, path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
-        match self.try_write_atomic(path, bytes) {
-            // A directory this process made was removed since (the store deleted by hand
-            // while a run was writing): make it again, once.
+        self.remaking_dirs(|| self.try_write_atomic(path, bytes))
+    }
+
+    /// Runs a write; when it fails because a directory this process made was removed
+    /// since (the store deleted by hand while a run was writing), makes them again and
+    /// runs it once more.
+    fn remaking_dirs(&self, write: impl Fn() -> Result<(), StoreError>) -> Result<(), StoreError> {
+        match write() {
             Err(StoreError::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
                 self.dirs
                     .lock()
                     .unwrap_or_else(std::sync::PoisonError::into_inner)
                     .clear();
-                self.try_write_atomic(path, bytes)
+                write()
             }
             other => other,
         }
@@ -292,7 +342,7 @@ impl Store {
 
     /// Points an action-cache key at a receipt blob.
     pub fn set_action(&self, key: &str, receipt_sha256: &str) -> Result<(), StoreError> {
-        self.write_atomic(&self.ac_path(key), format!("{receipt_sha256}\n").as_bytes())?;
+        self.write_pointer(&self.ac_path(key), receipt_sha256)?;
         self.written_actions
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -310,9 +360,7 @@ impl Store {
         {
             return Some(sha.clone());
         }
-        let text = fs_err::read_to_string(self.ac_path(key)).ok()?;
-        let digest = text.trim();
-        is_sha256_hex(digest).then(|| digest.to_owned())
+        read_pointer(&self.ac_path(key))
     }
 
     fn ref_path(&self, change: &str, receipt: &str, capability: &str) -> PathBuf {
@@ -330,17 +378,42 @@ impl Store {
         capability: &str,
         receipt_sha256: &str,
     ) -> Result<(), StoreError> {
-        self.write_atomic(
-            &self.ref_path(change, receipt, capability),
-            format!("{receipt_sha256}\n").as_bytes(),
-        )
+        self.write_pointer(&self.ref_path(change, receipt, capability), receipt_sha256)
     }
 
     /// The latest receipt for a requirement, if any.
     pub fn latest(&self, change: &str, receipt: &str, capability: &str) -> Option<String> {
-        let text = fs_err::read_to_string(self.ref_path(change, receipt, capability)).ok()?;
-        let digest = text.trim();
-        is_sha256_hex(digest).then(|| digest.to_owned())
+        read_pointer(&self.ref_path(change, receipt, capability))
+    }
+
+    /// Points an entry at a blob: a symbolic link made in `tmp/` and renamed into place
+    /// (see the module documentation).
+    fn write_pointer(&self, path: &Path, sha256: &str) -> Result<(), StoreError> {
+        let target = pointer_target(sha256).ok_or_else(|| StoreError::Io {
+            action: "point",
+            path: path.to_path_buf(),
+            source: std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                format!("`{sha256}` is not a SHA-256 digest"),
+            ),
+        })?;
+        self.remaking_dirs(|| {
+            let tmp_dir = self.dir.join("tmp");
+            self.ensure_dir(&tmp_dir)?;
+            if let Some(parent) = path.parent() {
+                self.ensure_dir(parent)?;
+            }
+            let link = tempfile::Builder::new()
+                .prefix("link-")
+                .make_in(&tmp_dir, |at| fs_err::os::unix::fs::symlink(&target, at))
+                .map_err(io("create a link in", &tmp_dir))?;
+            link.persist(path).map_err(|e| StoreError::Io {
+                action: "rename into",
+                path: path.to_path_buf(),
+                source: e.error,
+            })?;
+            Ok(())
+        })
     }
 
     /// A fresh directory for one run's sandboxes and logs.
@@ -477,11 +550,33 @@ mod tests {
             store.latest("c", "test", "discovery"),
             Some(receipt.clone())
         );
-        fs_err::write(store.ac_path(&key), b"garbage").expect("corrupt");
-        // Read by anyone else (another process opens the store afresh), a corrupt entry
-        // is no entry; the process that wrote it remembers what it wrote.
+        // Entries are fast symbolic links to `sha256-<base64url>`, never a path.
+        let target = fs_err::read_link(store.ac_path(&key)).expect("a link");
+        assert_eq!(
+            target.to_str().map(|t| (t.len(), t.starts_with("sha256-"))),
+            Some((50, true))
+        );
+        // A regular file with the digest in hex (an earlier version's entry) still reads.
+        fs_err::remove_file(store.ac_path(&key)).expect("remove");
+        fs_err::write(store.ac_path(&key), format!("{receipt}\n")).expect("legacy");
         let other = Store::open(dir.path()).expect("open again");
-        assert_eq!(other.action(&key), None);
+        assert_eq!(other.action(&key), Some(receipt.clone()));
+        // Read by anyone else (another process opens the store afresh), a corrupt entry
+        // is no entry — a garbage file or a link to something else; the process that
+        // wrote it remembers what it wrote.
+        for corrupt in ["file", "link", "short link"] {
+            fs_err::remove_file(store.ac_path(&key)).expect("remove");
+            match corrupt {
+                "file" => fs_err::write(store.ac_path(&key), b"garbage").expect("corrupt"),
+                "link" => {
+                    fs_err::os::unix::fs::symlink(&receipt, store.ac_path(&key)).expect("corrupt")
+                }
+                _ => fs_err::os::unix::fs::symlink("sha256-AAAA", store.ac_path(&key))
+                    .expect("corrupt"),
+            }
+            let other = Store::open(dir.path()).expect("open again");
+            assert_eq!(other.action(&key), None, "{corrupt}");
+        }
         assert_eq!(store.action(&key), Some(receipt));
     }
 
