@@ -1764,15 +1764,10 @@ impl<'a> Writer<'a> {
             .get(pid)
             .map(ToString::to_string)
             .unwrap_or_default();
-        let binding = self
+        let (binding, manifest) = self
             .graph
-            .binding(pid, &self.observed.world, self.fingerprints)
-            .map(|b| b.sha256_hex())
-            .unwrap_or_default();
-        let manifest = self
-            .graph
-            .manifest(pid, &self.observed.world, self.fingerprints)
-            .map(|m| crate::commands::evaluate::components(&m))
+            .binding_and_manifest(pid, &self.observed.world, self.fingerprints)
+            .map(|(b, m)| (b.sha256_hex(), crate::commands::evaluate::components(&m)))
             .unwrap_or_default();
         let exit = match &finished.ended {
             Ended::Exited(e) => Some(e.clone()),
@@ -1815,8 +1810,8 @@ impl<'a> Writer<'a> {
                 inputs: inputs.clone(),
                 input_files: files.len() as u64,
             };
-            match receipt::write(store, self.key, &proof, &judged.tests) {
-                Ok(sha) => {
+            match receipt::write(store, self.key, proof, &judged.tests) {
+                Ok((sha, proof)) => {
                     let key = Store::action_key(
                         &fingerprint,
                         proof.receipt.as_str(),

@@ -222,19 +222,22 @@ pub fn statement(proof: &Proof, tests: &TestNames) -> Result<Statement, statemen
     Statement::new(vec![subject], PREDICATE_TYPE, predicate)
 }
 
-/// Signs a receipt and stores it; returns the envelope's SHA-256.
+/// Signs a receipt and stores it; returns the envelope's SHA-256 and the proof, now shared
+/// with the store's memory of verified receipts.
 pub fn write(
     store: &Store,
     key: &ed25519_dalek::SigningKey,
-    proof: &Proof,
+    proof: Proof,
     tests: &TestNames,
-) -> Result<String, ReceiptError> {
-    let statement = statement(proof, tests)?;
+) -> Result<(String, std::sync::Arc<Proof>), ReceiptError> {
+    let statement = statement(&proof, tests)?;
     let keyid = crate::attest::keys::key_id(&key.verifying_key());
     let envelope = statement::sign_statement(&statement, key, Some(&keyid))?;
-    let digest = store.put(envelope.to_json().as_bytes())?;
-    store.remember_verified(&digest, std::sync::Arc::new(proof.clone()), keyid);
-    Ok(digest)
+    // A freshly signed envelope (its own time stamps and run id) is never in the store yet.
+    let digest = store.put_new(envelope.to_json().as_bytes())?;
+    let proof = std::sync::Arc::new(proof);
+    store.remember_verified(&digest, std::sync::Arc::clone(&proof), keyid);
+    Ok((digest, proof))
 }
 
 /// A receipt could not be written.
@@ -431,7 +434,8 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let store = Store::open(dir.path()).expect("store");
         let key = store.signing_key().expect("key");
-        let digest = write(&store, &key, &proof(), &TestNames::default()).expect("write");
+        let (digest, written) = write(&store, &key, proof(), &TestNames::default()).expect("write");
+        assert_eq!(*written, proof());
         let trusted = trusted_keys(&store, None);
         let read_back = read(&store, &digest, &trusted).expect("verifies");
         assert_eq!(*read_back.proof, proof());

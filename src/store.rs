@@ -315,6 +315,15 @@ impl Store {
         Ok(digest)
     }
 
+    /// Stores a blob that is almost surely not in the store yet (a freshly signed
+    /// envelope), without first checking whether it is; returns its SHA-256. Writing a
+    /// blob that exists replaces it with the same bytes, which is harmless.
+    pub fn put_new(&self, bytes: &[u8]) -> Result<String, StoreError> {
+        let digest = sha256_hex(bytes);
+        self.write_atomic(&self.cas_path(&digest), bytes)?;
+        Ok(digest)
+    }
+
     /// Reads a blob, checking that its content matches its name; `None` when
     /// it is absent or corrupt.
     pub fn get(&self, sha256: &str) -> Option<Vec<u8>> {

@@ -514,6 +514,47 @@ impl Sink for Collecting {
     }
 }
 
+/// Hashes and keeps the same components (a binding and a manifest in one walk).
+struct Both {
+    hashing: Hashing,
+    collecting: Collecting,
+}
+
+impl Sink for Both {
+    fn absent(&mut self, tag: u8, name: &'static str) {
+        self.hashing.absent(tag, name);
+        self.collecting.absent(tag, name);
+    }
+    fn text(&mut self, tag: u8, name: &'static str, text: &str) {
+        self.hashing.text(tag, name, text);
+        self.collecting.text(tag, name, text);
+    }
+    fn number(&mut self, tag: u8, name: &'static str, n: u64) {
+        self.hashing.number(tag, name, n);
+        self.collecting.number(tag, name, n);
+    }
+    fn list<'a>(
+        &mut self,
+        tag: u8,
+        name: &'static str,
+        items: impl ExactSizeIterator<Item = &'a str>,
+    ) {
+        let items: Vec<&str> = items.collect();
+        self.hashing.list(tag, name, items.iter().copied());
+        self.collecting.list(tag, name, items.iter().copied());
+    }
+    fn map<'a>(
+        &mut self,
+        tag: u8,
+        name: &'static str,
+        entries: impl ExactSizeIterator<Item = (&'a str, &'a str)>,
+    ) {
+        let entries: Vec<(&str, &str)> = entries.collect();
+        self.hashing.map(tag, name, entries.iter().copied());
+        self.collecting.map(tag, name, entries.iter().copied());
+    }
+}
+
 fn opt_text(sink: &mut impl Sink, tag: u8, name: &'static str, value: Option<&str>) {
     match value {
         Some(v) => sink.text(tag, name, v),
@@ -642,23 +683,8 @@ impl SealedGraph {
         world: &World,
         fingerprints: &Fingerprints,
     ) -> Result<Binding, FingerprintError> {
-        let node = self
-            .provider(id)
-            .ok_or_else(|| FingerprintError::MissingInputs(id.clone()))?;
-        let provider = self
-            .node(node)
-            .provider()
-            .expect("provider ids map to provider nodes");
-        let platform = format!("{}/{}", world.platform.os, world.platform.arch);
-        let known = Known {
-            world,
-            done: Done::Computed(fingerprints),
-            services: &fingerprints.services,
-            platform: &platform,
-        };
-        let mut sink = Hashing::new(b"proofgraph/provider-fingerprint");
-        self.visit(node, provider, &known, &mut sink)?;
-        Ok(sink.binding())
+        let sink = Hashing::new(b"proofgraph/provider-fingerprint");
+        Ok(self.walk(id, world, fingerprints, sink)?.binding())
     }
 
     /// A provider's manifest, given the fingerprints already computed for its
@@ -669,6 +695,42 @@ impl SealedGraph {
         world: &World,
         fingerprints: &Fingerprints,
     ) -> Result<Manifest, FingerprintError> {
+        let sink = self.walk(id, world, fingerprints, Collecting::default())?;
+        Ok(Manifest {
+            components: sink.components,
+        })
+    }
+
+    /// [`SealedGraph::binding`] and [`SealedGraph::manifest`] from one walk of the
+    /// provider's wiring (what a receipt records).
+    pub fn binding_and_manifest(
+        &self,
+        id: &ProviderId,
+        world: &World,
+        fingerprints: &Fingerprints,
+    ) -> Result<(Binding, Manifest), FingerprintError> {
+        let both = Both {
+            hashing: Hashing::new(b"proofgraph/provider-fingerprint"),
+            collecting: Collecting::default(),
+        };
+        let both = self.walk(id, world, fingerprints, both)?;
+        Ok((
+            both.hashing.binding(),
+            Manifest {
+                components: both.collecting.components,
+            },
+        ))
+    }
+
+    /// Feeds one provider's components, with the fingerprints already computed for its
+    /// dependencies and services, to `sink`.
+    fn walk<S: Sink>(
+        &self,
+        id: &ProviderId,
+        world: &World,
+        fingerprints: &Fingerprints,
+        mut sink: S,
+    ) -> Result<S, FingerprintError> {
         let node = self
             .provider(id)
             .ok_or_else(|| FingerprintError::MissingInputs(id.clone()))?;
@@ -676,7 +738,6 @@ impl SealedGraph {
             .node(node)
             .provider()
             .expect("provider ids map to provider nodes");
-        let mut sink = Collecting::default();
         let platform = format!("{}/{}", world.platform.os, world.platform.arch);
         let known = Known {
             world,
@@ -685,9 +746,7 @@ impl SealedGraph {
             platform: &platform,
         };
         self.visit(node, provider, &known, &mut sink)?;
-        Ok(Manifest {
-            components: sink.components,
-        })
+        Ok(sink)
     }
 
     fn visit(
@@ -997,6 +1056,12 @@ mod tests {
         let w = world(&graph);
         let fps = graph.fingerprints(&w).expect("fingerprints");
         let manifest = graph.manifest(&id, &w, &fps).expect("manifest");
+        // One walk gives what the two separate ones give.
+        let binding = graph.binding(&id, &w, &fps).expect("binding");
+        assert_eq!(
+            graph.binding_and_manifest(&id, &w, &fps).expect("both"),
+            (binding, manifest.clone())
+        );
         (fps.providers[&id], manifest)
     }
 

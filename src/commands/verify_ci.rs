@@ -230,9 +230,9 @@ pub fn run(ctx: &Context, change: &str, provider: &str, envelope: &Path) -> Repo
             inputs: inputs.clone(),
             input_files: files.len() as u64,
         };
-        let written = receipt::write(&e.store, &key, &proof, &tests)
+        let written = receipt::write(&e.store, &key, proof, &tests)
             .map_err(|err| err.to_string())
-            .and_then(|sha| {
+            .and_then(|(sha, proof)| {
                 let action =
                     Store::action_key(&proof.fingerprint, &proof.receipt, &proof.capability);
                 e.store
@@ -241,13 +241,13 @@ pub fn run(ctx: &Context, change: &str, provider: &str, envelope: &Path) -> Repo
                         e.store
                             .set_ref(&name, &proof.receipt, &proof.capability, &sha)
                     })
-                    .map(|()| sha)
+                    .map(|()| (sha, proof))
                     .map_err(|err| err.to_string())
             });
         match written {
-            Ok(sha) => payload.receipts.push(ReceiptView {
-                receipt: proof.receipt,
-                capability: proof.capability,
+            Ok((sha, proof)) => payload.receipts.push(ReceiptView {
+                receipt: proof.receipt.clone(),
+                capability: proof.capability.clone(),
                 outcome: Outcome::Pass,
                 reason: None,
                 sha256: sha,
