@@ -520,17 +520,7 @@ impl Init {
             .cloned()
             .map(WireBytes::into_bytes)
             .collect();
-        self.reply(&Reply::Exited {
-            job: request.job,
-            code: None,
-            signal: None,
-            timed_out: false,
-            killed: false,
-            duration_ns: 0,
-            spawn_error: Some(redact_text(&secrets, &why)),
-            log_error: None,
-            started: true,
-        });
+        self.reply(&refusal(request.job, &secrets, &why));
     }
 
     /// Kills every job; the loop ends when they are all gone.
@@ -745,25 +735,15 @@ impl Init {
             .collect();
         let limited = request.limited;
         let hold_after = request.hold_after;
-        let refuse = |this: &mut Self, code: Option<i32>, why: String| {
+        let refuse = |this: &mut Self, why: String| {
             // A limited job that could not start holds the waiting ones as a failure does.
             this.held |= limited;
-            this.reply(&Reply::Exited {
-                job: id,
-                code,
-                signal: None,
-                timed_out: false,
-                killed: false,
-                duration_ns: 0,
-                spawn_error: Some(redact_text(&secrets, &why)),
-                log_error: None,
-                started: true,
-            });
+            this.reply(&refusal(id, &secrets, &why));
         };
         let log_path = request.log.into_path();
         let log = match self.open_log(&log_path) {
             Ok(log) => log,
-            Err(why) => return refuse(self, None, why),
+            Err(why) => return refuse(self, why),
         };
         let cwd = request.cwd.into_path();
         let argv: Vec<OsString> = request.argv.into_iter().map(WireBytes::into_os).collect();
@@ -786,7 +766,7 @@ impl Init {
             .collect();
         let mut plan = match CommandPlan::new(argv, env, cwd.clone()) {
             Ok(plan) => plan,
-            Err(why) => return refuse(self, None, why),
+            Err(why) => return refuse(self, why),
         };
         if let Some(key) = plan.search_key() {
             let found = match self.found.get(key) {
@@ -805,15 +785,15 @@ impl Init {
         }
         for path in &named {
             if let Err(why) = self.expose_host_tmp(path) {
-                return refuse(self, None, why);
+                return refuse(self, why);
             }
         }
         let (out_read, out_write) = match pipe2(OFlag::O_CLOEXEC) {
             Ok(pipe) => pipe,
-            Err(e) => return refuse(self, None, format!("create a pipe: {}", describe(e))),
+            Err(e) => return refuse(self, format!("create a pipe: {}", describe(e))),
         };
         if let Err(e) = set_nonblocking(&out_read) {
-            return refuse(self, None, format!("configure a pipe: {}", describe(e)));
+            return refuse(self, format!("configure a pipe: {}", describe(e)));
         }
         let setup = ExecSetup {
             private_net: match &self.namespaces {
@@ -833,7 +813,7 @@ impl Init {
         drop(out_write);
         let child = match spawned {
             Ok(child) => child,
-            Err(e) => return refuse(self, None, format!("start the job: {}", describe(e))),
+            Err(e) => return refuse(self, format!("start the job: {}", describe(e))),
         };
         let deadline = request
             .timeout_ns
@@ -1040,6 +1020,21 @@ impl Job {
                 *fd = None;
             }
         }
+    }
+}
+
+/// The reply to a job that could not start: why, with its secrets redacted.
+fn refusal(job: u64, secrets: &[Vec<u8>], why: &str) -> Reply {
+    Reply::Exited {
+        job,
+        code: None,
+        signal: None,
+        timed_out: false,
+        killed: false,
+        duration_ns: 0,
+        spawn_error: Some(redact_text(secrets, why)),
+        log_error: None,
+        started: true,
     }
 }
 

@@ -1428,74 +1428,47 @@ fn limited_jobs_wait_for_a_slot_and_start_in_order() {
     }
 }
 
+/// A limited job that does not exit 0, or that was spawned `hold_after` (even when it
+/// exits 0), holds the waiting ones until the caller resumes; one that exits 0 does not.
 #[test]
-fn a_failed_limited_job_holds_the_waiting_ones_until_resumed() {
+fn a_failed_or_holding_job_holds_the_waiting_ones_until_resumed() {
     require("sh", "apt-get install -y dash");
     for isolation in [IsolationRequest::Required, IsolationRequest::Disabled] {
-        let scratch = Scratch::new("hold");
-        let run = one_slot(isolation);
-        let limited = |log: &str, script: &str| JobSpec {
-            limited: true,
-            ..sh(&scratch, log, script)
-        };
-        let failing = run.spawn(&limited("a.log", "exit 3")).expect("spawn");
-        let waiting = run.spawn(&limited("b.log", "echo b")).expect("spawn");
-        let mut events = Events::new(&run);
-        let event = events.wait(failing, Duration::from_secs(5));
-        assert_eq!(exit_code(&event), Some(3), "{isolation:?}");
-        // Held: the caller has not said whether the run goes on.
-        std::thread::sleep(Duration::from_millis(300));
-        assert!(run.recv_timeout(Duration::ZERO).is_none(), "{isolation:?}");
-        assert_eq!(
-            scratch.read("b.log"),
-            "",
-            "{isolation:?}: started while held"
-        );
-        run.resume().expect("resume");
-        let event = events.wait(waiting, Duration::from_secs(5));
-        assert_eq!(exit_code(&event), Some(0), "{isolation:?}: {event:?}");
-        assert_eq!(scratch.read("b.log"), "b\n", "{isolation:?}");
-        run.shutdown().expect("shutdown");
-    }
-}
-
-#[test]
-fn a_job_spawned_to_hold_the_waiting_ones_holds_them_even_after_exit_0() {
-    require("sh", "apt-get install -y dash");
-    for isolation in [IsolationRequest::Required, IsolationRequest::Disabled] {
-        let scratch = Scratch::new("hold-after");
-        let run = one_slot(isolation);
-        let holding = run
-            .spawn(&JobSpec {
+        for (script, hold_after, code) in [("exit 3", false, 3), ("echo a", true, 0)] {
+            let scratch = Scratch::new("hold");
+            let run = one_slot(isolation);
+            let limited = |log: &str, script: &str| JobSpec {
                 limited: true,
-                hold_after: true,
-                ..sh(&scratch, "a.log", "echo a")
-            })
-            .expect("spawn");
-        let plain = |log: &str, script: &str| JobSpec {
-            limited: true,
-            ..sh(&scratch, log, script)
-        };
-        let waiting = run.spawn(&plain("b.log", "echo b")).expect("spawn");
-        let after = run.spawn(&plain("c.log", "echo c")).expect("spawn");
-        let mut events = Events::new(&run);
-        let event = events.wait(holding, Duration::from_secs(5));
-        assert_eq!(exit_code(&event), Some(0), "{isolation:?}");
-        std::thread::sleep(Duration::from_millis(300));
-        assert!(run.recv_timeout(Duration::ZERO).is_none(), "{isolation:?}");
-        assert_eq!(
-            scratch.read("b.log"),
-            "",
-            "{isolation:?}: started while held"
-        );
-        run.resume().expect("resume");
-        // One resume: `b` exits 0 and holds nothing, so `c` follows on its own.
-        for id in [waiting, after] {
-            let event = events.wait(id, Duration::from_secs(5));
-            assert_eq!(exit_code(&event), Some(0), "{isolation:?}: {event:?}");
+                ..sh(&scratch, log, script)
+            };
+            let first = run
+                .spawn(&JobSpec {
+                    hold_after,
+                    ..limited("a.log", script)
+                })
+                .expect("spawn");
+            let waiting = run.spawn(&limited("b.log", "echo b")).expect("spawn");
+            let after = run.spawn(&limited("c.log", "echo c")).expect("spawn");
+            let mut events = Events::new(&run);
+            let event = events.wait(first, Duration::from_secs(5));
+            assert_eq!(exit_code(&event), Some(code), "{isolation:?} {script}");
+            // Held: the caller has not said whether the run goes on.
+            std::thread::sleep(Duration::from_millis(300));
+            assert!(run.recv_timeout(Duration::ZERO).is_none(), "{isolation:?}");
+            assert_eq!(
+                scratch.read("b.log"),
+                "",
+                "{isolation:?} {script}: started while held"
+            );
+            run.resume().expect("resume");
+            // One resume: `b` exits 0 and holds nothing, so `c` follows on its own.
+            for id in [waiting, after] {
+                let event = events.wait(id, Duration::from_secs(5));
+                assert_eq!(exit_code(&event), Some(0), "{isolation:?}: {event:?}");
+            }
+            assert_eq!(scratch.read("c.log"), "c\n", "{isolation:?} {script}");
+            run.shutdown().expect("shutdown");
         }
-        assert_eq!(scratch.read("c.log"), "c\n", "{isolation:?}");
-        run.shutdown().expect("shutdown");
     }
 }
 

@@ -782,6 +782,17 @@ fn with_a_watcher_only_what_changed_reruns_too() {
     assert_eq!(prove(&sb, &[]).json()["summary"]["reused"], 5);
 }
 
+/// What `prove --json` says it did with a provider (`ran`, `blocked`, ...).
+fn action_of(doc: &Value, name: &str) -> String {
+    doc["providers"]
+        .as_array()
+        .expect("providers")
+        .iter()
+        .find(|p| p["provider"] == name)
+        .map(|p| p["action"].as_str().unwrap_or_default().to_owned())
+        .unwrap_or_else(|| panic!("no {name} in {doc}"))
+}
+
 /// Without `--keep-going` a failure stops the run: with `--jobs 1` the run already
 /// holds the next provider, waiting for the slot; it is taken back, never executed,
 /// and reported blocked like the ones not handed to the run yet.
@@ -812,15 +823,7 @@ fn after_a_failure_the_provider_waiting_in_the_run_never_runs() {
     let run = prove(&sb, &["--jobs", "1"]);
     run.expect_code(1);
     let doc = run.json();
-    let action = |name: &str| {
-        doc["providers"]
-            .as_array()
-            .expect("providers")
-            .iter()
-            .find(|p| p["provider"] == name)
-            .map(|p| p["action"].as_str().unwrap_or_default().to_owned())
-            .unwrap_or_else(|| panic!("no {name} in {doc}"))
-    };
+    let action = |name: &str| action_of(&doc, name);
     assert_eq!(action("a-fails"), "ran", "{doc}");
     assert_eq!(action("b-waits"), "blocked", "{doc}");
     assert_eq!(action("c-later"), "blocked", "{doc}");
@@ -853,15 +856,7 @@ fn a_failure_judged_from_a_report_stops_the_run_before_the_waiting_provider_star
     let run = prove(&sb, &["--jobs", "1"]);
     run.expect_code(1);
     let doc = run.json();
-    let action = |name: &str| {
-        doc["providers"]
-            .as_array()
-            .expect("providers")
-            .iter()
-            .find(|p| p["provider"] == name)
-            .map(|p| p["action"].as_str().unwrap_or_default().to_owned())
-            .unwrap_or_else(|| panic!("no {name} in {doc}"))
-    };
+    let action = |name: &str| action_of(&doc, name);
     assert_eq!(action("a-short"), "ran", "{doc}");
     assert_eq!(action("b-waits"), "blocked", "{doc}");
     let log = fs_err::read_to_string(sb.path().join("runs.log")).unwrap_or_default();
