@@ -4,11 +4,11 @@
 //! The test count is the first non-negative JSON integer among [`TOTAL_KEYS`], looked up in
 //! the document's root object, then in its `summary` object, then in its `stats` object (the
 //! rule of the existing Node.js implementation). A value of another type — `"12"`, `12.0`,
-//! `-1`, an array — is never coerced: it is skipped, and when nothing else counts the report
-//! gives no count (discovery is then inconclusive). The failed, passed and skipped totals are
-//! read the same way from the object that gave the total, so a summary that reports failures
-//! fails the provider even when its command exited 0 (with no total, a positive failed count
-//! anywhere is recorded as a runner error, which fails it too).
+//! `-1`, an array — is never coerced: it is skipped, and a summary where nothing counts is
+//! refused as a report (so its suite is not a pass and its discovery is inconclusive). The
+//! failed, passed and skipped totals are read the same way from the object that gave the
+//! total, so a summary that reports failures fails the provider even when its command
+//! exited 0.
 //!
 //! It is sniffed last among the JSON documents: only a JSON object that is none of the
 //! runner formats and has one of [`TOTAL_KEYS`] (of any type) in one of those three places
@@ -65,26 +65,25 @@ pub(crate) fn parse(value: &Value) -> Result<Report, ReportError> {
              `expected` at its root or under `summary` or `stats`",
         ));
     }
+    let (object, total) = places(root)
+        .find_map(|object| first_count(object, &TOTAL_KEYS).map(|total| (object, total)))
+        .ok_or_else(|| {
+            // Without a count it says nothing that can be trusted, whatever else it holds
+            // (a list of tests in an unknown shape, failures): not a report, never a pass.
+            ReportError::shape(
+                format,
+                "none of its total keys holds a non-negative integer (strings, floats and \
+                 lists are never read as counts)",
+            )
+        })?;
     let mut report = Report::empty(format);
-    let found = places(root)
-        .find_map(|object| first_count(object, &TOTAL_KEYS).map(|total| (object, total)));
-    if let Some((object, total)) = found {
-        report.discovered = Some(total);
-        report.counts = Some(Counts {
-            total,
-            passed: first_count(object, &PASSED_KEYS).unwrap_or(0),
-            failed: first_count(object, &FAILED_KEYS).unwrap_or(0),
-            skipped: first_count(object, &SKIPPED_KEYS).unwrap_or(0),
-            ..Counts::default()
-        });
-    } else if let Some(failed) = places(root)
-        .filter_map(|object| first_count(object, &FAILED_KEYS))
-        .find(|n| *n > 0)
-    {
-        // No total to count from, but failures all the same: never a pass.
-        report.runner_errors.push(format!(
-            "the summary reports {failed} failed tests but no integer total"
-        ));
-    }
+    report.discovered = Some(total);
+    report.counts = Some(Counts {
+        total,
+        passed: first_count(object, &PASSED_KEYS).unwrap_or(0),
+        failed: first_count(object, &FAILED_KEYS).unwrap_or(0),
+        skipped: first_count(object, &SKIPPED_KEYS).unwrap_or(0),
+        ..Counts::default()
+    });
     Ok(report)
 }

@@ -870,8 +870,9 @@ fn a_failure_judged_from_a_report_stops_the_run_before_the_waiting_provider_star
 }
 
 /// A custom script's summary-only JSON report (no runner format) is sniffed: its integer
-/// total counts for discovery, a string never does, and failures it reports fail the suite
-/// even when the script exits 0.
+/// total counts for discovery; a string never does, and a summary without an integer total
+/// is no report (neither receipt passes); failures it reports fail the suite even when the
+/// script exits 0.
 #[test]
 fn a_summary_only_json_report_counts_for_discovery_and_is_never_coerced() {
     let sb = Sandbox::new();
@@ -887,7 +888,7 @@ fn a_summary_only_json_report_counts_for_discovery_and_is_never_coerced() {
         (r#"{"totalTests": 3, "failed": 0}"#, "passed", "passed", 0),
         (
             r#"{"summary": {"totalTests": "3"}}"#,
-            "passed",
+            "inconclusive",
             "inconclusive",
             2,
         ),
