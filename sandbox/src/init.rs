@@ -306,8 +306,8 @@ struct Init {
     waiting: std::collections::VecDeque<SpawnRequest>,
     /// Limited jobs running now.
     limited_running: usize,
-    /// A limited job ended without exiting 0: waiting limited jobs stay until the parent
-    /// resumes (or cancels) them.
+    /// A limited job ended without exiting 0, or one spawned `hold_after` ended: waiting
+    /// limited jobs stay until the parent resumes (or cancels) them.
     held: bool,
     /// Where a `PATH` search found a program (by `PATH` value and name: the candidate's
     /// index), so that later jobs try it first instead of every `PATH` entry before it.
