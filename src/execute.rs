@@ -148,7 +148,7 @@ struct ExecKey {
 /// How many providers the scheduler may hand to the run at once: the run itself holds
 /// `jobs` of their commands at a time, and the rest wait in it for a slot.
 fn admitted(jobs: NonZeroUsize) -> NonZeroUsize {
-    jobs.saturating_mul(NonZeroUsize::MIN.saturating_add(1))
+    jobs.saturating_add(jobs.get())
 }
 
 /// What a job is running for.
@@ -1259,14 +1259,7 @@ impl Loop<'_, '_> {
                 // The run held the providers waiting in it (this one is judged from more
                 // than its exit status, or did not exit 0): judged and read, they may start
                 // unless the run is stopping (then `halt` took them back).
-                let exited_0 = matches!(
-                    &finished.ended,
-                    Ended::Exited(Exit {
-                        code: Some(0),
-                        timed_out: false,
-                        ..
-                    })
-                );
+                let exited_0 = matches!(&finished.ended, Ended::Exited(e) if judge::succeeded(e));
                 if (hold || !exited_0)
                     && !self.scheduler.is_halted()
                     && let Some(run) = &self.run
@@ -1562,7 +1555,7 @@ impl Loop<'_, '_> {
                 "Rerun; if it persists, report it with the output of `proofgraph doctor`.",
             ));
             self.results.insert(id, unwritten);
-            self.scheduler.halt();
+            self.halt();
         }
         self.recorded += 1;
         self.collect(false);

@@ -89,7 +89,8 @@ fn describe_exit(exit: &Exit, timeout_ms: u64) -> String {
     }
 }
 
-fn succeeded(exit: &Exit) -> bool {
+/// Whether a command's exit is a success: code 0, not timed out.
+pub fn succeeded(exit: &Exit) -> bool {
     exit.code == Some(0) && !exit.timed_out
 }
 

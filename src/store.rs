@@ -92,13 +92,10 @@ fn pointer_target(sha256: &str) -> Option<String> {
     if !is_sha256_hex(sha256) {
         return None;
     }
-    let bytes: Vec<u8> = (0..32)
-        .map(|i| u8::from_str_radix(&sha256[2 * i..2 * i + 2], 16))
-        .collect::<Result<_, _>>()
-        .ok()?;
+    let digest = proofgraph_graph::fingerprint::Digest::from_hex(sha256)?;
     Some(format!(
         "sha256-{}",
-        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
+        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(digest.0)
     ))
 }
 
@@ -278,13 +275,12 @@ impl Store {
 
     /// Creates a directory (and its parents) unless this process already did or saw it.
     fn ensure_dir(&self, dir: &Path) -> Result<(), StoreError> {
-        let known = |dirs: &std::collections::HashSet<PathBuf>| dirs.contains(dir);
-        if known(
-            &self
-                .dirs
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner),
-        ) {
+        if self
+            .dirs
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .contains(dir)
+        {
             return Ok(());
         }
         fs_err::create_dir_all(dir).map_err(io("create", dir))?;
