@@ -6,7 +6,7 @@
 //! bounded by [`MAX_DEPTH`]; duplicate keys are errors.
 
 use super::node::{Key, Node, Pos, Value};
-use super::parse::{MAX_DEPTH, ParseError, ParseErrorKind, saturate};
+use super::parse::{KeyIndex, MAX_DEPTH, ParseError, ParseErrorKind, saturate};
 
 /// Parses one JSON document; trailing non-whitespace is an error.
 pub fn parse(text: &str) -> Result<Node, ParseError> {
@@ -109,6 +109,7 @@ impl Parser<'_> {
         self.too_deep(depth)?;
         self.bump();
         let mut entries: Vec<(Key, Node)> = Vec::new();
+        let mut index = KeyIndex::default();
         self.skip_ws();
         if self.peek() == Some(b'}') {
             self.bump();
@@ -121,12 +122,9 @@ impl Parser<'_> {
                 return Err(self.error("expected a string key"));
             }
             let name = self.string()?;
-            if let Some((first, _)) = entries.iter().find(|(k, _)| k.name == name) {
+            if let Some(first) = index.first(&entries, &name) {
                 return Err(ParseError {
-                    kind: ParseErrorKind::DuplicateKey {
-                        key: name,
-                        first: first.pos,
-                    },
+                    kind: ParseErrorKind::DuplicateKey { key: name, first },
                     pos: key_pos,
                 });
             }
@@ -135,6 +133,7 @@ impl Parser<'_> {
             self.skip_ws();
             let value = self.value(depth)?;
             entries.push((Key { name, pos: key_pos }, value));
+            index.added(&entries);
             self.skip_ws();
             match self.peek() {
                 Some(b',') => self.bump(),

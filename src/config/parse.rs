@@ -6,8 +6,10 @@
 //! refuse nesting deeper than [`MAX_DEPTH`], so a hostile file can neither
 //! exhaust the stack nor smuggle a second value past a first.
 
+use std::collections::HashMap;
+
 use super::json;
-use super::node::{Node, Pos};
+use super::node::{Key, Node, Pos};
 use super::yaml;
 
 /// The deepest nesting of mappings and sequences a configuration file may use.
@@ -16,6 +18,49 @@ pub const MAX_DEPTH: usize = 64;
 /// The largest configuration file read, in bytes. Real files are a few
 /// kilobytes; anything near this is a mistake, not a configuration.
 pub const MAX_FILE_BYTES: u64 = 4 * 1024 * 1024;
+
+/// The keys of one mapping being read, for refusing a repeated key. A scan of the entries
+/// so far is fastest for the few keys most mappings have; from [`KeyIndex::FROM`] keys on
+/// (a change wiring hundreds of providers) a hash index keeps a file's parse linear instead
+/// of quadratic in its number of keys.
+#[derive(Debug, Default)]
+pub(super) struct KeyIndex(Option<HashMap<String, Pos>>);
+
+impl KeyIndex {
+    /// How many keys a mapping has before it is indexed.
+    const FROM: usize = 16;
+
+    /// Where `name` was first written among `entries` (the mapping's entries so far, which
+    /// this index has seen every one of through [`KeyIndex::added`]), if it was.
+    pub(super) fn first(&self, entries: &[(Key, Node)], name: &str) -> Option<Pos> {
+        match &self.0 {
+            Some(index) => index.get(name).copied(),
+            None => entries
+                .iter()
+                .find(|(k, _)| k.name == name)
+                .map(|(k, _)| k.pos),
+        }
+    }
+
+    /// Takes note of the entry just pushed onto `entries`.
+    pub(super) fn added(&mut self, entries: &[(Key, Node)]) {
+        match &mut self.0 {
+            Some(index) => {
+                if let Some((k, _)) = entries.last() {
+                    index.entry(k.name.clone()).or_insert(k.pos);
+                }
+            }
+            None if entries.len() >= Self::FROM => {
+                let mut index = HashMap::with_capacity(entries.len() * 2);
+                for (k, _) in entries {
+                    index.entry(k.name.clone()).or_insert(k.pos);
+                }
+                self.0 = Some(index);
+            }
+            None => {}
+        }
+    }
+}
 
 /// Which syntax a document was read as.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -103,6 +148,60 @@ pub fn saturate(n: usize) -> u32 {
 mod tests {
     use super::*;
     use crate::config::node::Value;
+
+    /// A mapping of `n` keys `k0`..`k{n-1}`, one per line, in YAML or JSON, with `extra`
+    /// appended as one more key: line `i + 2` holds `k{i}` in JSON, line `i + 1` in YAML.
+    fn mapping(syntax: Syntax, n: usize, extra: &str) -> String {
+        let keys = (0..n).map(|i| format!("k{i}")).chain([extra.to_owned()]);
+        match syntax {
+            Syntax::Json => {
+                let body: Vec<String> = keys.map(|k| format!("\"{k}\": 1")).collect();
+                format!("{{\n{}\n}}\n", body.join(",\n"))
+            }
+            Syntax::Yaml => keys.map(|k| format!("{k}: 1\n")).collect(),
+        }
+    }
+
+    #[test]
+    fn repeated_keys_are_found_before_and_after_a_mapping_is_indexed() {
+        for syntax in [Syntax::Json, Syntax::Yaml] {
+            let line_of = |i: u32| match syntax {
+                Syntax::Json => i + 2,
+                Syntax::Yaml => i + 1,
+            };
+            // The repeated key comes before the index exists (3 keys), right when it is built
+            // (16), and long after (500), repeating the first, a middle and the last key.
+            for (n, repeated) in [
+                (3, 0),
+                (3, 2),
+                (16, 15),
+                (17, 0),
+                (500, 0),
+                (500, 257),
+                (500, 499),
+            ] {
+                let text = mapping(syntax, n, &format!("k{repeated}"));
+                let (read_as, result) = parse_document(&text);
+                assert_eq!(read_as, syntax);
+                let err = result.expect_err(&text);
+                let ParseErrorKind::DuplicateKey { key, first } = err.kind else {
+                    panic!("{syntax:?} {n} keys: {:?}", err.kind);
+                };
+                assert_eq!(key, format!("k{repeated}"), "{syntax:?} {n}");
+                assert_eq!(first.line, line_of(repeated as u32), "{syntax:?} {n}");
+                assert_eq!(err.pos.line, line_of(n as u32), "{syntax:?} {n}");
+            }
+            // Distinct keys, however many, are read in order.
+            let (_, ok) = parse_document(&mapping(syntax, 500, "last"));
+            let node = ok.expect("distinct keys");
+            let Value::Map(entries) = &node.value else {
+                panic!("not a mapping");
+            };
+            assert_eq!(entries.len(), 501);
+            assert_eq!(entries[257].0.name, "k257");
+            assert!(node.get("last").is_some());
+        }
+    }
 
     #[test]
     fn json_and_yaml_give_the_same_tree_shape() {

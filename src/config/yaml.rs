@@ -12,7 +12,7 @@
 use saphyr_parser::{Event, Marker, Parser, ScalarStyle, Span};
 
 use super::node::{Key, Node, Pos, Value};
-use super::parse::{MAX_DEPTH, ParseError, ParseErrorKind, saturate};
+use super::parse::{KeyIndex, MAX_DEPTH, ParseError, ParseErrorKind, saturate};
 
 /// Parses one YAML document. An empty stream is `null`.
 pub fn parse(text: &str) -> Result<Node, ParseError> {
@@ -81,6 +81,7 @@ pub fn parse(text: &str) -> Result<Node, ParseError> {
                     Frame::Map {
                         pos: at,
                         entries: Vec::new(),
+                        index: KeyIndex::default(),
                         key: None,
                     },
                     at,
@@ -117,6 +118,7 @@ enum Frame {
     Map {
         pos: Pos,
         entries: Vec<(Key, Node)>,
+        index: KeyIndex,
         key: Option<Key>,
     },
 }
@@ -151,8 +153,16 @@ fn attach(stack: &mut [Frame], root: &mut Option<Node>, node: Node) -> Result<()
     match stack.last_mut() {
         None => *root = Some(node),
         Some(Frame::Seq { items, .. }) => items.push(node),
-        Some(Frame::Map { entries, key, .. }) => match key.take() {
-            Some(k) => entries.push((k, node)),
+        Some(Frame::Map {
+            entries,
+            index,
+            key,
+            ..
+        }) => match key.take() {
+            Some(k) => {
+                entries.push((k, node));
+                index.added(entries);
+            }
             None => {
                 let name = match node.value {
                     Value::String(s) | Value::Number(s) => s,
@@ -165,12 +175,9 @@ fn attach(stack: &mut [Frame], root: &mut Option<Node>, node: Node) -> Result<()
                         ));
                     }
                 };
-                if let Some((first, _)) = entries.iter().find(|(k, _)| k.name == name) {
+                if let Some(first) = index.first(entries, &name) {
                     return Err(ParseError {
-                        kind: ParseErrorKind::DuplicateKey {
-                            key: name,
-                            first: first.pos,
-                        },
+                        kind: ParseErrorKind::DuplicateKey { key: name, first },
                         pos: node.pos,
                     });
                 }
