@@ -23,6 +23,13 @@
 # (and so .proofgraph/, where prove writes logs and receipts) lives:
 # ${BENCH_TMPDIR:-${TMPDIR:-/tmp}} or $TMPFS_DIR (default /dev/shm).
 #
+# Also timed, to tell this machine's share of the gap: make -j2 beside a
+# single-threaded busy loop at SCHED_IDLE priority (bench/beside-busy-loop.sh),
+# against make through the same wrapper without the loop. prove's own threads
+# (event loop, receipt writer) work beside the jobs in the same way; on a VM
+# where an idle-priority loop slows make by half, no priority setting hides
+# that work from the jobs (see BENCHMARKS.md).
+#
 # Timing: ROUNDS hyperfine rounds (default 2; the order of the three
 # commands rotates), each WARMUP warmups and RUNS runs per command; medians
 # and extremes over all rounds' runs. The store's size after the runs is
@@ -41,6 +48,7 @@ TARGET=1.3
 
 if [[ -n "${PROOFGRAPH:-}" ]]; then bench_init providers; else bench_init providers sandbox-bench; fi
 need make "apt-get install -y make"
+need chrt "apt-get install -y util-linux"
 
 TMPFS_TMP=
 bench_extra_cleanup() {
@@ -124,6 +132,11 @@ EOF
         measure "$floor" "$SB jobs $PROVIDERS $JOBS $base/floor-logs"
         variants+=("$floor")
     fi
+    local beside="$BENCH_DIR/beside-busy-loop.sh"
+    local quiet="make -j$JOBS through beside-busy-loop.sh quiet ($fs)"
+    local busy="make -j$JOBS beside an idle-priority busy loop ($fs)"
+    measure "$quiet" "$beside quiet make -C $W -j$JOBS all"
+    measure "$busy" "$beside busy make -C $W -j$JOBS all"
     run_rounds "$BENCH_TMP/$fs"
     echo "store after the runs: $(du -sh "$W/.proofgraph" | cut -f1), $(find "$W/.proofgraph" -type f | wc -l) files"
     summarize "$TARGET" "$peer" "${variants[@]}"
@@ -133,6 +146,12 @@ const all = (name) => files.flatMap((f) => require(f).results.filter((r) => r.co
 const med = (name) => { const t = all(name); return t[t.length >> 1]; };
 const us = (s) => `${(s / n * 1e6).toFixed(0)} us`;
 console.log(`per provider (median wall time / ${n}): prove ${us(med(a))}, prove --isolation none ${us(med(none))}, make ${us(med(make))}; isolation costs ${us(med(a) - med(none))}`);
+EOF
+    node - "$quiet" "$busy" "${ROUND_FILES[@]}" <<'EOF'
+const [quiet, busy, ...files] = process.argv.slice(2);
+const med = (name) => { const t = files.flatMap((f) => require(f).results.filter((r) => r.command === name)[0].times).sort((x, y) => x - y); return t[t.length >> 1]; };
+const [q, b] = [med(quiet), med(busy)];
+console.log(`interference: make beside a SCHED_IDLE busy loop ${(b * 1e3).toFixed(1)} ms vs ${(q * 1e3).toFixed(1)} ms without = ${(b / q).toFixed(2)}x (how much work on another CPU, however low its priority, slows this workload on this machine)`);
 EOF
     echo
 }
