@@ -237,16 +237,19 @@ pub fn run(ctx: &Context, options: &ProveOptions) -> Report<ProvePayload> {
     } else {
         super::status::verdict(&requirements)
     };
+    let sandbox = e.mode.as_str();
+    let root = e.loaded.root.clone();
+    e.release();
     Report {
         payload: Some(ProvePayload {
             change: Some(name),
             run_id: Some(run_id),
-            sandbox: Some(e.mode.as_str()),
+            sandbox: Some(sandbox),
             isolation,
             providers,
             requirements,
             summary,
-            root: Some(e.loaded.root),
+            root: Some(root),
         }),
         status: diagnostics,
         verdict,

@@ -94,7 +94,7 @@ pub fn summary(requirements: &[Requirement]) -> BTreeMap<&'static str, usize> {
 
 /// Runs `status`.
 pub fn run(ctx: &Context, change: &str, mode: Option<SandboxMode>) -> Report<StatusPayload> {
-    let evaluated = match evaluate(ctx, change, mode, false) {
+    let mut evaluated = match evaluate(ctx, change, mode, false) {
         Ok(e) => e,
         Err(all) => return Report::failed(all, Verdict::Invalid),
     };
@@ -107,15 +107,17 @@ pub fn run(ctx: &Context, change: &str, mode: Option<SandboxMode>) -> Report<Sta
         &name,
     );
     let verdict = verdict(&requirements);
-    let mut diagnostics = evaluated.loaded.notes;
-    diagnostics.extend(evaluated.loaded.prepared.warnings);
-    diagnostics.extend(evaluated.observed.warnings);
+    let mut diagnostics = std::mem::take(&mut evaluated.loaded.notes);
+    diagnostics.append(&mut evaluated.loaded.prepared.warnings);
+    diagnostics.append(&mut evaluated.observed.warnings);
+    let root = evaluated.loaded.root.clone();
+    evaluated.release();
     Report {
         payload: Some(StatusPayload {
             change: Some(name),
             summary: summary(&requirements),
             requirements,
-            root: Some(evaluated.loaded.root),
+            root: Some(root),
         }),
         status: diagnostics,
         verdict,
