@@ -1865,9 +1865,6 @@ pub fn wanted(
         })
         .collect();
     let proven = |(id, _, p): &(&ProviderId, NodeId, &ProviderNode)| {
-        if no_cache {
-            return None;
-        }
         let fp = fingerprints
             .providers
             .get(*id)
@@ -1877,29 +1874,14 @@ pub fn wanted(
     };
     // Reading and verifying each provider's receipts (an Ed25519 signature
     // check each) is most of a no-op prove after the snapshot: on every core.
-    let threads = std::thread::available_parallelism().map_or(1, NonZeroUsize::get);
-    let chunk = candidates.len().div_ceil(threads).max(8);
-    let results: Vec<Option<Vec<String>>> = if no_cache || candidates.len() <= chunk {
-        candidates.iter().map(proven).collect()
+    // A check that panicked proves nothing: its providers run.
+    let results: Vec<Option<Vec<String>>> = if no_cache {
+        vec![None; candidates.len()]
     } else {
-        std::thread::scope(|scope| {
-            let handles: Vec<_> = candidates
-                .chunks(chunk)
-                .map(|part| {
-                    (
-                        part.len(),
-                        scope.spawn(|| part.iter().map(proven).collect::<Vec<_>>()),
-                    )
-                })
-                .collect();
-            handles
-                .into_iter()
-                .flat_map(|(len, h)| {
-                    // A panicked check proves nothing: its providers run.
-                    h.join().unwrap_or_else(|_| vec![None; len])
-                })
-                .collect()
-        })
+        crate::cores::map(&candidates, 8, proven)
+            .into_iter()
+            .map(Option::flatten)
+            .collect()
     };
     let mut run = BTreeSet::new();
     let mut reused = BTreeMap::new();

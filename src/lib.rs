@@ -11,6 +11,7 @@ pub mod attest;
 pub mod cli;
 pub mod commands;
 pub mod config;
+pub mod cores;
 pub mod diagnostic;
 pub mod env;
 pub mod execute;

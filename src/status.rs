@@ -269,6 +269,34 @@ pub fn is_proven(
     Some(receipts)
 }
 
+/// Reads and verifies, on every core, the receipt the action cache names for each output of
+/// each provider's current fingerprint, so that the lookups after it find them verified (the
+/// store remembers every receipt this process verified). Verifying receipts (an Ed25519
+/// signature each) is most of a `status` of a large change. (`prove` needs none of this: its
+/// reuse check has verified the receipts on every core, and the rest it wrote itself.)
+pub fn verify_current(
+    graph: &SealedGraph,
+    fingerprints: &Fingerprints,
+    store: &Store,
+    trusted: &[TrustedKey],
+) {
+    let keys: Vec<String> = graph
+        .providers()
+        .filter_map(|(id, _, p)| Some((fingerprints.providers.get(id)?.to_string(), p)))
+        .flat_map(|(fp, p)| {
+            p.outputs
+                .iter()
+                .map(|o| Store::action_key(&fp, o.under.as_str(), o.capability.as_str()))
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    crate::cores::map(&keys, 8, |key| {
+        if let Some(sha) = store.action(key) {
+            receipt::read(store, &sha, trusted);
+        }
+    });
+}
+
 /// The state of the whole change, for the exit code.
 pub fn overall(requirements: &[Requirement]) -> State {
     combine(requirements.iter().map(|r| r.state))

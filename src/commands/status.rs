@@ -99,6 +99,12 @@ pub fn run(ctx: &Context, change: &str, mode: Option<SandboxMode>) -> Report<Sta
         Err(all) => return Report::failed(all, Verdict::Invalid),
     };
     let name = evaluated.loaded.change.name.to_string();
+    status::verify_current(
+        &evaluated.loaded.prepared.graph,
+        &evaluated.fingerprints,
+        &evaluated.store,
+        &evaluated.trusted,
+    );
     let requirements = status::requirements(
         &evaluated.loaded.prepared.graph,
         &evaluated.fingerprints,
