@@ -219,7 +219,8 @@ impl Drop for Sandboxes {
     /// now) goes with the run, unless `--keep-sandbox`.
     fn drop(&mut self) {
         if !self.keep {
-            let _ = materialize::remove(&self.root);
+            let threads = std::thread::available_parallelism().unwrap_or(NonZeroUsize::MIN);
+            let _ = materialize::remove(&self.root, threads);
         }
     }
 }
