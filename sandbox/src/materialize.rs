@@ -10,7 +10,11 @@
 //! sandbox can never change the working tree.
 
 use std::num::NonZeroUsize;
+use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
+
+use nix::fcntl::OFlag;
+use nix::sys::stat::Mode;
 
 use crate::error::SandboxError;
 
@@ -108,35 +112,113 @@ pub fn materialize(
     Ok(total)
 }
 
+/// The open directories, in the source and in the destination, of the entries being copied:
+/// entries come sorted, so consecutive ones mostly share a directory, which is opened once
+/// for them; each file is then named by one path component instead of a full path the kernel
+/// would walk component by component (most of a small file's copy).
+struct OpenDirs {
+    /// The directory's path relative to the source and the destination.
+    relative: String,
+    source: OwnedFd,
+    dest: OwnedFd,
+}
+
+fn open_dir(path: &Path) -> Result<OwnedFd, SandboxError> {
+    nix::fcntl::open(
+        path,
+        OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC,
+        Mode::empty(),
+    )
+    .map_err(|e| SandboxError::Io {
+        action: "open the directory",
+        path: path.to_path_buf(),
+        source: e.into(),
+    })
+}
+
 fn copy_all(
     source: &Path,
     dest: &Path,
     entries: &[Entry<'_>],
 ) -> Result<Materialized, SandboxError> {
-    use std::os::unix::fs::PermissionsExt as _;
     let mut done = Materialized::default();
+    let mut open: Option<OpenDirs> = None;
     for entry in entries {
-        let from = source.join(entry.path);
-        let to = dest.join(entry.path);
+        let (parent, name) = entry.path.rsplit_once('/').unwrap_or(("", entry.path));
+        let dirs = match open.take() {
+            Some(dirs) if dirs.relative == parent => dirs,
+            _ => OpenDirs {
+                relative: parent.to_owned(),
+                source: open_dir(&source.join(parent))?,
+                dest: open_dir(&dest.join(parent))?,
+            },
+        };
+        // Paths for messages, made only on failure.
+        let failed = |action: &'static str, base: &Path, e: std::io::Error| SandboxError::Io {
+            action,
+            path: base.join(entry.path),
+            source: e,
+        };
         match entry.kind {
             FileKind::Symlink => {
-                let target = fs_err::read_link(&from).map_err(io("read the link", &from))?;
-                fs_err::os::unix::fs::symlink(&target, &to).map_err(io("create the link", &to))?;
+                let target = nix::fcntl::readlinkat(&dirs.source, name)
+                    .map_err(|e| failed("read the link", source, e.into()))?;
+                nix::unistd::symlinkat(target.as_os_str(), &dirs.dest, name)
+                    .map_err(|e| failed("create the link", dest, e.into()))?;
             }
             FileKind::File | FileKind::Executable => {
-                done.bytes += fs_err::copy(&from, &to).map_err(io("copy", &from))?;
-                let mode = if entry.kind == FileKind::Executable {
+                let mode = Mode::from_bits_truncate(if entry.kind == FileKind::Executable {
                     0o755
                 } else {
                     0o644
-                };
-                fs_err::set_permissions(&to, std::fs::Permissions::from_mode(mode))
-                    .map_err(io("set permissions of", &to))?;
+                });
+                let from = nix::fcntl::openat(
+                    &dirs.source,
+                    name,
+                    OFlag::O_RDONLY | OFlag::O_CLOEXEC,
+                    Mode::empty(),
+                )
+                .map_err(|e| failed("copy", source, e.into()))?;
+                let to = nix::fcntl::openat(
+                    &dirs.dest,
+                    name,
+                    OFlag::O_WRONLY | OFlag::O_CREAT | OFlag::O_TRUNC | OFlag::O_CLOEXEC,
+                    mode,
+                )
+                .map_err(|e| failed("create", dest, e.into()))?;
+                done.bytes += copy_content(from, &to).map_err(|e| failed("copy", source, e))?;
+                // Exactly 0644 or 0755, whatever the umask took from the mode at creation.
+                nix::sys::stat::fchmod(&to, mode)
+                    .map_err(|e| failed("set permissions of", dest, e.into()))?;
             }
         }
+        open = Some(dirs);
         done.files += 1;
     }
     Ok(done)
+}
+
+/// Copies a file's whole content: `copy_file_range` (a reflink where the file system can)
+/// until it reports the end, without first asking for the size; where the kernel cannot copy
+/// between these two files, `io::copy` (read and write).
+fn copy_content(from: OwnedFd, to: &OwnedFd) -> std::io::Result<u64> {
+    use nix::errno::Errno;
+    let mut copied: u64 = 0;
+    loop {
+        match nix::fcntl::copy_file_range(&from, None, to, None, 1 << 30) {
+            Ok(0) => return Ok(copied),
+            Ok(n) => copied += n as u64,
+            Err(Errno::EINTR) => {}
+            Err(Errno::EXDEV | Errno::EINVAL | Errno::ENOSYS | Errno::EOPNOTSUPP)
+                if copied == 0 =>
+            {
+                let mut from = std::fs::File::from(from);
+                let mut to = std::fs::File::from(to.try_clone()?);
+                return std::io::copy(&mut from, &mut to);
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
 }
 
 /// Removes a sandbox directory and everything in it (making read-only
@@ -203,10 +285,19 @@ fn remove_listed(dir: &Path, threads: NonZeroUsize) -> std::io::Result<()> {
     if start < listed.len() {
         groups.push(&listed[start..]);
     }
+    // Each file by its name in its open directory, not by a path walked again each time.
     let unlink = |group: &[(PathBuf, Vec<std::ffi::OsString>)]| -> std::io::Result<()> {
         for (parent, names) in group {
+            if names.is_empty() {
+                continue;
+            }
+            let dir = open_dir(parent).map_err(std::io::Error::other)?;
             for name in names {
-                fs_err::remove_file(parent.join(name))?;
+                nix::unistd::unlinkat(
+                    &dir,
+                    name.as_os_str(),
+                    nix::unistd::UnlinkatFlags::NoRemoveDir,
+                )?;
             }
         }
         Ok(())
