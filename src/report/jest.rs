@@ -19,7 +19,9 @@ use serde_json::{Map, Value};
 
 use super::error::ReportError;
 use super::model::{Counts, Format, Outcome, Report, TestCase};
-use super::util::{check_declared_total, count_key, first_line, join_id, json_duration, str_key};
+use super::util::{
+    check_declared_total, count_key, first_line, join_id, json_duration, root_object, str_key,
+};
 
 /// Keys every Jest `--json` report has and no Vitest report has.
 const JEST_ONLY_KEYS: [&str; 3] = ["numRuntimeErrorTestSuites", "openHandles", "wasInterrupted"];
@@ -48,9 +50,7 @@ pub(crate) fn is_vitest(root: &Map<String, Value>) -> bool {
 
 /// Parses a Jest-shaped document as `format` ([`Format::Jest`] or [`Format::Vitest`]).
 pub(crate) fn parse(value: &Value, format: Format) -> Result<Report, ReportError> {
-    let root = value
-        .as_object()
-        .ok_or_else(|| ReportError::shape(format, "the document is not a JSON object"))?;
+    let root = root_object(value, format)?;
     if !looks_like(root) {
         return Err(ReportError::shape(
             format,

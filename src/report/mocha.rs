@@ -13,7 +13,9 @@ use serde_json::{Map, Value};
 
 use super::error::ReportError;
 use super::model::{Counts, Format, Outcome, Report, TestCase};
-use super::util::{check_declared_total, count_key, first_line, join_id, json_duration, str_key};
+use super::util::{
+    check_declared_total, count_key, first_line, join_id, json_duration, root_object, str_key,
+};
 
 const LISTS: [&str; 4] = ["tests", "passes", "failures", "pending"];
 
@@ -59,9 +61,7 @@ fn list<'a>(
 /// Parses a Mocha JSON report.
 pub(crate) fn parse(value: &Value) -> Result<Report, ReportError> {
     let format = Format::Mocha;
-    let root = value
-        .as_object()
-        .ok_or_else(|| ReportError::shape(format, "the document is not a JSON object"))?;
+    let root = root_object(value, format)?;
     let stats = root.get("stats").and_then(Value::as_object);
     if stats.is_none() && !LISTS.iter().any(|k| root.contains_key(*k)) {
         return Err(ReportError::shape(

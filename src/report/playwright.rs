@@ -24,7 +24,9 @@ use serde_json::{Map, Value};
 
 use super::error::ReportError;
 use super::model::{Annotation, Attachment, Counts, Format, Outcome, Report, TestCase};
-use super::util::{check_declared_total, count_key, first_line, join_id, json_duration, str_key};
+use super::util::{
+    check_declared_total, count_key, first_line, join_id, json_duration, root_object, str_key,
+};
 
 /// Nesting deeper than this is refused (Playwright nests one level per `describe`).
 const MAX_DEPTH: usize = 256;
@@ -39,9 +41,7 @@ pub(crate) fn looks_like(root: &Map<String, Value>) -> bool {
 /// Parses a Playwright JSON report.
 pub(crate) fn parse(value: &Value) -> Result<Report, ReportError> {
     let format = Format::Playwright;
-    let root = value
-        .as_object()
-        .ok_or_else(|| ReportError::shape(format, "the document is not a JSON object"))?;
+    let root = root_object(value, format)?;
     let stats = root.get("stats").and_then(Value::as_object);
     if !root.contains_key("suites") && !stats.is_some_and(|s| s.contains_key("expected")) {
         return Err(ReportError::shape(

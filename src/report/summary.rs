@@ -18,7 +18,7 @@ use serde_json::{Map, Value};
 
 use super::error::ReportError;
 use super::model::{Counts, Format, Report};
-use super::util::count_key;
+use super::util::{count_key, root_object};
 
 /// The keys a summary's total may have, in the order they are tried.
 pub(crate) const TOTAL_KEYS: [&str; 5] = [
@@ -55,9 +55,7 @@ fn first_count(object: &Map<String, Value>, keys: &[&str]) -> Option<u64> {
 /// Parses a summary document.
 pub(crate) fn parse(value: &Value) -> Result<Report, ReportError> {
     let format = Format::Summary;
-    let root = value
-        .as_object()
-        .ok_or_else(|| ReportError::shape(format, "the document is not a JSON object"))?;
+    let root = root_object(value, format)?;
     if !looks_like(root) {
         return Err(ReportError::shape(
             format,

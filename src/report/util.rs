@@ -1,5 +1,6 @@
-//! Helpers shared by the parsers: strict integer counts (never coerced), durations,
-//! identity joining and de-duplication, and the declared-versus-listed total check.
+//! Helpers shared by the parsers: a JSON report's root object, strict integer counts (never
+//! coerced), durations, identity joining and de-duplication, and the declared-versus-listed
+//! total check.
 
 use std::collections::{HashMap, HashSet};
 
@@ -9,6 +10,17 @@ use super::model::TestCase;
 
 /// Separator between the parts of a [`TestCase::id`].
 pub(crate) const ID_SEPARATOR: &str = " > ";
+
+/// A JSON report's root object, or the shape error every JSON format gives when the
+/// document is something else.
+pub(crate) fn root_object(
+    value: &Value,
+    format: super::Format,
+) -> Result<&Map<String, Value>, super::ReportError> {
+    value
+        .as_object()
+        .ok_or_else(|| super::ReportError::shape(format, "the document is not a JSON object"))
+}
 
 /// A count from a JSON value: only a non-negative JSON integer counts. Strings (`"5"`),
 /// floats (`5.0`, `5e0`), negatives, booleans, arrays, objects and `null` are absent.

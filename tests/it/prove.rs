@@ -793,18 +793,27 @@ fn action_of(doc: &Value, name: &str) -> String {
         .unwrap_or_else(|| panic!("no {name} in {doc}"))
 }
 
-/// Without `--keep-going` a failure stops the run: with `--jobs 1` the run already
-/// holds the next provider, waiting for the slot; it is taken back, never executed,
-/// and reported blocked like the ones not handed to the run yet.
-#[test]
-fn after_a_failure_the_provider_waiting_in_the_run_never_runs() {
+/// A workspace whose change `add-x` has one claim needing `capabilities` (a YAML list's
+/// items); the test writes its `execution.yaml`.
+fn one_claim_change(capabilities: &str) -> Sandbox {
     let sb = Sandbox::new();
     sb.openspec_root("");
     sb.write("openspec/changes/add-x/proposal.md", "# Add x\n");
     sb.write(
         "openspec/changes/add-x/evidence.yaml",
-        "version: 2\nclaims:\n  - {id: works, scenario: It works, capabilities: [static-analysis]}\n",
+        format!(
+            "version: 2\nclaims:\n  - {{id: works, scenario: It works, capabilities: [{capabilities}]}}\n"
+        ),
     );
+    sb
+}
+
+/// Without `--keep-going` a failure stops the run: with `--jobs 1` the run already
+/// holds the next provider, waiting for the slot; it is taken back, never executed,
+/// and reported blocked like the ones not handed to the run yet.
+#[test]
+fn after_a_failure_the_provider_waiting_in_the_run_never_runs() {
+    let sb = one_claim_change("static-analysis");
     let provider = |name: &str, script: &str| {
         format!(
             "  {name}:\n    adapter: command\n    capability: static-analysis\n    command: [sh, -c, \"echo {name} >> \\\"$RUNS_LOG\\\"; {script}\"]\n    envFrom: [RUNS_LOG]\n"
@@ -837,13 +846,7 @@ fn after_a_failure_the_provider_waiting_in_the_run_never_runs() {
 /// and without `--keep-going` the provider waiting for the slot never runs.
 #[test]
 fn a_failure_judged_from_a_report_stops_the_run_before_the_waiting_provider_starts() {
-    let sb = Sandbox::new();
-    sb.openspec_root("");
-    sb.write("openspec/changes/add-x/proposal.md", "# Add x\n");
-    sb.write(
-        "openspec/changes/add-x/evidence.yaml",
-        "version: 2\nclaims:\n  - {id: works, scenario: It works, capabilities: [discovery, static-analysis]}\n",
-    );
+    let sb = one_claim_change("discovery, static-analysis");
     sb.write(
         "tests.sh",
         "echo a-short >> \"$RUNS_LOG\"\nprintf 'TAP version 13\\n1..1\\nok 1 - only one\\n' > out.tap\n",
