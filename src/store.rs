@@ -143,10 +143,12 @@ pub struct Store {
     /// open, but `sweep` and `runs/` clean-up remove only `tmp/` files and run
     /// directories, never a directory entries are written to).
     dirs: std::sync::Arc<std::sync::Mutex<std::collections::HashSet<PathBuf>>>,
-    /// Action-cache entries this process wrote: a run's final status looks up every
-    /// receipt it just wrote, and another process replacing one of these entries meanwhile
-    /// could only name another receipt of the same fingerprint.
-    written_actions: std::sync::Arc<std::sync::Mutex<std::collections::HashMap<String, String>>>,
+    /// Action-cache entries this process wrote or read, so that each is read from disk at
+    /// most once (prove's reuse check and its final status, or `status`'s verification and
+    /// its answer, look up the same entries). What it wrote wins over what it read; another
+    /// process replacing an entry meanwhile could only name another receipt of the same
+    /// fingerprint.
+    actions: std::sync::Arc<std::sync::Mutex<std::collections::HashMap<String, String>>>,
 }
 
 impl Store {
@@ -157,7 +159,7 @@ impl Store {
             dir,
             verified: std::sync::Arc::default(),
             dirs: std::sync::Arc::default(),
-            written_actions: std::sync::Arc::default(),
+            actions: std::sync::Arc::default(),
         };
         for sub in ["cas", "ac", "refs", "tmp", "runs", "keys"] {
             let p = store.dir.join(sub);
@@ -218,7 +220,7 @@ impl Store {
         Self {
             verified: std::sync::Arc::default(),
             dirs: std::sync::Arc::default(),
-            written_actions: std::sync::Arc::default(),
+            actions: std::sync::Arc::default(),
             dir: root.join(DIR),
         }
     }
@@ -348,7 +350,7 @@ impl Store {
     /// Points an action-cache key at a receipt blob.
     pub fn set_action(&self, key: &str, receipt_sha256: &str) -> Result<(), StoreError> {
         self.write_pointer(&self.ac_path(key), receipt_sha256)?;
-        self.written_actions
+        self.actions
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .insert(key.to_owned(), receipt_sha256.to_owned());
@@ -357,15 +359,17 @@ impl Store {
 
     /// The receipt blob an action-cache key points at, if any (and well formed).
     pub fn action(&self, key: &str) -> Option<String> {
-        if let Some(sha) = self
-            .written_actions
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .get(key)
-        {
+        let actions = || {
+            self.actions
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+        };
+        if let Some(sha) = actions().get(key) {
             return Some(sha.clone());
         }
-        read_pointer(&self.ac_path(key))
+        let sha = read_pointer(&self.ac_path(key))?;
+        // An entry this process wrote meanwhile stays what it wrote.
+        Some(actions().entry(key.to_owned()).or_insert(sha).clone())
     }
 
     fn ref_path(&self, change: &str, receipt: &str, capability: &str) -> PathBuf {
@@ -582,7 +586,29 @@ mod tests {
             let other = Store::open(dir.path()).expect("open again");
             assert_eq!(other.action(&key), None, "{corrupt}");
         }
-        assert_eq!(store.action(&key), Some(receipt));
+        assert_eq!(store.action(&key), Some(receipt.clone()));
+        // An entry is read from disk once per store: replaced by another process
+        // afterwards, it still names what this one read; a store opened afresh sees the new.
+        fs_err::remove_file(store.ac_path(&key)).expect("remove");
+        let reader = Store::open(dir.path()).expect("open again");
+        assert_eq!(
+            reader.action(&key),
+            None,
+            "absent entries are not remembered"
+        );
+        Store::open(dir.path())
+            .expect("open again")
+            .set_action(&key, &receipt)
+            .expect("set");
+        assert_eq!(reader.action(&key), Some(receipt.clone()));
+        let newer = Store::open(dir.path()).expect("open again");
+        let other_receipt = newer.put(b"another receipt").expect("put");
+        newer.set_action(&key, &other_receipt).expect("replace");
+        assert_eq!(reader.action(&key), Some(receipt));
+        assert_eq!(
+            Store::open(dir.path()).expect("open again").action(&key),
+            Some(other_receipt)
+        );
     }
 
     #[test]
