@@ -89,7 +89,31 @@ pub enum SandboxError {
         /// The path.
         path: String,
     },
+    /// Files were not what the caller expected as they were copied (their content or
+    /// kind changed since the caller's snapshot).
+    #[error("materialise a sandbox: {} changed since the snapshot ({})", plural(paths.len()), shown(paths))]
+    Changed {
+        /// The files, relative to the source, sorted.
+        paths: Vec<String>,
+    },
     /// A copying thread panicked.
     #[error("materialise a sandbox: a copying thread panicked")]
     Panicked,
+}
+
+fn plural(n: usize) -> String {
+    if n == 1 {
+        "1 file".to_owned()
+    } else {
+        format!("{n} files")
+    }
+}
+
+/// The first few paths in backticks.
+fn shown(paths: &[String]) -> String {
+    let mut out: Vec<String> = paths.iter().take(5).map(|p| format!("`{p}`")).collect();
+    if paths.len() > 5 {
+        out.push(format!("and {} more", paths.len() - 5));
+    }
+    out.join(", ")
 }

@@ -87,6 +87,7 @@
 
 mod child;
 mod error;
+pub mod evidence;
 mod init;
 mod isolation;
 pub mod materialize;

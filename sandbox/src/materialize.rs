@@ -1,18 +1,24 @@
 //! Materialising a sandbox: copying exactly the given files of a repository
-//! into a fresh directory, in parallel.
+//! into a fresh directory, in parallel, checking each file's content as it is
+//! copied.
 //!
 //! The caller decides *which* files (the tracked files for a worktree
 //! sandbox; the working tree minus ignored and regenerable paths for a copy
-//! sandbox); this module only copies them faithfully: regular files with
-//! their content (`copy_file_range`, which reflinks where the filesystem can),
-//! executables with their execute bits, and symlinks verbatim (the link, not
-//! what it points to). Nothing is hard-linked: a command writing into the
-//! sandbox can never change the working tree.
+//! sandbox) and what each must hold ([`Verify`]); this module copies them
+//! faithfully — regular files with their content and modification time,
+//! executables with their execute bits, symlinks verbatim (the link, not what it
+//! points to) — and hands every byte it writes to the caller's check in the same
+//! pass (read, check, write: the bytes in the sandbox are the bytes checked). A
+//! file whose content is not the expected one (edited since the caller's snapshot,
+//! even with its size and time kept) fails the whole sandbox
+//! ([`SandboxError::Changed`]). Nothing is hard-linked: a command writing into
+//! the sandbox can never change the working tree.
 
 use std::num::NonZeroUsize;
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 
+use nix::errno::Errno;
 use nix::fcntl::OFlag;
 use nix::sys::stat::Mode;
 
@@ -38,6 +44,41 @@ pub struct Entry<'a> {
     pub kind: FileKind,
 }
 
+/// Checks, while it is copied, that each file holds what the caller expects.
+pub trait Verify: Sync {
+    /// The running check of one file's content.
+    type Check: Check;
+    /// Starts checking entry `index` (of the entries given to [`materialize`]), whose
+    /// content is `len` bytes (a link's content is its target).
+    fn start(&self, index: usize, len: u64) -> Self::Check;
+}
+
+/// The running check of one file's content.
+pub trait Check {
+    /// The next bytes of the content.
+    fn update(&mut self, bytes: &[u8]);
+    /// Whether the bytes given, and nothing else, are the expected content.
+    fn matches(self) -> bool;
+}
+
+/// Expects nothing: every content is accepted.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Unchecked;
+
+impl Verify for Unchecked {
+    type Check = Unchecked;
+    fn start(&self, _index: usize, _len: u64) -> Unchecked {
+        Unchecked
+    }
+}
+
+impl Check for Unchecked {
+    fn update(&mut self, _bytes: &[u8]) {}
+    fn matches(self) -> bool {
+        true
+    }
+}
+
 /// What was copied.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Materialized {
@@ -59,12 +100,15 @@ fn io<'a>(
 }
 
 /// Copies `entries` from `source` into `dest` (created; must not exist or be
-/// empty), using up to `threads` threads.
-pub fn materialize(
+/// empty), using up to `threads` threads, each file checked by `verify` as it is
+/// copied. Entries that are no longer what `verify` expects — another content, or
+/// another kind of file — fail it with [`SandboxError::Changed`] naming them.
+pub fn materialize<V: Verify>(
     source: &Path,
     dest: &Path,
     entries: &[Entry<'_>],
     threads: NonZeroUsize,
+    verify: &V,
 ) -> Result<Materialized, SandboxError> {
     for entry in entries {
         let p = Path::new(entry.path);
@@ -93,10 +137,11 @@ pub fn materialize(
         fs_err::create_dir_all(dir).map_err(io("create", dir))?;
     }
     let chunk = entries.len().div_ceil(threads.get()).max(1);
-    let results: Vec<Result<Materialized, SandboxError>> = std::thread::scope(|scope| {
+    let results: Vec<Result<Copied, SandboxError>> = std::thread::scope(|scope| {
         let handles: Vec<_> = entries
             .chunks(chunk)
-            .map(|part| scope.spawn(move || copy_all(source, dest, part)))
+            .enumerate()
+            .map(|(i, part)| scope.spawn(move || copy_all(source, dest, part, i * chunk, verify)))
             .collect();
         handles
             .into_iter()
@@ -104,12 +149,25 @@ pub fn materialize(
             .collect()
     });
     let mut total = Materialized::default();
+    let mut changed = Vec::new();
     for r in results {
-        let m = r?;
-        total.files += m.files;
-        total.bytes += m.bytes;
+        let c = r?;
+        total.files += c.done.files;
+        total.bytes += c.done.bytes;
+        changed.extend(c.changed);
     }
-    Ok(total)
+    if changed.is_empty() {
+        Ok(total)
+    } else {
+        changed.sort();
+        Err(SandboxError::Changed { paths: changed })
+    }
+}
+
+/// What one thread copied, and the entries that were not what was expected.
+struct Copied {
+    done: Materialized,
+    changed: Vec<String>,
 }
 
 /// The open directories, in the source and in the destination, of the entries being copied:
@@ -136,14 +194,19 @@ fn open_dir(path: &Path) -> Result<OwnedFd, SandboxError> {
     })
 }
 
-fn copy_all(
+fn copy_all<V: Verify>(
     source: &Path,
     dest: &Path,
     entries: &[Entry<'_>],
-) -> Result<Materialized, SandboxError> {
+    first: usize,
+    verify: &V,
+) -> Result<Copied, SandboxError> {
     let mut done = Materialized::default();
+    let mut changed = Vec::new();
     let mut open: Option<OpenDirs> = None;
-    for entry in entries {
+    let mut buf = vec![0u8; 256 * 1024];
+    for (offset, entry) in entries.iter().enumerate() {
+        let index = first + offset;
         let (parent, name) = entry.path.rsplit_once('/').unwrap_or(("", entry.path));
         let dirs = match open.take() {
             Some(dirs) if dirs.relative == parent => dirs,
@@ -159,12 +222,24 @@ fn copy_all(
             path: base.join(entry.path),
             source: e,
         };
-        match entry.kind {
+        let matched = match entry.kind {
             FileKind::Symlink => {
-                let target = nix::fcntl::readlinkat(&dirs.source, name)
-                    .map_err(|e| failed("read the link", source, e.into()))?;
+                let target = match nix::fcntl::readlinkat(&dirs.source, name) {
+                    Ok(target) => target,
+                    // No longer a link (or gone): not what was snapshotted.
+                    Err(Errno::EINVAL | Errno::ENOENT) => {
+                        changed.push(entry.path.to_owned());
+                        open = Some(dirs);
+                        continue;
+                    }
+                    Err(e) => return Err(failed("read the link", source, e.into())),
+                };
+                let bytes = target.as_os_str().as_encoded_bytes();
+                let mut check = verify.start(index, bytes.len() as u64);
+                check.update(bytes);
                 nix::unistd::symlinkat(target.as_os_str(), &dirs.dest, name)
                     .map_err(|e| failed("create the link", dest, e.into()))?;
+                check.matches()
             }
             FileKind::File | FileKind::Executable => {
                 let mode = Mode::from_bits_truncate(if entry.kind == FileKind::Executable {
@@ -172,13 +247,28 @@ fn copy_all(
                 } else {
                     0o644
                 });
-                let from = nix::fcntl::openat(
+                // Never through a link, never blocking on a FIFO put where a file was.
+                let from = match nix::fcntl::openat(
                     &dirs.source,
                     name,
-                    OFlag::O_RDONLY | OFlag::O_CLOEXEC,
+                    OFlag::O_RDONLY | OFlag::O_NOFOLLOW | OFlag::O_NONBLOCK | OFlag::O_CLOEXEC,
                     Mode::empty(),
-                )
-                .map_err(|e| failed("copy", source, e.into()))?;
+                ) {
+                    Ok(fd) => fd,
+                    Err(Errno::ELOOP | Errno::ENOENT | Errno::ENXIO) => {
+                        changed.push(entry.path.to_owned());
+                        open = Some(dirs);
+                        continue;
+                    }
+                    Err(e) => return Err(failed("copy", source, e.into())),
+                };
+                let stat = nix::sys::stat::fstat(&from)
+                    .map_err(|e| failed("inspect", source, e.into()))?;
+                if stat.st_mode & libc::S_IFMT != libc::S_IFREG {
+                    changed.push(entry.path.to_owned());
+                    open = Some(dirs);
+                    continue;
+                }
                 let to = nix::fcntl::openat(
                     &dirs.dest,
                     name,
@@ -186,38 +276,59 @@ fn copy_all(
                     mode,
                 )
                 .map_err(|e| failed("create", dest, e.into()))?;
-                done.bytes += copy_content(from, &to).map_err(|e| failed("copy", source, e))?;
+                let mut check = verify.start(index, u64::try_from(stat.st_size).unwrap_or(0));
+                done.bytes += copy_checked(&from, &to, &mut buf, &mut check)
+                    .map_err(|e| failed("copy", source, e))?;
+                // The working tree's modification time, as `cp -p` keeps it: a file the
+                // sandbox was made with never looks like one a command wrote in it.
+                let times = [
+                    nix::sys::time::TimeSpec::new(stat.st_atime, stat.st_atime_nsec),
+                    nix::sys::time::TimeSpec::new(stat.st_mtime, stat.st_mtime_nsec),
+                ];
+                nix::sys::stat::futimens(&to, &times[0], &times[1])
+                    .map_err(|e| failed("set the times of", dest, e.into()))?;
                 // Exactly 0644 or 0755, whatever the umask took from the mode at creation.
                 nix::sys::stat::fchmod(&to, mode)
                     .map_err(|e| failed("set permissions of", dest, e.into()))?;
+                check.matches()
             }
+        };
+        if !matched {
+            changed.push(entry.path.to_owned());
         }
         open = Some(dirs);
         done.files += 1;
     }
-    Ok(done)
+    Ok(Copied { done, changed })
 }
 
-/// Copies a file's whole content: `copy_file_range` (a reflink where the file system can)
-/// until it reports the end, without first asking for the size; where the kernel cannot copy
-/// between these two files, `io::copy` (read and write).
-fn copy_content(from: OwnedFd, to: &OwnedFd) -> std::io::Result<u64> {
-    use nix::errno::Errno;
+/// Copies a file's whole content, handing every byte to `check` on its way: what is
+/// checked is exactly what is written.
+fn copy_checked(
+    from: &OwnedFd,
+    to: &OwnedFd,
+    buf: &mut [u8],
+    check: &mut impl Check,
+) -> std::io::Result<u64> {
     let mut copied: u64 = 0;
     loop {
-        match nix::fcntl::copy_file_range(&from, None, to, None, 1 << 30) {
+        let n = match nix::unistd::read(from, buf) {
             Ok(0) => return Ok(copied),
-            Ok(n) => copied += n as u64,
-            Err(Errno::EINTR) => {}
-            Err(Errno::EXDEV | Errno::EINVAL | Errno::ENOSYS | Errno::EOPNOTSUPP)
-                if copied == 0 =>
-            {
-                let mut from = std::fs::File::from(from);
-                let mut to = std::fs::File::from(to.try_clone()?);
-                return std::io::copy(&mut from, &mut to);
-            }
+            Ok(n) => n,
+            Err(Errno::EINTR) => continue,
             Err(e) => return Err(e.into()),
+        };
+        check.update(&buf[..n]);
+        let mut written = &buf[..n];
+        while !written.is_empty() {
+            match nix::unistd::write(to, written) {
+                Ok(0) => return Err(std::io::ErrorKind::WriteZero.into()),
+                Ok(w) => written = &written[w..],
+                Err(Errno::EINTR) => {}
+                Err(e) => return Err(e.into()),
+            }
         }
+        copied += n as u64;
     }
 }
 
@@ -368,6 +479,7 @@ mod tests {
             &dest,
             &entries,
             NonZeroUsize::new(2).expect("non-zero"),
+            &Unchecked,
         )
         .expect("materialize");
         assert_eq!(m.files, 3);
@@ -393,6 +505,114 @@ mod tests {
         );
         remove(&dest, NonZeroUsize::MIN).expect("remove");
         assert!(!dest.exists());
+    }
+
+    /// Expects each entry's content to be exactly the given bytes.
+    struct Exactly(Vec<Vec<u8>>);
+
+    /// Expected bytes, bytes seen, announced length.
+    struct Collect(Vec<u8>, Vec<u8>, u64);
+
+    impl Verify for Exactly {
+        type Check = Collect;
+        fn start(&self, index: usize, len: u64) -> Collect {
+            Collect(self.0[index].clone(), Vec::new(), len)
+        }
+    }
+
+    impl Check for Collect {
+        fn update(&mut self, bytes: &[u8]) {
+            self.1.extend_from_slice(bytes);
+        }
+        fn matches(self) -> bool {
+            self.1 == self.0 && self.2 == self.0.len() as u64
+        }
+    }
+
+    #[test]
+    fn every_byte_copied_is_checked_and_times_are_kept() {
+        let src = tempfile::tempdir().expect("tempdir");
+        let dst = tempfile::tempdir().expect("tempdir");
+        fs_err::create_dir_all(src.path().join("d")).expect("mkdir");
+        let big: Vec<u8> = (0..700_000u32).map(|i| (i % 251) as u8).collect();
+        fs_err::write(src.path().join("d/big.bin"), &big).expect("write");
+        fs_err::write(src.path().join("small.txt"), b"small").expect("write");
+        fs_err::os::unix::fs::symlink("small.txt", src.path().join("link")).expect("link");
+        let old = std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_000_000_000);
+        fs_err::File::options()
+            .write(true)
+            .open(src.path().join("small.txt"))
+            .expect("open")
+            .set_modified(old)
+            .expect("mtime");
+        let entries = [
+            Entry {
+                path: "d/big.bin",
+                kind: FileKind::File,
+            },
+            Entry {
+                path: "link",
+                kind: FileKind::Symlink,
+            },
+            Entry {
+                path: "small.txt",
+                kind: FileKind::File,
+            },
+        ];
+        let expected = Exactly(vec![big.clone(), b"small.txt".to_vec(), b"small".to_vec()]);
+        for threads in [1, 2, 3] {
+            let dest = dst.path().join(format!("ok{threads}"));
+            let m = materialize(
+                src.path(),
+                &dest,
+                &entries,
+                NonZeroUsize::new(threads).expect("non-zero"),
+                &expected,
+            )
+            .expect("as expected");
+            assert_eq!(m.files, 3);
+            assert_eq!(fs_err::read(dest.join("d/big.bin")).expect("read"), big);
+            let mtime = fs_err::metadata(dest.join("small.txt"))
+                .expect("meta")
+                .modified()
+                .expect("mtime");
+            assert_eq!(mtime, old, "the source's modification time is kept");
+        }
+        // Changed since the snapshot: another content (same size), another link target,
+        // a file that became a link, a FIFO where the file was.
+        let wrong = Exactly(vec![big.clone(), b"other.txt".to_vec(), b"SMALL".to_vec()]);
+        let err = materialize(
+            src.path(),
+            &dst.path().join("wrong"),
+            &entries,
+            NonZeroUsize::new(2).expect("non-zero"),
+            &wrong,
+        )
+        .expect_err("changed");
+        match err {
+            SandboxError::Changed { paths } => assert_eq!(paths, ["link", "small.txt"]),
+            other => panic!("{other}"),
+        }
+        fs_err::remove_file(src.path().join("small.txt")).expect("rm");
+        nix::unistd::mkfifo(
+            &src.path().join("small.txt"),
+            Mode::from_bits_truncate(0o644),
+        )
+        .expect("mkfifo");
+        fs_err::remove_file(src.path().join("d/big.bin")).expect("rm");
+        fs_err::os::unix::fs::symlink("../small.txt", src.path().join("d/big.bin")).expect("link");
+        let err = materialize(
+            src.path(),
+            &dst.path().join("kinds"),
+            &entries,
+            NonZeroUsize::MIN,
+            &expected,
+        )
+        .expect_err("changed kinds");
+        assert_eq!(
+            err.to_string(),
+            "materialise a sandbox: 2 files changed since the snapshot (`d/big.bin`, `small.txt`)"
+        );
     }
 
     #[test]
@@ -445,6 +665,7 @@ mod tests {
             &src.path().join("d"),
             &entries,
             NonZeroUsize::MIN,
+            &Unchecked,
         )
         .expect_err("refused");
         assert!(matches!(err, SandboxError::UnsafePath { .. }));
