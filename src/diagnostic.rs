@@ -181,6 +181,9 @@ codes! {
     ExecutableNotFound = "executable_not_found",
     /// A sandbox could not be materialised.
     SandboxFailed = "sandbox_failed",
+    /// Inputs changed between the snapshot that was fingerprinted and the sandbox (or,
+    /// running in place, before the provider was judged).
+    InputsChanged = "inputs_changed",
     /// The run could not be isolated with namespaces (fallback), or its init failed.
     IsolationUnavailable = "isolation_unavailable",
     /// Without isolation, a service's readiness URL already answered before it started.

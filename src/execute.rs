@@ -20,14 +20,15 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::OsString;
 use std::num::NonZeroUsize;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use proofgraph_graph::fingerprint::Fingerprints;
 use proofgraph_graph::graph::{NodeKind, ProviderNode, ServiceNode};
 use proofgraph_graph::model::Network as NetworkSetting;
 use proofgraph_graph::schedule::{Action, Outcome as Step, Scheduler, State};
 use proofgraph_graph::{Adapter, NodeId, ProviderId, RepoId, SealedGraph};
-use proofgraph_sandbox::materialize;
+use proofgraph_sandbox::SandboxError;
+use proofgraph_sandbox::evidence::{self, EvidenceError};
 use proofgraph_sandbox::{
     Event, Isolation, IsolationRequest, JobId, JobSpec, Network, ProbeSpec, Run, RunConfig,
     SandboxMode,
@@ -169,7 +170,7 @@ enum Purpose {
 }
 
 /// Runs `wanted` (providers) and writes their receipts.
-pub fn execute(plan: &Plan<'_>, wanted: &BTreeSet<NodeId>) -> Result<Executed, Vec<Diagnostic>> {
+pub fn execute(plan: &Plan<'_>, wanted: &BTreeSet<NodeId>) -> Result<Executed, Stopped> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -220,7 +221,7 @@ impl Drop for Sandboxes {
     fn drop(&mut self) {
         if !self.keep {
             let threads = std::thread::available_parallelism().unwrap_or(NonZeroUsize::MIN);
-            let _ = materialize::remove(&self.root, threads);
+            let _ = proofgraph_sandbox::materialize::remove(&self.root, threads);
         }
     }
 }
@@ -229,12 +230,30 @@ fn diag(code: Code, message: String, fix: &str) -> Diagnostic {
     Diagnostic::error(code, message).surface("prove").fix(fix)
 }
 
-/// Materialises one sandbox per repository the run needs.
+/// Why a run stopped before anything ran.
+#[derive(Debug)]
+pub enum Stopped {
+    /// A repository's files changed between the snapshot its fingerprints were computed
+    /// from and the copy of its sandbox (which checks every byte against the snapshot):
+    /// nothing ran, and nothing may be judged against those fingerprints. Observe again.
+    InputsChanged(Vec<Diagnostic>),
+    /// The run could not start.
+    Failed(Vec<Diagnostic>),
+}
+
+impl From<Vec<Diagnostic>> for Stopped {
+    fn from(all: Vec<Diagnostic>) -> Self {
+        Stopped::Failed(all)
+    }
+}
+
+/// Materialises one sandbox per repository the run needs, each checked byte for byte
+/// against the snapshot its fingerprints were computed from.
 fn sandboxes(
     plan: &Plan<'_>,
     repos: &BTreeSet<RepoId>,
     run_dir: &Path,
-) -> Result<Sandboxes, Vec<Diagnostic>> {
+) -> Result<Sandboxes, Stopped> {
     let mut out = Sandboxes {
         dirs: BTreeMap::new(),
         root: run_dir.to_path_buf(),
@@ -252,17 +271,24 @@ fn sandboxes(
             continue;
         };
         let dest = run_dir.join("sandboxes").join(repo.as_str());
-        let entries = snapshot.sandbox_entries();
         let threads = std::thread::available_parallelism().unwrap_or(NonZeroUsize::MIN);
-        materialize::materialize(&snapshot.dir, &dest, &entries, threads).map_err(|e| {
-            vec![diag(
+        snapshot.materialize(&dest, threads).map_err(|e| match e {
+            SandboxError::Changed { .. } => Stopped::InputsChanged(vec![diag(
+                Code::InputsChanged,
+                format!(
+                    "the inputs of repository `{repo}` changed while its {} sandbox was made: failed to {e}",
+                    plan.mode.as_str()
+                ),
+                "Run prove again once the files stop changing (an editor, a build or a formatter was writing them).",
+            )]),
+            e => Stopped::Failed(vec![diag(
                 Code::SandboxFailed,
                 format!(
                     "the {} sandbox of repository `{repo}` could not be made: failed to {e}",
                     plan.mode.as_str()
                 ),
                 "Check the free space and permissions under .proofgraph/runs/.",
-            )]
+            )]),
         })?;
         out.dirs.insert(repo.clone(), dest);
     }
@@ -349,17 +375,33 @@ pub fn is_direct_playwright(argv: &[String]) -> bool {
         && argv.get(skip + 1).is_some_and(|a| a == "test")
 }
 
-fn bounded_read(path: &Path) -> ReportFile {
-    let shown = path.display().to_string();
-    match fs_err::metadata(path) {
-        Ok(m) if m.len() as usize > crate::report::MAX_REPORT_BYTES => {
-            ReportFile::Bytes(shown, Vec::new())
-        }
-        Ok(_) => match fs_err::read(path) {
-            Ok(bytes) => ReportFile::Bytes(shown, bytes),
-            Err(_) => ReportFile::Missing(shown),
+/// Reads a file a job wrote under `dir` as evidence (`proofgraph_sandbox::evidence`): never
+/// through a symbolic link, never a FIFO or a device, at most [`MAX_REPORT_BYTES`] counted
+/// while reading, and only when it was written after the command started (`started`), with a
+/// second's slack for file systems that keep coarse times — the reference implementation's
+/// rule. Anything else is not evidence, whatever it holds.
+///
+/// [`MAX_REPORT_BYTES`]: crate::report::MAX_REPORT_BYTES
+fn read_written(dir: &Path, relative: &str, started: Option<SystemTime>) -> ReportFile {
+    let shown = relative.to_owned();
+    match evidence::read_beneath(dir, Path::new(relative), crate::report::MAX_REPORT_BYTES) {
+        Ok(written) => match started {
+            Some(started) if written.modified + Duration::from_secs(1) < started => {
+                let before = started
+                    .duration_since(written.modified)
+                    .unwrap_or_default()
+                    .as_secs();
+                ReportFile::Refused(
+                    shown,
+                    format!(
+                        "it was last written {before} s before the command started, so this run did not write it"
+                    ),
+                )
+            }
+            _ => ReportFile::Bytes(shown, written.bytes),
         },
-        Err(_) => ReportFile::Missing(shown),
+        Err(EvidenceError::Missing) => ReportFile::Missing(shown),
+        Err(e) => ReportFile::Refused(shown, e.to_string()),
     }
 }
 
@@ -373,6 +415,9 @@ struct Loop<'p, 'a> {
     executions: BTreeMap<ExecKey, Execution>,
     /// Providers attached to an execution, waiting for it.
     waiting: BTreeMap<ExecKey, Vec<NodeId>>,
+    /// Per execution, the report paths (sandbox, path) of every wanted provider that may
+    /// be judged from it: all emptied before it starts.
+    reports: BTreeMap<ExecKey, Vec<(PathBuf, String)>>,
     services: BTreeMap<NodeId, JobId>,
     probe_failures: BTreeMap<NodeId, String>,
     service_logs: BTreeMap<NodeId, PathBuf>,
@@ -392,6 +437,16 @@ struct Loop<'p, 'a> {
     total: usize,
 }
 
+/// A provider's command, ready to start (see `Loop::prepare`).
+struct Prepared {
+    key: ExecKey,
+    env: Vec<(OsString, OsString)>,
+    redact: Vec<Vec<u8>>,
+    playwright_report: Option<PathBuf>,
+    timeout: u64,
+    network: bool,
+}
+
 #[derive(Debug, Clone)]
 enum Execution {
     Running,
@@ -405,6 +460,8 @@ struct Finished {
     reason: Option<String>,
     log: Option<PathBuf>,
     duration: Duration,
+    /// When the command started (absent when nothing ran): files it wrote are newer.
+    started: Option<SystemTime>,
     started_at: String,
     finished_at: String,
 }
@@ -418,6 +475,7 @@ impl Finished {
             reason: None,
             log: None,
             duration: Duration::ZERO,
+            started: None,
             started_at: now.clone(),
             finished_at: now,
         }
@@ -428,7 +486,7 @@ async fn execute_async(
     plan: &Plan<'_>,
     wanted: &BTreeSet<NodeId>,
     recorder: Recorder,
-) -> Result<Executed, Vec<Diagnostic>> {
+) -> Result<Executed, Stopped> {
     let graph = plan.graph;
     let run_dir = plan.store.run_dir(plan.run_id).map_err(|e| {
         vec![diag(
@@ -494,6 +552,7 @@ async fn execute_async(
         jobs: BTreeMap::new(),
         executions: BTreeMap::new(),
         waiting: BTreeMap::new(),
+        reports: BTreeMap::new(),
         services: BTreeMap::new(),
         probe_failures: BTreeMap::new(),
         service_logs: BTreeMap::new(),
@@ -507,6 +566,7 @@ async fn execute_async(
         running: BTreeSet::new(),
         total: wanted.len(),
     };
+    state.reports = state.reports_by_execution(wanted);
     // Contract digests and other commandless providers are judged in-process.
     let isolation_name = match &isolation {
         Some(Isolation::Namespaces { .. }) => "namespaces",
@@ -890,6 +950,7 @@ impl Loop<'_, '_> {
                 reason,
                 log: None,
                 duration: started.elapsed(),
+                started: None,
                 started_at,
                 finished_at: receipt::now_rfc3339(),
             };
@@ -928,47 +989,18 @@ impl Loop<'_, '_> {
             let reason = format!("the setup of its repository failed: {reason}");
             return fail_now(self, reason);
         }
-        let Some(cwd) = self.cwd(p.runs_in.as_ref()) else {
-            return fail_now(self, "its repository has no sandbox".to_owned());
-        };
-        let mut extra = vec![("PROOFGRAPH_RUN_ID", OsString::from(self.plan.run_id))];
-        let playwright_report = (p.spec.adapter.value == Adapter::Playwright).then(|| {
-            self.log_dir
-                .join(format!("{}.playwright.json", p.spec.id.value))
-        });
-        if let Some(path) = &playwright_report {
-            extra.push(("PLAYWRIGHT_JSON_OUTPUT_FILE", path.clone().into_os_string()));
-        }
-        let (env, redact) = match job_env(
-            self.plan,
-            p.spec.env.as_ref(),
-            p.spec.env_from.as_ref(),
-            &extra,
-        ) {
-            Ok(e) => e,
-            Err(missing) => {
-                return fail_now(
-                    self,
-                    format!(
-                        "`envFrom` names {} but the environment does not set it",
-                        missing.join(", ")
-                    ),
-                );
-            }
-        };
-        let timeout = p.spec.timeout_ms.as_ref().map_or(120_000, |t| t.value);
-        let network = p
-            .spec
-            .network
-            .as_ref()
-            .is_some_and(|n| n.value == NetworkSetting::Host);
-        let key = ExecKey {
-            argv: provider_argv(p),
-            cwd: cwd.clone(),
-            env: env.clone(),
+        let Prepared {
+            key,
+            env,
+            redact,
+            playwright_report,
             timeout,
             network,
+        } = match self.prepare(p) {
+            Ok(prepared) => prepared,
+            Err(reason) => return fail_now(self, reason),
         };
+        let cwd = key.cwd.clone();
         match self.executions.get(&key) {
             Some(Execution::Running) => {
                 self.waiting.entry(key).or_default().push(id);
@@ -982,11 +1014,13 @@ impl Loop<'_, '_> {
             }
             None => {}
         }
-        // A report left over from an earlier run (or a tracked file) must never be read
-        // as this run's. (Removing it now, while other jobs run, is safe: no two commands
-        // declare one report path — preflight's `report_path_collision`.)
-        if let Some(report) = &p.spec.report {
-            let _ = fs_err::remove_file(cwd.join(&report.value));
+        // Nothing left where a report of this execution goes — from an earlier run, a
+        // tracked file, another command — may be read as what it wrote: the report path of
+        // every provider that may be judged from it is emptied before it starts (without
+        // following a link). Removing them while other jobs run is safe: no two different
+        // commands declare one report path (preflight's `report_path_collision`).
+        for (dir, report) in self.reports.get(&key).into_iter().flatten() {
+            let _ = evidence::remove_beneath(dir, Path::new(report));
         }
         if let Some(path) = &playwright_report {
             let _ = fs_err::remove_file(path);
@@ -1038,6 +1072,56 @@ impl Loop<'_, '_> {
                 format!("its command could not be started: failed to {e}"),
             ),
         }
+    }
+
+    /// What starting `p`'s command takes: its execution key (identical keys share one
+    /// execution), environment, secrets to redact, where Playwright writes its JSON, its
+    /// timeout and network. An error is why it cannot start.
+    fn prepare(&self, p: &ProviderNode) -> Result<Prepared, String> {
+        let Some(cwd) = self.cwd(p.runs_in.as_ref()) else {
+            return Err("its repository has no sandbox".to_owned());
+        };
+        let mut extra = vec![("PROOFGRAPH_RUN_ID", OsString::from(self.plan.run_id))];
+        let playwright_report = (p.spec.adapter.value == Adapter::Playwright).then(|| {
+            self.log_dir
+                .join(format!("{}.playwright.json", p.spec.id.value))
+        });
+        if let Some(path) = &playwright_report {
+            extra.push(("PLAYWRIGHT_JSON_OUTPUT_FILE", path.clone().into_os_string()));
+        }
+        let (env, redact) = job_env(
+            self.plan,
+            p.spec.env.as_ref(),
+            p.spec.env_from.as_ref(),
+            &extra,
+        )
+        .map_err(|missing| {
+            format!(
+                "`envFrom` names {} but the environment does not set it",
+                missing.join(", ")
+            )
+        })?;
+        let timeout = p.spec.timeout_ms.as_ref().map_or(120_000, |t| t.value);
+        let network = p
+            .spec
+            .network
+            .as_ref()
+            .is_some_and(|n| n.value == NetworkSetting::Host);
+        let key = ExecKey {
+            argv: provider_argv(p),
+            cwd,
+            env: env.clone(),
+            timeout,
+            network,
+        };
+        Ok(Prepared {
+            key,
+            env,
+            redact,
+            playwright_report,
+            timeout,
+            network,
+        })
     }
 
     fn start_service(&mut self, id: NodeId, s: &ServiceNode, isolation: &str) {
@@ -1240,14 +1324,16 @@ impl Loop<'_, '_> {
                 };
                 // The run measured the command from its start, which may have come
                 // after a wait for a slot.
-                let now = std::time::SystemTime::now()
-                    .duration_since(std::time::UNIX_EPOCH)
+                let wall = SystemTime::now();
+                let now = wall
+                    .duration_since(SystemTime::UNIX_EPOCH)
                     .unwrap_or_default();
                 let finished = Finished {
                     ended,
                     reason: None,
                     log: Some(log),
                     duration,
+                    started: wall.checked_sub(duration),
                     started_at: receipt::rfc3339(now.saturating_sub(duration)),
                     finished_at: receipt::rfc3339(now),
                 };
@@ -1362,6 +1448,37 @@ impl Loop<'_, '_> {
                 fs_err::read(dir.join(&path.value)).ok(),
             ));
         }
+        // The bytes compared must be the ones fingerprinted: a side edited since the
+        // snapshot is not judged against it.
+        let changed: Vec<String> = sides
+            .iter()
+            .filter_map(|(repo, path, bytes)| {
+                let bytes = bytes.as_deref()?;
+                let snapshot = self
+                    .plan
+                    .observed
+                    .snapshots
+                    .iter()
+                    .find(|(id, _)| id.as_str() == repo)?
+                    .1;
+                let entry = snapshot
+                    .files
+                    .iter()
+                    .find(|f| f.path == path.trim_start_matches("./"))?;
+                (entry.kind != crate::inputs::FileKind::Symlink
+                    && crate::inputs::blob_identity(bytes) != entry.id)
+                    .then(|| format!("`{repo}:{path}`"))
+            })
+            .collect();
+        if !changed.is_empty() {
+            return (
+                Ended::Error(format!(
+                    "its inputs changed during the run ({}): the contracts compared are not the ones fingerprinted",
+                    changed.join(", ")
+                )),
+                None,
+            );
+        }
         let exit = |code| {
             Ended::Exited(Exit {
                 code: Some(code),
@@ -1416,14 +1533,18 @@ impl Loop<'_, '_> {
         let report_file = match (&finished.ended, p.spec.adapter.value) {
             (Ended::Error(_), _) => ReportFile::NotExpected,
             (_, Adapter::Playwright) => match &p.spec.report {
-                Some(report) => self.read_report(p, &report.value),
-                None => bounded_read(&self.log_dir.join(format!("{pid}.playwright.json"))),
+                Some(report) => self.read_report(p, &report.value, finished),
+                None => read_written(
+                    &self.log_dir,
+                    &format!("{pid}.playwright.json"),
+                    finished.started,
+                ),
             },
             (_, Adapter::TestDiscovery) | (_, Adapter::Command) => match &p.spec.report {
                 Some(report) if p.spec.adapter.value == Adapter::TestDiscovery => {
-                    self.read_report(p, &report.value)
+                    self.read_report(p, &report.value, finished)
                 }
-                Some(report) => match self.read_report(p, &report.value) {
+                Some(report) => match self.read_report(p, &report.value, finished) {
                     ReportFile::Bytes(path, bytes) => ReportFile::Bytes(path, bytes),
                     _ => ReportFile::NotExpected,
                 },
@@ -1457,6 +1578,21 @@ impl Loop<'_, '_> {
                 v.reason = Some(reason.clone());
             }
         }
+        // Running in place, nothing copied the inputs: the files the fingerprint binds are
+        // read again, and if any moved while the command ran, what it observed is not what
+        // the receipt would bind — an error, never a pass.
+        if plan.mode == SandboxMode::None && matches!(finished.ended, Ended::Exited(_)) {
+            let moved = plan.observed.moved_inputs(plan.workspace, pid);
+            if !moved.is_empty() {
+                let shown: Vec<String> = moved.iter().take(5).map(|m| format!("`{m}`")).collect();
+                let reason = format!(
+                    "its inputs changed while it ran in place ({}{}): what it observed is not what its fingerprint binds",
+                    shown.join(", "),
+                    if moved.len() > 5 { ", …" } else { "" }
+                );
+                judge::overrule(&mut judged, Outcome::Error, &reason);
+            }
+        }
         // What is kept as evidence is read now, before the next job can start
         // (it may run in the same sandbox and rewrite the same files); the writer
         // only stores it. The command log, the structured report, attachments
@@ -1482,19 +1618,29 @@ impl Loop<'_, '_> {
                 // An inline body is evidence as it is.
                 (Some(body), _) => (body, None),
                 (None, Some(path)) => {
+                    // Only a file the run wrote inside its own directories, read as any
+                    // evidence is: never through a link, never a FIFO, bounded.
                     let file = Path::new(&path);
-                    let inside = file.starts_with(&self.sandboxes.root)
-                        || self.sandboxes.dirs.values().any(|d| file.starts_with(d));
-                    let Some(bytes) = inside.then(|| fs_err::read(file).ok()).flatten() else {
-                        continue;
-                    };
-                    let shown = self
+                    let Some((base, relative)) = self
                         .sandboxes
                         .dirs
                         .values()
-                        .find_map(|d| file.strip_prefix(d).ok())
-                        .map_or_else(|| path.clone(), |p| p.display().to_string());
-                    (bytes, Some(shown))
+                        .chain(std::iter::once(&self.sandboxes.root))
+                        .find_map(|d| Some((d, file.strip_prefix(d).ok()?)))
+                    else {
+                        continue;
+                    };
+                    let Ok(written) =
+                        evidence::read_beneath(base, relative, crate::report::MAX_REPORT_BYTES)
+                    else {
+                        continue;
+                    };
+                    let shown = if *base == self.sandboxes.root {
+                        path.clone()
+                    } else {
+                        relative.display().to_string()
+                    };
+                    (written.bytes, Some(shown))
                 }
                 (None, None) => continue,
             };
@@ -1565,10 +1711,36 @@ impl Loop<'_, '_> {
         passed
     }
 
-    /// A provider's declared report, in its sandbox.
-    fn read_report(&self, p: &ProviderNode, report: &str) -> ReportFile {
+    /// The report paths of the wanted providers, grouped by the execution each would
+    /// share.
+    fn reports_by_execution(
+        &self,
+        wanted: &BTreeSet<NodeId>,
+    ) -> BTreeMap<ExecKey, Vec<(PathBuf, String)>> {
+        let mut out: BTreeMap<ExecKey, Vec<(PathBuf, String)>> = BTreeMap::new();
+        for id in wanted {
+            let Some(p) = self.plan.graph.node(*id).provider() else {
+                continue;
+            };
+            let (Some(report), true) = (&p.spec.report, p.spec.adapter.value.runs_command()) else {
+                continue;
+            };
+            if let Ok(prepared) = self.prepare(p) {
+                let dir = prepared.key.cwd.clone();
+                out.entry(prepared.key)
+                    .or_default()
+                    .push((dir, report.value.clone()));
+            }
+        }
+        out
+    }
+
+    /// A provider's declared report, in its sandbox, as evidence of this execution.
+    fn read_report(&self, p: &ProviderNode, report: &str, finished: &Finished) -> ReportFile {
         self.cwd(p.runs_in.as_ref())
-            .map_or(ReportFile::NotExpected, |d| bounded_read(&d.join(report)))
+            .map_or(ReportFile::NotExpected, |d| {
+                read_written(&d, report, finished.started)
+            })
     }
 
     /// Takes in what the receipt writer has finished: what is there, or (`wait`) every

@@ -50,6 +50,27 @@ pub struct Snapshot {
 }
 
 impl Snapshot {
+    /// Copies its files into `dest` (a fresh directory), each checked against the identity
+    /// this snapshot holds for it in the same pass over its bytes: the sandbox holds exactly
+    /// what was fingerprinted, or this fails with [`SandboxError::Changed`] naming the
+    /// files that changed since the snapshot.
+    ///
+    /// [`SandboxError::Changed`]: proofgraph_sandbox::SandboxError::Changed
+    pub fn materialize(
+        &self,
+        dest: &Path,
+        threads: std::num::NonZeroUsize,
+    ) -> Result<proofgraph_sandbox::materialize::Materialized, proofgraph_sandbox::SandboxError>
+    {
+        proofgraph_sandbox::materialize::materialize(
+            &self.dir,
+            dest,
+            &self.sandbox_entries(),
+            threads,
+            &Identities(&self.files),
+        )
+    }
+
     /// Its files as a `worktree` sandbox copies them.
     pub fn sandbox_entries(&self) -> Vec<proofgraph_sandbox::materialize::Entry<'_>> {
         use proofgraph_sandbox::materialize::{Entry, FileKind as SandboxKind};
@@ -65,6 +86,82 @@ impl Snapshot {
             })
             .collect()
     }
+}
+
+/// The identities of a snapshot's files, as the check a sandbox is copied with.
+struct Identities<'s>(&'s [FileEntry]);
+
+impl proofgraph_sandbox::materialize::Verify for Identities<'_> {
+    type Check = BlobCheck;
+    fn start(&self, index: usize, len: u64) -> BlobCheck {
+        BlobCheck {
+            hasher: BlobHasher::new(len),
+            expected: self.0.get(index).map(|f| f.id),
+        }
+    }
+}
+
+/// Whether content is the blob a snapshot identified.
+struct BlobCheck {
+    hasher: BlobHasher,
+    expected: Option<Digest>,
+}
+
+impl proofgraph_sandbox::materialize::Check for BlobCheck {
+    fn update(&mut self, bytes: &[u8]) {
+        self.hasher.update(bytes);
+    }
+    fn matches(self) -> bool {
+        self.expected.is_some() && self.hasher.finish() == self.expected
+    }
+}
+
+/// Hashes content as git hashes a blob (`blob <len>\0<content>`, SHA-1), given its length
+/// first: content of another length than announced has no identity.
+pub(crate) struct BlobHasher {
+    sha: sha1::Sha1,
+    len: u64,
+    seen: u64,
+}
+
+impl BlobHasher {
+    pub(crate) fn new(len: u64) -> Self {
+        use sha1::Digest as _;
+        let mut sha = sha1::Sha1::new();
+        sha.update(format!("blob {len}\0").as_bytes());
+        BlobHasher { sha, len, seen: 0 }
+    }
+
+    pub(crate) fn update(&mut self, bytes: &[u8]) {
+        use sha1::Digest as _;
+        self.seen += bytes.len() as u64;
+        self.sha.update(bytes);
+    }
+
+    /// The identity, unless the content had another length than announced.
+    pub(crate) fn finish(self) -> Option<Digest> {
+        use sha1::Digest as _;
+        (self.seen == self.len).then(|| {
+            let oid = self.sha.finalize();
+            git_identity(&oid)
+        })
+    }
+}
+
+/// The identity of a blob whose content is `bytes`: the git blob id, as [`identity`] gives it.
+pub(crate) fn blob_identity(bytes: &[u8]) -> Digest {
+    let mut hasher = BlobHasher::new(bytes.len() as u64);
+    hasher.update(bytes);
+    hasher
+        .finish()
+        .unwrap_or_else(|| unreachable!("the length was given by the same bytes"))
+}
+
+fn git_identity(oid: &[u8]) -> Digest {
+    let mut bytes = Vec::with_capacity(4 + oid.len());
+    bytes.extend_from_slice(b"git:");
+    bytes.extend_from_slice(oid);
+    Digest::of(&bytes)
 }
 
 /// A snapshot could not be taken.
@@ -98,10 +195,7 @@ pub enum InputsError {
 }
 
 pub(crate) fn identity(oid: &gix::ObjectId) -> Digest {
-    let mut bytes = Vec::with_capacity(4 + oid.as_bytes().len());
-    bytes.extend_from_slice(b"git:");
-    bytes.extend_from_slice(oid.as_bytes());
-    Digest::of(&bytes)
+    git_identity(oid.as_bytes())
 }
 
 /// Takes a snapshot of the tracked files under `dir`, leaving out any path
@@ -442,9 +536,14 @@ pub(crate) fn content_identity(
     } else {
         fs_err::read(path)?
     };
-    let oid = gix::objs::compute_hash(hash_kind, gix::objs::Kind::Blob, &content)
-        .map_err(|e| std::io::Error::other(e.to_string()))?;
-    Ok(identity(&oid))
+    match hash_kind {
+        gix::hash::Kind::Sha1 => Ok(blob_identity(&content)),
+        other => {
+            let oid = gix::objs::compute_hash(other, gix::objs::Kind::Blob, &content)
+                .map_err(|e| std::io::Error::other(e.to_string()))?;
+            Ok(identity(&oid))
+        }
+    }
 }
 
 /// The file-type and permission bits of `st_mode` that a snapshot reads.
@@ -542,7 +641,8 @@ pub const COPY_EXCLUDED_DIRS: [&str; 5] = [
 /// A snapshot for a copy sandbox: the tracked files (as [`snapshot`] reads
 /// them) and the untracked files that git does not ignore, outside
 /// [`COPY_EXCLUDED_DIRS`]. Untracked files have no index entry, so they are
-/// read and hashed with BLAKE3 on `threads` threads.
+/// read and hashed (as git blobs, the identity `git add` would give them) on
+/// `threads` threads.
 pub fn snapshot_copy(
     dir: &Path,
     exclude: &[String],
@@ -603,26 +703,32 @@ pub fn snapshot_copy(
                 let root = &root;
                 scope.spawn(move || {
                     part.iter()
-                        .map(|(rel, kind)| {
+                        .filter_map(|(rel, kind)| {
                             let path = root.join(rel);
-                            let content = if *kind == FileKind::Symlink {
+                            let content = match if *kind == FileKind::Symlink {
                                 fs_err::read_link(&path)
                                     .map(|t| t.as_os_str().as_encoded_bytes().to_vec())
                             } else {
                                 fs_err::read(&path)
-                            }
-                            .map_err(|source| InputsError::Read {
-                                path: path.clone(),
-                                source,
-                            })?;
-                            let mut hasher = blake3::Hasher::new();
-                            hasher.update(b"proofgraph/untracked-file\0");
-                            hasher.update(&content);
-                            Ok(FileEntry {
+                            } {
+                                Ok(content) => content,
+                                // Gone since the walk (an editor's swap file): absent, as a
+                                // deleted tracked file is.
+                                Err(e) if is_gone(&e) => return None,
+                                Err(source) => {
+                                    return Some(Err(InputsError::Read {
+                                        path: path.clone(),
+                                        source,
+                                    }));
+                                }
+                            };
+                            // The blob id `git add` would give it: a file's identity does not
+                            // depend on whether it is tracked yet.
+                            Some(Ok(FileEntry {
                                 path: rel.clone(),
-                                id: Digest(*hasher.finalize().as_bytes()),
+                                id: blob_identity(&content),
                                 kind: *kind,
-                            })
+                            }))
                         })
                         .collect()
                 })

@@ -43,6 +43,9 @@ pub enum ReportFile {
     Missing(String),
     /// The file's bytes.
     Bytes(String, Vec<u8>),
+    /// A file is there, but it is not evidence (a link, a FIFO, over the size bound,
+    /// written before the run): the path and why.
+    Refused(String, String),
 }
 
 /// The verdict for one receipt.
@@ -86,6 +89,23 @@ fn describe_exit(exit: &Exit, timeout_ms: u64) -> String {
         (Some(code), _) => format!("exited with code {code}"),
         (None, Some(signal)) => format!("was killed by signal {signal}"),
         (None, None) => "ended without an exit status".to_owned(),
+    }
+}
+
+/// Replaces every verdict (and every claim's within it) that is not already an `error`
+/// with `outcome` and `reason`: what was observed cannot be judged at all.
+pub fn overrule(judged: &mut Judged, outcome: Outcome, reason: &str) {
+    for verdict in &mut judged.verdicts {
+        if verdict.outcome != Outcome::Error {
+            verdict.outcome = outcome;
+            verdict.reason = Some(reason.to_owned());
+        }
+        for claim in verdict.claims.values_mut() {
+            if claim.outcome != Outcome::Error {
+                claim.outcome = outcome;
+                claim.reason = Some(reason.to_owned());
+            }
+        }
     }
 }
 
@@ -156,6 +176,9 @@ pub fn judge(
             )))
         }
         ReportFile::Missing(path) => Some(Err(format!("it wrote no report at `{path}`"))),
+        ReportFile::Refused(path, why) => {
+            Some(Err(format!("its report `{path}` is not evidence: {why}")))
+        }
         ReportFile::Bytes(path, bytes) => {
             let declared = provider
                 .spec

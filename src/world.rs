@@ -28,6 +28,8 @@ pub struct Observed {
     pub snapshots: BTreeMap<RepoId, Snapshot>,
     /// Each provider's input files.
     pub files: BTreeMap<ProviderId, FileList>,
+    /// What each repository's snapshot left out (change packets), to take it again.
+    pub excludes: BTreeMap<RepoId, Vec<String>>,
     /// Findings that do not stop planning (a program not found on PATH).
     pub warnings: Vec<Diagnostic>,
 }
@@ -120,6 +122,16 @@ pub fn observe(
     let mut exe_cache: BTreeMap<PathBuf, Digest> = BTreeMap::new();
     // A program name resolves the same way for every provider of a repository.
     let mut resolved_cache: BTreeMap<(String, Option<PathBuf>), Option<PathBuf>> = BTreeMap::new();
+    // Report paths are what commands write, emptied before each run: never inputs (a
+    // leftover report in the working tree would otherwise be an input to its own run).
+    let reports: std::collections::BTreeSet<String> = graph
+        .providers()
+        .filter_map(|(_, _, p)| {
+            let repo = p.runs_in.as_ref()?;
+            let report = p.spec.report.as_ref()?;
+            Some(format!("{repo}:{}", report.value.trim_start_matches("./")))
+        })
+        .collect();
     for (id, _, provider) in graph.providers() {
         let spec = &provider.spec;
         let mut selected: FileList = Vec::new();
@@ -189,6 +201,7 @@ pub fn observe(
                 }
             }
         }
+        selected.retain(|(path, _)| !reports.contains(path));
         selected.sort();
         selected.dedup();
         inputs.insert(
@@ -256,8 +269,47 @@ pub fn observe(
         world,
         snapshots,
         files,
+        excludes: excludes
+            .into_iter()
+            .map(|(id, exclude)| (id.clone(), exclude))
+            .collect(),
         warnings,
     })
+}
+
+impl Observed {
+    /// The files of `provider`'s input list whose identity is no longer the one it was
+    /// fingerprinted with, read again now from the working tree (as `copy`/`none` snapshot
+    /// it: tracked files by the index's stat data, the others by content). Deleted files
+    /// count as moved; files that appeared do not (they change the next fingerprint).
+    pub fn moved_inputs(&self, workspace: &Workspace, provider: &ProviderId) -> Vec<String> {
+        let Some(bound) = self.files.get(provider) else {
+            return Vec::new();
+        };
+        let threads = std::thread::available_parallelism().unwrap_or(std::num::NonZeroUsize::MIN);
+        let mut now: BTreeMap<&str, Option<BTreeMap<String, Digest>>> = BTreeMap::new();
+        let mut moved = Vec::new();
+        for (scoped, id) in bound {
+            let Some((repo, path)) = scoped.split_once(':') else {
+                continue;
+            };
+            let files = now.entry(repo).or_insert_with(|| {
+                let (id, dir) = workspace
+                    .repositories
+                    .iter()
+                    .find(|(id, _)| id.as_str() == repo)
+                    .map(|(id, r)| (id, &r.dir))?;
+                let exclude = self.excludes.get(id).map(Vec::as_slice).unwrap_or_default();
+                let snapshot = inputs::snapshot_copy(dir, exclude, threads).ok()?;
+                Some(snapshot.files.into_iter().map(|f| (f.path, f.id)).collect())
+            });
+            match files {
+                Some(files) if files.get(path) == Some(id) => {}
+                _ => moved.push(scoped.clone()),
+            }
+        }
+        moved
+    }
 }
 
 /// Each repository's sandbox setup, as fingerprinted: one entry per command

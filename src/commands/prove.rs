@@ -11,7 +11,7 @@ use serde::Serialize;
 
 use super::evaluate::{evaluate, store_error};
 use super::{Context, RootOutput};
-use crate::execute::{self, Plan, ProviderRun, ReceiptView};
+use crate::execute::{self, Plan, ProviderRun, ReceiptView, Stopped};
 use crate::exit::Verdict;
 use crate::output::{Payload, Report};
 use crate::receipt::Outcome;
@@ -103,17 +103,29 @@ fn run_id() -> String {
     proofgraph_graph::fingerprint::hex(&bytes)
 }
 
-/// Runs `prove`.
+/// Runs `prove`. When a repository's files change between the snapshot and its sandbox
+/// (the sandbox is checked byte for byte against what was fingerprinted), nothing is
+/// judged: the world is observed again and the run retried once.
 pub fn run(ctx: &Context, options: &ProveOptions) -> Report<ProvePayload> {
+    match attempt(ctx, options, false) {
+        Some(report) => report,
+        None => attempt(ctx, options, true)
+            .unwrap_or_else(|| unreachable!("the last attempt always answers")),
+    }
+}
+
+/// One observation and run; `None` (only when not `last`) when the inputs changed under
+/// it and it should be observed again.
+fn attempt(ctx: &Context, options: &ProveOptions, last: bool) -> Option<Report<ProvePayload>> {
     let e = match evaluate(ctx, &options.change, options.sandbox, true) {
         Ok(e) => e,
-        Err(all) => return Report::failed(all, Verdict::Invalid),
+        Err(all) => return Some(Report::failed(all, Verdict::Invalid)),
     };
     let name = e.loaded.change.name.to_string();
     let graph = &e.loaded.prepared.graph;
     let key = match e.store.signing_key() {
         Ok(k) => k,
-        Err(err) => return Report::failed(vec![store_error(&err)], Verdict::Invalid),
+        Err(err) => return Some(Report::failed(vec![store_error(&err)], Verdict::Invalid)),
     };
     // Leftovers of runs killed long ago (never a live run's files).
     e.store.sweep(std::time::Duration::from_secs(24 * 3600));
@@ -164,6 +176,7 @@ pub fn run(ctx: &Context, options: &ProveOptions) -> Report<ProvePayload> {
     diagnostics.extend(e.observed.warnings.clone());
     let mut isolation = None;
     let mut interrupted = false;
+    let mut inputs_changed = false;
     if !wanted.is_empty() {
         let plan = Plan {
             graph,
@@ -204,7 +217,29 @@ pub fn run(ctx: &Context, options: &ProveOptions) -> Report<ProvePayload> {
                 providers.extend(executed.providers);
                 diagnostics.extend(executed.diagnostics);
             }
-            Err(all) => return Report::failed(all, Verdict::Invalid),
+            Err(Stopped::InputsChanged(_)) if !last => {
+                bar.line(
+                    "prove: the inputs changed while the sandbox was made; observing them again",
+                );
+                e.release();
+                return None;
+            }
+            Err(Stopped::InputsChanged(all)) => {
+                inputs_changed = true;
+                diagnostics.extend(all);
+                for id in &wanted {
+                    providers.push(ProviderRun {
+                        provider: graph.node(*id).name.clone(),
+                        action: "not_run",
+                        reason: Some(
+                            "error: its inputs changed while its sandbox was made, twice; nothing was judged against a fingerprint they no longer have".to_owned(),
+                        ),
+                        duration_ms: None,
+                        receipts: Vec::new(),
+                    });
+                }
+            }
+            Err(Stopped::Failed(all)) => return Some(Report::failed(all, Verdict::Invalid)),
         }
     }
     providers.sort_by(|a, b| a.provider.cmp(&b.provider));
@@ -228,10 +263,11 @@ pub fn run(ctx: &Context, options: &ProveOptions) -> Report<ProvePayload> {
             .fix("Run prove again; finished receipts are kept and reused."),
         );
         Verdict::Interrupted
-    } else if providers
-        .iter()
-        .flat_map(|p| &p.receipts)
-        .any(|r| matches!(r.outcome, Outcome::Fail | Outcome::Error))
+    } else if inputs_changed
+        || providers
+            .iter()
+            .flat_map(|p| &p.receipts)
+            .any(|r| matches!(r.outcome, Outcome::Fail | Outcome::Error))
     {
         Verdict::Failed
     } else {
@@ -240,7 +276,7 @@ pub fn run(ctx: &Context, options: &ProveOptions) -> Report<ProvePayload> {
     let sandbox = e.mode.as_str();
     let root = e.loaded.root.clone();
     e.release();
-    Report {
+    Some(Report {
         payload: Some(ProvePayload {
             change: Some(name),
             run_id: Some(run_id),
@@ -253,5 +289,5 @@ pub fn run(ctx: &Context, options: &ProveOptions) -> Report<ProvePayload> {
         }),
         status: diagnostics,
         verdict,
-    }
+    })
 }

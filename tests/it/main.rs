@@ -1,5 +1,6 @@
 //! proofgraph's integration tests: one binary, a module per area.
 
+mod attack;
 mod attest;
 mod catalog;
 mod cli;

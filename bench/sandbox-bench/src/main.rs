@@ -2,8 +2,8 @@
 //! `src/world.rs` `observe` and `src/execute.rs` `sandboxes`): a snapshot of
 //! the repository's tracked files through the git index (`inputs::snapshot`,
 //! excluding the change packets under `openspec/changes/`), then every file
-//! copied into a fresh directory (`materialize::materialize`, on as many
-//! threads as the machine has CPUs).
+//! copied into a fresh directory and checked against the snapshot in the same
+//! pass (`Snapshot::materialize`, on as many threads as the machine has CPUs).
 //!
 //! ```text
 //! sandbox-bench materialize <repo> <dest>   one snapshot + materialize (timed from outside, by hyperfine);
@@ -33,19 +33,14 @@ fn take_snapshot(repo: &Path) -> Result<Snapshot, Error> {
     Ok(inputs::snapshot(repo, &["openspec/changes/".to_owned()])?)
 }
 
-/// As `execute::sandboxes` materialises a worktree sandbox.
+/// As `execute::sandboxes` materialises a worktree sandbox: every file checked against
+/// the snapshot's identity as it is copied.
 fn materialize_snapshot(
     snapshot: &Snapshot,
     dest: &Path,
 ) -> Result<materialize::Materialized, Error> {
-    let entries = snapshot.sandbox_entries();
     let threads = std::thread::available_parallelism().unwrap_or(NonZeroUsize::MIN);
-    Ok(materialize::materialize(
-        &snapshot.dir,
-        dest,
-        &entries,
-        threads,
-    )?)
+    Ok(snapshot.materialize(dest, threads)?)
 }
 
 fn ms(d: Duration) -> String {

@@ -1,0 +1,589 @@
+//! The promise under attack: *passed* means proven. Each test here tries to get a pass
+//! that was not observed (or a hang, or a read of a file outside the run) from one side —
+//! a report the run did not write, a link, a FIFO, a device, inputs that move while the
+//! run copies them — in several sandbox modes and through shared executions.
+
+use std::path::Path;
+
+use serde_json::Value;
+
+use crate::support::{Run, Sandbox, git_commit_all, provider, receipt, run_bounded, states};
+
+/// A committed workspace (one repository) whose change `atk` has one claim `c` needing
+/// `test` and the given providers (YAML under `providers:`). `files` are written (and
+/// committed) first.
+fn workspace(sb: &Sandbox, providers: &str, files: &[(&str, &str)]) {
+    sb.openspec_root("");
+    for (path, content) in files {
+        sb.write(path, content);
+    }
+    sb.write("openspec/changes/atk/proposal.md", "# Attack\n");
+    sb.write(
+        "openspec/changes/atk/evidence.yaml",
+        "version: 2\nclaims:\n  - {id: c, scenario: It works, capabilities: [test]}\n",
+    );
+    sb.write(
+        "openspec/changes/atk/execution.yaml",
+        format!("version: 1\nproviders:\n{providers}"),
+    );
+    git_commit_all(&sb.work());
+}
+
+fn prove(sb: &Sandbox, extra: &[&str], vars: &[(&str, &str)]) -> Run {
+    let mut args = vec!["prove", "atk", "--json"];
+    args.extend(extra);
+    run_bounded(
+        sb,
+        &sb.work(),
+        &args,
+        vars,
+        std::time::Duration::from_secs(120),
+    )
+}
+
+/// A passing TAP report of one test.
+const PASSING_TAP: &str = "TAP version 13\n1..1\nok 1 - it works\n";
+
+/// The outcome and reason of `name`'s `capability` receipt.
+fn outcome<'a>(doc: &'a Value, name: &str, capability: &str) -> (&'a str, &'a str) {
+    let r = receipt(doc, name, capability);
+    (
+        r["outcome"].as_str().unwrap_or(""),
+        r["reason"].as_str().unwrap_or(""),
+    )
+}
+
+#[track_caller]
+fn assert_not_evidence(doc: &Value, name: &str, why: &str) {
+    let (outcome, reason) = outcome(doc, name, "test");
+    assert_ne!(outcome, "pass", "{name} passed: {doc:#}");
+    assert!(reason.contains(why), "{name}: {reason:?} lacks {why:?}");
+    // Whatever made the test receipt not a pass counts nothing for discovery either.
+    if provider(doc, name)["receipts"]
+        .as_array()
+        .is_some_and(|r| r.iter().any(|r| r["capability"] == "discovery"))
+    {
+        assert_ne!(outcome_of(doc, name, "discovery"), "pass", "{doc:#}");
+    }
+}
+
+fn outcome_of<'a>(doc: &'a Value, name: &str, capability: &str) -> &'a str {
+    outcome(doc, name, capability).0
+}
+
+/// Every blob of the store's content-addressed area.
+fn store_blobs(sb: &Sandbox) -> Vec<Vec<u8>> {
+    let mut out = Vec::new();
+    let cas = sb.work().join(".proofgraph/cas");
+    for dir in fs_err::read_dir(&cas).expect("cas").flatten() {
+        for blob in fs_err::read_dir(dir.path()).expect("cas dir").flatten() {
+            out.push(fs_err::read(blob.path()).expect("blob"));
+        }
+    }
+    out
+}
+
+fn contains(haystack: &[u8], needle: &[u8]) -> bool {
+    !needle.is_empty() && haystack.windows(needle.len()).any(|w| w == needle)
+}
+
+// Class 1: a report this run did not write, read through a shared execution.
+
+/// Two providers run one command, which writes `a.tap` only; `b.tap` already holds a
+/// passing report (how it got there depends on the sandbox mode).
+fn shared_execution(sb: &Sandbox, b_tap_how: &str) {
+    let mut files = vec![(
+        "run.sh",
+        "printf 'TAP version 13\\n1..1\\nok 1 - a\\n' > a.tap\n",
+    )];
+    match b_tap_how {
+        "committed" => files.push(("b.tap", PASSING_TAP)),
+        "ignored" => files.push((".gitignore", "b.tap\n")),
+        _ => {}
+    }
+    workspace(
+        sb,
+        "  test:\n    adapter: test-discovery\n    command: [sh, run.sh]\n    report: a.tap\n  \
+         test-b:\n    adapter: test-discovery\n    capability: test\n    command: [sh, run.sh]\n    report: b.tap\n",
+        &files,
+    );
+    if b_tap_how != "committed" {
+        // Untracked (copy sees it) or ignored (only running in place sees it).
+        sb.write("b.tap", PASSING_TAP);
+    }
+}
+
+#[test]
+fn a_committed_report_is_never_read_as_a_shared_executions() {
+    let sb = Sandbox::new();
+    shared_execution(&sb, "committed");
+    let doc = prove(&sb, &[], &[]).json();
+    assert_eq!(outcome_of(&doc, "test", "test"), "pass", "{doc:#}");
+    assert_not_evidence(&doc, "test-b", "wrote no report at `b.tap`");
+    assert_eq!(states(&doc)["c/test"], "inconclusive", "{doc:#}");
+}
+
+#[test]
+fn an_untracked_report_is_never_read_in_a_copy_sandbox() {
+    let sb = Sandbox::new();
+    shared_execution(&sb, "untracked");
+    let doc = prove(&sb, &["--sandbox", "copy"], &[]).json();
+    assert_eq!(outcome_of(&doc, "test", "test"), "pass", "{doc:#}");
+    assert_not_evidence(&doc, "test-b", "wrote no report at `b.tap`");
+}
+
+#[test]
+fn a_leftover_report_is_never_read_in_place() {
+    let sb = Sandbox::new();
+    shared_execution(&sb, "ignored");
+    let doc = prove(&sb, &["--sandbox", "none"], &[]).json();
+    assert_eq!(outcome_of(&doc, "test", "test"), "pass", "{doc:#}");
+    assert_not_evidence(&doc, "test-b", "wrote no report at `b.tap`");
+    assert!(
+        !sb.work().join("b.tap").exists(),
+        "the leftover was removed before the shared command ran"
+    );
+}
+
+/// A command that keeps an old file's time (`cp -p`, `touch -d`) did not write it now.
+#[test]
+fn a_report_older_than_the_command_is_not_evidence() {
+    for (how, command) in [
+        ("cp -p", "cp -p fixture.tap out.tap"),
+        (
+            "touch -d",
+            "printf 'TAP version 13\\n1..1\\nok 1 - a\\n' > out.tap; touch -d '2001-01-01' out.tap",
+        ),
+    ] {
+        let sb = Sandbox::new();
+        workspace(
+            &sb,
+            &format!(
+                "  test:\n    adapter: test-discovery\n    command: [sh, -c, \"{command}\"]\n    report: out.tap\n"
+            ),
+            &[("fixture.tap", PASSING_TAP)],
+        );
+        // The committed fixture is older than the run by more than the second of slack.
+        let old = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+        let file = fs_err::File::options()
+            .write(true)
+            .open(sb.work().join("fixture.tap"))
+            .expect("open");
+        file.set_modified(old).expect("set mtime");
+        drop(file);
+        for mode in ["worktree", "none"] {
+            let doc = prove(&sb, &["--sandbox", mode, "--no-cache"], &[]).json();
+            assert_not_evidence(&doc, "test", "before the command started");
+            let (_, reason) = outcome(&doc, "test", "test");
+            assert!(reason.contains("`out.tap`"), "{how} {mode}: {reason}");
+        }
+    }
+}
+
+// Class 3: a report that is a link out of the sandbox.
+
+/// A directory outside the test's own tree (so that an isolated job cannot even see it),
+/// holding a passing report.
+fn elsewhere() -> tempfile::TempDir {
+    let dir = tempfile::Builder::new()
+        .prefix("pg-elsewhere-")
+        .tempdir()
+        .expect("tempdir");
+    fs_err::write(dir.path().join("good.tap"), PASSING_TAP).expect("write");
+    dir
+}
+
+#[test]
+fn a_report_that_links_out_of_the_sandbox_is_refused() {
+    let outside = elsewhere();
+    let target = outside.path().join("good.tap");
+    let target = target.to_str().expect("utf-8");
+    for (mode, isolation) in [
+        ("worktree", "auto"),
+        ("copy", "auto"),
+        ("none", "auto"),
+        ("worktree", "none"),
+    ] {
+        let sb = Sandbox::new();
+        workspace(
+            &sb,
+            "  test:\n    adapter: test-discovery\n    command: [sh, -c, 'ln -sf \"$GOOD\" out.tap']\n    report: out.tap\n    envFrom: [GOOD]\n",
+            &[],
+        );
+        let doc = prove(
+            &sb,
+            &["--sandbox", mode, "--isolation", isolation],
+            &[("GOOD", target)],
+        )
+        .json();
+        assert_not_evidence(&doc, "test", "`out.tap` is a symbolic link");
+    }
+}
+
+#[test]
+fn a_link_to_a_system_file_is_never_copied_into_the_store() {
+    let passwd = fs_err::read("/etc/passwd").expect("/etc/passwd");
+    let sb = Sandbox::new();
+    workspace(
+        &sb,
+        "  test:\n    adapter: test-discovery\n    command: [ln, -s, /etc/passwd, out.tap]\n    report: out.tap\n  \
+         keep:\n    adapter: command\n    capability: test\n    command: [ln, -s, /etc/passwd, kept.json]\n    report: kept.json\n",
+        &[],
+    );
+    let doc = prove(&sb, &["--keep-going"], &[]).json();
+    assert_not_evidence(&doc, "test", "is a symbolic link");
+    for blob in store_blobs(&sb) {
+        assert!(
+            !contains(&blob, &passwd),
+            "the store holds /etc/passwd: {doc:#}"
+        );
+    }
+}
+
+#[test]
+fn a_report_behind_a_linked_directory_is_refused() {
+    let outside = elsewhere();
+    let sb = Sandbox::new();
+    workspace(
+        &sb,
+        "  test:\n    adapter: test-discovery\n    command: [sh, -c, 'ln -s \"$OUTSIDE\" results']\n    report: results/good.tap\n    envFrom: [OUTSIDE]\n",
+        &[],
+    );
+    let doc = prove(
+        &sb,
+        &[],
+        &[("OUTSIDE", outside.path().to_str().expect("utf-8"))],
+    )
+    .json();
+    assert_not_evidence(&doc, "test", "`results` is a symbolic link");
+}
+
+// Classes 9 and 10: a report that would hang the judge or exhaust its memory.
+
+#[test]
+fn a_fifo_as_the_report_neither_hangs_nor_passes() {
+    for (mode, report) in [
+        ("worktree", "out.tap"),
+        ("copy", "deep/er/out.tap"),
+        ("none", "out.tap"),
+    ] {
+        let sb = Sandbox::new();
+        workspace(
+            &sb,
+            &format!(
+                "  test:\n    adapter: test-discovery\n    command: [sh, -c, 'mkdir -p \"$(dirname {report})\" && mkfifo {report}']\n    report: {report}\n  \
+                 artifact:\n    adapter: command\n    capability: test\n    command: [mkfifo, kept.json]\n    report: kept.json\n"
+            ),
+            &[(".gitignore", "kept.json\nout.tap\n")],
+        );
+        let run = prove(&sb, &["--sandbox", mode, "--keep-going"], &[]);
+        let doc = run.json();
+        assert_not_evidence(&doc, "test", "it is a FIFO, not a regular file");
+        // A command's report is only kept: a FIFO there is not read either.
+        assert_eq!(outcome_of(&doc, "artifact", "test"), "pass", "{doc:#}");
+    }
+}
+
+#[test]
+fn a_device_or_an_endless_report_is_refused_with_bounded_memory() {
+    let sb = Sandbox::new();
+    workspace(
+        &sb,
+        "  test:\n    adapter: test-discovery\n    command: [ln, -s, /dev/zero, out.json]\n    report: out.json\n  \
+         sparse:\n    adapter: test-discovery\n    capability: test\n    command: [truncate, -s, 300M, big.json]\n    report: big.json\n  \
+         random:\n    adapter: test-discovery\n    capability: test\n    command: [ln, -s, /dev/urandom, rnd.json]\n    report: rnd.json\n",
+        &[],
+    );
+    let started = std::time::Instant::now();
+    let doc = prove(&sb, &["--keep-going"], &[]).json();
+    assert_not_evidence(&doc, "test", "is a symbolic link");
+    assert_not_evidence(&doc, "random", "is a symbolic link");
+    assert_not_evidence(&doc, "sparse", "holds more than 268435456 bytes");
+    // Not a timed assertion of speed: a bound far above any honest run, so a read of
+    // gigabytes (or forever) fails the test instead of hanging the suite.
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(100),
+        "{:?}",
+        started.elapsed()
+    );
+}
+
+/// As root, a job can make a device node where its report goes: refused by its kind, never
+/// opened.
+#[test]
+fn a_device_node_made_by_the_job_is_never_opened() {
+    let sb = Sandbox::new();
+    workspace(
+        &sb,
+        "  test:\n    adapter: test-discovery\n    command: [sh, -c, 'mknod out.json c 1 5 || echo no-mknod > out.json']\n    report: out.json\n",
+        &[],
+    );
+    let doc = prove(&sb, &["--isolation", "none"], &[]).json();
+    let (outcome, reason) = outcome(&doc, "test", "test");
+    assert_ne!(outcome, "pass", "{doc:#}");
+    let root = std::process::Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|o| o.stdout.starts_with(b"0\n"));
+    // Without the privilege to make a device, the job wrote text that is no report.
+    let why = if root {
+        "it is a device, not a regular file"
+    } else {
+        "could not be read"
+    };
+    assert!(reason.contains(why), "{reason}");
+}
+
+/// The store's own directory is never where a job's report is looked for.
+#[test]
+fn report_paths_are_relative_to_the_sandbox_whatever_the_mode() {
+    let sb = Sandbox::new();
+    workspace(
+        &sb,
+        "  test:\n    adapter: test-discovery\n    command: [sh, -c, \"printf 'TAP version 13\\\\n1..1\\\\nok 1 - a\\\\n' > sub/out.tap\"]\n    report: sub/out.tap\n",
+        &[("sub/.keep", "")],
+    );
+    for mode in ["worktree", "copy", "none"] {
+        let doc = prove(&sb, &["--sandbox", mode, "--no-cache"], &[]).json();
+        assert_eq!(outcome_of(&doc, "test", "test"), "pass", "{mode}: {doc:#}");
+    }
+    assert!(Path::new(&sb.work().join("sub/out.tap")).exists());
+}
+
+// Class 2: inputs that change between the snapshot that is fingerprinted and the sandbox.
+
+/// The blob id git gives `content`, as the listing of a receipt's inputs shows it.
+fn listed_identity(sb: &Sandbox, receipt_sha: &str, path: &str) -> Option<String> {
+    let statement = crate::support::statement(sb, receipt_sha);
+    let listing_sha = statement["predicate"]["proofgraph"]["inputs"]
+        .as_str()
+        .expect("an inputs listing")
+        .to_owned();
+    let listing = String::from_utf8(crate::support::cas(sb, &listing_sha)).expect("utf-8");
+    listing.lines().find_map(|line| {
+        let (p, id) = line.split_once('\t')?;
+        (p == path).then(|| id.to_owned())
+    })
+}
+
+/// A file whose index entry still matches its stat data but not its content (same size,
+/// modification time put back, `core.trustctime` off: git itself would call it clean) is
+/// what the snapshot fingerprints; the sandbox copy sees the other content. That must never
+/// be judged against the snapshot's fingerprint.
+fn stale_index(sb: &Sandbox, mode: &str) {
+    workspace(
+        sb,
+        "  test:\n    adapter: test-discovery\n    command: [sh, check.sh]\n    report: out.tap\n",
+        &[
+            (
+                "check.sh",
+                "if grep -q good flag.txt; then r='ok 1 - flag'; else r='not ok 1 - flag'; fi\n\
+                 printf 'TAP version 13\\n1..1\\n%s\\n' \"$r\" > out.tap\n",
+            ),
+            ("flag.txt", "bad!\n"),
+        ],
+    );
+    crate::support::git(&sb.work(), &["config", "core.trustctime", "false"]);
+    let path = sb.work().join("flag.txt");
+    // Older than the index, so that git does not hold it racily clean.
+    let old = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+    let set_old = || {
+        let file = fs_err::File::options()
+            .write(true)
+            .open(&path)
+            .expect("open");
+        file.set_modified(old).expect("set mtime");
+    };
+    set_old();
+    crate::support::git(&sb.work(), &["update-index", "--refresh"]);
+    // In place (same inode), same size, the old time back.
+    fs_err::write(&path, "good\n").expect("write");
+    set_old();
+    let status = crate::support::git(&sb.work(), &["status", "--porcelain"]);
+    assert_eq!(status, "", "git itself trusts the stale stat data ({mode})");
+}
+
+#[test]
+fn a_sandbox_that_differs_from_the_snapshot_is_never_judged() {
+    for mode in ["worktree", "copy"] {
+        let sb = Sandbox::new();
+        stale_index(&sb, mode);
+        let run = prove(&sb, &["--sandbox", mode, "--no-cache"], &[]);
+        let doc = run.json();
+        assert_eq!(run.code, Some(1), "{mode}: {doc:#}");
+        assert!(
+            run.status_codes().contains(&"inputs_changed".to_owned()),
+            "{mode}: {doc:#}"
+        );
+        let test = provider(&doc, "test");
+        assert_eq!(test["action"], "not_run", "{mode}: {doc:#}");
+        assert!(
+            test["reason"]
+                .as_str()
+                .is_some_and(|r| r.contains("inputs changed")),
+            "{doc:#}"
+        );
+        assert!(
+            doc["status"].to_string().contains("`flag.txt`"),
+            "the message names the file: {doc:#}"
+        );
+        // The committed content put back (an ordinary edit): its run fails, and nothing
+        // passed before that could be reused.
+        fs_err::write(sb.work().join("flag.txt"), "bad!\n").expect("write");
+        let doc = prove(&sb, &["--sandbox", mode], &[]).json();
+        assert_eq!(outcome_of(&doc, "test", "test"), "fail", "{mode}: {doc:#}");
+    }
+}
+
+/// Running in place nothing is copied: a provider whose bound inputs move while it runs
+/// (here it edits one itself; an editor could) is an error, never a pass bound to the
+/// content it no longer has.
+#[test]
+fn inputs_that_move_while_a_provider_runs_in_place_are_an_error() {
+    let sb = Sandbox::new();
+    workspace(
+        &sb,
+        "  test:\n    adapter: test-discovery\n    command: [sh, -c, \"echo more >> src.txt; printf 'TAP version 13\\\\n1..1\\\\nok 1 - a\\\\n' > out.tap\"]\n    report: out.tap\n  \
+         lint:\n    adapter: command\n    capability: static-analysis\n    command: [sh, -c, 'rm gone.txt']\n",
+        &[("src.txt", "one\n"), ("gone.txt", "x\n")],
+    );
+    let doc = prove(&sb, &["--sandbox", "none", "--keep-going"], &[]).json();
+    let (outcome, reason) = outcome(&doc, "test", "test");
+    assert_eq!(outcome, "error", "{doc:#}");
+    assert!(reason.contains("`root:src.txt`"), "{reason}");
+    assert_eq!(outcome_of(&doc, "test", "discovery"), "error", "{doc:#}");
+    let (outcome, reason) = self::outcome(&doc, "lint", "static-analysis");
+    assert_eq!(outcome, "error", "{doc:#}");
+    assert!(reason.contains("`root:gone.txt`"), "{reason}");
+    // In a sandbox the same commands edit only the sandbox's copy: passes, bound to what
+    // the working tree holds.
+    let sb = Sandbox::new();
+    workspace(
+        &sb,
+        "  test:\n    adapter: test-discovery\n    command: [sh, -c, \"echo more >> src.txt; printf 'TAP version 13\\\\n1..1\\\\nok 1 - a\\\\n' > out.tap\"]\n    report: out.tap\n",
+        &[("src.txt", "one\n")],
+    );
+    let doc = prove(&sb, &[], &[]).json();
+    assert_eq!(outcome_of(&doc, "test", "test"), "pass", "{doc:#}");
+    assert_eq!(
+        fs_err::read_to_string(sb.work().join("src.txt")).expect("read"),
+        "one\n"
+    );
+}
+
+/// An editor flips a tracked file between a passing and a failing version while `prove`
+/// runs again and again: every pass it records binds the passing version, and with the
+/// failing version left in place, no pass is reused.
+#[test]
+fn an_editor_flipping_an_input_never_gets_a_pass_bound_to_the_failing_version() {
+    let sb = Sandbox::new();
+    let mut files: Vec<(String, String)> = (0..1000)
+        .map(|i| {
+            (
+                format!("pad/{:02}/f{i}.txt", i % 50),
+                format!("padding {i}\n"),
+            )
+        })
+        .collect();
+    files.push((
+        "check.sh".to_owned(),
+        "sleep 0.05; if grep -q good flag.txt; then r='ok 1 - flag'; else r='not ok 1 - flag'; fi\n\
+         printf 'TAP version 13\\n1..1\\n%s\\n' \"$r\" > out.tap\n"
+            .to_owned(),
+    ));
+    files.push(("flag.txt".to_owned(), "good\n".to_owned()));
+    let refs: Vec<(&str, &str)> = files
+        .iter()
+        .map(|(p, c)| (p.as_str(), c.as_str()))
+        .collect();
+    workspace(
+        &sb,
+        "  test:\n    adapter: test-discovery\n    command: [sh, check.sh]\n    report: out.tap\n",
+        &refs,
+    );
+    let good_id = blob_id(b"good\n");
+    let bad_id = blob_id(b"bad!\n");
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let editor = {
+        let stop = std::sync::Arc::clone(&stop);
+        let path = sb.work().join("flag.txt");
+        std::thread::spawn(move || {
+            let mut flips = 0u64;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let content: &[u8] = if flips.is_multiple_of(2) {
+                    b"bad!\n"
+                } else {
+                    b"good\n"
+                };
+                // As editors save: a new file renamed into place.
+                let tmp = path.with_extension("swp");
+                fs_err::write(&tmp, content).expect("write");
+                fs_err::rename(&tmp, &path).expect("rename");
+                flips += 1;
+                std::thread::sleep(std::time::Duration::from_millis(3));
+            }
+            fs_err::write(&path, b"bad!\n").expect("leave it failing");
+            flips
+        })
+    };
+    let mut passes = 0;
+    let mut changed = 0;
+    for _ in 0..5 {
+        for mode in ["worktree", "copy"] {
+            let run = prove(&sb, &["--sandbox", mode, "--no-cache"], &[]);
+            let doc = run.json();
+            if run.status_codes().contains(&"inputs_changed".to_owned()) {
+                changed += 1;
+                continue;
+            }
+            let r = receipt(&doc, "test", "test");
+            let id = listed_identity(&sb, r["sha256"].as_str().expect("sha"), "root:flag.txt")
+                .expect("flag.txt is bound");
+            match r["outcome"].as_str() {
+                Some("pass") => {
+                    passes += 1;
+                    assert_eq!(id, good_id, "a pass bound to the failing version: {doc:#}");
+                }
+                _ => assert_eq!(
+                    id, bad_id,
+                    "a failure bound to the passing version: {doc:#}"
+                ),
+            }
+        }
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let flips = editor.join().expect("editor");
+    assert!(flips > 10, "the editor flipped the file {flips} times");
+    // The failing version is in place now: whatever passed before is not reused.
+    for mode in ["worktree", "copy", "none"] {
+        let doc = prove(&sb, &["--sandbox", mode], &[]).json();
+        assert_eq!(
+            outcome_of(&doc, "test", "test"),
+            "fail",
+            "{mode} ({passes} passes, {changed} retries gave up, {flips} flips): {doc:#}"
+        );
+    }
+}
+
+/// The identity a receipt's input listing gives `content` (hex of BLAKE3 over `git:` and
+/// the git blob id), computed with git itself.
+fn blob_id(content: &[u8]) -> String {
+    let dir = tempfile::tempdir().expect("tempdir");
+    fs_err::write(dir.path().join("f"), content).expect("write");
+    let out = std::process::Command::new("git")
+        .args(["hash-object", "--no-filters", "f"])
+        .current_dir(dir.path())
+        .output()
+        .expect("git hash-object");
+    let hex = String::from_utf8(out.stdout).expect("utf-8");
+    let oid: Vec<u8> = (0..20)
+        .map(|i| u8::from_str_radix(&hex.trim()[2 * i..2 * i + 2], 16).expect("hex"))
+        .collect();
+    let mut bytes = b"git:".to_vec();
+    bytes.extend_from_slice(&oid);
+    blake3_hex(&bytes)
+}
+
+fn blake3_hex(bytes: &[u8]) -> String {
+    proofgraph_graph::fingerprint::Digest::of(bytes).to_hex()
+}
