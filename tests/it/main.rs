@@ -20,4 +20,5 @@ mod root;
 mod sandbox;
 mod services;
 mod support;
+mod truth_reports;
 mod verify_ci;
