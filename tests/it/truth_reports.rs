@@ -465,3 +465,46 @@ fn a_count_above_2_53_is_a_recorded_inconclusive_never_a_store_failure() {
         ("inconclusive", "no test count: "),
     );
 }
+
+#[test]
+fn a_minimum_or_timeout_no_receipt_can_carry_is_refused_before_anything_runs() {
+    // A discovery floor above 2^53-1 used to let the provider run and then fail to encode
+    // its receipt (`store_unusable`, "check that .proofgraph/ is writable").
+    for (key, value, line) in [
+        ("minimum", "9007199254740993", 8),
+        ("timeoutMs", "\"18446744073709551615\"", 8),
+    ] {
+        let v = Variant::new(key, "TAP version 13\n1..1\nok 1 - a\n", "out.tap");
+        let sb = Sandbox::new();
+        workspace(&sb, &v);
+        let path = sb.work().join("openspec/changes/add-x/execution.yaml");
+        let mut text = fs_err::read_to_string(&path).expect("read");
+        text.push_str(&format!("    {key}: {value}\n"));
+        sb.write("openspec/changes/add-x/execution.yaml", text);
+        git_commit_all(&sb.work());
+        let run = prove(&sb, &v);
+        run.expect_code(3);
+        let status = &run.json()["status"];
+        let finding = status
+            .as_array()
+            .expect("status")
+            .iter()
+            .find(|d| d["code"] == "invalid_value")
+            .unwrap_or_else(|| panic!("{key}: {status:#}"));
+        assert_eq!(
+            finding["target"],
+            format!(
+                "openspec/changes/add-x/execution.yaml:{line}:{}",
+                key.len() + 7
+            ),
+            "{finding:#}"
+        );
+        assert!(
+            finding["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("must be at most 9007199254740991 (2^53-1)")),
+            "{finding:#}"
+        );
+        assert!(!runs_log(&sb).exists(), "{key}: nothing ran");
+    }
+}
