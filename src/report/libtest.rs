@@ -19,8 +19,11 @@
 //! the stream reports (an error otherwise, also when it reports none).
 //!
 //! Lines that are not JSON objects (a test printing with `--nocapture`) are ignored. A line
-//! that starts with `{` but is not valid JSON, or repeats a key, is an error. Runner errors: a suite that never
-//! finished, a suite that failed with no failed test, tests that never finished.
+//! that starts with `{` but is not valid JSON, or repeats a key, is an error. The closing
+//! event's counts (`passed`, `failed`, `ignored`, `measured`, `filtered_out`) are read
+//! strictly. Runner errors: a suite that never finished, a suite that failed with no failed
+//! test, a suite whose closing event counts more failures than its failed tests, tests that
+//! never finished.
 
 use std::collections::HashMap;
 
@@ -30,7 +33,7 @@ use super::count;
 use super::error::ReportError;
 use super::json;
 use super::model::{Counts, Format, Outcome, Report, TestCase};
-use super::util::{check_declared_total, json_duration, str_key};
+use super::util::{check_declared_failures, check_declared_total, json_duration, str_key};
 
 /// Whether a JSON object is a libtest event.
 pub(crate) fn is_event(object: &Map<String, Value>) -> bool {
@@ -45,7 +48,10 @@ struct Suite {
     test_count: Option<u64>,
     finished: bool,
     failed: bool,
-    any_test_failed: bool,
+    /// Failed test events within the suite.
+    failed_tests: u64,
+    /// The `failed` count of the suite's closing event.
+    declared_failed: Option<u64>,
     /// nextest binary id of the suite's tests (the part before `$`).
     binary: Option<String>,
 }
@@ -101,13 +107,26 @@ pub(crate) fn parse(bytes: &[u8]) -> Result<Report, ReportError> {
                     })?,
                     finished: false,
                     failed: false,
-                    any_test_failed: false,
+                    failed_tests: 0,
+                    declared_failed: None,
                     binary: None,
                 }),
                 "ok" | "failed" => {
+                    // The closing event's counts are counts too: read strictly, and the
+                    // failures it declares must show as failed tests.
+                    let read = |key: &str| {
+                        count::json(event.get(key), format, || {
+                            format!("`{key}` at line {}", line_no + 1)
+                        })
+                    };
+                    let declared_failed = read("failed")?;
+                    for key in ["passed", "ignored", "measured", "filtered_out"] {
+                        read(key)?;
+                    }
                     if let Some(suite) = suites.last_mut() {
                         suite.finished = true;
                         suite.failed = action == "failed";
+                        suite.declared_failed = declared_failed;
                     }
                 }
                 _ => {}
@@ -152,7 +171,7 @@ pub(crate) fn parse(bytes: &[u8]) -> Result<Report, ReportError> {
             if outcome == Outcome::Failed
                 && let Some(s) = current_suite
             {
-                suites[s].any_test_failed = true;
+                suites[s].failed_tests += 1;
             }
         }
     }
@@ -179,10 +198,17 @@ pub(crate) fn parse(bytes: &[u8]) -> Result<Report, ReportError> {
             report
                 .runner_errors
                 .push(format!("test suite {label} started but never finished"));
-        } else if suite.failed && !suite.any_test_failed && !nextest {
+        } else if suite.failed && suite.failed_tests == 0 && !nextest {
             report
                 .runner_errors
                 .push(format!("test suite {label} failed without a failing test"));
+        } else {
+            check_declared_failures(
+                &format!("test suite {label}"),
+                suite.declared_failed,
+                suite.failed_tests,
+                &mut report.runner_errors,
+            );
         }
     }
     report.flag_unfinished();

@@ -1360,6 +1360,36 @@ fn libtest_unfinished_suite_is_a_runner_error() {
 }
 
 #[test]
+fn a_libtest_suite_counting_failures_its_tests_do_not_show_is_a_runner_error() {
+    let suite = |end: &str| {
+        format!(
+            "{{\"type\":\"suite\",\"event\":\"started\",\"test_count\":1}}\n{{\"type\":\"test\",\"event\":\"ok\",\"name\":\"b$t::a\"}}\n{end}\n"
+        )
+    };
+    // nextest names (`binary$path`) skip the "failed without a failing test" check; the
+    // closing event's `failed` count does not.
+    let report = auto_ok(&suite(
+        r#"{"type":"suite","event":"failed","passed":0,"failed":3}"#,
+    ));
+    assert_eq!(
+        report.runner_errors,
+        vec!["test suite b counts 3 failures but only 0 listed tests failed".to_owned()]
+    );
+    let report = auto_ok(&suite(
+        r#"{"type":"suite","event":"ok","passed":1,"failed":0}"#,
+    ));
+    assert!(
+        report.runner_errors.is_empty(),
+        "{:?}",
+        report.runner_errors
+    );
+    assert!(matches!(
+        auto(suite(r#"{"type":"suite","event":"ok","passed":1,"failed":"3"}"#).as_bytes()),
+        Err(ReportError::BadCount { .. })
+    ));
+}
+
+#[test]
 fn jest_duplicate_titles_get_distinct_ids() {
     let text = r#"{"numTotalTests":2,"testResults":[{"name":"f.js","status":"passed","assertionResults":[
         {"ancestorTitles":[],"title":"same","status":"passed"},
