@@ -4,11 +4,16 @@
 //! The rules are the product's honesty guarantees:
 //! - `command`: pass iff it exited 0 within its timeout.
 //! - `test-discovery`: the test receipt passes iff the command exited 0 and
-//!   its structured report parsed and shows no failure and no runner error;
-//!   a missing or unparseable report is never a pass (`inconclusive` after
-//!   exit 0, `fail` otherwise). The discovery receipt needs a non-negative
-//!   integer count from the report: none → `inconclusive`; below `minimum`
-//!   (absent or 0 means 1) → `fail`, whatever the exit code.
+//!   its structured report parsed, shows no failure and no runner error, and
+//!   at least one test executed (passed or failed): a suite in which every
+//!   test was skipped, todo or never run, or that lists none (`pytest --co`),
+//!   is `inconclusive`, never a pass. A missing or unreadable report — and a
+//!   report whose counts are malformed, out of range, repeated or not backed
+//!   by its tests is unreadable — is never a pass (`inconclusive` after exit
+//!   0, `fail` otherwise). The discovery receipt counts the tests that
+//!   executed, passed or failed (so a failing run still discovers its tests):
+//!   no readable report → `inconclusive`; below `minimum` (absent or 0 means
+//!   1) → `fail`, whatever the exit code.
 //! - `playwright`: as a test run, and every claim needs a passing test
 //!   annotated `{type: claim, description: <id>}`; skipped, interrupted and
 //!   never-run tests do not count; a claim without one makes an otherwise
@@ -194,7 +199,7 @@ pub fn judge(
     };
     let report = parsed.as_ref().and_then(|r| r.as_ref().ok());
     let counts = report.map(|r| {
-        let c = r.counts.unwrap_or_else(|| report::Counts::tally(&r.tests));
+        let c = r.counts;
         Counts {
             total: c.total,
             passed: c.passed,
@@ -314,10 +319,8 @@ fn test_outcome(
         .map(|t| t.id.as_str())
         .take(5)
         .collect();
-    let failed_count = report
-        .counts
-        .as_ref()
-        .map_or(failed.len() as u64, |c| c.failed);
+    let counts = report.counts;
+    let failed_count = counts.failed;
     if !succeeded(exit) {
         let detail = if failed.is_empty() {
             String::new()
@@ -341,7 +344,43 @@ fn test_outcome(
             Some(format!("the report records a runner error: {first}")),
         );
     }
+    if counts.executed() == 0 {
+        return (
+            Outcome::Inconclusive,
+            Some(format!(
+                "no test executed: the report {}; a run in which no test passed or failed is not a pass",
+                describe_unexecuted(&counts)
+            )),
+        );
+    }
     (Outcome::Pass, None)
+}
+
+/// What a report that executed nothing holds, e.g. `lists 5 tests, 4 skipped and 1 todo`.
+fn describe_unexecuted(counts: &report::Counts) -> String {
+    if counts.total == 0 {
+        return "lists no test".to_owned();
+    }
+    let parts: Vec<String> = [
+        (counts.skipped, "skipped"),
+        (counts.todo, "todo"),
+        (counts.interrupted, "interrupted"),
+        (counts.did_not_run, "never run"),
+    ]
+    .into_iter()
+    .filter(|(n, _)| *n > 0)
+    .map(|(n, what)| format!("{n} {what}"))
+    .collect();
+    let tests = if counts.total == 1 { "test" } else { "tests" };
+    match parts.split_last() {
+        None => format!("lists {} {tests}", counts.total),
+        Some((last, [])) => format!("lists {} {tests}, {last}", counts.total),
+        Some((last, rest)) => format!(
+            "lists {} {tests}, {} and {last}",
+            counts.total,
+            rest.join(", ")
+        ),
+    }
 }
 
 fn discovery_verdict(
@@ -361,20 +400,25 @@ fn discovery_verdict(
             Some(format!("no test count: {e}")),
             None,
         ),
-        Some(Ok(report)) => match report.discovered {
-            None => (
-                Outcome::Inconclusive,
-                Some("the report gives no integer test count and no test list".to_owned()),
-                None,
-            ),
-            Some(n) if n < minimum => (
-                Outcome::Fail,
-                Some(format!(
-                    "the suite ran {n} tests, below its minimum of {minimum}"
-                )),
-                Some(n),
-            ),
-            Some(n) => (Outcome::Pass, None, Some(n)),
+        // Discovery counts the tests that executed, passed or failed: skipped, todo and
+        // never-run tests are not discovered, and a failing run still discovers its tests.
+        Some(Ok(report)) => match report.executed() {
+            n if n < minimum => {
+                let listed = report.counts.total;
+                let detail = if listed == n {
+                    String::new()
+                } else {
+                    format!(" ({listed} listed; skipped, todo and unrun tests do not count)")
+                };
+                (
+                    Outcome::Fail,
+                    Some(format!(
+                        "the suite ran {n} tests{detail}, below its minimum of {minimum}"
+                    )),
+                    Some(n),
+                )
+            }
+            n => (Outcome::Pass, None, Some(n)),
         },
     };
     Verdict {
@@ -511,7 +555,7 @@ fn judge_claims(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use std::sync::Arc;
 
     use proofgraph_graph::model::{Claim, Provider};
@@ -520,7 +564,8 @@ mod tests {
 
     use super::*;
 
-    fn node(adapter: Adapter, minimum: Option<u64>) -> ProviderNode {
+    /// A provider `test` of `adapter` (reportFormat absent, so reports are sniffed).
+    pub(crate) fn node(adapter: Adapter, minimum: Option<u64>) -> ProviderNode {
         let mut p = Provider::new(ProviderId::parse("test").expect("valid"), adapter);
         p.command = Some(Spanned::new(vec!["t".into()], Pos::default()));
         p.minimum = minimum.map(|m| Spanned::new(m, Pos::default()));
@@ -539,7 +584,8 @@ mod tests {
         g.node(id).provider().expect("provider").clone()
     }
 
-    fn exit(code: i32) -> Ended {
+    /// A command that exited with `code`.
+    pub(crate) fn exit(code: i32) -> Ended {
         Ended::Exited(Exit {
             code: Some(code),
             signal: None,
@@ -611,33 +657,186 @@ mod tests {
         );
     }
 
+    /// Judges `report` for a `test-discovery` provider with `minimum` after `code`; returns
+    /// (discovery, test) as (outcome, reason, discovered).
+    fn judged(
+        report: &[u8],
+        code: i32,
+        minimum: Option<u64>,
+    ) -> [(Outcome, String, Option<u64>); 2] {
+        let j = judge(
+            &node(Adapter::TestDiscovery, minimum),
+            &[],
+            &exit(code),
+            &ReportFile::Bytes("r".into(), report.to_vec()),
+            1,
+        );
+        assert_eq!(outcomes(&j)[0].0, "discovery");
+        assert_eq!(outcomes(&j)[1].0, "test");
+        [0, 1].map(|i| {
+            let v = &j.verdicts[i];
+            (
+                v.outcome,
+                v.reason.clone().unwrap_or_default(),
+                v.discovered,
+            )
+        })
+    }
+
     #[test]
-    fn a_summary_without_an_integer_count_is_inconclusive_discovery() {
-        // A count written as a string is never coerced; with no test list there is no count.
-        let report = br#"{"numTotalTests": "5", "numPassedTests": 5, "numFailedTests": 0}"#;
-        let j = judge(
-            &node(Adapter::TestDiscovery, None),
-            &[],
-            &exit(0),
-            &ReportFile::Bytes("r.json".into(), report.to_vec()),
-            1,
-        );
+    fn a_count_that_is_not_a_count_makes_the_report_not_evidence() {
+        // A count written as a string is never coerced, skipped or read as zero: the whole
+        // report is unreadable, so the test is not a pass and discovery has no count.
+        for report in [
+            &br#"{"numTotalTests": "5", "numPassedTests": 5, "numFailedTests": 0}"#[..],
+            br#"{"numTotalTests": "5", "testResults": []}"#,
+            br#"{"totalTests": 5, "failed": "3"}"#,
+            br#"{"totalTests": 5, "failed": 3.0}"#,
+            br#"{"totalTests": 5, "failed": -3}"#,
+            br#"{"totalTests": 5, "failed": 3, "failed": 0}"#,
+        ] {
+            let text = String::from_utf8_lossy(report);
+            let [discovery, test] = judged(report, 0, None);
+            assert_eq!(discovery.0, Outcome::Inconclusive, "{text}: {discovery:?}");
+            assert!(discovery.1.starts_with("no test count: "), "{discovery:?}");
+            assert_eq!(discovery.2, None);
+            assert_eq!(test.0, Outcome::Inconclusive, "{text}: {test:?}");
+            assert!(
+                test.1.contains("could not be read") && test.1.contains("is not a pass"),
+                "{test:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_count_above_2_53_is_refused_and_2_53_minus_1_encodes() {
+        let [discovery, test] = judged(br#"{"totalTests": 9007199254740992}"#, 0, None);
         assert_eq!(
-            j.verdicts[0].outcome,
-            Outcome::Inconclusive,
-            "{:?}",
-            j.verdicts[0]
+            (discovery.0, test.0),
+            (Outcome::Inconclusive, Outcome::Inconclusive)
         );
-        // An empty test list is a count: zero, below any minimum.
-        let empty = br#"{"numTotalTests": "5", "testResults": []}"#;
+        assert!(
+            test.1.contains("above the largest count 2^53-1"),
+            "{test:?}"
+        );
+        // The largest count is judged, and what the receipt carries of it encodes as
+        // canonical JSON: no report can make the receipt writer fail.
         let j = judge(
             &node(Adapter::TestDiscovery, None),
             &[],
             &exit(0),
-            &ReportFile::Bytes("r.json".into(), empty.to_vec()),
+            &ReportFile::Bytes(
+                "r".into(),
+                br#"{"totalTests": 9007199254740991, "failed": 0}"#.to_vec(),
+            ),
             1,
         );
-        assert_eq!(j.verdicts[0].outcome, Outcome::Fail);
+        assert_eq!(outcomes(&j)[1].1, Outcome::Pass);
+        assert_eq!(j.verdicts[0].discovered, Some(report::MAX_COUNT));
+        let value = serde_json::json!({
+            "counts": serde_json::to_value(&j.counts).expect("counts"),
+            "discovered": j.verdicts[0].discovered,
+        });
+        let bytes = crate::attest::canonical::to_canonical_json(&value).expect("encodes");
+        assert!(
+            String::from_utf8_lossy(&bytes).contains("9007199254740991"),
+            "{bytes:?}"
+        );
+    }
+
+    #[test]
+    fn a_suite_where_nothing_executed_is_never_a_test_pass() {
+        let cases: [(&[u8], &str, &str); 4] = [
+            (
+                b"TAP version 13\n1..3\nok 1 - a # SKIP\nok 2 - b # skip\nnot ok 3 - c # TODO\n",
+                "no test executed: the report lists 3 tests, 2 skipped and 1 todo",
+                "the suite ran 0 tests (3 listed; skipped, todo and unrun tests do not count), below its minimum of 1",
+            ),
+            (
+                br#"<testsuite name="s" tests="2"><testcase name="a"><skipped/></testcase><testcase name="b"><skipped/></testcase></testsuite>"#,
+                "no test executed: the report lists 2 tests, 2 skipped",
+                "the suite ran 0 tests (2 listed; skipped, todo and unrun tests do not count), below its minimum of 1",
+            ),
+            (
+                br#"{"totalTests": 5, "passed": 0, "skipped": 5}"#,
+                "no test executed: the report lists 5 tests, 5 skipped",
+                "the suite ran 0 tests (5 listed; skipped, todo and unrun tests do not count), below its minimum of 1",
+            ),
+            // `pytest --co --junitxml`: collected tests, ran none.
+            (
+                br#"<testsuites name="pytest tests"><testsuite name="pytest" errors="0" failures="0" skipped="0" tests="0"/></testsuites>"#,
+                "no test executed: the report lists no test",
+                "the suite ran 0 tests, below its minimum of 1",
+            ),
+        ];
+        for (report, test_reason, discovery_reason) in cases {
+            let [discovery, test] = judged(report, 0, None);
+            assert_eq!(test.0, Outcome::Inconclusive, "{test:?}");
+            assert_eq!(
+                test.1,
+                format!("{test_reason}; a run in which no test passed or failed is not a pass")
+            );
+            assert_eq!(discovery.0, Outcome::Fail, "{discovery:?}");
+            assert_eq!(discovery.1, discovery_reason);
+            assert_eq!(discovery.2, Some(0));
+        }
+    }
+
+    #[test]
+    fn discovery_counts_executed_tests_and_a_failing_run_still_proves_it() {
+        // 3 passed, 2 failed, 4 skipped: 5 executed.
+        let report = b"TAP version 13\n1..9\nok 1\nok 2\nok 3\nnot ok 4\nnot ok 5\nok 6 # SKIP\nok 7 # SKIP\nok 8 # SKIP\nnot ok 9 # TODO\n";
+        let [discovery, test] = judged(report, 1, Some(5));
+        assert_eq!(
+            (discovery.0, discovery.2),
+            (Outcome::Pass, Some(5)),
+            "{discovery:?}"
+        );
+        assert_eq!(test.0, Outcome::Fail);
+        let [discovery, _] = judged(report, 1, Some(6));
+        assert_eq!(discovery.0, Outcome::Fail);
+        assert_eq!(
+            discovery.1,
+            "the suite ran 5 tests (9 listed; skipped, todo and unrun tests do not count), below its minimum of 6"
+        );
+    }
+
+    #[test]
+    fn pytest_collection_errors_are_runner_errors_not_tests() {
+        let bytes = fs_err::read(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/fixtures/reports/junit/pytest-collection-error.xml"
+        ))
+        .expect("fixture");
+        // pytest exits 1 with --continue-on-collection-errors (2 without).
+        for code in [0, 1, 2] {
+            let [discovery, test] = judged(&bytes, code, Some(2));
+            assert_eq!(test.0, Outcome::Fail, "{test:?}");
+            // Only the one test that ran is discovered, not the two broken modules.
+            assert_eq!(discovery.0, Outcome::Fail, "{discovery:?}");
+            assert_eq!(discovery.2, Some(1));
+        }
+        let [_, test] = judged(&bytes, 0, None);
+        assert_eq!(
+            test.1,
+            "the report records a runner error: pytest could not collect broken.test_import_error: ModuleNotFoundError: No module named 'module_that_does_not_exist'"
+        );
+    }
+
+    #[test]
+    fn a_declared_total_with_nothing_behind_it_is_not_evidence() {
+        for report in [
+            &br#"<testsuite name="s" tests="5"></testsuite>"#[..],
+            br#"<testsuite name="s" tests="5"><testcase name="a"/></testsuite>"#,
+            br#"{"numTotalTests": 5, "testResults": []}"#,
+            b"TAP version 13\n1..5\n",
+        ] {
+            let [discovery, test] = judged(report, 0, None);
+            assert_eq!(discovery.0, Outcome::Inconclusive, "{discovery:?}");
+            assert_eq!(discovery.2, None);
+            assert_eq!(test.0, Outcome::Inconclusive, "{test:?}");
+            assert!(test.1.contains("declares 5 tests but"), "{test:?}");
+        }
     }
 
     #[test]

@@ -274,8 +274,16 @@ pub fn ident_str<T>(
     }
 }
 
-/// Reads a non-negative integer. When `numeric_string` is set, a string of
-/// digits is accepted too (the existing implementation accepts `"300000"`).
+/// The largest integer a configuration value may hold: 2^53-1. Every integer
+/// of the configuration can reach a receipt (a provider's `minimum`, its
+/// `timeoutMs` in the fingerprint manifest), and receipts are RFC 8785
+/// canonical JSON, which carries no integer above it: a larger value would
+/// make the receipt unwritable after the provider ran.
+pub const MAX_INTEGER: u64 = (1 << 53) - 1;
+
+/// Reads a non-negative integer no larger than [`MAX_INTEGER`]. When
+/// `numeric_string` is set, a string of digits is accepted too (the existing
+/// implementation accepts `"300000"`).
 pub fn uint(
     sink: &mut Sink,
     node: &Node,
@@ -291,7 +299,16 @@ pub fn uint(
         }
     };
     match number_as_u64(text) {
-        Some(n) => Some(Spanned::new(n, node.pos)),
+        Some(n) if n <= MAX_INTEGER => Some(Spanned::new(n, node.pos)),
+        Some(_) => {
+            sink.error(
+                Code::InvalidValue,
+                node.pos,
+                format!("{what} must be at most {MAX_INTEGER} (2^53-1), found `{text}`"),
+                format!("Write {what} as a whole number no larger than {MAX_INTEGER}."),
+            );
+            None
+        }
         None => {
             sink.error(
                 Code::InvalidValue,
@@ -404,5 +421,30 @@ mod tests {
         );
         let codes: Vec<Code> = sink.into_diagnostics().iter().map(|d| d.code).collect();
         assert_eq!(codes, vec![Code::WrongType, Code::InvalidValue]);
+    }
+
+    #[test]
+    fn integers_stop_at_2_53_minus_1_so_every_receipt_can_carry_them() {
+        let (_, node) = parse_document(
+            "{\"a\": 9007199254740991, \"b\": 9007199254740992, \"c\": \"18446744073709551615\"}",
+        );
+        let node = node.expect("valid");
+        let mut sink = Sink::new("x");
+        let get = |k: &str| node.get(k).expect("present");
+        assert_eq!(
+            uint(&mut sink, get("a"), "a", false).map(|s| s.value),
+            Some(MAX_INTEGER)
+        );
+        assert_eq!(uint(&mut sink, get("b"), "b", false), None);
+        assert_eq!(uint(&mut sink, get("c"), "c", true), None);
+        let d = sink.into_diagnostics();
+        assert_eq!(
+            d.iter().map(|d| d.code).collect::<Vec<_>>(),
+            vec![Code::InvalidValue, Code::InvalidValue]
+        );
+        assert_eq!(
+            d[0].message,
+            "b must be at most 9007199254740991 (2^53-1), found `9007199254740992`"
+        );
     }
 }

@@ -65,7 +65,7 @@ fn outcome_word(outcome: Outcome) -> &'static str {
 /// Explicit `criticalCases` rows of a JSON report (root, else
 /// `foundation.criticalCases`); empty for anything else.
 pub fn explicit_rows(bytes: &[u8]) -> Vec<Row> {
-    let Ok(value) = serde_json::from_slice::<Value>(super::sniff::bytes_without_bom(bytes)) else {
+    let Ok(value) = super::json::parse(super::sniff::bytes_without_bom(bytes), None, 0) else {
         return Vec::new();
     };
     let rows = value

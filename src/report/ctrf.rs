@@ -5,12 +5,18 @@
 //! tests: [{name, status, duration, suite, filePath, rawStatus, retries, flaky}]}}`.
 //! Status mapping: `passed` → Passed, `failed` → Failed, `skipped` / `pending` → Skipped,
 //! `other` → Todo when `rawStatus` is `todo`, else DidNotRun.
+//!
+//! The summary's counts and each test's `retries` are read strictly. With a `tests` list,
+//! `summary.tests` must equal it (an error otherwise, also for an empty list) and
+//! `summary.failed` above the failed tests is a runner error; without one, the summary's
+//! outcome counts must back `summary.tests` (`other` counts as never run).
 
 use serde_json::{Map, Value};
 
+use super::count;
 use super::error::ReportError;
-use super::model::{Counts, Format, Outcome, Report, TestCase};
-use super::util::{check_declared_total, count_key, join_id, json_duration, str_key};
+use super::model::{Counts, DeclaredOutcomes, Format, Outcome, Report, TestCase};
+use super::util::{check_declared_failures, check_declared_total, join_id, json_duration, str_key};
 
 /// Whether `root` looks like a CTRF report.
 pub(crate) fn looks_like(root: &Map<String, Value>) -> bool {
@@ -29,53 +35,70 @@ pub(crate) fn parse(value: &Value) -> Result<Report, ReportError> {
         .and_then(Value::as_object)
         .ok_or_else(|| ReportError::shape(format, "the document has no `results` object"))?;
     let summary = results.get("summary").and_then(Value::as_object);
-    if summary.is_none() && !results.contains_key("tests") {
-        return Err(ReportError::shape(
-            format,
-            "`results` has neither `summary` nor `tests`",
-        ));
-    }
     let mut report = Report::empty(format);
-    let declared = summary.and_then(|s| count_key(s, "tests"));
-
-    match results.get("tests") {
-        None => {
-            report.discovered = declared;
-            report.counts = match (declared, summary) {
-                (Some(total), Some(s)) => Some(Counts {
-                    total,
-                    passed: count_key(s, "passed").unwrap_or(0),
-                    failed: count_key(s, "failed").unwrap_or(0),
-                    skipped: count_key(s, "skipped")
-                        .unwrap_or(0)
-                        .saturating_add(count_key(s, "pending").unwrap_or(0)),
-                    ..Counts::default()
-                }),
-                _ => None,
+    let (declared, outcomes) = match summary {
+        Some(s) => {
+            let read = |key: &str| count::key(s, key, format, "results.summary.");
+            let skipped = match (read("skipped")?, read("pending")?) {
+                (None, None) => None,
+                (a, b) => Some(count::add(a.unwrap_or(0), b.unwrap_or(0), format, || {
+                    "`results.summary.skipped` + `results.summary.pending`".to_owned()
+                })?),
             };
+            let outcomes = DeclaredOutcomes {
+                passed: read("passed")?,
+                failed: read("failed")?,
+                skipped,
+                did_not_run: read("other")?,
+                ..DeclaredOutcomes::default()
+            };
+            (read("tests")?, outcomes)
         }
-        Some(Value::Array(tests)) => {
+        None => (None, DeclaredOutcomes::default()),
+    };
+
+    match (results.get("tests"), declared) {
+        (Some(Value::Array(tests)), _) => {
             for (i, test) in tests.iter().enumerate() {
                 let test = test.as_object().ok_or_else(|| {
                     ReportError::shape(format, format!("`results.tests[{i}]` is not an object"))
                 })?;
-                report.tests.push(parse_test(test));
+                report.tests.push(parse_test(test, i)?);
             }
-            report.discovered = declared.or(Some(report.tests.len() as u64));
-            report.counts = Some(Counts::tally(&report.tests));
-            check_declared_total(declared, &report.tests, &mut report.runner_errors);
+            check_declared_total(
+                format,
+                "`results.summary.tests`",
+                declared,
+                report.tests.len(),
+            )?;
+            report.counts = Counts::tally(&report.tests);
+            check_declared_failures(
+                "`results.summary.failed`",
+                outcomes.failed,
+                report.counts.failed,
+                &mut report.runner_errors,
+            );
         }
-        Some(_) => {
+        (Some(_), _) => {
             return Err(ReportError::shape(
                 format,
                 "`results.tests` is not an array",
+            ));
+        }
+        (None, Some(total)) => {
+            report.counts = Counts::declared(format, "`results.summary.tests`", total, outcomes)?;
+        }
+        (None, None) => {
+            return Err(ReportError::shape(
+                format,
+                "`results` has neither `tests` nor a `summary.tests` count",
             ));
         }
     }
     Ok(report)
 }
 
-fn parse_test(test: &Map<String, Value>) -> TestCase {
+fn parse_test(test: &Map<String, Value>, index: usize) -> Result<TestCase, ReportError> {
     let name = str_key(test, "name").unwrap_or("");
     let file = str_key(test, "filePath").unwrap_or("");
     let id = if file.is_empty() {
@@ -92,7 +115,10 @@ fn parse_test(test: &Map<String, Value>) -> TestCase {
     };
     let mut case = TestCase::new(id, name.to_string(), outcome);
     case.duration_ms = json_duration(test.get("duration"), 1.0);
-    case.retries = count_key(test, "retries").map_or(0, |r| u32::try_from(r).unwrap_or(u32::MAX));
+    let retries = count::json(test.get("retries"), Format::Ctrf, || {
+        format!("`results.tests[{index}].retries`")
+    })?;
+    case.retries = retries.map_or(0, |r| u32::try_from(r).unwrap_or(u32::MAX));
     case.flaky = outcome == Outcome::Passed && test.get("flaky") == Some(&Value::Bool(true));
-    case
+    Ok(case)
 }

@@ -64,6 +64,79 @@ pub enum ReportError {
         /// What is wrong with the shape.
         message: String,
     },
+
+    /// A count is present but is not a non-negative integer of the format's type: a JSON
+    /// string, float, negative number, boolean, `null`, array or object; an XML attribute or
+    /// TAP plan that is not all ASCII digits. Never read as zero or skipped.
+    #[error("read {format} report: the count {key} is {found}, not a non-negative integer")]
+    BadCount {
+        /// The format being parsed.
+        format: &'static str,
+        /// Where the count is, e.g. `` `summary.failed` ``.
+        key: String,
+        /// The value as the report writes it (shortened).
+        found: String,
+    },
+
+    /// A count above [`super::MAX_COUNT`] (2^53-1), the largest integer every JSON reader
+    /// and the receipts' canonical JSON can carry exactly.
+    #[error("read {format} report: the count {key} is {found}, above the largest count 2^53-1")]
+    CountTooLarge {
+        /// The format being parsed.
+        format: &'static str,
+        /// Where the count is (a key, an attribute, or a sum of them).
+        key: String,
+        /// The value as the report writes it (shortened).
+        found: String,
+    },
+
+    /// Two counts that must be equal disagree, e.g. a summary's `failed` and `failures`.
+    #[error("read {format} report: {first} is {first_value} but {second} is {second_value}")]
+    ConflictingCounts {
+        /// The format being parsed.
+        format: &'static str,
+        /// The first count's key.
+        first: String,
+        /// Its value.
+        first_value: u64,
+        /// The second count's key.
+        second: String,
+        /// Its value.
+        second_value: u64,
+    },
+
+    /// The same key twice in one JSON object or XML element, or two plans in one TAP block:
+    /// readers disagree on which one holds, so the report means nothing.
+    #[error("read {format} report: {key} appears twice (line {line}, column {column})")]
+    DuplicateKey {
+        /// The format being parsed (`test` while still sniffing).
+        format: &'static str,
+        /// 1-based line of the second occurrence.
+        line: usize,
+        /// 1-based column near the second occurrence.
+        column: usize,
+        /// The repeated key, e.g. `` `failed` `` or `a plan`.
+        key: String,
+    },
+
+    /// A total the report declares that the tests it lists (or, for a report without a
+    /// test list, its per-outcome counts) do not add up to, including a declared total with
+    /// no test listed at all.
+    #[error(
+        "read {format} report: {declared_by} declares {declared} tests but {backed_by} {backed}"
+    )]
+    Unbacked {
+        /// The format being parsed.
+        format: &'static str,
+        /// What declares the total, e.g. `` `numTotalTests` `` or `the TAP plan at the top level`.
+        declared_by: String,
+        /// The declared total.
+        declared: u64,
+        /// What should back it, e.g. `it lists`.
+        backed_by: &'static str,
+        /// What it adds up to.
+        backed: u64,
+    },
 }
 
 impl ReportError {

@@ -11,14 +11,15 @@
 //! package-level result (stream cut off); tests that never finished; and any stdout line that
 //! is not JSON — before Go 1.24, `go test -json` reports a build failure only as a plain
 //! `FAIL\tpkg [build failed]` line (see `fixtures/go-test-json/build-failure.jsonl`).
-//! A line that starts with `{` but is not a valid JSON object is an error (corrupt or cut
-//! off mid-line).
+//! A line that starts with `{` but is not a valid JSON object, or repeats a key, is an error
+//! (corrupt or cut off mid-line). The format declares no count: tests are counted from events.
 
 use std::collections::HashMap;
 
 use serde_json::{Map, Value};
 
 use super::error::ReportError;
+use super::json;
 use super::model::{Counts, Format, Outcome, Report, TestCase};
 use super::util::{first_line, join_id, json_duration, push_unique, str_key};
 
@@ -70,8 +71,7 @@ pub(crate) fn parse(bytes: &[u8]) -> Result<Report, ReportError> {
             }
             continue;
         }
-        let value: Value = serde_json::from_str(line)
-            .map_err(|e| ReportError::json(format.as_str(), &e, line_no))?;
+        let value = json::parse(line.as_bytes(), Some(format), line_no)?;
         let Some(event) = value.as_object().filter(|o| is_event(o)) else {
             return Err(ReportError::shape(
                 format,
@@ -186,8 +186,6 @@ pub(crate) fn parse(bytes: &[u8]) -> Result<Report, ReportError> {
         }
     }
     report.flag_unfinished();
-
-    report.discovered = Some(report.tests.len() as u64);
-    report.counts = Some(Counts::tally(&report.tests));
+    report.counts = Counts::tally(&report.tests);
     Ok(report)
 }

@@ -4,10 +4,13 @@
 //! Shape: `{numTotalTests, numPassedTests, numFailedTests, numPendingTests, numTodoTests,
 //! testResults: [{name, status, message, assertionResults: [{ancestorTitles, title, status,
 //! duration, invocations}]}]}`. A summary-only document (count keys, no `testResults`) is
-//! valid and yields no tests.
+//! valid and yields no tests; its counts must back `numTotalTests` ([`Counts::declared`]).
+//! With `testResults`, `numTotalTests` must equal the assertions listed (an error otherwise,
+//! also for an empty list). Every `num*Tests` key and `invocations` is read strictly.
 //!
 //! Runner errors: a test file that failed with no failing test (it failed to load, or a hook
-//! failed), `wasInterrupted: true`, and `success: false` with nothing failed.
+//! failed), `numFailedTests` above the failed assertions, `wasInterrupted: true`, and
+//! `success: false` with nothing failed.
 //!
 //! Telling them apart ([`is_vitest`]): Vitest writes a `meta` object on every assertion
 //! result, and never writes the keys Jest always writes (`numRuntimeErrorTestSuites`,
@@ -17,10 +20,12 @@
 
 use serde_json::{Map, Value};
 
+use super::count;
 use super::error::ReportError;
-use super::model::{Counts, Format, Outcome, Report, TestCase};
+use super::model::{Counts, DeclaredOutcomes, Format, Outcome, Report, TestCase};
 use super::util::{
-    check_declared_total, count_key, first_line, join_id, json_duration, root_object, str_key,
+    check_declared_failures, check_declared_total, first_line, join_id, json_duration, root_object,
+    str_key,
 };
 
 /// Keys every Jest `--json` report has and no Vitest report has.
@@ -51,26 +56,44 @@ pub(crate) fn is_vitest(root: &Map<String, Value>) -> bool {
 /// Parses a Jest-shaped document as `format` ([`Format::Jest`] or [`Format::Vitest`]).
 pub(crate) fn parse(value: &Value, format: Format) -> Result<Report, ReportError> {
     let root = root_object(value, format)?;
-    if !looks_like(root) {
-        return Err(ReportError::shape(
-            format,
-            "the document has neither `testResults` nor `numTotalTests`",
-        ));
-    }
     let mut report = Report::empty(format);
-    let declared = count_key(root, "numTotalTests");
+    let declared = count::key(root, "numTotalTests", format, "")?;
+    let outcomes = DeclaredOutcomes {
+        passed: count::key(root, "numPassedTests", format, "")?,
+        failed: count::key(root, "numFailedTests", format, "")?,
+        skipped: count::key(root, "numPendingTests", format, "")?,
+        todo: count::key(root, "numTodoTests", format, "")?,
+        ..DeclaredOutcomes::default()
+    };
 
-    match root.get("testResults") {
-        None => {}
-        Some(Value::Array(files)) => {
+    match (root.get("testResults"), declared) {
+        (Some(Value::Array(files)), _) => {
             for (i, file) in files.iter().enumerate() {
                 let file = file.as_object().ok_or_else(|| {
                     ReportError::shape(format, format!("`testResults[{i}]` is not an object"))
                 })?;
                 parse_file(file, i, format, &mut report)?;
             }
+            check_declared_total(format, "`numTotalTests`", declared, report.tests.len())?;
+            report.counts = Counts::tally(&report.tests);
+            check_declared_failures(
+                "`numFailedTests`",
+                outcomes.failed,
+                report.counts.failed,
+                &mut report.runner_errors,
+            );
         }
-        Some(_) => return Err(ReportError::shape(format, "`testResults` is not an array")),
+        (Some(_), _) => return Err(ReportError::shape(format, "`testResults` is not an array")),
+        // A summary-only document: the totals are all there is.
+        (None, Some(total)) => {
+            report.counts = Counts::declared(format, "`numTotalTests`", total, outcomes)?;
+        }
+        (None, None) => {
+            return Err(ReportError::shape(
+                format,
+                "the document has neither `testResults` nor `numTotalTests`",
+            ));
+        }
     }
 
     if root.get("wasInterrupted") == Some(&Value::Bool(true)) {
@@ -82,28 +105,11 @@ pub(crate) fn parse(value: &Value, format: Format) -> Result<Report, ReportError
     // not attribute (coverage threshold, open handles, obsolete snapshots in CI, ...).
     if root.get("success") == Some(&Value::Bool(false))
         && report.runner_errors.is_empty()
-        && !report.tests.iter().any(|t| t.outcome == Outcome::Failed)
-        && count_key(root, "numFailedTests").is_none_or(|n| n == 0)
+        && report.counts.failed == 0
     {
         report
             .runner_errors
             .push("the runner reported `success: false` without a failing test".to_string());
-    }
-
-    if root.contains_key("testResults") {
-        report.discovered = declared.or(Some(report.tests.len() as u64));
-        report.counts = Some(Counts::tally(&report.tests));
-        check_declared_total(declared, &report.tests, &mut report.runner_errors);
-    } else {
-        report.discovered = declared;
-        report.counts = declared.map(|total| Counts {
-            total,
-            passed: count_key(root, "numPassedTests").unwrap_or(0),
-            failed: count_key(root, "numFailedTests").unwrap_or(0),
-            skipped: count_key(root, "numPendingTests").unwrap_or(0),
-            todo: count_key(root, "numTodoTests").unwrap_or(0),
-            ..Counts::default()
-        });
     }
     Ok(report)
 }
@@ -133,7 +139,9 @@ fn parse_file(
                 format!("`testResults[{index}].assertionResults[{j}]` is not an object"),
             )
         })?;
-        let test = parse_assertion(assertion, name);
+        let test = parse_assertion(assertion, name, format, || {
+            format!("`testResults[{index}].assertionResults[{j}].invocations`")
+        })?;
         any_failed |= test.outcome == Outcome::Failed;
         report.tests.push(test);
     }
@@ -171,7 +179,12 @@ fn second_meaningful_line(message: &str) -> Option<String> {
         .map(first_line)
 }
 
-fn parse_assertion(assertion: &Map<String, Value>, file: &str) -> TestCase {
+fn parse_assertion(
+    assertion: &Map<String, Value>,
+    file: &str,
+    format: Format,
+    invocations_key: impl FnOnce() -> String,
+) -> Result<TestCase, ReportError> {
     let title = str_key(assertion, "title").unwrap_or("").to_string();
     let ancestors: Vec<&str> = assertion
         .get("ancestorTitles")
@@ -193,9 +206,10 @@ fn parse_assertion(assertion: &Map<String, Value>, file: &str) -> TestCase {
     let mut test = TestCase::new(id, title, outcome);
     test.duration_ms = json_duration(assertion.get("duration"), 1.0);
     // Jest's `invocations` counts attempts under `jest.retryTimes`.
-    if let Some(invocations) = count_key(assertion, "invocations").filter(|n| *n > 1) {
+    let invocations = count::json(assertion.get("invocations"), format, invocations_key)?;
+    if let Some(invocations) = invocations.filter(|n| *n > 1) {
         test.retries = u32::try_from(invocations - 1).unwrap_or(u32::MAX);
         test.flaky = outcome == Outcome::Passed;
     }
-    test
+    Ok(test)
 }

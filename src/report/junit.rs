@@ -14,22 +14,32 @@
 //! `flaky: true`) and later failed attempts as `<rerunFailure>`/`<rerunError>` next to the
 //! `<failure>`; the outcome is the last run's, `retries` counts those elements.
 //!
-//! `discovered` is the root's integer `tests` attribute (the `<testsuites>` element, or the sum
-//! over its `<testsuite>` children when it has none, or a lone `<testsuite>`), falling back to
-//! the number of `<testcase>` elements. When the report contains retry elements the attribute
-//! is not used: Surefire 2.22 counts every rerun in `tests`/`failures`/`errors` (seen in
-//! `fixtures/junit/surefire-rerun.xml`: 6 test cases, `tests="9"`).
+//! pytest writes a module it could not import as `<testcase classname="" name="pkg.mod">
+//! <error message="collection failure">` (and counts it in `tests` and `errors`): that is a
+//! runner error, not a test (`fixtures/reports/junit/pytest-collection-error.xml`).
 //!
-//! Runner errors: a declared total that disagrees with the listed test cases; more
-//! `failures + errors` declared than failed test cases (gotestsum's build failures are only
-//! counted in the root's `errors`); `<failure>`/`<error>` elements directly under a
-//! `<testsuite>`.
+//! Counts: the `tests`, `failures`, `errors` and `skipped` attributes of every
+//! `<testsuites>`/`<testsuite>` are read strictly (all digits, at most 2^53-1). The declared
+//! total is the root's `tests` (the `<testsuites>` element, or the sum over its `<testsuite>`
+//! children when it has none, or a lone `<testsuite>`), minus pytest's collection failures;
+//! it must equal the number of test cases, also when there are none. Surefire 2.22 also
+//! counts every rerun in `tests`/`failures`/`errors` (`fixtures/reports/junit/
+//! surefire-rerun.xml`: 6 test cases and 3 reruns, `tests="9"`), so with retry elements a
+//! total of test cases plus reruns is accepted too. A repeated attribute is
+//! [`ReportError::DuplicateKey`].
+//!
+//! Runner errors: more `failures + errors` declared than failed test cases (gotestsum's build
+//! failures are only counted in the root's `errors`), unless the report has reruns;
+//! `<failure>`/`<error>` elements directly under a `<testsuite>`; collection failures.
 
 use roxmltree::{Document, Node};
 
+use super::count;
 use super::error::ReportError;
 use super::model::{Counts, Format, Outcome, Report, TestCase};
-use super::util::{check_declared_total, duration_ms, first_line, join_id, text_count};
+use super::util::{
+    check_declared_failures, check_declared_total, duration_ms, first_line, join_id, push_unique,
+};
 
 /// Nesting deeper than this is refused.
 const MAX_DEPTH: usize = 256;
@@ -83,9 +93,18 @@ pub(crate) fn parse(bytes: &[u8]) -> Result<Report, ReportError> {
         format: format.as_str(),
         offset: e.valid_up_to(),
     })?;
-    let doc = Document::parse(text).map_err(|e| ReportError::Xml {
-        line: e.pos().row,
-        message: e.to_string(),
+    let doc = Document::parse(text).map_err(|e| match e {
+        // Two equal attributes: readers disagree on which holds, like a repeated JSON key.
+        roxmltree::Error::DuplicatedAttribute(name, pos) => ReportError::DuplicateKey {
+            format: format.as_str(),
+            line: pos.row as usize,
+            column: pos.col as usize,
+            key: format!("the attribute `{name}`"),
+        },
+        e => ReportError::Xml {
+            line: e.pos().row,
+            message: e.to_string(),
+        },
     })?;
     let root = doc.root_element();
     let root_name = root.tag_name().name();
@@ -97,75 +116,138 @@ pub(crate) fn parse(bytes: &[u8]) -> Result<Report, ReportError> {
     }
 
     let mut report = Report::empty(format);
-    let mut failed_cases = 0u64;
-    let mut has_retries = false;
+    let mut walked = Walked::default();
     let mut path = Vec::new();
-    walk(
-        root,
-        &mut path,
-        &mut report,
-        &mut failed_cases,
-        &mut has_retries,
-        0,
-    )?;
+    walk(&doc, root, &mut path, &mut report, &mut walked, 0)?;
 
-    let (declared_tests, declared_failed) = declared_totals(root);
-    let declared = if has_retries { None } else { declared_tests };
-    report.discovered = declared.or(Some(report.tests.len() as u64));
-    report.counts = Some(Counts::tally(&report.tests));
-    if !has_retries {
-        check_declared_total(declared, &report.tests, &mut report.runner_errors);
-        if let Some(declared_failed) = declared_failed.filter(|d| *d > failed_cases) {
-            report.runner_errors.push(format!(
-                "the report counts {declared_failed} failures and errors but only {failed_cases} test cases failed"
-            ));
-        }
+    let (declared_tests, declared_failed) = declared_totals(&doc, root)?;
+    let listed = report.tests.len() as u64;
+    // pytest counts a module it could not collect among `tests` and `errors`; it is a runner
+    // error here, not a test.
+    let declared_tests = declared_tests.map(|d| d.saturating_sub(walked.collection_failures));
+    let declared_failed = declared_failed.map(|d| d.saturating_sub(walked.collection_failures));
+    // Surefire 2.22 also counts every rerun in `tests` (`fixtures/reports/junit/
+    // surefire-rerun.xml`: 6 test cases and 3 reruns, `tests="9"`); nextest does not.
+    let counts_reruns = walked.retries > 0 && declared_tests == Some(listed + walked.retries);
+    if !counts_reruns {
+        check_declared_total(
+            format,
+            "the root's `tests` attribute",
+            declared_tests,
+            report.tests.len(),
+        )?;
+    }
+    report.counts = Counts::tally(&report.tests);
+    if walked.retries == 0 {
+        check_declared_failures(
+            "the root's `failures` + `errors`",
+            declared_failed,
+            walked.failed_cases,
+            &mut report.runner_errors,
+        );
     }
     Ok(report)
 }
 
-/// `(tests, failures + errors)` as the root declares them, each `None` when not given as
-/// integers. A `<testsuites>` root without attributes sums its direct `<testsuite>` children
-/// (only when every child gives the attribute).
-fn declared_totals(root: Node<'_, '_>) -> (Option<u64>, Option<u64>) {
-    let own_failed = |node: Node<'_, '_>| -> Option<u64> {
-        let failures = node.attribute("failures").and_then(text_count);
-        let errors = node.attribute("errors").and_then(text_count);
-        match (failures, errors) {
-            (None, None) => None,
-            (f, e) => Some(f.unwrap_or(0).saturating_add(e.unwrap_or(0))),
-        }
+/// What the walk over the document found besides the tests.
+#[derive(Default)]
+struct Walked {
+    /// Test cases that failed.
+    failed_cases: u64,
+    /// Retry elements (`<flakyFailure>`, `<rerunFailure>`, ...) in all test cases.
+    retries: u64,
+    /// pytest's `<error message="collection failure">` entries.
+    collection_failures: u64,
+}
+
+/// The count attributes of a `<testsuites>`/`<testsuite>` element, each read strictly
+/// (see [`count::text`]).
+struct SuiteCounts {
+    tests: Option<u64>,
+    /// `failures + errors`, when either is given.
+    failed: Option<u64>,
+}
+
+/// Reads a suite element's `tests`, `failures`, `errors` and `skipped` attributes: each
+/// must be a count when present.
+fn suite_counts(doc: &Document<'_>, node: Node<'_, '_>) -> Result<SuiteCounts, ReportError> {
+    let format = Format::Junit;
+    let read = |name: &str| -> Result<Option<u64>, ReportError> {
+        node.attribute(name)
+            .map(|value| {
+                count::text(value, format, || {
+                    let pos = doc.text_pos_at(node.range().start);
+                    format!(
+                        "`{name}` of <{}> at line {}",
+                        node.tag_name().name(),
+                        pos.row
+                    )
+                })
+            })
+            .transpose()
     };
-    let tests = root.attribute("tests").and_then(text_count);
-    let failed = own_failed(root);
-    if root.tag_name().name() == "testsuite" || (tests.is_some() && failed.is_some()) {
-        return (tests, failed);
+    let tests = read("tests")?;
+    let failures = read("failures")?;
+    let errors = read("errors")?;
+    read("skipped")?;
+    let failed = match (failures, errors) {
+        (None, None) => None,
+        (f, e) => Some(count::add(f.unwrap_or(0), e.unwrap_or(0), format, || {
+            "`failures` + `errors`".to_owned()
+        })?),
+    };
+    Ok(SuiteCounts { tests, failed })
+}
+
+/// `(tests, failures + errors)` as the root declares them, each `None` when not given. A
+/// `<testsuites>` root without them sums its direct `<testsuite>` children (only when every
+/// child gives the attribute).
+fn declared_totals(
+    doc: &Document<'_>,
+    root: Node<'_, '_>,
+) -> Result<(Option<u64>, Option<u64>), ReportError> {
+    let own = suite_counts(doc, root)?;
+    if root.tag_name().name() == "testsuite" || (own.tests.is_some() && own.failed.is_some()) {
+        return Ok((own.tests, own.failed));
     }
-    let suites: Vec<Node<'_, '_>> = root
+    let suites = root
         .children()
         .filter(|n| n.is_element() && n.tag_name().name() == "testsuite")
-        .collect();
-    let sum = |get: &dyn Fn(Node<'_, '_>) -> Option<u64>| -> Option<u64> {
-        if suites.is_empty() {
-            return None;
-        }
-        suites
-            .iter()
-            .map(|s| get(*s))
-            .try_fold(0u64, |acc, v| v.map(|v| acc.saturating_add(v)))
+        .map(|suite| suite_counts(doc, suite))
+        .collect::<Result<Vec<SuiteCounts>, ReportError>>()?;
+    let sum =
+        |get: fn(&SuiteCounts) -> Option<u64>, what: &str| -> Result<Option<u64>, ReportError> {
+            if suites.is_empty() {
+                return Ok(None);
+            }
+            let mut total = 0u64;
+            for suite in &suites {
+                let Some(n) = get(suite) else {
+                    return Ok(None);
+                };
+                total = count::add(total, n, Format::Junit, || {
+                    format!("the sum of the suites' {what}")
+                })?;
+            }
+            Ok(Some(total))
+        };
+    let tests = match own.tests {
+        Some(n) => Some(n),
+        None => sum(|s| s.tests, "`tests`")?,
     };
-    (
-        tests.or_else(|| sum(&|s: Node<'_, '_>| s.attribute("tests").and_then(text_count))),
-        failed.or_else(|| sum(&own_failed)),
-    )
+    let failed = match own.failed {
+        Some(n) => Some(n),
+        None => sum(|s| s.failed, "`failures` + `errors`")?,
+    };
+    Ok((tests, failed))
 }
 
 fn walk<'a>(
+    doc: &Document<'_>,
     node: Node<'a, 'a>,
     path: &mut Vec<&'a str>,
     report: &mut Report,
-    failed_cases: &mut u64,
-    has_retries: &mut bool,
+    walked: &mut Walked,
     depth: usize,
 ) -> Result<(), ReportError> {
     if depth > MAX_DEPTH {
@@ -177,17 +259,28 @@ fn walk<'a>(
     let is_suite = node.tag_name().name() == "testsuite";
     if is_suite {
         path.push(node.attribute("name").unwrap_or(""));
+        // Every suite's counts must be counts, whether or not the total comes from them.
+        suite_counts(doc, node)?;
     }
     for child in node.children().filter(Node::is_element) {
         match child.tag_name().name() {
-            "testsuite" => walk(child, path, report, failed_cases, has_retries, depth + 1)?,
-            "testcase" => {
-                let test = parse_case(child, path, has_retries);
-                if test.outcome == Outcome::Failed {
-                    *failed_cases += 1;
+            "testsuite" => walk(doc, child, path, report, walked, depth + 1)?,
+            "testcase" => match parse_case(child, path) {
+                Case::Test(test, retries) => {
+                    if test.outcome == Outcome::Failed {
+                        walked.failed_cases += 1;
+                    }
+                    walked.retries += u64::from(retries);
+                    report.tests.push(test);
                 }
-                report.tests.push(test);
-            }
+                Case::CollectionFailure(name, message) => {
+                    walked.collection_failures += 1;
+                    push_unique(
+                        &mut report.runner_errors,
+                        format!("pytest could not collect {name}: {message}"),
+                    );
+                }
+            },
             "failure" | "error" if is_suite => {
                 let suite = path.last().copied().unwrap_or("");
                 let message = child
@@ -209,8 +302,38 @@ fn walk<'a>(
     Ok(())
 }
 
-fn parse_case(node: Node<'_, '_>, path: &[&str], has_retries: &mut bool) -> TestCase {
+/// What a `<testcase>` element is.
+enum Case {
+    /// A test, and how many retry elements it has.
+    Test(TestCase, u32),
+    /// pytest's entry for a module it could not import (`<testcase classname="" name="pkg.
+    /// test_mod"><error message="collection failure">`): no test ran; it is a runner error.
+    CollectionFailure(String, String),
+}
+
+/// The message pytest's JUnit writer gives a module it failed to collect
+/// (`_pytest/junitxml.py`, `append_collect_error`).
+const PYTEST_COLLECTION_FAILURE: &str = "collection failure";
+
+fn parse_case(node: Node<'_, '_>, path: &[&str]) -> Case {
     let name = node.attribute("name").unwrap_or("");
+    let collection_failure = node.children().filter(Node::is_element).find(|c| {
+        c.tag_name().name() == "error" && c.attribute("message") == Some(PYTEST_COLLECTION_FAILURE)
+    });
+    if let Some(error) = collection_failure {
+        // pytest writes the traceback as the text; its last `E   ` line says why.
+        let text = error.text().unwrap_or("");
+        let why = text
+            .lines()
+            .rev()
+            .map(str::trim)
+            .find(|l| l.starts_with("E ") && l.len() > 2)
+            .map(|l| l[1..].trim())
+            .or_else(|| text.lines().map(str::trim).find(|l| !l.is_empty()))
+            .map(first_line)
+            .unwrap_or_else(|| PYTEST_COLLECTION_FAILURE.to_owned());
+        return Case::CollectionFailure(name.to_owned(), why);
+    }
     // The class (pytest module, Surefire class, nextest binary, Go package) identifies the
     // test's home; without one, the enclosing suite does.
     let home = match node.attribute("classname").filter(|c| !c.is_empty()) {
@@ -236,7 +359,6 @@ fn parse_case(node: Node<'_, '_>, path: &[&str], has_retries: &mut bool) -> Test
             _ => {}
         }
     }
-    *has_retries |= retries > 0;
     let outcome = if failed {
         Outcome::Failed
     } else if skipped {
@@ -251,5 +373,5 @@ fn parse_case(node: Node<'_, '_>, path: &[&str], has_retries: &mut bool) -> Test
         .and_then(|s| duration_ms(s, 1000.0));
     test.flaky = flaky && outcome == Outcome::Passed;
     test.retries = retries;
-    test
+    Case::Test(test, retries)
 }

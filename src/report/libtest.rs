@@ -13,20 +13,27 @@
 //! of a retried test is reported); the suffix is stripped from the id, `retries` is `N - 1`
 //! and a retried test that passed is flaky. nextest may also report one binary as several
 //! suites (a retried failure is reported in a suite of its own, seen in
-//! `fixtures/libtest-json/nextest.jsonl`), so `discovered` takes, per binary, the largest
-//! `test_count` of its suites; for cargo test it is the sum of every suite's `test_count`.
+//! `fixtures/libtest-json/nextest.jsonl`), so the declared total takes, per binary, the
+//! largest `test_count` of its suites; for cargo test it is the sum of every suite's
+//! `test_count`. `test_count` is read strictly, and the declared total must equal the tests
+//! the stream reports (an error otherwise, also when it reports none).
 //!
 //! Lines that are not JSON objects (a test printing with `--nocapture`) are ignored. A line
-//! that starts with `{` but is not valid JSON is an error. Runner errors: a suite that never
-//! finished, a suite that failed with no failed test, tests that never finished.
+//! that starts with `{` but is not valid JSON, or repeats a key, is an error. The closing
+//! event's counts (`passed`, `failed`, `ignored`, `measured`, `filtered_out`) are read
+//! strictly. Runner errors: a suite that never finished, a suite that failed with no failed
+//! test, a suite whose closing event counts more failures than its failed tests, tests that
+//! never finished.
 
 use std::collections::HashMap;
 
 use serde_json::{Map, Value};
 
+use super::count;
 use super::error::ReportError;
+use super::json;
 use super::model::{Counts, Format, Outcome, Report, TestCase};
-use super::util::{check_declared_total, count_key, json_duration, str_key};
+use super::util::{check_declared_failures, check_declared_total, json_duration, str_key};
 
 /// Whether a JSON object is a libtest event.
 pub(crate) fn is_event(object: &Map<String, Value>) -> bool {
@@ -41,7 +48,10 @@ struct Suite {
     test_count: Option<u64>,
     finished: bool,
     failed: bool,
-    any_test_failed: bool,
+    /// Failed test events within the suite.
+    failed_tests: u64,
+    /// The `failed` count of the suite's closing event.
+    declared_failed: Option<u64>,
     /// nextest binary id of the suite's tests (the part before `$`).
     binary: Option<String>,
 }
@@ -82,8 +92,7 @@ pub(crate) fn parse(bytes: &[u8]) -> Result<Report, ReportError> {
         if !line.starts_with('{') {
             continue;
         }
-        let value: Value = serde_json::from_str(line)
-            .map_err(|e| ReportError::json(format.as_str(), &e, line_no))?;
+        let value = json::parse(line.as_bytes(), Some(format), line_no)?;
         let Some(event) = value.as_object().filter(|o| is_event(o)) else {
             continue;
         };
@@ -93,16 +102,31 @@ pub(crate) fn parse(bytes: &[u8]) -> Result<Report, ReportError> {
         if kind == "suite" {
             match action {
                 "started" => suites.push(Suite {
-                    test_count: count_key(event, "test_count"),
+                    test_count: count::json(event.get("test_count"), format, || {
+                        format!("`test_count` at line {}", line_no + 1)
+                    })?,
                     finished: false,
                     failed: false,
-                    any_test_failed: false,
+                    failed_tests: 0,
+                    declared_failed: None,
                     binary: None,
                 }),
                 "ok" | "failed" => {
+                    // The closing event's counts are counts too: read strictly, and the
+                    // failures it declares must show as failed tests.
+                    let read = |key: &str| {
+                        count::json(event.get(key), format, || {
+                            format!("`{key}` at line {}", line_no + 1)
+                        })
+                    };
+                    let declared_failed = read("failed")?;
+                    for key in ["passed", "ignored", "measured", "filtered_out"] {
+                        read(key)?;
+                    }
                     if let Some(suite) = suites.last_mut() {
                         suite.finished = true;
                         suite.failed = action == "failed";
+                        suite.declared_failed = declared_failed;
                     }
                 }
                 _ => {}
@@ -147,7 +171,7 @@ pub(crate) fn parse(bytes: &[u8]) -> Result<Report, ReportError> {
             if outcome == Outcome::Failed
                 && let Some(s) = current_suite
             {
-                suites[s].any_test_failed = true;
+                suites[s].failed_tests += 1;
             }
         }
     }
@@ -174,42 +198,56 @@ pub(crate) fn parse(bytes: &[u8]) -> Result<Report, ReportError> {
             report
                 .runner_errors
                 .push(format!("test suite {label} started but never finished"));
-        } else if suite.failed && !suite.any_test_failed && !nextest {
+        } else if suite.failed && suite.failed_tests == 0 && !nextest {
             report
                 .runner_errors
                 .push(format!("test suite {label} failed without a failing test"));
+        } else {
+            check_declared_failures(
+                &format!("test suite {label}"),
+                suite.declared_failed,
+                suite.failed_tests,
+                &mut report.runner_errors,
+            );
         }
     }
     report.flag_unfinished();
 
-    let declared = declared_total(&suites, nextest);
-    report.discovered = declared.or(Some(report.tests.len() as u64));
-    report.counts = Some(Counts::tally(&report.tests));
-    check_declared_total(declared, &report.tests, &mut report.runner_errors);
+    let declared = declared_total(&suites, nextest)?;
+    check_declared_total(
+        format,
+        "the suites' `test_count`",
+        declared,
+        report.tests.len(),
+    )?;
+    report.counts = Counts::tally(&report.tests);
     Ok(report)
 }
 
-/// The suites' own test count (see the module docs), `None` if any suite's count is not an
-/// integer or there are no suites.
-fn declared_total(suites: &[Suite], nextest: bool) -> Option<u64> {
+/// The suites' own test count (see the module docs), `None` if any suite does not give one
+/// or there are no suites.
+fn declared_total(suites: &[Suite], nextest: bool) -> Result<Option<u64>, ReportError> {
     if suites.is_empty() {
-        return None;
+        return Ok(None);
     }
+    let format = Format::LibtestJson;
+    let sum = || "the sum of the suites' `test_count`".to_owned();
     let mut total = 0u64;
     let mut per_binary: HashMap<&str, u64> = HashMap::new();
     for suite in suites {
-        let count = suite.test_count?;
+        let Some(count) = suite.test_count else {
+            return Ok(None);
+        };
         match suite.binary.as_deref().filter(|_| nextest) {
             Some(binary) => {
                 let max = per_binary.entry(binary).or_insert(0);
                 *max = (*max).max(count);
             }
-            None => total = total.saturating_add(count),
+            None => total = count::add(total, count, format, sum)?,
         }
     }
-    Some(
-        per_binary
-            .values()
-            .fold(total, |acc, v| acc.saturating_add(*v)),
-    )
+    for n in per_binary.values() {
+        total = count::add(total, *n, format, sum)?;
+    }
+    Ok(Some(total))
 }

@@ -6,15 +6,22 @@
 //! (by file and full title) in `failures`, then `pending`, then `passes`. A `failures` entry
 //! that is not a listed test is a hook failure (`"before all" hook ...`): a runner error.
 //! Mocha has no separate todo state: pending tests (`it.skip`, `it('no body')`) are Skipped.
+//!
+//! `stats` counts and `currentRetry` are read strictly. With test lists, `stats.tests` must
+//! equal the listed tests (an error otherwise, also for none) and `stats.failures` above the
+//! failed tests plus hook failures is a runner error; with `stats` alone, its outcome counts
+//! must back `stats.tests`.
 
 use std::collections::HashSet;
 
 use serde_json::{Map, Value};
 
+use super::count;
 use super::error::ReportError;
-use super::model::{Counts, Format, Outcome, Report, TestCase};
+use super::model::{Counts, DeclaredOutcomes, Format, Outcome, Report, TestCase};
 use super::util::{
-    check_declared_total, count_key, first_line, join_id, json_duration, root_object, str_key,
+    check_declared_failures, check_declared_total, first_line, join_id, json_duration, root_object,
+    str_key,
 };
 
 const LISTS: [&str; 4] = ["tests", "passes", "failures", "pending"];
@@ -93,7 +100,7 @@ pub(crate) fn parse(value: &Value) -> Result<Report, ReportError> {
     let listed: HashSet<Key<'_>> = entries.iter().map(|e| key(e)).collect();
 
     let mut report = Report::empty(format);
-    for entry in &entries {
+    for (i, entry) in entries.iter().enumerate() {
         let k = key(entry);
         let outcome = if failed.contains(&k) {
             Outcome::Failed
@@ -107,18 +114,27 @@ pub(crate) fn parse(value: &Value) -> Result<Report, ReportError> {
         let title = str_key(entry, "title").unwrap_or("");
         let mut test = TestCase::new(join_id([k.0, k.1]), title.to_string(), outcome);
         test.duration_ms = json_duration(entry.get("duration"), 1.0);
-        if let Some(retry) = count_key(entry, "currentRetry").filter(|r| *r > 0) {
+        let retry = count::json(entry.get("currentRetry"), format, || {
+            if has_list {
+                format!("`tests[{i}].currentRetry`")
+            } else {
+                format!("`currentRetry` of test {}", join_id([k.0, k.1]))
+            }
+        })?;
+        if let Some(retry) = retry.filter(|r| *r > 0) {
             test.retries = u32::try_from(retry).unwrap_or(u32::MAX);
             test.flaky = outcome == Outcome::Passed;
         }
         report.tests.push(test);
     }
 
+    let mut hook_failures = 0u64;
     for failure in &failures {
         let k = key(failure);
         if listed.contains(&k) {
             continue;
         }
+        hook_failures += 1;
         let message = failure
             .get("err")
             .and_then(|e| e.get("message"))
@@ -133,23 +149,35 @@ pub(crate) fn parse(value: &Value) -> Result<Report, ReportError> {
         });
     }
 
-    let declared = stats.and_then(|s| count_key(s, "tests"));
+    let read = |name: &str| match stats {
+        Some(s) => count::key(s, name, format, "stats."),
+        None => Ok(None),
+    };
+    let declared = read("tests")?;
+    let outcomes = DeclaredOutcomes {
+        passed: read("passes")?,
+        failed: read("failures")?,
+        skipped: read("pending")?,
+        ..DeclaredOutcomes::default()
+    };
     if LISTS.iter().any(|k| root.contains_key(*k)) {
-        report.discovered = declared.or(Some(report.tests.len() as u64));
-        report.counts = Some(Counts::tally(&report.tests));
-        check_declared_total(declared, &report.tests, &mut report.runner_errors);
+        check_declared_total(format, "`stats.tests`", declared, report.tests.len())?;
+        report.counts = Counts::tally(&report.tests);
+        // Mocha counts a failed hook among `stats.failures`; it is a runner error above.
+        check_declared_failures(
+            "`stats.failures`",
+            outcomes.failed,
+            report.counts.failed.saturating_add(hook_failures),
+            &mut report.runner_errors,
+        );
     } else {
-        report.discovered = declared;
-        report.counts = match (declared, stats) {
-            (Some(total), Some(s)) => Some(Counts {
-                total,
-                passed: count_key(s, "passes").unwrap_or(0),
-                failed: count_key(s, "failures").unwrap_or(0),
-                skipped: count_key(s, "pending").unwrap_or(0),
-                ..Counts::default()
-            }),
-            _ => None,
-        };
+        let total = declared.ok_or_else(|| {
+            ReportError::shape(
+                format,
+                "the document lists no tests and has no `stats.tests` count",
+            )
+        })?;
+        report.counts = Counts::declared(format, "`stats.tests`", total, outcomes)?;
     }
     Ok(report)
 }

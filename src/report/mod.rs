@@ -6,21 +6,39 @@
 //! (pytest, cargo-nextest, Maven Surefire, gotestsum / go-junit-report), TAP 13/14,
 //! `go test -json`, and libtest JSON (cargo test, nextest).
 //!
-//! Honesty guarantees (each has tests in `tests.rs`):
-//! - Counts come only from JSON integers / all-digit XML attributes, or from counting parsed
-//!   tests. A string `"5"`, a float `5.0`, a negative number, an array, or numbers in output
-//!   text are never counts; a report with no count and no test list has `discovered: None`.
+//! Honesty guarantees (each has tests in `tests.rs`; the counting rules, for every format,
+//! in the table of `strict_tests.rs`):
+//! - **Counting is strict and total.** Every count goes through the `count` module: a non-negative
+//!   integer of the format's type (a JSON integer; XML attribute or TAP plan digits) no
+//!   larger than [`MAX_COUNT`] (2^53-1), or absent. A present count that is anything else —
+//!   `"3"`, `3.0`, `-3`, `null`, `[3]`, `9007199254740992` — makes the report an `Err`, never
+//!   a zero and never a key to skip; so no count a report yields can fail to encode in a
+//!   receipt's canonical JSON. Numbers in output text are never counts.
+//! - **No repeated keys.** Every JSON document and JSON line is read by the `json` module, which
+//!   refuses an object naming a key twice (`{"failed": 3, "failed": 0}`); XML refuses a
+//!   repeated attribute and TAP a second plan in one block ([`ReportError::DuplicateKey`]).
+//! - **Declared totals are backed.** A total the report declares (`numTotalTests`,
+//!   `stats.tests`, `results.summary.tests`, Playwright `stats`, JUnit `tests`, libtest
+//!   `test_count`, a TAP plan) must equal the tests it lists — also when it lists none — and
+//!   a report without a list must have outcome counts that add up to its total
+//!   (`Counts::declared`); otherwise [`ReportError::Unbacked`].
+//! - **One count model.** Every report has [`Counts`], tallied from its tests or built from
+//!   its declared totals; [`Report::executed`] (passed + failed, a flaky test once) is what
+//!   discovery counts, and a report in which nothing executed is for the judge never a pass.
 //! - An empty, truncated, binary, oversized or unrecognised input is an `Err`: a missing or
 //!   unreadable report is never a pass. No input makes the parsers panic.
-//! - Failures that belong to no single test (suites that fail to load, build failures, hook
-//!   failures, `Bail out!`, declared totals that disagree with the listed tests, streams that
-//!   end early) are reported in [`Report::runner_errors`].
+//! - Failures that belong to no single test (suites that fail to load, pytest modules that
+//!   fail to import, build failures, hook failures, `Bail out!`, declared failure counts
+//!   above the listed failures, streams that end early) are reported in
+//!   [`Report::runner_errors`].
 
+mod count;
 mod critical;
 mod ctrf;
 mod error;
 mod go_test;
 mod jest;
+mod json;
 mod junit;
 mod libtest;
 mod mocha;
@@ -32,8 +50,11 @@ mod tap;
 mod util;
 
 #[cfg(test)]
+mod strict_tests;
+#[cfg(test)]
 mod tests;
 
+pub use count::MAX_COUNT;
 pub use critical::{
     Finding as CriticalFinding, Row as CriticalRow, annotated_rows, check as check_critical,
     explicit_rows, test_rows,
@@ -75,7 +96,7 @@ pub fn parse(bytes: &[u8], declared: Declared) -> Result<Report, ReportError> {
             match sniff::detect(bytes, json_only) {
                 Ok(sniff::Detected::Document(format, value)) => parse_value(format, &value)?,
                 Ok(sniff::Detected::Stream(format)) => parse_as(format, bytes)?,
-                Err(sniff::Miss::BadJson(err)) => return Err(ReportError::json("report", &err, 0)),
+                Err(sniff::Miss::BadJson(err)) => return Err(err),
                 Err(sniff::Miss::NoMatch) => {
                     return Err(ReportError::UnknownFormat {
                         reason: if json_only {
@@ -106,8 +127,7 @@ fn parse_as(format: Format, bytes: &[u8]) -> Result<Report, ReportError> {
         | Format::Ctrf
         | Format::Mocha
         | Format::Summary => {
-            let value: serde_json::Value = serde_json::from_slice(sniff::bytes_without_bom(bytes))
-                .map_err(|e| ReportError::json(format.as_str(), &e, 0))?;
+            let value = json::parse(sniff::bytes_without_bom(bytes), Some(format), 0)?;
             parse_value(format, &value)
         }
     }

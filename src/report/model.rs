@@ -3,6 +3,9 @@
 
 use serde::Serialize;
 
+use super::count;
+use super::error::ReportError;
+
 /// A structured test-report format this crate can read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(into = "&'static str")]
@@ -188,7 +191,9 @@ impl TestCase {
     }
 }
 
-/// Per-outcome totals.
+/// Per-outcome totals. Every value is at most [`super::MAX_COUNT`] (2^53-1), and `total` is
+/// the sum of the six outcomes: a parser builds them only with [`Counts::tally`] (from the
+/// tests it lists) or `Counts::declared` (from a report that lists none).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 pub struct Counts {
     /// All tests.
@@ -231,6 +236,96 @@ impl Counts {
         }
         counts
     }
+
+    /// Tests that executed: passed (flaky ones once) or failed. Skipped, todo, interrupted
+    /// and never-run tests did not execute; a suite in which none executed proves nothing.
+    pub fn executed(&self) -> u64 {
+        self.passed + self.failed
+    }
+
+    /// Counts from a report that lists no tests, only totals: `total` (named `declared_by`
+    /// in errors) and what the report says of each outcome. The outcomes given may not add
+    /// up to more than `total`. When `passed` is absent, the tests no other count accounts
+    /// for passed (so `{"totalTests": 12}` is 12 passed tests, as the existing
+    /// implementation reads it); when `passed` is given, the outcomes must add up to `total`
+    /// exactly, or nothing says what the rest did. A breakdown that does not back its total
+    /// is [`ReportError::Unbacked`].
+    pub(crate) fn declared(
+        format: Format,
+        declared_by: &str,
+        total: u64,
+        outcomes: DeclaredOutcomes,
+    ) -> Result<Counts, ReportError> {
+        let DeclaredOutcomes {
+            passed,
+            failed,
+            skipped,
+            todo,
+            did_not_run,
+            flaky,
+        } = outcomes;
+        let total = count::bounded(total, format, || declared_by.to_owned())?;
+        let mut accounted = 0u64;
+        for n in [passed, failed, skipped, todo, did_not_run]
+            .into_iter()
+            .flatten()
+        {
+            accounted = count::add(accounted, n, format, || {
+                format!("the outcome counts under {declared_by}")
+            })?;
+        }
+        let unbacked = |backed: u64| ReportError::Unbacked {
+            format: format.as_str(),
+            declared_by: declared_by.to_owned(),
+            declared: total,
+            backed_by: "its outcome counts add up to",
+            backed,
+        };
+        let passed = match passed {
+            Some(passed) if accounted == total => passed,
+            Some(_) => return Err(unbacked(accounted)),
+            None if accounted <= total => total - accounted,
+            None => return Err(unbacked(accounted)),
+        };
+        let flaky = flaky.unwrap_or(0);
+        if flaky > passed {
+            return Err(ReportError::ConflictingCounts {
+                format: format.as_str(),
+                first: "the flaky count".to_owned(),
+                first_value: flaky,
+                second: "the passed count".to_owned(),
+                second_value: passed,
+            });
+        }
+        Ok(Counts {
+            total,
+            passed,
+            failed: failed.unwrap_or(0),
+            skipped: skipped.unwrap_or(0),
+            todo: todo.unwrap_or(0),
+            flaky,
+            interrupted: 0,
+            did_not_run: did_not_run.unwrap_or(0),
+        })
+    }
+}
+
+/// What a report without a test list declares of each outcome ([`Counts::declared`]); each
+/// `None` when the report does not say.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct DeclaredOutcomes {
+    /// Passed tests (flaky ones included).
+    pub passed: Option<u64>,
+    /// Failed tests.
+    pub failed: Option<u64>,
+    /// Skipped tests.
+    pub skipped: Option<u64>,
+    /// Todo tests.
+    pub todo: Option<u64>,
+    /// Tests that did not run for another reason (CTRF `other`).
+    pub did_not_run: Option<u64>,
+    /// Passed tests that were flaky (a subset of `passed`).
+    pub flaky: Option<u64>,
 }
 
 /// A parsed report.
@@ -238,14 +333,11 @@ impl Counts {
 pub struct Report {
     /// The format the report was parsed as.
     pub format: Format,
-    /// The discovered test count, from the report's own integer total keys
-    /// (`numTotalTests` / `summary.tests` / `stats.tests` / Playwright `stats` / JUnit `tests` /
-    /// libtest `test_count` / TAP plan) or from the parsed test list. `None` when the report
-    /// gives no integer count and no test list.
-    pub discovered: Option<u64>,
-    /// Per-outcome totals: tallied from `tests` when the report lists tests, else from the
-    /// report's integer summary keys, else `None`.
-    pub counts: Option<Counts>,
+    /// Per-outcome totals: tallied from `tests` when the report has a test list (its
+    /// declared totals, such as `numTotalTests`, JUnit `tests` or a TAP plan, were checked
+    /// to equal the list), else from its declared totals (`Counts::declared`). A report
+    /// with neither is not a report.
+    pub counts: Counts,
     /// The tests the report lists (may be empty for summary-only reports).
     pub tests: Vec<TestCase>,
     /// Failures not attributable to one test: suites that failed to load, build failures,
@@ -258,11 +350,16 @@ impl Report {
     pub(crate) fn empty(format: Format) -> Report {
         Report {
             format,
-            discovered: None,
-            counts: None,
+            counts: Counts::default(),
             tests: Vec::new(),
             runner_errors: Vec::new(),
         }
+    }
+
+    /// Tests that executed (passed or failed; see [`Counts::executed`]): what discovery
+    /// counts against its `minimum`.
+    pub fn executed(&self) -> u64 {
+        self.counts.executed()
     }
 
     /// Records a runner error for every test that started and never finished

@@ -16,16 +16,22 @@
 //!
 //! Annotations are collected from the spec, the test and every result, de-duplicated by
 //! `(type, description)` in first-seen order; attachments from every result.
-//! `discovered` is `stats.expected + unexpected + flaky + skipped` when `stats.expected` is an
-//! integer (other keys that are not integers count 0 there, and the listed-tests check then
-//! flags the disagreement), else the number of listed tests.
+//! The four `stats` counts are read strictly. When `stats.expected` is given, the declared
+//! total `expected + unexpected + flaky + skipped` (absent ones 0) must equal the listed tests
+//! (an error otherwise, also for an empty list), and `stats.unexpected` above the failed and
+//! interrupted tests is a runner error. A document with `stats` and no `suites` is read from
+//! its counts alone.
 
 use serde_json::{Map, Value};
 
+use super::count;
 use super::error::ReportError;
-use super::model::{Annotation, Attachment, Counts, Format, Outcome, Report, TestCase};
+use super::model::{
+    Annotation, Attachment, Counts, DeclaredOutcomes, Format, Outcome, Report, TestCase,
+};
 use super::util::{
-    check_declared_total, count_key, first_line, join_id, json_duration, root_object, str_key,
+    check_declared_failures, check_declared_total, first_line, join_id, json_duration, root_object,
+    str_key,
 };
 
 /// Nesting deeper than this is refused (Playwright nests one level per `describe`).
@@ -43,12 +49,6 @@ pub(crate) fn parse(value: &Value) -> Result<Report, ReportError> {
     let format = Format::Playwright;
     let root = root_object(value, format)?;
     let stats = root.get("stats").and_then(Value::as_object);
-    if !root.contains_key("suites") && !stats.is_some_and(|s| s.contains_key("expected")) {
-        return Err(ReportError::shape(
-            format,
-            "the document has neither `suites` nor `stats.expected`",
-        ));
-    }
     let mut report = Report::empty(format);
     match root.get("suites") {
         None => {}
@@ -80,29 +80,66 @@ pub(crate) fn parse(value: &Value) -> Result<Report, ReportError> {
         }
     }
 
-    let declared = stats.and_then(|s| {
-        count_key(s, "expected").map(|expected| {
-            ["unexpected", "flaky", "skipped"]
-                .iter()
-                .filter_map(|k| count_key(s, k))
-                .fold(expected, u64::saturating_add)
-        })
-    });
+    let read = |name: &str| match stats {
+        Some(s) => count::key(s, name, format, "stats."),
+        None => Ok(None),
+    };
+    let expected = read("expected")?;
+    let unexpected = read("unexpected")?;
+    let flaky = read("flaky")?;
+    let skipped = read("skipped")?;
+    // The declared total is the sum of the four, when `expected` is given (the others count
+    // 0 when absent).
+    let declared = match expected {
+        Some(expected) => {
+            let mut total = expected;
+            for n in [unexpected, flaky, skipped].into_iter().flatten() {
+                total = count::add(total, n, format, || {
+                    "the sum of `stats.expected`, `stats.unexpected`, `stats.flaky` and \
+                     `stats.skipped`"
+                        .to_owned()
+                })?;
+            }
+            Some(total)
+        }
+        None => None,
+    };
+    let declared_by = "`stats` (`expected` + `unexpected` + `flaky` + `skipped`)";
     if root.contains_key("suites") {
-        report.discovered = declared.or(Some(report.tests.len() as u64));
-        report.counts = Some(Counts::tally(&report.tests));
-        check_declared_total(declared, &report.tests, &mut report.runner_errors);
-    } else if let (Some(total), Some(s)) = (declared, stats) {
-        let flaky = count_key(s, "flaky").unwrap_or(0);
-        report.discovered = Some(total);
-        report.counts = Some(Counts {
+        check_declared_total(format, declared_by, declared, report.tests.len())?;
+        report.counts = Counts::tally(&report.tests);
+        // `unexpected` counts failed, interrupted and never-finished tests alike.
+        let listed_unexpected = report.counts.failed + report.counts.interrupted;
+        check_declared_failures(
+            "`stats.unexpected`",
+            unexpected,
+            listed_unexpected,
+            &mut report.runner_errors,
+        );
+    } else {
+        let total = declared.ok_or_else(|| {
+            ReportError::shape(
+                format,
+                "the document has neither `suites` nor `stats.expected`",
+            )
+        })?;
+        let expected = expected.unwrap_or(0);
+        let flaky_n = flaky.unwrap_or(0);
+        let passed = count::add(expected, flaky_n, format, || {
+            "`stats.expected` + `stats.flaky`".to_owned()
+        })?;
+        report.counts = Counts::declared(
+            format,
+            declared_by,
             total,
-            passed: count_key(s, "expected").unwrap_or(0).saturating_add(flaky),
-            failed: count_key(s, "unexpected").unwrap_or(0),
-            skipped: count_key(s, "skipped").unwrap_or(0),
-            flaky,
-            ..Counts::default()
-        });
+            DeclaredOutcomes {
+                passed: Some(passed),
+                failed: Some(unexpected.unwrap_or(0)),
+                skipped: Some(skipped.unwrap_or(0)),
+                flaky,
+                ..DeclaredOutcomes::default()
+            },
+        )?;
     }
     Ok(report)
 }

@@ -19,6 +19,8 @@
 
 use serde_json::Value;
 
+use super::error::ReportError;
+use super::json;
 use super::model::Format;
 use super::{ctrf, go_test, jest, junit, libtest, mocha, playwright, summary, tap};
 
@@ -43,8 +45,9 @@ impl Detected {
 
 /// Why detection found nothing.
 pub(crate) enum Miss {
-    /// The input looked like one JSON document but did not parse.
-    BadJson(serde_json::Error),
+    /// The input looked like one JSON document but did not parse (malformed, truncated, or
+    /// a key repeated).
+    BadJson(ReportError),
     /// Nothing matched.
     NoMatch,
 }
@@ -85,7 +88,8 @@ pub(crate) fn classify_document(value: &Value) -> Option<Format> {
     }
 }
 
-/// The JSON-lines format of `text`, judged by its first JSON-object line.
+/// The JSON-lines format of `text`, judged by its first JSON-object line. Only classifies:
+/// the format's parser reads every line again, strictly.
 fn classify_lines(text: &[u8]) -> Option<Format> {
     for line in text.split(|b| *b == b'\n').take(SNIFF_LINES) {
         let line = trim_start(line);
@@ -117,13 +121,15 @@ pub(crate) fn detect(bytes: &[u8], json_only: bool) -> Result<Detected, Miss> {
                 Err(Miss::NoMatch)
             }
         }
-        Some(b'{' | b'[') => match serde_json::from_slice::<Value>(bytes_without_bom(bytes)) {
+        Some(b'{' | b'[') => match json::parse(bytes_without_bom(bytes), None, 0) {
             Ok(value) => match classify_document(&value) {
                 Some(Format::GoTestJson) => Ok(Detected::Stream(Format::GoTestJson)),
                 Some(Format::LibtestJson) => Ok(Detected::Stream(Format::LibtestJson)),
                 Some(format) => Ok(Detected::Document(format, value)),
                 None => Err(Miss::NoMatch),
             },
+            // A repeated key is refused here, whatever the format would have been.
+            Err(err @ ReportError::DuplicateKey { .. }) => Err(Miss::BadJson(err)),
             Err(err) => classify_lines(body)
                 .map(Detected::Stream)
                 .ok_or(Miss::BadJson(err)),
@@ -149,7 +155,7 @@ fn utf8_prefix(bytes: &[u8]) -> &str {
     }
 }
 
-/// The bytes after a UTF-8 byte-order mark (serde_json rejects a BOM).
+/// The bytes after a UTF-8 byte-order mark (JSON parsers reject a BOM).
 pub(crate) fn bytes_without_bom(bytes: &[u8]) -> &[u8] {
     bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes)
 }

@@ -12,15 +12,17 @@
 //! description becomes part of its children's ids (node's runner and node-tap count leaves the
 //! same way in their `# tests` / `total` summaries).
 //!
-//! `discovered` uses the plans (the producer's own declaration) when the top level has one:
-//! each planned slot counts the planned leaves of the subtest it closes, or 1; slots the plan
-//! promises but no point fills count 1 each. Without a top-level plan it is the number of
-//! leaves. Runner errors: `Bail out!`; a plan that disagrees with the number of points at its
-//! level (both numbers are reported, neither is trusted silently); no top-level plan (the
-//! stream may be cut off, or nothing ran); more than one plan in a block; a subtest block with no closing
-//! point; a failed suite point whose leaves all passed. After `Bail out!` reading stops and
-//! the consequential plan/closing errors are not added.
+//! The plans are the format's counts. A plan must be digits no larger than 2^53-1; a line
+//! that starts like a plan but is not one (`1..3.0`, `1..-3`, `1..three`) is a malformed
+//! count, not a line to ignore. A plan that disagrees with the number of test points at its
+//! level is [`ReportError::Unbacked`] (neither number can be trusted), and two plans in one
+//! block are [`ReportError::DuplicateKey`] — unless the producer bailed out first.
+//!
+//! Runner errors: `Bail out!`; no top-level plan (the stream may be cut off, or nothing
+//! ran); a subtest block with no closing point; a failed suite point whose leaves all passed.
+//! After `Bail out!` reading stops and the consequential plan/closing errors are not added.
 
+use super::count;
 use super::error::ReportError;
 use super::model::{Counts, Format, Outcome, Report, TestCase};
 use super::util::{duration_ms, join_id, push_unique};
@@ -56,8 +58,9 @@ fn is_version(line: &str) -> bool {
         .is_some_and(|v| !v.is_empty() && v.trim().bytes().all(|b| b.is_ascii_digit()))
 }
 
-/// `1..N`, optionally followed by `# reason`.
-fn parse_plan(line: &str) -> Option<u64> {
+/// `1..N`, optionally followed by `# reason`: the digits of `N` (read as a count later, so
+/// a plan too large for a count is an error rather than a line that is not a plan).
+fn parse_plan(line: &str) -> Option<&str> {
     let rest = line.strip_prefix("1..")?;
     let digits_end = rest
         .bytes()
@@ -70,7 +73,7 @@ fn parse_plan(line: &str) -> Option<u64> {
     if !tail.is_empty() && !tail.starts_with('#') {
         return None;
     }
-    rest[..digits_end].parse().ok()
+    Some(&rest[..digits_end])
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -163,15 +166,26 @@ fn parse_point(line: &str) -> Option<Point> {
     })
 }
 
-enum Line {
-    Plan(u64),
+enum Line<'a> {
+    Plan(&'a str),
     Point(Point),
     Subtest(String),
 }
 
-fn classify(content: &str) -> Option<Line> {
+fn classify(content: &str) -> Option<Line<'_>> {
     if let Some(plan) = parse_plan(content) {
         return Some(Line::Plan(plan));
+    }
+    // A line that starts like a plan but whose count is not digits (`1..3.0`, `1..-3`,
+    // `1..three`) is a malformed plan, not a line to ignore: read as a count, it is refused.
+    if let Some(rest) = content.strip_prefix("1..")
+        && rest
+            .chars()
+            .next()
+            .is_some_and(|c| !c.is_whitespace() && c != '.')
+    {
+        let token = rest.split('#').next().unwrap_or(rest).trim();
+        return Some(Line::Plan(token));
     }
     if let Some(point) = parse_point(content) {
         return Some(Line::Point(point));
@@ -189,6 +203,9 @@ struct Reader {
     stack: Vec<Block>,
     errors: Vec<String>,
     bailed: bool,
+    /// What makes the stream not a report (a plan that is no count, two plans in a block);
+    /// reading stops at the first.
+    fatal: Option<ReportError>,
 }
 
 impl Reader {
@@ -236,7 +253,8 @@ impl Reader {
         }
     }
 
-    fn line(&mut self, indent: usize, line: Line) {
+    /// Reads one line; `line_no` is 1-based.
+    fn line(&mut self, indent: usize, line: Line<'_>, line_no: usize) {
         self.pop_to(indent);
         if indent > self.top().indent {
             if self.stack.len() >= MAX_DEPTH {
@@ -259,14 +277,22 @@ impl Reader {
         let last = self.stack.len() - 1;
         let top = &mut self.stack[last];
         match line {
-            Line::Plan(n) => {
-                if top.plan.is_some() {
-                    push_unique(
-                        &mut self.errors,
-                        "a TAP block has more than one plan".to_string(),
-                    );
-                } else {
-                    top.plan = Some(n);
+            Line::Plan(digits) => {
+                let plan = count::text(digits, Format::Tap, || {
+                    format!("the plan at line {line_no}")
+                });
+                match plan {
+                    // Two plans in one block: which one holds is anyone's guess.
+                    Ok(_) if top.plan.is_some() => {
+                        self.fatal = Some(ReportError::DuplicateKey {
+                            format: Format::Tap.as_str(),
+                            line: line_no,
+                            column: indent + 1,
+                            key: "a plan (`1..N`) of one block".to_string(),
+                        });
+                    }
+                    Ok(n) => top.plan = Some(n),
+                    Err(e) => self.fatal = Some(e),
                 }
             }
             Line::Subtest(name) => {
@@ -309,6 +335,7 @@ pub(crate) fn parse(bytes: &[u8]) -> Result<Report, ReportError> {
         stack: vec![Block::default()],
         errors: Vec::new(),
         bailed: false,
+        fatal: None,
     };
     let mut saw_version = false;
     let mut saw_structure = false;
@@ -317,7 +344,7 @@ pub(crate) fn parse(bytes: &[u8]) -> Result<Report, ReportError> {
     // Indentation of the test point just read, if the previous significant line was one.
     let mut last_point_indent: Option<usize> = None;
 
-    for raw in text.split('\n') {
+    for (line_index, raw) in text.split('\n').enumerate() {
         let line = raw.strip_suffix('\r').unwrap_or(raw);
         let content = line.trim_start_matches(' ');
         let indent = line.len() - content.len();
@@ -385,7 +412,10 @@ pub(crate) fn parse(bytes: &[u8]) -> Result<Report, ReportError> {
             if !matches!(kind, Line::Subtest(_)) {
                 saw_structure = true;
             }
-            reader.line(indent, kind);
+            reader.line(indent, kind, line_index + 1);
+            if let Some(fatal) = reader.fatal.take() {
+                return Err(fatal);
+            }
         }
     }
 
@@ -400,16 +430,11 @@ pub(crate) fn parse(bytes: &[u8]) -> Result<Report, ReportError> {
 
     let mut report = Report::empty(format);
     let mut path = Vec::new();
-    let leaves = collect(&root, &mut path, &mut report.tests, &mut errors, bailed);
+    collect(&root, &mut path, &mut report.tests, &mut errors, bailed)?;
     if root.plan.is_none() && !bailed {
         errors.push("the TAP stream has no plan, so it may be incomplete".to_string());
     }
-    report.discovered = if root.plan.is_some() || !root.points.is_empty() {
-        Some(leaves)
-    } else {
-        None
-    };
-    report.counts = Some(Counts::tally(&report.tests));
+    report.counts = Counts::tally(&report.tests);
     for error in errors {
         push_unique(&mut report.runner_errors, error);
     }
@@ -440,15 +465,15 @@ impl Reader {
     }
 }
 
-/// Adds the leaves under `block` to `tests`; returns the planned leaf count (see module docs).
+/// Adds the leaves under `block` to `tests`. A plan that disagrees with the number of test
+/// points at its level (unless the producer bailed out) is [`ReportError::Unbacked`].
 fn collect(
     block: &Block,
     path: &mut Vec<String>,
     tests: &mut Vec<TestCase>,
     errors: &mut Vec<String>,
     bailed: bool,
-) -> u64 {
-    let mut counts = Vec::with_capacity(block.points.len());
+) -> Result<(), ReportError> {
     for (i, point) in block.points.iter().enumerate() {
         let name = if point.description.is_empty() {
             format!("test {}", point.number.unwrap_or(i as u64 + 1))
@@ -463,7 +488,7 @@ fn collect(
             Some(child) => {
                 path.push(name.clone());
                 let before = tests.len();
-                counts.push(collect(child, path, tests, errors, bailed));
+                collect(child, path, tests, errors, bailed)?;
                 path.pop();
                 let child_failed = tests[before..].iter().any(|t| t.outcome == Outcome::Failed);
                 if !point.ok
@@ -492,29 +517,25 @@ fn collect(
                 let mut test = TestCase::new(id, name, outcome);
                 test.duration_ms = point.duration_ms;
                 tests.push(test);
-                counts.push(1);
             }
         }
     }
     let points = block.points.len() as u64;
     match block.plan {
-        Some(plan) => {
-            if plan != points && !bailed {
-                let label = match (&block.name, path.is_empty()) {
-                    (_, true) => "the top level".to_string(),
-                    (Some(n), false) if !n.is_empty() => format!("subtest {n}"),
-                    _ => format!("subtest {}", path.join(" > ")),
-                };
-                errors.push(format!(
-                    "the TAP plan at {label} declares {plan} tests but {points} test points were reported"
-                ));
-            }
-            let filled = counts
-                .iter()
-                .take(usize::try_from(plan).unwrap_or(usize::MAX))
-                .fold(0u64, |acc, n| acc.saturating_add(*n));
-            filled.saturating_add(plan.saturating_sub(points))
+        Some(plan) if plan != points && !bailed => {
+            let label = match (&block.name, path.is_empty()) {
+                (_, true) => "the top level".to_string(),
+                (Some(n), false) if !n.is_empty() => format!("subtest {n}"),
+                _ => format!("subtest {}", path.join(" > ")),
+            };
+            Err(ReportError::Unbacked {
+                format: Format::Tap.as_str(),
+                declared_by: format!("the TAP plan at {label}"),
+                declared: plan,
+                backed_by: "the test points at its level number",
+                backed: points,
+            })
         }
-        None => counts.iter().fold(0u64, |acc, n| acc.saturating_add(*n)),
+        _ => Ok(()),
     }
 }

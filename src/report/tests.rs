@@ -38,7 +38,8 @@ fn find<'a>(report: &'a Report, id: &str) -> &'a super::TestCase {
 struct Expect {
     path: &'static str,
     format: Format,
-    discovered: Option<u64>,
+    /// Tests that executed (passed or failed): what discovery counts.
+    executed: u64,
     /// passed, failed, skipped, todo, flaky
     counts: (u64, u64, u64, u64, u64),
     /// Number of listed tests.
@@ -50,7 +51,7 @@ struct Expect {
 const fn e(
     path: &'static str,
     format: Format,
-    discovered: Option<u64>,
+    executed: u64,
     counts: (u64, u64, u64, u64, u64),
     tests: usize,
     runner_errors: usize,
@@ -58,7 +59,7 @@ const fn e(
     Expect {
         path,
         format,
-        discovered,
+        executed,
         counts,
         tests,
         runner_errors,
@@ -70,55 +71,27 @@ use Format::*;
 /// One row per fixture. Counts are (passed, failed, skipped, todo, flaky).
 const EXPECTATIONS: &[Expect] = &[
     // numTotalTests 6: 3 passed, 1 failed, 1 pending (skip), 1 todo.
-    e("jest/basic.json", Jest, Some(6), (3, 1, 1, 1, 0), 6, 0),
+    e("jest/basic.json", Jest, 4, (3, 1, 1, 1, 0), 6, 0),
     // Same tests plus broken/broken.test.js that throws at load: a runner error.
-    e(
-        "jest/suite-error.json",
-        Jest,
-        Some(6),
-        (3, 1, 1, 1, 0),
-        6,
-        1,
-    ),
-    e("jest/zero-tests.json", Jest, Some(0), (0, 0, 0, 0, 0), 0, 0),
-    e("vitest/basic.json", Vitest, Some(6), (3, 1, 1, 1, 0), 6, 0),
-    e(
-        "vitest/suite-error.json",
-        Vitest,
-        Some(6),
-        (3, 1, 1, 1, 0),
-        6,
-        1,
-    ),
-    e(
-        "vitest/zero-tests.json",
-        Vitest,
-        Some(0),
-        (0, 0, 0, 0, 0),
-        0,
-        0,
-    ),
+    e("jest/suite-error.json", Jest, 4, (3, 1, 1, 1, 0), 6, 1),
+    e("jest/zero-tests.json", Jest, 0, (0, 0, 0, 0, 0), 0, 0),
+    e("vitest/basic.json", Vitest, 4, (3, 1, 1, 1, 0), 6, 0),
+    e("vitest/suite-error.json", Vitest, 4, (3, 1, 1, 1, 0), 6, 1),
+    e("vitest/zero-tests.json", Vitest, 0, (0, 0, 0, 0, 0), 0, 0),
     // stats.tests 6: 3 passes, 1 failure, 2 pending (it.skip and a body-less it).
-    e("mocha/basic.json", Mocha, Some(6), (3, 1, 2, 0, 0), 6, 0),
+    e("mocha/basic.json", Mocha, 4, (3, 1, 2, 0, 0), 6, 0),
     // stats.tests 1; the failing `before all` hook is a failure that is not a test.
-    e(
-        "mocha/hook-failure.json",
-        Mocha,
-        Some(1),
-        (1, 0, 0, 0, 0),
-        1,
-        1,
-    ),
+    e("mocha/hook-failure.json", Mocha, 1, (1, 0, 0, 0, 0), 1, 1),
     // summary.tests 6: passed 3, failed 1, pending 1, other 1 (rawStatus todo).
-    e("ctrf/jest-ctrf.json", Ctrf, Some(6), (3, 1, 1, 1, 0), 6, 0),
+    e("ctrf/jest-ctrf.json", Ctrf, 4, (3, 1, 1, 1, 0), 6, 0),
     // summary.tests 6: passed 3, failed 1, pending 2.
-    e("ctrf/mocha-ctrf.json", Ctrf, Some(6), (3, 1, 2, 0, 0), 6, 0),
+    e("ctrf/mocha-ctrf.json", Ctrf, 4, (3, 1, 2, 0, 0), 6, 0),
     // stats: expected 3 (2 passes + the test.fail() that failed), unexpected 2 (failure and
     // time-out), flaky 1, skipped 1.
     e(
         "playwright/basic.json",
         Playwright,
-        Some(7),
+        6,
         (4, 2, 1, 0, 1),
         7,
         0,
@@ -128,47 +101,61 @@ const EXPECTATIONS: &[Expect] = &[
     e(
         "playwright/load-error.json",
         Playwright,
-        Some(0),
+        0,
         (0, 0, 0, 0, 0),
         0,
         2,
     ),
     // tests=8 errors=1 failures=1 skipped=2 (a skip and an xfail).
-    e("junit/pytest.xml", Junit, Some(8), (4, 2, 2, 0, 0), 8, 0),
-    // tests=6 failures=1; one test has a <flakyFailure> (passed on retry), the failure has a
-    // <rerunFailure>.
-    e("junit/nextest.xml", Junit, Some(6), (5, 1, 0, 0, 1), 6, 0),
-    // tests=6 failures=2 errors=1 skipped=1, no reruns.
-    e("junit/surefire.xml", Junit, Some(6), (2, 3, 1, 0, 0), 6, 0),
-    // tests="9" counts the reruns; 6 test cases: 3 pass (1 flaky), 2 fail, 1 skipped.
+    e("junit/pytest.xml", Junit, 6, (4, 2, 2, 0, 0), 8, 0),
+    // `pytest --co`: collected 8 tests, ran none; `tests="0"` and no test case.
     e(
-        "junit/surefire-rerun.xml",
+        "junit/pytest-collect-only.xml",
         Junit,
-        Some(6),
-        (3, 2, 1, 0, 1),
-        6,
+        0,
+        (0, 0, 0, 0, 0),
+        0,
         0,
     ),
-    // tests=7 failures=3 errors=1: the error is brokenpkg's build failure, not a test case.
-    e("junit/gotestsum.xml", Junit, Some(7), (3, 3, 1, 0, 0), 7, 1),
-    // Leaves: 3 ok, 1 not ok, 1 # SKIP, 1 # TODO; plans 1..2 / 1..4 / 1..2.
-    e("tap/node-test.tap", Tap, Some(6), (3, 1, 1, 1, 0), 6, 0),
-    // node-tap: the leaves are assertions; 3 ok, 1 not ok, 1 # SKIP, 1 # TODO.
-    e("tap/node-tap-14.tap", Tap, Some(6), (3, 1, 1, 1, 0), 6, 0),
-    // Inner plan 1..3, one ok, then Bail out!.
+    // tests=3 errors=2: two modules failed to import (`collection failure` entries, runner
+    // errors, not tests) and one test passed.
     e(
-        "tap/node-tap-14-bailout.tap",
-        Tap,
-        Some(3),
+        "junit/pytest-collection-error.xml",
+        Junit,
+        1,
         (1, 0, 0, 0, 0),
         1,
-        1,
+        2,
     ),
+    // tests=3 skipped=3: two skips and an xfail; nothing executed.
+    e(
+        "junit/pytest-all-skipped.xml",
+        Junit,
+        0,
+        (0, 0, 3, 0, 0),
+        3,
+        0,
+    ),
+    // tests=6 failures=1; one test has a <flakyFailure> (passed on retry), the failure has a
+    // <rerunFailure>.
+    e("junit/nextest.xml", Junit, 6, (5, 1, 0, 0, 1), 6, 0),
+    // tests=6 failures=2 errors=1 skipped=1, no reruns.
+    e("junit/surefire.xml", Junit, 5, (2, 3, 1, 0, 0), 6, 0),
+    // tests="9" counts the reruns; 6 test cases: 3 pass (1 flaky), 2 fail, 1 skipped.
+    e("junit/surefire-rerun.xml", Junit, 5, (3, 2, 1, 0, 1), 6, 0),
+    // tests=7 failures=3 errors=1: the error is brokenpkg's build failure, not a test case.
+    e("junit/gotestsum.xml", Junit, 6, (3, 3, 1, 0, 0), 7, 1),
+    // Leaves: 3 ok, 1 not ok, 1 # SKIP, 1 # TODO; plans 1..2 / 1..4 / 1..2.
+    e("tap/node-test.tap", Tap, 4, (3, 1, 1, 1, 0), 6, 0),
+    // node-tap: the leaves are assertions; 3 ok, 1 not ok, 1 # SKIP, 1 # TODO.
+    e("tap/node-tap-14.tap", Tap, 4, (3, 1, 1, 1, 0), 6, 0),
+    // Inner plan 1..3, one ok, then Bail out!.
+    e("tap/node-tap-14-bailout.tap", Tap, 1, (1, 0, 0, 0, 0), 1, 1),
     // TestAdd, TestFailsOnPurpose, TestSkipped, TestTable + 3 subtests.
     e(
         "go-test-json/basic.jsonl",
         GoTestJson,
-        Some(7),
+        6,
         (3, 3, 1, 0, 0),
         7,
         0,
@@ -177,7 +164,7 @@ const EXPECTATIONS: &[Expect] = &[
     e(
         "go-test-json/build-failure.jsonl",
         GoTestJson,
-        Some(7),
+        6,
         (3, 3, 1, 0, 0),
         7,
         1,
@@ -186,7 +173,7 @@ const EXPECTATIONS: &[Expect] = &[
     e(
         "libtest-json/cargo-test.jsonl",
         LibtestJson,
-        Some(7),
+        6,
         (5, 1, 1, 0, 0),
         7,
         0,
@@ -195,7 +182,7 @@ const EXPECTATIONS: &[Expect] = &[
     e(
         "libtest-json/nextest.jsonl",
         LibtestJson,
-        Some(7),
+        6,
         (5, 1, 1, 0, 1),
         7,
         0,
@@ -205,8 +192,8 @@ const EXPECTATIONS: &[Expect] = &[
 fn check_expectation(exp: &Expect, report: &Report, how: &str) {
     let ctx = format!("{} ({how})", exp.path);
     assert_eq!(report.format, exp.format, "{ctx}: format");
-    assert_eq!(report.discovered, exp.discovered, "{ctx}: discovered");
-    let counts = report.counts.unwrap_or_else(|| panic!("{ctx}: no counts"));
+    assert_eq!(report.executed(), exp.executed, "{ctx}: executed");
+    let counts = report.counts;
     assert_eq!(
         (
             counts.passed,
@@ -446,9 +433,20 @@ fn junit_fixture_details() {
         Outcome::Skipped
     );
 
+    let report = auto(&fixture("junit/pytest-collection-error.xml")).expect("parses");
+    assert_eq!(
+        report.runner_errors,
+        vec![
+            "pytest could not collect broken.test_import_error: ModuleNotFoundError: No module named 'module_that_does_not_exist'".to_owned(),
+            "pytest could not collect broken.test_syntax_error: SyntaxError: invalid syntax".to_owned(),
+        ]
+    );
+    assert_eq!(report.tests[0].id, "broken.test_ok > test_still_runs");
+
     let report = auto(&fixture("junit/gotestsum.xml")).expect("parses");
     assert!(
-        report.runner_errors[0].contains("4 failures and errors but only 3"),
+        report.runner_errors[0]
+            .contains("`failures` + `errors` counts 4 failures but only 3 listed tests failed"),
         "{:?}",
         report.runner_errors
     );
@@ -694,7 +692,7 @@ fn declared_from_config() {
 }
 
 // ---------------------------------------------------------------------------------------
-// Never coerce
+// Strict counts (the rule × format table is in `strict_tests.rs`)
 // ---------------------------------------------------------------------------------------
 
 #[test]
@@ -703,152 +701,175 @@ fn summary_only_report_is_valid() {
         r#"{"numTotalTests": 12, "numPassedTests": 12, "numFailedTests": 0, "numPendingTests": 0}"#,
     );
     assert_eq!(report.format, Jest);
-    assert_eq!(report.discovered, Some(12));
+    assert_eq!(report.executed(), 12);
     assert!(report.tests.is_empty());
     assert_eq!(
         report.counts,
-        Some(Counts {
+        Counts {
             total: 12,
             passed: 12,
             ..Counts::default()
-        })
+        }
     );
     assert!(report.runner_errors.is_empty());
 }
 
 #[test]
-fn a_summary_counts_from_the_first_integer_total_never_a_coerced_one() {
-    // (document, discovered, failed)
-    let cases: &[(&str, Option<u64>, Option<u64>)] = &[
-        (r#"{"totalTests": 7}"#, Some(7), Some(0)),
+fn a_summary_reads_every_count_it_has_and_they_must_agree() {
+    // (document, total, executed, failed)
+    let cases: &[(&str, u64, u64, u64)] = &[
+        (r#"{"totalTests": 7}"#, 7, 7, 0),
+        (r#"{"testCount": 4, "failed": 1, "passed": 3}"#, 4, 4, 1),
+        (r#"{"expected": 3}"#, 3, 3, 0),
+        (r#"{"tests": 0}"#, 0, 0, 0),
+        // Without `passed`, what the other counts do not account for passed.
+        (r#"{"totalTests": 5, "skipped": 5}"#, 5, 0, 0),
+        (r#"{"totalTests": 5, "failed": 2, "pending": 1}"#, 5, 4, 2),
+        // The root, `summary` and `stats` are read alike; equal counts agree.
         (
-            r#"{"testCount": 4, "failed": 1, "passed": 3}"#,
-            Some(4),
-            Some(1),
+            r#"{"summary": {"totalTests": 9, "failures": 2}, "stats": {"tests": 9}}"#,
+            9,
+            9,
+            2,
         ),
-        (r#"{"expected": 3}"#, Some(3), Some(0)),
-        (r#"{"tests": 0}"#, Some(0), Some(0)),
-        // Not an integer: skipped, the next key counts.
-        (r#"{"totalTests": "7", "testCount": 5}"#, Some(5), Some(0)),
-        // The root first, then `summary`, then `stats`.
-        (
-            r#"{"summary": {"totalTests": 9, "failures": 2}, "stats": {"tests": 2}}"#,
-            Some(9),
-            Some(2),
-        ),
-        (
-            r#"{"totalTests": "9", "stats": {"tests": 2}}"#,
-            Some(2),
-            Some(0),
-        ),
+        (r#"{"totalTests": 9, "stats": {"failed": 1}}"#, 9, 9, 1),
+        (r#"{"totalTests": 3, "failed": 1, "failures": 1}"#, 3, 3, 1),
     ];
-    for (text, discovered, failed) in cases {
+    for (text, total, executed, failed) in cases {
         let report = auto_ok(text);
         assert_eq!(report.format, Summary, "{text}");
-        assert_eq!(report.discovered, *discovered, "{text}");
-        assert_eq!(report.counts.as_ref().map(|c| c.failed), *failed, "{text}");
+        assert_eq!(report.counts.total, *total, "{text}");
+        assert_eq!(report.executed(), *executed, "{text}");
+        assert_eq!(report.counts.failed, *failed, "{text}");
         assert!(report.tests.is_empty(), "{text}");
         assert!(report.runner_errors.is_empty(), "{text}");
     }
-    // Never coerced: with no integer total it is no report at all (not a pass), whatever
-    // else it holds.
+    // Two keys of one group that disagree: whichever a reader picks, the report says two
+    // things.
+    for (text, first, second) in [
+        (
+            r#"{"totalTests": 9, "stats": {"tests": 2}}"#,
+            "`totalTests`",
+            "`stats.tests`",
+        ),
+        (
+            r#"{"totalTests": 5, "failed": 0, "failures": 3}"#,
+            "`failed`",
+            "`failures`",
+        ),
+        (
+            r#"{"totalTests": 5, "summary": {"failed": 3}, "failed": 0}"#,
+            "`failed`",
+            "`summary.failed`",
+        ),
+    ] {
+        match auto(text.as_bytes()) {
+            Err(ReportError::ConflictingCounts {
+                first: f,
+                second: s,
+                ..
+            }) => assert_eq!((f.as_str(), s.as_str()), (first, second), "{text}"),
+            other => panic!("{text}: {other:?}"),
+        }
+    }
+    // A breakdown that does not add up to the total does not back it.
     for text in [
-        r#"{"totalTests": "12"}"#,
-        r#"{"totalTests": 12.0}"#,
-        r#"{"totalTests": -1}"#,
+        r#"{"totalTests": 5, "passed": 0}"#,
+        r#"{"totalTests": 5, "passed": 3, "failed": 1}"#,
+        r#"{"totalTests": 2, "failed": 3}"#,
+        r#"{"totalTests": 2, "skipped": 1, "todo": 2}"#,
+    ] {
+        assert!(
+            matches!(auto(text.as_bytes()), Err(ReportError::Unbacked { .. })),
+            "{text}: {:?}",
+            auto(text.as_bytes())
+        );
+    }
+    // A total key that holds something else is an error, not a key to skip: the existing
+    // implementation's "first integer wins" would read 5 here.
+    for text in [
+        r#"{"totalTests": "7", "testCount": 5}"#,
+        r#"{"totalTests": 5, "tests": [{"name": "a"}]}"#,
         r#"{"tests": [1, 2, 3]}"#,
         r#"{"totalTests": "12", "summary": {"failed": 2}}"#,
     ] {
         assert_eq!(sniff(text.as_bytes()), Some(Summary), "{text}");
         assert!(
-            matches!(auto(text.as_bytes()), Err(ReportError::Shape { .. })),
-            "{text}"
+            matches!(auto(text.as_bytes()), Err(ReportError::BadCount { .. })),
+            "{text}: {:?}",
+            auto(text.as_bytes())
         );
     }
     // Declared exactly, a document without a total key is refused.
-    assert!(parse(br#"{"count": 3}"#, Declared::Exactly(Summary)).is_err());
+    assert!(matches!(
+        parse(br#"{"count": 3}"#, Declared::Exactly(Summary)),
+        Err(ReportError::Shape { .. })
+    ));
     assert_eq!(
         parse(br#"{"totalTests": 3}"#, Declared::AnyJson)
-            .map(|r| r.discovered)
+            .map(|r| r.executed())
             .ok(),
-        Some(Some(3))
+        Some(3)
     );
 }
 
 #[test]
-fn non_integer_counts_are_absent() {
-    for bad in [
-        r#""12""#,
-        "12.0",
-        "1.2e1",
-        "-12",
-        "[12]",
-        "{}",
-        "null",
-        "true",
-        "18446744073709551616",
-    ] {
-        let report = auto_ok(&format!(
-            r#"{{"numTotalTests": {bad}, "numPassedTests": 12}}"#
-        ));
-        assert_eq!(report.discovered, None, "numTotalTests {bad}");
-        assert_eq!(report.counts, None, "numTotalTests {bad}");
-
-        let report = auto_ok(&format!(
-            r#"{{"numTotalTests": 12, "numPassedTests": {bad}}}"#
-        ));
-        assert_eq!(
-            report.counts.map(|c| c.passed),
-            Some(0),
-            "numPassedTests {bad}"
-        );
-
-        let report = auto_ok(&format!(
-            r#"{{"stats": {{"tests": {bad}, "passes": 12}}, "passes": []}}"#
-        ));
-        assert_eq!(
-            report.discovered,
-            Some(0),
-            "mocha stats.tests {bad}: counted from the (empty) list"
-        );
-
-        let report = auto_ok(&format!(
-            r#"{{"results": {{"tool": {{"name": "x"}}, "summary": {{"tests": {bad}, "passed": 12}}}}}}"#
-        ));
-        assert_eq!(report.discovered, None, "ctrf summary.tests {bad}");
-
-        let report = auto_ok(&format!(
-            r#"{{"config": {{}}, "suites": [], "stats": {{"expected": {bad}}}}}"#
-        ));
-        assert_eq!(
-            report.discovered,
-            Some(0),
-            "playwright stats.expected {bad}: counted from the list"
-        );
-
-        let report = auto_ok(&format!(
-            "{{\"type\":\"suite\",\"event\":\"started\",\"test_count\":{bad}}}\n{{\"type\":\"suite\",\"event\":\"ok\"}}\n"
-        ));
-        assert_eq!(
-            report.discovered,
-            Some(0),
-            "libtest test_count {bad}: counted from the list"
-        );
-    }
+fn a_bad_count_names_where_it_is_and_what_it_holds() {
+    let err = auto(br#"{"summary": {"totalTests": 5, "failed": "3"}}"#).expect_err("bad count");
+    assert_eq!(
+        err.to_string(),
+        r#"read summary report: the count `summary.failed` is "3", not a non-negative integer"#
+    );
+    let err = auto(br#"{"totalTests": 9007199254740992}"#).expect_err("too large");
+    assert_eq!(
+        err.to_string(),
+        "read summary report: the count `totalTests` is 9007199254740992, above the largest count 2^53-1"
+    );
+    // 2^53-1 itself is a count.
+    let report = auto_ok(r#"{"totalTests": 9007199254740991}"#);
+    assert_eq!(report.executed(), super::MAX_COUNT);
+    let err = auto(format!(r#"{{"totalTests": 5, "failed": "{}"}}"#, "9".repeat(100)).as_bytes())
+        .expect_err("long");
+    assert!(err.to_string().contains("…"), "{err}");
+    let err = auto(br#"<testsuite name="s" tests="5.0"><testcase name="a"/></testsuite>"#)
+        .expect_err("junit");
+    assert_eq!(
+        err.to_string(),
+        r#"read junit report: the count `tests` of <testsuite> at line 1 is "5.0", not a non-negative integer"#
+    );
+    let err = auto(br#"{"totalTests": 5, "failed": 3, "failed": 0}"#).expect_err("duplicate");
+    assert_eq!(
+        err.to_string(),
+        "read test report: the key `failed` appears twice (line 1, column 39)"
+    );
 }
 
 #[test]
-fn a_report_with_no_count_and_no_list_has_no_discovered_count() {
-    let report = auto_ok(r#"{"numTotalTests": "12"}"#);
-    assert_eq!((report.discovered, report.counts), (None, None));
-    let report = auto_ok(r#"{"results": {"tool": {"name": "x"}, "summary": {"passed": 3}}}"#);
-    assert_eq!((report.discovered, report.counts), (None, None));
-    let report =
-        parse(br#"{"stats": {"passes": 3}}"#, Declared::Exactly(Mocha)).expect("mocha summary");
-    assert_eq!((report.discovered, report.counts), (None, None));
-    // An empty list is a list: zero tests were discovered.
-    let report = auto_ok(r#"{"stats": {"passes": 3}, "pending": []}"#);
-    assert_eq!(report.discovered, Some(0));
+fn a_report_with_no_count_and_no_list_is_not_a_report() {
+    for (text, declared) in [
+        (
+            r#"{"results": {"tool": {"name": "x"}, "summary": {"passed": 3}}}"#,
+            Declared::Auto,
+        ),
+        (r#"{"stats": {"passes": 3}}"#, Declared::Exactly(Mocha)),
+        (
+            r#"{"stats": {"unexpected": 0}, "errors": []}"#,
+            Declared::Exactly(Playwright),
+        ),
+        (r#"{"success": true}"#, Declared::Exactly(Jest)),
+    ] {
+        assert!(
+            matches!(
+                parse(text.as_bytes(), declared),
+                Err(ReportError::Shape { .. })
+            ),
+            "{text}: {:?}",
+            parse(text.as_bytes(), declared)
+        );
+    }
+    // An empty list is a list: nothing executed.
+    let report = auto_ok(r#"{"stats": {"passes": 0}, "pending": []}"#);
+    assert_eq!(report.executed(), 0);
 }
 
 #[test]
@@ -856,26 +877,49 @@ fn junit_counts_must_be_all_digits() {
     let case = r#"<testcase classname="c" name="t"/>"#;
     for bad in ["5.0", "-5", " 5", "5 ", "+5", "five", "", "0x5"] {
         let xml = format!(r#"<testsuite name="s" tests="{bad}" failures="0">{case}</testsuite>"#);
-        let report = auto_ok(&xml);
-        assert_eq!(
-            report.discovered,
-            Some(1),
-            "tests={bad:?}: counted from the list"
+        assert!(
+            matches!(auto(xml.as_bytes()), Err(ReportError::BadCount { .. })),
+            "tests={bad:?}: {:?}",
+            auto(xml.as_bytes())
+        );
+        // The same for any suite's count attribute, also one the total does not come from.
+        let xml = format!(
+            r#"<testsuites tests="1" failures="0" errors="0"><testsuite name="s" skipped="{bad}">{case}</testsuite></testsuites>"#
         );
         assert!(
-            report.runner_errors.is_empty(),
-            "tests={bad:?}: {:?}",
-            report.runner_errors
+            matches!(auto(xml.as_bytes()), Err(ReportError::BadCount { .. })),
+            "skipped={bad:?}"
         );
     }
-    let report = auto_ok(&format!(
-        r#"<testsuite name="s" tests="5">{case}</testsuite>"#
-    ));
-    assert_eq!(report.discovered, Some(5));
-    assert_eq!(
-        report.runner_errors,
-        vec!["the report declares 5 tests but lists 1".to_string()]
-    );
+    for (xml, declared, listed) in [
+        (
+            format!(r#"<testsuite name="s" tests="5">{case}</testsuite>"#),
+            5,
+            1,
+        ),
+        (
+            r#"<testsuite name="s" tests="5"></testsuite>"#.to_owned(),
+            5,
+            0,
+        ),
+        (r#"<testsuites tests="3"/>"#.to_owned(), 3, 0),
+        (
+            format!(
+                r#"<testsuites><testsuite name="a" tests="2">{case}</testsuite><testsuite name="b" tests="2">{case}</testsuite></testsuites>"#
+            ),
+            4,
+            2,
+        ),
+    ] {
+        match auto(xml.as_bytes()) {
+            Err(ReportError::Unbacked {
+                declared: d,
+                backed: b,
+                ..
+            }) => assert_eq!((d, b), (declared, listed), "{xml}"),
+            other => panic!("{xml}: {other:?}"),
+        }
+    }
 }
 
 #[test]
@@ -883,10 +927,10 @@ fn numbers_in_output_are_not_counts() {
     // go test prints "ok pkg 0.01s" and test output with numbers; only events count.
     let text = "{\"Action\":\"output\",\"Package\":\"p\",\"Output\":\"# tests 99\\n\"}\n{\"Action\":\"pass\",\"Package\":\"p\"}\n";
     let report = auto_ok(text);
-    assert_eq!(report.discovered, Some(0));
+    assert_eq!(report.counts.total, 0);
     // TAP comments with numbers are not plans.
     let report = auto_ok("TAP version 13\nok 1 - a\n# tests 99\n# pass 99\n1..1\n");
-    assert_eq!(report.discovered, Some(1));
+    assert_eq!(report.executed(), 1);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -963,8 +1007,8 @@ fn byte_order_marks_and_crlf_are_accepted() {
         "<?xml version=\"1.0\"?>\r\n<testsuite name=\"s\" tests=\"1\"><testcase name=\"a\"/></testsuite>\r\n",
     ] {
         let report = auto(&bom(text)).unwrap_or_else(|e| panic!("{text}: {e}"));
-        assert_eq!(report.discovered, Some(1), "{text}");
-        assert_eq!(report.counts.map(|c| c.passed), Some(1), "{text}");
+        assert_eq!(report.executed(), 1, "{text}");
+        assert_eq!(report.counts.passed, 1, "{text}");
         assert!(
             report.runner_errors.is_empty(),
             "{text}: {:?}",
@@ -1026,7 +1070,7 @@ fn tap_plan_at_end_and_directives() {
     let report = auto_ok(
         "TAP version 13\nok 1 - a\nnot ok 2 - b # TODO later\nok 3 - c # skip no db\nok 4 - d \\# not a directive\n1..4\n",
     );
-    assert_eq!(report.discovered, Some(4));
+    assert_eq!(report.executed(), 2);
     let outcomes: Vec<Outcome> = report.tests.iter().map(|t| t.outcome).collect();
     assert_eq!(
         outcomes,
@@ -1042,32 +1086,82 @@ fn tap_plan_at_end_and_directives() {
 }
 
 #[test]
-fn tap_plan_mismatch_is_a_runner_error_and_discovered_uses_the_plan() {
-    let report = auto_ok("1..5\nok 1\nok 2\nok 3\n");
-    assert_eq!(report.discovered, Some(5));
-    assert_eq!(report.tests.len(), 3);
-    assert_eq!(report.runner_errors.len(), 1);
-    assert!(report.runner_errors[0].contains("declares 5 tests but 3 test points"));
+fn tap_plan_mismatch_is_a_report_error() {
+    for (text, label, declared, points) in [
+        (
+            "1..5\nok 1\nok 2\nok 3\n",
+            "the TAP plan at the top level",
+            5,
+            3,
+        ),
+        (
+            "1..2\nok 1\nok 2\nok 3\n",
+            "the TAP plan at the top level",
+            2,
+            3,
+        ),
+        (
+            "TAP version 14\n# Subtest: s\n    1..3\n    ok 1 - a\nok 1 - s\n1..1\n",
+            "the TAP plan at subtest s",
+            3,
+            1,
+        ),
+    ] {
+        match auto(text.as_bytes()) {
+            Err(ReportError::Unbacked {
+                declared_by,
+                declared: d,
+                backed,
+                ..
+            }) => assert_eq!(
+                (declared_by.as_str(), d, backed),
+                (label, declared, points),
+                "{text}"
+            ),
+            other => panic!("{text}: {other:?}"),
+        }
+    }
+}
 
-    let report = auto_ok("1..2\nok 1\nok 2\nok 3\n");
-    assert_eq!(report.discovered, Some(2));
-    assert_eq!(report.runner_errors.len(), 1);
+#[test]
+fn tap_plans_are_counts_and_one_per_block() {
+    let err = auto(b"TAP version 13\n1..2\nok 1\nok 2\n1..2\n").expect_err("two plans");
+    assert_eq!(
+        err,
+        ReportError::DuplicateKey {
+            format: "tap",
+            line: 5,
+            column: 1,
+            key: "a plan (`1..N`) of one block".to_owned(),
+        }
+    );
+    for plan in ["9007199254740992", "99999999999999999999999"] {
+        let text = format!("TAP version 13\nok 1\n1..{plan}\n");
+        assert!(
+            matches!(
+                auto(text.as_bytes()),
+                Err(ReportError::CountTooLarge { .. })
+            ),
+            "{plan}: {:?}",
+            auto(text.as_bytes())
+        );
+    }
 }
 
 #[test]
 fn tap_without_plan_is_flagged() {
     let report = auto_ok("TAP version 13\nok 1 - a\nok 2 - b\n");
-    assert_eq!(report.discovered, Some(2));
+    assert_eq!(report.executed(), 2);
     assert_eq!(report.runner_errors.len(), 1);
     let report = auto_ok("TAP version 14\n");
-    assert_eq!(report.discovered, None);
+    assert_eq!(report.counts, Counts::default());
     assert_eq!(report.runner_errors.len(), 1);
 }
 
 #[test]
 fn tap_skip_all_plan() {
     let report = auto_ok("TAP version 14\n1..0 # SKIP no database\n");
-    assert_eq!(report.discovered, Some(0));
+    assert_eq!(report.counts, Counts::default());
     assert!(report.runner_errors.is_empty());
 }
 
@@ -1075,7 +1169,7 @@ fn tap_skip_all_plan() {
 fn tap_bail_out_stops_reading() {
     let report = auto_ok("TAP version 13\n1..3\nok 1 - a\nBail out! Couldn't connect\nok 2 - b\n");
     assert_eq!(report.tests.len(), 1);
-    assert_eq!(report.discovered, Some(3));
+    assert_eq!(report.executed(), 1);
     assert_eq!(
         report.runner_errors,
         vec!["the TAP producer bailed out: Couldn't connect".to_string()]
@@ -1088,7 +1182,7 @@ fn tap14_subtests_without_headers() {
     let report = auto_ok(text);
     let ids: Vec<&str> = report.tests.iter().map(|t| t.id.as_str()).collect();
     assert_eq!(ids, vec!["outer > inner a", "outer > inner b", "plain"]);
-    assert_eq!(report.discovered, Some(3));
+    assert_eq!(report.executed(), 3);
     assert!(
         report.runner_errors.is_empty(),
         "{:?}",
@@ -1101,7 +1195,7 @@ fn tap_failed_parent_with_passing_children_is_a_runner_error() {
     let text =
         "TAP version 14\n1..1\n# Subtest: suite\n    1..1\n    ok 1 - inner\nnot ok 1 - suite\n";
     let report = auto_ok(text);
-    assert_eq!(report.counts.map(|c| c.passed), Some(1));
+    assert_eq!(report.counts.passed, 1);
     assert_eq!(
         report.runner_errors,
         vec!["suite failed but none of its tests failed".to_string()]
@@ -1113,7 +1207,7 @@ fn tap_yaml_blocks_are_not_test_points() {
     let text = "TAP version 13\nnot ok 1 - a\n  ---\n  message: |\n    not ok 7 - fake\n    ok 8 - fake\n    1..99\n  ...\nok 2 - b\n1..2\n";
     let report = auto_ok(text);
     assert_eq!(report.tests.len(), 2);
-    assert_eq!(report.discovered, Some(2));
+    assert_eq!(report.executed(), 2);
     assert!(
         report.runner_errors.is_empty(),
         "{:?}",
@@ -1126,20 +1220,21 @@ fn tap_edge_cases_do_not_panic() {
     // Multi-byte characters where "Bail out!" would be sliced.
     let report = auto_ok("TAP version 13\nBail ou€ not really\nok 1 - a\n1..1\n");
     assert_eq!(report.tests.len(), 1);
-    // Plans whose leaf totals overflow u64 saturate instead of wrapping or panicking.
+    // Plans beyond a count are errors, not lines to skip, also in subtests.
     let max = u64::MAX;
     let text = format!(
         "TAP version 14\n    1..{max}\n    ok 1\nok 1 - a\n    1..{max}\n    ok 1\nok 2 - b\n"
     );
-    let report = auto_ok(&text);
-    assert_eq!(report.discovered, Some(u64::MAX));
-    assert!(!report.runner_errors.is_empty());
+    assert!(matches!(
+        auto(text.as_bytes()),
+        Err(ReportError::CountTooLarge { .. })
+    ));
 }
 
 #[test]
 fn tap_stream_indented_as_a_whole() {
     let report = auto_ok("    TAP version 13\n    ok 1 - a\n    1..1\n");
-    assert_eq!(report.discovered, Some(1));
+    assert_eq!(report.executed(), 1);
     assert!(
         report.runner_errors.is_empty(),
         "{:?}",
@@ -1203,7 +1298,7 @@ fn junit_error_is_failed_and_retries_take_the_last_run() {
         (Outcome::Failed, false, 1)
     );
     assert_eq!(find(&report, "c > skip").outcome, Outcome::Skipped);
-    assert_eq!(report.discovered, Some(4));
+    assert_eq!(report.executed(), 3);
 }
 
 #[test]
@@ -1248,11 +1343,50 @@ fn go_build_fail_events_and_unfinished_tests() {
 
 #[test]
 fn libtest_unfinished_suite_is_a_runner_error() {
-    let text = "{ \"type\": \"suite\", \"event\": \"started\", \"test_count\": 2 }\n{ \"type\": \"test\", \"event\": \"started\", \"name\": \"a\" }\n{ \"type\": \"test\", \"name\": \"a\", \"event\": \"ok\" }\n";
+    let text = "{ \"type\": \"suite\", \"event\": \"started\", \"test_count\": 1 }\n{ \"type\": \"test\", \"event\": \"started\", \"name\": \"a\" }\n{ \"type\": \"test\", \"name\": \"a\", \"event\": \"ok\" }\n";
     let report = auto_ok(text);
-    assert_eq!(report.discovered, Some(2));
-    assert_eq!(report.tests.len(), 1);
-    assert_eq!(report.runner_errors.len(), 2, "{:?}", report.runner_errors);
+    assert_eq!(report.executed(), 1);
+    assert_eq!(report.runner_errors.len(), 1, "{:?}", report.runner_errors);
+    // Cut off before its second test: the suite's count is not backed.
+    let text = "{ \"type\": \"suite\", \"event\": \"started\", \"test_count\": 2 }\n{ \"type\": \"test\", \"event\": \"started\", \"name\": \"a\" }\n{ \"type\": \"test\", \"name\": \"a\", \"event\": \"ok\" }\n";
+    assert!(matches!(
+        auto(text.as_bytes()),
+        Err(ReportError::Unbacked {
+            declared: 2,
+            backed: 1,
+            ..
+        })
+    ));
+}
+
+#[test]
+fn a_libtest_suite_counting_failures_its_tests_do_not_show_is_a_runner_error() {
+    let suite = |end: &str| {
+        format!(
+            "{{\"type\":\"suite\",\"event\":\"started\",\"test_count\":1}}\n{{\"type\":\"test\",\"event\":\"ok\",\"name\":\"b$t::a\"}}\n{end}\n"
+        )
+    };
+    // nextest names (`binary$path`) skip the "failed without a failing test" check; the
+    // closing event's `failed` count does not.
+    let report = auto_ok(&suite(
+        r#"{"type":"suite","event":"failed","passed":0,"failed":3}"#,
+    ));
+    assert_eq!(
+        report.runner_errors,
+        vec!["test suite b counts 3 failures but only 0 listed tests failed".to_owned()]
+    );
+    let report = auto_ok(&suite(
+        r#"{"type":"suite","event":"ok","passed":1,"failed":0}"#,
+    ));
+    assert!(
+        report.runner_errors.is_empty(),
+        "{:?}",
+        report.runner_errors
+    );
+    assert!(matches!(
+        auto(suite(r#"{"type":"suite","event":"ok","passed":1,"failed":"3"}"#).as_bytes()),
+        Err(ReportError::BadCount { .. })
+    ));
 }
 
 #[test]
@@ -1278,15 +1412,38 @@ fn jest_unsuccessful_run_without_failures_is_a_runner_error() {
 }
 
 #[test]
-fn declared_total_disagreeing_with_list_is_a_runner_error() {
+fn declared_total_disagreeing_with_list_is_a_report_error() {
     let text = r#"{"numTotalTests":3,"testResults":[{"name":"f.js","status":"passed","assertionResults":[
         {"ancestorTitles":[],"title":"a","status":"passed"}]}]}"#;
-    let report = auto_ok(text);
-    assert_eq!(report.discovered, Some(3));
     assert_eq!(
-        report.runner_errors,
-        vec!["the report declares 3 tests but lists 1".to_string()]
+        auto(text.as_bytes()).expect_err("unbacked").to_string(),
+        "read jest report: `numTotalTests` declares 3 tests but it lists 1"
     );
+}
+
+#[test]
+fn declared_failures_the_list_does_not_show_are_a_runner_error() {
+    for text in [
+        r#"{"numTotalTests":1,"numFailedTests":1,"testResults":[{"name":"f.js","assertionResults":[{"title":"a","status":"passed"}]}]}"#,
+        r#"{"results":{"tool":{"name":"x"},"summary":{"tests":1,"failed":2},"tests":[{"name":"a","status":"passed"}]}}"#,
+        r#"{"stats":{"tests":1,"failures":1},"tests":[{"title":"a","fullTitle":"a"}],"passes":[{"title":"a","fullTitle":"a"}],"failures":[]}"#,
+        r#"{"config":{},"stats":{"expected":0,"unexpected":1,"flaky":0,"skipped":0},"suites":[{"title":"f","specs":[{"title":"a","tests":[{"status":"expected","results":[{"status":"passed"}]}]}]}]}"#,
+        r#"<testsuite name="s" tests="1" failures="1"><testcase name="a"/></testsuite>"#,
+    ] {
+        let report = auto_ok(text);
+        assert_eq!(report.counts.failed, 0, "{text}");
+        assert_eq!(
+            report.runner_errors.len(),
+            1,
+            "{text}: {:?}",
+            report.runner_errors
+        );
+        assert!(
+            report.runner_errors[0].contains("failures but only 0 listed tests failed"),
+            "{:?}",
+            report.runner_errors
+        );
+    }
 }
 
 #[test]
@@ -1479,8 +1636,8 @@ fn large_reports_parse() {
     text.push_str("]}]}");
     assert!(text.len() > 50 * 1000 * 1000, "{}", text.len());
     let report = auto(text.as_bytes()).expect("parses");
-    assert_eq!(report.discovered, Some(200_000));
-    assert_eq!(report.counts.map(|c| c.failed), Some(200));
+    assert_eq!(report.executed(), 200_000);
+    assert_eq!(report.counts.failed, 200);
     assert!(report.runner_errors.is_empty());
 
     // ~50 MB go test -json stream.
@@ -1501,6 +1658,6 @@ fn large_reports_parse() {
     }
     text.push_str("{\"Action\":\"pass\",\"Package\":\"p\"}\n");
     let report = auto(text.as_bytes()).expect("parses");
-    assert_eq!(report.discovered, Some(n));
+    assert_eq!(report.executed(), n);
     assert!(report.runner_errors.is_empty());
 }

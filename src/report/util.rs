@@ -1,12 +1,13 @@
-//! Helpers shared by the parsers: a JSON report's root object, strict integer counts (never
-//! coerced), durations, identity joining and de-duplication, and the declared-versus-listed
-//! total check.
+//! Helpers shared by the parsers: a JSON report's root object, durations, identity joining
+//! and de-duplication, and the declared-versus-listed checks. Counts are read by
+//! [`super::count`], never here.
 
 use std::collections::{HashMap, HashSet};
 
 use serde_json::{Map, Value};
 
-use super::model::TestCase;
+use super::error::ReportError;
+use super::model::{Format, TestCase};
 
 /// Separator between the parts of a [`TestCase::id`].
 pub(crate) const ID_SEPARATOR: &str = " > ";
@@ -15,30 +16,11 @@ pub(crate) const ID_SEPARATOR: &str = " > ";
 /// document is something else.
 pub(crate) fn root_object(
     value: &Value,
-    format: super::Format,
-) -> Result<&Map<String, Value>, super::ReportError> {
+    format: Format,
+) -> Result<&Map<String, Value>, ReportError> {
     value
         .as_object()
-        .ok_or_else(|| super::ReportError::shape(format, "the document is not a JSON object"))
-}
-
-/// A count from a JSON value: only a non-negative JSON integer counts. Strings (`"5"`),
-/// floats (`5.0`, `5e0`), negatives, booleans, arrays, objects and `null` are absent.
-pub(crate) fn json_count(value: Option<&Value>) -> Option<u64> {
-    value.and_then(Value::as_u64)
-}
-
-/// [`json_count`] of `object[key]`.
-pub(crate) fn count_key(object: &Map<String, Value>, key: &str) -> Option<u64> {
-    json_count(object.get(key))
-}
-
-/// A count from an XML attribute: only ASCII digits (no sign, no spaces, no decimal point).
-pub(crate) fn text_count(text: &str) -> Option<u64> {
-    if text.is_empty() || !text.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    text.parse().ok()
+        .ok_or_else(|| ReportError::shape(format, "the document is not a JSON object"))
 }
 
 /// A duration in milliseconds from a finite, non-negative number of `unit_ms` milliseconds.
@@ -103,20 +85,42 @@ pub(crate) fn dedupe_ids(tests: &mut [TestCase]) {
     }
 }
 
-/// Records a runner error when the report's own total disagrees with the tests it lists.
-/// Only checked when the report lists at least one test (summary-only reports list none).
+/// Checks a total the report declares against the tests it lists: they must be equal, also
+/// when it lists none. A declared total the list does not back is
+/// [`ReportError::Unbacked`]: which of the two is right is unknowable, so the report is not
+/// evidence.
 pub(crate) fn check_declared_total(
+    format: Format,
+    declared_by: &str,
     declared: Option<u64>,
-    tests: &[TestCase],
+    listed: usize,
+) -> Result<(), ReportError> {
+    let listed = listed as u64;
+    match declared {
+        Some(declared) if declared != listed => Err(ReportError::Unbacked {
+            format: format.as_str(),
+            declared_by: declared_by.to_owned(),
+            declared,
+            backed_by: "it lists",
+            backed: listed,
+        }),
+        _ => Ok(()),
+    }
+}
+
+/// Records a runner error when the report declares more failures than its listed tests show:
+/// a failure it does not attribute to a test is still a failure. (Fewer is harmless: the
+/// listed failures fail the run.)
+pub(crate) fn check_declared_failures(
+    declared_by: &str,
+    declared: Option<u64>,
+    listed: u64,
     runner_errors: &mut Vec<String>,
 ) {
-    if let Some(declared) = declared {
-        let listed = tests.len() as u64;
-        if listed > 0 && declared != listed {
-            runner_errors.push(format!(
-                "the report declares {declared} tests but lists {listed}"
-            ));
-        }
+    if let Some(declared) = declared.filter(|d| *d > listed) {
+        runner_errors.push(format!(
+            "{declared_by} counts {declared} failures but only {listed} listed tests failed"
+        ));
     }
 }
 

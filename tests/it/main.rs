@@ -21,4 +21,5 @@ mod root;
 mod sandbox;
 mod services;
 mod support;
+mod truth_reports;
 mod verify_ci;

@@ -106,7 +106,15 @@ gen_pytest() {
   fi
   mkdir -p "$FIX/junit"
   (cd "$d" && .venv/bin/pytest -p no:cacheprovider --junitxml="$FIX/junit/pytest.xml" tests/ >/dev/null 2>&1) || true
-  need "$FIX/junit/pytest.xml"; normalise_paths "$FIX/junit/pytest.xml"
+  # Collect only: nothing executes (`tests="0"`).
+  (cd "$d" && .venv/bin/pytest -p no:cacheprovider --co --junitxml="$FIX/junit/pytest-collect-only.xml" tests/ >/dev/null 2>&1) || true
+  # Modules that cannot be imported, beside one that can.
+  (cd "$GEN/pytest-collect" && "$d/.venv/bin/pytest" -p no:cacheprovider --continue-on-collection-errors --junitxml="$FIX/junit/pytest-collection-error.xml" broken/ >/dev/null 2>&1) || true
+  # Every test skipped or xfail.
+  (cd "$GEN/pytest-collect" && "$d/.venv/bin/pytest" -p no:cacheprovider --junitxml="$FIX/junit/pytest-all-skipped.xml" skipped/ >/dev/null 2>&1) || true
+  for f in pytest pytest-collect-only pytest-collection-error pytest-all-skipped; do
+    need "$FIX/junit/$f.xml"; normalise_paths "$FIX/junit/$f.xml"
+  done
 }
 
 gen_rust() {
