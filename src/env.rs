@@ -46,6 +46,17 @@ impl Env {
 }
 
 impl Env {
+    /// proofgraph's own per-user configuration directory
+    /// (`$XDG_CONFIG_HOME/proofgraph`, else `~/.config/proofgraph`), where the
+    /// keys this user trusts for each store are pinned. A relative
+    /// `$XDG_CONFIG_HOME` is ignored, as the XDG specification says.
+    pub fn proofgraph_config_dir(&self) -> PathBuf {
+        match self.xdg_config_home.as_ref().filter(|p| p.is_absolute()) {
+            Some(xdg) => crate::openspec::root::normalize(&xdg.join("proofgraph")),
+            None => crate::openspec::root::normalize(&self.home.join(".config/proofgraph")),
+        }
+    }
+
     /// An environment variable's value.
     pub fn var(&self, name: &str) -> Option<&OsString> {
         self.vars.get(std::ffi::OsStr::new(name))

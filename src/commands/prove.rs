@@ -9,7 +9,7 @@ use std::num::NonZeroUsize;
 use proofgraph_sandbox::{IsolationRequest, SandboxMode};
 use serde::Serialize;
 
-use super::evaluate::{evaluate, store_error};
+use super::evaluate::{Keys, evaluate};
 use super::{Context, RootOutput};
 use crate::execute::{self, Plan, ProviderRun, ReceiptView};
 use crate::exit::Verdict;
@@ -105,16 +105,16 @@ fn run_id() -> String {
 
 /// Runs `prove`.
 pub fn run(ctx: &Context, options: &ProveOptions) -> Report<ProvePayload> {
-    let e = match evaluate(ctx, &options.change, options.sandbox, true) {
+    let e = match evaluate(ctx, &options.change, options.sandbox, Keys::Sign) {
         Ok(e) => e,
         Err(all) => return Report::failed(all, Verdict::Invalid),
     };
     let name = e.loaded.change.name.to_string();
     let graph = &e.loaded.prepared.graph;
-    let key = match e.store.signing_key() {
-        Ok(k) => k,
-        Err(err) => return Report::failed(vec![store_error(&err)], Verdict::Invalid),
-    };
+    let key = e
+        .signing_key
+        .clone()
+        .expect("evaluate made or refused the signing key");
     // Leftovers of runs killed long ago (never a live run's files).
     e.store.sweep(std::time::Duration::from_secs(24 * 3600));
     let (wanted, reused) = execute::wanted(

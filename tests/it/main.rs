@@ -20,4 +20,5 @@ mod root;
 mod sandbox;
 mod services;
 mod support;
+mod trust;
 mod verify_ci;
