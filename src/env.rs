@@ -62,3 +62,34 @@ impl Env {
         self.vars.get(std::ffi::OsStr::new(name))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_config_dir_follows_xdg_and_ignores_a_relative_one() {
+        let mut env = Env {
+            cwd: PathBuf::from("/w"),
+            home: PathBuf::from("/home/u"),
+            xdg_data_home: None,
+            xdg_config_home: None,
+            path: None,
+            vars: BTreeMap::new(),
+        };
+        assert_eq!(
+            env.proofgraph_config_dir(),
+            PathBuf::from("/home/u/.config/proofgraph")
+        );
+        env.xdg_config_home = Some(PathBuf::from("/x/config"));
+        assert_eq!(
+            env.proofgraph_config_dir(),
+            PathBuf::from("/x/config/proofgraph")
+        );
+        env.xdg_config_home = Some(PathBuf::from("relative/config"));
+        assert_eq!(
+            env.proofgraph_config_dir(),
+            PathBuf::from("/home/u/.config/proofgraph")
+        );
+    }
+}

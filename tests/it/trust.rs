@@ -92,6 +92,15 @@ fn a_replaced_public_key_is_a_coded_error_naming_both_key_ids() {
         &["prove", CHANGE, "--json"],
         &["plan", CHANGE, "--json"],
         &["explain", CHANGE, "lint", "--json"],
+        // It signs what it imports: refused before the envelope is even read.
+        &[
+            "evidence",
+            "verify-ci",
+            CHANGE,
+            "lint",
+            "absent.json",
+            "--json",
+        ],
     ] {
         let run = sb.run(&sb.work(), args);
         run.expect_code(3);
