@@ -90,6 +90,9 @@ fn a_replaced_public_key_is_a_coded_error_naming_both_key_ids() {
     for args in [
         &["status", CHANGE, "--json"][..],
         &["prove", CHANGE, "--json"],
+        // Whatever the sandbox mode: the key is judged before anything is looked up.
+        &["prove", CHANGE, "--sandbox", "copy", "--json"],
+        &["status", CHANGE, "--sandbox", "none", "--json"],
         &["plan", CHANGE, "--json"],
         &["explain", CHANGE, "lint", "--json"],
         // It signs what it imports: refused before the envelope is even read.
