@@ -158,6 +158,9 @@ enum CommandArgs {
     /// Check receipts on their own
     #[command(subcommand)]
     Receipt(ReceiptArgs),
+    /// The store's signing key, and the pin outside the store that makes it trusted
+    #[command(subcommand)]
+    Key(KeyArgs),
     /// Draw the change's graph: providers, services, probes and their edges
     #[command(
         after_help = "Examples:\n  proofgraph graph add-profile-page --format dot | dot -Tsvg > graph.svg\n  proofgraph graph add-profile-page --format mermaid"
@@ -181,6 +184,29 @@ enum ReceiptArgs {
         /// A receipt file, or the SHA-256 of a receipt in .proofgraph/
         receipt: String,
     },
+}
+
+#[derive(Debug, Subcommand)]
+enum KeyArgs {
+    /// Print the store's key id, public key and whether it is trusted (pinned)
+    #[command(
+        after_help = "Examples:\n  proofgraph key show\n  proofgraph key show --json\n\nThe threat model: docs/threat-model.md."
+    )]
+    Show,
+    /// Trust the store's key after checking it: pins its id in ~/.config/proofgraph (XDG_CONFIG_HOME)
+    #[command(
+        after_help = "Example:\n  proofgraph key pin sha256:3f1c...   # the id `proofgraph key show` printed, once you checked it\n\nOnly the store's key is pinned, and only when its id is the one given."
+    )]
+    Pin {
+        /// The store key's id, `sha256:<64 hex digits>`, as `key show` prints it
+        #[arg(value_name = "KEY_ID", value_parser = parse_key_id)]
+        keyid: crate::trust::KeyId,
+    },
+}
+
+/// Parses a key id argument (`sha256:<hex>`).
+fn parse_key_id(text: &str) -> Result<crate::trust::KeyId, String> {
+    crate::trust::KeyId::parse(text)
 }
 
 #[derive(Debug, Subcommand)]
@@ -354,6 +380,8 @@ impl Cli {
             CommandArgs::Receipt(ReceiptArgs::Verify { receipt }) => {
                 Command::ReceiptVerify { receipt }
             }
+            CommandArgs::Key(KeyArgs::Show) => Command::KeyShow,
+            CommandArgs::Key(KeyArgs::Pin { keyid }) => Command::KeyPin { keyid },
             CommandArgs::Evidence(EvidenceArgs::Detect { change }) => {
                 Command::EvidenceDetect { change }
             }

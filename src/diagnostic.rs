@@ -194,6 +194,17 @@ codes! {
     ReceiptUntrusted = "receipt_untrusted",
     /// The workspace's signing key can be read by other users.
     SigningKeyExposed = "signing_key_exposed",
+    // The trust anchor: the store's key against its pin.
+    /// A key file of the store is not the key pinned for it (both ids named).
+    WorkspaceKeyMismatch = "workspace_key_mismatch",
+    /// Nothing vouches for the store's key: no pin for this store, not in `trustedKeys`.
+    WorkspaceKeyUnpinned = "workspace_key_unpinned",
+    /// The store had no key: a new one was made and pinned in place of the pinned one.
+    WorkspaceKeyReplaced = "workspace_key_replaced",
+    /// The pin of the store's key could not be written in the user's config directory.
+    WorkspacePinUnwritable = "workspace_pin_unwritable",
+    /// `key pin`: the store has no key to pin.
+    WorkspaceKeyMissing = "workspace_key_missing",
     /// The remote cache named in `proofgraph.yaml` does not answer.
     CacheUnreachable = "cache_unreachable",
     /// A remote cache is configured, but this version keeps receipts local.

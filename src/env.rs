@@ -46,8 +46,50 @@ impl Env {
 }
 
 impl Env {
+    /// proofgraph's own per-user configuration directory
+    /// (`$XDG_CONFIG_HOME/proofgraph`, else `~/.config/proofgraph`), where the
+    /// keys this user trusts for each store are pinned. A relative
+    /// `$XDG_CONFIG_HOME` is ignored, as the XDG specification says.
+    pub fn proofgraph_config_dir(&self) -> PathBuf {
+        match self.xdg_config_home.as_ref().filter(|p| p.is_absolute()) {
+            Some(xdg) => crate::openspec::root::normalize(&xdg.join("proofgraph")),
+            None => crate::openspec::root::normalize(&self.home.join(".config/proofgraph")),
+        }
+    }
+
     /// An environment variable's value.
     pub fn var(&self, name: &str) -> Option<&OsString> {
         self.vars.get(std::ffi::OsStr::new(name))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_config_dir_follows_xdg_and_ignores_a_relative_one() {
+        let mut env = Env {
+            cwd: PathBuf::from("/w"),
+            home: PathBuf::from("/home/u"),
+            xdg_data_home: None,
+            xdg_config_home: None,
+            path: None,
+            vars: BTreeMap::new(),
+        };
+        assert_eq!(
+            env.proofgraph_config_dir(),
+            PathBuf::from("/home/u/.config/proofgraph")
+        );
+        env.xdg_config_home = Some(PathBuf::from("/x/config"));
+        assert_eq!(
+            env.proofgraph_config_dir(),
+            PathBuf::from("/x/config/proofgraph")
+        );
+        env.xdg_config_home = Some(PathBuf::from("relative/config"));
+        assert_eq!(
+            env.proofgraph_config_dir(),
+            PathBuf::from("/home/u/.config/proofgraph")
+        );
     }
 }

@@ -29,6 +29,7 @@ pub mod status;
 pub mod store;
 #[cfg(test)]
 pub(crate) mod testing;
+pub mod trust;
 pub mod watch;
 pub mod workspace;
 pub mod world;

@@ -267,27 +267,88 @@ pub struct Verified {
 /// binding and fingerprint as the predicate. Anything else is `None`: a
 /// receipt that does not verify is ignored, never trusted.
 pub fn read(store: &Store, sha256: &str, trusted: &[TrustedKey]) -> Option<Verified> {
+    check(store, sha256, trusted).ok()
+}
+
+/// Why a receipt in the store does not count.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Unverified {
+    /// The blob is absent, or its bytes do not match its name.
+    Missing,
+    /// No key this workspace trusts signed it. `named` are the key ids its
+    /// signatures name: unauthenticated hints, good for a message, never for trust.
+    Untrusted {
+        /// The key ids the envelope's signatures name.
+        named: Vec<String>,
+    },
+    /// Signed by a trusted key, but not a receipt of this proofgraph.
+    Invalid(String),
+}
+
+impl Unverified {
+    /// Why, as a fragment for a reason (`the receipt for this fingerprint …`).
+    pub fn reason(&self) -> String {
+        match self {
+            Unverified::Missing => "is missing from the store or corrupt".to_owned(),
+            Unverified::Untrusted { named } if named.is_empty() => {
+                "is not signed by a key this workspace trusts (it names no key)".to_owned()
+            }
+            Unverified::Untrusted { named } => format!(
+                "is not signed by a key this workspace trusts (it names {})",
+                named
+                    .iter()
+                    .map(|k| format!("`{k}`"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            Unverified::Invalid(why) => format!("is not a proofgraph receipt: {why}"),
+        }
+    }
+}
+
+/// [`read`], saying why a receipt does not count.
+pub fn check(store: &Store, sha256: &str, trusted: &[TrustedKey]) -> Result<Verified, Unverified> {
     // Verified once per process: the blob cannot change under its digest,
     // so what remains to check is that its signer is still trusted here.
     if let Some((proof, keyid)) = store.verified(sha256) {
-        return trusted
-            .iter()
-            .any(|k| k.keyid() == keyid)
-            .then(|| Verified {
+        return if trusted.iter().any(|k| k.keyid() == keyid) {
+            Ok(Verified {
                 sha256: sha256.to_owned(),
                 proof,
                 keyid,
-            });
+            })
+        } else {
+            Err(Unverified::Untrusted { named: vec![keyid] })
+        };
     }
-    let bytes = store.get(sha256)?;
-    let (proof, keyid) = verify_bytes(&bytes, trusted).ok()?;
+    let bytes = store.get(sha256).ok_or(Unverified::Missing)?;
+    let (proof, keyid) = verify_bytes(&bytes, trusted).map_err(|rejected| match rejected {
+        Rejected::Signature(_) => Unverified::Untrusted {
+            named: named_keys(&bytes),
+        },
+        Rejected::NotAReceipt(why) => Unverified::Invalid(why),
+    })?;
     let proof = std::sync::Arc::new(proof);
     store.remember_verified(sha256, std::sync::Arc::clone(&proof), keyid.clone());
-    Some(Verified {
+    Ok(Verified {
         sha256: sha256.to_owned(),
         proof,
         keyid,
     })
+}
+
+/// The key ids an envelope's signatures name (unauthenticated), for messages.
+pub fn named_keys(bytes: &[u8]) -> Vec<String> {
+    serde_json::from_slice::<crate::attest::Envelope>(bytes)
+        .map(|e| {
+            e.signatures
+                .into_iter()
+                .filter_map(|s| s.keyid)
+                // A hint is shown, so only one that looks like a key id.
+                .filter(|k| crate::trust::KeyId::parse(k).is_ok())
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 /// Why receipt bytes were not accepted.
@@ -335,24 +396,6 @@ pub fn verify_bytes(bytes: &[u8], trusted: &[TrustedKey]) -> Result<(Proof, Stri
         ));
     }
     Ok((proof, verified.keyid))
-}
-
-/// The trust list: the workspace's own key, and the catalog's trusted keys.
-pub fn trusted_keys(
-    store: &Store,
-    catalog: Option<&crate::config::catalog::Catalog>,
-) -> Vec<TrustedKey> {
-    let mut out: Vec<TrustedKey> = store
-        .public_key()
-        .into_iter()
-        .map(TrustedKey::new)
-        .collect();
-    for key in catalog.iter().flat_map(|c| &c.trusted_keys) {
-        if let Ok(k) = TrustedKey::from_pem(&key.public_key.value) {
-            out.push(k);
-        }
-    }
-    out
 }
 
 /// The current time in RFC 3339, UTC, to the millisecond.
@@ -433,20 +476,32 @@ mod tests {
     fn receipts_round_trip_only_with_a_trusted_key() {
         let dir = tempfile::tempdir().expect("tempdir");
         let store = Store::open(dir.path()).expect("store");
-        let key = store.signing_key().expect("key");
+        let key = crate::attest::keys::generate_signing_key().expect("key");
         let (digest, written) = write(&store, &key, proof(), &TestNames::default()).expect("write");
         assert_eq!(*written, proof());
-        let trusted = trusted_keys(&store, None);
+        let trusted = [TrustedKey::new(key.verifying_key())];
         let read_back = read(&store, &digest, &trusted).expect("verifies");
         assert_eq!(*read_back.proof, proof());
         let stranger = crate::attest::keys::generate_signing_key().expect("key");
-        assert!(
-            read(
-                &store,
-                &digest,
-                &[TrustedKey::new(stranger.verifying_key())]
-            )
-            .is_none()
+        let keyid = crate::attest::keys::key_id(&key.verifying_key());
+        // Remembered as verified in this process, or read afresh by another: a key
+        // that is not trusted never verifies it, and the reason names the signer.
+        for store in [store.clone(), Store::open(dir.path()).expect("store")] {
+            assert_eq!(
+                check(
+                    &store,
+                    &digest,
+                    &[TrustedKey::new(stranger.verifying_key())]
+                )
+                .err(),
+                Some(Unverified::Untrusted {
+                    named: vec![keyid.clone()]
+                })
+            );
+        }
+        assert_eq!(
+            check(&store, &"0".repeat(64), &trusted).err(),
+            Some(Unverified::Missing)
         );
     }
 

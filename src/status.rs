@@ -7,7 +7,8 @@
 //! repositories needs one such provider per repository. A provider's receipt
 //! counts only if it verifies against a trusted key and names the current
 //! fingerprint; a receipt for another fingerprint makes the requirement
-//! `stale`, none at all `pending`.
+//! `stale`, none at all `pending`, and so does one for the current fingerprint
+//! that no trusted key signed — with a reason naming the key it claims.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -58,7 +59,8 @@ pub struct Evidence {
     pub receipt: String,
     /// Its state.
     pub state: State,
-    /// The receipt's SHA-256, when there is a current one (or the stale one).
+    /// The receipt's SHA-256, when there is a current one (or the stale one, or the
+    /// one for this fingerprint that no trusted key signed).
     pub sha256: Option<String>,
     /// Why it is not passed.
     pub reason: Option<String>,
@@ -80,6 +82,22 @@ pub struct Requirement {
 }
 
 /// What the store says about one receipt of one provider.
+#[derive(Debug, Clone)]
+pub struct Lookup {
+    /// The state it gives.
+    pub state: State,
+    /// The current receipt, verified.
+    pub verified: Option<Verified>,
+    /// The receipt found when none is current and verified: the stale one, or
+    /// the one for this fingerprint that does not count.
+    pub other: Option<String>,
+    /// Why a receipt for this fingerprint does not count (an untrusted signer).
+    pub reason: Option<String>,
+}
+
+/// What the store says about one receipt of one provider. A receipt for the current
+/// fingerprint that does not verify against a trusted key is no proof: the state is
+/// `pending` and the reason says whose signature it carries, never `stale`.
 pub fn lookup(
     store: &Store,
     trusted: &[TrustedKey],
@@ -87,20 +105,50 @@ pub fn lookup(
     fingerprint: &str,
     receipt: &str,
     capability: &str,
-) -> (State, Option<Verified>, Option<String>) {
+) -> Lookup {
     let key = Store::action_key(fingerprint, receipt, capability);
-    if let Some(sha) = store.action(&key)
-        && let Some(v) = receipt::read(store, &sha, trusted)
-        && v.proof.fingerprint == fingerprint
-        && v.proof.capability == capability
-        && v.proof.receipt == receipt
-    {
-        let state = state_of(v.proof.outcome);
-        return (state, Some(v), None);
+    if let Some(sha) = store.action(&key) {
+        match receipt::check(store, &sha, trusted) {
+            Ok(v)
+                if v.proof.fingerprint == fingerprint
+                    && v.proof.capability == capability
+                    && v.proof.receipt == receipt =>
+            {
+                return Lookup {
+                    state: state_of(v.proof.outcome),
+                    verified: Some(v),
+                    other: None,
+                    reason: None,
+                };
+            }
+            Err(
+                why @ (receipt::Unverified::Untrusted { .. } | receipt::Unverified::Invalid(_)),
+            ) => {
+                return Lookup {
+                    state: State::Pending,
+                    verified: None,
+                    reason: Some(format!("the receipt for this fingerprint {}", why.reason())),
+                    other: Some(sha),
+                };
+            }
+            // A missing blob, or an entry naming another requirement's receipt: no
+            // receipt for this fingerprint.
+            Ok(_) | Err(receipt::Unverified::Missing) => {}
+        }
     }
     match store.latest(change, receipt, capability) {
-        Some(sha) => (State::Stale, None, Some(sha)),
-        None => (State::Pending, None, None),
+        Some(sha) => Lookup {
+            state: State::Stale,
+            verified: None,
+            other: Some(sha),
+            reason: None,
+        },
+        None => Lookup {
+            state: State::Pending,
+            verified: None,
+            other: None,
+            reason: None,
+        },
     }
 }
 
@@ -166,7 +214,12 @@ pub fn requirements(
                         claim.id.value.to_string(),
                     );
                     let e = cache.entry(key).or_insert_with(|| {
-                        let (mut state, verified, stale) = lookup(
+                        let Lookup {
+                            mut state,
+                            verified,
+                            other,
+                            reason: refused,
+                        } = lookup(
                             store,
                             trusted,
                             change,
@@ -189,6 +242,7 @@ pub fn requirements(
                             (Some(v), State::Failed | State::Inconclusive) => {
                                 v.proof.reason.clone()
                             }
+                            (None, _) if refused.is_some() => refused,
                             (None, State::Stale) => {
                                 Some("the receipt is for an earlier fingerprint".to_owned())
                             }
@@ -199,7 +253,7 @@ pub fn requirements(
                             provider: id.to_string(),
                             receipt: output.under.to_string(),
                             state,
-                            sha256: verified.map(|v| v.sha256).or(stale),
+                            sha256: verified.map(|v| v.sha256).or(other),
                             reason,
                         }
                     });
@@ -253,7 +307,7 @@ pub fn is_proven(
 ) -> Option<Vec<String>> {
     let mut receipts = Vec::new();
     for output in &provider.outputs {
-        let (state, verified, _) = lookup(
+        let found = lookup(
             store,
             trusted,
             change,
@@ -261,10 +315,10 @@ pub fn is_proven(
             output.under.as_str(),
             output.capability.as_str(),
         );
-        if state != State::Passed {
+        if found.state != State::Passed {
             return None;
         }
-        receipts.extend(verified.map(|v| v.sha256));
+        receipts.extend(found.verified.map(|v| v.sha256));
     }
     Some(receipts)
 }

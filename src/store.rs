@@ -7,7 +7,8 @@
 //!   .gitignore                 "*": the store is never tracked
 //!   store.json                 {"format": "proofgraph-store", "version": 1}
 //!   keys/workspace.key         the workspace's Ed25519 signing key (PKCS#8 PEM, mode 0600)
-//!   keys/workspace.pub         its public key (SPKI PEM)
+//!   keys/workspace.pub         its public key (SPKI PEM); trusted only when pinned
+//!                              outside the store (see `crate::trust`)
 //!   cas/<2>/<62>               blobs by SHA-256: receipt envelopes, logs, reports, input listings
 //!   ac/<2>/<62>                action cache: SHA-256 of (fingerprint, receipt name, capability)
 //!                              → the SHA-256 of the receipt envelope that answers it
@@ -126,6 +127,15 @@ pub fn is_sha256_hex(text: &str) -> bool {
         && text
             .bytes()
             .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+}
+
+/// Where the workspace's key pair lives in a store.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeyFiles {
+    /// `keys/workspace.key`: the signing key, PKCS#8 PEM, mode 0600.
+    pub private: PathBuf,
+    /// `keys/workspace.pub`: its public half, SPKI PEM.
+    pub public: PathBuf,
 }
 
 /// A verified receipt's proof and the id of the key that signed it.
@@ -432,52 +442,49 @@ impl Store {
         Ok(dir)
     }
 
-    /// The workspace's signing key, created on first use. Two runs creating
-    /// it at once agree on one key: the key is written to a temporary file
-    /// and hard-linked into place, which fails if another run got there first.
-    pub fn signing_key(&self) -> Result<ed25519_dalek::SigningKey, StoreError> {
-        let key_dir = self.dir.join("keys");
-        let private = key_dir.join("workspace.key");
-        let public = key_dir.join("workspace.pub");
-        if !private.exists() {
-            let key = keys::generate_signing_key()?;
-            let pem = keys::signing_key_to_pem(&key);
-            let tmp = self
-                .dir
-                .join("tmp")
-                .join(format!("key-{}", std::process::id()));
-            let _ = fs_err::remove_file(&tmp);
-            {
-                use fs_err::os::unix::fs::OpenOptionsExt as _;
-                let mut file = fs_err::OpenOptions::new()
-                    .write(true)
-                    .create_new(true)
-                    .mode(0o600)
-                    .open(&tmp)
-                    .map_err(io("create", &tmp))?;
-                file.write_all(pem.as_bytes()).map_err(io("write", &tmp))?;
-                file.sync_all().map_err(io("flush", &tmp))?;
-            }
-            match fs_err::hard_link(&tmp, &private) {
-                Ok(()) => {}
-                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
-                Err(e) => return Err(io("link", &private)(e)),
-            }
-            let _ = fs_err::remove_file(&tmp);
+    /// The workspace's key files: `keys/workspace.key` (the signing key) and
+    /// `keys/workspace.pub` (its public half). Whether the key in them is trusted is
+    /// not the store's to say: see [`crate::trust`].
+    pub fn key_files(&self) -> KeyFiles {
+        let keys = self.dir.join("keys");
+        KeyFiles {
+            private: keys.join("workspace.key"),
+            public: keys.join("workspace.pub"),
         }
-        let key = keys::read_signing_key(&private)?;
-        if !public.exists() {
-            self.write_atomic(
-                &public,
-                keys::public_key_to_pem(&key.verifying_key()).as_bytes(),
-            )?;
-        }
-        Ok(key)
     }
 
-    /// The workspace's public key, if it has one.
-    pub fn public_key(&self) -> Option<ed25519_dalek::VerifyingKey> {
-        keys::read_public_key(&self.dir.join("keys").join("workspace.pub")).ok()
+    /// Installs `key` as the workspace's signing key (PKCS#8 PEM, mode 0600) unless
+    /// the store already has one; returns whether it did. The key is written to a
+    /// file in `tmp/` and hard-linked into place, which fails if a signing key
+    /// exists, so a key is never replaced and two writers never both succeed.
+    pub fn install_signing_key(&self, key: &ed25519_dalek::SigningKey) -> Result<bool, StoreError> {
+        let private = self.key_files().private;
+        let key_dir = self.dir.join("keys");
+        self.ensure_dir(&key_dir)?;
+        let tmp_dir = self.dir.join("tmp");
+        self.ensure_dir(&tmp_dir)?;
+        let pem = keys::signing_key_to_pem(key);
+        let tmp = tempfile::Builder::new()
+            .prefix("key-")
+            .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o600))
+            .tempfile_in(&tmp_dir)
+            .map_err(io("create a temporary file in", &tmp_dir))?;
+        tmp.as_file()
+            .write_all(pem.as_bytes())
+            .map_err(io("write", tmp.path()))?;
+        match fs_err::hard_link(tmp.path(), &private) {
+            Ok(()) => Ok(true),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(false),
+            Err(e) => Err(io("link", &private)(e)),
+        }
+    }
+
+    /// Writes the workspace's public key file (replacing it).
+    pub fn write_public_key(&self, key: &ed25519_dalek::VerifyingKey) -> Result<(), StoreError> {
+        self.write_atomic(
+            &self.key_files().public,
+            keys::public_key_to_pem(key).as_bytes(),
+        )
     }
 
     /// Removes leftovers of interrupted runs: temporary files and run
@@ -612,21 +619,29 @@ mod tests {
     }
 
     #[test]
-    fn the_signing_key_is_created_once_with_mode_0600() {
+    fn a_signing_key_is_installed_once_with_mode_0600() {
         use std::os::unix::fs::PermissionsExt as _;
         let dir = tempfile::tempdir().expect("tempdir");
         let store = Store::open(dir.path()).expect("open");
-        let a = store.signing_key().expect("key");
-        let b = store.signing_key().expect("key");
-        assert_eq!(a.to_bytes(), b.to_bytes());
-        let mode = fs_err::metadata(store.dir().join("keys/workspace.key"))
+        let a = keys::generate_signing_key().expect("key");
+        let b = keys::generate_signing_key().expect("key");
+        assert!(store.install_signing_key(&a).expect("install"));
+        // A second key never replaces the first.
+        assert!(!store.install_signing_key(&b).expect("install again"));
+        let files = store.key_files();
+        let read = keys::read_signing_key(&files.private).expect("read");
+        assert_eq!(read.to_bytes(), a.to_bytes());
+        let mode = fs_err::metadata(&files.private)
             .expect("meta")
             .permissions()
             .mode();
         assert_eq!(mode & 0o777, 0o600);
+        store
+            .write_public_key(&a.verifying_key())
+            .expect("write public");
         assert_eq!(
-            store.public_key().map(|k| k.to_bytes()),
-            Some(a.verifying_key().to_bytes())
+            keys::read_public_key(&files.public).expect("public"),
+            a.verifying_key()
         );
         let ignore = fs_err::read_to_string(store.dir().join(".gitignore")).expect("gitignore");
         assert!(ignore.lines().any(|l| l == "*"));

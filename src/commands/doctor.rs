@@ -16,6 +16,7 @@ use crate::diagnostic::{self, Diagnostic};
 use crate::exit::Verdict;
 use crate::openspec::{inspect, store};
 use crate::output::{Payload, Report};
+use crate::trust::{KeyStatus, PinnedBy};
 use crate::workspace::Workspace;
 
 /// The root's health.
@@ -166,18 +167,39 @@ impl Payload for DoctorPayload {
                     "none (snapshots lstat every tracked file; `proofgraph watch` avoids that)"
                 }
             );
-            match &ps.signing_key {
-                Some(k) => {
-                    let _ = writeln!(
-                        out,
-                        "  Signing key: {}",
-                        k.keyid.as_deref().unwrap_or("unreadable")
-                    );
-                }
-                None => {
-                    let _ = writeln!(out, "  Signing key: none yet (the first prove makes one)");
-                }
-            }
+            let t = &ps.trust;
+            let show =
+                |k: Option<crate::trust::KeyId>| k.map(|k| k.to_string()).unwrap_or_default();
+            let _ = match (t.state, &t.pinned_by) {
+                (KeyStatus::Pinned, Some(PinnedBy::TrustedKey { name })) => writeln!(
+                    out,
+                    "  Signing key: {} (trusted: `{name}` in trustedKeys of proofgraph.yaml)",
+                    show(t.keyid)
+                ),
+                (KeyStatus::Pinned, _) => writeln!(
+                    out,
+                    "  Signing key: {} (trusted: pinned in {})",
+                    show(t.keyid),
+                    t.pin_file.display()
+                ),
+                (KeyStatus::Mismatch, _) => writeln!(
+                    out,
+                    "  Signing key: {} NOT TRUSTED: the key pinned for this store is {}",
+                    show(t.keyid),
+                    show(t.pinned_keyid)
+                ),
+                (KeyStatus::Unpinned, _) => writeln!(
+                    out,
+                    "  Signing key: {} NOT TRUSTED: not pinned (`proofgraph key pin {}` once you checked it)",
+                    show(t.keyid),
+                    show(t.keyid)
+                ),
+                (KeyStatus::Unreadable, _) => writeln!(out, "  Signing key: unreadable"),
+                (KeyStatus::Absent, _) => writeln!(
+                    out,
+                    "  Signing key: none yet (the first prove makes one and pins it)"
+                ),
+            };
             for k in &ps.trusted_keys {
                 let _ = writeln!(
                     out,
@@ -217,7 +239,8 @@ pub fn run(ctx: &Context) -> Report<DoctorPayload> {
     let mut status = resolution.notes.clone();
     let workspace = Workspace::load(&resolved.path);
     let isolation = machine::isolation(&mut status);
-    let proof_store = machine::proof_store(&workspace, &mut status);
+    let proof_store =
+        machine::proof_store(&workspace, &crate::trust::Pins::new(ctx.env()), &mut status);
     let cache = machine::cache(&workspace, &mut status);
     let mut ws_status = workspace.diagnostics.clone();
     diagnostic::sort(&mut ws_status);

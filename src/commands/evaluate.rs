@@ -12,6 +12,21 @@ use crate::receipt::Component;
 use crate::store::Store;
 use crate::world::{Observed, observe};
 
+/// What a command does with the store's keys.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Keys {
+    /// It signs receipts (`prove`, `evidence verify-ci`): the store and its key are
+    /// created (and the key pinned) if absent; a key that is not trusted stops it.
+    Sign,
+    /// It reads receipts (`status`, `plan`, `explain`): the store is only read, and a
+    /// store key that is not trusted stops it (exit 3) rather than showing every
+    /// receipt as unproven without saying why.
+    Check,
+    /// It reads no receipt (`hash`, `receipt verify`'s binding check): the keys are
+    /// not looked at, and nothing is trusted.
+    Ignore,
+}
+
 /// A change, evaluated against the world and the store.
 pub struct Evaluated {
     /// The change and its sealed graph.
@@ -26,6 +41,8 @@ pub struct Evaluated {
     pub store: Store,
     /// The keys whose receipts are trusted.
     pub trusted: Vec<TrustedKey>,
+    /// The workspace's signing key, for [`Keys::Sign`].
+    pub signing_key: Option<ed25519_dalek::SigningKey>,
 }
 
 impl Evaluated {
@@ -56,16 +73,16 @@ pub fn sandbox_mode(loaded: &Loaded, flag: Option<SandboxMode>) -> SandboxMode {
     .unwrap_or(SandboxMode::Worktree)
 }
 
-/// Loads, seals, observes and fingerprints a change, and opens the store.
-/// With `create_key` (for `prove`), the store and the workspace's signing key
-/// are created if absent; otherwise the store is only read.
+/// Loads, seals, observes and fingerprints a change, opens the store, and decides
+/// which keys' receipts count (see [`Keys`] and [`crate::trust`]). Notes about the
+/// keys (a new key made in place of a pinned one) are added to `loaded.notes`.
 pub fn evaluate(
     ctx: &Context,
     change: &str,
     mode: Option<SandboxMode>,
-    create_key: bool,
+    keys: Keys,
 ) -> Result<Evaluated, Vec<Diagnostic>> {
-    let loaded = load(ctx, change)?;
+    let mut loaded = load(ctx, change)?;
     let mode = sandbox_mode(&loaded, mode);
     let observed = observe(
         &loaded.workspace,
@@ -79,14 +96,25 @@ pub fn evaluate(
         .graph
         .fingerprints_with(&observed.world, super::plan::default_jobs())
         .map_err(|e| vec![Diagnostic::error(Code::InternalError, e.to_string())])?;
-    let store = if create_key {
-        let store = Store::open(&loaded.workspace.root).map_err(|e| vec![store_error(&e)])?;
-        store.signing_key().map_err(|e| vec![store_error(&e)])?;
-        store
-    } else {
-        Store::open_read_only(&loaded.workspace.root)
+    let pins = crate::trust::Pins::new(ctx.env());
+    let root = loaded.workspace.root.clone();
+    let catalog = loaded.workspace.catalog.as_ref();
+    let (store, trusted, signing_key) = match keys {
+        Keys::Sign => {
+            let store = Store::open(&root).map_err(|e| vec![store_error(&e)])?;
+            let signing = crate::trust::signing_key(&pins, &store, &root, catalog)?;
+            loaded.notes.extend(signing.notes);
+            (store, signing.inspection.trusted, Some(signing.key))
+        }
+        Keys::Check => {
+            let inspection = crate::trust::inspect(&pins, &root, catalog);
+            if let Some(d) = inspection.diagnostic() {
+                return Err(vec![d]);
+            }
+            (Store::open_read_only(&root), inspection.trusted, None)
+        }
+        Keys::Ignore => (Store::open_read_only(&root), Vec::new(), None),
     };
-    let trusted = crate::receipt::trusted_keys(&store, loaded.workspace.catalog.as_ref());
     Ok(Evaluated {
         loaded,
         mode,
@@ -94,6 +122,7 @@ pub fn evaluate(
         fingerprints,
         store,
         trusted,
+        signing_key,
     })
 }
 

@@ -9,7 +9,7 @@ use proofgraph_graph::ProviderId;
 use proofgraph_sandbox::SandboxMode;
 use serde::Serialize;
 
-use super::evaluate::{components, evaluate, listing};
+use super::evaluate::{Keys, components, evaluate, listing};
 use super::{Context, RootOutput};
 use crate::diagnostic::{Code, Diagnostic};
 use crate::exit::Verdict;
@@ -174,7 +174,7 @@ pub fn run(
     provider: &str,
     mode: Option<SandboxMode>,
 ) -> Report<ExplainPayload> {
-    let e = match evaluate(ctx, change, mode, false) {
+    let e = match evaluate(ctx, change, mode, Keys::Check) {
         Ok(e) => e,
         Err(all) => return Report::failed(all, Verdict::Invalid),
     };

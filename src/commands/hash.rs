@@ -7,7 +7,7 @@ use proofgraph_graph::ProviderId;
 use proofgraph_sandbox::SandboxMode;
 use serde::Serialize;
 
-use super::evaluate::evaluate;
+use super::evaluate::{Keys, evaluate};
 use super::{Context, RootOutput};
 use crate::diagnostic::{Code, Diagnostic};
 use crate::exit::Verdict;
@@ -54,7 +54,7 @@ pub fn run(
     provider: Option<&str>,
     mode: Option<SandboxMode>,
 ) -> Report<HashPayload> {
-    let e = match evaluate(ctx, change, mode, false) {
+    let e = match evaluate(ctx, change, mode, Keys::Ignore) {
         Ok(e) => e,
         Err(all) => return Report::failed(all, Verdict::Invalid),
     };

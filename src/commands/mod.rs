@@ -9,6 +9,7 @@ pub mod evidence;
 pub mod explain;
 pub mod graph;
 pub mod hash;
+pub mod key;
 pub mod list;
 pub mod plan;
 pub mod prove;
@@ -123,6 +124,13 @@ pub enum Command {
         /// A receipt file, or the SHA-256 of one in the store.
         receipt: String,
     },
+    /// `key show`.
+    KeyShow,
+    /// `key pin <key id>`.
+    KeyPin {
+        /// The key id the user checked.
+        keyid: crate::trust::KeyId,
+    },
     /// `graph <change> --format`.
     Graph {
         /// The change.
@@ -209,6 +217,8 @@ pub fn run(env: Env, global: &Global, command: Command) -> u8 {
             envelope,
         } => emit(mode, verify_ci::run(&ctx, &change, &provider, &envelope)),
         Command::ReceiptVerify { receipt } => emit(mode, receipt::verify(&ctx, &receipt)),
+        Command::KeyShow => emit(mode, key::show(&ctx)),
+        Command::KeyPin { keyid } => emit(mode, key::pin(&ctx, keyid)),
         Command::Watch => emit(mode, watch::run(&ctx)),
         Command::EvidenceDetect { change } => emit(mode, evidence::detect(&ctx, &change)),
         Command::EvidenceInit { change, write } => emit(mode, evidence::init(&ctx, &change, write)),

@@ -211,10 +211,11 @@ pub fn waves(
 
 /// Runs `plan`.
 pub fn run(ctx: &Context, options: &PlanOptions) -> Report<PlanPayload> {
-    let e = match super::evaluate::evaluate(ctx, &options.change, None, false) {
-        Ok(e) => e,
-        Err(all) => return Report::failed(all, Verdict::Invalid),
-    };
+    let e =
+        match super::evaluate::evaluate(ctx, &options.change, None, super::evaluate::Keys::Check) {
+            Ok(e) => e,
+            Err(all) => return Report::failed(all, Verdict::Invalid),
+        };
     let graph = &e.loaded.prepared.graph;
     let name = e.loaded.change.name.to_string();
     let (wanted, reused) = crate::execute::wanted(
@@ -286,14 +287,30 @@ fn decision(
         .get(&p.spec.id.value)
         .map(ToString::to_string)
         .unwrap_or_default();
-    let latest = p.outputs.iter().find_map(|o| {
-        let sha = e
-            .store
-            .latest(change, o.under.as_str(), o.capability.as_str())?;
-        crate::receipt::read(&e.store, &sha, &e.trusted)
+    let checked: Vec<_> = p
+        .outputs
+        .iter()
+        .filter_map(|o| {
+            let sha = e
+                .store
+                .latest(change, o.under.as_str(), o.capability.as_str())?;
+            Some(crate::receipt::check(&e.store, &sha, &e.trusted))
+        })
+        .collect();
+    let latest = checked.iter().find_map(|c| c.as_ref().ok());
+    // A receipt that does not count is named as such, never as "no receipt".
+    let refused = checked.iter().find_map(|c| match c {
+        Err(
+            why @ (crate::receipt::Unverified::Untrusted { .. }
+            | crate::receipt::Unverified::Invalid(_)),
+        ) => Some(why),
+        _ => None,
     });
     let reason = match latest {
-        None => "no receipt yet".to_owned(),
+        None => match refused {
+            Some(why) => format!("its last receipt {}", why.reason()),
+            None => "no receipt yet".to_owned(),
+        },
         Some(r) if r.proof.fingerprint == fingerprint => {
             format!("its last run was {}", r.proof.outcome.as_str())
         }

@@ -9,7 +9,7 @@ use std::num::NonZeroUsize;
 use proofgraph_sandbox::{IsolationRequest, SandboxMode};
 use serde::Serialize;
 
-use super::evaluate::{evaluate, store_error};
+use super::evaluate::{Keys, evaluate};
 use super::{Context, RootOutput};
 use crate::execute::{self, Plan, ProviderRun, ReceiptView, Stopped};
 use crate::exit::Verdict;
@@ -117,16 +117,16 @@ pub fn run(ctx: &Context, options: &ProveOptions) -> Report<ProvePayload> {
 /// One observation and run; `None` (only when not `last`) when the inputs changed under
 /// it and it should be observed again.
 fn attempt(ctx: &Context, options: &ProveOptions, last: bool) -> Option<Report<ProvePayload>> {
-    let e = match evaluate(ctx, &options.change, options.sandbox, true) {
+    let e = match evaluate(ctx, &options.change, options.sandbox, Keys::Sign) {
         Ok(e) => e,
         Err(all) => return Some(Report::failed(all, Verdict::Invalid)),
     };
     let name = e.loaded.change.name.to_string();
     let graph = &e.loaded.prepared.graph;
-    let key = match e.store.signing_key() {
-        Ok(k) => k,
-        Err(err) => return Some(Report::failed(vec![store_error(&err)], Verdict::Invalid)),
-    };
+    let key = e
+        .signing_key
+        .clone()
+        .expect("evaluate made or refused the signing key");
     // Leftovers of runs killed long ago (never a live run's files).
     e.store.sweep(std::time::Duration::from_secs(24 * 3600));
     let (wanted, reused) = execute::wanted(

@@ -9,7 +9,7 @@ use std::path::Path;
 use proofgraph_graph::ProviderId;
 use serde::Serialize;
 
-use super::evaluate::evaluate;
+use super::evaluate::{Keys, evaluate};
 use super::{Context, RootOutput};
 use crate::diagnostic::{Code, Diagnostic};
 use crate::exit::Verdict;
@@ -96,7 +96,12 @@ pub fn verify(ctx: &Context, what: &str) -> Report<ReceiptPayload> {
     };
     let workspace = Workspace::load(&resolution.root.path);
     let store = Store::open_read_only(&workspace.root);
-    let trusted = receipt::trusted_keys(&store, workspace.catalog.as_ref());
+    let inspection = crate::trust::inspect(
+        &crate::trust::Pins::new(ctx.env()),
+        &workspace.root,
+        workspace.catalog.as_ref(),
+    );
+    let trusted = &inspection.trusted;
     let from_store = store::is_sha256_hex(what)
         .then(|| store.get(what))
         .flatten();
@@ -125,24 +130,35 @@ pub fn verify(ctx: &Context, what: &str) -> Report<ReceiptPayload> {
         root: Some(RootOutput::from(&resolution.root)),
         ..ReceiptPayload::default()
     };
-    let (proof, keyid) = match receipt::verify_bytes(&bytes, &trusted) {
+    let (proof, keyid) = match receipt::verify_bytes(&bytes, trusted) {
         Ok(v) => v,
         Err(rejected) => {
             let d = match rejected {
-                Rejected::Signature(why) => Diagnostic::error(
-                    Code::ReceiptUntrusted,
-                    format!("no key this workspace trusts signed the receipt: {why}"),
-                )
-                .fix("Add the signer's public key to `trustedKeys` in proofgraph.yaml if you trust it; otherwise rerun the provider."),
+                Rejected::Signature(why) => {
+                    let named = receipt::named_keys(&bytes);
+                    let names = if named.is_empty() {
+                        "it names no key".to_owned()
+                    } else {
+                        format!("it names `{}`", named.join("`, `"))
+                    };
+                    Diagnostic::error(
+                        Code::ReceiptUntrusted,
+                        format!("no key this workspace trusts signed the receipt ({names}): failed to {why}"),
+                    )
+                    .fix("Add the signer's public key to `trustedKeys` in proofgraph.yaml if you trust it; otherwise rerun the provider.")
+                }
                 Rejected::NotAReceipt(why) => Diagnostic::error(
                     Code::StatementInvalid,
                     format!("the signed statement is not a proofgraph receipt: {why}"),
                 )
                 .fix("Pass a receipt proofgraph wrote (an envelope from .proofgraph/cas)."),
             };
+            // When the store's own key is not trusted, that is why its receipts are not.
+            let mut status = vec![d.surface("receipt")];
+            status.extend(inspection.diagnostic());
             return Report {
                 payload: Some(payload),
-                status: vec![d.surface("receipt")],
+                status,
                 verdict: Verdict::Failed,
             };
         }
@@ -166,7 +182,7 @@ pub fn verify(ctx: &Context, what: &str) -> Report<ReceiptPayload> {
 /// Whether the receipt's binding is the provider's binding now.
 fn current(ctx: &Context, proof: &receipt::Proof) -> Option<bool> {
     let mode = proofgraph_sandbox::SandboxMode::parse(&proof.sandbox);
-    let e = evaluate(ctx, &proof.change, mode, false).ok()?;
+    let e = evaluate(ctx, &proof.change, mode, Keys::Ignore).ok()?;
     let id = ProviderId::parse(&proof.provider).ok()?;
     let binding = e
         .loaded

@@ -11,7 +11,7 @@ use serde::Serialize;
 
 use super::Context;
 use super::RootOutput;
-use super::evaluate::evaluate;
+use super::evaluate::{Keys, evaluate};
 use crate::exit::Verdict;
 use crate::output::{Payload, Report};
 use crate::status::{self, Requirement, State};
@@ -94,7 +94,7 @@ pub fn summary(requirements: &[Requirement]) -> BTreeMap<&'static str, usize> {
 
 /// Runs `status`.
 pub fn run(ctx: &Context, change: &str, mode: Option<SandboxMode>) -> Report<StatusPayload> {
-    let mut evaluated = match evaluate(ctx, change, mode, false) {
+    let mut evaluated = match evaluate(ctx, change, mode, Keys::Check) {
         Ok(e) => e,
         Err(all) => return Report::failed(all, Verdict::Invalid),
     };

@@ -10,7 +10,7 @@ use std::path::Path;
 use proofgraph_graph::{Adapter, ProviderId};
 use serde::Serialize;
 
-use super::evaluate::{components, evaluate, listing, store_error};
+use super::evaluate::{Keys, components, evaluate, listing, store_error};
 use super::{Context, RootOutput};
 use crate::diagnostic::{Code, Diagnostic};
 use crate::execute::ReceiptView;
@@ -81,7 +81,7 @@ fn read_envelope(path: &Path) -> Result<Vec<u8>, Diagnostic> {
 
 /// Runs `evidence verify-ci`.
 pub fn run(ctx: &Context, change: &str, provider: &str, envelope: &Path) -> Report<VerifyPayload> {
-    let e = match evaluate(ctx, change, None, true) {
+    let e = match evaluate(ctx, change, None, Keys::Sign) {
         Ok(e) => e,
         Err(all) => return Report::failed(all, Verdict::Invalid),
     };
@@ -169,10 +169,10 @@ pub fn run(ctx: &Context, change: &str, provider: &str, envelope: &Path) -> Repo
             };
         }
     };
-    let key = match e.store.signing_key() {
-        Ok(k) => k,
-        Err(err) => return Report::failed(vec![store_error(&err)], Verdict::Invalid),
-    };
+    let key = e
+        .signing_key
+        .clone()
+        .expect("evaluate made or refused the signing key");
     let now = receipt::now_rfc3339();
     let envelope_sha = match e.store.put(&bytes) {
         Ok(s) => s,

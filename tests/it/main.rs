@@ -21,5 +21,6 @@ mod root;
 mod sandbox;
 mod services;
 mod support;
+mod trust;
 mod truth_reports;
 mod verify_ci;

@@ -89,7 +89,10 @@ pub struct ProofStoreHealth {
     /// The workspace's signing key, when it exists.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub signing_key: Option<KeyHealth>,
-    /// Every key whose receipts are trusted.
+    /// Whether the store's key is trusted: pinned (by the user's pin or a
+    /// `trustedKeys` entry), a mismatch with its pin, unpinned, absent or unreadable.
+    pub trust: crate::trust::KeyReport,
+    /// The `trustedKeys` of `proofgraph.yaml`.
     pub trusted_keys: Vec<KeyHealth>,
     /// Whether a `proofgraph watch` answers for this workspace (commands then
     /// read snapshots from it instead of an lstat per tracked file).
@@ -109,11 +112,16 @@ fn count_files(dir: &Path) -> usize {
         .sum()
 }
 
-/// Reads the store's state without creating anything.
-pub fn proof_store(workspace: &Workspace, findings: &mut Vec<Diagnostic>) -> ProofStoreHealth {
+/// Reads the store's state and the pin of its key without creating anything.
+pub fn proof_store(
+    workspace: &Workspace,
+    pins: &crate::trust::Pins,
+    findings: &mut Vec<Diagnostic>,
+) -> ProofStoreHealth {
     let dir = workspace.root.join(crate::store::DIR);
     let exists = dir.is_dir();
-    let public = keys::read_public_key(&dir.join("keys/workspace.pub")).ok();
+    let inspection = crate::trust::inspect(pins, &workspace.root, workspace.catalog.as_ref());
+    findings.extend(inspection.diagnostic());
     let private = dir.join("keys/workspace.key");
     if let Ok(meta) = fs_err::metadata(&private) {
         use std::os::unix::fs::PermissionsExt as _;
@@ -162,10 +170,11 @@ pub fn proof_store(workspace: &Workspace, findings: &mut Vec<Diagnostic>) -> Pro
         .collect();
     ProofStoreHealth {
         receipts: count_files(&dir.join("refs")),
-        signing_key: public.map(|key| KeyHealth {
+        signing_key: inspection.public.map(|key| KeyHealth {
             name: "workspace".to_owned(),
             keyid: Some(keys::key_id(&key)),
         }),
+        trust: inspection.report(),
         trusted_keys,
         watcher: crate::watch::is_served(&dir.join(crate::watch::SOCKET)),
         path: dir,
