@@ -60,6 +60,9 @@ const COOKIE_PREFIX: &str = "proofgraph-watch-cookie-";
 const COOKIE_TIMEOUT: Duration = Duration::from_secs(2);
 /// How long a client waits for an answer.
 const CLIENT_TIMEOUT: Duration = Duration::from_secs(10);
+/// How many files are asked at once whether they are open for writing (each
+/// holds a descriptor until its batch is answered).
+const PROBE_BATCH: usize = 256;
 
 /// One query: the snapshots of several directories, answered together
 /// after one synchronisation.
@@ -834,7 +837,7 @@ impl Watcher {
         let dirty = std::mem::take(&mut lock(&self.shared.0).dirty[t]);
         let now = stamp(&self.trees[t].index_path);
         if dirty.all || now.is_none() || now != self.trees[t].index_stamp {
-            return self.full(t);
+            return self.full(t, dirty.all);
         }
         let mut targets: BTreeSet<String> = BTreeSet::new();
         let mut prefixes: BTreeSet<&str> = dirty.prefixes.iter().map(String::as_str).collect();
@@ -877,7 +880,7 @@ impl Watcher {
         }
         for d in dirs {
             if self.watch_dir(t, &d).is_err() {
-                return self.full(t);
+                return self.full(t, false);
             }
         }
         let read = targets.len();
@@ -943,13 +946,29 @@ impl Watcher {
                 }
             }
         }
-        let mut asked: Vec<(usize, String, Option<rustix::fd::OwnedFd>)> = Vec::new();
-        for &t in queried {
-            let tree = &self.trees[t];
-            for rel in tree.suspects.union(&tree.writers) {
+        let wanted: Vec<(usize, String)> = queried
+            .iter()
+            .flat_map(|&t| {
+                let tree = &self.trees[t];
+                tree.suspects
+                    .union(&tree.writers)
+                    .map(move |rel| (t, rel.clone()))
+            })
+            .collect();
+        if wanted.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut reread: BTreeMap<usize, BTreeSet<String>> = BTreeMap::new();
+        let mut writers: BTreeMap<usize, BTreeSet<String>> = BTreeMap::new();
+        // A batch's descriptors are open together (for one cookie), so a
+        // batch stays far below the descriptor limit.
+        for batch in wanted.chunks(PROBE_BATCH) {
+            let mut asked: Vec<(usize, &str, Option<rustix::fd::OwnedFd>)> =
+                Vec::with_capacity(batch.len());
+            for (t, rel) in batch {
                 use rustix::fs::{Mode, OFlags};
                 let opened = rustix::fs::open(
-                    tree.workdir.join(rel),
+                    self.trees[*t].workdir.join(rel),
                     OFlags::RDONLY
                         | OFlags::NONBLOCK
                         | OFlags::NOFOLLOW
@@ -966,9 +985,9 @@ impl Watcher {
                                 == rustix::fs::FileType::RegularFile
                         }) =>
                     {
-                        asked.push((t, rel.clone(), Some(fd)));
+                        asked.push((*t, rel, Some(fd)));
                     }
-                    Ok(_) => asked.push((t, rel.clone(), None)),
+                    Ok(_) => asked.push((*t, rel, None)),
                     // Gone, a link, or under a path that is no directory now:
                     // the event that made it so re-reads it.
                     Err(
@@ -976,44 +995,39 @@ impl Watcher {
                         | rustix::io::Errno::NOTDIR
                         | rustix::io::Errno::LOOP,
                     ) => {
-                        asked.push((t, rel.clone(), None));
+                        asked.push((*t, rel, None));
                     }
                     Err(e) => return Err(format!("open {rel} to ask who writes it: {e}")),
                 }
             }
-        }
-        if asked.is_empty() {
-            return Ok(Vec::new());
-        }
-        // Our own opens made `IN_OPEN` events: every one up to this cookie
-        // is answered by the leases asked below, which come after it.
-        let until = self.sync()?;
-        {
-            let mut shared = lock(&self.shared.0);
-            for (t, rel, _) in &asked {
-                if let Some(wd) = self.trees[*t].file_wd.get(rel)
-                    && shared.opened.get(wd).is_some_and(|seq| *seq <= until)
-                {
-                    shared.opened.remove(wd);
+            // Our own opens made `IN_OPEN` events: every one up to this
+            // cookie is answered by the leases asked below, which come after
+            // it.
+            let until = self.sync()?;
+            {
+                let mut shared = lock(&self.shared.0);
+                for (t, rel, _) in &asked {
+                    if let Some(wd) = self.trees[*t].file_wd.get(*rel)
+                        && shared.opened.get(wd).is_some_and(|seq| *seq <= until)
+                    {
+                        shared.opened.remove(wd);
+                    }
+                }
+            }
+            for (t, rel, fd) in &asked {
+                let writing = match fd {
+                    Some(fd) => lease::open_for_writing(std::os::fd::AsFd::as_fd(fd))
+                        .map_err(|e| format!("ask whether {rel} is open for writing: {e}"))?,
+                    None => false,
+                };
+                if writing {
+                    writers.entry(*t).or_default().insert((*rel).to_owned());
+                }
+                if writing || self.trees[*t].writers.contains(*rel) {
+                    reread.entry(*t).or_default().insert((*rel).to_owned());
                 }
             }
         }
-        let mut reread: BTreeMap<usize, BTreeSet<String>> = BTreeMap::new();
-        let mut writers: BTreeMap<usize, BTreeSet<String>> = BTreeMap::new();
-        for (t, rel, fd) in &asked {
-            let writing = match fd {
-                Some(fd) => lease::open_for_writing(std::os::fd::AsFd::as_fd(fd))
-                    .map_err(|e| format!("ask whether {rel} is open for writing: {e}"))?,
-                None => false,
-            };
-            if writing {
-                writers.entry(*t).or_default().insert(rel.clone());
-            }
-            if writing || self.trees[*t].writers.contains(rel) {
-                reread.entry(*t).or_default().insert(rel.clone());
-            }
-        }
-        drop(asked);
         let mut out = Vec::new();
         for &t in queried {
             let tree = &mut self.trees[t];
@@ -1028,8 +1042,10 @@ impl Watcher {
 
     /// Takes the whole work tree's snapshot anew, watching every directory
     /// that holds a tracked file and every tracked file first (so no change
-    /// after the snapshot's reads goes unseen).
-    fn full(&mut self, t: usize) -> Result<usize, String> {
+    /// after the snapshot's reads goes unseen). With `unseen` (events were
+    /// lost, or nothing was watched yet), who opened which file is not known:
+    /// every file is asked about at the next probe.
+    fn full(&mut self, t: usize, unseen: bool) -> Result<usize, String> {
         let started = Instant::now();
         let workdir = self.trees[t].workdir.clone();
         let index_stamp = stamp(&self.trees[t].index_path);
@@ -1112,9 +1128,9 @@ impl Watcher {
         tree.tracked = tracked;
         tree.files = snapshot.files;
         tree.suspects.extend(unknown);
-        if lost {
-            // The queue overflowed while the watches were placed: who opened
-            // what is not known for any file.
+        if unseen || lost {
+            // Events were lost (before this snapshot, or while its watches
+            // were placed): who opened what is not known for any file.
             tree.suspects.extend(tree.file_wd.keys().cloned());
         }
         self.served.full_snapshots += 1;
@@ -1526,6 +1542,42 @@ mod tests {
             drop(self.child.stdin.take());
             assert!(self.child.wait().expect("wait").success());
         }
+    }
+
+    /// More files than one probe batch: every one is asked about after the
+    /// first snapshot (its watches are new) and after all were opened, with
+    /// no more descriptors open at once than a batch; a mapped file among
+    /// them is still seen.
+    #[test]
+    fn files_are_asked_about_in_batches() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let dir = tmp.path();
+        git(dir, &["init", "-q"]);
+        let count = PROBE_BATCH * 2 + 7;
+        for i in 0..count {
+            write(dir, &format!("d{}/f{i}.txt", i % 3), &format!("{i}\n"));
+        }
+        commit_all(dir);
+        let mut watcher = Watcher::new(Box::new(|_| {})).expect("inotify is usable");
+        let check = |watcher: &mut Watcher, step: &str| {
+            let answered = watcher.snapshot(dir, &[]).expect("the watcher answers");
+            let direct = inputs::snapshot(dir, &[]).expect("a snapshot");
+            assert_eq!(answered.files, direct.files, "{step}");
+        };
+        check(&mut watcher, "first");
+        assert!(
+            watcher.trees[0].suspects.is_empty(),
+            "every new watch was asked about"
+        );
+        for i in 0..count {
+            let _ = fs_err::read(dir.join(format!("d{}/f{i}.txt", i % 3))).expect("read");
+        }
+        let last = count - 1;
+        let mut mapping = Mapping::new(&dir.join(format!("d{}/f{last}.txt", last % 3)));
+        mapping.write(0, b"X");
+        check(&mut watcher, "every file opened, one mapped and written");
+        mapping.finish();
+        check(&mut watcher, "the mapping gone");
     }
 
     #[test]
