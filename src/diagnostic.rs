@@ -153,6 +153,8 @@ codes! {
     UnknownReportFormat = "unknown_report_format",
     /// `command` is a shell string instead of an argv list.
     CommandNotArgv = "command_not_argv",
+    /// A string holds a NUL byte, which no argument, environment value or path can carry.
+    NulInValue = "nul_in_value",
     /// `evidence.yaml` declares no claims.
     NoClaims = "no_claims",
     /// `evidence.yaml` still embeds `providers`; they belong in `execution.yaml`.
@@ -173,6 +175,8 @@ codes! {
     TrustedKeyInvalid = "trusted_key_invalid",
     /// A catalog repository's `path` is not a directory.
     RepositoryPathMissing = "repository_path_missing",
+    /// A catalog repository's `path` is absolute, so the catalog is not relocatable.
+    RepositoryPathAbsolute = "repository_path_absolute",
     /// A repository of the workspace is not inside a git work tree.
     NotAGitRepository = "not_a_git_repository",
     /// `watch` cannot run: inotify is unusable, or another watcher answers.

@@ -3,19 +3,37 @@
 //! command that reads a worktree snapshot asks it first through [`query`].
 //!
 //! The watcher keeps, per git work tree, the full snapshot as
-//! [`inputs::snapshot`] takes it and an inotify watch on every directory that
-//! holds a tracked file and on the directory of the git index. Events mark
-//! paths (or, for directories, whole prefixes) dirty; a query first makes sure
-//! every event that happened before it has been read — it creates a *cookie*
-//! file next to the index and waits for its event, as watchman does — then
-//! re-reads only the dirty tracked files, by content. Anything it cannot
-//! vouch for starts over from a full snapshot: the index changed (its stat
-//! data differ from the snapshot's), the kernel's event queue overflowed, or
-//! this is the first query. A client that cannot reach a watcher, or gets no
-//! answer in time, takes the snapshot itself: the watcher only ever saves
-//! time, it never decides what a snapshot contains.
+//! [`inputs::snapshot`] takes it, an inotify watch on every directory that
+//! holds a tracked file and on the directory of the git index, and one on
+//! every tracked file's inode. Events mark paths (or, for directories, whole
+//! prefixes) dirty; a query first makes sure every event that happened before
+//! it has been read — it creates a *cookie* file next to the index and waits
+//! for its event, as watchman does — then re-reads only the dirty tracked
+//! files, by content. Anything it cannot vouch for starts over from a full
+//! snapshot: the index changed (its stat data differ from the snapshot's),
+//! the kernel's event queue overflowed, the mount table changed in, at or
+//! above a work tree, or this is the first query. A client that cannot reach
+//! a watcher, or gets no answer in time, takes the snapshot itself: the
+//! watcher only ever saves time, it never decides what a snapshot contains.
+//!
+//! What a directory watch does not see, and what covers it:
+//! - a write, `chmod` or new link through a hard link outside the watched
+//!   directories: the file's own inode watch (`IN_MODIFY`, `IN_ATTRIB`);
+//! - a write through a shared writable mapping, which makes no event at all
+//!   and, while the page stays dirty, does not even change the file's mtime:
+//!   the inode watch's `IN_OPEN` makes the file a *suspect*, and the next
+//!   query asks the kernel (a read lease, [`lease`]) whether anything has it
+//!   open for writing; while something does, the file is re-read at every
+//!   query, and once more after (`IN_CLOSE_WRITE` comes only when the last
+//!   mapping is gone). A newly watched inode is a suspect too: it may have
+//!   been opened before its watch was placed;
+//! - a mount over a tracked path or a directory: `/proc/self/mountinfo` is
+//!   polled at every query, and a client in another mount namespace is
+//!   refused;
+//! - files below a directory that is a symbolic link (a directory watch
+//!   cannot follow it soundly): re-read at every query.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::io::{BufRead as _, BufReader, Read as _, Write as _};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
@@ -28,11 +46,13 @@ use serde::{Deserialize, Serialize};
 
 use crate::inputs::{self, FileEntry, FileKind, Snapshot};
 
+mod lease;
+
 /// The socket's name in the store directory.
 pub const SOCKET: &str = "watch.sock";
 /// The protocol: a change in what a snapshot means, or in the framing,
 /// changes it, and a client and a watcher that disagree do not talk.
-const PROTOCOL: &str = concat!("proofgraph-watch/1 ", env!("CARGO_PKG_VERSION"));
+const PROTOCOL: &str = concat!("proofgraph-watch/2 ", env!("CARGO_PKG_VERSION"));
 /// Cookie files are created next to the index with this prefix.
 const COOKIE_PREFIX: &str = "proofgraph-watch-cookie-";
 /// How long a query waits for its cookie before giving up (the client then
@@ -40,12 +60,18 @@ const COOKIE_PREFIX: &str = "proofgraph-watch-cookie-";
 const COOKIE_TIMEOUT: Duration = Duration::from_secs(2);
 /// How long a client waits for an answer.
 const CLIENT_TIMEOUT: Duration = Duration::from_secs(10);
+/// How many files are asked at once whether they are open for writing (each
+/// holds a descriptor until its batch is answered).
+const PROBE_BATCH: usize = 256;
 
 /// One query: the snapshots of several directories, answered together
 /// after one synchronisation.
 #[derive(Debug, Serialize, Deserialize)]
 struct Request {
     protocol: String,
+    /// The client's mount namespace: the same path may name other files in
+    /// another one.
+    mount_namespace: Option<String>,
     wanted: Vec<Wanted>,
 }
 
@@ -84,6 +110,7 @@ pub fn query(store_dir: &Path, wanted: &[(&Path, &[String])]) -> Option<Vec<Snap
     stream.set_write_timeout(Some(CLIENT_TIMEOUT)).ok()?;
     let request = Request {
         protocol: PROTOCOL.to_owned(),
+        mount_namespace: mount_namespace(),
         wanted: wanted
             .iter()
             .map(|(dir, exclude)| Wanted {
@@ -215,11 +242,20 @@ struct Dirty {
 struct Shared {
     /// Per work tree (by index in `Watcher::trees`).
     dirty: Vec<Dirty>,
-    /// Watch descriptor → (work tree, directory relative to it, or `None`
-    /// for the index's directory).
+    /// Directory watch descriptor → (work tree, directory relative to it, or
+    /// `None` for the index's directory).
     watches: HashMap<i32, (usize, Option<String>)>,
-    /// Cookie names seen since they were created.
-    cookies: BTreeSet<String>,
+    /// File watch descriptor (one per inode) → the tracked paths of that
+    /// inode, as (work tree, path relative to it).
+    files: HashMap<i32, Vec<(usize, String)>>,
+    /// File watch descriptor → the number of the last `IN_OPEN` event on it:
+    /// the file was opened (through any of its names) and may be open for
+    /// writing.
+    opened: HashMap<i32, u64>,
+    /// Events read so far: each event's number.
+    seq: u64,
+    /// Cookie names seen since they were created, with their event's number.
+    cookies: HashMap<String, u64>,
 }
 
 /// One git work tree the watcher keeps.
@@ -234,6 +270,23 @@ struct Tree {
     tracked: Vec<String>,
     /// The snapshot of the whole work tree.
     files: Vec<FileEntry>,
+    /// The file watch of each tracked path that has one.
+    file_wd: HashMap<String, i32>,
+    /// Tracked files that may be open for writing without the watcher
+    /// knowing (their watch is new, or they were opened): asked about at the
+    /// next query.
+    suspects: BTreeSet<String>,
+    /// Tracked files that were open for writing when last asked: a shared
+    /// writable mapping changes them without any event, so they are re-read
+    /// at every query until one after nothing has them open for writing.
+    writers: BTreeSet<String>,
+    /// Directories on a tracked path that are symbolic links: nothing
+    /// watches what they point to, so the tracked files below them are
+    /// re-read at every query.
+    linked_dirs: BTreeSet<String>,
+    /// The mount points in, at or above the work tree (`/proc/self/mountinfo`
+    /// lines: mount id and mount point).
+    mounts: Vec<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -275,12 +328,66 @@ pub struct Watcher {
     /// Queried directory → its work tree.
     tree_of: HashMap<PathBuf, usize>,
     cookie_counter: u64,
+    /// `/proc/self/mountinfo`, polled for a change of the mount table.
+    mountinfo: Option<rustix::fd::OwnedFd>,
+    /// This process's mount namespace: a client in another one sees other
+    /// files under the same paths.
+    mount_namespace: Option<String>,
     served: Served,
     log: Box<dyn FnMut(&str) + Send>,
 }
 
 fn lock(shared: &Mutex<Shared>) -> MutexGuard<'_, Shared> {
     shared.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// The mount namespace of this process (`mnt:[4026531841]`).
+fn mount_namespace() -> Option<String> {
+    fs_err::read_link("/proc/self/ns/mnt")
+        .ok()
+        .map(|p| p.to_string_lossy().into_owned())
+}
+
+/// The lines of `/proc/self/mountinfo` whose mount point is `workdir`, below
+/// it or above it (mount id and mount point): a mount there changes what a
+/// path in the work tree names without an inotify event.
+fn mounts_of(mountinfo: &str, workdir: &Path) -> Vec<String> {
+    let mut out: Vec<String> = mountinfo
+        .lines()
+        .filter_map(|line| {
+            let mut fields = line.split(' ');
+            let id = fields.next()?;
+            let point = PathBuf::from(unescape_mount_point(fields.nth(3)?));
+            (point.starts_with(workdir) || workdir.starts_with(&point))
+                .then(|| format!("{id} {}", point.display()))
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+/// `/proc/self/mountinfo` writes space, tab, newline and backslash in a
+/// mount point as `\ooo`.
+fn unescape_mount_point(field: &str) -> String {
+    let bytes = field.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let octal = bytes
+            .get(i + 1..i + 4)
+            .filter(|d| bytes[i] == b'\\' && d.iter().all(|c| (b'0'..=b'7').contains(c)));
+        match octal {
+            Some(d) => {
+                out.push(((d[0] - b'0') << 6) | ((d[1] - b'0') << 3) | (d[2] - b'0'));
+                i += 4;
+            }
+            None => {
+                out.push(bytes[i]);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
 }
 
 impl Watcher {
@@ -296,12 +403,20 @@ impl Watcher {
                 .name("watch-events".to_owned())
                 .spawn(move || read_events(&fd, &shared))?;
         }
+        let mountinfo = rustix::fs::open(
+            "/proc/self/mountinfo",
+            rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::CLOEXEC,
+            rustix::fs::Mode::empty(),
+        )
+        .ok();
         Ok(Watcher {
             inotify: fd,
             shared,
             trees: Vec::new(),
             tree_of: HashMap::new(),
             cookie_counter: 0,
+            mountinfo,
+            mount_namespace: mount_namespace(),
             served: Served::default(),
             log,
         })
@@ -358,13 +473,18 @@ impl Watcher {
         let result = serde_json::from_str::<Request>(&line)
             .map_err(|e| format!("malformed request: {e}"))
             .and_then(|r| {
-                if r.protocol == PROTOCOL {
-                    Ok(r)
-                } else {
+                if r.protocol != PROTOCOL {
                     Err(format!(
                         "the client speaks `{}`, this watcher `{PROTOCOL}`",
                         r.protocol
                     ))
+                } else if r.mount_namespace.is_none() || r.mount_namespace != self.mount_namespace {
+                    Err(format!(
+                        "the client is in mount namespace {:?}, this watcher in {:?}",
+                        r.mount_namespace, self.mount_namespace
+                    ))
+                } else {
+                    Ok(r)
                 }
             })
             .and_then(|r| {
@@ -430,18 +550,25 @@ impl Watcher {
             trees.push((canonical_dir, t));
         }
         self.sync()?;
+        self.check_mounts()?;
         let mut rehashed: HashMap<usize, usize> = HashMap::new();
+        for (_, t) in &trees {
+            if !rehashed.contains_key(t) {
+                let n = self.refresh_or_forget(*t)?;
+                rehashed.insert(*t, n);
+            }
+        }
+        // What events cannot vouch for: files that may be written through a
+        // shared mapping.
+        let queried: BTreeSet<usize> = rehashed.keys().copied().collect();
+        for (t, n) in self.probe(&queried)? {
+            *rehashed.entry(t).or_default() += n;
+        }
         let mut out = Vec::with_capacity(wanted.len());
+        let mut counted = BTreeSet::new();
         for ((canonical_dir, t), (_, exclude)) in trees.into_iter().zip(wanted) {
-            let read = match rehashed.get(&t) {
-                // Refreshed for an earlier directory of this query.
-                Some(_) => 0,
-                None => {
-                    let n = self.refresh_or_forget(t)?;
-                    rehashed.insert(t, n);
-                    n
-                }
-            };
+            // Counted once per work tree, for its first directory.
+            let read = if counted.insert(t) { rehashed[&t] } else { 0 };
             out.push(self.filtered(t, canonical_dir, exclude, read)?);
         }
         Ok(out)
@@ -515,14 +642,24 @@ impl Watcher {
                 let index_dir = index_path
                     .parent()
                     .ok_or_else(|| "the index has no directory".to_owned())?;
+                if self.mountinfo.is_none() {
+                    return Err("`/proc/self/mountinfo` cannot be read".to_owned());
+                }
+                let mountinfo =
+                    fs_err::read_to_string("/proc/self/mountinfo").map_err(|e| e.to_string())?;
                 let t = self.trees.len();
                 self.trees.push(Tree {
+                    mounts: mounts_of(&mountinfo, &workdir),
                     workdir,
                     index_path: index_path.clone(),
                     hash_kind: repo.object_hash(),
                     index_stamp: None,
                     tracked: Vec::new(),
                     files: Vec::new(),
+                    file_wd: HashMap::new(),
+                    suspects: BTreeSet::new(),
+                    writers: BTreeSet::new(),
+                    linked_dirs: BTreeSet::new(),
                 });
                 lock(&self.shared.0).dirty.push(Dirty {
                     all: true,
@@ -537,6 +674,7 @@ impl Watcher {
         Ok(t)
     }
 
+    /// Watches a directory of tree `t` (or, with `rel` `None`, the index's).
     fn watch(&self, t: usize, path: &Path, rel: Option<String>) -> std::io::Result<()> {
         let flags = WatchFlags::MODIFY
             | WatchFlags::ATTRIB
@@ -554,12 +692,78 @@ impl Watcher {
         Ok(())
     }
 
+    /// Watches a directory of tree `t`, noting whether it is a symbolic link
+    /// (which a directory watch cannot follow soundly: what is below it is
+    /// re-read at every query instead).
+    fn watch_dir(&mut self, t: usize, rel: &str) -> std::io::Result<()> {
+        let path = if rel.is_empty() {
+            self.trees[t].workdir.clone()
+        } else {
+            self.trees[t].workdir.join(rel)
+        };
+        match self.watch(t, &path, Some(rel.to_owned())) {
+            Ok(()) => {
+                self.trees[t].linked_dirs.remove(rel);
+                Ok(())
+            }
+            Err(e) if inputs::is_gone(&e) => {
+                let linked = fs_err::symlink_metadata(&path).is_ok_and(|m| m.is_symlink());
+                if linked {
+                    self.trees[t].linked_dirs.insert(rel.to_owned());
+                } else {
+                    self.trees[t].linked_dirs.remove(rel);
+                }
+                Ok(())
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Watches the inode of a tracked file: its content, mode and link count
+    /// change, and it is opened, through whichever of its names (a hard link
+    /// outside the work tree too). Returns whether this inode was not watched
+    /// before (so whatever had it open before is unknown).
+    fn watch_file(&mut self, t: usize, rel: &str) -> std::io::Result<bool> {
+        let flags = WatchFlags::MODIFY
+            | WatchFlags::ATTRIB
+            | WatchFlags::CLOSE_WRITE
+            | WatchFlags::OPEN
+            | WatchFlags::DONT_FOLLOW;
+        let path = self.trees[t].workdir.join(rel);
+        let placed = inotify::add_watch(&*self.inotify, &path, flags);
+        let mut shared = lock(&self.shared.0);
+        let old = match &placed {
+            Ok(wd) => self.trees[t].file_wd.insert(rel.to_owned(), *wd),
+            Err(_) => self.trees[t].file_wd.remove(rel),
+        };
+        // The path named another inode before: it no longer does.
+        if let Some(old) = old
+            && placed.as_ref().ok() != Some(&old)
+            && let Some(paths) = shared.files.get_mut(&old)
+        {
+            paths.retain(|(tree, p)| !(*tree == t && p == rel));
+            if paths.is_empty() {
+                shared.files.remove(&old);
+                shared.opened.remove(&old);
+                let _ = inotify::remove_watch(&*self.inotify, old);
+            }
+        }
+        let wd = placed?;
+        let paths = shared.files.entry(wd).or_default();
+        let new = paths.is_empty();
+        if !paths.iter().any(|(tree, p)| *tree == t && p == rel) {
+            paths.push((t, rel.to_owned()));
+        }
+        Ok(new)
+    }
+
     /// Makes sure every event that happened before now has been read: a
     /// cookie file is created next to the first work tree's index, and its
-    /// event comes after every earlier one in the queue.
-    fn sync(&mut self) -> Result<(), String> {
+    /// event comes after every earlier one in the queue. Returns the cookie
+    /// event's number.
+    fn sync(&mut self) -> Result<u64, String> {
         let Some(tree) = self.trees.first() else {
-            return Ok(());
+            return Ok(0);
         };
         self.cookie_counter += 1;
         let name = format!(
@@ -577,12 +781,12 @@ impl Watcher {
         let (mutex, condvar) = &*self.shared;
         let mut shared = lock(mutex);
         let seen = loop {
-            if shared.cookies.remove(&name) {
-                break true;
+            if let Some(seq) = shared.cookies.remove(&name) {
+                break Some(seq);
             }
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
-                break false;
+                break None;
             }
             shared = condvar
                 .wait_timeout(shared, left)
@@ -591,11 +795,40 @@ impl Watcher {
         };
         drop(shared);
         let _ = fs_err::remove_file(&path);
-        if seen {
-            Ok(())
-        } else {
-            Err("the cookie's event did not arrive in time".to_owned())
+        seen.ok_or_else(|| "the cookie's event did not arrive in time".to_owned())
+    }
+
+    /// A mount or unmount in, at or above a work tree changes what its paths
+    /// name without an inotify event: such a tree starts over from a full
+    /// snapshot (whose watches are then placed through the new mounts).
+    fn check_mounts(&mut self) -> Result<(), String> {
+        let Some(fd) = &self.mountinfo else {
+            return Err("`/proc/self/mountinfo` cannot be read".to_owned());
+        };
+        let mut fds = [rustix::event::PollFd::new(
+            fd,
+            rustix::event::PollFlags::PRI,
+        )];
+        let changed = match rustix::event::poll(&mut fds, Some(&rustix::event::Timespec::default()))
+        {
+            Ok(0) => false,
+            Ok(_) => true,
+            Err(e) => return Err(format!("poll `/proc/self/mountinfo`: {e}")),
+        };
+        if !changed {
+            return Ok(());
         }
+        let mountinfo =
+            fs_err::read_to_string("/proc/self/mountinfo").map_err(|e| e.to_string())?;
+        let mut shared = lock(&self.shared.0);
+        for (t, tree) in self.trees.iter_mut().enumerate() {
+            let now = mounts_of(&mountinfo, &tree.workdir);
+            if now != tree.mounts {
+                tree.mounts = now;
+                shared.dirty[t].all = true;
+            }
+        }
+        Ok(())
     }
 
     /// Brings a work tree's snapshot up to date; returns how many files were
@@ -604,9 +837,10 @@ impl Watcher {
         let dirty = std::mem::take(&mut lock(&self.shared.0).dirty[t]);
         let now = stamp(&self.trees[t].index_path);
         if dirty.all || now.is_none() || now != self.trees[t].index_stamp {
-            return self.full(t);
+            return self.full(t, dirty.all);
         }
-        let mut targets: BTreeSet<&str> = BTreeSet::new();
+        let mut targets: BTreeSet<String> = BTreeSet::new();
+        let mut prefixes: BTreeSet<&str> = dirty.prefixes.iter().map(String::as_str).collect();
         let tree = &self.trees[t];
         for p in &dirty.paths {
             if tree
@@ -614,11 +848,18 @@ impl Watcher {
                 .binary_search_by(|x| x.as_str().cmp(p.as_str()))
                 .is_ok()
             {
-                targets.insert(p.as_str());
+                targets.insert(p.clone());
+            } else {
+                // Not a tracked file, but perhaps a directory on a tracked
+                // path that became (or stopped being) a symbolic link or a
+                // file: an event names it without `IN_ISDIR`.
+                prefixes.insert(p.as_str());
             }
         }
+        // What no event covers: the files below a directory that is a link.
+        prefixes.extend(tree.linked_dirs.iter().map(String::as_str));
         let mut dirs = BTreeSet::new();
-        for prefix in &dirty.prefixes {
+        for prefix in prefixes {
             let below = format!("{prefix}/");
             let start = tree
                 .tracked
@@ -627,7 +868,7 @@ impl Watcher {
                 .iter()
                 .take_while(|x| x.starts_with(below.as_str()))
             {
-                targets.insert(p.as_str());
+                targets.insert(p.clone());
                 // Its directories are watched again (a directory that was
                 // removed and created anew is a new inode).
                 for d in parent_dirs(p).take_while(|d| d.len() >= prefix.len()) {
@@ -637,20 +878,32 @@ impl Watcher {
                 }
             }
         }
-        let targets: Vec<String> = targets.into_iter().map(str::to_owned).collect();
         for d in dirs {
-            let path = self.trees[t].workdir.join(&d);
-            if let Err(e) = self.watch(t, &path, Some(d))
-                && !inputs::is_gone(&e)
-            {
-                return self.full(t);
+            if self.watch_dir(t, &d).is_err() {
+                return self.full(t, false);
             }
         }
-        let tree = &mut self.trees[t];
-        for rel in &targets {
-            let read = read_file(&tree.workdir, rel, tree.hash_kind)
+        let read = targets.len();
+        self.reread(t, targets)?;
+        Ok(read)
+    }
+
+    /// Re-reads tracked files by content, watching their inodes anew (a file
+    /// replaced by another is a new inode, whose openers are not known).
+    fn reread(&mut self, t: usize, targets: BTreeSet<String>) -> Result<(), String> {
+        for rel in targets {
+            match self.watch_file(t, &rel) {
+                Ok(true) => {
+                    self.trees[t].suspects.insert(rel.clone());
+                }
+                Ok(false) => {}
+                Err(e) if inputs::is_gone(&e) => {}
+                Err(e) => return Err(format!("watch {rel}: {e}")),
+            }
+            let tree = &mut self.trees[t];
+            let read = read_file(&tree.workdir, &rel, tree.hash_kind)
                 .map_err(|e| format!("read {rel}: {e}"))?;
-            let at = tree.files.binary_search_by(|f| f.path.as_str().cmp(rel));
+            let at = tree.files.binary_search_by(|f| f.path.as_str().cmp(&rel));
             match (read, at) {
                 (Some((id, kind)), Ok(i)) => {
                     tree.files[i].id = id;
@@ -670,13 +923,129 @@ impl Watcher {
                 (None, Err(_)) => {}
             }
         }
-        Ok(targets.len())
+        Ok(())
+    }
+
+    /// Asks the kernel, for every file that may be open for writing (opened
+    /// since the last query, newly watched, or a writer last time), whether it
+    /// is: a write through a shared mapping makes no event and may leave its
+    /// stat data as they were, so such a file is re-read at every query while
+    /// it is open for writing, and once more after. Returns how many files of
+    /// each work tree were read.
+    fn probe(&mut self, queried: &BTreeSet<usize>) -> Result<Vec<(usize, usize)>, String> {
+        {
+            let mut shared = lock(&self.shared.0);
+            let opened: Vec<i32> = shared.opened.keys().copied().collect();
+            for wd in opened {
+                let Some(paths) = shared.files.get(&wd) else {
+                    shared.opened.remove(&wd);
+                    continue;
+                };
+                for (t, rel) in paths {
+                    self.trees[*t].suspects.insert(rel.clone());
+                }
+            }
+        }
+        let wanted: Vec<(usize, String)> = queried
+            .iter()
+            .flat_map(|&t| {
+                let tree = &self.trees[t];
+                tree.suspects
+                    .union(&tree.writers)
+                    .map(move |rel| (t, rel.clone()))
+            })
+            .collect();
+        if wanted.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut reread: BTreeMap<usize, BTreeSet<String>> = BTreeMap::new();
+        let mut writers: BTreeMap<usize, BTreeSet<String>> = BTreeMap::new();
+        // A batch's descriptors are open together (for one cookie), so a
+        // batch stays far below the descriptor limit.
+        for batch in wanted.chunks(PROBE_BATCH) {
+            let mut asked: Vec<(usize, &str, Option<rustix::fd::OwnedFd>)> =
+                Vec::with_capacity(batch.len());
+            for (t, rel) in batch {
+                use rustix::fs::{Mode, OFlags};
+                let opened = rustix::fs::open(
+                    self.trees[*t].workdir.join(rel),
+                    OFlags::RDONLY
+                        | OFlags::NONBLOCK
+                        | OFlags::NOFOLLOW
+                        | OFlags::NOCTTY
+                        | OFlags::CLOEXEC,
+                    Mode::empty(),
+                );
+                match opened {
+                    // Only a regular file can be mapped and leased; anything
+                    // else there was put there by an event's change.
+                    Ok(fd)
+                        if rustix::fs::fstat(&fd).is_ok_and(|st| {
+                            rustix::fs::FileType::from_raw_mode(st.st_mode)
+                                == rustix::fs::FileType::RegularFile
+                        }) =>
+                    {
+                        asked.push((*t, rel, Some(fd)));
+                    }
+                    Ok(_) => asked.push((*t, rel, None)),
+                    // Gone, a link, or under a path that is no directory now:
+                    // the event that made it so re-reads it.
+                    Err(
+                        rustix::io::Errno::NOENT
+                        | rustix::io::Errno::NOTDIR
+                        | rustix::io::Errno::LOOP,
+                    ) => {
+                        asked.push((*t, rel, None));
+                    }
+                    Err(e) => return Err(format!("open {rel} to ask who writes it: {e}")),
+                }
+            }
+            // Our own opens made `IN_OPEN` events: every one up to this
+            // cookie is answered by the leases asked below, which come after
+            // it.
+            let until = self.sync()?;
+            {
+                let mut shared = lock(&self.shared.0);
+                for (t, rel, _) in &asked {
+                    if let Some(wd) = self.trees[*t].file_wd.get(*rel)
+                        && shared.opened.get(wd).is_some_and(|seq| *seq <= until)
+                    {
+                        shared.opened.remove(wd);
+                    }
+                }
+            }
+            for (t, rel, fd) in &asked {
+                let writing = match fd {
+                    Some(fd) => lease::open_for_writing(std::os::fd::AsFd::as_fd(fd))
+                        .map_err(|e| format!("ask whether {rel} is open for writing: {e}"))?,
+                    None => false,
+                };
+                if writing {
+                    writers.entry(*t).or_default().insert((*rel).to_owned());
+                }
+                if writing || self.trees[*t].writers.contains(*rel) {
+                    reread.entry(*t).or_default().insert((*rel).to_owned());
+                }
+            }
+        }
+        let mut out = Vec::new();
+        for &t in queried {
+            let tree = &mut self.trees[t];
+            tree.suspects.clear();
+            tree.writers = writers.remove(&t).unwrap_or_default();
+            let targets = reread.remove(&t).unwrap_or_default();
+            out.push((t, targets.len()));
+            self.reread(t, targets)?;
+        }
+        Ok(out)
     }
 
     /// Takes the whole work tree's snapshot anew, watching every directory
-    /// that holds a tracked file first (so no change after the snapshot's
-    /// reads goes unseen).
-    fn full(&mut self, t: usize) -> Result<usize, String> {
+    /// that holds a tracked file and every tracked file first (so no change
+    /// after the snapshot's reads goes unseen). With `unseen` (events were
+    /// lost, or nothing was watched yet), who opened which file is not known:
+    /// every file is asked about at the next probe.
+    fn full(&mut self, t: usize, unseen: bool) -> Result<usize, String> {
         let started = Instant::now();
         let workdir = self.trees[t].workdir.clone();
         let index_stamp = stamp(&self.trees[t].index_path);
@@ -705,28 +1074,65 @@ impl Watcher {
                 let _ = inotify::remove_watch(&*self.inotify, wd);
             }
         }
+        self.trees[t].linked_dirs.clear();
         for d in &dirs {
-            let path = if d.is_empty() {
-                workdir.clone()
-            } else {
-                workdir.join(d)
-            };
-            if let Err(e) = self.watch(t, &path, Some(d.clone()))
-                && !inputs::is_gone(&e)
-            {
+            if let Err(e) = self.watch_dir(t, d) {
                 return Err(format!(
                     "watch {}: {e} (raise fs.inotify.max_user_watches?)",
-                    path.display()
+                    workdir.join(d).display()
                 ));
             }
         }
+        // Files no longer tracked are no longer watched.
+        let untracked: Vec<String> = self.trees[t]
+            .file_wd
+            .keys()
+            .filter(|p| tracked.binary_search(p).is_err())
+            .cloned()
+            .collect();
+        for rel in untracked {
+            if let Some(wd) = self.trees[t].file_wd.remove(&rel) {
+                let mut shared = lock(&self.shared.0);
+                if let Some(paths) = shared.files.get_mut(&wd) {
+                    paths.retain(|(tree, p)| !(*tree == t && *p == rel));
+                    if paths.is_empty() {
+                        shared.files.remove(&wd);
+                        shared.opened.remove(&wd);
+                        let _ = inotify::remove_watch(&*self.inotify, wd);
+                    }
+                }
+            }
+            self.trees[t].writers.remove(&rel);
+        }
+        let mut unknown = BTreeSet::new();
+        for rel in &tracked {
+            match self.watch_file(t, rel) {
+                Ok(true) => {
+                    unknown.insert(rel.clone());
+                }
+                Ok(false) => {}
+                Err(e) if inputs::is_gone(&e) => {}
+                Err(e) => {
+                    return Err(format!(
+                        "watch {}: {e} (raise fs.inotify.max_user_watches?)",
+                        workdir.join(rel).display()
+                    ));
+                }
+            }
+        }
         // Events about the old state are moot now.
-        std::mem::take(&mut lock(&self.shared.0).dirty[t]);
+        let lost = std::mem::take(&mut lock(&self.shared.0).dirty[t]).all;
         let snapshot = inputs::snapshot(&workdir, &[]).map_err(|e| e.to_string())?;
         let tree = &mut self.trees[t];
         tree.index_stamp = index_stamp;
         tree.tracked = tracked;
         tree.files = snapshot.files;
+        tree.suspects.extend(unknown);
+        if unseen || lost {
+            // Events were lost (before this snapshot, or while its watches
+            // were placed): who opened what is not known for any file.
+            tree.suspects.extend(tree.file_wd.keys().cloned());
+        }
         self.served.full_snapshots += 1;
         (self.log)(&format!(
             "full snapshot of {}: {} files, {} directories watched ({:.1} ms)",
@@ -816,9 +1222,32 @@ fn read_events(fd: &rustix::fd::OwnedFd, shared: &(Mutex<Shared>, Condvar)) {
             .and_then(|n| n.to_str().ok())
             .map(str::to_owned);
         let mut s = lock(&shared.0);
+        s.seq += 1;
+        let seq = s.seq;
         if flags.contains(ReadFlags::QUEUE_OVERFLOW) {
             for d in &mut s.dirty {
                 d.all = true;
+            }
+            continue;
+        }
+        if let Some(paths) = s.files.get(&event.wd()) {
+            // A tracked file's inode, whichever name it was reached by.
+            if flags.contains(ReadFlags::IGNORED) {
+                // Its last link is gone: the directory events say so.
+                s.files.remove(&event.wd());
+                s.opened.remove(&event.wd());
+                continue;
+            }
+            let paths = paths.clone();
+            if flags.contains(ReadFlags::OPEN) {
+                s.opened.insert(event.wd(), seq);
+            }
+            if flags.intersects(ReadFlags::MODIFY | ReadFlags::ATTRIB | ReadFlags::CLOSE_WRITE) {
+                for (t, rel) in paths {
+                    if let Some(d) = s.dirty.get_mut(t) {
+                        d.paths.insert(rel);
+                    }
+                }
             }
             continue;
         }
@@ -837,7 +1266,7 @@ fn read_events(fd: &rustix::fd::OwnedFd, shared: &(Mutex<Shared>, Condvar)) {
                     && name.starts_with(COOKIE_PREFIX)
                     && flags.contains(ReadFlags::CREATE)
                 {
-                    s.cookies.insert(name);
+                    s.cookies.insert(name, seq);
                     drop(s);
                     shared.1.notify_all();
                 }
@@ -974,11 +1403,195 @@ mod tests {
         fs_err::remove_dir(dir.join("b")).expect("rmdir");
         write(dir, "b", "a file where a directory was\n");
         check(&mut watcher, "a directory replaced by a file");
+
+        // What happens to a tracked file without an event in its directory.
+        let outside = tempfile::tempdir().expect("tempdir");
+        let out = outside.path();
+        // A hard link outside the work tree: the link itself changes only
+        // the inode's link count, then the file is written through it.
+        fs_err::hard_link(dir.join("a/two.txt"), out.join("x")).expect("ln");
+        check(&mut watcher, "a hard link made outside the tree");
+        fs_err::write(out.join("x"), "two, written through an outside link\n").expect("write");
+        assert_eq!(
+            check(&mut watcher, "a write through the outside link"),
+            1,
+            "the file's own watch saw it"
+        );
+        fs_err::set_permissions(out.join("x"), std::fs::Permissions::from_mode(0o755))
+            .expect("chmod");
+        check(&mut watcher, "made executable through the outside link");
+        // A shared writable mapping: no event for its writes, and a second
+        // write while the page is still dirty does not change the mtime.
+        let mut mapping = Mapping::new(&dir.join("a/one.txt"));
+        check(&mut watcher, "mapped, not written yet");
+        mapping.write(0, b"O");
+        check(&mut watcher, "a first write through a shared mapping");
+        mapping.write(1, b"N");
+        check(&mut watcher, "a second write in the same mapping");
+        mapping.write(2, b"E");
+        mapping.finish();
+        check(&mut watcher, "a write, then the mapping is gone");
+        assert_eq!(
+            check(&mut watcher, "nothing changed after the mapping"),
+            0,
+            "a file nothing writes any more is not re-read"
+        );
+        // The same through a mapping of the outside link.
+        let mut mapping = Mapping::new(&out.join("x"));
+        mapping.write(0, b"T");
+        check(
+            &mut watcher,
+            "a write through a mapping of the outside link",
+        );
+        mapping.write(1, b"W");
+        check(&mut watcher, "a second write through that mapping");
+        mapping.finish();
+        fs_err::remove_file(out.join("x")).expect("rm the outside link");
+        check(&mut watcher, "the outside link removed");
+        // A file replaced by one renamed in from outside the tree.
+        fs_err::write(out.join("new.txt"), "one, renamed in from outside\n").expect("write");
+        fs_err::rename(out.join("new.txt"), dir.join("a/one.txt")).expect("mv");
+        check(&mut watcher, "a file renamed in from outside");
+        // A directory replaced by a symbolic link to a directory outside:
+        // its files are read through the link, and changed where it points.
+        fs_err::create_dir(out.join("deep")).expect("mkdir");
+        fs_err::write(out.join("deep/three.txt"), "three, outside\n").expect("write");
+        fs_err::remove_dir_all(dir.join("a/deep")).expect("rm -r");
+        std::os::unix::fs::symlink(out.join("deep"), dir.join("a/deep")).expect("symlink");
+        check(
+            &mut watcher,
+            "a directory replaced by a link to one outside",
+        );
+        fs_err::write(out.join("deep/three.txt"), "three, edited outside\n").expect("write");
+        check(&mut watcher, "an edit where the linked directory points");
+        fs_err::write(out.join("deep/tmp"), "three, renamed over outside\n").expect("write");
+        fs_err::rename(out.join("deep/tmp"), out.join("deep/three.txt")).expect("mv");
+        check(&mut watcher, "a rename where the linked directory points");
+        fs_err::create_dir(out.join("deep2")).expect("mkdir");
+        fs_err::write(out.join("deep2/three.txt"), "three, elsewhere\n").expect("write");
+        fs_err::rename(out.join("deep"), out.join("deep-old")).expect("mv");
+        fs_err::rename(out.join("deep2"), out.join("deep")).expect("mv");
+        check(
+            &mut watcher,
+            "the linked directory's target replaced outside",
+        );
+        fs_err::remove_file(dir.join("a/deep")).expect("rm link");
+        write(dir, "a/deep/three.txt", "three, a directory again\n");
+        check(&mut watcher, "the link replaced by a directory again");
+        write(dir, "a/deep/three.txt", "three, edited once more\n");
+        assert_eq!(
+            check(&mut watcher, "an edit in the directory that was a link"),
+            1,
+            "it is watched again, and nothing else is re-read"
+        );
         assert!(
             watcher.served().full_snapshots >= 3,
             "{:?}",
             watcher.served()
         );
+    }
+
+    /// Another process holding a shared writable mapping of a file (Python's
+    /// `mmap`), writing through it on request.
+    struct Mapping {
+        child: std::process::Child,
+        lines: std::io::Lines<BufReader<std::process::ChildStdout>>,
+    }
+
+    impl Mapping {
+        fn new(path: &Path) -> Self {
+            let mut child = std::process::Command::new("python3")
+                .args([
+                    "-c",
+                    "import mmap, os, sys\n\
+                     fd = os.open(sys.argv[1], os.O_RDWR)\n\
+                     m = mmap.mmap(fd, 0)\n\
+                     os.close(fd)\n\
+                     print('mapped', flush=True)\n\
+                     for line in sys.stdin:\n\
+                     \x20   at, byte = line.split()\n\
+                     \x20   m[int(at)] = ord(byte)\n\
+                     \x20   print('written', flush=True)\n\
+                     m.close()\n",
+                ])
+                .arg(path)
+                .stdin(std::process::Stdio::piped())
+                .stdout(std::process::Stdio::piped())
+                .spawn()
+                .expect("python3 runs (install python3)");
+            let stdout = child.stdout.take().expect("stdout");
+            let mut lines = BufReader::new(stdout).lines();
+            assert_eq!(
+                lines.next().map(|l| l.expect("a line")).as_deref(),
+                Some("mapped")
+            );
+            Mapping { child, lines }
+        }
+
+        fn write(&mut self, at: usize, byte: &[u8]) {
+            let stdin = self.child.stdin.as_mut().expect("stdin");
+            writeln!(stdin, "{at} {}", String::from_utf8_lossy(byte)).expect("ask");
+            assert_eq!(
+                self.lines.next().map(|l| l.expect("a line")).as_deref(),
+                Some("written")
+            );
+        }
+
+        /// Unmaps and exits.
+        fn finish(mut self) {
+            drop(self.child.stdin.take());
+            assert!(self.child.wait().expect("wait").success());
+        }
+    }
+
+    /// More files than one probe batch: every one is asked about after the
+    /// first snapshot (its watches are new) and after all were opened, with
+    /// no more descriptors open at once than a batch; a mapped file among
+    /// them is still seen.
+    #[test]
+    fn files_are_asked_about_in_batches() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let dir = tmp.path();
+        git(dir, &["init", "-q"]);
+        let count = PROBE_BATCH * 2 + 7;
+        for i in 0..count {
+            write(dir, &format!("d{}/f{i}.txt", i % 3), &format!("{i}\n"));
+        }
+        commit_all(dir);
+        let mut watcher = Watcher::new(Box::new(|_| {})).expect("inotify is usable");
+        let check = |watcher: &mut Watcher, step: &str| {
+            let answered = watcher.snapshot(dir, &[]).expect("the watcher answers");
+            let direct = inputs::snapshot(dir, &[]).expect("a snapshot");
+            assert_eq!(answered.files, direct.files, "{step}");
+        };
+        check(&mut watcher, "first");
+        assert!(
+            watcher.trees[0].suspects.is_empty(),
+            "every new watch was asked about"
+        );
+        for i in 0..count {
+            let _ = fs_err::read(dir.join(format!("d{}/f{i}.txt", i % 3))).expect("read");
+        }
+        let last = count - 1;
+        let mut mapping = Mapping::new(&dir.join(format!("d{}/f{last}.txt", last % 3)));
+        mapping.write(0, b"X");
+        check(&mut watcher, "every file opened, one mapped and written");
+        mapping.finish();
+        check(&mut watcher, "the mapping gone");
+    }
+
+    #[test]
+    fn mounts_in_at_or_above_a_work_tree_are_its_own() {
+        let mountinfo = "22 1 8:1 / / rw - ext4 /dev/vda rw\n\
+                         30 22 8:1 /src /w/my\\040tree/web/src rw - ext4 /dev/vda rw\n\
+                         31 22 0:5 / /w/other rw - tmpfs tmpfs rw\n\
+                         32 22 0:6 / /w/my\\040tree2 rw - tmpfs tmpfs rw\n";
+        assert_eq!(
+            mounts_of(mountinfo, Path::new("/w/my tree")),
+            ["22 /", "30 /w/my tree/web/src"],
+            "a sibling whose name only starts the same is not in the tree"
+        );
+        assert_eq!(unescape_mount_point("a\\011b\\134c\\9"), "a\tb\\c\\9");
     }
 
     #[test]

@@ -45,6 +45,18 @@ pub struct Workspace {
     pub diagnostics: Vec<Diagnostic>,
 }
 
+/// Whether `dir` (absolute, normalised) lies in a git work tree: it or a
+/// directory above it holds `.git`, and it is not inside a `.git` directory.
+/// A repository may be a sibling of the OpenSpec root's (`../api`) or the
+/// monorepo above it (`..`); only where it lies matters, not how far up.
+fn in_git_work_tree(dir: &Path) -> bool {
+    if dir.components().any(|c| c.as_os_str() == ".git") {
+        return false;
+    }
+    dir.ancestors()
+        .any(|a| fs_err::symlink_metadata(a.join(".git")).is_ok())
+}
+
 impl Workspace {
     /// Loads the catalog at `root` and resolves its repositories.
     pub fn load(root: &Path) -> Self {
@@ -83,6 +95,18 @@ impl Workspace {
                             )
                             .at(catalog::FILE_NAME, repo.path.pos)
                             .fix("Point `path` at the repository's directory, relative to the OpenSpec root."),
+                        );
+                    } else if !in_git_work_tree(&dir) {
+                        diagnostics.push(
+                            Diagnostic::error(
+                                Code::NotAGitRepository,
+                                format!(
+                                    "repository `{}` is at `{}`, which is not inside a git work tree",
+                                    repo.id.value, repo.path.value
+                                ),
+                            )
+                            .at(catalog::FILE_NAME, repo.path.pos)
+                            .fix(format!("Point `path` at a directory of a git work tree, or run `git init` in `{}` and add its files.", dir.display())),
                         );
                     }
                     repositories.insert(

@@ -136,6 +136,19 @@ fn repositories(sink: &mut Sink, node: &Node) -> BTreeMap<RepoId, Repository> {
                 None
             }
         };
+        // A committed catalog is read wherever the workspace is checked out.
+        let path = path.filter(|p| {
+            let absolute = std::path::Path::new(&p.value).is_absolute();
+            if absolute {
+                sink.error(
+                    Code::RepositoryPathAbsolute,
+                    p.pos,
+                    format!("`path` of {what} is the absolute path `{}`; a committed catalog must work wherever the workspace is checked out", p.value),
+                    "Write `path` relative to the OpenSpec root (`.`, `web`, `..`, `../sibling-repo`).",
+                );
+            }
+            !absolute
+        });
         let setup = f.get("setup").and_then(|n| {
             list(sink, n, &format!("`setup` of {what}"), |s, item, i| {
                 argv(s, item, &format!("`setup[{i}]` of {what}"))

@@ -178,9 +178,25 @@ pub fn missing(sink: &mut Sink, pos: Pos, what: &str, key: &str, example: &str) 
     );
 }
 
-/// Reads a string.
+/// Reports a NUL byte in a string: no argument, environment value or path
+/// can carry one, so it would only fail when the command runs.
+fn refuse_nul(sink: &mut Sink, text: &str, pos: Pos, what: &str) -> bool {
+    if !text.contains('\0') {
+        return false;
+    }
+    sink.error(
+        Code::NulInValue,
+        pos,
+        format!("{what} holds a NUL byte, which no program argument, environment value or path can carry"),
+        format!("Remove the NUL (`\\0`, `\\u0000`) from {what}."),
+    );
+    true
+}
+
+/// Reads a string (never one holding a NUL byte).
 pub fn string(sink: &mut Sink, node: &Node, what: &str) -> Option<Spanned<String>> {
     match &node.value {
+        Value::String(s) if refuse_nul(sink, s, node.pos, what) => None,
         Value::String(s) => Some(Spanned::new(s.clone(), node.pos)),
         _ => {
             sink.wrong_type(node, what, "a string");
@@ -363,6 +379,9 @@ pub fn scalar_text(sink: &mut Sink, node: &Node, what: &str) -> Option<Spanned<S
             return None;
         }
     };
+    if refuse_nul(sink, &text, node.pos, what) {
+        return None;
+    }
     Some(Spanned::new(text, node.pos))
 }
 

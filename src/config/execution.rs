@@ -473,8 +473,11 @@ pub fn argv(sink: &mut Sink, node: &Node, what: &str) -> Option<Spanned<Vec<Stri
         );
         return None;
     }
-    let items = decode::string_list(sink, node, what)?;
-    if items.is_empty() {
+    let Value::Seq(nodes) = &node.value else {
+        sink.wrong_type(node, what, "a list");
+        return None;
+    };
+    if nodes.is_empty() {
         sink.error(
             Code::InvalidValue,
             node.pos,
@@ -483,10 +486,28 @@ pub fn argv(sink: &mut Sink, node: &Node, what: &str) -> Option<Spanned<Vec<Stri
         );
         return None;
     }
-    Some(Spanned::new(
-        items.into_iter().map(|s| s.value).collect(),
-        node.pos,
-    ))
+    // One finding per element that is not a string; an element YAML read
+    // as a boolean or a number (`[true]`, `[sleep, 1]`) says so.
+    let mut items = Vec::with_capacity(nodes.len());
+    for (i, item) in nodes.iter().enumerate() {
+        let at = format!("{what}[{i}]");
+        let scalar = match &item.value {
+            Value::Bool(b) => Some(("boolean", b.to_string())),
+            Value::Number(n) => Some(("number", n.clone())),
+            _ => None,
+        };
+        match scalar {
+            Some((kind, text)) => sink.error(
+                Code::WrongType,
+                item.pos,
+                format!("{at} is the {kind} `{text}`, not a string: an argv holds strings, and YAML reads an unquoted `{text}` as a {kind}"),
+                format!("Quote it: \"{text}\"."),
+            ),
+            None => items.extend(decode::nonempty_string(sink, item, &at)),
+        }
+    }
+    (items.len() == nodes.len())
+        .then(|| Spanned::new(items.into_iter().map(|s| s.value).collect(), node.pos))
 }
 
 fn env_map(sink: &mut Sink, node: &Node, what: &str) -> Option<BTreeMap<EnvName, Spanned<String>>> {

@@ -139,3 +139,163 @@ fn a_file_larger_than_the_limit_is_refused_unread() {
         vec!["file_too_large"]
     );
 }
+
+/// The issues of `validate --all --json` as (item, code, line, column).
+fn issues(doc: &Value) -> Vec<(String, String, u64, u64)> {
+    let mut out = Vec::new();
+    for item in doc["items"].as_array().expect("items") {
+        for issue in item["issues"].as_array().into_iter().flatten() {
+            out.push((
+                item["id"].as_str().unwrap_or_default().to_owned(),
+                issue["code"].as_str().unwrap_or_default().to_owned(),
+                issue["line"].as_u64().unwrap_or(0),
+                issue["column"].as_u64().unwrap_or(0),
+            ));
+        }
+    }
+    out
+}
+
+/// Values that cannot reach `execve` — a NUL byte in an argv element (a
+/// provider's command, a service's, a repository's `setup`) or in an `env`
+/// value, `=` in an environment variable's name — are preflight errors at
+/// their position: `validate` exits 1 and `prove` exits 3 before anything
+/// runs, instead of a run-time failure with no code.
+#[test]
+fn values_no_process_can_receive_are_preflight_errors() {
+    let sb = Sandbox::new();
+    sb.openspec_root("");
+    sb.write(
+        "proofgraph.yaml",
+        "version: 1\nrepositories:\n  app:\n    path: .\n    setup: [[sh, \"-c\\0\"]]\n",
+    );
+    sb.write(
+        "openspec/changes/x/evidence.yaml",
+        "version: 2\nclaims:\n  - {id: a, scenario: s, capabilities: [static-analysis]}\n",
+    );
+    sb.write(
+        "openspec/changes/x/execution.yaml",
+        r#"version: 1
+providers:
+  lint:
+    adapter: command
+    capability: static-analysis
+    command: [sh, "-c", "echo \0"]
+    env: {GOOD: "a\u0000b", "A=B": x}
+    service: db
+services:
+  db:
+    command: ["db\0"]
+    readiness: {url: "http://127.0.0.1:4599/"}
+"#,
+    );
+    crate::support::git_commit_all(&sb.work());
+    let run = sb.run(&sb.work(), &["validate", "--all", "--json"]);
+    run.expect_code(1);
+    let found = issues(&run.json());
+    for expected in [
+        ("proofgraph.yaml", "nul_in_value", 5, 18),
+        ("x", "nul_in_value", 6, 25),
+        ("x", "nul_in_value", 7, 17),
+        ("x", "invalid_id", 7, 29),
+        ("x", "nul_in_value", 11, 15),
+    ] {
+        assert!(
+            found
+                .iter()
+                .any(|(i, c, l, col)| (i.as_str(), c.as_str(), *l, *col) == expected),
+            "{expected:?} among {found:#?}"
+        );
+    }
+    let prove = sb.run(&sb.work(), &["prove", "x", "--json"]);
+    prove.expect_code(3);
+    let codes = prove.status_codes();
+    assert_eq!(
+        codes.iter().filter(|c| *c == "nul_in_value").count(),
+        4,
+        "{codes:?}"
+    );
+}
+
+/// `command: [true]`: YAML reads `true` as a boolean. One finding says so at
+/// the element, not also that the list is empty.
+#[test]
+fn an_argv_element_yaml_reads_as_a_boolean_is_one_clear_finding() {
+    let sb = Sandbox::new();
+    sb.lint_change("[true]");
+    let run = sb.run(&sb.work(), &["validate", "add-x", "--json"]);
+    run.expect_code(1);
+    let doc = run.json();
+    let found = doc["items"][0]["issues"]
+        .as_array()
+        .expect("issues")
+        .clone();
+    assert_eq!(found.len(), 1, "{found:#?}");
+    assert_eq!(found[0]["code"], "wrong_type");
+    let message = found[0]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("is the boolean `true`, not a string"),
+        "{message}"
+    );
+    assert_eq!(found[0]["fix"], "Quote it: \"true\".");
+    // Quoted, it is the program `true`.
+    let sb = Sandbox::new();
+    sb.lint_change("[\"true\", \"1\"]");
+    sb.run(&sb.work(), &["validate", "add-x", "--json"])
+        .expect_code(0);
+    let sb = Sandbox::new();
+    sb.lint_change("[sleep, 1]");
+    let run = sb.run(&sb.work(), &["prove", "add-x", "--json"]);
+    run.expect_code(3);
+    assert_eq!(run.status_codes(), ["wrong_type"]);
+}
+
+/// A catalog repository's `path` is relative (a committed catalog is read
+/// wherever the workspace is checked out) and names a directory inside a git
+/// work tree: a sibling repository (`../api`) and the monorepo above an
+/// OpenSpec root in a subdirectory (`..`) are fine; `/etc`, a `..` that
+/// leaves every git work tree, a path inside `.git` and a missing directory
+/// are refused at the path.
+#[test]
+fn catalog_repository_paths_are_relative_directories_of_git_work_trees() {
+    let sb = Sandbox::new();
+    // The OpenSpec root in `work/specs`, the git work tree at `work`, and a
+    // sibling repository next to `work`.
+    sb.openspec_root("specs");
+    sb.write("specs/openspec/changes/x/proposal.md", "# x\n");
+    sb.write("app.txt", "app\n");
+    let sibling = sb.path().join("api");
+    crate::support::write(&sibling.join("main.rs"), "fn main() {}\n");
+    crate::support::git_commit_all(&sibling);
+    crate::support::git_commit_all(&sb.work());
+    let root = sb.work().join("specs");
+    let validate = |catalog: &str| {
+        sb.write("specs/proofgraph.yaml", catalog);
+        let run = sb.run(&root, &["validate", "--all", "--json"]);
+        (run.code, issues(&run.json()))
+    };
+    let (code, found) = validate(
+        "version: 1\nrepositories:\n  mono: {path: ..}\n  api: {path: ../../api}\n  specs: {path: .}\n",
+    );
+    assert_eq!(code, Some(0), "{found:#?}");
+    assert!(
+        found.iter().all(|(item, ..)| item != "proofgraph.yaml"),
+        "{found:#?}"
+    );
+    let (code, found) = validate(
+        "version: 1\nrepositories:\n  etc: {path: /etc}\n  up: {path: ../..}\n  git: {path: ../.git}\n  gone: {path: nowhere}\n",
+    );
+    assert_eq!(code, Some(1));
+    let at = |c: &str| -> Vec<(u64, u64)> {
+        found
+            .iter()
+            .filter(|(i, code, ..)| i == "proofgraph.yaml" && code == c)
+            .map(|(_, _, l, col)| (*l, *col))
+            .collect()
+    };
+    assert_eq!(at("repository_path_absolute"), [(3, 15)], "{found:#?}");
+    assert_eq!(at("not_a_git_repository"), [(4, 14), (5, 15)], "{found:#?}");
+    assert_eq!(at("repository_path_missing"), [(6, 16)], "{found:#?}");
+    let prove = sb.run(&root, &["prove", "x", "--json"]);
+    prove.expect_code(3);
+}

@@ -907,3 +907,250 @@ fn a_summary_only_json_report_counts_for_discovery_and_is_never_coerced() {
         assert_eq!(s["web-works/discovery"], discovery, "{json}");
     }
 }
+
+/// Starts `proofgraph watch` in the sandbox's workspace and waits for its
+/// socket.
+fn start_watcher(sb: &Sandbox) -> std::process::Child {
+    let socket = sb.work().join(".proofgraph/watch.sock");
+    let watcher = std::process::Command::new(env!("CARGO_BIN_EXE_proofgraph"))
+        .args(["watch", "--json"])
+        .current_dir(sb.work())
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", sb.home())
+        .env("XDG_DATA_HOME", sb.data_home())
+        .env("XDG_CONFIG_HOME", sb.config_home())
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start proofgraph watch");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !socket.exists() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the watcher did not start answering"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    watcher
+}
+
+/// Stops a watcher with SIGTERM; its JSON document and its log.
+fn stop_watcher(watcher: std::process::Child) -> (Value, String) {
+    let killed = std::process::Command::new("sh")
+        .args(["-c", &format!("kill -TERM {}", watcher.id())])
+        .status()
+        .expect("run sh");
+    assert!(killed.success());
+    let out = watcher.wait_with_output().expect("wait for the watcher");
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let doc = serde_json::from_slice(&out.stdout).expect("one JSON document");
+    (doc, stderr)
+}
+
+/// Another process holding a shared writable mapping of a file (Python's
+/// `mmap`), writing through it on request: its writes make no inotify event.
+struct Mapping {
+    child: std::process::Child,
+    lines: std::io::Lines<std::io::BufReader<std::process::ChildStdout>>,
+}
+
+impl Mapping {
+    fn new(path: &Path) -> Self {
+        use std::io::BufRead as _;
+        let mut child = std::process::Command::new("python3")
+            .args([
+                "-c",
+                "import mmap, os, sys\n\
+                 fd = os.open(sys.argv[1], os.O_RDWR)\n\
+                 m = mmap.mmap(fd, 0)\n\
+                 os.close(fd)\n\
+                 print('mapped', flush=True)\n\
+                 for line in sys.stdin:\n\
+                 \x20   at, byte = line.split()\n\
+                 \x20   m[int(at)] = ord(byte)\n\
+                 \x20   print('written', flush=True)\n\
+                 m.close()\n",
+            ])
+            .arg(path)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("python3 runs (install python3)");
+        let stdout = child.stdout.take().expect("stdout");
+        let mut lines = std::io::BufReader::new(stdout).lines();
+        assert_eq!(
+            lines.next().map(|l| l.expect("a line")).as_deref(),
+            Some("mapped")
+        );
+        Mapping { child, lines }
+    }
+
+    fn write(&mut self, at: usize, byte: char) {
+        use std::io::Write as _;
+        let stdin = self.child.stdin.as_mut().expect("stdin");
+        writeln!(stdin, "{at} {byte}").expect("ask");
+        assert_eq!(
+            self.lines.next().map(|l| l.expect("a line")).as_deref(),
+            Some("written")
+        );
+    }
+
+    /// Unmaps and exits.
+    fn finish(mut self) {
+        drop(self.child.stdin.take());
+        assert!(self.child.wait().expect("wait").success());
+    }
+}
+
+/// With `proofgraph watch` running, a tracked file changed in a way that
+/// makes no inotify event in its directory — through a hard link outside the
+/// work tree, through a shared writable mapping (twice in one mapping), by a
+/// rename from outside, below a directory that is a symbolic link — still
+/// reruns its providers, as without a watcher; and what the watcher last
+/// answered is what a prove without it sees.
+#[test]
+fn with_a_watcher_changes_no_directory_event_names_rerun_too() {
+    let sb = Sandbox::new();
+    workspace(&sb);
+    let outside = sb.path().join("outside");
+    fs_err::create_dir_all(&outside).expect("mkdir");
+    let watcher = start_watcher(&sb);
+    prove(&sb, &[]).expect_code(0);
+    assert_eq!(ran(&prove(&sb, &[]).json()), Vec::<String>::new());
+    let app = sb.work().join("web/src/app.js");
+    let web = vec!["lint".to_owned(), "test".to_owned()];
+
+    fs_err::hard_link(&app, outside.join("x")).expect("ln");
+    assert_eq!(
+        ran(&prove(&sb, &[]).json()),
+        Vec::<String>::new(),
+        "a new link changes no content"
+    );
+    fs_err::write(outside.join("x"), "bad\n").expect("write through the link");
+    assert_eq!(
+        ran(&prove(&sb, &[]).json()),
+        web,
+        "written through a hard link"
+    );
+
+    let mut mapping = Mapping::new(&app);
+    mapping.write(0, 'B');
+    assert_eq!(
+        ran(&prove(&sb, &[]).json()),
+        web,
+        "a write through a mapping"
+    );
+    mapping.write(1, 'A');
+    assert_eq!(
+        ran(&prove(&sb, &[]).json()),
+        web,
+        "a second write through the same mapping"
+    );
+    mapping.finish();
+    assert_eq!(ran(&prove(&sb, &[]).json()), Vec::<String>::new());
+
+    fs_err::write(outside.join("new.js"), "renamed in\n").expect("write");
+    fs_err::rename(outside.join("new.js"), &app).expect("mv");
+    assert_eq!(ran(&prove(&sb, &[]).json()), web, "renamed in from outside");
+
+    fs_err::rename(sb.work().join("web/src"), outside.join("src")).expect("mv");
+    std::os::unix::fs::symlink(outside.join("src"), sb.work().join("web/src")).expect("ln -s");
+    assert_eq!(
+        ran(&prove(&sb, &[]).json()),
+        Vec::<String>::new(),
+        "the same files through a linked directory"
+    );
+    fs_err::write(outside.join("src/app.js"), "edited where the link points\n").expect("write");
+    assert_eq!(
+        ran(&prove(&sb, &[]).json()),
+        web,
+        "edited where a linked directory points"
+    );
+
+    let (doc, stderr) = stop_watcher(watcher);
+    assert_eq!(doc["served"]["refused"], 0, "{stderr}");
+    assert_eq!(doc["served"]["answered"], 10, "{doc:#}\n{stderr}");
+    assert_eq!(
+        ran(&prove(&sb, &[]).json()),
+        Vec::<String>::new(),
+        "without the watcher, nothing is new"
+    );
+}
+
+/// A bind mount over a tracked directory makes no inotify event: the watcher
+/// sees the mount table change, and prove reruns what reads the mounted
+/// files (then, unmounted, reuses the earlier receipts). Runs in a mount
+/// namespace of its own (`unshare`, util-linux; root, or a user namespace).
+#[test]
+fn with_a_watcher_a_bind_mount_over_a_tracked_directory_reruns() {
+    let sb = Sandbox::new();
+    workspace(&sb);
+    prove(&sb, &[]).expect_code(0);
+    let script = r#"set -eu
+pg="$1"
+"$pg" watch --json > ../watch.json 2> ../watch.log &
+w=$!
+i=0
+while [ ! -S .proofgraph/watch.sock ]; do i=$((i+1)); [ $i -lt 1000 ] || exit 9; sleep 0.02; done
+"$pg" prove add-x --json > ../before.json || true
+mkdir -p ../mounted
+printf 'mounted\n' > ../mounted/app.js
+mount --bind ../mounted web/src
+"$pg" prove add-x --json > ../mounted.json || true
+umount web/src
+"$pg" prove add-x --json > ../unmounted.json || true
+kill -TERM $w
+wait $w
+"#;
+    // `/proc/self` belongs to the effective user.
+    let root =
+        std::os::unix::fs::MetadataExt::uid(&fs_err::metadata("/proc/self").expect("proc")) == 0;
+    let unshare: &[&str] = if root {
+        &["--mount", "--propagation", "private"]
+    } else {
+        &[
+            "--user",
+            "--map-root-user",
+            "--mount",
+            "--propagation",
+            "private",
+        ]
+    };
+    let mut args: Vec<&str> = unshare.to_vec();
+    args.extend(["sh", "-c", script, "sh", env!("CARGO_BIN_EXE_proofgraph")]);
+    let runs_log = sb.path().join("runs.log");
+    let run = sb.command_with_env(
+        "unshare",
+        &sb.work(),
+        &args,
+        &[("RUNS_LOG", runs_log.to_str().expect("utf-8 path"))],
+    );
+    let log = fs_err::read_to_string(sb.path().join("watch.log")).unwrap_or_default();
+    assert_eq!(
+        run.code,
+        Some(0),
+        "`unshare` (util-linux) and `mount` run the scenario in a mount namespace: {}{}\n{log}",
+        run.stdout,
+        run.stderr
+    );
+    let doc = |name: &str| -> Value {
+        let text = fs_err::read_to_string(sb.path().join(name)).expect("a prove document");
+        serde_json::from_str(&text).expect("one JSON document")
+    };
+    assert_eq!(ran(&doc("before.json")), Vec::<String>::new());
+    assert_eq!(
+        ran(&doc("mounted.json")),
+        vec!["lint", "test"],
+        "the mounted directory's files are read"
+    );
+    assert_eq!(ran(&doc("unmounted.json")), Vec::<String>::new(), "{log}");
+    let watch = doc("watch.json");
+    assert_eq!(watch["served"]["answered"], 3, "{log}");
+    assert!(
+        log.contains("full snapshot of"),
+        "the mount made the watcher start over: {log}"
+    );
+}
