@@ -77,18 +77,25 @@ pub(crate) struct CommandPlan {
 }
 
 impl CommandPlan {
-    /// Converts a job's argv, environment and working directory.
+    /// Converts a job's argv, the program to execute when the caller resolved it (else
+    /// `argv[0]` is searched for in the environment's `PATH`), environment and working
+    /// directory.
     pub(crate) fn new(
         argv: Vec<OsString>,
+        program: Option<PathBuf>,
         env: Vec<(OsString, OsString)>,
         cwd: PathBuf,
     ) -> Result<Self, String> {
         let nul = |what: &str| format!("the {what} contains a NUL byte");
+        let resolved = program;
         let program = argv
             .first()
             .ok_or_else(|| "the argv is empty".to_owned())?
             .clone();
-        let program_display = program.to_string_lossy().into_owned();
+        let program_display = match &resolved {
+            Some(path) => path.display().to_string(),
+            None => program.to_string_lossy().into_owned(),
+        };
         let argv: Vec<CString> = argv
             .into_iter()
             .map(|arg| CString::new(arg.into_encoded_bytes()).map_err(|_| nul("argv")))
@@ -113,7 +120,16 @@ impl CommandPlan {
             env_strings.push(CString::new(entry).map_err(|_| nul("environment"))?);
         }
         let program_bytes = program.as_bytes();
-        let (candidates, no_candidate) = if program_bytes.contains(&b'/') {
+        let resolved = match resolved {
+            Some(path) => Some(
+                CString::new(path.into_os_string().into_encoded_bytes())
+                    .map_err(|_| nul("program"))?,
+            ),
+            None => None,
+        };
+        let (candidates, no_candidate) = if let Some(exact) = &resolved {
+            (vec![exact.clone()], None)
+        } else if program_bytes.contains(&b'/') {
             (vec![argv[0].clone()], None)
         } else {
             match &path_value {
@@ -139,7 +155,10 @@ impl CommandPlan {
                 }
             }
         };
-        let search = match (&path_value, program_bytes.contains(&b'/')) {
+        let search = match (
+            &path_value,
+            program_bytes.contains(&b'/') || resolved.is_some(),
+        ) {
             (Some(path), false) => {
                 let mut key = path.clone();
                 key.push(0);

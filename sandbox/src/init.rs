@@ -747,15 +747,19 @@ impl Init {
         };
         let cwd = request.cwd.into_path();
         let argv: Vec<OsString> = request.argv.into_iter().map(WireBytes::into_os).collect();
+        let program: Option<PathBuf> = request.program.map(WireBytes::into_path);
         let env: Vec<(OsString, OsString)> = request
             .env
             .into_iter()
             .map(|(k, v)| (k.into_os(), v.into_os()))
             .collect();
-        // What the job names under the host's /tmp — its directory, absolute
-        // paths in its argv, absolute paths in its environment's values
-        // (`:`-separated lists included) — it sees; nothing else of /tmp.
+        // What the job names under the host's /tmp — its directory, the program it runs,
+        // absolute paths in its argv, absolute paths in its environment's values
+        // (`:`-separated lists included) — it sees; nothing else of /tmp. Exposed before
+        // the program is looked for, so that a `PATH` entry under /tmp is searched as the
+        // job will see it.
         let named: Vec<PathBuf> = std::iter::once(cwd.clone())
+            .chain(program.clone())
             .chain(argv.iter().map(PathBuf::from))
             .chain(env.iter().flat_map(|(_, v)| {
                 v.as_bytes()
@@ -764,7 +768,12 @@ impl Init {
                     .collect::<Vec<_>>()
             }))
             .collect();
-        let mut plan = match CommandPlan::new(argv, env, cwd.clone()) {
+        for path in &named {
+            if let Err(why) = self.expose_host_tmp(path) {
+                return refuse(self, why);
+            }
+        }
+        let mut plan = match CommandPlan::new(argv, program, env, cwd.clone()) {
             Ok(plan) => plan,
             Err(why) => return refuse(self, why),
         };
@@ -781,11 +790,6 @@ impl Init {
             };
             if let Some(index) = found {
                 plan.try_first(index);
-            }
-        }
-        for path in &named {
-            if let Err(why) = self.expose_host_tmp(path) {
-                return refuse(self, why);
             }
         }
         let (out_read, out_write) = match pipe2(OFlag::O_CLOEXEC) {

@@ -307,10 +307,17 @@ impl Run {
         }
         check_path("working directory", &job.cwd)?;
         check_path("log", &job.log)?;
+        if let Some(program) = &job.program {
+            check_path("program", program)?;
+        }
         let id = self.next_id();
         let request = Request::Spawn(SpawnRequest {
             job: id.0,
             argv: job.argv.iter().map(|a| WireBytes::from_os(a)).collect(),
+            program: job
+                .program
+                .as_deref()
+                .map(|p| WireBytes::from_os(p.as_os_str())),
             cwd: WireBytes::from_os(job.cwd.as_os_str()),
             env: job
                 .env

@@ -87,6 +87,9 @@ pub(crate) enum WireNetwork {
 pub(crate) struct SpawnRequest {
     pub(crate) job: u64,
     pub(crate) argv: Vec<WireBytes>,
+    /// The exact file to execute, when the caller resolved it.
+    #[serde(default)]
+    pub(crate) program: Option<WireBytes>,
     pub(crate) cwd: WireBytes,
     pub(crate) env: Vec<(WireBytes, WireBytes)>,
     pub(crate) network: WireNetwork,
@@ -237,6 +240,7 @@ mod tests {
         let request = Request::Spawn(SpawnRequest {
             job: 1,
             argv: vec![WireBytes::from_bytes(b"sh")],
+            program: Some(WireBytes::from_bytes(b"/bin/sh")),
             cwd: WireBytes::from_bytes(b"/"),
             env: vec![(WireBytes::from_bytes(b"A"), WireBytes::from_bytes(b"\xff"))],
             network: WireNetwork::Private,
@@ -253,7 +257,9 @@ mod tests {
         // A request from an older parent, without the newer fields, still reads.
         let old = br#"{"op":"spawn","job":2,"argv":["sh"],"cwd":"/","env":[],"network":"host","timeout_ns":null,"log":"/l","redact":[]}"#;
         match serde_json::from_slice::<Request>(old) {
-            Ok(Request::Spawn(spawn)) => assert!(!spawn.limited && !spawn.hold_after),
+            Ok(Request::Spawn(spawn)) => {
+                assert!(!spawn.limited && !spawn.hold_after && spawn.program.is_none());
+            }
             other => panic!("{other:?}"),
         }
         let shutdown = String::from_utf8(encode_line(&Request::Shutdown)).ok();

@@ -89,9 +89,15 @@ impl RunConfig {
 /// A command to run inside a run.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct JobSpec {
-    /// The command and its arguments. A program name without `/` is looked up in the `PATH`
-    /// of [`JobSpec::env`] (not the caller's), relative to [`JobSpec::cwd`].
+    /// The command and its arguments. Unless [`JobSpec::program`] is given, a program name
+    /// without `/` is looked up in the `PATH` of [`JobSpec::env`] (not the caller's),
+    /// relative to [`JobSpec::cwd`], once the paths the job names under `/tmp` are exposed.
     pub argv: Vec<OsString>,
+    /// The file to execute (absolute, without `..`), when the caller resolved `argv[0]`
+    /// itself: exactly that file is executed, with `argv` unchanged (its `argv[0]` is the
+    /// name the program sees), and nothing is searched. A file that is not there is a job
+    /// that could not start, never another program of the same name.
+    pub program: Option<PathBuf>,
     /// The working directory; absolute, without `..`. A directory under `/tmp` of the host
     /// stays reachable: its top-level entry under `/tmp` is bind-mounted into the run's
     /// private `/tmp`. So do absolute paths under `/tmp` that the argv or an environment

@@ -88,6 +88,7 @@ fn isolated() -> Run {
 
 fn job(scratch: &Scratch, log: &str, argv: &[&str]) -> JobSpec {
     JobSpec {
+        program: None,
         argv: argv.iter().map(OsString::from).collect(),
         cwd: scratch.dir.clone(),
         env: vec![(OsString::from("PATH"), OsString::from(PATH))],
@@ -1579,4 +1580,105 @@ fn a_broken_init_fails_the_start_quickly_and_clearly() {
         "{error}"
     );
     assert!(started.elapsed() < Duration::from_secs(5));
+}
+
+// ---------------------------------------------------------------------------------------
+// The program that runs is the program the caller resolved
+
+/// A directory of tools under the host's `/tmp` holding an `env` that says who it is.
+fn tool_dir(scratch: &Scratch) -> PathBuf {
+    let dir = scratch.path("tools");
+    fs_err::create_dir_all(&dir).expect("mkdir");
+    let tool = dir.join("env");
+    fs_err::write(&tool, "#!/bin/sh\necho \"the /tmp env, called $0\"\n").expect("write");
+    use std::os::unix::fs::PermissionsExt as _;
+    fs_err::set_permissions(&tool, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    dir
+}
+
+#[test]
+fn a_resolved_program_runs_exactly_under_every_isolation() {
+    for isolation in [IsolationRequest::Required, IsolationRequest::Disabled] {
+        let scratch = Scratch::new("exact");
+        let tools = tool_dir(&scratch);
+        let (run, _) = start(isolation);
+        let mut events = Events::new(&run);
+        // PATH would find /usr/bin/env first: the resolved file is what runs.
+        let spec = JobSpec {
+            program: Some(tools.join("env")),
+            ..job(&scratch, "exact.log", &["env"])
+        };
+        let id = run.spawn(&spec).expect("spawn");
+        let event = events.wait(id, Duration::from_secs(10));
+        assert!(
+            matches!(event, Event::Exited { code: Some(0), .. }),
+            "{isolation:?}: {event:?}"
+        );
+        // (A script sees its own path as `$0`, whatever argv[0] was.)
+        assert!(
+            scratch
+                .read("exact.log")
+                .starts_with("the /tmp env, called "),
+            "{isolation:?}: {}",
+            scratch.read("exact.log")
+        );
+        // Not there: a job that could not start, never `/usr/bin/env` in its place.
+        let spec = JobSpec {
+            program: Some(tools.join("gone")),
+            ..job(&scratch, "gone.log", &["env"])
+        };
+        let id = run.spawn(&spec).expect("spawn");
+        match events.wait(id, Duration::from_secs(10)) {
+            Event::Exited {
+                code: Some(127),
+                spawn_error: Some(why),
+                ..
+            } => assert!(why.contains("/tools/gone`: not found"), "{why}"),
+            other => panic!("{isolation:?}: {other:?}"),
+        }
+        // A relative program is refused before it reaches the init.
+        let spec = JobSpec {
+            program: Some(PathBuf::from("tools/env")),
+            ..job(&scratch, "rel.log", &["env"])
+        };
+        assert!(matches!(
+            run.spawn(&spec),
+            Err(SandboxError::InvalidPath {
+                what: "program",
+                ..
+            })
+        ));
+        drop(run);
+    }
+}
+
+/// A `PATH` entry under the host's `/tmp` is searched as the job sees it: exposed first.
+#[test]
+fn a_path_entry_under_tmp_is_searched_after_it_is_exposed() {
+    let scratch = Scratch::new("path-tmp");
+    let tools = tool_dir(&scratch);
+    let run = isolated();
+    let mut events = Events::new(&run);
+    let spec = JobSpec {
+        env: vec![(
+            OsString::from("PATH"),
+            OsString::from(format!("{}:{PATH}", tools.display())),
+        )],
+        // The working directory is elsewhere, so only PATH names the tools' /tmp entry.
+        cwd: PathBuf::from("/"),
+        ..job(&scratch, "path.log", &["env"])
+    };
+    let id = run.spawn(&spec).expect("spawn");
+    let event = events.wait(id, Duration::from_secs(10));
+    assert!(
+        matches!(event, Event::Exited { code: Some(0), .. }),
+        "{event:?}"
+    );
+    assert!(
+        scratch
+            .read("path.log")
+            .starts_with("the /tmp env, called "),
+        "{}",
+        scratch.read("path.log")
+    );
 }

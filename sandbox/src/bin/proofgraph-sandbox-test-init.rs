@@ -40,6 +40,7 @@ fn hold_run(dir: PathBuf, marker: OsString) -> ! {
     };
     let log = dir.join("hold.log");
     let job = proofgraph_sandbox::JobSpec {
+        program: None,
         argv: vec![
             "sh".into(),
             "-c".into(),
