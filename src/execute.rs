@@ -98,7 +98,8 @@ pub enum Progress<'s> {
 pub struct ProviderRun {
     /// The provider.
     pub provider: String,
-    /// `ran`, `reused`, `blocked`, `interrupted` or `not_run`.
+    /// `ran`, `reused`, `blocked`, `interrupted`, `not_run`, or `produced` (a discovery
+    /// receiver whose receipt its producer's run wrote).
     pub action: &'static str,
     /// Why it did not run, or how it ended.
     pub reason: Option<String>,
@@ -440,6 +441,8 @@ struct Loop<'p, 'a> {
 /// A provider's command, ready to start (see `Loop::prepare`).
 struct Prepared {
     key: ExecKey,
+    /// The file to execute.
+    program: PathBuf,
     env: Vec<(OsString, OsString)>,
     redact: Vec<Vec<u8>>,
     playwright_report: Option<PathBuf>,
@@ -488,13 +491,25 @@ async fn execute_async(
     recorder: Recorder,
 ) -> Result<Executed, Stopped> {
     let graph = plan.graph;
-    let run_dir = plan.store.run_dir(plan.run_id).map_err(|e| {
-        vec![diag(
-            Code::SandboxFailed,
-            format!("the run's directory could not be made: failed to {e}"),
-            "Check that .proofgraph/runs/ is a writable directory.",
-        )]
-    })?;
+    // By its real path: a store reached through a link (into /tmp, say) is named to the
+    // run's processes where it really is, which is what an isolated run exposes to them.
+    let run_dir = plan
+        .store
+        .run_dir(plan.run_id)
+        .and_then(|dir| {
+            fs_err::canonicalize(&dir).map_err(|source| crate::store::StoreError::Io {
+                action: "resolve",
+                path: dir.clone(),
+                source,
+            })
+        })
+        .map_err(|e| {
+            vec![diag(
+                Code::SandboxFailed,
+                format!("the run's directory could not be made: failed to {e}"),
+                "Check that .proofgraph/runs/ is a writable directory.",
+            )]
+        })?;
     // The repositories that wanted providers and their services run in.
     let mut repos: BTreeSet<RepoId> = BTreeSet::new();
     for id in wanted {
@@ -807,6 +822,8 @@ impl Loop<'_, '_> {
                 let (env, redact) = job_env(self.plan, None, None, &[]).unwrap_or_default();
                 let spec = JobSpec {
                     argv: argv.iter().map(OsString::from).collect(),
+                    // Setup is not a provider: its command is searched in its PATH.
+                    program: None,
                     cwd: dir.clone(),
                     env,
                     network: Network::Host,
@@ -991,6 +1008,7 @@ impl Loop<'_, '_> {
         }
         let Prepared {
             key,
+            program,
             env,
             redact,
             playwright_report,
@@ -1035,6 +1053,7 @@ impl Loop<'_, '_> {
         let hold = !judge::judged_by_exit_status(p);
         let spec = JobSpec {
             argv: key.argv.clone(),
+            program: Some(program),
             cwd,
             env,
             network: if network {
@@ -1107,6 +1126,22 @@ impl Loop<'_, '_> {
             .network
             .as_ref()
             .is_some_and(|n| n.value == NetworkSetting::Host);
+        // The program fingerprinted is the program executed: resolved once, with this
+        // job's PATH, when the world was observed.
+        let program = match self.plan.observed.programs.get(&p.spec.id.value) {
+            Some(Some(program)) => program.file(&cwd),
+            _ => {
+                let name = p
+                    .spec
+                    .command
+                    .as_ref()
+                    .and_then(|c| c.value.first())
+                    .map_or("", String::as_str);
+                return Err(format!(
+                    "its command could not be started: `{name}` is not on its PATH (nor a file of its repository)"
+                ));
+            }
+        };
         let key = ExecKey {
             argv: provider_argv(p),
             cwd,
@@ -1116,6 +1151,7 @@ impl Loop<'_, '_> {
         };
         Ok(Prepared {
             key,
+            program,
             env,
             redact,
             playwright_report,
@@ -1179,6 +1215,26 @@ impl Loop<'_, '_> {
             .is_some_and(|n| n.value == NetworkSetting::Host);
         let log = self.log_path(&format!("service-{}", s.spec.id.value));
         self.service_logs.insert(id, log.clone());
+        let program = match self.plan.observed.service_programs.get(&s.spec.id.value) {
+            Some(Some(program)) => program.file(&cwd),
+            _ => {
+                let name = s
+                    .spec
+                    .command
+                    .as_ref()
+                    .and_then(|c| c.value.first())
+                    .map_or("", String::as_str);
+                self.probe_failures.insert(
+                    id,
+                    format!(
+                        "service `{}` could not be started: `{name}` is not on its PATH (nor a file of its repository)",
+                        s.spec.id.value
+                    ),
+                );
+                self.scheduler.complete(id, Step::Failed);
+                return;
+            }
+        };
         let spec = JobSpec {
             argv: s
                 .spec
@@ -1186,6 +1242,7 @@ impl Loop<'_, '_> {
                 .as_ref()
                 .map(|c| c.value.iter().map(OsString::from).collect())
                 .unwrap_or_default(),
+            program: Some(program),
             cwd,
             env,
             network: if network {
@@ -1556,12 +1613,22 @@ impl Loop<'_, '_> {
             _ => ReportFile::NotExpected,
         };
         let timeout = p.spec.timeout_ms.as_ref().map_or(120_000, |t| t.value);
-        let mut judged = judge::judge(
+        // The discovery floor: the stricter of this provider's and its declared receiver's.
+        let floor = p
+            .outputs
+            .iter()
+            .filter(|o| o.under != *pid)
+            .filter_map(|o| graph.provider(&o.under))
+            .filter_map(|n| graph.node(n).provider())
+            .map(judge::effective_minimum)
+            .fold(judge::effective_minimum(p), u64::max);
+        let mut judged = judge::judge_with_floor(
             p,
             plan.graph.claims(),
             &finished.ended,
             &report_file,
             timeout,
+            floor,
         );
         if p.spec.adapter.value == Adapter::Command
             && !matches!(report_file, ReportFile::NotExpected)
@@ -1924,23 +1991,42 @@ impl<'a> Writer<'a> {
             .unwrap_or_default();
         let listing = crate::commands::evaluate::listing(files);
         let inputs = store.put(&listing).unwrap_or_default();
-        let fingerprint = self
-            .fingerprints
-            .providers
-            .get(pid)
-            .map(ToString::to_string)
-            .unwrap_or_default();
-        let (binding, manifest) = self
-            .graph
-            .binding_and_manifest(pid, &self.observed.world, self.fingerprints)
-            .map(|(b, m)| (b.sha256_hex(), crate::commands::evaluate::components(&m)))
-            .unwrap_or_default();
+        // Each receipt is bound to the fingerprint of the provider it is stored under: a
+        // discovery receiver's own (which includes this producer's), else this provider's.
+        let mut bound: BTreeMap<ProviderId, (String, String, Vec<receipt::Component>)> =
+            BTreeMap::new();
         let exit = match &finished.ended {
             Ended::Exited(e) => Some(e.clone()),
             Ended::Error(_) => None,
         };
         let mut written = true;
         for verdict in &judged.verdicts {
+            let owner = if self
+                .fingerprints
+                .providers
+                .contains_key(&verdict.output.under)
+            {
+                &verdict.output.under
+            } else {
+                pid
+            };
+            let (fingerprint, binding, manifest) = bound
+                .entry(owner.clone())
+                .or_insert_with(|| {
+                    let fingerprint = self
+                        .fingerprints
+                        .providers
+                        .get(owner)
+                        .map(ToString::to_string)
+                        .unwrap_or_default();
+                    let (binding, manifest) = self
+                        .graph
+                        .binding_and_manifest(owner, &self.observed.world, self.fingerprints)
+                        .map(|(b, m)| (b.sha256_hex(), crate::commands::evaluate::components(&m)))
+                        .unwrap_or_default();
+                    (fingerprint, binding, manifest)
+                })
+                .clone();
             let proof = Proof {
                 version: receipt::RECEIPT_VERSION,
                 change: self.change.to_owned(),
@@ -1971,8 +2057,8 @@ impl<'a> Writer<'a> {
                 exit: exit.clone(),
                 artifacts: artifacts.clone(),
                 fingerprint: fingerprint.clone(),
-                binding: binding.clone(),
-                manifest: manifest.clone(),
+                binding,
+                manifest,
                 inputs: inputs.clone(),
                 input_files: files.len() as u64,
             };
@@ -2030,6 +2116,9 @@ pub fn wanted(
 ) -> (BTreeSet<NodeId>, BTreeMap<ProviderId, Vec<String>>) {
     let in_shard: Option<BTreeSet<NodeId>> =
         shard.map(|(i, n)| proofgraph_graph::schedule::shard(graph, i, n));
+    // A discovery receiver with a producer is never run on its own: its producer's run
+    // writes its receipt, and the producer reruns while that receipt is not proven (it is
+    // one of the producer's outputs). It is listed as reused when it is proven.
     let candidates: Vec<_> = graph
         .providers()
         .filter(|(_, node, p)| {
@@ -2037,13 +2126,8 @@ pub fn wanted(
                 && in_shard.as_ref().is_none_or(|s| s.contains(node))
         })
         .collect();
-    let proven = |(id, _, p): &(&ProviderId, NodeId, &ProviderNode)| {
-        let fp = fingerprints
-            .providers
-            .get(*id)
-            .map(ToString::to_string)
-            .unwrap_or_default();
-        crate::status::is_proven(p, &fp, store, trusted, change)
+    let proven = |(_, _, p): &(&ProviderId, NodeId, &ProviderNode)| {
+        crate::status::is_proven(p, fingerprints, store, trusted, change)
     };
     // Reading and verifying each provider's receipts (an Ed25519 signature
     // check each) is most of a no-op prove after the snapshot: on every core.
@@ -2063,6 +2147,7 @@ pub fn wanted(
             Some(receipts) => {
                 reused.insert((*id).clone(), receipts);
             }
+            None if !graph.producers_of(*node).is_empty() => {}
             None => {
                 run.insert(*node);
             }

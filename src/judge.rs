@@ -148,6 +148,26 @@ pub fn judge(
     report_file: &ReportFile,
     timeout_ms: u64,
 ) -> Judged {
+    judge_with_floor(
+        provider,
+        claims,
+        ended,
+        report_file,
+        timeout_ms,
+        effective_minimum(provider),
+    )
+}
+
+/// [`judge`], with the discovery floor given: for a producer whose discovery receipt goes to
+/// a declared receiver, the stricter of the two providers' minimums.
+pub fn judge_with_floor(
+    provider: &ProviderNode,
+    claims: &[Claim],
+    ended: &Ended,
+    report_file: &ReportFile,
+    timeout_ms: u64,
+    floor: u64,
+) -> Judged {
     let exit = match ended {
         Ended::Exited(exit) => exit,
         Ended::Error(reason) => {
@@ -236,7 +256,7 @@ pub fn judge(
             let discovery = output.capability == CapabilityName::discovery()
                 && adapter == Adapter::TestDiscovery;
             if discovery {
-                return discovery_verdict(provider, output, parsed.as_ref());
+                return discovery_verdict(floor, output, parsed.as_ref());
             }
             let (outcome, reason) = match adapter {
                 Adapter::Command | Adapter::ContractDigest => {
@@ -384,11 +404,10 @@ fn describe_unexecuted(counts: &report::Counts) -> String {
 }
 
 fn discovery_verdict(
-    provider: &ProviderNode,
+    minimum: u64,
     output: &Output,
     parsed: Option<&Result<Report, String>>,
 ) -> Verdict {
-    let minimum = effective_minimum(provider);
     let (outcome, reason, discovered) = match parsed {
         None => (
             Outcome::Inconclusive,

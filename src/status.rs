@@ -202,13 +202,20 @@ pub fn requirements(
                 .map(|(id, _, p)| (id, p))
                 .collect();
             let mut evidence = Vec::new();
+            // One row per receipt: a receiver's receipt is its producer's output too.
+            let mut seen: BTreeSet<(String, String)> = BTreeSet::new();
             for (id, p) in &provers {
-                let Some(fp) = fingerprints.providers.get(*id) else {
-                    continue;
-                };
                 for output in p.outputs.iter().filter(|o| o.capability == capability) {
+                    let Some(fp) = fingerprints.of_receipt(id, &output.under) else {
+                        continue;
+                    };
+                    if !seen.insert((output.under.to_string(), capability.to_string())) {
+                        continue;
+                    }
+                    // The provider whose run writes it: a receiver's producer.
+                    let writer = writer_of(graph, id, &output.under);
                     let key = (
-                        ProviderId::clone(id),
+                        writer.clone(),
                         output.under.to_string(),
                         capability.to_string(),
                         claim.id.value.to_string(),
@@ -250,7 +257,7 @@ pub fn requirements(
                             _ => None,
                         };
                         Evidence {
-                            provider: id.to_string(),
+                            provider: writer.to_string(),
                             receipt: output.under.to_string(),
                             state,
                             sha256: verified.map(|v| v.sha256).or(other),
@@ -297,21 +304,40 @@ pub fn requirements(
     out
 }
 
-/// Whether every receipt a provider writes is a current, verified pass.
+/// The provider whose run writes the receipt `provider` has under `under`: the producer
+/// of a discovery receiver (which never runs on its own), else `provider` itself.
+pub fn writer_of(graph: &SealedGraph, provider: &ProviderId, under: &ProviderId) -> ProviderId {
+    if provider == under
+        && let Some(node) = graph.provider(provider)
+        && let Some(producer) = graph
+            .producers_of(node)
+            .first()
+            .and_then(|n| graph.node(*n).provider())
+    {
+        return producer.spec.id.value.clone();
+    }
+    provider.clone()
+}
+
+/// Whether every receipt a provider writes is a current, verified pass (each bound to the
+/// fingerprint [`Fingerprints::of_receipt`] gives it).
 pub fn is_proven(
     provider: &proofgraph_graph::graph::ProviderNode,
-    fingerprint: &str,
+    fingerprints: &Fingerprints,
     store: &Store,
     trusted: &[TrustedKey],
     change: &str,
 ) -> Option<Vec<String>> {
     let mut receipts = Vec::new();
     for output in &provider.outputs {
+        let fingerprint = fingerprints
+            .of_receipt(&provider.spec.id.value, &output.under)?
+            .to_string();
         let found = lookup(
             store,
             trusted,
             change,
-            fingerprint,
+            &fingerprint,
             output.under.as_str(),
             output.capability.as_str(),
         );

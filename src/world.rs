@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use proofgraph_graph::fingerprint::{Digest, Executable, Inputs, Platform, World, inputs_digest};
 use proofgraph_graph::preflight::split_scoped;
-use proofgraph_graph::{Adapter, ProviderId, RepoId, SealedGraph};
+use proofgraph_graph::{Adapter, ProviderId, RepoId, SealedGraph, ServiceId};
 use proofgraph_sandbox::SandboxMode;
 
 use crate::diagnostic::{Code, Diagnostic};
@@ -28,6 +28,10 @@ pub struct Observed {
     pub snapshots: BTreeMap<RepoId, Snapshot>,
     /// Each provider's input files.
     pub files: BTreeMap<ProviderId, FileList>,
+    /// Each provider's program, as its job will execute it (`None`: not found).
+    pub programs: BTreeMap<ProviderId, Option<Program>>,
+    /// Each service's program, likewise.
+    pub service_programs: BTreeMap<ServiceId, Option<Program>>,
     /// What each repository's snapshot left out (change packets), to take it again.
     pub excludes: BTreeMap<RepoId, Vec<String>>,
     /// Findings that do not stop planning (a program not found on PATH).
@@ -118,10 +122,11 @@ pub fn observe(
     let mut files = BTreeMap::new();
     let mut inputs = BTreeMap::new();
     let mut executables = BTreeMap::new();
+    let mut service_executables = BTreeMap::new();
+    let mut resolved = BTreeMap::new();
+    let mut service_programs = BTreeMap::new();
     let mut warnings = Vec::new();
-    let mut exe_cache: BTreeMap<PathBuf, Digest> = BTreeMap::new();
-    // A program name resolves the same way for every provider of a repository.
-    let mut resolved_cache: BTreeMap<(String, Option<PathBuf>), Option<PathBuf>> = BTreeMap::new();
+    let mut programs = Programs::default();
     // Report paths are what commands write, emptied before each run: never inputs (a
     // leftover report in the working tree would otherwise be an input to its own run).
     let reports: std::collections::BTreeSet<String> = graph
@@ -215,33 +220,39 @@ pub fn observe(
                 .as_ref()
                 .and_then(|r| workspace.repositories.get(r))
                 .map(|r| r.dir.as_path());
-            let key = (program.clone(), repo_dir.map(Path::to_path_buf));
-            let resolved = resolved_cache
-                .entry(key)
-                .or_insert_with(|| resolve_program(program, repo_dir, path_var))
-                .clone();
-            match resolved {
-                Some(path) => {
-                    let digest = match exe_cache.get(&path) {
-                        Some(d) => *d,
-                        None => {
-                            let d = fs_err::read(&path).map(|bytes| Digest::of(&bytes)).unwrap_or_default();
-                            exe_cache.insert(path.clone(), d);
-                            d
-                        }
-                    };
-                    executables.insert(id.clone(), Executable { path: path.to_string_lossy().into_owned(), digest });
+            let path = job_path(spec.env.as_ref(), path_var);
+            let found = programs.find(program, repo_dir, path.as_ref());
+            match &found {
+                Some(found) => {
+                    executables.insert(id.clone(), programs.executable(found, repo_dir));
                 }
                 None => warnings.push(
                     Diagnostic::warning(
                         Code::ExecutableNotFound,
-                        format!("provider `{id}` runs `{program}`, which is not on PATH (or in its repository)"),
+                        format!("provider `{id}` runs `{program}`, which is not on its PATH (or in its repository)"),
                     )
                     .at(&provider.file, spec.command.as_ref().map_or(spec.id.pos, |c| c.pos))
                     .fix(format!("Install `{program}`, or fix the command; running it would fail.")),
                 ),
             }
+            resolved.insert(id.clone(), found);
         }
+    }
+    for (id, _, service) in graph.services() {
+        let Some(program) = service.spec.command.as_ref().and_then(|c| c.value.first()) else {
+            continue;
+        };
+        let repo_dir = service
+            .runs_in
+            .as_ref()
+            .and_then(|r| workspace.repositories.get(r))
+            .map(|r| r.dir.as_path());
+        let path = job_path(service.spec.env.as_ref(), path_var);
+        let found = programs.find(program, repo_dir, path.as_ref());
+        if let Some(found) = &found {
+            service_executables.insert(id.clone(), programs.executable(found, repo_dir));
+        }
+        service_programs.insert(id.clone(), found);
     }
     if !errors.is_empty() {
         return Err(errors);
@@ -262,6 +273,7 @@ pub fn observe(
         },
         inputs,
         executables,
+        service_executables,
         repositories,
         setups: setups(workspace),
     };
@@ -269,6 +281,8 @@ pub fn observe(
         world,
         snapshots,
         files,
+        programs: resolved,
+        service_programs,
         excludes: excludes
             .into_iter()
             .map(|(id, exclude)| (id.clone(), exclude))
@@ -338,27 +352,129 @@ fn setups(workspace: &Workspace) -> BTreeMap<RepoId, Vec<String>> {
         .collect()
 }
 
-/// Resolves a command's program as a shell would: a path with a `/` relative
-/// to the repository, otherwise the first executable file on PATH.
-fn resolve_program(
-    program: &str,
-    repo_dir: Option<&Path>,
-    path_var: Option<&OsString>,
-) -> Option<PathBuf> {
-    if program.contains('/') {
-        let candidate = match repo_dir {
-            Some(dir) if !Path::new(program).is_absolute() => dir.join(program),
-            _ => PathBuf::from(program),
-        };
-        return candidate
-            .is_file()
-            .then(|| fs_err::canonicalize(&candidate).unwrap_or(candidate));
+/// A command's program, found as its job will find it: resolved once, with the job's own
+/// `PATH`, and then both fingerprinted and executed exactly — never looked up again.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Program {
+    /// An absolute file: given so, or found in an absolute entry of the job's `PATH`.
+    Absolute(PathBuf),
+    /// A file of the repository (a relative path, or found in a relative `PATH` entry),
+    /// executed from the sandbox the job runs in, as that sandbox holds it.
+    InRepository(PathBuf),
+}
+
+impl Program {
+    /// The file to execute for a job whose working directory is `cwd` (its sandbox).
+    pub fn file(&self, cwd: &Path) -> PathBuf {
+        match self {
+            Program::Absolute(path) => path.clone(),
+            Program::InRepository(relative) => cwd.join(relative),
+        }
     }
-    let path_var = path_var?;
-    std::env::split_paths(path_var)
-        .map(|dir| dir.join(program))
-        .find(|p| is_executable(p))
-        .map(|p| fs_err::canonicalize(&p).unwrap_or(p))
+}
+
+/// The job's `PATH`: the one its `env` declares, else the caller's (as the job's environment
+/// is made).
+fn job_path(
+    env: Option<&BTreeMap<proofgraph_graph::EnvName, proofgraph_graph::span::Spanned<String>>>,
+    caller: Option<&OsString>,
+) -> Option<OsString> {
+    env.and_then(|e| {
+        e.iter()
+            .find(|(k, _)| k.as_str() == "PATH")
+            .map(|(_, v)| OsString::from(&v.value))
+    })
+    .or_else(|| caller.cloned())
+}
+
+/// Finds programs and digests their files, each file once.
+#[derive(Default)]
+struct Programs {
+    digests: BTreeMap<PathBuf, Digest>,
+    /// (program, repository, PATH) → what it resolved to.
+    found: BTreeMap<(String, Option<PathBuf>, Option<OsString>), Option<Program>>,
+}
+
+impl Programs {
+    /// Resolves `program` as the job will: a path with a `/` is that file (relative ones in
+    /// the repository, run from the sandbox); a bare name is the first executable file in
+    /// the job's `PATH`, where an absolute entry is searched on this machine (under
+    /// isolation the job sees the same files there: what it names under `/tmp` is exposed
+    /// to it) and a relative entry in the repository. `None` when a bare name is found
+    /// nowhere.
+    fn find(
+        &mut self,
+        program: &str,
+        repo_dir: Option<&Path>,
+        path: Option<&OsString>,
+    ) -> Option<Program> {
+        let key = (
+            program.to_owned(),
+            repo_dir.map(Path::to_path_buf),
+            path.cloned(),
+        );
+        self.found
+            .entry(key)
+            .or_insert_with(|| resolve(program, repo_dir, path))
+            .clone()
+    }
+
+    /// The program as fingerprinted: the path the job executes (repository files as
+    /// `./path`) and the digest of its content (through links; zeros when it cannot be
+    /// read, e.g. a file the sandbox's setup makes).
+    fn executable(&mut self, program: &Program, repo_dir: Option<&Path>) -> Executable {
+        let (shown, file) = match program {
+            Program::Absolute(path) => (path.to_string_lossy().into_owned(), Some(path.clone())),
+            Program::InRepository(relative) => (
+                format!("./{}", relative.to_string_lossy()),
+                repo_dir.map(|d| d.join(relative)),
+            ),
+        };
+        let digest = match file {
+            Some(file) => *self.digests.entry(file).or_insert_with_key(|file| {
+                fs_err::read(file)
+                    .map(|bytes| Digest::of(&bytes))
+                    .unwrap_or_default()
+            }),
+            None => Digest::default(),
+        };
+        Executable {
+            path: shown,
+            digest,
+        }
+    }
+}
+
+fn resolve(program: &str, repo_dir: Option<&Path>, path: Option<&OsString>) -> Option<Program> {
+    if program.contains('/') {
+        let given = Path::new(program);
+        if given.is_absolute() {
+            return is_executable(given).then(|| Program::Absolute(given.to_path_buf()));
+        }
+        let relative: PathBuf = given
+            .components()
+            .filter(|c| !matches!(c, std::path::Component::CurDir))
+            .collect();
+        return Some(Program::InRepository(relative));
+    }
+    for entry in std::env::split_paths(path?) {
+        if entry.is_absolute() {
+            let candidate = entry.join(program);
+            if is_executable(&candidate) {
+                return Some(Program::Absolute(candidate));
+            }
+        } else if let Some(dir) = repo_dir {
+            let relative: PathBuf = entry
+                .join(program)
+                .components()
+                .filter(|c| !matches!(c, std::path::Component::CurDir))
+                .collect();
+            if is_executable(&dir.join(&relative)) {
+                return Some(Program::InRepository(relative));
+            }
+        }
+    }
+    None
 }
 
 fn is_executable(path: &Path) -> bool {

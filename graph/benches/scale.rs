@@ -177,6 +177,7 @@ fn main() {
             .map(|p| (p.id.value.clone(), inputs))
             .collect(),
         executables: BTreeMap::new(),
+        service_executables: BTreeMap::new(),
         repositories: repos.ids.iter().map(|r| (r.clone(), inputs)).collect(),
         setups: BTreeMap::new(),
     };

@@ -26,15 +26,21 @@
 //! (each dependency's fingerprint, input-addressed as Nix derivations are),
 //! 23 platform, 24 executable (resolved path and content digest), 25 inputs
 //! (the digest of exactly the files the provider reads), 26 setup (the sandbox setup of
-//! the repository it runs in).
+//! the repository it runs in), 27 producer (for a discovery receiver, the fingerprint of
+//! the `test-discovery` provider whose run writes its receipt; absent otherwise).
 //!
 //! The *binding* (what `proofgraph hash` prints and external signers sign)
 //! is SHA-256 over `"proofgraph/provider-binding" ‖ u32be(ENCODING_VERSION)
 //! ‖ components`, the same component bytes as the fingerprint.
 //!
 //! Absent and empty are distinct values. A wiring change therefore changes
-//! exactly that provider's fingerprint and, through component 22, the
-//! fingerprints of the providers that depend on it; nothing else.
+//! exactly that provider's fingerprint and, through components 22 and 27, the
+//! fingerprints of the providers that depend on it or receive its discovery
+//! receipt; nothing else.
+//!
+//! Version history: 1, the first; 2 added component 27 (`producer`) and the
+//! service's executable (service component 11), and identifies an untracked
+//! file by its git blob id.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -44,7 +50,7 @@ use crate::graph::{EdgeKind, NodeId, ProviderNode, SealedGraph, ServiceNode};
 use crate::id::{ProviderId, RepoId, ServiceId};
 
 /// The version of the encoding above. Bump it on any change to the bytes.
-pub const ENCODING_VERSION: u32 = 1;
+pub const ENCODING_VERSION: u32 = 2;
 
 /// The adapter and its protocol version, as fingerprinted: the version is
 /// bumped when an adapter's meaning of "pass" changes, so old receipts stop
@@ -52,8 +58,9 @@ pub const ENCODING_VERSION: u32 = 1;
 pub fn adapter_protocol(adapter: Adapter) -> &'static str {
     match adapter {
         Adapter::Command => "command/1",
-        Adapter::TestDiscovery => "test-discovery/1",
-        Adapter::Playwright => "playwright/1",
+        // 2: a run in which no test executed is never a pass; counts are strict.
+        Adapter::TestDiscovery => "test-discovery/2",
+        Adapter::Playwright => "playwright/2",
         Adapter::ContractDigest => "contract-digest/1",
         Adapter::External => "external/1",
     }
@@ -288,6 +295,8 @@ pub struct World {
     pub inputs: BTreeMap<ProviderId, Inputs>,
     /// Each provider's executable, when it runs one.
     pub executables: BTreeMap<ProviderId, Executable>,
+    /// Each service's executable, when it was found.
+    pub service_executables: BTreeMap<ServiceId, Executable>,
     /// Each repository's whole input digest (a service's code is its
     /// repository's code).
     pub repositories: BTreeMap<RepoId, Inputs>,
@@ -311,6 +320,18 @@ pub struct Fingerprints {
     pub providers: BTreeMap<ProviderId, Fingerprint>,
     /// Service wiring fingerprints.
     pub services: BTreeMap<ServiceId, Fingerprint>,
+}
+
+impl Fingerprints {
+    /// The fingerprint a receipt that `provider`'s run writes under `under` is bound to:
+    /// the receiving provider's own when `under` is a declared provider (a discovery
+    /// receiver, whose fingerprint includes its producer's), else `provider`'s. Every
+    /// reader and writer of a receipt asks this, so that they agree.
+    pub fn of_receipt(&self, provider: &ProviderId, under: &ProviderId) -> Option<&Fingerprint> {
+        self.providers
+            .get(under)
+            .or_else(|| self.providers.get(provider))
+    }
 }
 
 /// What fingerprinting one provider may read: the world, the fingerprints
@@ -611,7 +632,7 @@ impl SealedGraph {
             let d = self
                 .incoming(*node)
                 .iter()
-                .filter(|(_, kind)| *kind == EdgeKind::DependsOn)
+                .filter(|(_, kind)| matches!(kind, EdgeKind::DependsOn | EdgeKind::Discovery))
                 .map(|(from, _)| depth[from.get()] + 1)
                 .max()
                 .unwrap_or(0);
@@ -934,6 +955,27 @@ impl SealedGraph {
             Some(setup) => sink.list(26, "setup", setup.iter().map(String::as_str)),
             None => sink.absent(26, "setup"),
         }
+        let producers: Vec<(&str, [u8; 64])> = self
+            .producers_of(node)
+            .into_iter()
+            .filter_map(|from| {
+                let producer = self.node(from).provider()?;
+                Some((
+                    producer.spec.id.value.as_str(),
+                    done.get(from, &producer.spec.id.value)
+                        .map_or([b'0'; 64], |f| f.0.hex_array()),
+                ))
+            })
+            .collect();
+        if producers.is_empty() {
+            sink.absent(27, "producer");
+        } else {
+            sink.map(
+                27,
+                "producer",
+                producers.iter().map(|(k, v)| (*k, hex_str(v))),
+            );
+        }
         Ok(())
     }
 }
@@ -1004,6 +1046,19 @@ fn service_fingerprint(s: &ServiceNode, world: &World) -> Fingerprint {
             Value::opt_text(spec.network.as_ref().map(|n| n.value.as_str())),
         ),
         (10, "code", Value::opt_text(code.map(|c| c.digest))),
+        (
+            11,
+            "executable",
+            world
+                .service_executables
+                .get(&spec.id.value)
+                .map_or(Value::Absent, |e| {
+                    Value::Map(BTreeMap::from([
+                        ("digest".to_owned(), e.digest.to_hex()),
+                        ("path".to_owned(), e.path.clone()),
+                    ]))
+                }),
+        ),
     ];
     let mut hasher = blake3::Hasher::new();
     hasher.update(b"proofgraph/service-fingerprint");
@@ -1090,7 +1145,7 @@ mod tests {
         assert_eq!(manifest.fingerprint(), fp);
         assert_eq!(
             fp.to_string(),
-            "6ca68b492039d8695ca82a4d587b214af90031f5f4385938264f3eeb7f781d78"
+            "5c620e4d3347c34f334b7b1f5665dfafc6f0770446db568d37cb03642b8fa142"
         );
     }
 
@@ -1248,6 +1303,79 @@ mod tests {
         let after = build("make-all");
         let changed: Vec<&ProviderId> = before.keys().filter(|k| before[*k] != after[*k]).collect();
         assert_eq!(changed, vec![&pid("build"), &pid("test-suite")]);
+    }
+
+    /// A producer and its declared discovery receiver (same command, another report).
+    fn producer_and_receiver(producer_argv: &str, receiver_minimum: u64) -> SealedGraph {
+        let mut producer = Provider::new(pid("test-web"), Adapter::TestDiscovery);
+        producer.capability = Some(at(CapabilityName::test()));
+        producer.command = Some(at(vec![producer_argv.to_owned()]));
+        producer.report = Some(at("web.tap".to_owned()));
+        producer.discovery_provider = Some(at(pid("discovery-web")));
+        let mut receiver = Provider::new(pid("discovery-web"), Adapter::TestDiscovery);
+        receiver.capability = Some(at(CapabilityName::discovery()));
+        receiver.command = Some(at(vec!["other".to_owned()]));
+        receiver.report = Some(at("web.tap".to_owned()));
+        receiver.minimum = Some(at(receiver_minimum));
+        receiver.env_from = Some(vec![at(EnvName::parse("ONLY_HERE").expect("valid"))]);
+        let mut after = provider("after");
+        after.depends_on = Some(vec![at(pid("discovery-web"))]);
+        seal(vec![producer, receiver, after], Vec::new())
+    }
+
+    #[test]
+    fn a_receivers_fingerprint_binds_its_producers_and_its_own_wiring() {
+        let fps = |argv: &str, minimum: u64| {
+            let graph = producer_and_receiver(argv, minimum);
+            graph
+                .fingerprints(&world(&graph))
+                .expect("fingerprints")
+                .providers
+        };
+        let base = fps("sh", 3);
+        let producer_changed = fps("bash", 3);
+        let receiver_changed = fps("sh", 9);
+        let changed = |a: &BTreeMap<ProviderId, Fingerprint>,
+                       b: &BTreeMap<ProviderId, Fingerprint>| {
+            a.keys()
+                .filter(|k| a[*k] != b[*k])
+                .cloned()
+                .collect::<Vec<_>>()
+        };
+        // Depending on the receiver is depending on its producer too.
+        assert_eq!(
+            changed(&base, &producer_changed),
+            vec![pid("after"), pid("discovery-web"), pid("test-web")]
+        );
+        assert_eq!(
+            changed(&base, &receiver_changed),
+            vec![pid("after"), pid("discovery-web")]
+        );
+        let graph = producer_and_receiver("sh", 3);
+        let receiver = graph.provider(&pid("discovery-web")).expect("receiver");
+        let producer = graph.provider(&pid("test-web")).expect("producer");
+        assert_eq!(graph.producers_of(receiver), vec![producer]);
+        let w = world(&graph);
+        let all = graph.fingerprints(&w).expect("fingerprints");
+        let manifest = graph
+            .manifest(&pid("discovery-web"), &w, &all)
+            .expect("manifest");
+        assert_eq!(
+            manifest.get("producer"),
+            Some(&Value::Map(BTreeMap::from([(
+                "test-web".to_owned(),
+                all.providers[&pid("test-web")].to_string()
+            )])))
+        );
+        // The receipt the producer's run writes under the receiver is the receiver's.
+        assert_eq!(
+            all.of_receipt(&pid("test-web"), &pid("discovery-web")),
+            all.providers.get(&pid("discovery-web"))
+        );
+        assert_eq!(
+            all.of_receipt(&pid("test-web"), &pid("discovery")),
+            all.providers.get(&pid("test-web"))
+        );
     }
 
     #[test]

@@ -324,6 +324,15 @@ impl SealedGraph {
         }
         let lookup: std::collections::HashMap<&ProviderId, NodeId> =
             provider_ids.iter().map(|(k, v)| (k, *v)).collect();
+        // Each producer and the declared receiver its discovery receipt goes to.
+        let receivers: Vec<(&ProviderId, ProviderId)> = provider_ids
+            .iter()
+            .filter_map(|(id, node)| {
+                let spec = &graph[node.index()].provider()?.spec;
+                let receiver = ProviderId::parse(spec.discovery_receiver()?).ok()?;
+                (lookup.contains_key(&receiver) && receiver != *id).then_some((id, receiver))
+            })
+            .collect();
         let mut edges: Vec<(NodeId, NodeId, EdgeKind)> = Vec::new();
         for to in provider_ids.values() {
             let spec = &graph[to.index()]
@@ -332,6 +341,13 @@ impl SealedGraph {
                 .spec;
             for dep in spec.depends_on.iter().flatten() {
                 edges.push((lookup[&dep.value], *to, EdgeKind::DependsOn));
+                // A receiver is proven through its producers' runs: depending on it is
+                // depending on them.
+                for (producer, receiver) in &receivers {
+                    if *receiver == dep.value {
+                        edges.push((lookup[*producer], *to, EdgeKind::DependsOn));
+                    }
+                }
             }
             for service in spec.services.iter().flatten() {
                 edges.push((probe_ids[&service.value], *to, EdgeKind::Ready));
@@ -395,6 +411,17 @@ impl SealedGraph {
         })
     }
 
+    /// Every service, by id.
+    pub fn services(&self) -> impl Iterator<Item = (&ServiceId, NodeId, &ServiceNode)> {
+        self.services.iter().map(|(id, node)| {
+            let service = self
+                .node(*node)
+                .service()
+                .expect("service ids map to service nodes");
+            (id, *node, service)
+        })
+    }
+
     /// The node of a service.
     pub fn service(&self, id: &ServiceId) -> Option<NodeId> {
         self.services.get(id).copied()
@@ -452,7 +479,18 @@ impl SealedGraph {
         out
     }
 
-    /// The services a provider needs (directly).
+    /// The `test-discovery` providers whose runs write `receiver`'s discovery receipt
+    /// (empty unless it is a declared receiver with a producer). A receiver with a
+    /// producer is never executed on its own: it is proven through its producer's run.
+    pub fn producers_of(&self, receiver: NodeId) -> Vec<NodeId> {
+        self.incoming(receiver)
+            .into_iter()
+            .filter(|(_, kind)| *kind == EdgeKind::Discovery)
+            .map(|(producer, _)| producer)
+            .collect()
+    }
+
+    /// The services a provider needs (through their probes).
     pub fn services_of(&self, provider: NodeId) -> Vec<NodeId> {
         self.incoming(provider)
             .into_iter()

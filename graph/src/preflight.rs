@@ -569,8 +569,21 @@ fn check_report_collisions(builder: &GraphBuilder, findings: &mut Vec<Finding>) 
     let default = builder.repositories.default();
     type Writers<'a> = Vec<(&'a Provider, &'a Arc<str>)>;
     let mut writers: BTreeMap<(Option<RepoId>, String), Writers<'_>> = BTreeMap::new();
+    // A discovery receiver with a producer never runs its own command: its receipt comes
+    // from its producer's run, so it writes nothing.
+    let produced: BTreeSet<&str> = builder
+        .providers
+        .values()
+        .filter_map(|(p, _)| p.discovery_receiver())
+        .collect();
     for (p, file) in builder.providers.values() {
         let Some(report) = &p.report else { continue };
+        if produced.contains(p.id.value.as_str())
+            && p.capability()
+                .is_some_and(|c| c == CapabilityName::discovery())
+        {
+            continue;
+        }
         let repo = p
             .repository
             .as_ref()

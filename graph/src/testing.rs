@@ -82,6 +82,7 @@ pub(crate) fn world(graph: &SealedGraph) -> World {
             .map(|(id, _, _)| (id.clone(), inputs))
             .collect(),
         executables: BTreeMap::new(),
+        service_executables: BTreeMap::new(),
         repositories: BTreeMap::from([(RepoId::root(), inputs)]),
         setups: BTreeMap::new(),
     }

@@ -281,12 +281,24 @@ fn decision(
     if let Some(receipts) = reused {
         return ("reuse", None, receipts.clone());
     }
-    let fingerprint = e
-        .fingerprints
-        .providers
-        .get(&p.spec.id.value)
-        .map(ToString::to_string)
-        .unwrap_or_default();
+    let graph = &e.loaded.prepared.graph;
+    let id = &p.spec.id.value;
+    if let Some(producer) = graph
+        .provider(id)
+        .and_then(|n| graph.producers_of(n).first().copied())
+        .and_then(|n| graph.node(n).provider())
+    {
+        return (
+            "run",
+            Some(format!(
+                "through `{}`, whose run writes its receipt",
+                producer.spec.id.value
+            )),
+            Vec::new(),
+        );
+    }
+    // The first output without a current pass decides the reason, judged against the
+    // fingerprint that output's receipt is bound to.
     let checked: Vec<_> = p
         .outputs
         .iter()
@@ -294,12 +306,34 @@ fn decision(
             let sha = e
                 .store
                 .latest(change, o.under.as_str(), o.capability.as_str())?;
-            Some(crate::receipt::check(&e.store, &sha, &e.trusted))
+            let owner = if e.fingerprints.providers.contains_key(&o.under) {
+                o.under.clone()
+            } else {
+                id.clone()
+            };
+            Some((owner, crate::receipt::check(&e.store, &sha, &e.trusted)))
         })
         .collect();
-    let latest = checked.iter().find_map(|c| c.as_ref().ok());
+    let current = |owner: &proofgraph_graph::ProviderId, fingerprint: &str| {
+        e.fingerprints
+            .providers
+            .get(owner)
+            .is_some_and(|f| f.to_string() == fingerprint)
+    };
+    let latest = checked
+        .iter()
+        .filter_map(|(owner, c)| Some((owner, c.as_ref().ok()?)))
+        .find(|(owner, r)| {
+            !(current(owner, &r.proof.fingerprint)
+                && r.proof.outcome == crate::receipt::Outcome::Pass)
+        })
+        .or_else(|| {
+            checked
+                .iter()
+                .find_map(|(owner, c)| Some((owner, c.as_ref().ok()?)))
+        });
     // A receipt that does not count is named as such, never as "no receipt".
-    let refused = checked.iter().find_map(|c| match c {
+    let refused = checked.iter().find_map(|(_, c)| match c {
         Err(
             why @ (crate::receipt::Unverified::Untrusted { .. }
             | crate::receipt::Unverified::Invalid(_)),
@@ -311,14 +345,10 @@ fn decision(
             Some(why) => format!("its last receipt {}", why.reason()),
             None => "no receipt yet".to_owned(),
         },
-        Some(r) if r.proof.fingerprint == fingerprint => {
+        Some((owner, r)) if current(owner, &r.proof.fingerprint) => {
             format!("its last run was {}", r.proof.outcome.as_str())
         }
-        Some(r) => match e.loaded.prepared.graph.manifest(
-            &p.spec.id.value,
-            &e.observed.world,
-            &e.fingerprints,
-        ) {
+        Some((owner, r)) => match graph.manifest(owner, &e.observed.world, &e.fingerprints) {
             Ok(m) => {
                 let changes =
                     super::explain::diff(&r.proof.manifest, &super::evaluate::components(&m));

@@ -242,6 +242,36 @@ fn attempt(ctx: &Context, options: &ProveOptions, last: bool) -> Option<Report<P
             Err(Stopped::Failed(all)) => return Some(Report::failed(all, Verdict::Invalid)),
         }
     }
+    // A discovery receiver is never run on its own: its receipt comes from its producer's
+    // run (when that ran; when it was reused, so was the receiver).
+    for (id, node, _) in graph.providers() {
+        let producers: Vec<String> = graph
+            .producers_of(node)
+            .into_iter()
+            .map(|n| graph.node(n).name.clone())
+            .collect();
+        if producers.is_empty() || reused.contains_key(id) {
+            continue;
+        }
+        let receipts: Vec<ReceiptView> = providers
+            .iter()
+            .filter(|run| producers.contains(&run.provider))
+            .flat_map(|run| run.receipts.iter())
+            .filter(|r| r.receipt == id.as_str())
+            .cloned()
+            .collect();
+        let via: Vec<String> = producers.iter().map(|p| format!("`{p}`")).collect();
+        providers.push(ProviderRun {
+            provider: id.to_string(),
+            action: "produced",
+            reason: Some(format!(
+                "its receipt comes from the run of {}",
+                via.join(", ")
+            )),
+            duration_ms: None,
+            receipts,
+        });
+    }
     providers.sort_by(|a, b| a.provider.cmp(&b.provider));
     let requirements = status::requirements(graph, &e.fingerprints, &e.store, &e.trusted, &name);
     let mut summary = super::status::summary(&requirements);

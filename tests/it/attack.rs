@@ -587,3 +587,408 @@ fn blob_id(content: &[u8]) -> String {
 fn blake3_hex(bytes: &[u8]) -> String {
     proofgraph_graph::fingerprint::Digest::of(bytes).to_hex()
 }
+
+// Class 15: the program that runs is the program fingerprinted.
+
+/// A directory of its own under the host's `/tmp` (not the test's: an isolated job sees
+/// only the `/tmp` entries it names) holding executable scripts.
+fn tool_dir(tools: &[(&str, &str)]) -> tempfile::TempDir {
+    use std::os::unix::fs::PermissionsExt as _;
+    let dir = tempfile::Builder::new()
+        .prefix("pg-tools-")
+        .tempdir()
+        .expect("tempdir");
+    for (name, script) in tools {
+        let path = dir.path().join(name);
+        fs_err::write(&path, script).expect("write");
+        fs_err::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    }
+    dir
+}
+
+/// The executable a prove's plan records for `provider`.
+fn planned_executable(sb: &Sandbox, vars: &[(&str, &str)], provider: &str) -> Value {
+    let doc = crate::support::run_bounded(
+        sb,
+        &sb.work(),
+        &["plan", "atk", "--json"],
+        vars,
+        std::time::Duration::from_secs(60),
+    )
+    .json();
+    let node = doc["nodes"]
+        .as_array()
+        .expect("nodes")
+        .iter()
+        .find(|n| n["name"] == provider)
+        .unwrap_or_else(|| panic!("no {provider} in {doc:#}"))
+        .clone();
+    node["executable"].clone()
+}
+
+#[test]
+fn a_tool_directory_under_tmp_first_on_path_is_what_runs_and_what_is_fingerprinted() {
+    let tools = tool_dir(&[(
+        "env",
+        "#!/bin/sh\necho \"ran the tool\" > \"$MARK\"\nprintf 'TAP version 13\\n1..1\\nok 1 - tool\\n' > out.tap\n",
+    )]);
+    let path = format!(
+        "{}:{}",
+        tools.path().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    for isolation in ["auto", "none"] {
+        let sb = Sandbox::new();
+        let mark = sb.path().join("mark");
+        workspace(
+            &sb,
+            "  test:\n    adapter: test-discovery\n    command: [env]\n    report: out.tap\n    envFrom: [MARK]\n",
+            &[],
+        );
+        let vars = [
+            ("PATH", path.as_str()),
+            ("MARK", mark.to_str().expect("utf-8")),
+        ];
+        let doc = prove(&sb, &["--isolation", isolation], &vars).json();
+        assert_eq!(
+            outcome_of(&doc, "test", "test"),
+            "pass",
+            "{isolation}: {doc:#}"
+        );
+        assert_eq!(
+            fs_err::read_to_string(&mark).expect("the tool ran"),
+            "ran the tool\n",
+            "{isolation}"
+        );
+        let executable = planned_executable(&sb, &vars, "test");
+        assert_eq!(
+            executable,
+            tools.path().join("env").to_str().expect("utf-8"),
+            "{isolation}: {executable:#}"
+        );
+    }
+}
+
+/// A provider's own `env: {PATH: …}` decides where its program is found, for the run and
+/// for the fingerprint alike.
+#[test]
+fn the_jobs_own_path_decides_and_a_shim_is_what_runs() {
+    let shims = tool_dir(&[(
+        "python3",
+        "#!/bin/sh\necho shim >> \"$MARK\"\nexec /usr/bin/env -i PATH=/usr/bin:/bin python3 \"$@\"\n",
+    )]);
+    let sb = Sandbox::new();
+    let mark = sb.path().join("mark");
+    let path = format!("{}:/usr/local/bin:/usr/bin:/bin", shims.path().display());
+    workspace(
+        &sb,
+        &format!(
+            "  test:\n    adapter: test-discovery\n    command: [python3, -c, \"open('out.tap','w').write('TAP version 13\\\\n1..1\\\\nok 1 - py\\\\n')\"]\n    report: out.tap\n    envFrom: [MARK]\n    env: {{PATH: \"{path}\"}}\n"
+        ),
+        &[],
+    );
+    let vars = [("MARK", mark.to_str().expect("utf-8"))];
+    let doc = prove(&sb, &[], &vars).json();
+    assert_eq!(outcome_of(&doc, "test", "test"), "pass", "{doc:#}");
+    assert_eq!(
+        fs_err::read_to_string(&mark).expect("the shim ran"),
+        "shim\n"
+    );
+    let executable = planned_executable(&sb, &vars, "test");
+    assert_eq!(
+        executable,
+        shims.path().join("python3").to_str().expect("utf-8"),
+        "the shim, not the caller's python3: {executable:#}"
+    );
+}
+
+#[test]
+fn a_virtualenv_first_on_path_runs_its_own_python() {
+    let venvs = tempfile::Builder::new()
+        .prefix("pg-venv-")
+        .tempdir()
+        .expect("tempdir");
+    let venv = venvs.path().join("venv");
+    let made = std::process::Command::new("python3")
+        .args(["-m", "venv", "--without-pip"])
+        .arg(&venv)
+        .output()
+        .expect("python3 is required by this test (apt-get install python3 python3-venv)");
+    assert!(
+        made.status.success(),
+        "python3 -m venv failed (apt-get install python3-venv): {}",
+        String::from_utf8_lossy(&made.stderr)
+    );
+    let path = format!(
+        "{}:{}",
+        venv.join("bin").display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let prefix = venv.to_str().expect("utf-8");
+    for isolation in ["auto", "none"] {
+        let sb = Sandbox::new();
+        workspace(
+            &sb,
+            &format!(
+                "  lint:\n    adapter: command\n    capability: test\n    command: [python, -c, \"import sys; sys.exit(0 if sys.prefix == '{prefix}' else 'prefix ' + sys.prefix)\"]\n"
+            ),
+            &[],
+        );
+        let vars = [("PATH", path.as_str())];
+        let doc = prove(&sb, &["--isolation", isolation], &vars).json();
+        assert_eq!(
+            outcome_of(&doc, "lint", "test"),
+            "pass",
+            "{isolation}: {doc:#}"
+        );
+        let executable = planned_executable(&sb, &vars, "lint");
+        assert_eq!(
+            executable,
+            venv.join("bin/python").to_str().expect("utf-8"),
+            "{isolation}: {executable:#}"
+        );
+    }
+}
+
+/// A program named by a relative path is the sandbox's file, recorded relative to the
+/// repository: two checkouts at different places fingerprint it alike.
+#[test]
+fn a_repository_program_runs_from_the_sandbox_and_is_recorded_relative() {
+    let mut fingerprints = Vec::new();
+    for _ in 0..2 {
+        let sb = Sandbox::new();
+        workspace(
+            &sb,
+            "  test:\n    adapter: test-discovery\n    command: [./scripts/t.sh]\n    report: out.tap\n",
+            &[(
+                "scripts/t.sh",
+                "#!/bin/sh\nprintf 'TAP version 13\\n1..1\\nok 1 - t\\n' > out.tap\n",
+            )],
+        );
+        use std::os::unix::fs::PermissionsExt as _;
+        fs_err::set_permissions(
+            sb.work().join("scripts/t.sh"),
+            std::fs::Permissions::from_mode(0o755),
+        )
+        .expect("chmod");
+        crate::support::git(&sb.work(), &["add", "scripts/t.sh"]);
+        crate::support::git_commit_all(&sb.work());
+        let doc = prove(&sb, &[], &[]).json();
+        assert_eq!(outcome_of(&doc, "test", "test"), "pass", "{doc:#}");
+        let executable = planned_executable(&sb, &[], "test");
+        assert_eq!(executable, "./scripts/t.sh", "{executable:#}");
+        let hash = crate::support::run_bounded(
+            &sb,
+            &sb.work(),
+            &["hash", "atk", "test", "--json"],
+            &[],
+            std::time::Duration::from_secs(60),
+        )
+        .json();
+        fingerprints.push(
+            hash.to_string()
+                .replace(&sb.path().display().to_string(), ""),
+        );
+    }
+    assert_eq!(fingerprints[0], fingerprints[1]);
+}
+
+// Class 14: a discovery receiver is proven through its producer, judged once, and every
+// command agrees on the fingerprint its receipt is bound to.
+
+/// A web suite of four TAP tests (`failing` of them failing) whose discovery receipt goes
+/// to a declared receiver, as in `examples/profile`; `receiver_extra` is added to the
+/// receiver's wiring.
+fn receiver_workspace(sb: &Sandbox, failing: usize, receiver_extra: &str) {
+    let mut tap = String::from("echo 'TAP version 13'; echo '1..4';");
+    for i in 1..=4 {
+        if i <= failing {
+            tap.push_str(&format!(" echo 'not ok {i} - case {i}';"));
+        } else {
+            tap.push_str(&format!(" echo 'ok {i} - case {i}';"));
+        }
+    }
+    workspace(
+        sb,
+        &format!(
+            "  test-web:\n    adapter: test-discovery\n    capability: test\n    command: [sh, run.sh]\n    report: results/web.tap\n    reportFormat: tap\n    minimum: 3\n    discoveryProvider: discovery-web\n  \
+             discovery-web:\n    adapter: test-discovery\n    capability: discovery\n    command: [sh, run.sh]\n    report: results/web.tap\n    reportFormat: tap\n    minimum: 3\n{receiver_extra}"
+        ),
+        &[(
+            "run.sh",
+            &format!(
+                "mkdir -p results; echo run >> \"${{RUNS:-/dev/null}}\"; {{ {tap} }} > results/web.tap; exit {}\n",
+                usize::from(failing > 0)
+            ),
+        )],
+    );
+}
+
+fn status(sb: &Sandbox, vars: &[(&str, &str)]) -> Value {
+    run_bounded(
+        sb,
+        &sb.work(),
+        &["status", "atk", "--json"],
+        vars,
+        std::time::Duration::from_secs(60),
+    )
+    .json()
+}
+
+#[test]
+fn a_failing_run_with_enough_tests_still_proves_discovery_and_status_agrees() {
+    let sb = Sandbox::new();
+    receiver_workspace(&sb, 1, "");
+    let run = prove(&sb, &[], &[]);
+    let doc = run.json();
+    assert_eq!(run.code, Some(1), "{doc:#}");
+    assert_eq!(outcome_of(&doc, "test-web", "test"), "fail", "{doc:#}");
+    let receiver = provider(&doc, "discovery-web");
+    assert_eq!(receiver["action"], "produced", "never blocked: {doc:#}");
+    assert_eq!(
+        outcome_of(&doc, "discovery-web", "discovery"),
+        "pass",
+        "{doc:#}"
+    );
+    assert_eq!(states(&doc)["c/discovery"], "passed", "{doc:#}");
+    assert_eq!(states(&doc)["c/test"], "failed", "{doc:#}");
+    // status, plan and explain read the same receipt, bound to the same fingerprint.
+    let s = status(&sb, &[]);
+    assert_eq!(states(&s)["c/discovery"], "passed", "{s:#}");
+    let plan = run_bounded(
+        &sb,
+        &sb.work(),
+        &["plan", "atk", "--json"],
+        &[],
+        std::time::Duration::from_secs(60),
+    )
+    .json();
+    let node = |name: &str| {
+        plan["nodes"]
+            .as_array()
+            .expect("nodes")
+            .iter()
+            .find(|n| n["name"] == name)
+            .cloned()
+            .expect("node")
+    };
+    assert_eq!(node("discovery-web")["action"], "reuse", "{plan:#}");
+    assert_eq!(node("test-web")["action"], "run", "{plan:#}");
+    let reason = node("test-web")["reason"].as_str().unwrap_or("").to_owned();
+    assert!(reason.contains("last run was fail"), "{reason}");
+    let explain = run_bounded(
+        &sb,
+        &sb.work(),
+        &["explain", "atk", "discovery-web", "--json"],
+        &[],
+        std::time::Duration::from_secs(60),
+    );
+    assert_eq!(
+        explain.code,
+        Some(0),
+        "{}{}",
+        explain.stdout,
+        explain.stderr
+    );
+    let explain = explain.json();
+    assert!(
+        explain["changes"].as_array().is_some_and(Vec::is_empty),
+        "{explain:#}"
+    );
+    assert_eq!(
+        explain["fingerprint"], explain["receipt_fingerprint"],
+        "{explain:#}"
+    );
+}
+
+#[test]
+fn a_receiver_that_differs_from_its_producer_is_run_through_it() {
+    let sb = Sandbox::new();
+    let runs = sb.path().join("runs.log");
+    // Another environment, and no report collision: the receiver never runs its command.
+    receiver_workspace(&sb, 0, "    envFrom: [RUNS]\n");
+    let validate = run_bounded(
+        &sb,
+        &sb.work(),
+        &["validate", "atk", "--json"],
+        &[],
+        std::time::Duration::from_secs(60),
+    );
+    assert_eq!(validate.code, Some(0), "{}", validate.stdout);
+    let vars = [("RUNS", runs.to_str().expect("utf-8"))];
+    let doc = prove(&sb, &[], &vars).json();
+    assert_eq!(outcome_of(&doc, "test-web", "test"), "pass", "{doc:#}");
+    assert_eq!(provider(&doc, "discovery-web")["action"], "produced");
+    assert_eq!(states(&doc)["c/discovery"], "passed", "{doc:#}");
+    assert!(
+        !runs.exists(),
+        "the receiver's own command (with RUNS) never ran"
+    );
+    // The receiver's wiring is part of its fingerprint: changing its minimum reruns the
+    // producer, and the floor is the stricter one.
+    let path = sb.work().join("openspec/changes/atk/execution.yaml");
+    let text = fs_err::read_to_string(&path).expect("read");
+    let stricter = text.replacen(
+        "    minimum: 3\n    envFrom",
+        "    minimum: 9\n    envFrom",
+        1,
+    );
+    assert_ne!(stricter, text);
+    fs_err::write(&path, stricter).expect("write");
+    let doc = prove(&sb, &[], &vars).json();
+    assert_eq!(provider(&doc, "test-web")["action"], "ran", "{doc:#}");
+    let (outcome, reason) = outcome(&doc, "discovery-web", "discovery");
+    assert_eq!(outcome, "fail", "{doc:#}");
+    assert!(reason.contains("below its minimum of 9"), "{reason}");
+    assert_eq!(states(&status(&sb, &vars))["c/discovery"], "failed");
+}
+
+#[test]
+fn depending_on_a_receiver_waits_for_its_producer() {
+    let sb = Sandbox::new();
+    let order = sb.path().join("order.log");
+    receiver_workspace(
+        &sb,
+        0,
+        "  after:\n    adapter: command\n    capability: static-analysis\n    dependsOn: [discovery-web]\n    command: [sh, -c, 'test -f results/web.tap && echo after >> \"$ORDER\"']\n    envFrom: [ORDER]\n",
+    );
+    let vars = [("ORDER", order.to_str().expect("utf-8"))];
+    let doc = prove(&sb, &["--jobs", "2"], &vars).json();
+    assert_eq!(
+        outcome_of(&doc, "after", "static-analysis"),
+        "pass",
+        "{doc:#}"
+    );
+    assert_eq!(
+        fs_err::read_to_string(&order).expect("after ran"),
+        "after\n"
+    );
+}
+
+// Class 13: the store behind a symbolic link into /tmp.
+
+#[test]
+fn a_store_linked_into_tmp_works_under_every_isolation() {
+    for (mode, isolation) in [("worktree", "auto"), ("copy", "auto"), ("worktree", "none")] {
+        let sb = Sandbox::new();
+        workspace(
+            &sb,
+            "  test:\n    adapter: test-discovery\n    command: [sh, -c, \"printf 'TAP version 13\\\\n1..1\\\\nok 1 - a\\\\n' > out.tap\"]\n    report: out.tap\n",
+            &[(".gitignore", ".proofgraph\n")],
+        );
+        let elsewhere = tempfile::Builder::new()
+            .prefix("pg-store-")
+            .tempdir()
+            .expect("tempdir");
+        fs_err::os::unix::fs::symlink(elsewhere.path(), sb.work().join(".proofgraph"))
+            .expect("link");
+        let run = prove(&sb, &["--sandbox", mode, "--isolation", isolation], &[]);
+        let doc = run.json();
+        assert_eq!(run.code, Some(0), "{mode}/{isolation}: {doc:#}");
+        assert_eq!(outcome_of(&doc, "test", "test"), "pass", "{doc:#}");
+        // The receipts are where the link points, and a second prove reuses them.
+        assert!(elsewhere.path().join("cas").is_dir());
+        let again = prove(&sb, &["--sandbox", mode, "--isolation", isolation], &[]).json();
+        assert_eq!(again["summary"]["reused"], 1, "{again:#}");
+    }
+}
