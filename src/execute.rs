@@ -71,6 +71,8 @@ pub struct Plan<'a> {
     pub isolation: IsolationRequest,
     /// The caller's environment.
     pub env: &'a Env,
+    /// SIGINT or SIGTERM since `prove` began.
+    pub interrupt: &'a crate::interrupt::Interrupt,
     /// This run's id.
     pub run_id: &'a str,
     /// Where progress goes.
@@ -594,12 +596,14 @@ async fn execute_async(
             let _ = tx.send(event);
         });
     }
-    let mut sigint = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt()).ok();
-    state.setup(&mut rx).await;
-    let mut sigterm =
-        tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
-    let mut interrupted = false;
-    loop {
+    let mut signals = Signals {
+        int: tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt()).ok(),
+        term: tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok(),
+        // One that came before these listened, since `prove` began.
+        early: plan.interrupt.clone(),
+    };
+    let mut interrupted = signals.early.is_set() || !state.setup(&mut rx, &mut signals).await;
+    while !interrupted {
         // Starting one node can make others startable at once (a service
         // marked up makes its probe startable): poll until nothing changes
         // before waiting for an event.
@@ -632,8 +636,7 @@ async fn execute_async(
                     break;
                 }
             },
-            _ = recv_signal(&mut sigint) => { interrupted = true; break; }
-            _ = recv_signal(&mut sigterm) => { interrupted = true; break; }
+            _ = signals.recv() => { interrupted = true; break; }
         }
     }
     if interrupted {
@@ -730,12 +733,28 @@ fn last_lines(log: &Path, n: usize) -> String {
     lines[lines.len().saturating_sub(n)..].join(" | ")
 }
 
-async fn recv_signal(signal: &mut Option<tokio::signal::unix::Signal>) {
-    match signal {
-        Some(s) => {
-            s.recv().await;
+/// SIGINT and SIGTERM, as the executor listens for them.
+struct Signals {
+    int: Option<tokio::signal::unix::Signal>,
+    term: Option<tokio::signal::unix::Signal>,
+    early: crate::interrupt::Interrupt,
+}
+
+impl Signals {
+    /// The next SIGINT or SIGTERM.
+    async fn recv(&mut self) {
+        async fn one(signal: &mut Option<tokio::signal::unix::Signal>) {
+            match signal {
+                Some(s) => {
+                    s.recv().await;
+                }
+                None => std::future::pending::<()>().await,
+            }
         }
-        None => std::future::pending::<()>().await,
+        tokio::select! {
+            () = one(&mut self.int) => {}
+            () = one(&mut self.term) => {}
+        }
     }
 }
 
@@ -768,12 +787,17 @@ impl Loop<'_, '_> {
     /// the outside network, before anything else runs in it; restores them
     /// from the setup cache when `setupCache` is declared and the cache holds
     /// this setup.
-    async fn setup(&mut self, rx: &mut tokio::sync::mpsc::UnboundedReceiver<Event>) {
+    /// Returns `false` when SIGINT or SIGTERM stopped it (the setup command was killed).
+    async fn setup(
+        &mut self,
+        rx: &mut tokio::sync::mpsc::UnboundedReceiver<Event>,
+        signals: &mut Signals,
+    ) -> bool {
         if self.plan.mode == SandboxMode::None {
-            return;
+            return true;
         }
         let Some(catalog) = &self.plan.workspace.catalog else {
-            return;
+            return true;
         };
         let dirs: Vec<(RepoId, PathBuf)> = self
             .sandboxes
@@ -814,7 +838,7 @@ impl Loop<'_, '_> {
                 continue;
             }
             if self.run.is_none() {
-                return;
+                return true;
             }
             let mut failed = None;
             for argv in &commands {
@@ -836,7 +860,7 @@ impl Loop<'_, '_> {
                 self.progress(&format!("  setup   {repo}: {}", argv.join(" ")));
                 let spawned = match &self.run {
                     Some(run) => run.spawn(&spec),
-                    None => return,
+                    None => return true,
                 };
                 let job = match spawned {
                     Ok(job) => job,
@@ -849,16 +873,24 @@ impl Loop<'_, '_> {
                     }
                 };
                 let result = loop {
-                    match rx.recv().await {
-                        Some(Event::Exited {
-                            job: j,
-                            code,
-                            signal,
-                            spawn_error,
-                            ..
-                        }) if j == job => break (code, signal, spawn_error),
-                        Some(_) => {}
-                        None => break (None, None, Some("the run's init stopped".to_owned())),
+                    tokio::select! {
+                        event = rx.recv() => match event {
+                            Some(Event::Exited {
+                                job: j,
+                                code,
+                                signal,
+                                spawn_error,
+                                ..
+                            }) if j == job => break (code, signal, spawn_error),
+                            Some(_) => {}
+                            None => break (None, None, Some("the run's init stopped".to_owned())),
+                        },
+                        () = signals.recv() => {
+                            if let Some(run) = &self.run {
+                                let _ = run.kill(job);
+                            }
+                            return false;
+                        }
                     }
                 };
                 if result.0 != Some(0) {
@@ -895,6 +927,7 @@ impl Loop<'_, '_> {
                 }
             }
         }
+        true
     }
 
     /// Tells the scheduler a provider finished; a failure stops new starts

@@ -18,6 +18,7 @@ pub mod execute;
 pub mod exit;
 pub mod external;
 pub mod inputs;
+pub mod interrupt;
 pub mod judge;
 pub mod openspec;
 pub mod output;

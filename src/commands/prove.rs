@@ -13,6 +13,7 @@ use super::evaluate::{Keys, evaluate};
 use super::{Context, RootOutput};
 use crate::execute::{self, Plan, ProviderRun, ReceiptView, Stopped};
 use crate::exit::Verdict;
+use crate::interrupt::Interrupt;
 use crate::output::{Payload, Report};
 use crate::receipt::Outcome;
 use crate::status::{self, Requirement};
@@ -106,19 +107,29 @@ fn run_id() -> String {
 /// Runs `prove`. When a repository's files change between the snapshot and its sandbox
 /// (the sandbox is checked byte for byte against what was fingerprinted), nothing is
 /// judged: the world is observed again and the run retried once.
+///
+/// SIGINT and SIGTERM are recorded from the start ([`Interrupt`]): one that arrives before
+/// anything runs stops `prove` there, with exit 130 and its document.
 pub fn run(ctx: &Context, options: &ProveOptions) -> Report<ProvePayload> {
-    match attempt(ctx, options, false) {
+    let interrupt = Interrupt::install();
+    match attempt(ctx, options, &interrupt, false) {
         Some(report) => report,
-        None => attempt(ctx, options, true)
+        None => attempt(ctx, options, &interrupt, true)
             .unwrap_or_else(|| unreachable!("the last attempt always answers")),
     }
 }
 
 /// One observation and run; `None` (only when not `last`) when the inputs changed under
 /// it and it should be observed again.
-fn attempt(ctx: &Context, options: &ProveOptions, last: bool) -> Option<Report<ProvePayload>> {
+fn attempt(
+    ctx: &Context,
+    options: &ProveOptions,
+    interrupt: &Interrupt,
+    last: bool,
+) -> Option<Report<ProvePayload>> {
     let e = match evaluate(ctx, &options.change, options.sandbox, Keys::Sign) {
         Ok(e) => e,
+        Err(all) if interrupt.is_set() => return Some(interrupted_before(all)),
         Err(all) => return Some(Report::failed(all, Verdict::Invalid)),
     };
     let name = e.loaded.change.name.to_string();
@@ -175,9 +186,20 @@ fn attempt(ctx: &Context, options: &ProveOptions, last: bool) -> Option<Report<P
     diagnostics.extend(e.loaded.prepared.warnings.clone());
     diagnostics.extend(e.observed.warnings.clone());
     let mut isolation = None;
-    let mut interrupted = false;
+    let mut interrupted = interrupt.is_set();
     let mut inputs_changed = false;
-    if !wanted.is_empty() {
+    if interrupted {
+        // A signal before anything started: nothing ran.
+        for id in &wanted {
+            providers.push(ProviderRun {
+                provider: graph.node(*id).name.clone(),
+                action: "interrupted",
+                reason: Some("the run was interrupted before it started".to_owned()),
+                duration_ms: None,
+                receipts: Vec::new(),
+            });
+        }
+    } else if !wanted.is_empty() {
         let plan = Plan {
             graph,
             change: &name,
@@ -192,6 +214,7 @@ fn attempt(ctx: &Context, options: &ProveOptions, last: bool) -> Option<Report<P
             keep_sandbox: options.keep_sandbox,
             isolation: options.isolation,
             env: ctx.env(),
+            interrupt,
             run_id: &run_id,
             progress: &|p: execute::Progress<'_>| match p {
                 execute::Progress::Line(line) => bar.line(line),
@@ -320,4 +343,17 @@ fn attempt(ctx: &Context, options: &ProveOptions, last: bool) -> Option<Report<P
         status: diagnostics,
         verdict,
     })
+}
+
+/// The document of a `prove` interrupted before it could evaluate the change.
+fn interrupted_before(mut all: Vec<crate::diagnostic::Diagnostic>) -> Report<ProvePayload> {
+    all.push(
+        crate::diagnostic::Diagnostic::error(
+            crate::diagnostic::Code::Interrupted,
+            "prove was interrupted before anything ran",
+        )
+        .surface("prove")
+        .fix("Run prove again."),
+    );
+    Report::failed(all, Verdict::Interrupted)
 }
