@@ -98,12 +98,22 @@ fn run() -> Result<(), String> {
         // The parent went away before saying hello.
         return Ok(());
     };
-    let (requested, parent_pid, job_limit) = match serde_json::from_slice::<Request>(&line) {
+    let (requested, parent_pid, job_limit, hidden) = match serde_json::from_slice::<Request>(&line)
+    {
         Ok(Request::Hello {
             isolation,
             parent_pid,
             job_limit,
-        }) => (isolation, parent_pid, job_limit),
+            hidden,
+        }) => (
+            isolation,
+            parent_pid,
+            job_limit,
+            hidden
+                .into_iter()
+                .map(WireBytes::into_path)
+                .collect::<Vec<PathBuf>>(),
+        ),
         Ok(_) => return Err("the first request was not a hello".to_owned()),
         Err(e) => return Err(format!("malformed hello: {e}")),
     };
@@ -156,6 +166,22 @@ fn run() -> Result<(), String> {
             }
         },
     };
+    // What the run's jobs must not see, covered now where it is reachable; what lies under
+    // the host's /tmp is covered when its entry is exposed.
+    if mode.is_some() {
+        for dir in hidden
+            .iter()
+            .filter(|d| isolation::tmp_top_entry(d).is_none())
+        {
+            if let Err(reason) = isolation::cover(dir) {
+                write_reply(&Reply::HelloFailed {
+                    isolation_unavailable: false,
+                    reason,
+                });
+                return Ok(());
+            }
+        }
+    }
     if !write_reply(&Reply::Hello { isolation }) {
         return Ok(());
     }
@@ -171,6 +197,7 @@ fn run() -> Result<(), String> {
         limited_running: 0,
         held: false,
         namespaces: mode,
+        hidden,
         bound: HashSet::new(),
         signals,
         control,
@@ -314,6 +341,8 @@ struct Init {
     found: std::collections::HashMap<Vec<u8>, usize>,
     /// `None` without isolation.
     namespaces: Option<Namespaces>,
+    /// Directories covered from the run's jobs (see `RunConfig::hidden`).
+    hidden: Vec<PathBuf>,
     /// Entries of the host's `/tmp` already bind-mounted into the private one.
     bound: HashSet<OsString>,
     signals: SignalFd,
@@ -971,6 +1000,13 @@ impl Init {
             return Ok(());
         }
         isolation::bind_host_tmp_entry(&ns.host_tmp, &entry)?;
+        // What must stay hidden inside the entry just exposed is covered before any job
+        // can reach it.
+        for dir in &self.hidden {
+            if isolation::tmp_top_entry(dir).as_ref() == Some(&entry) {
+                isolation::cover(dir)?;
+            }
+        }
         self.bound.insert(entry);
         Ok(())
     }

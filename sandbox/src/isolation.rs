@@ -285,6 +285,31 @@ fn flag_names(flags: CloneFlags) -> String {
 }
 
 /// `EPERM: Operation not permitted`.
+/// Covers `dir` with an empty, read-only `tmpfs` in the run's mount namespace, so its jobs
+/// can neither read nor change what is there. A directory that does not exist is skipped.
+pub(crate) fn cover(dir: &Path) -> Result<(), String> {
+    match nix::sys::stat::lstat(dir) {
+        Ok(st) if st.st_mode & libc::S_IFMT == libc::S_IFDIR => {}
+        Ok(_) => return Err(format!("hide `{}`: it is not a directory", dir.display())),
+        Err(Errno::ENOENT) => return Ok(()),
+        Err(e) => return Err(format!("hide `{}`: {}", dir.display(), describe(e))),
+    }
+    mount(
+        Some("tmpfs"),
+        dir,
+        Some("tmpfs"),
+        MsFlags::MS_RDONLY | MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC,
+        Some("mode=0,size=4k"),
+    )
+    .map_err(|e| {
+        format!(
+            "hide `{}` from the run's jobs: {}",
+            dir.display(),
+            describe(e)
+        )
+    })
+}
+
 pub(crate) fn describe(errno: Errno) -> String {
     format!("{errno:?}: {}", errno.desc())
 }

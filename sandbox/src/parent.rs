@@ -237,6 +237,11 @@ impl Run {
             isolation: requested,
             parent_pid: i32::try_from(std::process::id()).unwrap_or(i32::MAX),
             job_limit: config.job_limit.map(|n| n.get() as u64),
+            hidden: config
+                .hidden
+                .iter()
+                .map(|p| WireBytes::from_os(p.as_os_str()))
+                .collect(),
         };
         let handshake = |reason: String| SandboxError::Handshake {
             program: config.program.clone(),

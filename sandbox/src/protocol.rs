@@ -127,6 +127,9 @@ pub(crate) enum Request {
         /// How many limited jobs may run at once; none: no limit.
         #[serde(default)]
         job_limit: Option<u64>,
+        /// Directories covered with an empty read-only tmpfs for the run's jobs.
+        #[serde(default)]
+        hidden: Vec<WireBytes>,
     },
     Spawn(SpawnRequest),
     Probe(ProbeRequest),

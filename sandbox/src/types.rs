@@ -69,6 +69,13 @@ pub struct RunConfig {
     /// starts the next as soon as one ends (without a round trip to the caller). `None`:
     /// no limit.
     pub job_limit: Option<std::num::NonZeroUsize>,
+    /// Directories the run's jobs must not see (absolute, without `..`, by their real
+    /// path): with namespaces, each is covered by an empty read-only `tmpfs` in the run
+    /// (also where it lies in a `/tmp` entry a job exposes later), so a job can neither
+    /// read nor change what is there. A path that does not exist is skipped; one that
+    /// cannot be covered fails the run's start. Without namespaces they stay visible (the
+    /// run reports [`crate::Isolation::None`]).
+    pub hidden: Vec<PathBuf>,
 }
 
 impl RunConfig {
@@ -82,6 +89,7 @@ impl RunConfig {
             args: vec![OsString::from(INIT_ARG)],
             isolation,
             job_limit: None,
+            hidden: Vec::new(),
         }
     }
 }

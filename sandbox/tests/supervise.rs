@@ -62,6 +62,7 @@ fn config(isolation: IsolationRequest) -> RunConfig {
         args: vec![OsString::from(INIT_ARG)],
         isolation,
         job_limit: None,
+        hidden: Vec::new(),
     }
 }
 
@@ -1029,6 +1030,7 @@ fn required_isolation_fails_and_auto_falls_back_when_namespaces_are_unavailable(
         args: vec!["--user".into(), "--".into(), INIT.into(), INIT_ARG.into()],
         isolation,
         job_limit: None,
+        hidden: Vec::new(),
     };
     match Run::start(&unavailable(IsolationRequest::Required)) {
         Err(SandboxError::IsolationUnavailable { reason }) => {
@@ -1085,6 +1087,7 @@ fn an_unprivileged_caller_gets_a_user_namespace() {
         ],
         isolation: IsolationRequest::Required,
         job_limit: None,
+        hidden: Vec::new(),
     };
     let (run, isolation) = Run::start(&config).expect("start as nobody");
     assert_eq!(
@@ -1563,6 +1566,7 @@ fn a_broken_init_fails_the_start_quickly_and_clearly() {
         args: Vec::new(),
         isolation: IsolationRequest::Auto,
         job_limit: None,
+        hidden: Vec::new(),
     };
     assert!(matches!(
         Run::start(&not_an_init),
@@ -1681,4 +1685,49 @@ fn a_path_entry_under_tmp_is_searched_after_it_is_exposed() {
         "{}",
         scratch.read("path.log")
     );
+}
+
+// ---------------------------------------------------------------------------------------
+// What the run hides from its jobs
+
+#[test]
+fn hidden_directories_are_empty_and_read_only_to_jobs() {
+    let scratch = Scratch::new("hidden");
+    // One under /tmp (covered when its entry is exposed), one elsewhere (covered at start).
+    let outside =
+        PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("hidden-{}", std::process::id()));
+    let under_tmp = scratch.path("store/keys");
+    for dir in [&outside, &under_tmp] {
+        fs_err::create_dir_all(dir).expect("mkdir");
+        fs_err::write(dir.join("workspace.key"), "SECRET KEY\n").expect("write");
+    }
+    let config = RunConfig {
+        hidden: vec![outside.clone(), under_tmp.clone(), scratch.path("absent")],
+        ..config(IsolationRequest::Required)
+    };
+    let (run, isolation) = Run::start(&config).expect("start");
+    assert!(isolation.is_isolated());
+    let mut events = Events::new(&run);
+    let script = format!(
+        "for d in '{}' '{}'; do ls -A \"$d\"; cat \"$d/workspace.key\"; touch \"$d/new\" && echo wrote; done; echo end",
+        outside.display(),
+        under_tmp.display()
+    );
+    let id = run.spawn(&sh(&scratch, "h.log", &script)).expect("spawn");
+    let event = events.wait(id, Duration::from_secs(10));
+    assert!(matches!(event, Event::Exited { .. }), "{event:?}");
+    let log = scratch.read("h.log");
+    assert!(!log.contains("SECRET KEY"), "{log}");
+    assert!(!log.contains("wrote"), "{log}");
+    assert!(log.ends_with("end\n"), "{log}");
+    drop(run);
+    // Outside the run, nothing changed.
+    for dir in [&outside, &under_tmp] {
+        assert_eq!(
+            fs_err::read_to_string(dir.join("workspace.key")).expect("read"),
+            "SECRET KEY\n"
+        );
+        assert!(!dir.join("new").exists());
+    }
+    let _ = fs_err::remove_dir_all(&outside);
 }

@@ -152,6 +152,7 @@ fn run_jobs(n: usize, jobs: usize, logs: &Path, isolation: IsolationRequest) -> 
     std::fs::create_dir_all(logs)?;
     let path = std::env::var_os("PATH").unwrap_or_else(|| "/usr/bin:/bin".into());
     let spec = |k: usize| JobSpec {
+        program: None,
         argv: vec!["sh".into(), "-c".into(), format!("exit 0 # {k}").into()],
         cwd: logs.to_path_buf(),
         env: vec![("PATH".into(), path.clone())],
