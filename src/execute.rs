@@ -541,8 +541,18 @@ async fn execute_async(
         // The run holds `--jobs` providers' commands at a time and starts the next one
         // itself as soon as one ends; the scheduler admits up to twice as many, so one is
         // always waiting there instead of a round trip through this loop.
+        // The signing key and the pins that make it trusted are no job's business: an
+        // isolated run covers them, so a provider can neither read the key nor move a pin.
+        let hidden = [
+            plan.store.dir().join("keys"),
+            crate::trust::Pins::new(plan.env).dir().to_path_buf(),
+        ]
+        .iter()
+        .filter_map(|dir| fs_err::canonicalize(dir).ok())
+        .collect();
         let config = RunConfig {
             job_limit: Some(plan.jobs),
+            hidden,
             ..RunConfig::current_exe(plan.isolation)
         };
         let (run, isolation) = Run::start(&config).map_err(|e| {
@@ -1852,6 +1862,13 @@ impl Loop<'_, '_> {
     }
 
     fn take_persisted(&mut self, persisted: Persisted) {
+        if !persisted.written {
+            // The line printed when it was judged is not a record: say so.
+            self.progress(&format!(
+                "  unrecorded {}: its receipt could not be written (see the diagnostics)",
+                persisted.run.provider
+            ));
+        }
         self.diagnostics.extend(persisted.diagnostics);
         if !persisted.written && !self.plan.keep_going {
             // The store cannot take receipts: running more would prove nothing
@@ -2116,12 +2133,21 @@ impl<'a> Writer<'a> {
                         sha256: sha,
                     });
                 }
-                Err(e) => {
+                Err(receipt::ReceiptError::Store(e)) => {
                     written = false;
                     diagnostics.push(diag(
                         Code::StoreUnusable,
                         format!("the receipt of `{pid}` could not be written: failed to {e}"),
                         "Check that .proofgraph/ is writable.",
+                    ));
+                }
+                // Nothing the store can do about it: a value the receipt cannot carry.
+                Err(e @ receipt::ReceiptError::Statement(_)) => {
+                    written = false;
+                    diagnostics.push(diag(
+                        Code::InternalError,
+                        format!("the receipt of `{pid}` could not be encoded, so its result was not recorded: failed to {e}"),
+                        "This is a bug: report it with the provider's report; the provider runs again next time.",
                     ));
                 }
             }

@@ -992,3 +992,36 @@ fn a_store_linked_into_tmp_works_under_every_isolation() {
         assert_eq!(again["summary"]["reused"], 1, "{again:#}");
     }
 }
+
+// Forging receipts from inside a run: the signing key and the pins are no job's business.
+
+#[test]
+fn an_isolated_job_cannot_read_the_signing_key_or_move_a_pin() {
+    let sb = Sandbox::new();
+    workspace(
+        &sb,
+        "  test:\n    adapter: test-discovery\n    command: [sh, -c, \"cat \\\"$STORE\\\"/keys/workspace.key; ls -A \\\"$STORE\\\"/keys; touch \\\"$PINS\\\"/forged && echo pinned; printf 'TAP version 13\\\\n1..1\\\\nok 1 - a\\\\n' > out.tap\"]\n    report: out.tap\n    envFrom: [STORE, PINS]\n",
+        &[],
+    );
+    // A first prove makes the key and its pin.
+    let store = sb.work().join(".proofgraph");
+    let pins = sb.config_home().join("proofgraph/pins");
+    let vars = [
+        ("STORE", store.to_str().expect("utf-8")),
+        ("PINS", pins.to_str().expect("utf-8")),
+    ];
+    let doc = prove(&sb, &[], &vars).json();
+    assert_eq!(doc["isolation"], "namespaces", "{doc:#}");
+    assert_eq!(outcome_of(&doc, "test", "test"), "pass", "{doc:#}");
+    let key = fs_err::read(store.join("keys/workspace.key")).expect("the key");
+    assert!(!pins.join("forged").exists(), "a job wrote into the pins");
+    // The job's log (kept in the store) shows neither the key nor a pin it wrote.
+    for blob in store_blobs(&sb) {
+        assert!(!contains(&blob, &key), "the signing key reached the store");
+        assert!(
+            !contains(&blob, b"pinned"),
+            "{}",
+            String::from_utf8_lossy(&blob)
+        );
+    }
+}
