@@ -39,6 +39,7 @@ use crate::diagnostic::{Code, Diagnostic};
 use crate::env::Env;
 use crate::judge::{self, Ended, ReportFile};
 use crate::receipt::{self, Artifact, Exit, Outcome, Proof, TestNames};
+use crate::redact::{Redacted, Secrets};
 use crate::store::Store;
 use crate::workspace::Workspace;
 use crate::world::Observed;
@@ -73,6 +74,9 @@ pub struct Plan<'a> {
     pub env: &'a Env,
     /// This run's id.
     pub run_id: &'a str,
+    /// The change's secrets: redacted from every job's log and probe, every report before
+    /// it is parsed, every judged result and every stored artifact.
+    pub secrets: &'a Secrets,
     /// Where progress goes.
     pub progress: &'a dyn Fn(Progress<'_>),
 }
@@ -295,13 +299,13 @@ fn sandboxes(
     Ok(out)
 }
 
-/// A job's whole environment and the secret values to redact from its log.
-type JobEnv = (Vec<(OsString, OsString)>, Vec<Vec<u8>>);
+/// A job's whole environment.
+type JobEnv = Vec<(OsString, OsString)>;
 
 /// The environment a job gets: PATH, HOME and LANG from the caller, the
 /// declared literal `env`, the `envFrom` values, and the run id. Returns the
-/// environment and the secret values to redact, or the names of missing
-/// `envFrom` variables.
+/// environment, or the names of missing `envFrom` variables. (What its log is
+/// redacted of is every secret of the change, [`Plan::secrets`], not only its own.)
 fn job_env(
     plan: &Plan<'_>,
     env: Option<&BTreeMap<proofgraph_graph::EnvName, proofgraph_graph::span::Spanned<String>>>,
@@ -317,14 +321,10 @@ fn job_env(
     for (k, v) in env.into_iter().flatten() {
         vars.insert(k.as_str().into(), v.value.clone().into());
     }
-    let mut secrets = Vec::new();
     let mut missing = Vec::new();
     for name in env_from.into_iter().flatten() {
         match plan.env.var(name.value.as_str()) {
             Some(v) => {
-                if !v.is_empty() {
-                    secrets.push(v.as_encoded_bytes().to_vec());
-                }
                 vars.insert(name.value.as_str().into(), v.clone());
             }
             None => missing.push(name.value.to_string()),
@@ -334,7 +334,7 @@ fn job_env(
         vars.insert((*k).into(), v.clone());
     }
     if missing.is_empty() {
-        Ok((vars.into_iter().collect(), secrets))
+        Ok(vars.into_iter().collect())
     } else {
         Err(missing)
     }
@@ -804,7 +804,7 @@ impl Loop<'_, '_> {
             let mut failed = None;
             for argv in &commands {
                 let log = self.log_path(&format!("setup-{repo}"));
-                let (env, redact) = job_env(self.plan, None, None, &[]).unwrap_or_default();
+                let env = job_env(self.plan, None, None, &[]).unwrap_or_default();
                 let spec = JobSpec {
                     argv: argv.iter().map(OsString::from).collect(),
                     cwd: dir.clone(),
@@ -812,7 +812,7 @@ impl Loop<'_, '_> {
                     network: Network::Host,
                     timeout: Some(Duration::from_secs(30 * 60)),
                     log: log.clone(),
-                    redact,
+                    redact: self.plan.secrets.patterns().to_vec(),
                     limited: false,
                     hold_after: false,
                 };
@@ -1089,7 +1089,8 @@ impl Loop<'_, '_> {
         if let Some(path) = &playwright_report {
             extra.push(("PLAYWRIGHT_JSON_OUTPUT_FILE", path.clone().into_os_string()));
         }
-        let (env, redact) = job_env(
+        let redact = self.plan.secrets.patterns().to_vec();
+        let env = job_env(
             self.plan,
             p.spec.env.as_ref(),
             p.spec.env_from.as_ref(),
@@ -1152,7 +1153,8 @@ impl Loop<'_, '_> {
             return;
         };
         let extra = [("PROOFGRAPH_RUN_ID", OsString::from(self.plan.run_id))];
-        let (env, redact) = match job_env(
+        let redact = self.plan.secrets.patterns().to_vec();
+        let env = match job_env(
             self.plan,
             s.spec.env.as_ref(),
             s.spec.env_from.as_ref(),
@@ -1247,7 +1249,7 @@ impl Loop<'_, '_> {
                 readiness.timeout_ms.as_ref().map_or(30_000, |t| t.value),
             ),
             log: self.log_path(&format!("probe-{}", s.spec.id.value)),
-            redact: Vec::new(),
+            redact: self.plan.secrets.patterns().to_vec(),
         };
         let Some(run) = &self.run else { return };
         match run.probe(&spec) {
@@ -1555,6 +1557,8 @@ impl Loop<'_, '_> {
             },
             _ => ReportFile::NotExpected,
         };
+        // No report is parsed, kept or quoted with a secret in it (raw or escaped).
+        let report_file = plan.secrets.redact(report_file).into_inner();
         let timeout = p.spec.timeout_ms.as_ref().map_or(120_000, |t| t.value);
         let mut judged = judge::judge(
             p,
@@ -1598,6 +1602,13 @@ impl Loop<'_, '_> {
         // only stores it. The command log, the structured report, attachments
         // (inline, or files the run wrote inside its own directories, never
         // from elsewhere) and a contract's artifacts, in that order.
+        // Everything the run established is redacted once, here: what is printed, signed
+        // and stored below is derived from this.
+        let attachments = plan
+            .secrets
+            .redact(std::mem::take(&mut judged.attachments))
+            .into_inner();
+        let judged = plan.secrets.redact(judged);
         let mut kept = Vec::new();
         if let Some(log) = &finished.log
             && let Ok(bytes) = fs_err::read(log)
@@ -1610,7 +1621,7 @@ impl Loop<'_, '_> {
             let path = p.spec.report.as_ref().map(|r| r.value.clone());
             kept.push(Kept::new("structured-report", path, bytes));
         }
-        for attachment in std::mem::take(&mut judged.attachments) {
+        for attachment in attachments {
             let name = (!attachment.name.is_empty()).then(|| attachment.name.clone());
             let content_type =
                 (!attachment.content_type.is_empty()).then(|| attachment.content_type.clone());
@@ -1766,7 +1777,7 @@ impl Loop<'_, '_> {
 struct Persist {
     id: NodeId,
     finished: Finished,
-    judged: judge::Judged,
+    judged: Redacted<judge::Judged>,
     /// Evidence to keep in the store, read before the next job could start.
     kept: Vec<Kept>,
     isolation: String,
@@ -1859,6 +1870,7 @@ struct Writer<'a> {
     key: &'a ed25519_dalek::SigningKey,
     mode: SandboxMode,
     run_id: &'a str,
+    secrets: &'a Secrets,
 }
 
 impl<'a> Writer<'a> {
@@ -1872,6 +1884,7 @@ impl<'a> Writer<'a> {
             key: plan.key,
             mode: plan.mode,
             run_id: plan.run_id,
+            secrets: plan.secrets,
         }
     }
 
@@ -1899,12 +1912,15 @@ impl<'a> Writer<'a> {
         let store = self.store;
         let mut artifacts = Vec::new();
         for kept in kept {
-            match store.put(&kept.bytes) {
+            // What is stored holds no secret: logs were redacted as they were written, but
+            // only of the forms a stream redactor knows; reports and attachments not yet.
+            let bytes = self.secrets.bytes(&kept.bytes);
+            match store.put(&bytes) {
                 Ok(sha) => artifacts.push(Artifact {
                     kind: kept.kind.into(),
                     path: kept.path,
                     sha256: sha,
-                    size: kept.bytes.len() as u64,
+                    size: bytes.len() as u64,
                     name: kept.name,
                     content_type: kept.content_type,
                 }),
@@ -1976,7 +1992,7 @@ impl<'a> Writer<'a> {
                 inputs: inputs.clone(),
                 input_files: files.len() as u64,
             };
-            match receipt::write(store, self.key, proof, &judged.tests) {
+            match receipt::write(store, self.key, proof, &judged.tests, self.secrets) {
                 Ok((sha, proof)) => {
                     let key = Store::action_key(
                         &fingerprint,

@@ -143,7 +143,8 @@ fn attempt(ctx: &Context, options: &ProveOptions, last: bool) -> Option<Report<P
     let bar = crate::output::ProgressBar::new(
         crate::output::ProgressBar::stderr_is_terminal(ctx.env()),
         crate::output::ProgressBar::width(ctx.env()),
-    );
+    )
+    .with_secrets(e.loaded.secrets.clone());
     bar.line(&format!(
         "prove {name}: {} to run, {} reused ({} sandbox, --jobs {jobs})",
         wanted.len(),
@@ -172,6 +173,7 @@ fn attempt(ctx: &Context, options: &ProveOptions, last: bool) -> Option<Report<P
         });
     }
     let mut diagnostics = e.loaded.notes.clone();
+    diagnostics.extend(e.loaded.secret_warnings.clone());
     diagnostics.extend(e.loaded.prepared.warnings.clone());
     diagnostics.extend(e.observed.warnings.clone());
     let mut isolation = None;
@@ -193,6 +195,7 @@ fn attempt(ctx: &Context, options: &ProveOptions, last: bool) -> Option<Report<P
             isolation: options.isolation,
             env: ctx.env(),
             run_id: &run_id,
+            secrets: &e.loaded.secrets,
             progress: &|p: execute::Progress<'_>| match p {
                 execute::Progress::Line(line) => bar.line(line),
                 execute::Progress::Status {
