@@ -398,11 +398,12 @@ fn occurrences_in(finder: &AhoCorasick, data: &[u8]) -> Vec<(usize, usize)> {
         .map(|m| (m.start(), m.end()))
         .collect();
     // Each reading: its text and, innermost first, the escapes of every decoding on the
-    // way from `data` to it.
-    let mut readings: Vec<(Vec<u8>, Vec<Vec<Escape>>)> = Vec::new();
+    // way from `data` to it. A decoding that decoded nothing is the text it came from.
+    type Layers = Vec<std::rc::Rc<Vec<Escape>>>;
+    let mut readings: Vec<(Vec<u8>, Layers)> = Vec::new();
     for decode in [json_decode, xml_decode] {
-        if let Some((text, escapes)) = decode(data) {
-            readings.push((text, vec![escapes]));
+        if let Some((text, escapes)) = decode(data).filter(|(_, e)| !e.is_empty()) {
+            readings.push((text, vec![std::rc::Rc::new(escapes)]));
         }
     }
     let mut previous = 0..readings.len();
@@ -410,9 +411,10 @@ fn occurrences_in(finder: &AhoCorasick, data: &[u8]) -> Vec<(usize, usize)> {
         let from = readings.len();
         for i in previous {
             for decode in [json_decode, xml_decode] {
-                if let Some((text, escapes)) = decode(&readings[i].0) {
+                if let Some((text, escapes)) = decode(&readings[i].0).filter(|(_, e)| !e.is_empty())
+                {
                     let mut layers = readings[i].1.clone();
-                    layers.push(escapes);
+                    layers.push(std::rc::Rc::new(escapes));
                     readings.push((text, layers));
                 }
             }
