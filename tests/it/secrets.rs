@@ -37,6 +37,10 @@ forms = {
     "xml": html.escape(t, quote=True),
     "b64": base64.b64encode(("attached " + t).encode()).decode(),
 }
+if "@@file@@" in open(src, encoding="utf-8").read():
+    # An attachment the run wrote beside its report, named by absolute path.
+    open("attached.txt", "w", encoding="utf-8").write("file says " + t)
+    forms["file"] = json.dumps(os.path.abspath("attached.txt"))[1:-1]
 text = open(src, encoding="utf-8").read()
 for k, v in forms.items():
     text = text.replace("@@" + k + "@@", v)
@@ -147,7 +151,7 @@ fn template(format: &str, spots: Spots, unicode: bool) -> (String, &'static str)
             let body = if spots.message { "@@b64@@" } else { "cGxhaW4=" };
             (
                 format!(
-                    r#"{{"config":{{}},"suites":[{{"title":"a.spec.ts","file":"a.spec.ts","specs":[{{"title":"passes","tests":[{{"projectName":"chromium","status":"expected","expectedStatus":"passed","annotations":[],"results":[{{"status":"passed","retry":0,"duration":1,"attachments":[]}}]}}]}},{{"title":"fails {name}","tests":[{{"projectName":"chromium","status":"unexpected","expectedStatus":"passed","annotations":[{{"type":"note","description":"{msg}"}}],"results":[{{"status":"failed","retry":0,"duration":1,"error":{{"message":"{msg}"}},"attachments":[{{"name":"shot {msg}","contentType":"text/plain","body":"{body}"}}]}}]}}]}}]}}],"errors":[{{"message":"{err}"}}],"stats":{{"expected":1,"unexpected":1,"flaky":0,"skipped":0}}}}"#
+                    r#"{{"config":{{}},"suites":[{{"title":"a.spec.ts","file":"a.spec.ts","specs":[{{"title":"passes","tests":[{{"projectName":"chromium","status":"expected","expectedStatus":"passed","annotations":[],"results":[{{"status":"passed","retry":0,"duration":1,"attachments":[]}}]}}]}},{{"title":"fails {name}","tests":[{{"projectName":"chromium","status":"unexpected","expectedStatus":"passed","annotations":[{{"type":"note","description":"{msg}"}}],"results":[{{"status":"failed","retry":0,"duration":1,"error":{{"message":"{msg}"}},"attachments":[{{"name":"shot {msg}","contentType":"text/plain","body":"{body}"}},{{"name":"file","contentType":"text/plain","path":"@@file@@"}}]}}]}}]}}]}}],"errors":[{{"message":"{err}"}}],"stats":{{"expected":1,"unexpected":1,"flaky":0,"skipped":0}}}}"#
                 ),
                 "out.json",
             )
@@ -731,6 +735,15 @@ fn a_secret_in_test_names_and_failure_messages_never_leaves() {
         },
         Case::new("mocha", all_spots()),
         Case::new("playwright", all_spots()),
+        // Passing: its receipt is reused by the next `prove`, which prints it again.
+        Case {
+            report: Some((
+                r#"{"numTotalTests":1,"numPassedTests":1,"numFailedTests":0,"numPendingTests":0,"numTodoTests":0,"success":true,"testResults":[{"name":"/w/a.test.js","status":"passed","message":"","assertionResults":[{"ancestorTitles":["suite"],"title":"passes @@json@@","fullName":"suite passes @@json@@","status":"passed","failureMessages":[]}]}]}"#.to_owned(),
+                "out.json",
+            )),
+            fail: false,
+            ..Case::new("jest", all_spots())
+        },
         Case::new("libtest-json", all_spots()),
         Case::new("ctrf", all_spots()),
         Case::new("summary", all_spots()),
@@ -739,9 +752,10 @@ fn a_secret_in_test_names_and_failure_messages_never_leaves() {
         let w = World::new(SECRET);
         w.build(&case);
         let prove = w.prove(&case);
-        prove.expect_code(1);
+        prove.expect_code(if case.fail { 1 } else { 0 });
         w.assert_job_saw_it();
-        let found = w.leaks(&prove, i < 2);
+        let passing = !case.fail;
+        let found = w.leaks(&prove, i < 2 || passing);
         assert!(
             found.is_empty(),
             "{}: the secret leaked:\n{found:#?}",
@@ -756,12 +770,23 @@ fn a_secret_in_test_names_and_failure_messages_never_leaves() {
         );
         if case.format != "summary" {
             let st = receipt_statement(&w, &prove, "test", "test");
-            let failed = st["predicate"]["failedTests"].to_string();
+            let named = if passing {
+                "passedTests"
+            } else {
+                "failedTests"
+            };
+            let names = st["predicate"][named].to_string();
             assert!(
-                failed.contains("[redacted]"),
-                "{}: the failing test's name, redacted: {failed}",
+                names.contains("[redacted]"),
+                "{}: the test's name, redacted: {names}",
                 case.format
             );
+        }
+        if case.format == "playwright" {
+            // Both attachments were kept, redacted: the inline body and the file.
+            for kept in ["attached [redacted]", "file says [redacted]"] {
+                assert!(stored.contains(kept), "playwright: {kept} is stored");
+            }
         }
         // The reason says what failed, redacted, not that the report was unreadable.
         let doc = prove.json();
