@@ -1597,11 +1597,6 @@ impl Loop<'_, '_> {
                 judge::overrule(&mut judged, Outcome::Error, &reason);
             }
         }
-        // What is kept as evidence is read now, before the next job can start
-        // (it may run in the same sandbox and rewrite the same files); the writer
-        // only stores it. The command log, the structured report, attachments
-        // (inline, or files the run wrote inside its own directories, never
-        // from elsewhere) and a contract's artifacts, in that order.
         // Everything the run established is redacted once, here: what is printed, signed
         // and stored below is derived from this.
         let attachments = plan
@@ -1609,6 +1604,11 @@ impl Loop<'_, '_> {
             .redact(std::mem::take(&mut judged.attachments))
             .into_inner();
         let judged = plan.secrets.redact(judged);
+        // What is kept as evidence is read now, before the next job can start
+        // (it may run in the same sandbox and rewrite the same files); the writer
+        // only stores it. The command log, the structured report, attachments
+        // (inline, or files the run wrote inside its own directories, never
+        // from elsewhere) and a contract's artifacts, in that order.
         let mut kept = Vec::new();
         if let Some(log) = &finished.log
             && let Ok(bytes) = fs_err::read(log)

@@ -557,6 +557,58 @@ mod tests {
     }
 
     #[test]
+    fn nothing_is_signed_with_a_secret_in_it() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = Store::open(dir.path()).expect("store");
+        let key = crate::attest::keys::generate_signing_key().expect("key");
+        let secrets = Secrets::new([b"hunter2\"-value".to_vec()]);
+        let mut claims = BTreeMap::new();
+        claims.insert(
+            "a".to_owned(),
+            ClaimOutcome {
+                outcome: Outcome::Fail,
+                reason: Some("saw hunter2\"-value".to_owned()),
+            },
+        );
+        let leaky = Proof {
+            outcome: Outcome::Fail,
+            reason: Some("failing: t hunter2\"-value".to_owned()),
+            claim_outcomes: claims,
+            artifacts: vec![Artifact {
+                kind: "playwright-attachment".to_owned(),
+                name: Some("shot hunter2\"-value".to_owned()),
+                ..Artifact::default()
+            }],
+            ..proof()
+        };
+        let tests = TestNames {
+            failed: vec!["t hunter2\"-value".to_owned()],
+            ..TestNames::default()
+        };
+        let (digest, written) =
+            write(&store, &key, leaky, &tests, &secrets).expect("written, redacted");
+        assert_eq!(written.reason.as_deref(), Some("failing: t [redacted]"));
+        let envelope = store.get(&digest).expect("stored");
+        let envelope: serde_json::Value = serde_json::from_slice(&envelope).expect("json");
+        let payload = crate::attest::b64::decode(envelope["payload"].as_str().expect("payload"))
+            .expect("base64");
+        let text = String::from_utf8(payload).expect("utf-8");
+        assert!(!text.contains("hunter2"), "{text}");
+        assert_eq!(text.matches("[redacted]").count(), 4, "{text}");
+        // A secret that is not free text (here an outcome's name) cannot be written out:
+        // no receipt rather than one that holds it.
+        let outcome = Secrets::new([b"inconclusive".to_vec()]);
+        let inconclusive = Proof {
+            outcome: Outcome::Inconclusive,
+            ..proof()
+        };
+        assert!(matches!(
+            write(&store, &key, inconclusive, &TestNames::default(), &outcome),
+            Err(ReceiptError::Unredactable(_))
+        ));
+    }
+
+    #[test]
     fn dates_are_rfc3339() {
         assert_eq!(
             rfc3339(std::time::Duration::from_secs(0)),
