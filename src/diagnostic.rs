@@ -276,6 +276,8 @@ codes! {
     ContractSingleRepository = "contract_single_repository",
     /// A literal env value under a secret-looking name.
     SecretInEnv = "secret_in_env",
+    /// An `envFrom` value too short to be redacted; it may appear in output.
+    SecretTooShort = "secret_too_short",
     /// A path that is absolute, climbs with `..` or escapes through a symlink.
     PathOutsideRepository = "path_outside_repository",
     /// `claims` lists a claim that does not exist or does not need the provider.

@@ -39,6 +39,7 @@ use crate::diagnostic::{Code, Diagnostic};
 use crate::env::Env;
 use crate::judge::{self, Ended, ReportFile};
 use crate::receipt::{self, Artifact, Exit, Outcome, Proof, TestNames};
+use crate::redact::{Redacted, Secrets};
 use crate::store::Store;
 use crate::workspace::Workspace;
 use crate::world::Observed;
@@ -75,6 +76,9 @@ pub struct Plan<'a> {
     pub interrupt: &'a crate::interrupt::Interrupt,
     /// This run's id.
     pub run_id: &'a str,
+    /// The change's secrets: redacted from every job's log and probe, every report before
+    /// it is parsed, every judged result and every stored artifact.
+    pub secrets: &'a Secrets,
     /// Where progress goes.
     pub progress: &'a dyn Fn(Progress<'_>),
 }
@@ -298,13 +302,13 @@ fn sandboxes(
     Ok(out)
 }
 
-/// A job's whole environment and the secret values to redact from its log.
-type JobEnv = (Vec<(OsString, OsString)>, Vec<Vec<u8>>);
+/// A job's whole environment.
+type JobEnv = Vec<(OsString, OsString)>;
 
 /// The environment a job gets: PATH, HOME and LANG from the caller, the
 /// declared literal `env`, the `envFrom` values, and the run id. Returns the
-/// environment and the secret values to redact, or the names of missing
-/// `envFrom` variables.
+/// environment, or the names of missing `envFrom` variables. (What its log is
+/// redacted of is every secret of the change, [`Plan::secrets`], not only its own.)
 fn job_env(
     plan: &Plan<'_>,
     env: Option<&BTreeMap<proofgraph_graph::EnvName, proofgraph_graph::span::Spanned<String>>>,
@@ -320,14 +324,10 @@ fn job_env(
     for (k, v) in env.into_iter().flatten() {
         vars.insert(k.as_str().into(), v.value.clone().into());
     }
-    let mut secrets = Vec::new();
     let mut missing = Vec::new();
     for name in env_from.into_iter().flatten() {
         match plan.env.var(name.value.as_str()) {
             Some(v) => {
-                if !v.is_empty() {
-                    secrets.push(v.as_encoded_bytes().to_vec());
-                }
                 vars.insert(name.value.as_str().into(), v.clone());
             }
             None => missing.push(name.value.to_string()),
@@ -337,7 +337,7 @@ fn job_env(
         vars.insert((*k).into(), v.clone());
     }
     if missing.is_empty() {
-        Ok((vars.into_iter().collect(), secrets))
+        Ok(vars.into_iter().collect())
     } else {
         Err(missing)
     }
@@ -853,7 +853,7 @@ impl Loop<'_, '_> {
             let mut failed = None;
             for argv in &commands {
                 let log = self.log_path(&format!("setup-{repo}"));
-                let (env, redact) = job_env(self.plan, None, None, &[]).unwrap_or_default();
+                let env = job_env(self.plan, None, None, &[]).unwrap_or_default();
                 let spec = JobSpec {
                     argv: argv.iter().map(OsString::from).collect(),
                     // Setup is not a provider: its command is searched in its PATH.
@@ -863,7 +863,7 @@ impl Loop<'_, '_> {
                     network: Network::Host,
                     timeout: Some(Duration::from_secs(30 * 60)),
                     log: log.clone(),
-                    redact,
+                    redact: self.plan.secrets.patterns().to_vec(),
                     limited: false,
                     hold_after: false,
                 };
@@ -1151,7 +1151,8 @@ impl Loop<'_, '_> {
         if let Some(path) = &playwright_report {
             extra.push(("PLAYWRIGHT_JSON_OUTPUT_FILE", path.clone().into_os_string()));
         }
-        let (env, redact) = job_env(
+        let redact = self.plan.secrets.patterns().to_vec();
+        let env = job_env(
             self.plan,
             p.spec.env.as_ref(),
             p.spec.env_from.as_ref(),
@@ -1231,7 +1232,8 @@ impl Loop<'_, '_> {
             return;
         };
         let extra = [("PROOFGRAPH_RUN_ID", OsString::from(self.plan.run_id))];
-        let (env, redact) = match job_env(
+        let redact = self.plan.secrets.patterns().to_vec();
+        let env = match job_env(
             self.plan,
             s.spec.env.as_ref(),
             s.spec.env_from.as_ref(),
@@ -1347,7 +1349,7 @@ impl Loop<'_, '_> {
                 readiness.timeout_ms.as_ref().map_or(30_000, |t| t.value),
             ),
             log: self.log_path(&format!("probe-{}", s.spec.id.value)),
-            redact: Vec::new(),
+            redact: self.plan.secrets.patterns().to_vec(),
         };
         let Some(run) = &self.run else { return };
         match run.probe(&spec) {
@@ -1655,6 +1657,8 @@ impl Loop<'_, '_> {
             },
             _ => ReportFile::NotExpected,
         };
+        // No report is parsed, kept or quoted with a secret in it (raw or escaped).
+        let report_file = plan.secrets.redact(report_file).into_inner();
         let timeout = p.spec.timeout_ms.as_ref().map_or(120_000, |t| t.value);
         // The discovery floor: the stricter of this provider's and its declared receiver's.
         let floor = p
@@ -1703,6 +1707,13 @@ impl Loop<'_, '_> {
                 judge::overrule(&mut judged, Outcome::Error, &reason);
             }
         }
+        // Everything the run established is redacted once, here: what is printed, signed
+        // and stored below is derived from this.
+        let attachments = plan
+            .secrets
+            .redact(std::mem::take(&mut judged.attachments))
+            .into_inner();
+        let judged = plan.secrets.redact(judged);
         // What is kept as evidence is read now, before the next job can start
         // (it may run in the same sandbox and rewrite the same files); the writer
         // only stores it. The command log, the structured report, attachments
@@ -1720,7 +1731,7 @@ impl Loop<'_, '_> {
             let path = p.spec.report.as_ref().map(|r| r.value.clone());
             kept.push(Kept::new("structured-report", path, bytes));
         }
-        for attachment in std::mem::take(&mut judged.attachments) {
+        for attachment in attachments {
             let name = (!attachment.name.is_empty()).then(|| attachment.name.clone());
             let content_type =
                 (!attachment.content_type.is_empty()).then(|| attachment.content_type.clone());
@@ -1883,7 +1894,7 @@ impl Loop<'_, '_> {
 struct Persist {
     id: NodeId,
     finished: Finished,
-    judged: judge::Judged,
+    judged: Redacted<judge::Judged>,
     /// Evidence to keep in the store, read before the next job could start.
     kept: Vec<Kept>,
     isolation: String,
@@ -1976,6 +1987,7 @@ struct Writer<'a> {
     key: &'a ed25519_dalek::SigningKey,
     mode: SandboxMode,
     run_id: &'a str,
+    secrets: &'a Secrets,
 }
 
 impl<'a> Writer<'a> {
@@ -1989,6 +2001,7 @@ impl<'a> Writer<'a> {
             key: plan.key,
             mode: plan.mode,
             run_id: plan.run_id,
+            secrets: plan.secrets,
         }
     }
 
@@ -2016,12 +2029,15 @@ impl<'a> Writer<'a> {
         let store = self.store;
         let mut artifacts = Vec::new();
         for kept in kept {
-            match store.put(&kept.bytes) {
+            // What is stored holds no secret: logs were redacted as they were written, but
+            // only of the forms a stream redactor knows; reports and attachments not yet.
+            let bytes = self.secrets.bytes(&kept.bytes);
+            match store.put(&bytes) {
                 Ok(sha) => artifacts.push(Artifact {
                     kind: kept.kind.into(),
                     path: kept.path,
                     sha256: sha,
-                    size: kept.bytes.len() as u64,
+                    size: bytes.len() as u64,
                     name: kept.name,
                     content_type: kept.content_type,
                 }),
@@ -2112,7 +2128,7 @@ impl<'a> Writer<'a> {
                 inputs: inputs.clone(),
                 input_files: files.len() as u64,
             };
-            match receipt::write(store, self.key, proof, &judged.tests) {
+            match receipt::write(store, self.key, proof, &judged.tests, self.secrets) {
                 Ok((sha, proof)) => {
                     let key = Store::action_key(
                         &fingerprint,
@@ -2139,6 +2155,16 @@ impl<'a> Writer<'a> {
                         Code::StoreUnusable,
                         format!("the receipt of `{pid}` could not be written: failed to {e}"),
                         "Check that .proofgraph/ is writable.",
+                    ));
+                }
+                // A secret as generic as a value the receipt must hold (an outcome name):
+                // nothing is recorded rather than the secret.
+                Err(e @ receipt::ReceiptError::Unredactable(_)) => {
+                    written = false;
+                    diagnostics.push(diag(
+                        Code::SecretTooShort,
+                        format!("the receipt of `{pid}` was not written: failed to {e}"),
+                        "Give the `envFrom` variable a longer, distinctive value; the provider runs again next time.",
                     ));
                 }
                 // Nothing the store can do about it: a value the receipt cannot carry.

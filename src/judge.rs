@@ -28,6 +28,7 @@ use proofgraph_graph::model::Claim;
 use proofgraph_graph::{Adapter, CapabilityName};
 
 use crate::receipt::{ClaimOutcome, Counts, Exit, Outcome, TestNames};
+use crate::redact::{Redact, Secrets};
 use crate::report::{self, Declared, Report};
 
 /// How an execution ended.
@@ -84,6 +85,62 @@ pub struct Judged {
     /// What the tests attached (Playwright screenshots, traces, inline
     /// bodies), as the report lists them.
     pub attachments: Vec<report::Attachment>,
+}
+
+impl Redact for ReportFile {
+    /// The bytes before they are parsed (every reading of them, see [`crate::redact`]),
+    /// and the path and reason shown.
+    fn redact(&mut self, secrets: &Secrets) {
+        match self {
+            ReportFile::NotExpected => {}
+            ReportFile::Missing(path) => path.redact(secrets),
+            ReportFile::Bytes(path, bytes) => {
+                path.redact(secrets);
+                bytes.redact(secrets);
+                // Base64 is an encoding the product decodes too (inline attachments).
+                if let Some(rewritten) = report::redact_inline_bodies(bytes, secrets) {
+                    *bytes = rewritten;
+                }
+            }
+            ReportFile::Refused(path, why) => {
+                path.redact(secrets);
+                why.redact(secrets);
+            }
+        }
+    }
+}
+
+impl Redact for Verdict {
+    fn redact(&mut self, secrets: &Secrets) {
+        let Verdict {
+            output: _,
+            outcome: _,
+            reason,
+            discovered: _,
+            minimum: _,
+            claims,
+            critical_cases,
+        } = self;
+        reason.redact(secrets);
+        claims.redact(secrets);
+        critical_cases.redact(secrets);
+    }
+}
+
+impl Redact for Judged {
+    /// Every string a run established: reasons, claim and critical-case outcomes, test
+    /// names, attachments (names, paths, types and inline bodies).
+    fn redact(&mut self, secrets: &Secrets) {
+        let Judged {
+            verdicts,
+            counts: _,
+            tests,
+            attachments,
+        } = self;
+        verdicts.redact(secrets);
+        tests.redact(secrets);
+        attachments.redact(secrets);
+    }
 }
 
 fn describe_exit(exit: &Exit, timeout_ms: u64) -> String {

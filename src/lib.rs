@@ -24,6 +24,7 @@ pub mod openspec;
 pub mod output;
 pub mod preflight;
 pub mod receipt;
+pub mod redact;
 pub mod report;
 pub mod setup;
 pub mod status;

@@ -5,6 +5,10 @@
 //! command fails, the payload is its null shape (the same keys, with null or
 //! empty values). Without `--json`, the payload is rendered as text on stdout
 //! and diagnostics go to stderr. Progress always goes to stderr.
+//!
+//! Whatever a command hands over, no secret of the change it loaded leaves here: the
+//! JSON document's every string (and key), the human text, the diagnostics and every
+//! progress line go through [`Secrets`] first ([`emit_redacted`], [`ProgressBar::with_secrets`]).
 
 use std::fmt::Write as _;
 use std::io::{self, Write};
@@ -13,6 +17,7 @@ use serde::Serialize;
 
 use crate::diagnostic::{Diagnostic, Severity};
 use crate::exit::{Verdict, process_exit_code};
+use crate::redact::{Redact as _, Secrets};
 
 /// The version of every JSON document's shape.
 pub const SCHEMA_VERSION: u32 = 1;
@@ -65,23 +70,43 @@ pub enum Mode {
 
 /// Writes a report and returns the process exit code.
 pub fn emit<P: Payload>(mode: Mode, report: Report<P>) -> u8 {
+    emit_redacted(mode, report, &Secrets::none())
+}
+
+/// Writes a report with every secret in `secrets` replaced, and returns the process exit
+/// code.
+pub fn emit_redacted<P: Payload>(mode: Mode, report: Report<P>, secrets: &Secrets) -> u8 {
     let code = process_exit_code(report.verdict);
     let result = match mode {
         Mode::Json => {
             let null = P::default();
             let payload = report.payload.as_ref().unwrap_or(&null);
-            write_json(&Document {
+            let document = Document {
                 schema_version: SCHEMA_VERSION,
                 payload,
                 status: &report.status,
-            })
+            };
+            if secrets.is_empty() {
+                write_json(&document)
+            } else {
+                // Values, never the serialized text: a secret is found in each string as
+                // it is, then the document is written as JSON again.
+                serde_json::to_value(&document)
+                    .map_err(io::Error::other)
+                    .and_then(|mut value| {
+                        value.redact(secrets);
+                        write_json(&value)
+                    })
+            }
         }
         Mode::Human => {
             let mut text = String::new();
             if let Some(payload) = &report.payload {
                 payload.human(&mut text);
             }
-            write_human(&text, &report.status)
+            let mut status = report.status;
+            status.redact(secrets);
+            write_human(&secrets.text(&text), &status)
         }
     };
     match result {
@@ -158,6 +183,7 @@ pub struct ProgressBar {
     tty: bool,
     width: usize,
     bar: std::sync::Mutex<Option<String>>,
+    secrets: Secrets,
 }
 
 /// Erase the current line.
@@ -171,7 +197,13 @@ impl ProgressBar {
             tty,
             width: width.max(20),
             bar: std::sync::Mutex::new(None),
+            secrets: Secrets::none(),
         }
+    }
+
+    /// The same sink, writing nothing that holds one of `secrets`.
+    pub fn with_secrets(self, secrets: Secrets) -> Self {
+        Self { secrets, ..self }
     }
 
     /// Whether stderr is a terminal a bar may be drawn on.
@@ -193,6 +225,7 @@ impl ProgressBar {
 
     /// A line of progress, above the bar.
     pub fn line(&self, line: &str) {
+        let line = self.secrets.text(line);
         let bar = self
             .bar
             .lock()
@@ -212,7 +245,10 @@ impl ProgressBar {
         if !self.tty {
             return;
         }
-        let text = render_bar(done, total, running, self.width);
+        let text = self
+            .secrets
+            .text(&render_bar(done, total, running, self.width))
+            .into_owned();
         let mut stderr = io::stderr().lock();
         let _ = write!(stderr, "{ERASE}{text}");
         let _ = stderr.flush();

@@ -15,6 +15,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::attest::envelope::TrustedKey;
 use crate::attest::statement::{self, DigestSet, Statement, Subject};
+use crate::redact::{Redact, Secrets};
 use crate::store::Store;
 
 /// The in-toto predicate type of every receipt.
@@ -199,6 +200,25 @@ pub struct TestNames {
     pub failed: Vec<String>,
 }
 
+impl Redact for ClaimOutcome {
+    fn redact(&mut self, secrets: &Secrets) {
+        self.reason.redact(secrets);
+    }
+}
+
+impl Redact for TestNames {
+    fn redact(&mut self, secrets: &Secrets) {
+        let TestNames {
+            passed,
+            warned,
+            failed,
+        } = self;
+        passed.redact(secrets);
+        warned.redact(secrets);
+        failed.redact(secrets);
+    }
+}
+
 /// Builds the statement for a receipt.
 pub fn statement(proof: &Proof, tests: &TestNames) -> Result<Statement, statement::StatementError> {
     let subject = Subject::new(
@@ -223,14 +243,17 @@ pub fn statement(proof: &Proof, tests: &TestNames) -> Result<Statement, statemen
 }
 
 /// Signs a receipt and stores it; returns the envelope's SHA-256 and the proof, now shared
-/// with the store's memory of verified receipts.
+/// with the store's memory of verified receipts. Nothing is signed that holds one of
+/// `secrets`: every string of the proof and of the test names goes through them first.
 pub fn write(
     store: &Store,
     key: &ed25519_dalek::SigningKey,
     proof: Proof,
     tests: &TestNames,
+    secrets: &Secrets,
 ) -> Result<(String, std::sync::Arc<Proof>), ReceiptError> {
-    let statement = statement(&proof, tests)?;
+    let (proof, tests) = redacted(proof, tests, secrets)?;
+    let statement = statement(&proof, &tests)?;
     let keyid = crate::attest::keys::key_id(&key.verifying_key());
     let envelope = statement::sign_statement(&statement, key, Some(&keyid))?;
     // A freshly signed envelope (its own time stamps and run id) is never in the store yet.
@@ -240,9 +263,30 @@ pub fn write(
     Ok((digest, proof))
 }
 
+/// The proof and test names as a receipt may carry them: the proof's every string (and
+/// key) as a JSON value, so that no field, present or future, is left out.
+fn redacted(
+    proof: Proof,
+    tests: &TestNames,
+    secrets: &Secrets,
+) -> Result<(Proof, TestNames), ReceiptError> {
+    if secrets.is_empty() {
+        return Ok((proof, tests.clone()));
+    }
+    let unredactable = |e: serde_json::Error| ReceiptError::Unredactable(e.to_string());
+    let mut value = serde_json::to_value(&proof).map_err(unredactable)?;
+    value.redact(secrets);
+    let proof: Proof = serde_json::from_value(value).map_err(unredactable)?;
+    Ok((proof, secrets.redact(tests.clone()).into_inner()))
+}
+
 /// A receipt could not be written.
 #[derive(Debug, thiserror::Error)]
 pub enum ReceiptError {
+    /// A field that holds a secret is not free text (an outcome, a number), so the
+    /// receipt cannot be written without it.
+    #[error("keep a secret out of the receipt: a field that holds one cannot be redacted ({0})")]
+    Unredactable(String),
     /// The statement could not be built or signed.
     #[error(transparent)]
     Statement(#[from] statement::StatementError),
@@ -477,7 +521,14 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let store = Store::open(dir.path()).expect("store");
         let key = crate::attest::keys::generate_signing_key().expect("key");
-        let (digest, written) = write(&store, &key, proof(), &TestNames::default()).expect("write");
+        let (digest, written) = write(
+            &store,
+            &key,
+            proof(),
+            &TestNames::default(),
+            &Secrets::none(),
+        )
+        .expect("write");
         assert_eq!(*written, proof());
         let trusted = [TrustedKey::new(key.verifying_key())];
         let read_back = read(&store, &digest, &trusted).expect("verifies");
@@ -503,6 +554,58 @@ mod tests {
             check(&store, &"0".repeat(64), &trusted).err(),
             Some(Unverified::Missing)
         );
+    }
+
+    #[test]
+    fn nothing_is_signed_with_a_secret_in_it() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = Store::open(dir.path()).expect("store");
+        let key = crate::attest::keys::generate_signing_key().expect("key");
+        let secrets = Secrets::new([b"hunter2\"-value".to_vec()]);
+        let mut claims = BTreeMap::new();
+        claims.insert(
+            "a".to_owned(),
+            ClaimOutcome {
+                outcome: Outcome::Fail,
+                reason: Some("saw hunter2\"-value".to_owned()),
+            },
+        );
+        let leaky = Proof {
+            outcome: Outcome::Fail,
+            reason: Some("failing: t hunter2\"-value".to_owned()),
+            claim_outcomes: claims,
+            artifacts: vec![Artifact {
+                kind: "playwright-attachment".to_owned(),
+                name: Some("shot hunter2\"-value".to_owned()),
+                ..Artifact::default()
+            }],
+            ..proof()
+        };
+        let tests = TestNames {
+            failed: vec!["t hunter2\"-value".to_owned()],
+            ..TestNames::default()
+        };
+        let (digest, written) =
+            write(&store, &key, leaky, &tests, &secrets).expect("written, redacted");
+        assert_eq!(written.reason.as_deref(), Some("failing: t [redacted]"));
+        let envelope = store.get(&digest).expect("stored");
+        let envelope: serde_json::Value = serde_json::from_slice(&envelope).expect("json");
+        let payload = crate::attest::b64::decode(envelope["payload"].as_str().expect("payload"))
+            .expect("base64");
+        let text = String::from_utf8(payload).expect("utf-8");
+        assert!(!text.contains("hunter2"), "{text}");
+        assert_eq!(text.matches("[redacted]").count(), 4, "{text}");
+        // A secret that is not free text (here an outcome's name) cannot be written out:
+        // no receipt rather than one that holds it.
+        let outcome = Secrets::new([b"inconclusive".to_vec()]);
+        let inconclusive = Proof {
+            outcome: Outcome::Inconclusive,
+            ..proof()
+        };
+        assert!(matches!(
+            write(&store, &key, inconclusive, &TestNames::default(), &outcome),
+            Err(ReceiptError::Unredactable(_))
+        ));
     }
 
     #[test]

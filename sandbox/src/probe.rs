@@ -9,7 +9,7 @@ use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
 use std::time::{Duration, Instant};
 
-use crate::redact::redact_text;
+use crate::redact::{redact_all, redact_text};
 
 /// The first delay between attempts; it doubles up to [`MAX_DELAY`].
 const FIRST_DELAY: Duration = Duration::from_millis(10);
@@ -134,9 +134,9 @@ pub(crate) fn run(
     let mut attempts = 0u32;
     loop {
         attempts += 1;
-        let seen = attempt(target, deadline);
+        let seen = attempt(target, deadline, secrets);
         let verdict = match &seen {
-            Ok(response) => check(response, expect),
+            Ok(response) => check(response, expect, secrets),
             Err(error) => Err(error.clone()),
         };
         let elapsed = start.elapsed();
@@ -144,12 +144,12 @@ pub(crate) fn run(
             (Ok(response), Ok(())) => format!(
                 "attempt {attempts} at +{}ms: {}; ready\n",
                 elapsed.as_millis(),
-                describe(response)
+                describe(response, secrets)
             ),
             (Ok(response), Err(why)) => format!(
                 "attempt {attempts} at +{}ms: {}; not ready: {why}\n",
                 elapsed.as_millis(),
-                describe(response)
+                describe(response, secrets)
             ),
             (Err(error), _) => format!(
                 "attempt {attempts} at +{}ms: {error}\n",
@@ -188,8 +188,10 @@ pub(crate) fn run(
     }
 }
 
-/// Checks a response against the expectations.
-fn check(response: &Response, expect: &Expectations) -> Result<(), String> {
+/// Checks a response against the expectations. The response is judged as it came; what
+/// the reason quotes of it (header values, the start of the body) is redacted of
+/// `secrets` before it is cut short or escaped, so no part of a secret survives either.
+fn check(response: &Response, expect: &Expectations, secrets: &[Vec<u8>]) -> Result<(), String> {
     match expect.status {
         Some(status) if response.status != status => {
             return Err(format!("status {} instead of {status}", response.status));
@@ -212,7 +214,7 @@ fn check(response: &Response, expect: &Expectations) -> Result<(), String> {
         if !found.iter().any(|v| v.contains(value.as_str())) {
             return Err(format!(
                 "header `{name}: {}` does not contain `{value}`",
-                found.join(", ")
+                redact_text(secrets, &found.join(", "))
             ));
         }
     }
@@ -222,31 +224,32 @@ fn check(response: &Response, expect: &Expectations) -> Result<(), String> {
         if !found {
             return Err(format!(
                 "the body does not contain `{text}` (it starts {:?})",
-                excerpt(&response.body)
+                excerpt(&response.body, secrets)
             ));
         }
     }
     Ok(())
 }
 
-/// One line describing a response.
-fn describe(response: &Response) -> String {
+/// One line describing a response, redacted of `secrets`.
+fn describe(response: &Response, secrets: &[Vec<u8>]) -> String {
     let headers: Vec<String> = response
         .headers
         .iter()
-        .map(|(n, v)| format!("{n}: {v}"))
+        .map(|(n, v)| redact_text(secrets, &format!("{n}: {v}")))
         .collect();
     format!(
         "HTTP {}; headers [{}]; body {} bytes starting {:?}",
         response.status,
         headers.join("; "),
         response.body.len(),
-        excerpt(&response.body)
+        excerpt(&response.body, secrets)
     )
 }
 
-/// The first bytes of a body, as text.
-fn excerpt(body: &[u8]) -> String {
+/// The first bytes of a body, as text, redacted of `secrets` before it is cut short.
+fn excerpt(body: &[u8], secrets: &[Vec<u8>]) -> String {
+    let body = redact_all(secrets, body);
     let end = body.len().min(BODY_EXCERPT);
     let mut text = String::from_utf8_lossy(&body[..end]).into_owned();
     if body.len() > end {
@@ -256,7 +259,7 @@ fn excerpt(body: &[u8]) -> String {
 }
 
 /// Makes one request.
-fn attempt(target: &Target, deadline: Instant) -> Result<Response, String> {
+fn attempt(target: &Target, deadline: Instant, secrets: &[Vec<u8>]) -> Result<Response, String> {
     let remaining = deadline
         .saturating_duration_since(Instant::now())
         .clamp(Duration::from_millis(1), ATTEMPT_TIMEOUT);
@@ -301,7 +304,7 @@ fn attempt(target: &Target, deadline: Instant) -> Result<Response, String> {
             Err(_) => break,
         }
     }
-    parse_response(&raw)
+    parse_response(&raw, secrets)
 }
 
 /// Whether `raw` holds a whole response according to its `Content-Length` (so a server
@@ -326,24 +329,37 @@ fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
 }
 
 /// Parses a raw HTTP/1.x response (status line, headers, body; chunked bodies decoded).
-fn parse_response(raw: &[u8]) -> Result<Response, String> {
+/// What an error quotes of it is redacted of `secrets`.
+fn parse_response(raw: &[u8], secrets: &[Vec<u8>]) -> Result<Response, String> {
     if raw.is_empty() {
         return Err("the server closed the connection without answering".to_owned());
     }
-    let head_end = find(raw, b"\r\n\r\n")
-        .ok_or_else(|| format!("incomplete response head (starts {:?})", excerpt(raw)))?;
+    let head_end = find(raw, b"\r\n\r\n").ok_or_else(|| {
+        format!(
+            "incomplete response head (starts {:?})",
+            excerpt(raw, secrets)
+        )
+    })?;
     let head = String::from_utf8_lossy(&raw[..head_end]);
     let mut lines = head.split("\r\n");
     let status_line = lines.next().unwrap_or_default();
     let mut parts = status_line.splitn(3, ' ');
     let version = parts.next().unwrap_or_default();
     if !version.starts_with("HTTP/") {
-        return Err(format!("not an HTTP response (starts {:?})", excerpt(raw)));
+        return Err(format!(
+            "not an HTTP response (starts {:?})",
+            excerpt(raw, secrets)
+        ));
     }
     let status = parts
         .next()
         .and_then(|s| s.parse::<u16>().ok())
-        .ok_or_else(|| format!("malformed status line {status_line:?}"))?;
+        .ok_or_else(|| {
+            format!(
+                "malformed status line {:?}",
+                redact_text(secrets, status_line)
+            )
+        })?;
     let headers: Vec<(String, String)> = lines
         .filter_map(|line| {
             let (name, value) = line.split_once(':')?;
@@ -424,7 +440,7 @@ mod tests {
     #[test]
     fn responses_are_parsed_and_checked() {
         let raw = b"HTTP/1.1 200 OK\r\nX-Identity: build-42\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n";
-        let response = parse_response(raw);
+        let response = parse_response(raw, &[]);
         assert!(response.is_ok());
         let Ok(response) = response else { return };
         assert_eq!(response.body, b"hello world".to_vec());
@@ -433,22 +449,73 @@ mod tests {
             headers: vec![("x-identity".to_owned(), "42".to_owned())],
             body: Some("o w".to_owned()),
         };
-        assert_eq!(check(&response, &ok), Ok(()));
+        assert_eq!(check(&response, &ok, &[]), Ok(()));
         let wrong_body = Expectations {
             body: Some("bye".to_owned()),
             ..Expectations::default()
         };
-        assert!(check(&response, &wrong_body).is_err_and(|e| e.contains("does not contain `bye`")));
+        assert!(
+            check(&response, &wrong_body, &[]).is_err_and(|e| e.contains("does not contain `bye`"))
+        );
         let wrong_header = Expectations {
             headers: vec![("x-identity".to_owned(), "43".to_owned())],
             ..Expectations::default()
         };
-        assert!(check(&response, &wrong_header).is_err_and(|e| e.contains("build-42")));
+        assert!(check(&response, &wrong_header, &[]).is_err_and(|e| e.contains("build-42")));
         let wrong_status = Expectations {
             status: Some(204),
             ..Expectations::default()
         };
-        assert!(check(&response, &wrong_status).is_err());
+        assert!(check(&response, &wrong_status, &[]).is_err());
+    }
+
+    #[test]
+    fn what_a_reason_quotes_of_a_response_is_redacted_before_it_is_cut_or_escaped() {
+        let secret = "to\"ken-secret-\\value";
+        let secrets = [secret.as_bytes().to_vec()];
+        // The secret in a header and across the end of the body's excerpt.
+        let body = format!("{}{secret} tail", "b".repeat(BODY_EXCERPT - 6));
+        let raw = format!(
+            "HTTP/1.1 200 OK\r\nX-Token: v {secret}\r\nContent-Length: {}\r\n\r\n{body}",
+            body.len()
+        );
+        let response = parse_response(raw.as_bytes(), &secrets);
+        assert!(response.is_ok());
+        let Ok(response) = response else { return };
+        let expect = Expectations {
+            headers: vec![("x-token".to_owned(), "other".to_owned())],
+            body: Some("absent".to_owned()),
+            ..Expectations::default()
+        };
+        let header = check(&response, &expect, &secrets)
+            .err()
+            .unwrap_or_default();
+        let body_only = Expectations {
+            body: Some("absent".to_owned()),
+            ..Expectations::default()
+        };
+        let body = check(&response, &body_only, &secrets)
+            .err()
+            .unwrap_or_default();
+        let line = describe(&response, &secrets);
+        for text in [&header, &body, &line] {
+            // Neither the secret nor its start, raw or as `{:?}` escapes it.
+            for leak in ["to\"ken", "to\\\"ken", "secret-"] {
+                assert!(!text.contains(leak), "{leak} in {text}");
+            }
+        }
+        assert!(header.contains("[redacted]"), "{header}");
+        // (The excerpt cuts the marker, never the secret.)
+        assert!(body.contains("[redac"), "{body}");
+        // A response that is no HTTP quotes its start redacted too.
+        let junk = format!("{secret} junk\r\n\r\n");
+        let err = parse_response(junk.as_bytes(), &secrets)
+            .err()
+            .unwrap_or_default();
+        assert!(
+            err.contains("[redacted]") && !err.contains("ken-secret"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -120,7 +120,9 @@ pub struct JobSpec {
     pub timeout: Option<Duration>,
     /// Where its stdout and stderr go, merged and redacted; absolute, created or truncated.
     pub log: PathBuf,
-    /// Secret values, replaced by `[redacted]` in the log, even when split across writes.
+    /// Byte patterns to hide, each replaced by `[redacted]` in the log even when split
+    /// across writes: the caller lists every form it wants hidden (a secret and its escaped
+    /// forms; this crate decodes nothing).
     pub redact: Vec<Vec<u8>>,
     /// Counts against [`RunConfig::job_limit`]: it starts when fewer than that many limited
     /// jobs run, in the order they were spawned. A job that must start at once (a service)
@@ -152,7 +154,9 @@ pub struct ProbeSpec {
     pub timeout: Duration,
     /// What each attempt saw (status, headers, first bytes of the body), redacted.
     pub log: PathBuf,
-    /// Secret values, replaced by `[redacted]` in the log and in the reason of `NotReady`.
+    /// Byte patterns to hide (as [`JobSpec::redact`]), replaced by `[redacted]` in the log
+    /// and in the reason of `NotReady` before what they quote of a response is cut short or
+    /// escaped.
     pub redact: Vec<Vec<u8>>,
 }
 

@@ -26,7 +26,8 @@ use serde::{Serialize, Serializer};
 
 use crate::diagnostic::{Code, Diagnostic};
 use crate::openspec::root::{self, Env, Implicit, Resolution};
-use crate::output::{Mode, emit};
+use crate::output::{Mode, emit_redacted};
+use crate::redact::Secrets;
 
 /// Options every command takes.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -146,6 +147,8 @@ pub struct Context {
     env: Env,
     store: Option<String>,
     directory: Option<PathBuf>,
+    /// The secrets of every change this invocation loaded: nothing it prints holds one.
+    secrets: std::sync::Arc<std::sync::Mutex<Secrets>>,
 }
 
 impl Context {
@@ -158,7 +161,25 @@ impl Context {
             env,
             store: global.store.clone(),
             directory: global.directory.clone(),
+            secrets: std::sync::Arc::default(),
         }
+    }
+
+    /// Adds the secrets of a change this invocation loaded to those its output is
+    /// redacted with.
+    pub fn remember_secrets(&self, secrets: &Secrets) {
+        self.secrets
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .merge(secrets);
+    }
+
+    /// The secrets of every change this invocation loaded.
+    pub fn secrets(&self) -> Secrets {
+        self.secrets
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
     }
 
     /// The process's environment.
@@ -192,37 +213,46 @@ impl Context {
 pub fn run(env: Env, global: &Global, command: Command) -> u8 {
     let mode = if global.json { Mode::Json } else { Mode::Human };
     let ctx = Context::new(env, global);
+    // The report first, then the secrets the command learnt while making it.
+    macro_rules! emit {
+        ($mode:expr, $report:expr) => {{
+            let report = $report;
+            emit_redacted($mode, report, &ctx.secrets())
+        }};
+    }
     match command {
-        Command::List => emit(mode, list::run(&ctx)),
-        Command::Show { change } => emit(mode, show::run(&ctx, &change)),
-        Command::Validate(options) => emit(mode, validate::run(&ctx, &options)),
-        Command::Doctor => emit(mode, doctor::run(&ctx)),
-        Command::Plan(options) => emit(mode, plan::run(&ctx, &options)),
-        Command::Graph { change, format } => emit(mode, graph::run(&ctx, &change, format)),
-        Command::Prove(options) => emit(mode, prove::run(&ctx, &options)),
-        Command::Status { change, sandbox } => emit(mode, status::run(&ctx, &change, sandbox)),
+        Command::List => emit!(mode, list::run(&ctx)),
+        Command::Show { change } => emit!(mode, show::run(&ctx, &change)),
+        Command::Validate(options) => emit!(mode, validate::run(&ctx, &options)),
+        Command::Doctor => emit!(mode, doctor::run(&ctx)),
+        Command::Plan(options) => emit!(mode, plan::run(&ctx, &options)),
+        Command::Graph { change, format } => emit!(mode, graph::run(&ctx, &change, format)),
+        Command::Prove(options) => emit!(mode, prove::run(&ctx, &options)),
+        Command::Status { change, sandbox } => emit!(mode, status::run(&ctx, &change, sandbox)),
         Command::Explain {
             change,
             provider,
             sandbox,
-        } => emit(mode, explain::run(&ctx, &change, &provider, sandbox)),
+        } => emit!(mode, explain::run(&ctx, &change, &provider, sandbox)),
         Command::Hash {
             change,
             provider,
             sandbox,
-        } => emit(mode, hash::run(&ctx, &change, provider.as_deref(), sandbox)),
+        } => emit!(mode, hash::run(&ctx, &change, provider.as_deref(), sandbox)),
         Command::VerifyCi {
             change,
             provider,
             envelope,
-        } => emit(mode, verify_ci::run(&ctx, &change, &provider, &envelope)),
-        Command::ReceiptVerify { receipt } => emit(mode, receipt::verify(&ctx, &receipt)),
-        Command::KeyShow => emit(mode, key::show(&ctx)),
-        Command::KeyPin { keyid } => emit(mode, key::pin(&ctx, keyid)),
-        Command::Watch => emit(mode, watch::run(&ctx)),
-        Command::EvidenceDetect { change } => emit(mode, evidence::detect(&ctx, &change)),
-        Command::EvidenceInit { change, write } => emit(mode, evidence::init(&ctx, &change, write)),
-        Command::EvidenceDoctor { change } => emit(mode, evidence::doctor(&ctx, &change)),
+        } => emit!(mode, verify_ci::run(&ctx, &change, &provider, &envelope)),
+        Command::ReceiptVerify { receipt } => emit!(mode, receipt::verify(&ctx, &receipt)),
+        Command::KeyShow => emit!(mode, key::show(&ctx)),
+        Command::KeyPin { keyid } => emit!(mode, key::pin(&ctx, keyid)),
+        Command::Watch => emit!(mode, watch::run(&ctx)),
+        Command::EvidenceDetect { change } => emit!(mode, evidence::detect(&ctx, &change)),
+        Command::EvidenceInit { change, write } => {
+            emit!(mode, evidence::init(&ctx, &change, write))
+        }
+        Command::EvidenceDoctor { change } => emit!(mode, evidence::doctor(&ctx, &change)),
     }
 }
 

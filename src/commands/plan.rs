@@ -15,6 +15,7 @@ use crate::diagnostic::Diagnostic;
 use crate::exit::Verdict;
 use crate::output::{Payload, Report};
 use crate::preflight::{Prepared, prepare};
+use crate::redact::Secrets;
 use crate::workspace::{Change, Workspace};
 use crate::world::Observed;
 
@@ -157,15 +158,22 @@ pub struct Loaded {
     pub root: RootOutput,
     /// Resolution notes.
     pub notes: Vec<Diagnostic>,
+    /// The values of the change's `envFrom` names here (see [`crate::redact`]).
+    pub secrets: Secrets,
+    /// `envFrom` values too short to be redacted (`secret_too_short`).
+    pub secret_warnings: Vec<Diagnostic>,
 }
 
 /// Resolves the root, loads the change and seals its graph; on failure,
-/// returns every diagnostic (exit 3).
+/// returns every diagnostic (exit 3). The change's secrets are remembered in `ctx`, so
+/// that nothing the command prints holds one.
 pub fn load(ctx: &Context, name: &str) -> Result<Loaded, Vec<Diagnostic>> {
     let resolution = ctx.resolve_root().map_err(|d| vec![d])?;
     let workspace = Workspace::load(&resolution.root.path);
     let change_name = workspace.find_change(name).map_err(|d| vec![d])?;
     let change = workspace.load_change(&change_name);
+    let (secrets, secret_warnings) = Secrets::of_change(&change, ctx.env());
+    ctx.remember_secrets(&secrets);
     let prepared = prepare(&workspace, &change)?;
     Ok(Loaded {
         workspace,
@@ -173,6 +181,8 @@ pub fn load(ctx: &Context, name: &str) -> Result<Loaded, Vec<Diagnostic>> {
         prepared,
         root: RootOutput::from(&resolution.root),
         notes: resolution.notes,
+        secrets,
+        secret_warnings,
     })
 }
 

@@ -154,7 +154,8 @@ fn attempt(
     let bar = crate::output::ProgressBar::new(
         crate::output::ProgressBar::stderr_is_terminal(ctx.env()),
         crate::output::ProgressBar::width(ctx.env()),
-    );
+    )
+    .with_secrets(e.loaded.secrets.clone());
     bar.line(&format!(
         "prove {name}: {} to run, {} reused ({} sandbox, --jobs {jobs})",
         wanted.len(),
@@ -183,6 +184,7 @@ fn attempt(
         });
     }
     let mut diagnostics = e.loaded.notes.clone();
+    diagnostics.extend(e.loaded.secret_warnings.clone());
     diagnostics.extend(e.loaded.prepared.warnings.clone());
     diagnostics.extend(e.observed.warnings.clone());
     let mut isolation = None;
@@ -216,6 +218,7 @@ fn attempt(
             env: ctx.env(),
             interrupt,
             run_id: &run_id,
+            secrets: &e.loaded.secrets,
             progress: &|p: execute::Progress<'_>| match p {
                 execute::Progress::Line(line) => bar.line(line),
                 execute::Progress::Status {

@@ -197,7 +197,11 @@ pub fn run(ctx: &Context, options: &ValidateOptions) -> Report<ValidatePayload> 
     for name in names {
         let started = Instant::now();
         let change = workspace.load_change(&name);
-        let findings = crate::preflight::validate(&workspace, &change);
+        let mut findings = crate::preflight::validate(&workspace, &change);
+        // A value `prove` could not redact is worth knowing before it runs.
+        let (secrets, warnings) = crate::redact::Secrets::of_change(&change, ctx.env());
+        ctx.remember_secrets(&secrets);
+        findings.extend(warnings);
         items.push(item(
             name.to_string(),
             "change",

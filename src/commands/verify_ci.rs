@@ -230,7 +230,7 @@ pub fn run(ctx: &Context, change: &str, provider: &str, envelope: &Path) -> Repo
             inputs: inputs.clone(),
             input_files: files.len() as u64,
         };
-        let written = receipt::write(&e.store, &key, proof, &tests)
+        let written = receipt::write(&e.store, &key, proof, &tests, &e.loaded.secrets)
             .map_err(|err| err.to_string())
             .and_then(|(sha, proof)| {
                 let action =

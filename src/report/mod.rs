@@ -61,6 +61,7 @@ pub use critical::{
 };
 pub use error::ReportError;
 pub use model::{Annotation, Attachment, Counts, Declared, Format, Outcome, Report, TestCase};
+pub use playwright::redact_inline_bodies;
 
 /// Reports larger than this are refused (the caller should also bound what it reads).
 pub const MAX_REPORT_BYTES: usize = 256 * 1024 * 1024;

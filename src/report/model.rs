@@ -153,6 +153,22 @@ pub struct Attachment {
     pub body: Option<Vec<u8>>,
 }
 
+impl crate::redact::Redact for Attachment {
+    fn redact(&mut self, secrets: &crate::redact::Secrets) {
+        let Attachment {
+            name,
+            content_type,
+            path,
+            body_len: _,
+            body,
+        } = self;
+        name.redact(secrets);
+        content_type.redact(secrets);
+        path.redact(secrets);
+        body.redact(secrets);
+    }
+}
+
 /// One test case as the report describes it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct TestCase {

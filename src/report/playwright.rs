@@ -277,6 +277,58 @@ fn collect_attachments(value: Option<&Value>, out: &mut Vec<Attachment>) {
     }
 }
 
+/// A Playwright report whose inline attachment bodies (base64, which the product decodes
+/// and keeps) hold a secret, with those bodies re-encoded from their redacted bytes;
+/// `None` when no body holds one (the document is then kept byte for byte). A rewritten
+/// document is serialized anew, so its layout changes.
+pub fn redact_inline_bodies(bytes: &[u8], secrets: &crate::redact::Secrets) -> Option<Vec<u8>> {
+    if secrets.is_empty() || memchr::memmem::find(bytes, b"\"body\"").is_none() {
+        return None;
+    }
+    let mut value: Value = serde_json::from_slice(bytes).ok()?;
+    let mut changed = false;
+    redact_bodies(&mut value, secrets, &mut changed, 0);
+    changed.then(|| serde_json::to_vec(&value).ok()).flatten()
+}
+
+fn redact_bodies(
+    value: &mut Value,
+    secrets: &crate::redact::Secrets,
+    changed: &mut bool,
+    depth: usize,
+) {
+    if depth > MAX_DEPTH {
+        return;
+    }
+    match value {
+        Value::Object(map) => {
+            if let Some(Value::Array(items)) = map.get_mut("attachments") {
+                for item in items.iter_mut().filter_map(Value::as_object_mut) {
+                    let Some(Value::String(body)) = item.get_mut("body") else {
+                        continue;
+                    };
+                    let Ok(decoded) = crate::attest::b64::decode(body) else {
+                        continue;
+                    };
+                    if secrets.occur_in(&decoded) {
+                        *body = crate::attest::b64::encode(&secrets.bytes(&decoded));
+                        *changed = true;
+                    }
+                }
+            }
+            for v in map.values_mut() {
+                redact_bodies(v, secrets, changed, depth + 1);
+            }
+        }
+        Value::Array(items) => {
+            for v in items {
+                redact_bodies(v, secrets, changed, depth + 1);
+            }
+        }
+        _ => {}
+    }
+}
+
 /// Decoded length of a base64 string (Playwright stores inline bodies as base64).
 fn base64_decoded_len(encoded: &str) -> u64 {
     let trimmed = encoded.trim_end_matches('=');

@@ -19,6 +19,7 @@ mod prove;
 mod receipt;
 mod root;
 mod sandbox;
+mod secrets;
 mod services;
 mod support;
 mod trust;
