@@ -84,7 +84,7 @@ const CLIENT_TIMEOUT: Duration = Duration::from_secs(10);
 const PROBE_BATCH: usize = 256;
 /// Descriptors not used for held files: a probe batch, the socket, the
 /// snapshot's directory descriptors, gix.
-const FD_RESERVE: u64 = 1024;
+const FD_RESERVE: u64 = 512;
 
 /// One query: the snapshots of several directories, answered together
 /// after one synchronisation.
@@ -205,21 +205,17 @@ fn with_short_path<T>(
     f(&short)
 }
 
-fn encode(files: &[FileEntry], out: &mut Vec<u8>) {
-    for f in files {
-        out.push(match f.kind {
-            FileKind::File => 0,
-            FileKind::Executable => 1,
-            FileKind::Symlink => 2,
-        });
-        out.extend_from_slice(
-            &u32::try_from(f.path.len())
-                .unwrap_or(u32::MAX)
-                .to_le_bytes(),
-        );
-        out.extend_from_slice(f.path.as_bytes());
-        out.extend_from_slice(&f.id.0);
-    }
+/// Encodes one file of an answer, named `path` (relative to the answer's
+/// directory).
+fn encode(path: &str, f: &FileEntry, out: &mut Vec<u8>) {
+    out.push(match f.kind {
+        FileKind::File => 0,
+        FileKind::Executable => 1,
+        FileKind::Symlink => 2,
+    });
+    out.extend_from_slice(&u32::try_from(path.len()).unwrap_or(u32::MAX).to_le_bytes());
+    out.extend_from_slice(path.as_bytes());
+    out.extend_from_slice(&f.id.0);
 }
 
 /// Decodes `count` files from the front of `body`; the files and what
@@ -605,35 +601,45 @@ impl Watcher {
                     .iter()
                     .map(|w| (w.dir.as_path(), w.exclude.as_slice()))
                     .collect();
-                self.snapshots(&wanted)
+                // Encoded straight from the work trees' snapshots: no copy
+                // of 20 000 paths per answer.
+                let mut headers = Vec::with_capacity(wanted.len());
+                let mut body = Vec::new();
+                for ((dir, t, rehashed), (_, exclude)) in
+                    self.refreshed(&wanted)?.into_iter().zip(&wanted)
+                {
+                    let mut files = 0;
+                    for (path, f) in self.files_below(t, &dir, exclude)? {
+                        encode(path, f, &mut body);
+                        files += 1;
+                    }
+                    headers.push(SnapshotHeader {
+                        dir,
+                        files,
+                        rehashed,
+                    });
+                }
+                Ok((headers, body))
             });
         let mut out = Vec::new();
         match result {
-            Ok(snapshots) => {
+            Ok((snapshots, body)) => {
                 self.served.answered += 1;
+                let (files, rehashed) = snapshots
+                    .iter()
+                    .fold((0, 0), |(f, r), s| (f + s.files, r + s.rehashed));
+                let count = snapshots.len();
                 let header = Header {
                     ok: true,
                     reason: None,
-                    snapshots: snapshots
-                        .iter()
-                        .map(|s| SnapshotHeader {
-                            dir: s.dir.clone(),
-                            files: s.files.len(),
-                            rehashed: s.rehashed,
-                        })
-                        .collect(),
+                    snapshots,
                 };
                 out.extend(serde_json::to_vec(&header).unwrap_or_default());
                 out.push(b'\n');
-                for snapshot in &snapshots {
-                    encode(&snapshot.files, &mut out);
-                }
+                out.extend_from_slice(&body);
                 (self.log)(&format!(
-                    "answered {} director{}: {} files, {} re-read, {} asked whether open for writing ({:.1} ms)",
-                    snapshots.len(),
-                    if snapshots.len() == 1 { "y" } else { "ies" },
-                    snapshots.iter().map(|s| s.files.len()).sum::<usize>(),
-                    snapshots.iter().map(|s| s.rehashed).sum::<usize>(),
+                    "answered {count} director{}: {files} files, {rehashed} re-read, {} asked whether open for writing ({:.1} ms)",
+                    if count == 1 { "y" } else { "ies" },
                     self.asked,
                     started.elapsed().as_secs_f64() * 1000.0
                 ));
@@ -656,6 +662,32 @@ impl Watcher {
     /// The snapshots of several directories after one synchronisation, as
     /// `inputs::snapshots` takes them.
     pub fn snapshots(&mut self, wanted: &[(&Path, &[String])]) -> Result<Vec<Snapshot>, String> {
+        let mut out = Vec::with_capacity(wanted.len());
+        for ((dir, t, rehashed), (_, exclude)) in self.refreshed(wanted)?.into_iter().zip(wanted) {
+            let files = self
+                .files_below(t, &dir, exclude)?
+                .map(|(path, f)| FileEntry {
+                    path: path.to_owned(),
+                    id: f.id,
+                    kind: f.kind,
+                })
+                .collect();
+            out.push(Snapshot {
+                dir,
+                files,
+                rehashed,
+            });
+        }
+        Ok(out)
+    }
+
+    /// Brings the work trees of several directories up to date after one
+    /// synchronisation: each directory (canonical), its work tree, and how
+    /// many files were read (counted for a work tree's first directory).
+    fn refreshed(
+        &mut self,
+        wanted: &[(&Path, &[String])],
+    ) -> Result<Vec<(PathBuf, usize, usize)>, String> {
         let mut trees = Vec::with_capacity(wanted.len());
         for (dir, _) in wanted {
             let canonical_dir = fs_err::canonicalize(dir).map_err(|e| e.to_string())?;
@@ -681,14 +713,14 @@ impl Watcher {
         for (t, n) in self.ask_late(&queried, cookie)? {
             *rehashed.entry(t).or_default() += n;
         }
-        let mut out = Vec::with_capacity(wanted.len());
         let mut counted = BTreeSet::new();
-        for ((canonical_dir, t), (_, exclude)) in trees.into_iter().zip(wanted) {
-            // Counted once per work tree, for its first directory.
-            let read = if counted.insert(t) { rehashed[&t] } else { 0 };
-            out.push(self.filtered(t, canonical_dir, exclude, read)?);
-        }
-        Ok(out)
+        Ok(trees
+            .into_iter()
+            .map(|(canonical_dir, t)| {
+                let read = if counted.insert(t) { rehashed[&t] } else { 0 };
+                (canonical_dir, t, read)
+            })
+            .collect())
     }
 
     /// Refreshes a work tree; on failure it is snapshotted anew next time
@@ -706,14 +738,14 @@ impl Watcher {
             .ok_or_else(|| "no snapshot".to_owned())
     }
 
-    /// A directory's part of its work tree's snapshot.
-    fn filtered(
-        &self,
+    /// A directory's part of its work tree's snapshot: each file's path
+    /// relative to the directory, and the file.
+    fn files_below<'a>(
+        &'a self,
         t: usize,
-        canonical_dir: PathBuf,
-        exclude: &[String],
-        rehashed: usize,
-    ) -> Result<Snapshot, String> {
+        canonical_dir: &Path,
+        exclude: &'a [String],
+    ) -> Result<impl Iterator<Item = (&'a str, &'a FileEntry)> + 'a, String> {
         let tree = &self.trees[t];
         let prefix = match canonical_dir.strip_prefix(&tree.workdir) {
             Ok(rel) if rel.as_os_str().is_empty() => String::new(),
@@ -723,23 +755,14 @@ impl Watcher {
         let start = tree
             .files
             .partition_point(|f| f.path.as_str() < prefix.as_str());
-        let files: Vec<FileEntry> = tree.files[start..]
+        let len = prefix.len();
+        Ok(tree.files[start..]
             .iter()
-            .take_while(|f| f.path.starts_with(prefix.as_str()))
-            .filter_map(|f| {
-                let rel = &f.path[prefix.len()..];
-                (!exclude.iter().any(|e| rel.starts_with(e.as_str()))).then(|| FileEntry {
-                    path: rel.to_owned(),
-                    id: f.id,
-                    kind: f.kind,
-                })
-            })
-            .collect();
-        Ok(Snapshot {
-            dir: canonical_dir,
-            files,
-            rehashed,
-        })
+            .take_while(move |f| f.path.starts_with(prefix.as_str()))
+            .filter_map(move |f| {
+                let rel = &f.path[len..];
+                (!exclude.iter().any(|e| rel.starts_with(e.as_str()))).then_some((rel, f))
+            }))
     }
 
     /// The work tree of a directory, watching it on first use.
@@ -797,7 +820,7 @@ impl Watcher {
     }
 
     /// Watches a directory of tree `t` (or, with `rel` `None`, the index's).
-    fn watch(&self, t: usize, path: &Path, rel: Option<String>) -> std::io::Result<()> {
+    fn watch(&self, t: usize, path: &Path, rel: Option<String>) -> std::io::Result<i32> {
         let flags = WatchFlags::MODIFY
             | WatchFlags::ATTRIB
             | WatchFlags::CLOSE_WRITE
@@ -811,22 +834,23 @@ impl Watcher {
             | WatchFlags::ONLYDIR;
         let wd = inotify::add_watch(&*self.inotify, path, flags)?;
         lock(&self.shared.0).watches.insert(wd, (t, rel));
-        Ok(())
+        Ok(wd)
     }
 
     /// Watches a directory of tree `t`, noting whether it is a symbolic link
     /// (which a directory watch cannot follow soundly: what is below it is
-    /// re-read at every query instead).
-    fn watch_dir(&mut self, t: usize, rel: &str) -> std::io::Result<()> {
+    /// re-read at every query instead). Returns its watch, if it is a
+    /// directory.
+    fn watch_dir(&mut self, t: usize, rel: &str) -> std::io::Result<Option<i32>> {
         let path = if rel.is_empty() {
             self.trees[t].workdir.clone()
         } else {
             self.trees[t].workdir.join(rel)
         };
         match self.watch(t, &path, Some(rel.to_owned())) {
-            Ok(()) => {
+            Ok(wd) => {
                 self.trees[t].linked_dirs.remove(rel);
-                Ok(())
+                Ok(Some(wd))
             }
             Err(e) if inputs::is_gone(&e) => {
                 let linked = fs_err::symlink_metadata(&path).is_ok_and(|m| m.is_symlink());
@@ -835,7 +859,7 @@ impl Watcher {
                 } else {
                     self.trees[t].linked_dirs.remove(rel);
                 }
-                Ok(())
+                Ok(None)
             }
             Err(e) => Err(e),
         }
@@ -911,6 +935,15 @@ impl Watcher {
         );
         self.held_count += 1;
         Ok(true)
+    }
+
+    /// Whether `rel` has a live watch (and so, if it is a regular file
+    /// within the budget, a held descriptor of the same inode).
+    fn watched(&self, t: usize, rel: &str) -> bool {
+        self.trees[t]
+            .file_wd
+            .get(rel)
+            .is_some_and(|wd| lock(&self.shared.0).files.contains_key(wd))
     }
 
     /// Stops holding `rel`'s descriptor.
@@ -1040,11 +1073,11 @@ impl Watcher {
         let now = stamp(&self.trees[t].index_path);
         let (mut read, mut targets) =
             if dirty.all || now.is_none() || now != self.trees[t].index_stamp {
-                (self.full(t, dirty.all)?, BTreeSet::new())
+                (self.full(t, &dirty)?, BTreeSet::new())
             } else if let Some(targets) = self.changed(t, &dirty) {
                 (0, targets)
             } else {
-                (self.full(t, false)?, BTreeSet::new())
+                (self.full(t, &dirty)?, BTreeSet::new())
             };
         // Kept until they are read: a query that fails re-reads them next
         // time.
@@ -1058,45 +1091,7 @@ impl Watcher {
     /// The tracked files that events say changed, their directories watched
     /// anew; `None` when a directory cannot be watched.
     fn changed(&mut self, t: usize, dirty: &Dirty) -> Option<BTreeSet<String>> {
-        let mut targets: BTreeSet<String> = BTreeSet::new();
-        let mut prefixes: BTreeSet<&str> = dirty.prefixes.iter().map(String::as_str).collect();
-        let tree = &self.trees[t];
-        for p in &dirty.paths {
-            if tree
-                .tracked
-                .binary_search_by(|x| x.as_str().cmp(p.as_str()))
-                .is_ok()
-            {
-                targets.insert(p.clone());
-            } else {
-                // Not a tracked file, but perhaps a directory on a tracked
-                // path that became (or stopped being) a symbolic link or a
-                // file: an event names it without `IN_ISDIR`.
-                prefixes.insert(p.as_str());
-            }
-        }
-        // What no event covers: the files below a directory that is a link.
-        prefixes.extend(tree.linked_dirs.iter().map(String::as_str));
-        let mut dirs = BTreeSet::new();
-        for prefix in prefixes {
-            let below = format!("{prefix}/");
-            let start = tree
-                .tracked
-                .partition_point(|x| x.as_str() < below.as_str());
-            for p in tree.tracked[start..]
-                .iter()
-                .take_while(|x| x.starts_with(below.as_str()))
-            {
-                targets.insert(p.clone());
-                // Its directories are watched again (a directory that was
-                // removed and created anew is a new inode).
-                for d in parent_dirs(p).take_while(|d| d.len() >= prefix.len()) {
-                    if !dirs.insert(d.to_owned()) {
-                        break;
-                    }
-                }
-            }
-        }
+        let (targets, dirs) = named(&self.trees[t], dirty);
         for d in dirs {
             if self.watch_dir(t, &d).is_err() {
                 return None;
@@ -1181,32 +1176,85 @@ impl Watcher {
     fn ask_early(&mut self, queried: &BTreeSet<usize>) -> Result<(), String> {
         self.drain_opened(None);
         self.at("drained");
+        let mut asked: Vec<(usize, String)> = Vec::new();
         for &t in queried {
             let tree = &mut self.trees[t];
-            let wanted: Vec<String> = tree.suspects.union(&tree.writers).cloned().collect();
+            let mut wanted = std::mem::take(&mut tree.suspects);
+            wanted.extend(tree.writers.iter().cloned());
             for rel in wanted {
-                let Some(held) = tree.held.get(&rel) else {
+                if tree.held.contains_key(&rel) {
+                    asked.push((t, rel));
+                } else {
                     tree.unsettled.insert(rel.clone());
                     tree.suspects.insert(rel);
-                    continue;
-                };
-                let writing = lease::open_for_writing(std::os::fd::AsFd::as_fd(&held.fd))
-                    .map_err(|e| format!("ask whether {rel} is open for writing: {e}"))?;
-                self.asked += 1;
-                #[cfg(test)]
-                self.asked_paths.insert(rel.clone());
-                tree.suspects.remove(&rel);
-                if writing || tree.writers.contains(&rel) {
-                    tree.reread.insert(rel.clone());
-                }
-                if writing {
-                    tree.writers.insert(rel);
-                } else {
-                    tree.writers.remove(&rel);
                 }
             }
         }
+        let answers = self.ask_held(&asked);
+        if let Some(((_, rel), Err(e))) = asked.iter().zip(&answers).find(|(_, a)| a.is_err()) {
+            let e = format!("ask whether {rel} is open for writing: {e}");
+            for (t, rel) in asked {
+                self.trees[t].suspects.insert(rel);
+            }
+            return Err(e);
+        }
+        for ((t, rel), writing) in asked.into_iter().zip(answers) {
+            let writing = writing.unwrap_or(true);
+            let tree = &mut self.trees[t];
+            if writing || tree.writers.contains(&rel) {
+                tree.reread.insert(rel.clone());
+            }
+            if writing {
+                tree.writers.insert(rel);
+            } else {
+                tree.writers.remove(&rel);
+            }
+        }
         Ok(())
+    }
+
+    /// Whether each of `files` (each held) is open for writing, asked
+    /// through its held descriptor; many are asked on every core.
+    fn ask_held(&mut self, files: &[(usize, String)]) -> Vec<std::io::Result<bool>> {
+        use std::os::fd::AsFd as _;
+        self.asked += files.len();
+        #[cfg(test)]
+        self.asked_paths
+            .extend(files.iter().map(|(_, rel)| rel.clone()));
+        let fds: Vec<Option<std::os::fd::BorrowedFd<'_>>> = files
+            .iter()
+            .map(|(t, rel)| self.trees[*t].held.get(rel).map(|held| held.fd.as_fd()))
+            .collect();
+        let ask = |fds: &[Option<std::os::fd::BorrowedFd<'_>>]| -> Vec<std::io::Result<bool>> {
+            fds.iter()
+                .map(|fd| match fd {
+                    Some(fd) => lease::open_for_writing(*fd),
+                    None => Err(std::io::Error::other("no descriptor is held")),
+                })
+                .collect()
+        };
+        let threads = std::thread::available_parallelism()
+            .map_or(1, usize::from)
+            .min(4);
+        if fds.len() < 2048 || threads < 2 {
+            return ask(&fds);
+        }
+        std::thread::scope(|scope| {
+            let workers: Vec<_> = fds
+                .chunks(fds.len().div_ceil(threads))
+                .map(|chunk| (chunk.len(), scope.spawn(move || ask(chunk))))
+                .collect();
+            workers
+                .into_iter()
+                .flat_map(|(len, worker)| {
+                    worker.join().unwrap_or_else(|_| {
+                        (0..len)
+                            .map(|_| Err(std::io::Error::other("a thread asking panicked")))
+                            .collect()
+                    })
+                })
+                .collect()
+        })
     }
 
     /// After the refresh: asks about the remaining suspects (opened before
@@ -1278,15 +1326,12 @@ impl Watcher {
     /// and asks about it.
     fn ask(&mut self, wanted: &[(usize, String)]) -> Result<Vec<bool>, String> {
         let mut out = vec![false; wanted.len()];
+        let mut held: Vec<usize> = Vec::new();
         let mut unheld: Vec<usize> = Vec::new();
         for (i, (t, rel)) in wanted.iter().enumerate() {
             let tree = &self.trees[*t];
-            if let Some(held) = tree.held.get(rel) {
-                out[i] = lease::open_for_writing(std::os::fd::AsFd::as_fd(&held.fd))
-                    .map_err(|e| format!("ask whether {rel} is open for writing: {e}"))?;
-                self.asked += 1;
-                #[cfg(test)]
-                self.asked_paths.insert(rel.clone());
+            if tree.held.contains_key(rel) {
+                held.push(i);
             } else if tree
                 .files
                 .binary_search_by(|f| f.path.as_str().cmp(rel))
@@ -1294,6 +1339,11 @@ impl Watcher {
             {
                 unheld.push(i);
             }
+        }
+        let files: Vec<(usize, String)> = held.iter().map(|&i| wanted[i].clone()).collect();
+        for (&i, answer) in held.iter().zip(self.ask_held(&files)) {
+            out[i] = answer
+                .map_err(|e| format!("ask whether {} is open for writing: {e}", wanted[i].1))?;
         }
         // A batch's descriptors are open together (for one cookie), so a
         // batch stays far below the descriptor limit.
@@ -1368,13 +1418,18 @@ impl Watcher {
         Ok(out)
     }
 
-    /// Takes the whole work tree's snapshot anew, holding and watching every
-    /// tracked file and watching every directory that holds one first (so no
-    /// change after the snapshot's reads goes unseen). Events that arrive
-    /// meanwhile stay for the next query. With `unseen` (events were lost,
-    /// or nothing was watched yet), who opened which file is not known: every
-    /// file is asked about.
-    fn full(&mut self, t: usize, unseen: bool) -> Result<usize, String> {
+    /// Takes the whole work tree's snapshot anew, watching every directory
+    /// that holds a tracked file first, then holding and watching the
+    /// tracked files (so no change after the snapshot's reads goes unseen).
+    /// A file already held and watched that no event named since (`dirty`,
+    /// the events the refresh took) is still the same inode at the same
+    /// path: replacing or removing it, or a directory above it, makes a
+    /// directory event, and a mount change or lost events make `dirty.all`.
+    /// Events that arrive meanwhile stay for the next query. With
+    /// `dirty.all` (events were lost, or nothing was watched yet), who opened
+    /// which file is not known either: every file is tracked anew and asked
+    /// about.
+    fn full(&mut self, t: usize, dirty: &Dirty) -> Result<usize, String> {
         let started = Instant::now();
         let workdir = self.trees[t].workdir.clone();
         let index_stamp = stamp(&self.trees[t].index_path);
@@ -1388,28 +1443,33 @@ impl Watcher {
                 }
             }
         }
-        // Watches from an earlier snapshot may name directories that are
-        // gone: keep only the index's, then watch the directories anew.
+        // Every directory is watched (again: a directory still watched
+        // keeps its watch, so no event between the two is missed), then the
+        // watches of directories no tracked file is in any more are removed.
+        self.trees[t].linked_dirs.clear();
+        let mut placed = std::collections::HashSet::new();
+        for d in &dirs {
+            match self.watch_dir(t, d) {
+                Ok(wd) => placed.extend(wd),
+                Err(e) => {
+                    return Err(format!(
+                        "watch {}: {e} (raise fs.inotify.max_user_watches?)",
+                        workdir.join(d).display()
+                    ));
+                }
+            }
+        }
         {
             let mut shared = lock(&self.shared.0);
             let stale: Vec<i32> = shared
                 .watches
                 .iter()
-                .filter(|(_, (tree, rel))| *tree == t && rel.is_some())
+                .filter(|(wd, (tree, rel))| *tree == t && rel.is_some() && !placed.contains(*wd))
                 .map(|(wd, _)| *wd)
                 .collect();
             for wd in stale {
                 shared.watches.remove(&wd);
                 let _ = inotify::remove_watch(&*self.inotify, wd);
-            }
-        }
-        self.trees[t].linked_dirs.clear();
-        for d in &dirs {
-            if let Err(e) = self.watch_dir(t, d) {
-                return Err(format!(
-                    "watch {}: {e} (raise fs.inotify.max_user_watches?)",
-                    workdir.join(d).display()
-                ));
             }
         }
         // Files no longer tracked are no longer held or watched.
@@ -1435,8 +1495,16 @@ impl Watcher {
             }
             self.trees[t].writers.remove(&rel);
         }
+        self.trees[t].tracked = tracked;
+        let (named, _) = named(&self.trees[t], dirty);
+        let tracked = std::mem::take(&mut self.trees[t].tracked);
         let mut unknown = BTreeSet::new();
+        let mut anew = 0;
         for rel in &tracked {
+            if !dirty.all && !named.contains(rel) && self.watched(t, rel) {
+                continue;
+            }
+            anew += 1;
             match self.track_file(t, rel) {
                 Ok(true) => {
                     unknown.insert(rel.clone());
@@ -1460,14 +1528,14 @@ impl Watcher {
         tree.tracked = tracked;
         tree.files = snapshot.files;
         tree.suspects.extend(unknown);
-        if unseen || lost {
+        if dirty.all || lost {
             // Events were lost (before this snapshot, or while its watches
             // were placed): who opened what is not known for any file.
             tree.suspects.extend(tree.file_wd.keys().cloned());
         }
         self.served.full_snapshots += 1;
         (self.log)(&format!(
-            "full snapshot of {}: {} files, {} directories watched, {} files held ({:.1} ms)",
+            "full snapshot of {}: {} files ({anew} tracked anew), {} directories watched, {} files held ({:.1} ms)",
             workdir.display(),
             self.trees[t].files.len(),
             dirs.len(),
@@ -1476,6 +1544,50 @@ impl Watcher {
         ));
         Ok(snapshot.rehashed)
     }
+}
+
+/// The tracked files of `tree` that `dirty`'s events name: the files named,
+/// and those below a directory named, or below a directory that is a
+/// symbolic link (no event covers those); and the directories from each
+/// named directory down to those files (a directory that was removed and
+/// created anew is a new inode, to be watched again).
+fn named(tree: &Tree, dirty: &Dirty) -> (BTreeSet<String>, BTreeSet<String>) {
+    let mut targets: BTreeSet<String> = BTreeSet::new();
+    let mut prefixes: BTreeSet<&str> = dirty.prefixes.iter().map(String::as_str).collect();
+    for p in &dirty.paths {
+        if tree
+            .tracked
+            .binary_search_by(|x| x.as_str().cmp(p.as_str()))
+            .is_ok()
+        {
+            targets.insert(p.clone());
+        } else {
+            // Not a tracked file, but perhaps a directory on a tracked
+            // path that became (or stopped being) a symbolic link or a
+            // file: an event names it without `IN_ISDIR`.
+            prefixes.insert(p.as_str());
+        }
+    }
+    prefixes.extend(tree.linked_dirs.iter().map(String::as_str));
+    let mut dirs = BTreeSet::new();
+    for prefix in prefixes {
+        let below = format!("{prefix}/");
+        let start = tree
+            .tracked
+            .partition_point(|x| x.as_str() < below.as_str());
+        for p in tree.tracked[start..]
+            .iter()
+            .take_while(|x| x.starts_with(below.as_str()))
+        {
+            targets.insert(p.clone());
+            for d in parent_dirs(p).take_while(|d| d.len() >= prefix.len()) {
+                if !dirs.insert(d.to_owned()) {
+                    break;
+                }
+            }
+        }
+    }
+    (targets, dirs)
 }
 
 /// The directories above a relative path, nearest first (`a/b` and `a` for
@@ -2010,7 +2122,12 @@ mod tests {
                 .expect("set the mtime");
         }
         commit_all(dir);
-        let mut watcher = Watcher::new(Box::new(|_| {})).expect("inotify is usable");
+        let log = Arc::new(Mutex::new(Vec::<String>::new()));
+        let lines = Arc::clone(&log);
+        let mut watcher = Watcher::new(Box::new(move |line| {
+            lock_log(&lines).push(line.to_owned());
+        }))
+        .expect("inotify is usable");
         let check = |watcher: &mut Watcher, step: &str| {
             let answered = watcher.snapshot(dir, &[]).expect("the watcher answers");
             let direct = inputs::snapshot(dir, &[]).expect("a snapshot");
@@ -2018,6 +2135,13 @@ mod tests {
         };
         check(&mut watcher, "first");
         assert_eq!(watcher.asked, 20);
+        assert!(
+            lock_log(&log)
+                .iter()
+                .any(|l| l.contains("20 files (20 tracked anew)")),
+            "{:?}",
+            lock_log(&log)
+        );
         nothing_is_asked_twice(&mut watcher, dir);
         // Edited in place (opened), replaced by a file renamed over it, and
         // the index rewritten with its own content (new stat data).
@@ -2030,6 +2154,22 @@ mod tests {
         let full = watcher.served().full_snapshots;
         check(&mut watcher, "after the index changed");
         assert_eq!(watcher.served().full_snapshots, full + 1);
+        assert!(
+            lock_log(&log)
+                .last()
+                .is_some_and(|l| l.contains("20 files (2 tracked anew)")),
+            "only the files events named are looked at again: {:?}",
+            lock_log(&log)
+        );
+        // The replaced file is watched and held as the new inode.
+        let mut mapping = Mapping::new(&dir.join("f2.txt"));
+        mapping.write(0, b"N");
+        check(
+            &mut watcher,
+            "a write through a mapping of the replaced file",
+        );
+        mapping.finish();
+        check(&mut watcher, "that mapping gone");
         assert_eq!(
             watcher.asked_paths,
             BTreeSet::from(["f1.txt".to_owned(), "f2.txt".to_owned()]),
@@ -2045,6 +2185,10 @@ mod tests {
         check(&mut watcher, "a deleted file");
         assert!(!watcher.trees[0].held.contains_key("f4.txt"), "let go");
         assert_eq!(watcher.held_count, 18);
+    }
+
+    fn lock_log(log: &Mutex<Vec<String>>) -> MutexGuard<'_, Vec<String>> {
+        log.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Holds a mapping of `path` written before a query, and closes it at
@@ -2202,7 +2346,9 @@ mod tests {
             },
         ];
         let mut bytes = Vec::new();
-        encode(&files, &mut bytes);
+        for f in &files {
+            encode(&f.path, f, &mut bytes);
+        }
         assert_eq!(decode(&bytes, files.len()), Some((files.clone(), &[][..])));
         // A truncated body is refused, never half-read; what follows is left.
         assert_eq!(decode(&bytes[..bytes.len() - 1], files.len()), None);
