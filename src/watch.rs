@@ -1142,36 +1142,17 @@ impl Watcher {
         Ok(())
     }
 
-    /// Moves the files that events say were opened since into their trees'
-    /// suspects. With `late` (the queried trees and the query's cookie),
-    /// those of a queried tree opened before the cookie are also unsettled:
-    /// asked after it.
-    fn drain_opened(&mut self, late: Option<(&BTreeSet<usize>, u64)>) {
-        let mut opened: Vec<(usize, String, bool)> = Vec::new();
-        {
-            let mut shared = lock(&self.shared.0);
-            for (wd, seq) in std::mem::take(&mut shared.opened) {
-                for (t, rel) in shared.files.get(&wd).into_iter().flatten() {
-                    let unsettled =
-                        late.is_some_and(|(queried, cookie)| seq <= cookie && queried.contains(t));
-                    opened.push((*t, rel.clone(), unsettled));
-                }
+    /// Takes the files that events say were opened since: each with its
+    /// work tree, and whether it was opened up to `cookie` (when given).
+    fn drain_opened(&mut self, cookie: Option<u64>) -> Vec<(usize, String, bool)> {
+        let mut shared = lock(&self.shared.0);
+        let mut out = Vec::with_capacity(shared.opened.len());
+        for (wd, seq) in std::mem::take(&mut shared.opened) {
+            for (t, rel) in shared.files.get(&wd).into_iter().flatten() {
+                out.push((*t, rel.clone(), cookie.is_some_and(|c| seq <= c)));
             }
         }
-        // Sorted, so that a set is built in one pass (20 000 inserts after
-        // a tool read every file cost more than the asking).
-        opened.sort_unstable();
-        for (t, group) in opened.chunk_by(|a, b| a.0 == b.0).map(|g| (g[0].0, g)) {
-            let tree = &mut self.trees[t];
-            let unsettled = group.iter().filter(|o| o.2).map(|o| o.1.clone());
-            tree.unsettled.extend(unsettled);
-            let named = group.iter().map(|o| o.1.clone());
-            if tree.suspects.is_empty() {
-                tree.suspects = named.collect();
-            } else {
-                tree.suspects.extend(named);
-            }
-        }
+        out
     }
 
     /// Before the query's cookie: asks whether the suspects the events read
@@ -1182,22 +1163,35 @@ impl Watcher {
     /// re-reads it. Files without a held descriptor are asked after the
     /// cookie, unsettled.
     fn ask_early(&mut self, queried: &BTreeSet<usize>) -> Result<(), String> {
-        self.drain_opened(None);
+        // After a tool read every file these are all of them: they go to the
+        // asking as they come, not through a set.
+        let opened = self.drain_opened(None);
         self.at("drained");
-        let mut asked: Vec<(usize, String)> = Vec::new();
+        let mut wanted: Vec<(usize, String)> = Vec::new();
         for &t in queried {
             let tree = &mut self.trees[t];
-            let mut wanted = std::mem::take(&mut tree.suspects);
-            wanted.extend(tree.writers.iter().cloned());
-            for rel in wanted {
-                if tree.held.contains_key(&rel) {
-                    asked.push((t, rel));
-                } else {
-                    tree.unsettled.insert(rel.clone());
-                    tree.suspects.insert(rel);
-                }
+            wanted.extend(
+                std::mem::take(&mut tree.suspects)
+                    .into_iter()
+                    .map(|rel| (t, rel)),
+            );
+            wanted.extend(tree.writers.iter().map(|rel| (t, rel.clone())));
+        }
+        wanted.extend(opened.into_iter().map(|(t, rel, _)| (t, rel)));
+        let mut asked: Vec<(usize, String)> = Vec::with_capacity(wanted.len());
+        for (t, rel) in wanted {
+            let tree = &mut self.trees[t];
+            if !queried.contains(&t) {
+                tree.suspects.insert(rel);
+            } else if tree.held.contains_key(&rel) {
+                asked.push((t, rel));
+            } else {
+                tree.unsettled.insert(rel.clone());
+                tree.suspects.insert(rel);
             }
         }
+        // (One named twice, say a writer opened again, is asked twice: a
+        // lease costs less than making the names unique.)
         let answers = self.ask_held(&asked);
         if let Some(((_, rel), Err(e))) = asked.iter().zip(&answers).find(|(_, a)| a.is_err()) {
             let e = format!("ask whether {rel} is open for writing: {e}");
@@ -1222,7 +1216,9 @@ impl Watcher {
     }
 
     /// Whether each of `files` (each held) is open for writing, asked
-    /// through its held descriptor; many are asked on every core.
+    /// through its held descriptor. (Not on several threads: leases of
+    /// different files serialise in the kernel; two threads took as long as
+    /// one.)
     fn ask_held(&mut self, files: &[(usize, String)]) -> Vec<std::io::Result<bool>> {
         use std::os::fd::AsFd as _;
         self.asked += files.len();
@@ -1233,36 +1229,12 @@ impl Watcher {
             .iter()
             .map(|(t, rel)| self.trees[*t].held.get(rel).map(|held| held.fd.as_fd()))
             .collect();
-        let ask = |fds: &[Option<std::os::fd::BorrowedFd<'_>>]| -> Vec<std::io::Result<bool>> {
-            fds.iter()
-                .map(|fd| match fd {
-                    Some(fd) => lease::open_for_writing(*fd),
-                    None => Err(std::io::Error::other("no descriptor is held")),
-                })
-                .collect()
-        };
-        let threads = std::thread::available_parallelism()
-            .map_or(1, usize::from)
-            .min(4);
-        if fds.len() < 2048 || threads < 2 {
-            return ask(&fds);
-        }
-        std::thread::scope(|scope| {
-            let workers: Vec<_> = fds
-                .chunks(fds.len().div_ceil(threads))
-                .map(|chunk| (chunk.len(), scope.spawn(move || ask(chunk))))
-                .collect();
-            workers
-                .into_iter()
-                .flat_map(|(len, worker)| {
-                    worker.join().unwrap_or_else(|_| {
-                        (0..len)
-                            .map(|_| Err(std::io::Error::other("a thread asking panicked")))
-                            .collect()
-                    })
-                })
-                .collect()
-        })
+        fds.iter()
+            .map(|fd| match fd {
+                Some(fd) => lease::open_for_writing(*fd),
+                None => Err(std::io::Error::other("no descriptor is held")),
+            })
+            .collect()
     }
 
     /// After the refresh: asks about the remaining suspects (opened before
@@ -1277,7 +1249,13 @@ impl Watcher {
         queried: &BTreeSet<usize>,
         cookie: u64,
     ) -> Result<Vec<(usize, usize)>, String> {
-        self.drain_opened(Some((queried, cookie)));
+        for (t, rel, before_cookie) in self.drain_opened(Some(cookie)) {
+            let tree = &mut self.trees[t];
+            if before_cookie && queried.contains(&t) {
+                tree.unsettled.insert(rel.clone());
+            }
+            tree.suspects.insert(rel);
+        }
         let wanted: Vec<(usize, String)> = queried
             .iter()
             .flat_map(|&t| {
