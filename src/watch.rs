@@ -1170,6 +1170,8 @@ impl Watcher {
         let mut wanted: Vec<(usize, String)> = Vec::new();
         for &t in queried {
             let tree = &mut self.trees[t];
+            // Left by a query that failed.
+            tree.unsettled.clear();
             wanted.extend(
                 std::mem::take(&mut tree.suspects)
                     .into_iter()
