@@ -536,10 +536,19 @@ pub(crate) fn content_identity(
     } else {
         fs_err::read(path)?
     };
+    bytes_identity(&content, hash_kind)
+}
+
+/// The identity of a file whose content is `content`, hashed as git hashes a
+/// blob with `hash_kind`.
+pub(crate) fn bytes_identity(
+    content: &[u8],
+    hash_kind: gix::hash::Kind,
+) -> std::io::Result<Digest> {
     match hash_kind {
-        gix::hash::Kind::Sha1 => Ok(blob_identity(&content)),
+        gix::hash::Kind::Sha1 => Ok(blob_identity(content)),
         other => {
-            let oid = gix::objs::compute_hash(other, gix::objs::Kind::Blob, &content)
+            let oid = gix::objs::compute_hash(other, gix::objs::Kind::Blob, content)
                 .map_err(|e| std::io::Error::other(e.to_string()))?;
             Ok(identity(&oid))
         }

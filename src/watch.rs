@@ -26,12 +26,30 @@
 //!   open for writing; while something does, the file is re-read at every
 //!   query, and once more after (`IN_CLOSE_WRITE` comes only when the last
 //!   mapping is gone). A newly watched inode is a suspect too: it may have
-//!   been opened before its watch was placed;
+//!   been opened before its watch was placed. Counting `IN_OPEN` against
+//!   `IN_CLOSE_*` cannot replace the lease: inotify merges an event with an
+//!   identical one still queued, so two opens can arrive as one `IN_OPEN`
+//!   (one read-only open closed and one writable mapping kept then look like
+//!   nothing open);
 //! - a mount over a tracked path or a directory: `/proc/self/mountinfo` is
 //!   polled at every query, and a client in another mount namespace is
 //!   refused;
 //! - files below a directory that is a symbolic link (a directory watch
 //!   cannot follow it soundly): re-read at every query.
+//!
+//! Asking is cheap because the watcher holds a read-only descriptor of every
+//! tracked regular file ([`Held`], as many as the descriptor limit allows,
+//! none below a mount inside the work tree): it asks and re-reads through
+//! it, which costs two `fcntl`s and makes no `IN_OPEN` of its own. A file it
+//! holds no descriptor for is opened to be asked, behind a cookie that
+//! separates the watcher's own `IN_OPEN`s from others'.
+//!
+//! A query asks about the suspects the events read so far name *before* its
+//! cookie: a writer that closes after the ask was seen by it, and one that
+//! closed before left its `IN_CLOSE_WRITE` ahead of the cookie, so the
+//! refresh re-reads the file. Suspects the events name only up to the cookie
+//! are asked after it, and a second cookie then shows whether one of them was
+//! closed after writing in between.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::io::{BufRead as _, BufReader, Read as _, Write as _};
@@ -60,9 +78,13 @@ const COOKIE_PREFIX: &str = "proofgraph-watch-cookie-";
 const COOKIE_TIMEOUT: Duration = Duration::from_secs(2);
 /// How long a client waits for an answer.
 const CLIENT_TIMEOUT: Duration = Duration::from_secs(10);
-/// How many files are asked at once whether they are open for writing (each
-/// holds a descriptor until its batch is answered).
+/// How many files without a held descriptor are opened at once to be asked
+/// whether they are open for writing (each holds a descriptor until its
+/// batch is answered).
 const PROBE_BATCH: usize = 256;
+/// Descriptors not used for held files: a probe batch, the socket, the
+/// snapshot's directory descriptors, gix.
+const FD_RESERVE: u64 = 512;
 
 /// One query: the snapshots of several directories, answered together
 /// after one synchronisation.
@@ -183,21 +205,17 @@ fn with_short_path<T>(
     f(&short)
 }
 
-fn encode(files: &[FileEntry], out: &mut Vec<u8>) {
-    for f in files {
-        out.push(match f.kind {
-            FileKind::File => 0,
-            FileKind::Executable => 1,
-            FileKind::Symlink => 2,
-        });
-        out.extend_from_slice(
-            &u32::try_from(f.path.len())
-                .unwrap_or(u32::MAX)
-                .to_le_bytes(),
-        );
-        out.extend_from_slice(f.path.as_bytes());
-        out.extend_from_slice(&f.id.0);
-    }
+/// Encodes one file of an answer, named `path` (relative to the answer's
+/// directory).
+fn encode(path: &str, f: &FileEntry, out: &mut Vec<u8>) {
+    out.push(match f.kind {
+        FileKind::File => 0,
+        FileKind::Executable => 1,
+        FileKind::Symlink => 2,
+    });
+    out.extend_from_slice(&u32::try_from(path.len()).unwrap_or(u32::MAX).to_le_bytes());
+    out.extend_from_slice(path.as_bytes());
+    out.extend_from_slice(&f.id.0);
 }
 
 /// Decodes `count` files from the front of `body`; the files and what
@@ -272,14 +290,26 @@ struct Tree {
     files: Vec<FileEntry>,
     /// The file watch of each tracked path that has one.
     file_wd: HashMap<String, i32>,
+    /// The descriptor held for each tracked regular file that has one.
+    held: HashMap<String, Held>,
+    /// Mount points strictly inside the work tree (relative): no descriptor
+    /// is held below them, so that they can be unmounted.
+    inner_mounts: Vec<String>,
     /// Tracked files that may be open for writing without the watcher
-    /// knowing (their watch is new, or they were opened): asked about at the
-    /// next query.
+    /// knowing (their watch or held descriptor is new, or they were opened):
+    /// asked about at the next query.
     suspects: BTreeSet<String>,
+    /// Suspects of this query that may have been opened before its cookie
+    /// and are asked only after it: whether one was closed after writing in
+    /// between is looked up after a second cookie.
+    unsettled: BTreeSet<String>,
     /// Tracked files that were open for writing when last asked: a shared
     /// writable mapping changes them without any event, so they are re-read
     /// at every query until one after nothing has them open for writing.
     writers: BTreeSet<String>,
+    /// Files the query's early asking found open for writing (or open for
+    /// writing until then): re-read by its refresh.
+    reread: BTreeSet<String>,
     /// Directories on a tracked path that are symbolic links: nothing
     /// watches what they point to, so the tracked files below them are
     /// re-read at every query.
@@ -287,6 +317,18 @@ struct Tree {
     /// The mount points in, at or above the work tree (`/proc/self/mountinfo`
     /// lines: mount id and mount point).
     mounts: Vec<String>,
+}
+
+/// A read-only descriptor of a tracked regular file, held while the watcher
+/// runs: the file is read and asked whether it is open for writing through
+/// it, without an `open` (and so without an `IN_OPEN` of the watcher's own).
+#[derive(Debug)]
+struct Held {
+    fd: rustix::fd::OwnedFd,
+    /// The file's device and inode: a path that names another file now gets
+    /// a new descriptor.
+    dev: u64,
+    ino: u64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -335,6 +377,30 @@ pub struct Watcher {
     mount_namespace: Option<String>,
     served: Served,
     log: Box<dyn FnMut(&str) + Send>,
+    /// Descriptors held, and how many may be.
+    held_count: usize,
+    held_limit: usize,
+    /// Files asked whether they are open for writing in this query.
+    asked: usize,
+    /// Which, in tests.
+    #[cfg(test)]
+    asked_paths: BTreeSet<String>,
+    /// Called at named points of a query, to change files exactly there.
+    #[cfg(test)]
+    hook: Option<Box<dyn FnMut(&'static str) + Send>>,
+}
+
+/// How many descriptors the watcher may hold for tracked files: the soft
+/// limit of open files, raised to the hard one, less [`FD_RESERVE`].
+fn descriptor_budget() -> usize {
+    use rustix::process::{Resource, getrlimit, setrlimit};
+    let mut limit = getrlimit(Resource::Nofile);
+    if limit.maximum != limit.current {
+        limit.current = limit.maximum;
+        let _ = setrlimit(Resource::Nofile, limit);
+    }
+    let current = getrlimit(Resource::Nofile).current.unwrap_or(u64::MAX);
+    usize::try_from(current.saturating_sub(FD_RESERVE)).unwrap_or(usize::MAX)
 }
 
 fn lock(shared: &Mutex<Shared>) -> MutexGuard<'_, Shared> {
@@ -364,6 +430,30 @@ fn mounts_of(mountinfo: &str, workdir: &Path) -> Vec<String> {
         .collect();
     out.sort();
     out
+}
+
+/// The mount points strictly inside `workdir`, relative to it, from the
+/// lines [`mounts_of`] keeps.
+fn inner_mounts(mounts: &[String], workdir: &Path) -> Vec<String> {
+    mounts
+        .iter()
+        .filter_map(|line| {
+            let (_, point) = line.split_once(' ')?;
+            let rel = Path::new(point).strip_prefix(workdir).ok()?;
+            (!rel.as_os_str().is_empty()).then(|| rel.to_string_lossy().into_owned())
+        })
+        .collect()
+}
+
+/// Whether the relative path `rel` is at or below one of `mounts`.
+fn below_any(mounts: &[String], rel: &str) -> bool {
+    mounts.iter().any(|m| below(m, rel))
+}
+
+/// Whether the relative path `rel` is `dir` or below it.
+fn below(dir: &str, rel: &str) -> bool {
+    rel.strip_prefix(dir)
+        .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
 }
 
 /// `/proc/self/mountinfo` writes space, tab, newline and backslash in a
@@ -419,8 +509,26 @@ impl Watcher {
             mount_namespace: mount_namespace(),
             served: Served::default(),
             log,
+            held_count: 0,
+            held_limit: descriptor_budget(),
+            asked: 0,
+            #[cfg(test)]
+            asked_paths: BTreeSet::new(),
+            #[cfg(test)]
+            hook: None,
         })
     }
+
+    /// Runs the test hook at `point`.
+    #[cfg(test)]
+    fn at(&mut self, point: &'static str) {
+        if let Some(hook) = &mut self.hook {
+            hook(point);
+        }
+    }
+
+    #[cfg(not(test))]
+    fn at(&mut self, _point: &'static str) {}
 
     /// What it has done so far.
     pub fn served(&self) -> Served {
@@ -493,35 +601,46 @@ impl Watcher {
                     .iter()
                     .map(|w| (w.dir.as_path(), w.exclude.as_slice()))
                     .collect();
-                self.snapshots(&wanted)
+                // Encoded straight from the work trees' snapshots: no copy
+                // of 20 000 paths per answer.
+                let mut headers = Vec::with_capacity(wanted.len());
+                let mut body = Vec::new();
+                for ((dir, t, rehashed), (_, exclude)) in
+                    self.refreshed(&wanted)?.into_iter().zip(&wanted)
+                {
+                    let mut files = 0;
+                    for (path, f) in self.files_below(t, &dir, exclude)? {
+                        encode(path, f, &mut body);
+                        files += 1;
+                    }
+                    headers.push(SnapshotHeader {
+                        dir,
+                        files,
+                        rehashed,
+                    });
+                }
+                Ok((headers, body))
             });
         let mut out = Vec::new();
         match result {
-            Ok(snapshots) => {
+            Ok((snapshots, body)) => {
                 self.served.answered += 1;
+                let (files, rehashed) = snapshots
+                    .iter()
+                    .fold((0, 0), |(f, r), s| (f + s.files, r + s.rehashed));
+                let count = snapshots.len();
                 let header = Header {
                     ok: true,
                     reason: None,
-                    snapshots: snapshots
-                        .iter()
-                        .map(|s| SnapshotHeader {
-                            dir: s.dir.clone(),
-                            files: s.files.len(),
-                            rehashed: s.rehashed,
-                        })
-                        .collect(),
+                    snapshots,
                 };
                 out.extend(serde_json::to_vec(&header).unwrap_or_default());
                 out.push(b'\n');
-                for snapshot in &snapshots {
-                    encode(&snapshot.files, &mut out);
-                }
+                out.extend_from_slice(&body);
                 (self.log)(&format!(
-                    "answered {} director{}: {} files, {} re-read ({:.1} ms)",
-                    snapshots.len(),
-                    if snapshots.len() == 1 { "y" } else { "ies" },
-                    snapshots.iter().map(|s| s.files.len()).sum::<usize>(),
-                    snapshots.iter().map(|s| s.rehashed).sum::<usize>(),
+                    "answered {count} director{}: {files} files, {rehashed} re-read, {} asked whether open for writing ({:.1} ms)",
+                    if count == 1 { "y" } else { "ies" },
+                    self.asked,
                     started.elapsed().as_secs_f64() * 1000.0
                 ));
             }
@@ -543,35 +662,65 @@ impl Watcher {
     /// The snapshots of several directories after one synchronisation, as
     /// `inputs::snapshots` takes them.
     pub fn snapshots(&mut self, wanted: &[(&Path, &[String])]) -> Result<Vec<Snapshot>, String> {
+        let mut out = Vec::with_capacity(wanted.len());
+        for ((dir, t, rehashed), (_, exclude)) in self.refreshed(wanted)?.into_iter().zip(wanted) {
+            let files = self
+                .files_below(t, &dir, exclude)?
+                .map(|(path, f)| FileEntry {
+                    path: path.to_owned(),
+                    id: f.id,
+                    kind: f.kind,
+                })
+                .collect();
+            out.push(Snapshot {
+                dir,
+                files,
+                rehashed,
+            });
+        }
+        Ok(out)
+    }
+
+    /// Brings the work trees of several directories up to date after one
+    /// synchronisation: each directory (canonical), its work tree, and how
+    /// many files were read (counted for a work tree's first directory).
+    fn refreshed(
+        &mut self,
+        wanted: &[(&Path, &[String])],
+    ) -> Result<Vec<(PathBuf, usize, usize)>, String> {
         let mut trees = Vec::with_capacity(wanted.len());
         for (dir, _) in wanted {
             let canonical_dir = fs_err::canonicalize(dir).map_err(|e| e.to_string())?;
             let t = self.tree_for(&canonical_dir)?;
             trees.push((canonical_dir, t));
         }
-        self.sync()?;
+        let queried: BTreeSet<usize> = trees.iter().map(|(_, t)| *t).collect();
+        self.asked = 0;
+        #[cfg(test)]
+        self.asked_paths.clear();
+        // What events cannot vouch for: files that may be written through a
+        // shared mapping. Those the events read so far name are asked about
+        // before the cookie, the rest after the refresh.
+        self.ask_early(&queried)?;
+        let cookie = self.sync()?;
         self.check_mounts()?;
         let mut rehashed: HashMap<usize, usize> = HashMap::new();
-        for (_, t) in &trees {
-            if !rehashed.contains_key(t) {
-                let n = self.refresh_or_forget(*t)?;
-                rehashed.insert(*t, n);
-            }
+        for &t in &queried {
+            let n = self.refresh_or_forget(t)?;
+            rehashed.insert(t, n);
         }
-        // What events cannot vouch for: files that may be written through a
-        // shared mapping.
-        let queried: BTreeSet<usize> = rehashed.keys().copied().collect();
-        for (t, n) in self.probe(&queried)? {
+        self.at("refreshed");
+        for (t, n) in self.ask_late(&queried, cookie)? {
             *rehashed.entry(t).or_default() += n;
         }
-        let mut out = Vec::with_capacity(wanted.len());
         let mut counted = BTreeSet::new();
-        for ((canonical_dir, t), (_, exclude)) in trees.into_iter().zip(wanted) {
-            // Counted once per work tree, for its first directory.
-            let read = if counted.insert(t) { rehashed[&t] } else { 0 };
-            out.push(self.filtered(t, canonical_dir, exclude, read)?);
-        }
-        Ok(out)
+        Ok(trees
+            .into_iter()
+            .map(|(canonical_dir, t)| {
+                let read = if counted.insert(t) { rehashed[&t] } else { 0 };
+                (canonical_dir, t, read)
+            })
+            .collect())
     }
 
     /// Refreshes a work tree; on failure it is snapshotted anew next time
@@ -589,14 +738,14 @@ impl Watcher {
             .ok_or_else(|| "no snapshot".to_owned())
     }
 
-    /// A directory's part of its work tree's snapshot.
-    fn filtered(
-        &self,
+    /// A directory's part of its work tree's snapshot: each file's path
+    /// relative to the directory, and the file.
+    fn files_below<'a>(
+        &'a self,
         t: usize,
-        canonical_dir: PathBuf,
-        exclude: &[String],
-        rehashed: usize,
-    ) -> Result<Snapshot, String> {
+        canonical_dir: &Path,
+        exclude: &'a [String],
+    ) -> Result<impl Iterator<Item = (&'a str, &'a FileEntry)> + 'a, String> {
         let tree = &self.trees[t];
         let prefix = match canonical_dir.strip_prefix(&tree.workdir) {
             Ok(rel) if rel.as_os_str().is_empty() => String::new(),
@@ -606,23 +755,14 @@ impl Watcher {
         let start = tree
             .files
             .partition_point(|f| f.path.as_str() < prefix.as_str());
-        let files: Vec<FileEntry> = tree.files[start..]
+        let len = prefix.len();
+        Ok(tree.files[start..]
             .iter()
-            .take_while(|f| f.path.starts_with(prefix.as_str()))
-            .filter_map(|f| {
-                let rel = &f.path[prefix.len()..];
-                (!exclude.iter().any(|e| rel.starts_with(e.as_str()))).then(|| FileEntry {
-                    path: rel.to_owned(),
-                    id: f.id,
-                    kind: f.kind,
-                })
-            })
-            .collect();
-        Ok(Snapshot {
-            dir: canonical_dir,
-            files,
-            rehashed,
-        })
+            .take_while(move |f| f.path.starts_with(prefix.as_str()))
+            .filter_map(move |f| {
+                let rel = &f.path[len..];
+                (!exclude.iter().any(|e| rel.starts_with(e.as_str()))).then_some((rel, f))
+            }))
     }
 
     /// The work tree of a directory, watching it on first use.
@@ -648,8 +788,10 @@ impl Watcher {
                 let mountinfo =
                     fs_err::read_to_string("/proc/self/mountinfo").map_err(|e| e.to_string())?;
                 let t = self.trees.len();
+                let mounts = mounts_of(&mountinfo, &workdir);
                 self.trees.push(Tree {
-                    mounts: mounts_of(&mountinfo, &workdir),
+                    inner_mounts: inner_mounts(&mounts, &workdir),
+                    mounts,
                     workdir,
                     index_path: index_path.clone(),
                     hash_kind: repo.object_hash(),
@@ -657,8 +799,11 @@ impl Watcher {
                     tracked: Vec::new(),
                     files: Vec::new(),
                     file_wd: HashMap::new(),
+                    held: HashMap::new(),
                     suspects: BTreeSet::new(),
+                    unsettled: BTreeSet::new(),
                     writers: BTreeSet::new(),
+                    reread: BTreeSet::new(),
                     linked_dirs: BTreeSet::new(),
                 });
                 lock(&self.shared.0).dirty.push(Dirty {
@@ -675,7 +820,7 @@ impl Watcher {
     }
 
     /// Watches a directory of tree `t` (or, with `rel` `None`, the index's).
-    fn watch(&self, t: usize, path: &Path, rel: Option<String>) -> std::io::Result<()> {
+    fn watch(&self, t: usize, path: &Path, rel: Option<String>) -> std::io::Result<i32> {
         let flags = WatchFlags::MODIFY
             | WatchFlags::ATTRIB
             | WatchFlags::CLOSE_WRITE
@@ -689,22 +834,23 @@ impl Watcher {
             | WatchFlags::ONLYDIR;
         let wd = inotify::add_watch(&*self.inotify, path, flags)?;
         lock(&self.shared.0).watches.insert(wd, (t, rel));
-        Ok(())
+        Ok(wd)
     }
 
     /// Watches a directory of tree `t`, noting whether it is a symbolic link
     /// (which a directory watch cannot follow soundly: what is below it is
-    /// re-read at every query instead).
-    fn watch_dir(&mut self, t: usize, rel: &str) -> std::io::Result<()> {
+    /// re-read at every query instead). Returns its watch, if it is a
+    /// directory.
+    fn watch_dir(&mut self, t: usize, rel: &str) -> std::io::Result<Option<i32>> {
         let path = if rel.is_empty() {
             self.trees[t].workdir.clone()
         } else {
             self.trees[t].workdir.join(rel)
         };
         match self.watch(t, &path, Some(rel.to_owned())) {
-            Ok(()) => {
+            Ok(wd) => {
                 self.trees[t].linked_dirs.remove(rel);
-                Ok(())
+                Ok(Some(wd))
             }
             Err(e) if inputs::is_gone(&e) => {
                 let linked = fs_err::symlink_metadata(&path).is_ok_and(|m| m.is_symlink());
@@ -713,9 +859,97 @@ impl Watcher {
                 } else {
                     self.trees[t].linked_dirs.remove(rel);
                 }
-                Ok(())
+                Ok(None)
             }
             Err(e) => Err(e),
+        }
+    }
+
+    /// Keeps track of a tracked file: holds a descriptor of it if it is a
+    /// regular file (first, so that opening it makes no event on a new
+    /// watch), then watches its inode. Returns whether it is a suspect: its
+    /// held descriptor or its watch is new, so whatever had it open before is
+    /// unknown.
+    fn track_file(&mut self, t: usize, rel: &str) -> std::io::Result<bool> {
+        let path = self.trees[t].workdir.join(rel);
+        let fresh = self.hold(t, rel, &path)?;
+        let new = self.watch_file(t, rel, &path)?;
+        Ok(fresh || new)
+    }
+
+    /// Holds a read-only descriptor of the regular file at `rel` — the one
+    /// already held while the path still names that file — unless the
+    /// budget is spent or it lies below a mount inside the work tree or a
+    /// directory that is a symbolic link (where it may lie on any mount): a
+    /// held file keeps its file system from being unmounted. Returns
+    /// whether a descriptor was opened. A path that names another
+    /// file between the `lstat` and the `open` made a directory event: the
+    /// next query re-reads it.
+    fn hold(&mut self, t: usize, rel: &str, path: &Path) -> std::io::Result<bool> {
+        use rustix::fs::{AtFlags, CWD, FileType, Mode, OFlags};
+        let st = match rustix::fs::statat(CWD, path, AtFlags::SYMLINK_NOFOLLOW) {
+            Ok(st) if FileType::from_raw_mode(st.st_mode) == FileType::RegularFile => Some(st),
+            Ok(_) => None,
+            Err(e) if inputs::is_gone(&e.into()) => None,
+            Err(e) => return Err(e.into()),
+        };
+        let tree = &mut self.trees[t];
+        if let (Some(st), Some(h)) = (&st, tree.held.get(rel))
+            && (h.dev, h.ino) == (st.st_dev, st.st_ino)
+        {
+            return Ok(false);
+        }
+        if tree.held.remove(rel).is_some() {
+            self.held_count -= 1;
+        }
+        if st.is_none()
+            || self.held_count >= self.held_limit
+            || below_any(&tree.inner_mounts, rel)
+            || tree.linked_dirs.iter().any(|d| below(d, rel))
+        {
+            return Ok(false);
+        }
+        let fd = match rustix::fs::open(
+            path,
+            OFlags::RDONLY | OFlags::NONBLOCK | OFlags::NOFOLLOW | OFlags::NOCTTY | OFlags::CLOEXEC,
+            Mode::empty(),
+        ) {
+            Ok(fd) => fd,
+            Err(rustix::io::Errno::NOENT | rustix::io::Errno::NOTDIR | rustix::io::Errno::LOOP) => {
+                return Ok(false);
+            }
+            Err(e) => return Err(e.into()),
+        };
+        let st = rustix::fs::fstat(&fd)?;
+        if FileType::from_raw_mode(st.st_mode) != FileType::RegularFile {
+            return Ok(false);
+        }
+        lease::prepare(std::os::fd::AsFd::as_fd(&fd))?;
+        tree.held.insert(
+            rel.to_owned(),
+            Held {
+                fd,
+                dev: st.st_dev,
+                ino: st.st_ino,
+            },
+        );
+        self.held_count += 1;
+        Ok(true)
+    }
+
+    /// Whether `rel` has a live watch (and so, if it is a regular file
+    /// within the budget, a held descriptor of the same inode).
+    fn watched(&self, t: usize, rel: &str) -> bool {
+        self.trees[t]
+            .file_wd
+            .get(rel)
+            .is_some_and(|wd| lock(&self.shared.0).files.contains_key(wd))
+    }
+
+    /// Stops holding `rel`'s descriptor.
+    fn release(&mut self, t: usize, rel: &str) {
+        if self.trees[t].held.remove(rel).is_some() {
+            self.held_count -= 1;
         }
     }
 
@@ -723,14 +957,13 @@ impl Watcher {
     /// change, and it is opened, through whichever of its names (a hard link
     /// outside the work tree too). Returns whether this inode was not watched
     /// before (so whatever had it open before is unknown).
-    fn watch_file(&mut self, t: usize, rel: &str) -> std::io::Result<bool> {
+    fn watch_file(&mut self, t: usize, rel: &str, path: &Path) -> std::io::Result<bool> {
         let flags = WatchFlags::MODIFY
             | WatchFlags::ATTRIB
             | WatchFlags::CLOSE_WRITE
             | WatchFlags::OPEN
             | WatchFlags::DONT_FOLLOW;
-        let path = self.trees[t].workdir.join(rel);
-        let placed = inotify::add_watch(&*self.inotify, &path, flags);
+        let placed = inotify::add_watch(&*self.inotify, path, flags);
         let mut shared = lock(&self.shared.0);
         let old = match &placed {
             Ok(wd) => self.trees[t].file_wd.insert(rel.to_owned(), *wd),
@@ -824,6 +1057,7 @@ impl Watcher {
         for (t, tree) in self.trees.iter_mut().enumerate() {
             let now = mounts_of(&mountinfo, &tree.workdir);
             if now != tree.mounts {
+                tree.inner_mounts = inner_mounts(&now, &tree.workdir);
                 tree.mounts = now;
                 shared.dirty[t].all = true;
             }
@@ -832,67 +1066,46 @@ impl Watcher {
     }
 
     /// Brings a work tree's snapshot up to date; returns how many files were
-    /// read.
+    /// read. Files the early asking found open for writing (or open for
+    /// writing until then) are re-read too.
     fn refresh(&mut self, t: usize) -> Result<usize, String> {
         let dirty = std::mem::take(&mut lock(&self.shared.0).dirty[t]);
         let now = stamp(&self.trees[t].index_path);
-        if dirty.all || now.is_none() || now != self.trees[t].index_stamp {
-            return self.full(t, dirty.all);
-        }
-        let mut targets: BTreeSet<String> = BTreeSet::new();
-        let mut prefixes: BTreeSet<&str> = dirty.prefixes.iter().map(String::as_str).collect();
-        let tree = &self.trees[t];
-        for p in &dirty.paths {
-            if tree
-                .tracked
-                .binary_search_by(|x| x.as_str().cmp(p.as_str()))
-                .is_ok()
-            {
-                targets.insert(p.clone());
+        let (mut read, mut targets) =
+            if dirty.all || now.is_none() || now != self.trees[t].index_stamp {
+                (self.full(t, &dirty)?, BTreeSet::new())
+            } else if let Some(targets) = self.changed(t, &dirty) {
+                (0, targets)
             } else {
-                // Not a tracked file, but perhaps a directory on a tracked
-                // path that became (or stopped being) a symbolic link or a
-                // file: an event names it without `IN_ISDIR`.
-                prefixes.insert(p.as_str());
-            }
-        }
-        // What no event covers: the files below a directory that is a link.
-        prefixes.extend(tree.linked_dirs.iter().map(String::as_str));
-        let mut dirs = BTreeSet::new();
-        for prefix in prefixes {
-            let below = format!("{prefix}/");
-            let start = tree
-                .tracked
-                .partition_point(|x| x.as_str() < below.as_str());
-            for p in tree.tracked[start..]
-                .iter()
-                .take_while(|x| x.starts_with(below.as_str()))
-            {
-                targets.insert(p.clone());
-                // Its directories are watched again (a directory that was
-                // removed and created anew is a new inode).
-                for d in parent_dirs(p).take_while(|d| d.len() >= prefix.len()) {
-                    if !dirs.insert(d.to_owned()) {
-                        break;
-                    }
-                }
-            }
-        }
-        for d in dirs {
-            if self.watch_dir(t, &d).is_err() {
-                return self.full(t, false);
-            }
-        }
-        let read = targets.len();
+                (self.full(t, &dirty)?, BTreeSet::new())
+            };
+        // Kept until they are read: a query that fails re-reads them next
+        // time.
+        targets.extend(self.trees[t].reread.iter().cloned());
+        read += targets.len();
         self.reread(t, targets)?;
+        self.trees[t].reread.clear();
         Ok(read)
     }
 
-    /// Re-reads tracked files by content, watching their inodes anew (a file
-    /// replaced by another is a new inode, whose openers are not known).
+    /// The tracked files that events say changed, their directories watched
+    /// anew; `None` when a directory cannot be watched.
+    fn changed(&mut self, t: usize, dirty: &Dirty) -> Option<BTreeSet<String>> {
+        let (targets, dirs) = named(&self.trees[t], dirty);
+        for d in dirs {
+            if self.watch_dir(t, &d).is_err() {
+                return None;
+            }
+        }
+        Some(targets)
+    }
+
+    /// Re-reads tracked files by content (through the held descriptor when
+    /// there is one), tracking them anew first: a file replaced by another is
+    /// a new inode, whose openers are not known.
     fn reread(&mut self, t: usize, targets: BTreeSet<String>) -> Result<(), String> {
         for rel in targets {
-            match self.watch_file(t, &rel) {
+            match self.track_file(t, &rel) {
                 Ok(true) => {
                     self.trees[t].suspects.insert(rel.clone());
                 }
@@ -901,8 +1114,11 @@ impl Watcher {
                 Err(e) => return Err(format!("watch {rel}: {e}")),
             }
             let tree = &mut self.trees[t];
-            let read = read_file(&tree.workdir, &rel, tree.hash_kind)
-                .map_err(|e| format!("read {rel}: {e}"))?;
+            let read = match tree.held.get(&rel) {
+                Some(held) => read_held(held, tree.hash_kind).map(Some),
+                None => read_file(&tree.workdir, &rel, tree.hash_kind),
+            }
+            .map_err(|e| format!("read {rel}: {e}"))?;
             let at = tree.files.binary_search_by(|f| f.path.as_str().cmp(&rel));
             match (read, at) {
                 (Some((id, kind)), Ok(i)) => {
@@ -926,47 +1142,205 @@ impl Watcher {
         Ok(())
     }
 
-    /// Asks the kernel, for every file that may be open for writing (opened
-    /// since the last query, newly watched, or a writer last time), whether it
-    /// is: a write through a shared mapping makes no event and may leave its
-    /// stat data as they were, so such a file is re-read at every query while
-    /// it is open for writing, and once more after. Returns how many files of
-    /// each work tree were read.
-    fn probe(&mut self, queried: &BTreeSet<usize>) -> Result<Vec<(usize, usize)>, String> {
-        {
-            let mut shared = lock(&self.shared.0);
-            let opened: Vec<i32> = shared.opened.keys().copied().collect();
-            for wd in opened {
-                let Some(paths) = shared.files.get(&wd) else {
-                    shared.opened.remove(&wd);
-                    continue;
-                };
-                for (t, rel) in paths {
-                    self.trees[*t].suspects.insert(rel.clone());
-                }
+    /// Takes the files that events say were opened since: each with its
+    /// work tree, and whether it was opened up to `cookie` (when given).
+    fn drain_opened(&mut self, cookie: Option<u64>) -> Vec<(usize, String, bool)> {
+        let mut shared = lock(&self.shared.0);
+        let mut out = Vec::with_capacity(shared.opened.len());
+        for (wd, seq) in std::mem::take(&mut shared.opened) {
+            for (t, rel) in shared.files.get(&wd).into_iter().flatten() {
+                out.push((*t, rel.clone(), cookie.is_some_and(|c| seq <= c)));
             }
+        }
+        out
+    }
+
+    /// Before the query's cookie: asks whether the suspects the events read
+    /// so far name, and the files open for writing last time, are open for
+    /// writing, through their held descriptors. One whose writer closes
+    /// after this is seen open for writing; one whose writer closed before
+    /// left an `IN_CLOSE_WRITE` ahead of the cookie. Either way the refresh
+    /// re-reads it. Files without a held descriptor are asked after the
+    /// cookie, unsettled.
+    fn ask_early(&mut self, queried: &BTreeSet<usize>) -> Result<(), String> {
+        // After a tool read every file these are all of them: they go to the
+        // asking as they come, not through a set.
+        let opened = self.drain_opened(None);
+        self.at("drained");
+        let mut wanted: Vec<(usize, String)> = Vec::new();
+        for &t in queried {
+            let tree = &mut self.trees[t];
+            // Left by a query that failed.
+            tree.unsettled.clear();
+            wanted.extend(
+                std::mem::take(&mut tree.suspects)
+                    .into_iter()
+                    .map(|rel| (t, rel)),
+            );
+            wanted.extend(tree.writers.iter().map(|rel| (t, rel.clone())));
+        }
+        wanted.extend(opened.into_iter().map(|(t, rel, _)| (t, rel)));
+        let mut asked: Vec<(usize, String)> = Vec::with_capacity(wanted.len());
+        for (t, rel) in wanted {
+            let tree = &mut self.trees[t];
+            if !queried.contains(&t) {
+                tree.suspects.insert(rel);
+            } else if tree.held.contains_key(&rel) {
+                asked.push((t, rel));
+            } else {
+                tree.unsettled.insert(rel.clone());
+                tree.suspects.insert(rel);
+            }
+        }
+        // (One named twice, say a writer opened again, is asked twice: a
+        // lease costs less than making the names unique.)
+        let answers = self.ask_held(&asked);
+        if let Some(((_, rel), Err(e))) = asked.iter().zip(&answers).find(|(_, a)| a.is_err()) {
+            let e = format!("ask whether {rel} is open for writing: {e}");
+            for (t, rel) in asked {
+                self.trees[t].suspects.insert(rel);
+            }
+            return Err(e);
+        }
+        for ((t, rel), writing) in asked.into_iter().zip(answers) {
+            let writing = writing.unwrap_or(true);
+            let tree = &mut self.trees[t];
+            if writing || tree.writers.contains(&rel) {
+                tree.reread.insert(rel.clone());
+            }
+            if writing {
+                tree.writers.insert(rel);
+            } else {
+                tree.writers.remove(&rel);
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether each of `files` (each held) is open for writing, asked
+    /// through its held descriptor. (Not on several threads: leases of
+    /// different files serialise in the kernel; two threads took as long as
+    /// one.)
+    fn ask_held(&mut self, files: &[(usize, String)]) -> Vec<std::io::Result<bool>> {
+        use std::os::fd::AsFd as _;
+        self.asked += files.len();
+        #[cfg(test)]
+        self.asked_paths
+            .extend(files.iter().map(|(_, rel)| rel.clone()));
+        let fds: Vec<Option<std::os::fd::BorrowedFd<'_>>> = files
+            .iter()
+            .map(|(t, rel)| self.trees[*t].held.get(rel).map(|held| held.fd.as_fd()))
+            .collect();
+        fds.iter()
+            .map(|fd| match fd {
+                Some(fd) => lease::open_for_writing(*fd),
+                None => Err(std::io::Error::other("no descriptor is held")),
+            })
+            .collect()
+    }
+
+    /// After the refresh: asks about the remaining suspects (opened before
+    /// the cookie but read after the early asking, newly held or watched, or
+    /// without a held descriptor), and re-reads those open for writing (or
+    /// until now). An unsettled one found not open for writing may have been
+    /// closed after writing since the cookie: a second cookie makes sure its
+    /// `IN_CLOSE_WRITE` has been read, and then it is re-read. Returns how
+    /// many files of each work tree were read.
+    fn ask_late(
+        &mut self,
+        queried: &BTreeSet<usize>,
+        cookie: u64,
+    ) -> Result<Vec<(usize, usize)>, String> {
+        for (t, rel, before_cookie) in self.drain_opened(Some(cookie)) {
+            let tree = &mut self.trees[t];
+            if before_cookie && queried.contains(&t) {
+                tree.unsettled.insert(rel.clone());
+            }
+            tree.suspects.insert(rel);
         }
         let wanted: Vec<(usize, String)> = queried
             .iter()
             .flat_map(|&t| {
-                let tree = &self.trees[t];
-                tree.suspects
-                    .union(&tree.writers)
+                self.trees[t]
+                    .suspects
+                    .iter()
                     .map(move |rel| (t, rel.clone()))
             })
             .collect();
-        if wanted.is_empty() {
-            return Ok(Vec::new());
-        }
+        let writing = self.ask(&wanted)?;
         let mut reread: BTreeMap<usize, BTreeSet<String>> = BTreeMap::new();
-        let mut writers: BTreeMap<usize, BTreeSet<String>> = BTreeMap::new();
+        let mut settle: Vec<(usize, String)> = Vec::new();
+        for ((t, rel), writing) in wanted.into_iter().zip(writing) {
+            let tree = &mut self.trees[t];
+            if writing || tree.writers.contains(&rel) {
+                reread.entry(t).or_default().insert(rel.clone());
+            } else if tree.unsettled.contains(&rel) {
+                settle.push((t, rel.clone()));
+            }
+            if writing {
+                tree.writers.insert(rel);
+            } else {
+                tree.writers.remove(&rel);
+            }
+        }
+        if !settle.is_empty() {
+            self.sync()?;
+            let shared = lock(&self.shared.0);
+            for (t, rel) in settle {
+                let dirty = &shared.dirty[t];
+                if dirty.all || dirty.paths.contains(&rel) {
+                    reread.entry(t).or_default().insert(rel);
+                }
+            }
+        }
+        let mut out = Vec::new();
+        for &t in queried {
+            let tree = &mut self.trees[t];
+            tree.suspects.clear();
+            tree.unsettled.clear();
+            let targets = reread.remove(&t).unwrap_or_default();
+            out.push((t, targets.len()));
+            self.reread(t, targets)?;
+        }
+        Ok(out)
+    }
+
+    /// Whether each of `wanted` is open for writing, asked through its held
+    /// descriptor; one without is opened to be asked, in batches, each behind
+    /// a cookie after which the watcher's own `IN_OPEN`s are forgotten (the
+    /// leases, asked after it, answer for every open before it). A link, or
+    /// a path the snapshot has no file at, is not asked: it is no regular
+    /// file, or it became one since with a directory event, which re-reads
+    /// and asks about it.
+    fn ask(&mut self, wanted: &[(usize, String)]) -> Result<Vec<bool>, String> {
+        let mut out = vec![false; wanted.len()];
+        let mut held: Vec<usize> = Vec::new();
+        let mut unheld: Vec<usize> = Vec::new();
+        for (i, (t, rel)) in wanted.iter().enumerate() {
+            let tree = &self.trees[*t];
+            if tree.held.contains_key(rel) {
+                held.push(i);
+            } else if tree
+                .files
+                .binary_search_by(|f| f.path.as_str().cmp(rel))
+                .is_ok_and(|at| tree.files[at].kind != FileKind::Symlink)
+            {
+                unheld.push(i);
+            }
+        }
+        let files: Vec<(usize, String)> = held.iter().map(|&i| wanted[i].clone()).collect();
+        for (&i, answer) in held.iter().zip(self.ask_held(&files)) {
+            out[i] = answer
+                .map_err(|e| format!("ask whether {} is open for writing: {e}", wanted[i].1))?;
+        }
         // A batch's descriptors are open together (for one cookie), so a
         // batch stays far below the descriptor limit.
-        for batch in wanted.chunks(PROBE_BATCH) {
-            let mut asked: Vec<(usize, &str, Option<rustix::fd::OwnedFd>)> =
+        for batch in unheld.chunks(PROBE_BATCH) {
+            let mut asked: Vec<(usize, Option<rustix::fd::OwnedFd>)> =
                 Vec::with_capacity(batch.len());
-            for (t, rel) in batch {
+            for &i in batch {
                 use rustix::fs::{Mode, OFlags};
+                let (t, rel) = &wanted[i];
                 let opened = rustix::fs::open(
                     self.trees[*t].workdir.join(rel),
                     OFlags::RDONLY
@@ -985,9 +1359,9 @@ impl Watcher {
                                 == rustix::fs::FileType::RegularFile
                         }) =>
                     {
-                        asked.push((*t, rel, Some(fd)));
+                        asked.push((i, Some(fd)));
                     }
-                    Ok(_) => asked.push((*t, rel, None)),
+                    Ok(_) => asked.push((i, None)),
                     // Gone, a link, or under a path that is no directory now:
                     // the event that made it so re-reads it.
                     Err(
@@ -995,7 +1369,7 @@ impl Watcher {
                         | rustix::io::Errno::NOTDIR
                         | rustix::io::Errno::LOOP,
                     ) => {
-                        asked.push((*t, rel, None));
+                        asked.push((i, None));
                     }
                     Err(e) => return Err(format!("open {rel} to ask who writes it: {e}")),
                 }
@@ -1006,46 +1380,44 @@ impl Watcher {
             let until = self.sync()?;
             {
                 let mut shared = lock(&self.shared.0);
-                for (t, rel, _) in &asked {
-                    if let Some(wd) = self.trees[*t].file_wd.get(*rel)
+                for (i, _) in &asked {
+                    let (t, rel) = &wanted[*i];
+                    if let Some(wd) = self.trees[*t].file_wd.get(rel)
                         && shared.opened.get(wd).is_some_and(|seq| *seq <= until)
                     {
                         shared.opened.remove(wd);
                     }
                 }
             }
-            for (t, rel, fd) in &asked {
-                let writing = match fd {
-                    Some(fd) => lease::open_for_writing(std::os::fd::AsFd::as_fd(fd))
-                        .map_err(|e| format!("ask whether {rel} is open for writing: {e}"))?,
-                    None => false,
-                };
-                if writing {
-                    writers.entry(*t).or_default().insert((*rel).to_owned());
-                }
-                if writing || self.trees[*t].writers.contains(*rel) {
-                    reread.entry(*t).or_default().insert((*rel).to_owned());
+            for (i, fd) in &asked {
+                if let Some(fd) = fd {
+                    let rel = &wanted[*i].1;
+                    let fd = std::os::fd::AsFd::as_fd(fd);
+                    lease::prepare(fd)
+                        .and_then(|()| lease::open_for_writing(fd))
+                        .map(|writing| out[*i] = writing)
+                        .map_err(|e| format!("ask whether {rel} is open for writing: {e}"))?;
+                    self.asked += 1;
+                    #[cfg(test)]
+                    self.asked_paths.insert(rel.clone());
                 }
             }
-        }
-        let mut out = Vec::new();
-        for &t in queried {
-            let tree = &mut self.trees[t];
-            tree.suspects.clear();
-            tree.writers = writers.remove(&t).unwrap_or_default();
-            let targets = reread.remove(&t).unwrap_or_default();
-            out.push((t, targets.len()));
-            self.reread(t, targets)?;
         }
         Ok(out)
     }
 
     /// Takes the whole work tree's snapshot anew, watching every directory
-    /// that holds a tracked file and every tracked file first (so no change
-    /// after the snapshot's reads goes unseen). With `unseen` (events were
-    /// lost, or nothing was watched yet), who opened which file is not known:
-    /// every file is asked about at the next probe.
-    fn full(&mut self, t: usize, unseen: bool) -> Result<usize, String> {
+    /// that holds a tracked file first, then holding and watching the
+    /// tracked files (so no change after the snapshot's reads goes unseen).
+    /// A file already held and watched that no event named since (`dirty`,
+    /// the events the refresh took) is still the same inode at the same
+    /// path: replacing or removing it, or a directory above it, makes a
+    /// directory event, and a mount change or lost events make `dirty.all`.
+    /// Events that arrive meanwhile stay for the next query. With
+    /// `dirty.all` (events were lost, or nothing was watched yet), who opened
+    /// which file is not known either: every file is tracked anew and asked
+    /// about.
+    fn full(&mut self, t: usize, dirty: &Dirty) -> Result<usize, String> {
         let started = Instant::now();
         let workdir = self.trees[t].workdir.clone();
         let index_stamp = stamp(&self.trees[t].index_path);
@@ -1059,14 +1431,28 @@ impl Watcher {
                 }
             }
         }
-        // Watches from an earlier snapshot may name directories that are
-        // gone: keep only the index's, then watch the directories anew.
+        // Every directory is watched (again: a directory still watched
+        // keeps its watch, so no event between the two is missed), then the
+        // watches of directories no tracked file is in any more are removed.
+        self.trees[t].linked_dirs.clear();
+        let mut placed = std::collections::HashSet::new();
+        for d in &dirs {
+            match self.watch_dir(t, d) {
+                Ok(wd) => placed.extend(wd),
+                Err(e) => {
+                    return Err(format!(
+                        "watch {}: {e} (raise fs.inotify.max_user_watches?)",
+                        workdir.join(d).display()
+                    ));
+                }
+            }
+        }
         {
             let mut shared = lock(&self.shared.0);
             let stale: Vec<i32> = shared
                 .watches
                 .iter()
-                .filter(|(_, (tree, rel))| *tree == t && rel.is_some())
+                .filter(|(wd, (tree, rel))| *tree == t && rel.is_some() && !placed.contains(*wd))
                 .map(|(wd, _)| *wd)
                 .collect();
             for wd in stale {
@@ -1074,23 +1460,16 @@ impl Watcher {
                 let _ = inotify::remove_watch(&*self.inotify, wd);
             }
         }
-        self.trees[t].linked_dirs.clear();
-        for d in &dirs {
-            if let Err(e) = self.watch_dir(t, d) {
-                return Err(format!(
-                    "watch {}: {e} (raise fs.inotify.max_user_watches?)",
-                    workdir.join(d).display()
-                ));
-            }
-        }
-        // Files no longer tracked are no longer watched.
+        // Files no longer tracked are no longer held or watched.
         let untracked: Vec<String> = self.trees[t]
             .file_wd
             .keys()
+            .chain(self.trees[t].held.keys())
             .filter(|p| tracked.binary_search(p).is_err())
             .cloned()
             .collect();
         for rel in untracked {
+            self.release(t, &rel);
             if let Some(wd) = self.trees[t].file_wd.remove(&rel) {
                 let mut shared = lock(&self.shared.0);
                 if let Some(paths) = shared.files.get_mut(&wd) {
@@ -1104,9 +1483,17 @@ impl Watcher {
             }
             self.trees[t].writers.remove(&rel);
         }
+        self.trees[t].tracked = tracked;
+        let (named, _) = named(&self.trees[t], dirty);
+        let tracked = std::mem::take(&mut self.trees[t].tracked);
         let mut unknown = BTreeSet::new();
+        let mut anew = 0;
         for rel in &tracked {
-            match self.watch_file(t, rel) {
+            if !dirty.all && !named.contains(rel) && self.watched(t, rel) {
+                continue;
+            }
+            anew += 1;
+            match self.track_file(t, rel) {
                 Ok(true) => {
                     unknown.insert(rel.clone());
                 }
@@ -1114,35 +1501,81 @@ impl Watcher {
                 Err(e) if inputs::is_gone(&e) => {}
                 Err(e) => {
                     return Err(format!(
-                        "watch {}: {e} (raise fs.inotify.max_user_watches?)",
+                        "watch {}: {e} (raise fs.inotify.max_user_watches or the open files limit?)",
                         workdir.join(rel).display()
                     ));
                 }
             }
         }
-        // Events about the old state are moot now.
-        let lost = std::mem::take(&mut lock(&self.shared.0).dirty[t]).all;
         let snapshot = inputs::snapshot(&workdir, &[]).map_err(|e| e.to_string())?;
+        // The queue overflowed while the watches were placed (the next query
+        // starts over again).
+        let lost = lock(&self.shared.0).dirty[t].all;
         let tree = &mut self.trees[t];
         tree.index_stamp = index_stamp;
         tree.tracked = tracked;
         tree.files = snapshot.files;
         tree.suspects.extend(unknown);
-        if unseen || lost {
+        if dirty.all || lost {
             // Events were lost (before this snapshot, or while its watches
             // were placed): who opened what is not known for any file.
             tree.suspects.extend(tree.file_wd.keys().cloned());
         }
         self.served.full_snapshots += 1;
         (self.log)(&format!(
-            "full snapshot of {}: {} files, {} directories watched ({:.1} ms)",
+            "full snapshot of {}: {} files ({anew} tracked anew), {} directories watched, {} files held ({:.1} ms)",
             workdir.display(),
             self.trees[t].files.len(),
             dirs.len(),
+            self.trees[t].held.len(),
             started.elapsed().as_secs_f64() * 1000.0
         ));
         Ok(snapshot.rehashed)
     }
+}
+
+/// The tracked files of `tree` that `dirty`'s events name: the files named,
+/// and those below a directory named, or below a directory that is a
+/// symbolic link (no event covers those); and the directories from each
+/// named directory down to those files (a directory that was removed and
+/// created anew is a new inode, to be watched again).
+fn named(tree: &Tree, dirty: &Dirty) -> (BTreeSet<String>, BTreeSet<String>) {
+    let mut targets: BTreeSet<String> = BTreeSet::new();
+    let mut prefixes: BTreeSet<&str> = dirty.prefixes.iter().map(String::as_str).collect();
+    for p in &dirty.paths {
+        if tree
+            .tracked
+            .binary_search_by(|x| x.as_str().cmp(p.as_str()))
+            .is_ok()
+        {
+            targets.insert(p.clone());
+        } else {
+            // Not a tracked file, but perhaps a directory on a tracked
+            // path that became (or stopped being) a symbolic link or a
+            // file: an event names it without `IN_ISDIR`.
+            prefixes.insert(p.as_str());
+        }
+    }
+    prefixes.extend(tree.linked_dirs.iter().map(String::as_str));
+    let mut dirs = BTreeSet::new();
+    for prefix in prefixes {
+        let below = format!("{prefix}/");
+        let start = tree
+            .tracked
+            .partition_point(|x| x.as_str() < below.as_str());
+        for p in tree.tracked[start..]
+            .iter()
+            .take_while(|x| x.starts_with(below.as_str()))
+        {
+            targets.insert(p.clone());
+            for d in parent_dirs(p).take_while(|d| d.len() >= prefix.len()) {
+                if !dirs.insert(d.to_owned()) {
+                    break;
+                }
+            }
+        }
+    }
+    (targets, dirs)
 }
 
 /// The directories above a relative path, nearest first (`a/b` and `a` for
@@ -1195,6 +1628,29 @@ fn read_file(
         Err(e) if inputs::is_gone(&e) => Ok(None),
         Err(e) => Err(e),
     }
+}
+
+/// A held file's identity and kind from its content, read through its
+/// descriptor (no `open`, so no `IN_OPEN`).
+fn read_held(held: &Held, hash_kind: gix::hash::Kind) -> std::io::Result<(Digest, FileKind)> {
+    let st = rustix::fs::fstat(&held.fd)?;
+    let kind = if st.st_mode & 0o100 != 0 {
+        FileKind::Executable
+    } else {
+        FileKind::File
+    };
+    let mut content = Vec::with_capacity(usize::try_from(st.st_size).unwrap_or(0));
+    let mut buf = vec![0; 64 * 1024];
+    loop {
+        let offset = u64::try_from(content.len()).unwrap_or(u64::MAX);
+        match rustix::io::pread(&held.fd, &mut buf, offset) {
+            Ok(0) => break,
+            Ok(n) => content.extend_from_slice(&buf[..n]),
+            Err(rustix::io::Errno::INTR) => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok((inputs::bytes_identity(&content, hash_kind)?, kind))
 }
 
 /// The event thread: reads the inotify queue for the life of the process.
@@ -1315,6 +1771,17 @@ mod tests {
     /// changed.
     #[test]
     fn the_watcher_agrees_with_a_full_snapshot_after_every_change() {
+        agrees_after_every_change(None);
+    }
+
+    /// The same with no descriptor held: every suspect is opened to be
+    /// asked, behind a cookie.
+    #[test]
+    fn the_watcher_agrees_with_a_full_snapshot_holding_no_descriptor() {
+        agrees_after_every_change(Some(0));
+    }
+
+    fn agrees_after_every_change(held_limit: Option<usize>) {
         use std::os::unix::fs::PermissionsExt as _;
         let tmp = tempfile::tempdir().expect("tempdir");
         let dir = tmp.path();
@@ -1331,6 +1798,9 @@ mod tests {
         }
         commit_all(dir);
         let mut watcher = Watcher::new(Box::new(|_| {})).expect("inotify is usable");
+        if let Some(limit) = held_limit {
+            watcher.held_limit = limit;
+        }
         let exclude = ["changes/".to_owned()];
         let openspec = dir.join("openspec");
         let check = |watcher: &mut Watcher, step: &str| -> usize {
@@ -1462,6 +1932,11 @@ mod tests {
             &mut watcher,
             "a directory replaced by a link to one outside",
         );
+        let held = |watcher: &Watcher| watcher.trees[0].held.contains_key("a/deep/three.txt");
+        assert!(
+            !held(&watcher),
+            "nothing is held where a linked directory points (it may be another mount)"
+        );
         fs_err::write(out.join("deep/three.txt"), "three, edited outside\n").expect("write");
         check(&mut watcher, "an edit where the linked directory points");
         fs_err::write(out.join("deep/tmp"), "three, renamed over outside\n").expect("write");
@@ -1478,6 +1953,7 @@ mod tests {
         fs_err::remove_file(dir.join("a/deep")).expect("rm link");
         write(dir, "a/deep/three.txt", "three, a directory again\n");
         check(&mut watcher, "the link replaced by a directory again");
+        assert_eq!(held(&watcher), held_limit.is_none());
         write(dir, "a/deep/three.txt", "three, edited once more\n");
         assert_eq!(
             check(&mut watcher, "an edit in the directory that was a link"),
@@ -1489,6 +1965,19 @@ mod tests {
             "{:?}",
             watcher.served()
         );
+        let held: usize = watcher.trees.iter().map(|t| t.held.len()).sum();
+        assert_eq!(held, watcher.held_count, "every held descriptor is counted");
+        assert!(held <= watcher.held_limit);
+        nothing_is_asked_twice(&mut watcher, dir);
+    }
+
+    /// The query after one with nothing new asks about no file and reads
+    /// none: the watcher's own reads and asks made no file a suspect.
+    fn nothing_is_asked_twice(watcher: &mut Watcher, dir: &Path) {
+        // This one asks about what the test's own snapshots opened.
+        watcher.snapshot(dir, &[]).expect("the watcher answers");
+        let again = watcher.snapshot(dir, &[]).expect("the watcher answers");
+        assert_eq!((again.rehashed, watcher.asked), (0, 0));
     }
 
     /// Another process holding a shared writable mapping of a file (Python's
@@ -1544,21 +2033,24 @@ mod tests {
         }
     }
 
-    /// More files than one probe batch: every one is asked about after the
-    /// first snapshot (its watches are new) and after all were opened, with
-    /// no more descriptors open at once than a batch; a mapped file among
-    /// them is still seen.
+    /// More files than one probe batch, and more than the descriptors the
+    /// watcher may hold: every one is asked about after the first snapshot
+    /// (its watches are new) and after all were opened, those not held in
+    /// batches; a mapped file among the held ones and one among the others
+    /// are still seen, and the query after asks nothing.
     #[test]
     fn files_are_asked_about_in_batches() {
         let tmp = tempfile::tempdir().expect("tempdir");
         let dir = tmp.path();
         git(dir, &["init", "-q"]);
         let count = PROBE_BATCH * 2 + 7;
+        let name = |i: usize| format!("d{}/f{i:04}.txt", i % 3);
         for i in 0..count {
-            write(dir, &format!("d{}/f{i}.txt", i % 3), &format!("{i}\n"));
+            write(dir, &name(i), &format!("{i}\n"));
         }
         commit_all(dir);
         let mut watcher = Watcher::new(Box::new(|_| {})).expect("inotify is usable");
+        watcher.held_limit = 100;
         let check = |watcher: &mut Watcher, step: &str| {
             let answered = watcher.snapshot(dir, &[]).expect("the watcher answers");
             let direct = inputs::snapshot(dir, &[]).expect("a snapshot");
@@ -1569,15 +2061,243 @@ mod tests {
             watcher.trees[0].suspects.is_empty(),
             "every new watch was asked about"
         );
+        assert_eq!(watcher.asked, count);
+        assert_eq!(watcher.held_count, 100);
+        let held: Vec<usize> = (0..count)
+            .filter(|i| watcher.trees[0].held.contains_key(&name(*i)))
+            .collect();
+        let unheld = (0..count)
+            .find(|i| !held.contains(i))
+            .expect("a file not held");
         for i in 0..count {
-            let _ = fs_err::read(dir.join(format!("d{}/f{i}.txt", i % 3))).expect("read");
+            let _ = fs_err::read(dir.join(name(i))).expect("read");
         }
-        let last = count - 1;
-        let mut mapping = Mapping::new(&dir.join(format!("d{}/f{last}.txt", last % 3)));
-        mapping.write(0, b"X");
-        check(&mut watcher, "every file opened, one mapped and written");
+        let mut one = Mapping::new(&dir.join(name(held[0])));
+        one.write(0, b"X");
+        let mut other = Mapping::new(&dir.join(name(unheld)));
+        other.write(0, b"Y");
+        check(&mut watcher, "every file opened, two mapped and written");
+        assert_eq!(watcher.asked, count);
+        one.write(0, b"Z");
+        other.write(0, b"W");
+        check(&mut watcher, "written again through both mappings");
+        one.finish();
+        other.finish();
+        check(&mut watcher, "the mappings gone");
+        nothing_is_asked_twice(&mut watcher, dir);
+    }
+
+    /// A changed index makes the watcher take a full snapshot, but it keeps
+    /// the descriptors and watches of the files that are still the same, so
+    /// it asks only about what was opened or replaced; what is no longer
+    /// tracked or there is let go.
+    #[test]
+    fn a_full_snapshot_keeps_what_it_holds() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let dir = tmp.path();
+        git(dir, &["init", "-q"]);
+        for i in 0..20 {
+            let path = format!("f{i}.txt");
+            write(dir, &path, &format!("{i}\n"));
+            // Older than the index, so no snapshot re-reads (opens) it as
+            // racily clean.
+            fs_err::File::options()
+                .append(true)
+                .open(dir.join(&path))
+                .expect("open")
+                .file()
+                .set_modified(std::time::SystemTime::now() - Duration::from_secs(3600))
+                .expect("set the mtime");
+        }
+        commit_all(dir);
+        let log = Arc::new(Mutex::new(Vec::<String>::new()));
+        let lines = Arc::clone(&log);
+        let mut watcher = Watcher::new(Box::new(move |line| {
+            lock_log(&lines).push(line.to_owned());
+        }))
+        .expect("inotify is usable");
+        let check = |watcher: &mut Watcher, step: &str| {
+            let answered = watcher.snapshot(dir, &[]).expect("the watcher answers");
+            let direct = inputs::snapshot(dir, &[]).expect("a snapshot");
+            assert_eq!(answered.files, direct.files, "{step}");
+        };
+        check(&mut watcher, "first");
+        assert_eq!(watcher.asked, 20);
+        assert!(
+            lock_log(&log)
+                .iter()
+                .any(|l| l.contains("20 files (20 tracked anew)")),
+            "{:?}",
+            lock_log(&log)
+        );
+        nothing_is_asked_twice(&mut watcher, dir);
+        // Edited in place (opened), replaced by a file renamed over it, and
+        // the index rewritten with its own content (new stat data).
+        write(dir, "f1.txt", "one, edited\n");
+        fs_err::write(dir.join("new.txt"), "new\n").expect("write");
+        fs_err::rename(dir.join("new.txt"), dir.join("f2.txt")).expect("mv");
+        let index = dir.join(".git/index");
+        let bytes = fs_err::read(&index).expect("read the index");
+        fs_err::write(&index, bytes).expect("rewrite the index");
+        let full = watcher.served().full_snapshots;
+        check(&mut watcher, "after the index changed");
+        assert_eq!(watcher.served().full_snapshots, full + 1);
+        assert!(
+            lock_log(&log)
+                .last()
+                .is_some_and(|l| l.contains("20 files (2 tracked anew)")),
+            "only the files events named are looked at again: {:?}",
+            lock_log(&log)
+        );
+        // The replaced file is watched and held as the new inode.
+        let mut mapping = Mapping::new(&dir.join("f2.txt"));
+        mapping.write(0, b"N");
+        check(
+            &mut watcher,
+            "a write through a mapping of the replaced file",
+        );
         mapping.finish();
-        check(&mut watcher, "the mapping gone");
+        check(&mut watcher, "that mapping gone");
+        assert_eq!(
+            watcher.asked_paths,
+            BTreeSet::from(["f1.txt".to_owned(), "f2.txt".to_owned()]),
+            "only the opened and the replaced file (the opened one perhaps twice: \
+             opened by the edit, and by the snapshot that re-hashed it)"
+        );
+        assert_eq!(watcher.held_count, 20);
+        git(dir, &["rm", "-q", "--cached", "f3.txt"]);
+        check(&mut watcher, "a file no longer tracked");
+        assert!(!watcher.trees[0].held.contains_key("f3.txt"), "let go");
+        assert_eq!(watcher.held_count, 19);
+        fs_err::remove_file(dir.join("f4.txt")).expect("rm");
+        check(&mut watcher, "a deleted file");
+        assert!(!watcher.trees[0].held.contains_key("f4.txt"), "let go");
+        assert_eq!(watcher.held_count, 18);
+    }
+
+    fn lock_log(log: &Mutex<Vec<String>>) -> MutexGuard<'_, Vec<String>> {
+        log.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Holds a mapping of `path` written before a query, and closes it at
+    /// the query's point `close_at` — where the old order (cookie, refresh,
+    /// then asking) missed it: the file was no longer open for writing when
+    /// asked, and its `IN_CLOSE_WRITE` came after the refresh took the
+    /// events. With `open_at`, the mapping is made at that point of the
+    /// query (after it took the events read so far) instead of before it.
+    fn close_during_a_query(open_at: Option<&'static str>, held_limit: usize) {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let dir = tmp.path().to_path_buf();
+        git(&dir, &["init", "-q"]);
+        write(&dir, "a.txt", "aaaa\n");
+        write(&dir, "b.txt", "bbbb\n");
+        commit_all(&dir);
+        let mut watcher = Watcher::new(Box::new(|_| {})).expect("inotify is usable");
+        watcher.held_limit = held_limit;
+        let check = |watcher: &mut Watcher, step: &str| {
+            let answered = watcher.snapshot(&dir, &[]).expect("the watcher answers");
+            let direct = inputs::snapshot(&dir, &[]).expect("a snapshot");
+            assert_eq!(answered.files, direct.files, "{step}");
+        };
+        check(&mut watcher, "first");
+        let path = dir.join("a.txt");
+        let mut mapping = match open_at {
+            Some(_) => None,
+            None => {
+                let mut m = Mapping::new(&path);
+                m.write(0, b"X");
+                // Its `IN_OPEN` has been read before the query.
+                watcher.sync().expect("a cookie");
+                Some(m)
+            }
+        };
+        watcher.hook = Some(Box::new(move |point| {
+            if Some(point) == open_at {
+                let mut m = Mapping::new(&path);
+                m.write(0, b"X");
+                mapping = Some(m);
+            } else if point == "refreshed"
+                && let Some(m) = mapping.take()
+            {
+                m.finish();
+            }
+        }));
+        check(
+            &mut watcher,
+            "a mapping written before, closed during the query",
+        );
+        watcher.hook = None;
+        check(&mut watcher, "after");
+    }
+
+    #[test]
+    fn a_writer_closed_during_a_query_is_seen() {
+        close_during_a_query(None, usize::MAX);
+    }
+
+    #[test]
+    fn a_writer_opened_after_the_early_asking_and_closed_during_the_query_is_seen() {
+        close_during_a_query(Some("drained"), usize::MAX);
+    }
+
+    #[test]
+    fn a_writer_of_a_file_not_held_closed_during_a_query_is_seen() {
+        close_during_a_query(None, 0);
+    }
+
+    /// Why the watcher asks the kernel instead of counting `IN_OPEN`s
+    /// against `IN_CLOSE_*`: inotify drops an event identical to the last one
+    /// still queued, so a read-only open and a writable one in a row arrive
+    /// as one `IN_OPEN`; when the read-only one is closed, the counts say
+    /// nothing is open while a writable mapping is. The lease says so.
+    #[test]
+    fn inotify_merges_opens_so_counting_them_cannot_replace_the_lease() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let path = tmp.path().join("f");
+        fs_err::write(&path, "content\n").expect("write");
+        let fd = inotify::init(CreateFlags::CLOEXEC | CreateFlags::NONBLOCK).expect("inotify");
+        let flags = WatchFlags::OPEN | WatchFlags::CLOSE_WRITE | WatchFlags::CLOSE_NOWRITE;
+        inotify::add_watch(&fd, &path, flags).expect("watch");
+        let reading = fs_err::File::open(&path).expect("open read-only");
+        // Opens it read-write, maps it shared, closes the descriptor: the
+        // mapping keeps the file open for writing.
+        let mapping = Mapping::new(&path);
+        drop(reading);
+        let mut buf = vec![std::mem::MaybeUninit::<u8>::uninit(); 4096];
+        let mut reader = inotify::Reader::new(&fd, &mut buf);
+        let (mut opens, mut closes) = (0, 0);
+        while let Ok(event) = reader.next() {
+            if event.events().contains(ReadFlags::OPEN) {
+                opens += 1;
+            }
+            if event
+                .events()
+                .intersects(ReadFlags::CLOSE_WRITE | ReadFlags::CLOSE_NOWRITE)
+            {
+                closes += 1;
+            }
+        }
+        assert_eq!((opens, closes), (1, 1), "two opens arrived as one");
+        let asked = fs_err::File::open(&path).expect("open");
+        let asked = std::os::fd::AsFd::as_fd(asked.file());
+        lease::prepare(asked).expect("prepare");
+        assert!(lease::open_for_writing(asked).expect("a lease answer"));
+        mapping.finish();
+    }
+
+    #[test]
+    fn inner_mounts_are_below_the_work_tree() {
+        let mounts = [
+            "22 /".to_owned(),
+            "30 /w/t/web/src".to_owned(),
+            "31 /w/t".to_owned(),
+        ];
+        let inner = inner_mounts(&mounts, Path::new("/w/t"));
+        assert_eq!(inner, ["web/src"]);
+        assert!(below_any(&inner, "web/src"));
+        assert!(below_any(&inner, "web/src/app.js"));
+        assert!(!below_any(&inner, "web/srcs/app.js"));
+        assert!(!below_any(&inner, "web/app.js"));
     }
 
     #[test]
@@ -1614,7 +2334,9 @@ mod tests {
             },
         ];
         let mut bytes = Vec::new();
-        encode(&files, &mut bytes);
+        for f in &files {
+            encode(&f.path, f, &mut bytes);
+        }
         assert_eq!(decode(&bytes, files.len()), Some((files.clone(), &[][..])));
         // A truncated body is refused, never half-read; what follows is left.
         assert_eq!(decode(&bytes[..bytes.len() - 1], files.len()), None);

@@ -2,7 +2,8 @@
 //! kernel with a read lease: `F_SETLEASE(F_RDLCK)` is refused (`EAGAIN`)
 //! exactly while some open file description of the inode has write access —
 //! an open descriptor, or a shared mapping that outlived its descriptor —
-//! whichever process, path or namespace it came from.
+//! whichever process, path or namespace it came from. The watcher's own
+//! read-only descriptor does not count.
 //!
 //! The lease is released at once. A writer that opens the file in the
 //! microseconds it is held waits for the release (a lease break); the break's
@@ -19,16 +20,23 @@ use std::os::fd::{AsRawFd as _, BorrowedFd};
 /// architecture; the `libc` crate defines it only for musl).
 const F_SETSIG: libc::c_int = 10;
 
-/// `Ok(true)` when the file open as `fd` (read-only) is open for writing
-/// elsewhere; an error when the kernel cannot say (no lease support on this
-/// file system, `fs.leases-enable = 0`, a file this user does not own).
-pub(super) fn open_for_writing(fd: BorrowedFd<'_>) -> std::io::Result<bool> {
-    let raw = fd.as_raw_fd();
+/// Makes a lease break on `fd` signal `SIGURG`: once per descriptor, before
+/// [`open_for_writing`] asks through it.
+pub(super) fn prepare(fd: BorrowedFd<'_>) -> std::io::Result<()> {
     // SAFETY: `fcntl` with an integer argument reads and writes no memory of
-    // ours; `raw` is a descriptor that `fd` keeps open for this call.
-    if unsafe { libc::fcntl(raw, F_SETSIG, libc::SIGURG) } != 0 {
+    // ours; `fd` keeps the descriptor open for this call.
+    if unsafe { libc::fcntl(fd.as_raw_fd(), F_SETSIG, libc::SIGURG) } != 0 {
         return Err(std::io::Error::last_os_error());
     }
+    Ok(())
+}
+
+/// `Ok(true)` when the file open as `fd` (read-only, [`prepare`]d) is open
+/// for writing elsewhere; an error when the kernel cannot say (no lease
+/// support on this file system, `fs.leases-enable = 0`, a file this user
+/// does not own).
+pub(super) fn open_for_writing(fd: BorrowedFd<'_>) -> std::io::Result<bool> {
+    let raw = fd.as_raw_fd();
     // SAFETY: as above.
     if unsafe { libc::fcntl(raw, libc::F_SETLEASE, libc::F_RDLCK) } != 0 {
         let e = std::io::Error::last_os_error();
