@@ -12,11 +12,14 @@
 //! - counts tallied from a test list match it, and a declared total that disagrees with
 //!   the list is a runner error;
 //! - every count is at most 2^53 - 1, the largest a receipt (RFC 8785 canonical JSON)
-//!   can carry exactly.
+//!   can carry exactly;
+//! - critical cases are judged from the first source that has rows (explicit rows, then
+//!   annotations, then tests), one finding per required id, an exact id before an embedded
+//!   one, and only a passing row passes.
 
 use std::collections::BTreeSet;
 
-use crate::report::{self, Counts, Declared, Format, Report};
+use crate::report::{self, Counts, CriticalFinding, CriticalRow, Declared, Format, Report};
 
 /// The largest integer a signed receipt can hold exactly.
 const MAX_SAFE_INTEGER: u64 = (1 << 53) - 1;
@@ -37,6 +40,7 @@ pub fn run(data: &[u8]) {
     }
     if let Ok(report) = &auto {
         check(report, data);
+        critical(report, data);
         assert_eq!(sniffed, Some(report.format), "sniff and parse disagree");
         let declared = report::parse(data, Declared::Exactly(report.format));
         assert_eq!(
@@ -113,4 +117,53 @@ fn check(report: &Report, data: &[u8]) {
         "{format}: a count above 2^53 - 1: {:?} {counts:?}",
         report.discovered
     );
+}
+
+/// Judges critical cases named after the report's own rows (and one it does not have).
+fn critical(report: &Report, data: &[u8]) {
+    let sources = [
+        report::explicit_rows(data),
+        report::annotated_rows(report),
+        report::test_rows(report),
+    ];
+    let rows: &[CriticalRow] = sources.iter().find(|s| !s.is_empty()).map_or(&[], |s| s);
+    let mut required: Vec<String> = sources
+        .iter()
+        .flat_map(|s| s.iter().take(3).map(|r| r.id.clone()))
+        .collect();
+    required.push("no-such-critical-case".to_owned());
+    let findings = report::check_critical(&required, &sources);
+    assert_eq!(
+        findings.len(),
+        required.len(),
+        "one finding per required case"
+    );
+    for ((id, finding), wanted) in findings.iter().zip(&required) {
+        assert_eq!(id, wanted, "findings out of order");
+        let exact = rows.iter().find(|r| r.id == *id);
+        match finding {
+            CriticalFinding::Passed(row) | CriticalFinding::NotPassed(row) => {
+                assert!(
+                    rows.contains(row),
+                    "case `{id}` judged by a row of another source"
+                );
+                assert_eq!(matches!(finding, CriticalFinding::Passed(_)), row.passed());
+                if let Some(exact) = exact {
+                    assert_eq!(row, exact, "case `{id}` judged by another row than its own");
+                }
+            }
+            CriticalFinding::Missing => {
+                assert!(exact.is_none(), "case `{id}` has a row but is missing");
+            }
+        }
+    }
+    // One required case and one row: that row judges it, whatever its id.
+    let lone = ["no-such-critical-case".to_owned()];
+    let findings = report::check_critical(&lone, &sources);
+    if let [row] = rows {
+        assert!(
+            matches!(&findings[..], [(_, CriticalFinding::Passed(r) | CriticalFinding::NotPassed(r))] if r == row),
+            "the only row did not judge the only case: {findings:?}"
+        );
+    }
 }
