@@ -44,6 +44,10 @@ pub use model::{Annotation, Attachment, Counts, Declared, Format, Outcome, Repor
 /// Reports larger than this are refused (the caller should also bound what it reads).
 pub const MAX_REPORT_BYTES: usize = 256 * 1024 * 1024;
 
+/// The largest count a report may give: 2^53 - 1, the largest integer a receipt (canonical
+/// JSON, RFC 8785) carries exactly. A report that counts more is refused, not rounded.
+pub const MAX_COUNT: u64 = (1 << 53) - 1;
+
 /// Detects the format of a report without parsing it fully. See the `sniff` module docs for
 /// the rules; Jest and Vitest are told apart by Vitest-only keys, Jest when in doubt.
 pub fn sniff(bytes: &[u8]) -> Option<Format> {
@@ -90,6 +94,27 @@ pub fn parse(bytes: &[u8], declared: Declared) -> Result<Report, ReportError> {
     };
     util::dedupe_ids(&mut report.tests);
     util::cap_runner_errors(&mut report.runner_errors);
+    let counts = report.counts.unwrap_or_default();
+    let largest = [
+        report.discovered.unwrap_or(0),
+        counts.total,
+        counts.passed,
+        counts.failed,
+        counts.skipped,
+        counts.todo,
+        counts.flaky,
+        counts.interrupted,
+        counts.did_not_run,
+    ]
+    .into_iter()
+    .max()
+    .unwrap_or(0);
+    if largest > MAX_COUNT {
+        return Err(ReportError::shape(
+            report.format,
+            format!("it counts {largest} tests, more than 2^53 - 1 (the most a receipt holds)"),
+        ));
+    }
     Ok(report)
 }
 

@@ -224,6 +224,63 @@ fn tap_followed_by_json_event_lines_is_tap_to_auto_and_libtest_to_json() {
     assert!(!auto.runner_errors.is_empty() && !json.runner_errors.is_empty());
 }
 
+/// Found by the `report` target (`fixtures/fuzz/report/tap-plan-past-2-53`): a count no
+/// receipt can carry exactly. Every format that declares a count refuses one past 2^53 - 1
+/// and reads one at it.
+#[test]
+fn a_count_past_2_53_is_refused_in_every_format_that_declares_one() {
+    use proofgraph::report::{self, Declared, Format};
+    /// A document of a format that declares `n` tests.
+    type Doc = fn(u64) -> String;
+    let docs: [(Format, Doc); 9] = [
+        (Format::Tap, |n| format!("TAP version 14\n1..{n}\n")),
+        (Format::Junit, |n| {
+            format!("<testsuites tests=\"{n}\"></testsuites>")
+        }),
+        (Format::Jest, |n| {
+            format!(r#"{{"numTotalTests": {n}, "testResults": []}}"#)
+        }),
+        (Format::Vitest, |n| {
+            format!(r#"{{"numTotalTests": {n}, "testResults": []}}"#)
+        }),
+        (Format::Mocha, |n| {
+            format!(r#"{{"stats": {{"tests": {n}}}, "tests": []}}"#)
+        }),
+        (Format::Ctrf, |n| {
+            format!(
+                r#"{{"results": {{"tool": {{"name": "x"}}, "summary": {{"tests": {n}}}, "tests": []}}}}"#
+            )
+        }),
+        (Format::Playwright, |n| {
+            format!(r#"{{"config": {{}}, "suites": [], "stats": {{"expected": {n}}}}}"#)
+        }),
+        (Format::Summary, |n| format!(r#"{{"totalTests": {n}}}"#)),
+        (Format::LibtestJson, |n| {
+            format!("{{\"type\":\"suite\",\"event\":\"started\",\"test_count\":{n}}}\n")
+        }),
+    ];
+    let max = report::MAX_COUNT;
+    assert_eq!(max, (1 << 53) - 1);
+    for (format, doc) in docs {
+        for declared in [Declared::Auto, Declared::Exactly(format)] {
+            let read = report::parse(doc(max).as_bytes(), declared)
+                .unwrap_or_else(|e| panic!("{format} at 2^53 - 1: {e}"));
+            if declared != Declared::Auto {
+                assert_eq!(read.format, format);
+            }
+            assert_eq!(read.discovered, Some(max), "{format}");
+            for n in [max + 1, u64::MAX] {
+                let err = report::parse(doc(n).as_bytes(), declared)
+                    .expect_err(&format!("{format} {declared:?} counts {n}"));
+                assert!(err.to_string().contains("2^53"), "{format}: {err}");
+            }
+        }
+    }
+    let kept = fs_err::read(repo_root().join("fixtures/fuzz/report/tap-plan-past-2-53"))
+        .expect("read the kept input");
+    assert!(report::parse(&kept, Declared::Auto).is_err());
+}
+
 proptest! {
     #![proptest_config(config())]
 
