@@ -281,6 +281,29 @@ fn a_count_past_2_53_is_refused_in_every_format_that_declares_one() {
     assert!(report::parse(&kept, Declared::Auto).is_err());
 }
 
+/// Found by the `report` target (`fixtures/fuzz/report/two-byte-order-marks`): `parse`
+/// reads past a byte-order mark before it sniffs, and `sniff` did not, so a report behind
+/// two marks was TAP to one and nothing to the other.
+#[test]
+fn sniff_and_parse_agree_behind_byte_order_marks() {
+    use proofgraph::report::{self, Declared};
+    let kept = fs_err::read(repo_root().join("fixtures/fuzz/report/two-byte-order-marks"))
+        .expect("read the kept input");
+    let bom = b"\xEF\xBB\xBF";
+    for body in [
+        &b"TAP version 14\n1..1\nok 1 - a\n"[..],
+        b"{\"totalTests\": 2}",
+        &kept,
+    ] {
+        for marks in 0..3 {
+            let mut bytes = bom.repeat(marks);
+            bytes.extend_from_slice(body);
+            let parsed = report::parse(&bytes, Declared::Auto).map(|r| r.format);
+            assert_eq!(report::sniff(&bytes), parsed.ok(), "{marks} marks");
+        }
+    }
+}
+
 proptest! {
     #![proptest_config(config())]
 
