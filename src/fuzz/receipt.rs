@@ -16,9 +16,10 @@
 
 use serde_json::Value;
 
+use crate::attest::canonical::CanonicalJsonError;
 use crate::attest::envelope::{self, TrustedKey};
 use crate::attest::keys;
-use crate::attest::statement::{self, IN_TOTO_PAYLOAD_TYPE, Statement};
+use crate::attest::statement::{self, IN_TOTO_PAYLOAD_TYPE, Statement, StatementError};
 use crate::external::{self, Expectation};
 use crate::receipt::{self, PREDICATE_TYPE, Rejected, TestNames};
 
@@ -78,13 +79,15 @@ pub fn run(data: &[u8]) {
 
 /// Writes a receipt read back once more and reads it again.
 fn rewrite(proof: &receipt::Proof, key: &ed25519_dalek::SigningKey, trusted: &[TrustedKey]) {
-    // A receipt with a number outside the canonical range cannot be signed again (and
-    // proofgraph never wrote it); everything else must survive the round trip.
-    let Ok(statement) = receipt::statement(proof, &TestNames::default()) else {
-        return;
+    // A receipt with a number outside the canonical range (past 2^53 - 1) cannot be signed
+    // again, and proofgraph never wrote one; everything else must survive the round trip.
+    let statement = receipt::statement(proof, &TestNames::default())
+        .expect("a receipt that was read makes a statement");
+    let envelope = match statement::sign_statement(&statement, key, None) {
+        Ok(envelope) => envelope,
+        Err(StatementError::Canonical(CanonicalJsonError::Number { .. })) => return,
+        Err(e) => panic!("a receipt that was read does not sign again: {e}"),
     };
-    let envelope =
-        statement::sign_statement(&statement, key, None).expect("a valid statement signs");
     let (again, _) = receipt::verify_bytes(envelope.to_json().as_bytes(), trusted)
         .expect("a receipt written from one read back reads");
     assert_eq!(&again, proof, "the receipt changed on the way round");
