@@ -17,6 +17,7 @@ pub mod env;
 pub mod execute;
 pub mod exit;
 pub mod external;
+pub mod fuzz;
 pub mod inputs;
 pub mod interrupt;
 pub mod judge;

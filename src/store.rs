@@ -87,8 +87,9 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
     proofgraph_graph::fingerprint::hex(&sha2::Sha256::digest(bytes))
 }
 
-/// The target of a pointer to the blob `sha256` (hex): `sha256-<unpadded base64url>`.
-fn pointer_target(sha256: &str) -> Option<String> {
+/// The target of a pointer to the blob `sha256` (hex): `sha256-<unpadded base64url>`;
+/// `None` when `sha256` is not 64 lowercase hex digits. [`decode_link_target`] reads it.
+pub fn pointer_target(sha256: &str) -> Option<String> {
     use base64::Engine as _;
     if !is_sha256_hex(sha256) {
         return None;
@@ -103,22 +104,32 @@ fn pointer_target(sha256: &str) -> Option<String> {
 /// The blob a pointer names (hex), or `None` when it is absent or malformed. A regular
 /// file holding the hex digest (an entry written by an earlier version) is read too.
 fn read_pointer(path: &Path) -> Option<String> {
-    use base64::Engine as _;
+    use std::os::unix::ffi::OsStrExt as _;
     match fs_err::read_link(path) {
-        Ok(target) => {
-            let encoded = target.to_str()?.strip_prefix("sha256-")?;
-            let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
-                .decode(encoded)
-                .ok()?;
-            (bytes.len() == 32).then(|| proofgraph_graph::fingerprint::hex(&bytes))
-        }
+        Ok(target) => decode_link_target(target.as_os_str().as_bytes()),
         Err(e) if e.kind() == std::io::ErrorKind::InvalidInput => {
-            let text = fs_err::read_to_string(path).ok()?;
-            let digest = text.trim();
-            is_sha256_hex(digest).then(|| digest.to_owned())
+            decode_entry_file(&fs_err::read(path).ok()?)
         }
         Err(_) => None,
     }
+}
+
+/// The blob (hex) a pointer's symbolic-link target names: `sha256-` and the 32 digest
+/// bytes in unpadded base64url, nothing else; `None` for any other target.
+pub fn decode_link_target(target: &[u8]) -> Option<String> {
+    use base64::Engine as _;
+    let encoded = std::str::from_utf8(target).ok()?.strip_prefix("sha256-")?;
+    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(encoded)
+        .ok()?;
+    (bytes.len() == 32).then(|| proofgraph_graph::fingerprint::hex(&bytes))
+}
+
+/// The blob (hex) an entry written as a regular file names (as earlier versions wrote
+/// them): 64 lowercase hex digits, surrounding whitespace allowed; `None` otherwise.
+pub fn decode_entry_file(bytes: &[u8]) -> Option<String> {
+    let digest = std::str::from_utf8(bytes).ok()?.trim();
+    is_sha256_hex(digest).then(|| digest.to_owned())
 }
 
 /// Whether `text` is 64 lowercase hex digits.

@@ -29,6 +29,12 @@ pub fn read_document(path: &Path, shown: &str) -> Result<Document, Diagnostic> {
     file.take(MAX_FILE_BYTES + 1)
         .read_to_end(&mut bytes)
         .map_err(|err| unreadable(shown, &err))?;
+    parse_bytes(&bytes, shown)
+}
+
+/// Parses a file's bytes (read with at most [`MAX_FILE_BYTES`]` + 1` of them) as
+/// [`read_document`] does; `shown` is how the file is named in diagnostics.
+pub fn parse_bytes(bytes: &[u8], shown: &str) -> Result<Document, Diagnostic> {
     if bytes.len() as u64 > MAX_FILE_BYTES {
         return Err(Diagnostic::error(
             Code::FileTooLarge,
@@ -40,10 +46,10 @@ pub fn read_document(path: &Path, shown: &str) -> Result<Document, Diagnostic> {
         .at(shown, Pos::new(1, 1))
         .fix("Check that the file is the configuration you meant; it is not read."));
     }
-    let text = match std::str::from_utf8(&bytes) {
+    let text = match std::str::from_utf8(bytes) {
         Ok(text) => text,
         Err(err) => {
-            let pos = utf8_error_pos(&bytes, err.valid_up_to());
+            let pos = utf8_error_pos(bytes, err.valid_up_to());
             return Err(
                 Diagnostic::error(Code::InvalidUtf8, format!("{shown} is not UTF-8 text"))
                     .at(shown, pos)

@@ -9,7 +9,7 @@
 //! configuration needs them, and aliases are how a small file becomes a huge
 //! tree.
 
-use saphyr_parser::{Event, Marker, Parser, ScalarStyle, Span};
+use saphyr_parser::{BufferedInput, Event, Marker, Parser, ScalarStyle, Span};
 
 use super::node::{Key, Node, Pos, Value};
 use super::parse::{KeyIndex, MAX_DEPTH, ParseError, ParseErrorKind, saturate};
@@ -19,7 +19,11 @@ pub fn parse(text: &str) -> Result<Node, ParseError> {
     let mut stack: Vec<Frame> = Vec::new();
     let mut root: Option<Node> = None;
     let mut documents = 0usize;
-    for item in Parser::new_from_str(text) {
+    // Read as characters: saphyr's `&str` input counts some runs (a directive's name and
+    // parameters) in bytes where positions are in characters, so an error after a
+    // non-ASCII directive was placed past the end of its line. Its character input counts
+    // characters everywhere, and is no slower.
+    for item in Parser::new(BufferedInput::new(text.chars())) {
         let (event, span) = item.map_err(|err| {
             // The parser bounds its own flow nesting; that is our TooDeep too.
             let kind = if err.info().contains("recursion limit") {
@@ -309,6 +313,15 @@ mod tests {
         assert!(matches!(kind("a: [1, 2\n"), ParseErrorKind::Syntax(_)));
         let deep = format!("{}{}", "[".repeat(MAX_DEPTH + 1), "]".repeat(MAX_DEPTH + 1));
         assert_eq!(kind(&deep), ParseErrorKind::TooDeep);
+    }
+
+    /// Found by the `config` fuzz target (`fixtures/fuzz/config/directive-column`).
+    #[test]
+    fn an_error_after_a_non_ascii_directive_is_placed_by_characters() {
+        // `%é\u{10d68f}` is a directive name of 3 characters and 7 bytes; the NUL after it
+        // is the error, at character column 5.
+        let err = parse("%é\u{10d68f} \0\n").expect_err("a NUL in a directive");
+        assert_eq!(err.pos, Pos::new(1, 5), "{err:?}");
     }
 
     #[test]

@@ -72,7 +72,10 @@ pub fn sniff(bytes: &[u8]) -> Option<Format> {
     if bytes.len() > MAX_REPORT_BYTES {
         return None;
     }
-    sniff::detect(bytes, false).ok().map(|d| d.format())
+    // As `parse` reads it: after a byte-order mark.
+    sniff::detect(sniff::bytes_without_bom(bytes), false)
+        .ok()
+        .map(|d| d.format())
 }
 
 /// Parses a report. `declared` is what the configuration said: an exact format (the

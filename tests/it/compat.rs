@@ -8,7 +8,7 @@ use crate::support::{Sandbox, repo_root};
 
 /// The corpus lives in the shared folder beside the checkout (it is not
 /// copied into the project); `PROOFGRAPH_SHARED` points elsewhere.
-fn compat_dir() -> PathBuf {
+pub(crate) fn compat_dir() -> PathBuf {
     let candidates: Vec<PathBuf> = std::env::var_os("PROOFGRAPH_SHARED")
         .map(PathBuf::from)
         .into_iter()

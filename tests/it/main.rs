@@ -11,6 +11,7 @@ mod diagnostics;
 mod doctor;
 mod evidence;
 mod faults;
+mod fuzz;
 mod malformed;
 mod plan;
 mod playwright;

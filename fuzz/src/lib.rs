@@ -1,0 +1,33 @@
+//! What the fuzzer binaries share: writing a target's seeds and dictionary for libFuzzer.
+//!
+//! Each binary runs [`init`] once before fuzzing. With `PROOFGRAPH_FUZZ_SEEDS` set to a
+//! directory (and `PROOFGRAPH_FUZZ_REPO`, `PROOFGRAPH_FUZZ_COMPAT` to the checkout and the
+//! shared corpus), it writes `<dir>/<target>/seed-<n>` and `<dir>/<target>.dict` and exits
+//! instead: the seeds come from `proofgraph::fuzz::seeds`, the code the smoke run uses, and
+//! no separate, uninstrumented build is needed to produce them.
+
+use std::path::PathBuf;
+
+use proofgraph::fuzz::{Target, seeds};
+
+/// Writes the seeds and exits when asked to (see the crate documentation).
+pub fn init(target: Target) {
+    let Some(out) = std::env::var_os("PROOFGRAPH_FUZZ_SEEDS").map(PathBuf::from) else {
+        return;
+    };
+    let var = |name: &str| {
+        std::env::var_os(name)
+            .map(PathBuf::from)
+            .unwrap_or_else(|| panic!("{name} must be set with PROOFGRAPH_FUZZ_SEEDS"))
+    };
+    let (repo, compat) = (var("PROOFGRAPH_FUZZ_REPO"), var("PROOFGRAPH_FUZZ_COMPAT"));
+    let dir = out.join(target.name());
+    fs_err::create_dir_all(&dir).expect("create the seed directory");
+    let all = seeds::seeds(target, &repo, &compat).expect("read the seeds");
+    for (i, seed) in all.iter().enumerate() {
+        fs_err::write(dir.join(format!("seed-{i:04}")), seed).expect("write a seed");
+    }
+    let dict = out.join(format!("{}.dict", target.name()));
+    fs_err::write(dict, target.dictionary_file()).expect("write the dictionary");
+    std::process::exit(0);
+}
