@@ -70,7 +70,9 @@ build_proofgraph() {
         if [[ "$(cat "$tree/.commit" 2>/dev/null)" != "$commit" ]]; then
             rm -rf "$tree"
             mkdir -p "$tree"
-            git -C "$REPO_DIR" archive "$commit" | tar -x -C "$tree"
+            # -m: files get the time of extraction, not of the commit, so cargo sees them
+            # as newer than anything an earlier commit's build left in the build directory.
+            git -C "$REPO_DIR" archive "$commit" | tar -x -m -C "$tree"
             echo "$commit" >"$tree/.commit"
         fi
         echo "building proofgraph $commit (cargo build --release --locked, in bench/target) ..." >&2
