@@ -13,7 +13,8 @@
 //! 5. a subject's `sha256` digest is the provider's current binding
 //!    (`proofgraph hash <change> <provider>`): a result for other code is stale;
 //! 6. the predicate's `claims` cover every claim the provider vouches for;
-//! 7. `result` is `PASSED` and `failedTests` is empty or absent.
+//! 7. `result` is `PASSED` and `failedTests` is empty or absent (anything but a list there
+//!    is refused, never read as no failure).
 
 use std::collections::BTreeSet;
 
@@ -169,10 +170,26 @@ pub fn verify(bytes: &[u8], expected: &Expectation<'_>) -> Result<Accepted, Reje
         .get("result")
         .and_then(|v| v.as_str())
         .unwrap_or("");
-    let failed = predicate
-        .get("failedTests")
-        .and_then(|v| v.as_array())
-        .map_or(0, Vec::len);
+    // Absent or a list: anything else (`"x"`, `3`, `null`, an object) is never read as no
+    // failure.
+    let failed = match predicate.get("failedTests") {
+        None => 0,
+        Some(serde_json::Value::Array(list)) => list.len(),
+        Some(other) => {
+            let kind = match other {
+                serde_json::Value::Null => "null",
+                serde_json::Value::Bool(_) => "a boolean",
+                serde_json::Value::Number(_) => "a number",
+                serde_json::Value::String(_) => "a string",
+                serde_json::Value::Array(_) | serde_json::Value::Object(_) => "an object",
+            };
+            return Err(reject(
+                Code::StatementInvalid,
+                format!("`failedTests` is {kind}, not a list of the failed tests"),
+                "Sign `failedTests` as a list (empty when nothing failed), or leave it out.",
+            ));
+        }
+    };
     if result != "PASSED" || failed > 0 {
         return Err(reject(
             Code::ExternalResultNotPassed,

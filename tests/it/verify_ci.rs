@@ -274,6 +274,42 @@ fn wrong_signer_issuer_or_result_is_rejected_and_writes_nothing() {
             "external_result_not_passed",
         ),
         (
+            "failedTests that is not a list",
+            sign(keys.path(), &private, &{
+                let mut s = statement(&bound, "PASSED", &[], ISSUER);
+                s["predicate"]["failedTests"] = json!("e2e: profile saves");
+                s
+            }),
+            "statement_invalid",
+        ),
+        (
+            "failedTests that is a number",
+            sign(keys.path(), &private, &{
+                let mut s = statement(&bound, "PASSED", &[], ISSUER);
+                s["predicate"]["failedTests"] = json!(3);
+                s
+            }),
+            "statement_invalid",
+        ),
+        (
+            "failedTests that is null",
+            sign(keys.path(), &private, &{
+                let mut s = statement(&bound, "PASSED", &[], ISSUER);
+                s["predicate"]["failedTests"] = serde_json::Value::Null;
+                s
+            }),
+            "statement_invalid",
+        ),
+        (
+            "failedTests that is an object",
+            sign(keys.path(), &private, &{
+                let mut s = statement(&bound, "PASSED", &[], ISSUER);
+                s["predicate"]["failedTests"] = json!({"e2e: profile saves": "failed"});
+                s
+            }),
+            "statement_invalid",
+        ),
+        (
             "another binding",
             sign(
                 keys.path(),
