@@ -1,38 +1,37 @@
 //! proofgraph proves the claims of a change in a spec-driven repository.
 //!
-//! This library is the application: the command line ([`cli`]), the commands
-//! ([`commands`]), configuration files ([`config`]), OpenSpec root resolution
-//! ([`openspec`]), the workspace on disk ([`workspace`]), the diagnostic
-//! envelope ([`diagnostic`]) and the only code that writes to the terminal
-//! ([`output`]). The pure core lives in `proofgraph-graph`, sandboxes and
-//! process supervision in `proofgraph-sandbox`.
+//! This library is the application. Its modules are layers, listed here from the bottom
+//! up; a module uses only the layers below its own (a test, `tests/it/layers.rs`, holds
+//! the rule, and ARCHITECTURE.md draws the picture):
+//!
+//! - [`syntax`], [`attest`]: text into positioned trees; signatures and envelopes;
+//! - [`base`]: the environment, diagnostics, secrets, CPU counts, signals;
+//! - [`present`]: the only code that writes to the terminal, and exit codes;
+//! - [`store`]: bytes and digests on disk;
+//! - [`load`]: OpenSpec roots, configuration files, the workspace, preflight checks;
+//! - [`observe`]: input snapshots, the watcher, the world a fingerprint reads;
+//! - [`proof`]: receipts and the keys trusted to sign them;
+//! - [`decide`]: reports, verdicts, statuses, external results;
+//! - [`run`]: the executor and repository setup;
+//! - [`session`]: loading and evaluating a change, shared by the commands;
+//! - [`commands`]: one module per command, each a function from options to a report;
+//! - [`cli`]: argv into options, and the dispatch to a command.
+//!
+//! The pure core lives in `proofgraph-graph`, sandboxes and process supervision in
+//! `proofgraph-sandbox`, wiring bootstrap in `proofgraph-bootstrap`. [`fuzz`] holds the
+//! fuzz targets, outside the layers.
 
 pub mod attest;
+pub mod base;
 pub mod cli;
 pub mod commands;
-pub mod config;
-pub mod cores;
-pub mod diagnostic;
-pub mod env;
-pub mod execute;
-pub mod exit;
-pub mod external;
+pub mod decide;
 pub mod fuzz;
-pub mod inputs;
-pub mod interrupt;
-pub mod judge;
-pub mod openspec;
-pub mod output;
-pub mod preflight;
-pub mod receipt;
-pub mod redact;
-pub mod report;
-pub mod setup;
-pub mod status;
+pub mod load;
+pub mod observe;
+pub mod present;
+pub mod proof;
+pub mod run;
+pub mod session;
 pub mod store;
-#[cfg(test)]
-pub(crate) mod testing;
-pub mod trust;
-pub mod watch;
-pub mod workspace;
-pub mod world;
+pub mod syntax;

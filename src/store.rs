@@ -8,7 +8,7 @@
 //!   store.json                 {"format": "proofgraph-store", "version": 1}
 //!   keys/workspace.key         the workspace's Ed25519 signing key (PKCS#8 PEM, mode 0600)
 //!   keys/workspace.pub         its public key (SPKI PEM); trusted only when pinned
-//!                              outside the store (see `crate::trust`)
+//!                              outside the store (see `crate::proof::trust`)
 //!   cas/<2>/<62>               blobs by SHA-256: receipt envelopes, logs, reports, input listings
 //!   ac/<2>/<62>                action cache: SHA-256 of (fingerprint, receipt name, capability)
 //!                              → the SHA-256 of the receipt envelope that answers it
@@ -149,17 +149,10 @@ pub struct KeyFiles {
     pub public: PathBuf,
 }
 
-/// A verified receipt's proof and the id of the key that signed it.
-type VerifiedProof = (std::sync::Arc<crate::receipt::Proof>, String);
-
 /// An open store.
 #[derive(Debug, Clone)]
 pub struct Store {
     dir: PathBuf,
-    /// Receipts already verified in this process, by envelope digest: the
-    /// proof and the id of the key that signed it. Blobs are content-addressed
-    /// and immutable, so a verification holds for as long as its key is trusted.
-    verified: std::sync::Arc<std::sync::Mutex<std::collections::HashMap<String, VerifiedProof>>>,
     /// Directories this process made or found (they are never removed while a store is
     /// open, but `sweep` and `runs/` clean-up remove only `tmp/` files and run
     /// directories, never a directory entries are written to).
@@ -178,7 +171,6 @@ impl Store {
         let dir = root.join(DIR);
         let store = Self {
             dir,
-            verified: std::sync::Arc::default(),
             dirs: std::sync::Arc::default(),
             actions: std::sync::Arc::default(),
         };
@@ -213,33 +205,10 @@ impl Store {
         Ok(store)
     }
 
-    /// A receipt this process already verified: its proof and signer.
-    pub fn verified(&self, sha256: &str) -> Option<VerifiedProof> {
-        self.verified
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .get(sha256)
-            .cloned()
-    }
-
-    /// Remembers a verified receipt for the rest of the process.
-    pub fn remember_verified(
-        &self,
-        sha256: &str,
-        proof: std::sync::Arc<crate::receipt::Proof>,
-        keyid: String,
-    ) {
-        self.verified
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .insert(sha256.to_owned(), (proof, keyid));
-    }
-
     /// The store under `root` for reading only: nothing is created, and an
     /// absent store reads as empty.
     pub fn open_read_only(root: &Path) -> Self {
         Self {
-            verified: std::sync::Arc::default(),
             dirs: std::sync::Arc::default(),
             actions: std::sync::Arc::default(),
             dir: root.join(DIR),
@@ -455,7 +424,7 @@ impl Store {
 
     /// The workspace's key files: `keys/workspace.key` (the signing key) and
     /// `keys/workspace.pub` (its public half). Whether the key in them is trusted is
-    /// not the store's to say: see [`crate::trust`].
+    /// not the store's to say: see [`crate::proof::trust`].
     pub fn key_files(&self) -> KeyFiles {
         let keys = self.dir.join("keys");
         KeyFiles {
@@ -524,6 +493,14 @@ impl Store {
             }
         }
     }
+}
+
+/// A store failure as a diagnostic.
+pub fn diagnostic(err: &StoreError) -> crate::base::diagnostic::Diagnostic {
+    use crate::base::diagnostic::{Code, Diagnostic};
+    Diagnostic::error(Code::StoreUnusable, format!("the store cannot be used: failed to {err}"))
+        .surface("store")
+        .fix("Check that .proofgraph/ at the OpenSpec root is writable; it can be deleted to start afresh (receipts are lost).")
 }
 
 #[cfg(test)]

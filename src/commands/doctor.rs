@@ -11,13 +11,13 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
-use super::{Context, RootOutput};
-use crate::diagnostic::{self, Diagnostic};
-use crate::exit::Verdict;
-use crate::openspec::{inspect, store};
-use crate::output::{Payload, Report};
-use crate::trust::{KeyStatus, PinnedBy};
-use crate::workspace::Workspace;
+use crate::base::diagnostic::{self, Diagnostic};
+use crate::load::openspec::{inspect, store};
+use crate::load::workspace::Workspace;
+use crate::present::exit::Verdict;
+use crate::present::output::{Payload, Report};
+use crate::proof::trust::{KeyStatus, PinnedBy};
+use crate::session::context::{Context, RootOutput};
 
 /// The root's health.
 #[derive(Debug, Clone, Serialize)]
@@ -168,8 +168,9 @@ impl Payload for DoctorPayload {
                 }
             );
             let t = &ps.trust;
-            let show =
-                |k: Option<crate::trust::KeyId>| k.map(|k| k.to_string()).unwrap_or_default();
+            let show = |k: Option<crate::proof::trust::KeyId>| {
+                k.map(|k| k.to_string()).unwrap_or_default()
+            };
             let _ = match (t.state, &t.pinned_by) {
                 (KeyStatus::Pinned, Some(PinnedBy::TrustedKey { name })) => writeln!(
                     out,
@@ -239,15 +240,18 @@ pub fn run(ctx: &Context) -> Report<DoctorPayload> {
     let mut status = resolution.notes.clone();
     let workspace = Workspace::load(&resolved.path);
     let isolation = machine::isolation(&mut status);
-    let proof_store =
-        machine::proof_store(&workspace, &crate::trust::Pins::new(ctx.env()), &mut status);
+    let proof_store = machine::proof_store(
+        &workspace,
+        &crate::proof::trust::Pins::new(ctx.env()),
+        &mut status,
+    );
     let cache = machine::cache(&workspace, &mut status);
     let mut ws_status = workspace.diagnostics.clone();
     diagnostic::sort(&mut ws_status);
     let workspace_health = WorkspaceHealth {
         catalog: workspace
             .has_catalog
-            .then_some(crate::config::catalog::FILE_NAME),
+            .then_some(crate::load::config::catalog::FILE_NAME),
         repositories: workspace
             .repositories
             .values()

@@ -13,11 +13,12 @@ use bootstrap::{Candidate, Detection, Finding, Repo, Skipped, Unresolved};
 use proofgraph_graph::model::{Claim, Provider, Service};
 use serde::Serialize;
 
-use super::{Context, RootOutput, lossy_path};
-use crate::diagnostic::{self, Code, Diagnostic};
-use crate::exit::Verdict;
-use crate::output::{Payload, Report};
-use crate::workspace::{Change, EXECUTION_FILE, Workspace};
+use crate::base::diagnostic::{self, Code, Diagnostic};
+use crate::base::paths::lossy_path;
+use crate::load::workspace::{Change, EXECUTION_FILE, Workspace};
+use crate::present::exit::Verdict;
+use crate::present::output::{Payload, Report};
+use crate::session::context::{Context, RootOutput};
 
 /// What every evidence command starts from.
 struct Loaded {

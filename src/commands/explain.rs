@@ -9,12 +9,14 @@ use proofgraph_graph::ProviderId;
 use proofgraph_sandbox::SandboxMode;
 use serde::Serialize;
 
-use super::evaluate::{Keys, components, evaluate, listing};
-use super::{Context, RootOutput};
-use crate::diagnostic::{Code, Diagnostic};
-use crate::exit::Verdict;
-use crate::output::{Payload, Report};
-use crate::receipt::Component;
+use crate::base::diagnostic::{Code, Diagnostic};
+use crate::observe::inputs::listing;
+use crate::present::exit::Verdict;
+use crate::present::output::{Payload, Report};
+use crate::proof::receipt::Component;
+use crate::proof::receipt::components;
+use crate::session::context::{Context, RootOutput};
+use crate::session::evaluate::{Keys, evaluate};
 
 /// One component that differs.
 #[derive(Debug, Clone, Serialize)]
@@ -221,7 +223,7 @@ pub fn run(
         let sha = e
             .store
             .latest(&name, o.under.as_str(), o.capability.as_str())?;
-        crate::receipt::read(&e.store, &sha, &e.trusted)
+        crate::proof::receipt::read(&e.store, &sha, &e.trusted)
     });
     let mut payload = ExplainPayload {
         change: Some(name),

@@ -7,9 +7,9 @@ use std::fmt::Write as _;
 use proofgraph_graph::{NodeKind, SealedGraph};
 use serde::Serialize;
 
-use super::{Context, RootOutput};
-use crate::exit::Verdict;
-use crate::output::{Payload, Report};
+use crate::present::exit::Verdict;
+use crate::present::output::{Payload, Report};
+use crate::session::context::{Context, RootOutput};
 
 /// The picture formats.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -92,7 +92,7 @@ impl Payload for GraphPayload {
 
 /// Runs `graph`.
 pub fn run(ctx: &Context, change: &str, format: Format) -> Report<GraphPayload> {
-    let loaded = match super::plan::load(ctx, change) {
+    let loaded = match crate::session::load::load(ctx, change) {
         Ok(l) => l,
         Err(all) => return Report::failed(all, Verdict::Invalid),
     };

@@ -7,11 +7,11 @@ use proofgraph_graph::ProviderId;
 use proofgraph_sandbox::SandboxMode;
 use serde::Serialize;
 
-use super::evaluate::{Keys, evaluate};
-use super::{Context, RootOutput};
-use crate::diagnostic::{Code, Diagnostic};
-use crate::exit::Verdict;
-use crate::output::{Payload, Report};
+use crate::base::diagnostic::{Code, Diagnostic};
+use crate::present::exit::Verdict;
+use crate::present::output::{Payload, Report};
+use crate::session::context::{Context, RootOutput};
+use crate::session::evaluate::{Keys, evaluate};
 
 /// One provider's binding.
 #[derive(Debug, Clone, Serialize)]

@@ -1,5 +1,5 @@
 //! `proofgraph key show|pin`: the store's signing key, and the pin in the user's
-//! configuration directory that makes it trusted (see [`crate::trust`]).
+//! configuration directory that makes it trusted (see [`crate::proof::trust`]).
 //!
 //! `show` never changes anything and, like `doctor`, exits 0 whatever it finds (a
 //! key that is not trusted is in `status`). `pin <key id>` pins the store's key only
@@ -11,11 +11,12 @@ use std::path::PathBuf;
 
 use serde::Serialize;
 
-use super::{Context, RootOutput, lossy_path};
-use crate::exit::Verdict;
-use crate::output::{Payload, Report};
-use crate::trust::{self, Inspection, KeyId, KeyReport, KeyStatus, Pins};
-use crate::workspace::Workspace;
+use crate::base::paths::lossy_path;
+use crate::load::workspace::Workspace;
+use crate::present::exit::Verdict;
+use crate::present::output::{Payload, Report};
+use crate::proof::trust::{self, Inspection, KeyId, KeyReport, KeyStatus, Pins};
+use crate::session::context::{Context, RootOutput};
 
 /// The payload of `key show` and `key pin`.
 #[derive(Debug, Clone, Default, Serialize)]

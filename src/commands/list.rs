@@ -5,10 +5,10 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
-use super::{Context, RootOutput};
-use crate::exit::Verdict;
-use crate::output::{Payload, Report};
-use crate::workspace::Workspace;
+use crate::load::workspace::Workspace;
+use crate::present::exit::Verdict;
+use crate::present::output::{Payload, Report};
+use crate::session::context::{Context, RootOutput};
 
 /// One change in the listing.
 #[derive(Debug, Clone, Serialize)]
@@ -102,7 +102,7 @@ pub fn run(ctx: &Context) -> Report<ListPayload> {
             services: change.services.len(),
         });
     }
-    crate::diagnostic::sort(&mut status);
+    crate::base::diagnostic::sort(&mut status);
     Report {
         payload: Some(ListPayload {
             changes,

@@ -10,14 +10,10 @@ use proofgraph_graph::schedule::{Action, Outcome, Scheduler};
 use proofgraph_graph::{NodeId, NodeKind, SealedGraph};
 use serde::Serialize;
 
-use super::{Context, RootOutput};
-use crate::diagnostic::Diagnostic;
-use crate::exit::Verdict;
-use crate::output::{Payload, Report};
-use crate::preflight::{Prepared, prepare};
-use crate::redact::Secrets;
-use crate::workspace::{Change, Workspace};
-use crate::world::Observed;
+use crate::observe::world::Observed;
+use crate::present::exit::Verdict;
+use crate::present::output::{Payload, Report};
+use crate::session::context::{Context, RootOutput};
 
 /// Options of `plan`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -146,46 +142,6 @@ impl Payload for PlanPayload {
     }
 }
 
-/// Everything a command needs about a change that preflight accepted.
-pub struct Loaded {
-    /// The workspace.
-    pub workspace: Workspace,
-    /// The change.
-    pub change: Change,
-    /// The sealed graph and warnings.
-    pub prepared: Prepared,
-    /// The root, as embedded in payloads.
-    pub root: RootOutput,
-    /// Resolution notes.
-    pub notes: Vec<Diagnostic>,
-    /// The values of the change's `envFrom` names here (see [`crate::redact`]).
-    pub secrets: Secrets,
-    /// `envFrom` values too short to be redacted (`secret_too_short`).
-    pub secret_warnings: Vec<Diagnostic>,
-}
-
-/// Resolves the root, loads the change and seals its graph; on failure,
-/// returns every diagnostic (exit 3). The change's secrets are remembered in `ctx`, so
-/// that nothing the command prints holds one.
-pub fn load(ctx: &Context, name: &str) -> Result<Loaded, Vec<Diagnostic>> {
-    let resolution = ctx.resolve_root().map_err(|d| vec![d])?;
-    let workspace = Workspace::load(&resolution.root.path);
-    let change_name = workspace.find_change(name).map_err(|d| vec![d])?;
-    let change = workspace.load_change(&change_name);
-    let (secrets, secret_warnings) = Secrets::of_change(&change, ctx.env());
-    ctx.remember_secrets(&secrets);
-    let prepared = prepare(&workspace, &change)?;
-    Ok(Loaded {
-        workspace,
-        change,
-        prepared,
-        root: RootOutput::from(&resolution.root),
-        notes: resolution.notes,
-        secrets,
-        secret_warnings,
-    })
-}
-
 /// The wave each node would start in: simulate the scheduler with every
 /// node succeeding, completing each wave before the next.
 pub fn waves(
@@ -221,14 +177,18 @@ pub fn waves(
 
 /// Runs `plan`.
 pub fn run(ctx: &Context, options: &PlanOptions) -> Report<PlanPayload> {
-    let e =
-        match super::evaluate::evaluate(ctx, &options.change, None, super::evaluate::Keys::Check) {
-            Ok(e) => e,
-            Err(all) => return Report::failed(all, Verdict::Invalid),
-        };
+    let e = match crate::session::evaluate::evaluate(
+        ctx,
+        &options.change,
+        None,
+        crate::session::evaluate::Keys::Check,
+    ) {
+        Ok(e) => e,
+        Err(all) => return Report::failed(all, Verdict::Invalid),
+    };
     let graph = &e.loaded.prepared.graph;
     let name = e.loaded.change.name.to_string();
-    let (wanted, reused) = crate::execute::wanted(
+    let (wanted, reused) = crate::run::execute::wanted(
         graph,
         &e.fingerprints,
         &e.store,
@@ -237,7 +197,9 @@ pub fn run(ctx: &Context, options: &PlanOptions) -> Report<PlanPayload> {
         false,
         None,
     );
-    let jobs = options.jobs.unwrap_or_else(default_jobs);
+    let jobs = options
+        .jobs
+        .unwrap_or_else(crate::session::load::default_jobs);
     let mut order: Vec<(NodeId, usize)> = waves(graph, jobs, &wanted);
     // Providers whose receipts are reused, and those that run nothing, come first (wave 0).
     let scheduled: BTreeSet<NodeId> = order.iter().map(|(id, _)| *id).collect();
@@ -280,7 +242,7 @@ pub fn run(ctx: &Context, options: &PlanOptions) -> Report<PlanPayload> {
 
 /// Whether a provider's receipts are reused or it runs, and why.
 fn decision(
-    e: &super::evaluate::Evaluated,
+    e: &crate::session::evaluate::Evaluated,
     change: &str,
     p: &proofgraph_graph::graph::ProviderNode,
     reused: Option<&Vec<String>>,
@@ -321,7 +283,10 @@ fn decision(
             } else {
                 id.clone()
             };
-            Some((owner, crate::receipt::check(&e.store, &sha, &e.trusted)))
+            Some((
+                owner,
+                crate::proof::receipt::check(&e.store, &sha, &e.trusted),
+            ))
         })
         .collect();
     let current = |owner: &proofgraph_graph::ProviderId, fingerprint: &str| {
@@ -335,7 +300,7 @@ fn decision(
         .filter_map(|(owner, c)| Some((owner, c.as_ref().ok()?)))
         .find(|(owner, r)| {
             !(current(owner, &r.proof.fingerprint)
-                && r.proof.outcome == crate::receipt::Outcome::Pass)
+                && r.proof.outcome == crate::proof::receipt::Outcome::Pass)
         })
         .or_else(|| {
             checked
@@ -345,8 +310,8 @@ fn decision(
     // A receipt that does not count is named as such, never as "no receipt".
     let refused = checked.iter().find_map(|(_, c)| match c {
         Err(
-            why @ (crate::receipt::Unverified::Untrusted { .. }
-            | crate::receipt::Unverified::Invalid(_)),
+            why @ (crate::proof::receipt::Unverified::Untrusted { .. }
+            | crate::proof::receipt::Unverified::Invalid(_)),
         ) => Some(why),
         _ => None,
     });
@@ -361,7 +326,7 @@ fn decision(
         Some((owner, r)) => match graph.manifest(owner, &e.observed.world, &e.fingerprints) {
             Ok(m) => {
                 let changes =
-                    super::explain::diff(&r.proof.manifest, &super::evaluate::components(&m));
+                    super::explain::diff(&r.proof.manifest, &crate::proof::receipt::components(&m));
                 let mut names: Vec<String> = changes
                     .iter()
                     .map(|c| c.component.split('.').next().unwrap_or("").to_owned())
@@ -373,11 +338,6 @@ fn decision(
         },
     };
     ("run", Some(reason), Vec::new())
-}
-
-/// `--jobs` when not given: the number of CPUs.
-pub fn default_jobs() -> NonZeroUsize {
-    std::thread::available_parallelism().unwrap_or(NonZeroUsize::MIN)
 }
 
 fn plan_node(

@@ -9,14 +9,14 @@ use std::num::NonZeroUsize;
 use proofgraph_sandbox::{IsolationRequest, SandboxMode};
 use serde::Serialize;
 
-use super::evaluate::{Keys, evaluate};
-use super::{Context, RootOutput};
-use crate::execute::{self, Plan, ProviderRun, ReceiptView, Stopped};
-use crate::exit::Verdict;
-use crate::interrupt::Interrupt;
-use crate::output::{Payload, Report};
-use crate::receipt::Outcome;
-use crate::status::{self, Requirement};
+use crate::base::interrupt::Interrupt;
+use crate::decide::status::{self, Requirement};
+use crate::present::exit::Verdict;
+use crate::present::output::{Payload, Report};
+use crate::proof::receipt::Outcome;
+use crate::run::execute::{self, Plan, ProviderRun, ReceiptView, Stopped};
+use crate::session::context::{Context, RootOutput};
+use crate::session::evaluate::{Keys, evaluate};
 
 /// Options of `prove`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -150,10 +150,12 @@ fn attempt(
         options.shard,
     );
     let run_id = run_id();
-    let jobs = options.jobs.unwrap_or_else(super::plan::default_jobs);
-    let bar = crate::output::ProgressBar::new(
-        crate::output::ProgressBar::stderr_is_terminal(ctx.env()),
-        crate::output::ProgressBar::width(ctx.env()),
+    let jobs = options
+        .jobs
+        .unwrap_or_else(crate::session::load::default_jobs);
+    let bar = crate::present::output::ProgressBar::new(
+        crate::present::output::ProgressBar::stderr_is_terminal(ctx.env()),
+        crate::present::output::ProgressBar::width(ctx.env()),
     )
     .with_secrets(e.loaded.secrets.clone());
     bar.line(&format!(
@@ -166,7 +168,7 @@ fn attempt(
     for (id, receipts) in &reused {
         let views = receipts
             .iter()
-            .filter_map(|sha| crate::receipt::read(&e.store, sha, &e.trusted))
+            .filter_map(|sha| crate::proof::receipt::read(&e.store, sha, &e.trusted))
             .map(|v| ReceiptView {
                 receipt: v.proof.receipt.clone(),
                 capability: v.proof.capability.clone(),
@@ -311,8 +313,8 @@ fn attempt(
     );
     let verdict = if interrupted {
         diagnostics.push(
-            crate::diagnostic::Diagnostic::error(
-                crate::diagnostic::Code::Interrupted,
+            crate::base::diagnostic::Diagnostic::error(
+                crate::base::diagnostic::Code::Interrupted,
                 "prove was interrupted; every process of the run was stopped",
             )
             .surface("prove")
@@ -349,10 +351,10 @@ fn attempt(
 }
 
 /// The document of a `prove` interrupted before it could evaluate the change.
-fn interrupted_before(mut all: Vec<crate::diagnostic::Diagnostic>) -> Report<ProvePayload> {
+fn interrupted_before(mut all: Vec<crate::base::diagnostic::Diagnostic>) -> Report<ProvePayload> {
     all.push(
-        crate::diagnostic::Diagnostic::error(
-            crate::diagnostic::Code::Interrupted,
+        crate::base::diagnostic::Diagnostic::error(
+            crate::base::diagnostic::Code::Interrupted,
             "prove was interrupted before anything ran",
         )
         .surface("prove")

@@ -9,14 +9,14 @@ use std::path::Path;
 use proofgraph_graph::ProviderId;
 use serde::Serialize;
 
-use super::evaluate::{Keys, evaluate};
-use super::{Context, RootOutput};
-use crate::diagnostic::{Code, Diagnostic};
-use crate::exit::Verdict;
-use crate::output::{Payload, Report};
-use crate::receipt::{self, Outcome, Rejected};
+use crate::base::diagnostic::{Code, Diagnostic};
+use crate::load::workspace::Workspace;
+use crate::present::exit::Verdict;
+use crate::present::output::{Payload, Report};
+use crate::proof::receipt::{self, Outcome, Rejected};
+use crate::session::context::{Context, RootOutput};
+use crate::session::evaluate::{Keys, evaluate};
 use crate::store::{self, Store};
-use crate::workspace::Workspace;
 
 /// The largest receipt read.
 const MAX_RECEIPT_BYTES: u64 = 16 * 1024 * 1024;
@@ -96,8 +96,8 @@ pub fn verify(ctx: &Context, what: &str) -> Report<ReceiptPayload> {
     };
     let workspace = Workspace::load(&resolution.root.path);
     let store = Store::open_read_only(&workspace.root);
-    let inspection = crate::trust::inspect(
-        &crate::trust::Pins::new(ctx.env()),
+    let inspection = crate::proof::trust::inspect(
+        &crate::proof::trust::Pins::new(ctx.env()),
         &workspace.root,
         workspace.catalog.as_ref(),
     );

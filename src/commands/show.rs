@@ -7,11 +7,11 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
-use super::{Context, RootOutput};
-use crate::diagnostic::{self, Diagnostic};
-use crate::exit::Verdict;
-use crate::output::{Payload, Report};
-use crate::workspace::{Change, Workspace};
+use crate::base::diagnostic::{self, Diagnostic};
+use crate::load::workspace::{Change, Workspace};
+use crate::present::exit::Verdict;
+use crate::present::output::{Payload, Report};
+use crate::session::context::{Context, RootOutput};
 use proofgraph_graph::model::{ClaimScope, Provider, Service};
 
 /// A claim as shown.
@@ -261,7 +261,7 @@ pub fn run(ctx: &Context, name: &str) -> Report<ShowPayload> {
     }
 }
 
-fn strings<T: ToString>(items: &[crate::config::decode::Spanned<T>]) -> Vec<String> {
+fn strings<T: ToString>(items: &[crate::load::config::decode::Spanned<T>]) -> Vec<String> {
     items.iter().map(|s| s.value.to_string()).collect()
 }
 
@@ -318,7 +318,7 @@ fn change_view(change: &Change, workspace: &Workspace) -> ChangeView {
 }
 
 fn env_view(
-    env: Option<&BTreeMap<proofgraph_graph::EnvName, crate::config::decode::Spanned<String>>>,
+    env: Option<&BTreeMap<proofgraph_graph::EnvName, crate::load::config::decode::Spanned<String>>>,
 ) -> Option<BTreeMap<String, String>> {
     env.map(|m| {
         m.iter()

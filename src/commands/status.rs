@@ -9,12 +9,12 @@ use std::fmt::Write as _;
 use proofgraph_sandbox::SandboxMode;
 use serde::Serialize;
 
-use super::Context;
-use super::RootOutput;
-use super::evaluate::{Keys, evaluate};
-use crate::exit::Verdict;
-use crate::output::{Payload, Report};
-use crate::status::{self, Requirement, State};
+use crate::decide::status::{self, Requirement, State};
+use crate::present::exit::Verdict;
+use crate::present::output::{Payload, Report};
+use crate::session::context::Context;
+use crate::session::context::RootOutput;
+use crate::session::evaluate::{Keys, evaluate};
 
 /// The payload of `status`.
 #[derive(Debug, Clone, Default, Serialize)]

@@ -13,11 +13,20 @@ use std::time::Instant;
 
 use serde::Serialize;
 
-use super::{Context, RootOutput, ValidateOptions};
-use crate::diagnostic::{self, Diagnostic, Severity, Target};
-use crate::exit::Verdict;
-use crate::output::{Payload, Report};
-use crate::workspace::Workspace;
+use crate::base::diagnostic::{self, Diagnostic, Severity, Target};
+use crate::load::workspace::Workspace;
+use crate::present::exit::Verdict;
+use crate::present::output::{Payload, Report};
+use crate::session::context::{Context, RootOutput};
+
+/// Options of `validate`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ValidateOptions {
+    /// One change, or every change when `None`.
+    pub change: Option<String>,
+    /// Treat warnings as failures.
+    pub strict: bool,
+}
 
 /// One finding in an item.
 #[derive(Debug, Clone, Serialize)]
@@ -187,7 +196,7 @@ pub fn run(ctx: &Context, options: &ValidateOptions) -> Report<ValidatePayload> 
     let mut items = Vec::new();
     if workspace.has_catalog {
         items.push(item(
-            crate::config::catalog::FILE_NAME.to_owned(),
+            crate::load::config::catalog::FILE_NAME.to_owned(),
             "catalog",
             workspace.diagnostics.clone(),
             options.strict,
@@ -197,9 +206,9 @@ pub fn run(ctx: &Context, options: &ValidateOptions) -> Report<ValidatePayload> 
     for name in names {
         let started = Instant::now();
         let change = workspace.load_change(&name);
-        let mut findings = crate::preflight::validate(&workspace, &change);
+        let mut findings = crate::load::preflight::validate(&workspace, &change);
         // A value `prove` could not redact is worth knowing before it runs.
-        let (secrets, warnings) = crate::redact::Secrets::of_change(&change, ctx.env());
+        let (secrets, warnings) = crate::load::secrets::of_change(&change, ctx.env());
         ctx.remember_secrets(&secrets);
         findings.extend(warnings);
         items.push(item(

@@ -1,6 +1,6 @@
 //! `proofgraph evidence verify-ci <change> <provider> <envelope>`: import a
 //! signed result from CI (or any external system) for an `external`
-//! provider. The envelope is checked completely (see [`crate::external`])
+//! provider. The envelope is checked completely (see [`crate::decide::external`])
 //! before a receipt is written; a rejected envelope writes nothing.
 
 use std::fmt::Write as _;
@@ -10,15 +10,18 @@ use std::path::Path;
 use proofgraph_graph::{Adapter, ProviderId};
 use serde::Serialize;
 
-use super::evaluate::{Keys, components, evaluate, listing, store_error};
-use super::{Context, RootOutput};
-use crate::diagnostic::{Code, Diagnostic};
-use crate::execute::ReceiptView;
-use crate::exit::Verdict;
-use crate::external::{self, Expectation, MAX_ENVELOPE_BYTES};
-use crate::output::{Payload, Report};
-use crate::receipt::{self, Artifact, Outcome, Proof, TestNames};
+use crate::base::diagnostic::{Code, Diagnostic};
+use crate::decide::external::{self, Expectation, MAX_ENVELOPE_BYTES};
+use crate::observe::inputs::listing;
+use crate::present::exit::Verdict;
+use crate::present::output::{Payload, Report};
+use crate::proof::receipt::components;
+use crate::proof::receipt::{self, Artifact, Outcome, Proof, TestNames};
+use crate::run::execute::ReceiptView;
+use crate::session::context::{Context, RootOutput};
+use crate::session::evaluate::{Keys, evaluate};
 use crate::store::Store;
+use crate::store::diagnostic as store_error;
 
 /// The payload of `evidence verify-ci`.
 #[derive(Debug, Clone, Default, Serialize)]

@@ -8,13 +8,13 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use serde::Serialize;
 
-use super::{Context, RootOutput};
-use crate::diagnostic::{Code, Diagnostic};
-use crate::exit::Verdict;
-use crate::output::{Payload, Report};
+use crate::base::diagnostic::{Code, Diagnostic};
+use crate::load::workspace::Workspace;
+use crate::observe::watch::{SOCKET, Served, Watcher};
+use crate::present::exit::Verdict;
+use crate::present::output::{Payload, Report};
+use crate::session::context::{Context, RootOutput};
 use crate::store::Store;
-use crate::watch::{SOCKET, Served, Watcher};
-use crate::workspace::Workspace;
 
 /// The payload of `watch`, printed when it stops.
 #[derive(Debug, Clone, Default, Serialize)]
@@ -49,7 +49,7 @@ pub fn run(ctx: &Context) -> Report<WatchPayload> {
     let store = match Store::open(&workspace.root) {
         Ok(s) => s,
         Err(e) => {
-            return Report::failed(vec![super::evaluate::store_error(&e)], Verdict::Invalid);
+            return Report::failed(vec![crate::store::diagnostic(&e)], Verdict::Invalid);
         }
     };
     let socket = store.dir().join(SOCKET);
@@ -63,14 +63,14 @@ pub fn run(ctx: &Context) -> Report<WatchPayload> {
             Verdict::Invalid,
         )
     };
-    if crate::watch::is_served(&socket) {
+    if crate::observe::watch::is_served(&socket) {
         return unusable(format!(
             "another watcher already answers on {}",
             socket.display()
         ));
     }
     let mut watcher = match Watcher::new(Box::new(|line| {
-        crate::output::note(&format!("watch: {line}"))
+        crate::present::output::note(&format!("watch: {line}"))
     })) {
         Ok(w) => w,
         Err(e) => return unusable(format!("inotify cannot be used: {e}")),
@@ -95,7 +95,7 @@ pub fn run(ctx: &Context) -> Report<WatchPayload> {
     if let Err(e) = stop_on_signals(Arc::clone(&stop), socket.clone()) {
         return unusable(format!("cannot handle signals: {e}"));
     }
-    crate::output::note(&format!(
+    crate::present::output::note(&format!(
         "watch: answering on {} (SIGINT or SIGTERM stops it)",
         socket.display()
     ));
@@ -103,7 +103,7 @@ pub fn run(ctx: &Context) -> Report<WatchPayload> {
         return unusable(format!("cannot answer on {}: {e}", socket.display()));
     }
     let _ = fs_err::remove_file(&socket);
-    crate::diagnostic::sort(&mut status);
+    crate::base::diagnostic::sort(&mut status);
     Report {
         payload: Some(WatchPayload {
             socket: Some(socket.display().to_string()),
@@ -136,7 +136,7 @@ fn stop_on_signals(stop: Arc<AtomicBool>, socket: std::path::PathBuf) -> std::io
                 }
             });
             stop.store(true, Ordering::SeqCst);
-            let _ = crate::watch::wake(&socket);
+            let _ = crate::observe::watch::wake(&socket);
         })?;
     Ok(())
 }

@@ -4,7 +4,7 @@
 //!
 //! The input is up to three files joined by [`SEPARATOR`]: an `evidence.yaml`, an
 //! `execution.yaml` and a `proofgraph.yaml`. Each is read with
-//! [`crate::config::load::parse_bytes`] and decoded as its kind; when the first two decode,
+//! [`crate::load::config::load::parse_bytes`] and decoded as its kind; when the first two decode,
 //! the change is wired and sealed as `validate` and `prove` do. Invariants:
 //!
 //! - every position (in the tree, in a diagnostic, in a finding) is 1-based and inside the
@@ -23,16 +23,16 @@ use std::path::PathBuf;
 use proofgraph_graph::schedule::{Action, Outcome, Scheduler, State};
 use proofgraph_graph::{ChangeName, RepoId, SealedGraph};
 
-use crate::config::catalog::{self, Catalog};
-use crate::config::decode::Sink;
-use crate::config::evidence::{self, Evidence};
-use crate::config::execution::{self, Execution};
-use crate::config::load::parse_bytes;
-use crate::config::node::{Node, Pos, Value};
-use crate::config::parse::MAX_DEPTH;
-use crate::config::{json, yaml};
-use crate::diagnostic::Diagnostic;
-use crate::workspace::{Change, Repository, Wired, Workspace};
+use crate::base::diagnostic::Diagnostic;
+use crate::load::config::catalog::{self, Catalog};
+use crate::load::config::decode::Sink;
+use crate::load::config::evidence::{self, Evidence};
+use crate::load::config::execution::{self, Execution};
+use crate::load::config::load::parse_bytes;
+use crate::load::workspace::{Change, Repository, Wired, Workspace};
+use crate::syntax::node::{Node, Pos, Value};
+use crate::syntax::parse::MAX_DEPTH;
+use crate::syntax::{json, yaml};
 
 /// The line that separates the files of one input.
 pub const SEPARATOR: &[u8] = b"\n#~~~ next file ~~~\n";
@@ -129,7 +129,7 @@ impl Bounds {
             .chars()
             .filter(|c| matches!(c, '\n' | '\r' | '\u{85}' | '\u{2028}' | '\u{2029}'))
             .count();
-        let saturate = crate::config::parse::saturate;
+        let saturate = crate::syntax::parse::saturate;
         Self {
             lines: saturate(breaks + 2),
             columns: saturate(text.chars().count() + 2),
@@ -387,7 +387,7 @@ fn seal(evidence: Evidence, execution: Execution, catalog: Option<Catalog>, boun
             "a coverage diagnostic without a fix: {d:?}"
         );
     }
-    match crate::preflight::builder(&workspace, &change).seal() {
+    match crate::load::preflight::builder(&workspace, &change).seal() {
         Ok(graph) => check_sealed(&graph),
         Err(findings) => {
             assert!(!findings.is_empty(), "sealing failed without a finding");

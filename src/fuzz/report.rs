@@ -1,5 +1,5 @@
-//! Fuzz target `report`: any bytes through [`crate::report::parse`] as every declared
-//! format (`auto`, `json` and each format by name) and through [`crate::report::sniff`].
+//! Fuzz target `report`: any bytes through [`crate::decide::report::parse`] as every declared
+//! format (`auto`, `json` and each format by name) and through [`crate::decide::report::sniff`].
 //!
 //! Invariants, beyond "never panics":
 //!
@@ -19,7 +19,7 @@
 
 use std::collections::BTreeSet;
 
-use crate::report::{self, Counts, CriticalFinding, CriticalRow, Declared, Format, Report};
+use crate::decide::report::{self, Counts, CriticalFinding, CriticalRow, Declared, Format, Report};
 
 /// The largest integer a signed receipt can hold exactly.
 const MAX_SAFE_INTEGER: u64 = (1 << 53) - 1;

@@ -18,7 +18,7 @@ use crate::attest::keys;
 use crate::attest::statement::{
     DigestSet, IN_TOTO_PAYLOAD_TYPE, Statement, Subject, sign_statement,
 };
-use crate::receipt::{self, Outcome, PREDICATE_TYPE, Proof, TestNames};
+use crate::proof::receipt::{self, Outcome, PREDICATE_TYPE, Proof, TestNames};
 use crate::store;
 
 /// The directory of inputs kept for `target` (regressions and hand-made seeds).

@@ -4,7 +4,7 @@
 
 use std::collections::BTreeSet;
 
-use proofgraph::diagnostic::Code;
+use proofgraph::base::diagnostic::Code;
 
 use crate::support::repo_root;
 

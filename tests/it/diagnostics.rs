@@ -3,7 +3,7 @@
 
 use std::collections::BTreeSet;
 
-use proofgraph::diagnostic::Code;
+use proofgraph::base::diagnostic::Code;
 use serde_json::Value;
 
 use crate::support::{Sandbox, codes, repo_root};

@@ -214,7 +214,7 @@ fn every_seed_and_kept_input_passes_every_target() {
 /// markers come first), `json` (told the report is JSON) the event lines; neither passes.
 #[test]
 fn tap_followed_by_json_event_lines_is_tap_to_auto_and_libtest_to_json() {
-    use proofgraph::report::{self, Declared, Format};
+    use proofgraph::decide::report::{self, Declared, Format};
     let path = repo_root().join("fixtures/fuzz/report/tap-then-libtest-lines");
     let bytes = fs_err::read(path).expect("read the kept input");
     // Read, each is a failure (runner errors); refused (a total nothing backs), it is no
@@ -236,7 +236,7 @@ fn tap_followed_by_json_event_lines_is_tap_to_auto_and_libtest_to_json() {
 /// and reads one at it.
 #[test]
 fn a_count_past_2_53_is_refused_in_every_format_that_declares_one() {
-    use proofgraph::report::{self, Declared, Format};
+    use proofgraph::decide::report::{self, Declared, Format};
     /// A document of a format that declares `n` tests.
     type Doc = fn(u64) -> String;
     let docs: [(Format, Doc); 9] = [
@@ -293,13 +293,16 @@ fn a_count_past_2_53_is_refused_in_every_format_that_declares_one() {
 /// two marks was TAP to one and nothing to the other.
 #[test]
 fn sniff_and_parse_agree_behind_byte_order_marks() {
-    use proofgraph::report::{self, Declared};
+    use proofgraph::decide::report::{self, Declared};
     let kept = fs_err::read(repo_root().join("fixtures/fuzz/report/two-byte-order-marks"))
         .expect("read the kept input");
     let bom = b"\xEF\xBB\xBF";
     // The input found: behind two marks, TAP to `parse` (which reads past one) and nothing
     // to `sniff` (which read past none).
-    assert_eq!(report::sniff(&kept), Some(proofgraph::report::Format::Tap));
+    assert_eq!(
+        report::sniff(&kept),
+        Some(proofgraph::decide::report::Format::Tap)
+    );
     for body in [
         &b"TAP version 14\n1..1\nok 1 - a\n"[..],
         b"{\"totalTests\": 2}",

@@ -12,6 +12,7 @@ mod doctor;
 mod evidence;
 mod faults;
 mod fuzz;
+mod layers;
 mod malformed;
 mod plan;
 mod playwright;

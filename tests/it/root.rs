@@ -427,7 +427,7 @@ fn root_health_findings_do_not_fail_doctor() {
 /// inspection every root gets; they are checked on the inspection itself.
 #[test]
 fn inspection_of_a_missing_or_file_root() {
-    use proofgraph::openspec::inspect::inspect;
+    use proofgraph::load::openspec::inspect::inspect;
     let sb = Sandbox::new();
     let missing = inspect(&sb.work().join("gone"));
     assert!(!missing.healthy);

@@ -8,7 +8,7 @@ use std::process::Command;
 
 use serde_json::{Value, json};
 
-use proofgraph::external::{self, Expectation};
+use proofgraph::decide::external::{self, Expectation};
 
 use crate::support::{Sandbox, git_commit_all};
 

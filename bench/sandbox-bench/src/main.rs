@@ -23,7 +23,7 @@ use std::path::Path;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use proofgraph::inputs::{self, Pattern, Snapshot};
+use proofgraph::observe::inputs::{self, Pattern, Snapshot};
 use proofgraph_sandbox::{Event, IsolationRequest, JobSpec, Network, Run, RunConfig, materialize};
 
 type Error = Box<dyn std::error::Error>;

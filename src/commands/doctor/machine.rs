@@ -11,9 +11,9 @@ use proofgraph_sandbox::{Isolation, IsolationRequest, Run, RunConfig};
 use serde::Serialize;
 
 use crate::attest::keys;
-use crate::commands::lossy_path;
-use crate::diagnostic::{Code, Diagnostic};
-use crate::workspace::Workspace;
+use crate::base::diagnostic::{Code, Diagnostic};
+use crate::base::paths::lossy_path;
+use crate::load::workspace::Workspace;
 
 /// Whether runs can be isolated here.
 #[derive(Debug, Clone, Serialize)]
@@ -91,7 +91,7 @@ pub struct ProofStoreHealth {
     pub signing_key: Option<KeyHealth>,
     /// Whether the store's key is trusted: pinned (by the user's pin or a
     /// `trustedKeys` entry), a mismatch with its pin, unpinned, absent or unreadable.
-    pub trust: crate::trust::KeyReport,
+    pub trust: crate::proof::trust::KeyReport,
     /// The `trustedKeys` of `proofgraph.yaml`.
     pub trusted_keys: Vec<KeyHealth>,
     /// Whether a `proofgraph watch` answers for this workspace (commands then
@@ -115,12 +115,13 @@ fn count_files(dir: &Path) -> usize {
 /// Reads the store's state and the pin of its key without creating anything.
 pub fn proof_store(
     workspace: &Workspace,
-    pins: &crate::trust::Pins,
+    pins: &crate::proof::trust::Pins,
     findings: &mut Vec<Diagnostic>,
 ) -> ProofStoreHealth {
     let dir = workspace.root.join(crate::store::DIR);
     let exists = dir.is_dir();
-    let inspection = crate::trust::inspect(pins, &workspace.root, workspace.catalog.as_ref());
+    let inspection =
+        crate::proof::trust::inspect(pins, &workspace.root, workspace.catalog.as_ref());
     findings.extend(inspection.diagnostic());
     let private = dir.join("keys/workspace.key");
     if let Ok(meta) = fs_err::metadata(&private) {
@@ -176,7 +177,7 @@ pub fn proof_store(
         }),
         trust: inspection.report(),
         trusted_keys,
-        watcher: crate::watch::is_served(&dir.join(crate::watch::SOCKET)),
+        watcher: crate::observe::watch::is_served(&dir.join(crate::observe::watch::SOCKET)),
         path: dir,
         exists,
     }
@@ -215,7 +216,7 @@ pub fn cache(workspace: &Workspace, findings: &mut Vec<Diagnostic>) -> Option<Ca
                     Code::CacheUnreachable,
                     format!("the remote cache `{}` does not answer: {why}", remote.value),
                 )
-                .at(crate::config::catalog::FILE_NAME, remote.pos)
+                .at(crate::load::config::catalog::FILE_NAME, remote.pos)
                 .fix("Start the cache server or correct `cache.remote` in proofgraph.yaml."),
             );
             (Some(false), why)
@@ -226,7 +227,7 @@ pub fn cache(workspace: &Workspace, findings: &mut Vec<Diagnostic>) -> Option<Ca
             Code::CacheNotUsed,
             "this proofgraph does not yet push or pull receipts through the remote cache; receipts stay in `.proofgraph/`",
         )
-        .at(crate::config::catalog::FILE_NAME, remote.pos),
+        .at(crate::load::config::catalog::FILE_NAME, remote.pos),
     );
     Some(CacheHealth {
         remote: remote.value.clone(),

@@ -1,0 +1,541 @@
+//! The command line, and the only module that knows clap.
+//!
+//! Parsed arguments are converted into the plain option structs of
+//! [`crate::commands`] by destructuring every field, so that a flag added here
+//! and not wired through is a compile error.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand};
+
+use super::dispatch::{self, Command};
+use crate::base::diagnostic::{Code, Diagnostic};
+use crate::commands::{self, validate::ValidateOptions};
+use crate::load::openspec::root::Env;
+use crate::present::exit::{self, Verdict};
+use crate::present::output::{Mode, Payload, Report, emit};
+use crate::session::context::Global;
+
+/// Proves the claims of a change in a spec-driven repository.
+#[derive(Debug, Parser)]
+#[command(
+    name = "proofgraph",
+    version,
+    about = "Proves the claims of an OpenSpec change and keeps signed receipts of what was proven",
+    after_help = "Exit codes: 0 proven/ok, 1 something failed, 2 not everything proven, 3 cannot evaluate, 130 interrupted.\nDiagnostics: docs/diagnostics.md"
+)]
+struct Cli {
+    #[command(flatten)]
+    global: GlobalArgs,
+    #[command(subcommand)]
+    command: CommandArgs,
+}
+
+#[derive(Debug, Args)]
+struct GlobalArgs {
+    /// Print exactly one JSON document on stdout (prose goes to stderr)
+    #[arg(long, global = true)]
+    json: bool,
+    /// Run as if started in DIR
+    #[arg(short = 'C', value_name = "DIR", global = true)]
+    directory: Option<PathBuf>,
+    /// Use the registered OpenSpec store ID as the root
+    #[arg(long, value_name = "ID", global = true)]
+    store: Option<String>,
+}
+
+#[derive(Debug, Subcommand)]
+enum CommandArgs {
+    /// List the changes with their claim counts and wiring files
+    #[command(after_help = "Example:\n  proofgraph list --json")]
+    List,
+    /// Show a change's claims, providers and services
+    #[command(after_help = "Example:\n  proofgraph show add-profile-page")]
+    Show {
+        /// The change (a directory under openspec/changes/)
+        change: String,
+    },
+    /// Check a change's evidence.yaml and execution.yaml (and proofgraph.yaml)
+    #[command(
+        after_help = "Examples:\n  proofgraph validate add-profile-page\n  proofgraph validate --all --strict --json"
+    )]
+    Validate {
+        /// The change to validate
+        #[arg(required_unless_present = "all", conflicts_with = "all")]
+        change: Option<String>,
+        /// Validate every change
+        #[arg(long)]
+        all: bool,
+        /// Treat warnings as failures
+        #[arg(long)]
+        strict: bool,
+    },
+    /// Report the health of the OpenSpec root, its store and the workspace
+    #[command(after_help = "Example:\n  proofgraph doctor --json")]
+    Doctor,
+    /// Keep the workspace's file snapshots current from file-system events until stopped, so commands started meanwhile skip an lstat per tracked file
+    #[command(
+        after_help = "Example:\n  proofgraph watch &          # then prove, plan, status ... as usual\n\nSIGINT or SIGTERM stops it; commands work the same without it. See docs/inputs.md."
+    )]
+    Watch,
+    /// Dry run: every node, its locks, dependencies, fingerprint and order
+    #[command(
+        after_help = "Examples:\n  proofgraph plan add-profile-page\n  proofgraph plan add-profile-page --jobs 1 --json"
+    )]
+    Plan {
+        /// The change to plan
+        change: String,
+        /// How many providers may run at once [default: the number of CPUs]
+        #[arg(long, short = 'j', value_name = "N")]
+        jobs: Option<std::num::NonZeroUsize>,
+    },
+    /// Run what is not yet proven, in sandboxes, and write signed receipts
+    #[command(
+        after_help = "Examples:\n  proofgraph prove add-profile-page\n  proofgraph prove add-profile-page --jobs 4 --sandbox copy --json\n  proofgraph prove add-profile-page --shard 1/3   # CI matrix: this job's third"
+    )]
+    Prove {
+        /// The change to prove
+        change: String,
+        /// How many providers may run at once [default: the number of CPUs]
+        #[arg(long, short = 'j', value_name = "N")]
+        jobs: Option<std::num::NonZeroUsize>,
+        /// How each repository is presented to its commands [default: proofgraph.yaml's, else worktree]
+        #[arg(long, value_enum)]
+        sandbox: Option<SandboxArg>,
+        /// Ignore existing receipts and run every provider
+        #[arg(long)]
+        no_cache: bool,
+        /// Keep running independent providers after one fails
+        #[arg(long)]
+        keep_going: bool,
+        /// Keep the sandboxes (under .proofgraph/runs/) after the run
+        #[arg(long)]
+        keep_sandbox: bool,
+        /// Namespaces: `auto` uses them when the system allows, `required` refuses to run without, `none` runs unisolated
+        #[arg(long, value_enum, default_value = "auto")]
+        isolation: IsolationArg,
+        /// Run only shard I of N (1-based), for a CI matrix sharing receipts
+        #[arg(long, value_name = "I/N", value_parser = parse_shard)]
+        shard: Option<(usize, std::num::NonZeroUsize)>,
+    },
+    /// Claim × capability: passed, failed, inconclusive, stale or pending
+    #[command(
+        after_help = "Examples:\n  proofgraph status add-profile-page\n  proofgraph status add-profile-page --json"
+    )]
+    Status {
+        /// The change
+        change: String,
+        /// The sandbox mode the fingerprints assume [default: proofgraph.yaml's, else worktree]
+        #[arg(long, value_enum)]
+        sandbox: Option<SandboxArg>,
+    },
+    /// Which components of a provider's fingerprint changed since its last receipt
+    #[command(after_help = "Example:\n  proofgraph explain add-profile-page test")]
+    Explain {
+        /// The change
+        change: String,
+        /// The provider
+        provider: String,
+        /// The sandbox mode the fingerprints assume
+        #[arg(long, value_enum)]
+        sandbox: Option<SandboxArg>,
+    },
+    /// The binding hash an external signer must sign (SHA-256, hex)
+    #[command(
+        after_help = "Examples:\n  proofgraph hash add-profile-page review\n  proofgraph hash add-profile-page --json"
+    )]
+    Hash {
+        /// The change
+        change: String,
+        /// One provider [default: every provider]
+        provider: Option<String>,
+        /// The sandbox mode the fingerprints assume
+        #[arg(long, value_enum)]
+        sandbox: Option<SandboxArg>,
+    },
+    /// Wire a change from its repositories' manifests, and import results CI signed
+    #[command(subcommand)]
+    Evidence(EvidenceArgs),
+    /// Check receipts on their own
+    #[command(subcommand)]
+    Receipt(ReceiptArgs),
+    /// The store's signing key, and the pin outside the store that makes it trusted
+    #[command(subcommand)]
+    Key(KeyArgs),
+    /// Draw the change's graph: providers, services, probes and their edges
+    #[command(
+        after_help = "Examples:\n  proofgraph graph add-profile-page --format dot | dot -Tsvg > graph.svg\n  proofgraph graph add-profile-page --format mermaid"
+    )]
+    Graph {
+        /// The change to draw
+        change: String,
+        /// The picture format
+        #[arg(long, value_enum, default_value = "dot")]
+        format: GraphFormat,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum ReceiptArgs {
+    /// Verify a receipt: signed by a trusted key, what it proves, and whether it still holds
+    #[command(
+        after_help = "Examples:\n  proofgraph receipt verify receipt.dsse.json\n  proofgraph receipt verify 07262d20d484f42f3fa9056836cd0b70938a0222f397250ac81007babba30540 --json"
+    )]
+    Verify {
+        /// A receipt file, or the SHA-256 of a receipt in .proofgraph/
+        receipt: String,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum KeyArgs {
+    /// Print the store's key id, public key and whether it is trusted (pinned)
+    #[command(
+        after_help = "Examples:\n  proofgraph key show\n  proofgraph key show --json\n\nThe threat model: docs/threat-model.md."
+    )]
+    Show,
+    /// Trust the store's key after checking it: pins its id in ~/.config/proofgraph (XDG_CONFIG_HOME)
+    #[command(
+        after_help = "Example:\n  proofgraph key pin sha256:3f1c...   # the id `proofgraph key show` printed, once you checked it\n\nOnly the store's key is pinned, and only when its id is the one given."
+    )]
+    Pin {
+        /// The store key's id, `sha256:<64 hex digits>`, as `key show` prints it
+        #[arg(value_name = "KEY_ID", value_parser = parse_key_id)]
+        keyid: crate::proof::trust::KeyId,
+    },
+}
+
+/// Parses a key id argument (`sha256:<hex>`).
+fn parse_key_id(text: &str) -> Result<crate::proof::trust::KeyId, String> {
+    crate::proof::trust::KeyId::parse(text)
+}
+
+#[derive(Debug, Subcommand)]
+enum EvidenceArgs {
+    /// Propose providers from package.json, Cargo.toml, pyproject.toml, go.mod and Playwright configs, running nothing
+    #[command(after_help = "Example:\n  proofgraph evidence detect add-profile-page --json")]
+    Detect {
+        /// The change
+        change: String,
+    },
+    /// Preview (or with --write, add) the high-confidence providers; existing ones keep every byte
+    #[command(
+        after_help = "Examples:\n  proofgraph evidence init add-profile-page\n  proofgraph evidence init add-profile-page --write && proofgraph prove add-profile-page"
+    )]
+    Init {
+        /// The change
+        change: String,
+        /// Write execution.yaml instead of previewing
+        #[arg(long)]
+        write: bool,
+    },
+    /// What still stands between the change and a proof run, each with its fix
+    #[command(after_help = "Example:\n  proofgraph evidence doctor add-profile-page")]
+    Doctor {
+        /// The change
+        change: String,
+    },
+    /// Accept a signed CI result for an `external` provider, after checking it completely
+    #[command(
+        name = "verify-ci",
+        after_help = "Example:\n  proofgraph evidence verify-ci add-profile-page ci-e2e ci-result.dsse.json\n\nWhat CI must sign is described in docs/external.md."
+    )]
+    VerifyCi {
+        /// The change
+        change: String,
+        /// The `external` provider the result is for
+        provider: String,
+        /// The DSSE envelope (JSON) CI produced
+        envelope: PathBuf,
+    },
+}
+
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+enum IsolationArg {
+    Auto,
+    Required,
+    None,
+}
+
+/// Parses `--shard I/N` (1-based on the command line, 0-based inside).
+fn parse_shard(text: &str) -> Result<(usize, std::num::NonZeroUsize), String> {
+    let (i, n) = text
+        .split_once('/')
+        .ok_or_else(|| format!("`{text}` is not I/N (for example 1/3)"))?;
+    let i: usize = i
+        .trim()
+        .parse()
+        .map_err(|_| format!("`{i}` is not a number"))?;
+    let n: std::num::NonZeroUsize = n
+        .trim()
+        .parse()
+        .map_err(|_| format!("`{n}` is not a positive number"))?;
+    if i == 0 || i > n.get() {
+        return Err(format!("shard {i} is not between 1 and {n}"));
+    }
+    Ok((i - 1, n))
+}
+
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+enum SandboxArg {
+    Worktree,
+    Copy,
+    None,
+}
+
+impl SandboxArg {
+    fn mode(self) -> proofgraph_sandbox::SandboxMode {
+        match self {
+            SandboxArg::Worktree => proofgraph_sandbox::SandboxMode::Worktree,
+            SandboxArg::Copy => proofgraph_sandbox::SandboxMode::Copy,
+            SandboxArg::None => proofgraph_sandbox::SandboxMode::None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+enum GraphFormat {
+    Dot,
+    Mermaid,
+    Json,
+}
+
+impl Cli {
+    /// Converts parsed arguments into the options the commands take.
+    fn into_command(self) -> (Global, Command) {
+        let Cli {
+            global:
+                GlobalArgs {
+                    json,
+                    directory,
+                    store,
+                },
+            command,
+        } = self;
+        let global = Global {
+            json,
+            directory,
+            store,
+        };
+        let command = match command {
+            CommandArgs::List => Command::List,
+            CommandArgs::Show { change } => Command::Show { change },
+            CommandArgs::Validate {
+                change,
+                all,
+                strict,
+            } => Command::Validate(ValidateOptions {
+                change: if all { None } else { change },
+                strict,
+            }),
+            CommandArgs::Doctor => Command::Doctor,
+            CommandArgs::Plan { change, jobs } => {
+                Command::Plan(commands::plan::PlanOptions { change, jobs })
+            }
+            CommandArgs::Prove {
+                change,
+                jobs,
+                sandbox,
+                no_cache,
+                keep_going,
+                keep_sandbox,
+                isolation,
+                shard,
+            } => Command::Prove(commands::prove::ProveOptions {
+                change,
+                jobs,
+                sandbox: sandbox.map(SandboxArg::mode),
+                no_cache,
+                keep_going,
+                keep_sandbox,
+                isolation: match isolation {
+                    IsolationArg::Auto => proofgraph_sandbox::IsolationRequest::Auto,
+                    IsolationArg::Required => proofgraph_sandbox::IsolationRequest::Required,
+                    IsolationArg::None => proofgraph_sandbox::IsolationRequest::Disabled,
+                },
+                shard,
+            }),
+            CommandArgs::Status { change, sandbox } => Command::Status {
+                change,
+                sandbox: sandbox.map(SandboxArg::mode),
+            },
+            CommandArgs::Explain {
+                change,
+                provider,
+                sandbox,
+            } => Command::Explain {
+                change,
+                provider,
+                sandbox: sandbox.map(SandboxArg::mode),
+            },
+            CommandArgs::Hash {
+                change,
+                provider,
+                sandbox,
+            } => Command::Hash {
+                change,
+                provider,
+                sandbox: sandbox.map(SandboxArg::mode),
+            },
+            CommandArgs::Watch => Command::Watch,
+            CommandArgs::Receipt(ReceiptArgs::Verify { receipt }) => {
+                Command::ReceiptVerify { receipt }
+            }
+            CommandArgs::Key(KeyArgs::Show) => Command::KeyShow,
+            CommandArgs::Key(KeyArgs::Pin { keyid }) => Command::KeyPin { keyid },
+            CommandArgs::Evidence(EvidenceArgs::Detect { change }) => {
+                Command::EvidenceDetect { change }
+            }
+            CommandArgs::Evidence(EvidenceArgs::Init { change, write }) => {
+                Command::EvidenceInit { change, write }
+            }
+            CommandArgs::Evidence(EvidenceArgs::Doctor { change }) => {
+                Command::EvidenceDoctor { change }
+            }
+            CommandArgs::Evidence(EvidenceArgs::VerifyCi {
+                change,
+                provider,
+                envelope,
+            }) => Command::VerifyCi {
+                change,
+                provider,
+                envelope,
+            },
+            CommandArgs::Graph { change, format } => Command::Graph {
+                change,
+                format: match format {
+                    GraphFormat::Dot => commands::graph::Format::Dot,
+                    GraphFormat::Mermaid => commands::graph::Format::Mermaid,
+                    GraphFormat::Json => commands::graph::Format::Json,
+                },
+            },
+        };
+        (global, command)
+    }
+}
+
+/// The whole program: parse, run, and return the exit code.
+pub fn main() -> ExitCode {
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    // Re-executed as a run's init: nothing else happens in this process.
+    if args
+        .get(1)
+        .is_some_and(|a| a == proofgraph_sandbox::INIT_ARG)
+    {
+        proofgraph_sandbox::init_main();
+    }
+    let json = args.iter().skip(1).any(|a| a == "--json");
+    let cli = match Cli::try_parse_from(&args) {
+        Ok(cli) => cli,
+        Err(err) => return ExitCode::from(usage_error(&err, json)),
+    };
+    let (global, command) = cli.into_command();
+    let env = match process_env() {
+        Ok(env) => env,
+        Err(d) => {
+            return ExitCode::from(emit(
+                mode(global.json),
+                Report::<Empty>::failed(vec![d], Verdict::Invalid),
+            ));
+        }
+    };
+    let code = std::panic::catch_unwind(|| {
+        // Debug builds can be made to fail here, so that the test suite
+        // proves a panic still yields one JSON document and exit 3.
+        #[cfg(debug_assertions)]
+        if std::env::var_os("PROOFGRAPH_DEBUG_PANIC").is_some() {
+            panic!("PROOFGRAPH_DEBUG_PANIC is set");
+        }
+        dispatch::run(env, &global, command)
+    })
+    .unwrap_or_else(|_| {
+        let d = Diagnostic::error(
+            Code::InternalError,
+            "proofgraph failed unexpectedly; this is a bug",
+        )
+        .fix("Report the command and its input; the panic message above says where it failed.");
+        emit(
+            mode(global.json),
+            Report::<Empty>::failed(vec![d], Verdict::Invalid),
+        )
+    });
+    ExitCode::from(code)
+}
+
+fn mode(json: bool) -> Mode {
+    if json { Mode::Json } else { Mode::Human }
+}
+
+/// The payload of a document that has nothing but `status`.
+#[derive(Debug, Default, serde::Serialize)]
+struct Empty {}
+
+impl Payload for Empty {
+    fn human(&self, _out: &mut String) {}
+}
+
+/// Reports a command line clap could not parse. `--help` and `--version` are
+/// not errors: clap prints them and proofgraph exits 0.
+fn usage_error(err: &clap::Error, json: bool) -> u8 {
+    use clap::error::ErrorKind;
+    if matches!(
+        err.kind(),
+        ErrorKind::DisplayHelp
+            | ErrorKind::DisplayVersion
+            | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+    ) {
+        let _ = err.print();
+        return if err.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
+            3
+        } else {
+            0
+        };
+    }
+    if !json {
+        let _ = err.print();
+        return exit::process_exit_code(Verdict::Invalid);
+    }
+    let rendered = err.render().to_string();
+    let message = rendered
+        .lines()
+        .next()
+        .unwrap_or("invalid command line")
+        .trim_start_matches("error: ")
+        .to_owned();
+    let d = Diagnostic::error(Code::UsageError, message)
+        .surface("cli")
+        .fix("Run `proofgraph --help` for usage.");
+    emit(
+        Mode::Json,
+        Report::<Empty>::failed(vec![d], Verdict::Invalid),
+    )
+}
+
+/// Reads the facts about the process that commands depend on, once.
+fn process_env() -> Result<Env, Diagnostic> {
+    let cwd = std::env::current_dir().map_err(|err| {
+        Diagnostic::error(
+            Code::UsageError,
+            format!("failed to read the current directory: {err}"),
+        )
+        .surface("cli.directory")
+        .fix("Run proofgraph from an existing directory, or pass -C <dir>.")
+    })?;
+    let var = |name: &str| {
+        std::env::var_os(name)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    };
+    let home = var("HOME")
+        .or_else(std::env::home_dir)
+        .unwrap_or_else(|| PathBuf::from("/"));
+    Ok(Env {
+        cwd,
+        home,
+        xdg_data_home: var("XDG_DATA_HOME"),
+        xdg_config_home: var("XDG_CONFIG_HOME"),
+        path: std::env::var_os("PATH"),
+        vars: std::env::vars_os().collect(),
+    })
+}

@@ -1,0 +1,152 @@
+//! From a parsed command to its report on the terminal: the one place that knows every
+//! command.
+
+use std::path::PathBuf;
+
+use crate::commands::validate::ValidateOptions;
+use crate::commands::{
+    doctor, evidence, explain, graph, hash, key, list, plan, prove, receipt, show, status,
+    validate, verify_ci, watch,
+};
+use crate::load::openspec::root::Env;
+use crate::present::output::{Mode, emit_redacted};
+use crate::session::context::{Context, Global};
+
+/// A command and its options.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Command {
+    /// `list`.
+    List,
+    /// `show <change>`.
+    Show {
+        /// The change.
+        change: String,
+    },
+    /// `validate`.
+    Validate(ValidateOptions),
+    /// `doctor`.
+    Doctor,
+    /// `plan <change>`.
+    Plan(plan::PlanOptions),
+    /// `prove <change>`.
+    Prove(prove::ProveOptions),
+    /// `status <change>`.
+    Status {
+        /// The change.
+        change: String,
+        /// The sandbox mode the fingerprints assume.
+        sandbox: Option<proofgraph_sandbox::SandboxMode>,
+    },
+    /// `explain <change> <provider>`.
+    Explain {
+        /// The change.
+        change: String,
+        /// The provider.
+        provider: String,
+        /// The sandbox mode the fingerprints assume.
+        sandbox: Option<proofgraph_sandbox::SandboxMode>,
+    },
+    /// `hash <change> [<provider>]`.
+    Hash {
+        /// The change.
+        change: String,
+        /// One provider, or all.
+        provider: Option<String>,
+        /// The sandbox mode the fingerprints assume.
+        sandbox: Option<proofgraph_sandbox::SandboxMode>,
+    },
+    /// `evidence verify-ci <change> <provider> <envelope>`.
+    VerifyCi {
+        /// The change.
+        change: String,
+        /// The `external` provider.
+        provider: String,
+        /// The DSSE envelope.
+        envelope: PathBuf,
+    },
+    /// `evidence detect <change>`.
+    EvidenceDetect {
+        /// The change.
+        change: String,
+    },
+    /// `evidence init <change> [--write]`.
+    EvidenceInit {
+        /// The change.
+        change: String,
+        /// Write the file instead of previewing.
+        write: bool,
+    },
+    /// `evidence doctor <change>`.
+    EvidenceDoctor {
+        /// The change.
+        change: String,
+    },
+    /// `watch`.
+    Watch,
+    /// `receipt verify <file|sha256>`.
+    ReceiptVerify {
+        /// A receipt file, or the SHA-256 of one in the store.
+        receipt: String,
+    },
+    /// `key show`.
+    KeyShow,
+    /// `key pin <key id>`.
+    KeyPin {
+        /// The key id the user checked.
+        keyid: crate::proof::trust::KeyId,
+    },
+    /// `graph <change> --format`.
+    Graph {
+        /// The change.
+        change: String,
+        /// The picture format.
+        format: graph::Format,
+    },
+}
+
+/// Runs a command and renders its report; returns the exit code.
+pub fn run(env: Env, global: &Global, command: Command) -> u8 {
+    let mode = if global.json { Mode::Json } else { Mode::Human };
+    let ctx = Context::new(env, global);
+    // The report first, then the secrets the command learnt while making it.
+    macro_rules! emit {
+        ($mode:expr, $report:expr) => {{
+            let report = $report;
+            emit_redacted($mode, report, &ctx.secrets())
+        }};
+    }
+    match command {
+        Command::List => emit!(mode, list::run(&ctx)),
+        Command::Show { change } => emit!(mode, show::run(&ctx, &change)),
+        Command::Validate(options) => emit!(mode, validate::run(&ctx, &options)),
+        Command::Doctor => emit!(mode, doctor::run(&ctx)),
+        Command::Plan(options) => emit!(mode, plan::run(&ctx, &options)),
+        Command::Graph { change, format } => emit!(mode, graph::run(&ctx, &change, format)),
+        Command::Prove(options) => emit!(mode, prove::run(&ctx, &options)),
+        Command::Status { change, sandbox } => emit!(mode, status::run(&ctx, &change, sandbox)),
+        Command::Explain {
+            change,
+            provider,
+            sandbox,
+        } => emit!(mode, explain::run(&ctx, &change, &provider, sandbox)),
+        Command::Hash {
+            change,
+            provider,
+            sandbox,
+        } => emit!(mode, hash::run(&ctx, &change, provider.as_deref(), sandbox)),
+        Command::VerifyCi {
+            change,
+            provider,
+            envelope,
+        } => emit!(mode, verify_ci::run(&ctx, &change, &provider, &envelope)),
+        Command::ReceiptVerify { receipt } => emit!(mode, receipt::verify(&ctx, &receipt)),
+        Command::KeyShow => emit!(mode, key::show(&ctx)),
+        Command::KeyPin { keyid } => emit!(mode, key::pin(&ctx, keyid)),
+        Command::Watch => emit!(mode, watch::run(&ctx)),
+        Command::EvidenceDetect { change } => emit!(mode, evidence::detect(&ctx, &change)),
+        Command::EvidenceInit { change, write } => {
+            emit!(mode, evidence::init(&ctx, &change, write))
+        }
+        Command::EvidenceDoctor { change } => emit!(mode, evidence::doctor(&ctx, &change)),
+    }
+}

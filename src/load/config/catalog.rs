@@ -1,0 +1,293 @@
+//! `proofgraph.yaml`: the optional workspace catalog at the OpenSpec root.
+//!
+//! It names the repositories of the workspace (each a directory, possibly
+//! outside the root), how a fresh sandbox of each is set up, the default
+//! sandbox mode, the receipt keys the workspace trusts and the remote cache.
+//! Without it the workspace is one repository, `root`, the directory that
+//! holds `openspec/`.
+
+use std::collections::BTreeMap;
+
+use proofgraph_graph::RepoId;
+use proofgraph_sandbox::SandboxMode;
+
+use super::decode::{Sink, Spanned, fields, ident_str, list, missing, nonempty_string, one_of};
+use super::execution::{argv, check_version};
+use crate::base::diagnostic::Code;
+use crate::syntax::node::Node;
+
+/// The catalog's file name, at the OpenSpec root.
+pub const FILE_NAME: &str = "proofgraph.yaml";
+
+/// One repository of the workspace.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Repository {
+    /// The repository's id.
+    pub id: Spanned<RepoId>,
+    /// Its directory, relative to the OpenSpec root.
+    pub path: Spanned<String>,
+    /// Commands run once in each fresh sandbox of the repository.
+    pub setup: Option<Vec<Spanned<Vec<String>>>>,
+    /// Directories setup produces that the store keeps and restores.
+    pub setup_cache: Option<Vec<Spanned<String>>>,
+}
+
+/// A receipt-signing key the workspace trusts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TrustedKey {
+    /// A name for the key (`ci`).
+    pub name: Spanned<String>,
+    /// The Ed25519 public key, PEM (SPKI).
+    pub public_key: Spanned<String>,
+}
+
+/// Access to one cache tier.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CacheAccess {
+    /// Read and write.
+    ReadWrite,
+    /// Read only.
+    Read,
+    /// Write only.
+    Write,
+    /// Not used.
+    Off,
+}
+
+/// The remote cache.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Cache {
+    /// The base URL of a Bazel HTTP remote cache.
+    pub remote: Option<Spanned<String>>,
+    /// Access to the local store.
+    pub local_access: CacheAccess,
+    /// Access to the remote cache.
+    pub remote_access: CacheAccess,
+}
+
+/// A decoded `proofgraph.yaml`.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Catalog {
+    /// The repositories, by id.
+    pub repositories: BTreeMap<RepoId, Repository>,
+    /// The default sandbox mode.
+    pub sandbox: Option<Spanned<SandboxMode>>,
+    /// Keys whose receipts are trusted, beside the workspace's own.
+    pub trusted_keys: Vec<TrustedKey>,
+    /// The remote cache, if any.
+    pub cache: Option<Cache>,
+}
+
+const TOP_KEYS: [&str; 5] = ["version", "repositories", "sandbox", "trustedKeys", "cache"];
+
+/// Decodes a whole `proofgraph.yaml` document.
+pub fn decode(sink: &mut Sink, root: &Node) -> Option<Catalog> {
+    let top = fields(sink, root, FILE_NAME, &TOP_KEYS)?;
+    match top.get("version") {
+        None => missing(sink, top.pos, FILE_NAME, "version", "1"),
+        Some(v) => {
+            check_version(sink, v, FILE_NAME, &[1]);
+        }
+    }
+    let repositories = top
+        .get("repositories")
+        .map(|n| repositories(sink, n))
+        .unwrap_or_default();
+    let modes: Vec<(&str, SandboxMode)> =
+        SandboxMode::ALL.iter().map(|m| (m.as_str(), *m)).collect();
+    let sandbox = top
+        .get("sandbox")
+        .and_then(|n| one_of(sink, n, "`sandbox`", Code::InvalidValue, &modes));
+    let trusted_keys = top
+        .get("trustedKeys")
+        .and_then(|n| list(sink, n, "`trustedKeys`", trusted_key))
+        .unwrap_or_default();
+    let cache = top.get("cache").and_then(|n| cache(sink, n));
+    Some(Catalog {
+        repositories,
+        sandbox,
+        trusted_keys,
+        cache,
+    })
+}
+
+fn repositories(sink: &mut Sink, node: &Node) -> BTreeMap<RepoId, Repository> {
+    let Some(entries) = node.as_map() else {
+        sink.wrong_type(
+            node,
+            "`repositories`",
+            "a mapping of repository ids to repositories",
+        );
+        return BTreeMap::new();
+    };
+    let mut out = BTreeMap::new();
+    for (key, value) in entries {
+        let Some(id) = ident_str(sink, &key.name, key.pos, RepoId::parse) else {
+            continue;
+        };
+        let what = format!("repository `{}`", id.value);
+        let Some(f) = fields(sink, value, &what, &["path", "setup", "setupCache"]) else {
+            continue;
+        };
+        let path = match f.get("path") {
+            Some(n) => nonempty_string(sink, n, &format!("`path` of {what}")),
+            None => {
+                missing(sink, f.pos, &what, "path", ".");
+                None
+            }
+        };
+        // A committed catalog is read wherever the workspace is checked out.
+        let path = path.filter(|p| {
+            let absolute = std::path::Path::new(&p.value).is_absolute();
+            if absolute {
+                sink.error(
+                    Code::RepositoryPathAbsolute,
+                    p.pos,
+                    format!("`path` of {what} is the absolute path `{}`; a committed catalog must work wherever the workspace is checked out", p.value),
+                    "Write `path` relative to the OpenSpec root (`.`, `web`, `..`, `../sibling-repo`).",
+                );
+            }
+            !absolute
+        });
+        let setup = f.get("setup").and_then(|n| {
+            list(sink, n, &format!("`setup` of {what}"), |s, item, i| {
+                argv(s, item, &format!("`setup[{i}]` of {what}"))
+            })
+        });
+        let setup_cache = f
+            .get("setupCache")
+            .and_then(|n| super::decode::string_list(sink, n, &format!("`setupCache` of {what}")));
+        if let Some(path) = path {
+            out.insert(
+                id.value.clone(),
+                Repository {
+                    id,
+                    path,
+                    setup,
+                    setup_cache,
+                },
+            );
+        }
+    }
+    out
+}
+
+fn trusted_key(sink: &mut Sink, node: &Node, index: usize) -> Option<TrustedKey> {
+    let what = format!("`trustedKeys[{index}]`");
+    let f = fields(sink, node, &what, &["name", "publicKey"])?;
+    let name = match f.get("name") {
+        Some(n) => nonempty_string(sink, n, &format!("`name` of {what}")),
+        None => {
+            missing(sink, f.pos, &what, "name", "ci");
+            None
+        }
+    };
+    let public_key = match f.get("publicKey") {
+        Some(n) => nonempty_string(sink, n, &format!("`publicKey` of {what}")),
+        None => {
+            missing(
+                sink,
+                f.pos,
+                &what,
+                "publicKey",
+                "\"-----BEGIN PUBLIC KEY-----\\n...\"",
+            );
+            None
+        }
+    };
+    let public_key = public_key?;
+    if let Err(e) = crate::attest::keys::public_key_from_pem(&public_key.value) {
+        sink.error(
+            Code::TrustedKeyInvalid,
+            public_key.pos,
+            format!("`publicKey` of {what} is not a usable Ed25519 public key: failed to {e}"),
+            "Paste the signer's Ed25519 public key as SPKI PEM (`openssl pkey -in key.pem -pubout`), in a YAML block scalar (`publicKey: |`).",
+        );
+    }
+    Some(TrustedKey {
+        name: name?,
+        public_key,
+    })
+}
+
+fn cache(sink: &mut Sink, node: &Node) -> Option<Cache> {
+    let f = fields(sink, node, "`cache`", &["remote", "policy"])?;
+    let remote = f
+        .get("remote")
+        .and_then(|n| nonempty_string(sink, n, "`remote` of `cache`"));
+    let mut cache = Cache {
+        remote,
+        local_access: CacheAccess::ReadWrite,
+        remote_access: CacheAccess::ReadWrite,
+    };
+    if let Some(policy) = f
+        .get("policy")
+        .and_then(|n| nonempty_string(sink, n, "`policy` of `cache`"))
+    {
+        match parse_policy(&policy.value) {
+            Ok((local, remote)) => {
+                cache.local_access = local.unwrap_or(CacheAccess::ReadWrite);
+                cache.remote_access = remote.unwrap_or(CacheAccess::ReadWrite);
+            }
+            Err(problem) => sink.error(
+                Code::InvalidValue,
+                policy.pos,
+                format!("`policy` of `cache` is `{}`: {problem}", policy.value),
+                "Write the policy as `local:rw,remote:r` (tiers `local`/`remote`; access `rw`, `r`, `w` or `off`).",
+            ),
+        }
+    }
+    Some(cache)
+}
+
+/// Parses a cache policy such as `local:rw,remote:r`.
+pub fn parse_policy(text: &str) -> Result<(Option<CacheAccess>, Option<CacheAccess>), String> {
+    let mut local = None;
+    let mut remote = None;
+    for part in text.split(',').map(str::trim) {
+        let Some((tier, access)) = part.split_once(':') else {
+            return Err(format!("`{part}` is not `tier:access`"));
+        };
+        let access = match access {
+            "rw" => CacheAccess::ReadWrite,
+            "r" => CacheAccess::Read,
+            "w" => CacheAccess::Write,
+            "off" => CacheAccess::Off,
+            other => return Err(format!("`{other}` is not one of `rw`, `r`, `w`, `off`")),
+        };
+        let slot = match tier {
+            "local" => &mut local,
+            "remote" => &mut remote,
+            other => {
+                return Err(format!(
+                    "`{other}` is not a cache tier (`local` or `remote`)"
+                ));
+            }
+        };
+        if slot.replace(access).is_some() {
+            return Err(format!("`{tier}` is given twice"));
+        }
+    }
+    Ok((local, remote))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cache_policies() {
+        assert_eq!(
+            parse_policy("local:rw,remote:r"),
+            Ok((Some(CacheAccess::ReadWrite), Some(CacheAccess::Read)))
+        );
+        assert_eq!(
+            parse_policy("remote:off"),
+            Ok((None, Some(CacheAccess::Off)))
+        );
+        assert!(parse_policy("local:x").is_err());
+        assert!(parse_policy("disk:r").is_err());
+        assert!(parse_policy("local:r,local:w").is_err());
+        assert!(parse_policy("local").is_err());
+    }
+}

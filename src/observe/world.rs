@@ -1,0 +1,483 @@
+//! Observing the world a graph runs in: each repository's tracked files, the
+//! files each provider reads, the programs their commands start, and the
+//! platform. The graph crate reads no files; this is where its `World` comes
+//! from.
+
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+
+use proofgraph_graph::fingerprint::{Digest, Executable, Inputs, Platform, World, inputs_digest};
+use proofgraph_graph::preflight::split_scoped;
+use proofgraph_graph::{Adapter, ProviderId, RepoId, SealedGraph, ServiceId};
+use proofgraph_sandbox::SandboxMode;
+
+use crate::base::diagnostic::{Code, Diagnostic};
+use crate::load::workspace::{Change, Workspace};
+use crate::observe::inputs::{self, Pattern, Snapshot};
+
+/// The files one provider reads: `repo:path` and content identity.
+pub type FileList = Vec<(String, Digest)>;
+
+/// What was observed.
+#[derive(Debug)]
+pub struct Observed {
+    /// The world, ready for fingerprinting.
+    pub world: World,
+    /// Each repository's snapshot.
+    pub snapshots: BTreeMap<RepoId, Snapshot>,
+    /// Each provider's input files.
+    pub files: BTreeMap<ProviderId, FileList>,
+    /// Each provider's program, as its job will execute it (`None`: not found).
+    pub programs: BTreeMap<ProviderId, Option<Program>>,
+    /// Each service's program, likewise.
+    pub service_programs: BTreeMap<ServiceId, Option<Program>>,
+    /// What each repository's snapshot left out (change packets), to take it again.
+    pub excludes: BTreeMap<RepoId, Vec<String>>,
+    /// Findings that do not stop planning (a program not found on PATH).
+    pub warnings: Vec<Diagnostic>,
+}
+
+/// The prefix (relative to a repository) under which change packets live,
+/// when the OpenSpec root is inside that repository.
+fn packet_prefix(root: &Path, repo_dir: &Path) -> Option<String> {
+    let root = fs_err::canonicalize(root).ok()?;
+    let repo = fs_err::canonicalize(repo_dir).ok()?;
+    let rel = root.strip_prefix(&repo).ok()?;
+    let rel = rel.to_string_lossy();
+    Some(if rel.is_empty() {
+        "openspec/changes/".to_owned()
+    } else {
+        format!("{rel}/openspec/changes/")
+    })
+}
+
+/// Observes every repository and provider of `graph`.
+///
+/// A worktree sandbox holds exactly the tracked files; a copy sandbox (and
+/// running in place) also the untracked files git does not ignore, so those
+/// are inputs too.
+pub fn observe(
+    workspace: &Workspace,
+    change: &Change,
+    graph: &SealedGraph,
+    path_var: Option<&OsString>,
+    mode: SandboxMode,
+) -> Result<Observed, Vec<Diagnostic>> {
+    let mut errors = Vec::new();
+    let mut snapshots = BTreeMap::new();
+    let excludes: BTreeMap<&RepoId, Vec<String>> = workspace
+        .repositories
+        .iter()
+        .map(|(id, repo)| {
+            let exclude = packet_prefix(&workspace.root, &repo.dir)
+                .into_iter()
+                .collect();
+            (id, exclude)
+        })
+        .collect();
+    let mut taken: Vec<(&RepoId, Result<inputs::Snapshot, inputs::InputsError>)> = Vec::new();
+    match mode {
+        SandboxMode::Worktree => {
+            // A running `proofgraph watch` knows what changed; without one
+            // (or when it cannot vouch for an answer), lstat every file —
+            // the repositories of one work tree together.
+            let ids: Vec<&RepoId> = workspace.repositories.keys().collect();
+            let requests: Vec<(&Path, &[String])> = workspace
+                .repositories
+                .iter()
+                .map(|(id, repo)| (repo.dir.as_path(), excludes[id].as_slice()))
+                .collect();
+            let store_dir = workspace.root.join(crate::store::DIR);
+            match crate::observe::watch::query(&store_dir, &requests) {
+                Some(answered) => taken.extend(ids.into_iter().zip(answered.into_iter().map(Ok))),
+                None => taken.extend(ids.into_iter().zip(inputs::snapshots(&requests))),
+            }
+        }
+        SandboxMode::Copy | SandboxMode::None => {
+            let threads =
+                std::thread::available_parallelism().unwrap_or(std::num::NonZeroUsize::MIN);
+            for (id, repo) in &workspace.repositories {
+                taken.push((id, inputs::snapshot_copy(&repo.dir, &excludes[id], threads)));
+            }
+        }
+    }
+    taken.sort_by(|a, b| a.0.cmp(b.0));
+    for (id, snapshot) in taken {
+        let repo = &workspace.repositories[id];
+        match snapshot {
+            Ok(s) => {
+                snapshots.insert(id.clone(), s);
+            }
+            Err(err) => errors.push(
+                Diagnostic::error(Code::NotAGitRepository, format!("repository `{id}` ({}) cannot be read as git: {err}", repo.path))
+                    .surface("workspace.repositories")
+                    .fix(format!("Run `git init` in {} and add its files, or point the repository at a git work tree.", repo.dir.display())),
+            ),
+        }
+    }
+    if !errors.is_empty() {
+        return Err(errors);
+    }
+    let mut files = BTreeMap::new();
+    let mut inputs = BTreeMap::new();
+    let mut executables = BTreeMap::new();
+    let mut service_executables = BTreeMap::new();
+    let mut resolved = BTreeMap::new();
+    let mut service_programs = BTreeMap::new();
+    let mut warnings = Vec::new();
+    let mut programs = Programs::default();
+    // Report paths are what commands write, emptied before each run: never inputs (a
+    // leftover report in the working tree would otherwise be an input to its own run).
+    let reports: std::collections::BTreeSet<String> = graph
+        .providers()
+        .filter_map(|(_, _, p)| {
+            let repo = p.runs_in.as_ref()?;
+            let report = p.spec.report.as_ref()?;
+            Some(format!("{repo}:{}", report.value.trim_start_matches("./")))
+        })
+        .collect();
+    for (id, _, provider) in graph.providers() {
+        let spec = &provider.spec;
+        let mut selected: FileList = Vec::new();
+        let repo_files = |repo: &RepoId| {
+            snapshots
+                .get(repo)
+                .map(|s| s.files.as_slice())
+                .unwrap_or_default()
+        };
+        match (&spec.inputs, spec.adapter.value) {
+            (Some(patterns), _) => {
+                let home: Vec<&RepoId> = match &provider.runs_in {
+                    Some(r) => vec![r],
+                    None => provider.repositories.iter().collect(),
+                };
+                for input in patterns {
+                    let (scope, text) = split_scoped(&input.value);
+                    let repos: Vec<&RepoId> = match scope {
+                        Some(r) => workspace
+                            .repositories
+                            .keys()
+                            .filter(|k| k.as_str() == r)
+                            .collect(),
+                        None => home.clone(),
+                    };
+                    let Some(pattern) = Pattern::new(text) else {
+                        errors.push(
+                            Diagnostic::error(
+                                Code::InvalidValue,
+                                format!(
+                                    "input `{}` of provider `{id}` is not a valid glob",
+                                    input.value
+                                ),
+                            )
+                            .at(&change.execution_file, input.pos)
+                            .fix("Fix the glob (`src/**`, `*.json`), or write a plain path."),
+                        );
+                        continue;
+                    };
+                    for repo in repos {
+                        for f in inputs::select(&pattern, repo_files(repo)) {
+                            selected.push((format!("{repo}:{}", f.path), f.id));
+                        }
+                    }
+                }
+            }
+            (None, Adapter::ContractDigest) => {
+                for (repo, path) in spec.contract.iter().flatten() {
+                    let path = path.value.trim_start_matches("./");
+                    for f in repo_files(repo).iter().filter(|f| f.path == path) {
+                        selected.push((format!("{repo}:{}", f.path), f.id));
+                    }
+                }
+            }
+            (None, _) => {
+                let repos: Vec<&RepoId> = if provider.repositories.is_empty() {
+                    workspace.repositories.keys().collect()
+                } else {
+                    provider.repositories.iter().collect()
+                };
+                for repo in repos {
+                    selected.extend(
+                        repo_files(repo)
+                            .iter()
+                            .map(|f| (format!("{repo}:{}", f.path), f.id)),
+                    );
+                }
+            }
+        }
+        selected.retain(|(path, _)| !reports.contains(path));
+        selected.sort();
+        selected.dedup();
+        inputs.insert(
+            id.clone(),
+            inputs_digest(selected.iter().map(|(p, d)| (p.as_str(), d))),
+        );
+        files.insert(id.clone(), selected);
+        if let Some(program) = spec.command.as_ref().and_then(|c| c.value.first()) {
+            let repo_dir = provider
+                .runs_in
+                .as_ref()
+                .and_then(|r| workspace.repositories.get(r))
+                .map(|r| r.dir.as_path());
+            let path = job_path(spec.env.as_ref(), path_var);
+            let found = programs.find(program, repo_dir, path.as_ref());
+            match &found {
+                Some(found) => {
+                    executables.insert(id.clone(), programs.executable(found, repo_dir));
+                }
+                None => warnings.push(
+                    Diagnostic::warning(
+                        Code::ExecutableNotFound,
+                        format!("provider `{id}` runs `{program}`, which is not on its PATH (or in its repository)"),
+                    )
+                    .at(&provider.file, spec.command.as_ref().map_or(spec.id.pos, |c| c.pos))
+                    .fix(format!("Install `{program}`, or fix the command; running it would fail.")),
+                ),
+            }
+            resolved.insert(id.clone(), found);
+        }
+    }
+    for (id, _, service) in graph.services() {
+        let Some(program) = service.spec.command.as_ref().and_then(|c| c.value.first()) else {
+            continue;
+        };
+        let repo_dir = service
+            .runs_in
+            .as_ref()
+            .and_then(|r| workspace.repositories.get(r))
+            .map(|r| r.dir.as_path());
+        let path = job_path(service.spec.env.as_ref(), path_var);
+        let found = programs.find(program, repo_dir, path.as_ref());
+        if let Some(found) = &found {
+            service_executables.insert(id.clone(), programs.executable(found, repo_dir));
+        }
+        service_programs.insert(id.clone(), found);
+    }
+    if !errors.is_empty() {
+        return Err(errors);
+    }
+    let repositories = snapshots
+        .iter()
+        .map(|(id, s)| {
+            (
+                id.clone(),
+                inputs_digest(s.files.iter().map(|f| (f.path.as_str(), &f.id))),
+            )
+        })
+        .collect::<BTreeMap<RepoId, Inputs>>();
+    let world = World {
+        platform: Platform {
+            os: std::env::consts::OS.to_owned(),
+            arch: std::env::consts::ARCH.to_owned(),
+        },
+        inputs,
+        executables,
+        service_executables,
+        repositories,
+        setups: setups(workspace),
+    };
+    Ok(Observed {
+        world,
+        snapshots,
+        files,
+        programs: resolved,
+        service_programs,
+        excludes: excludes
+            .into_iter()
+            .map(|(id, exclude)| (id.clone(), exclude))
+            .collect(),
+        warnings,
+    })
+}
+
+impl Observed {
+    /// The files of `provider`'s input list whose identity is no longer the one it was
+    /// fingerprinted with, read again now from the working tree (as `copy`/`none` snapshot
+    /// it: tracked files by the index's stat data, the others by content). Deleted files
+    /// count as moved; files that appeared do not (they change the next fingerprint).
+    pub fn moved_inputs(&self, workspace: &Workspace, provider: &ProviderId) -> Vec<String> {
+        let Some(bound) = self.files.get(provider) else {
+            return Vec::new();
+        };
+        let threads = std::thread::available_parallelism().unwrap_or(std::num::NonZeroUsize::MIN);
+        let mut now: BTreeMap<&str, Option<BTreeMap<String, Digest>>> = BTreeMap::new();
+        let mut moved = Vec::new();
+        for (scoped, id) in bound {
+            let Some((repo, path)) = scoped.split_once(':') else {
+                continue;
+            };
+            let files = now.entry(repo).or_insert_with(|| {
+                let (id, dir) = workspace
+                    .repositories
+                    .iter()
+                    .find(|(id, _)| id.as_str() == repo)
+                    .map(|(id, r)| (id, &r.dir))?;
+                let exclude = self.excludes.get(id).map(Vec::as_slice).unwrap_or_default();
+                let snapshot = inputs::snapshot_copy(dir, exclude, threads).ok()?;
+                Some(snapshot.files.into_iter().map(|f| (f.path, f.id)).collect())
+            });
+            match files {
+                Some(files) if files.get(path) == Some(id) => {}
+                _ => moved.push(scoped.clone()),
+            }
+        }
+        moved
+    }
+}
+
+/// Each repository's sandbox setup, as fingerprinted: one entry per command
+/// (its argv as JSON) and per cached directory.
+fn setups(workspace: &Workspace) -> BTreeMap<RepoId, Vec<String>> {
+    let Some(catalog) = &workspace.catalog else {
+        return BTreeMap::new();
+    };
+    catalog
+        .repositories
+        .iter()
+        .filter_map(|(id, repo)| {
+            let commands = repo.setup.as_ref()?;
+            let mut out: Vec<String> = commands
+                .iter()
+                .map(|c| format!("run {}", serde_json::Value::from(c.value.clone())))
+                .collect();
+            out.extend(
+                repo.setup_cache
+                    .iter()
+                    .flatten()
+                    .map(|d| format!("cache {}", d.value)),
+            );
+            Some((id.clone(), out))
+        })
+        .collect()
+}
+
+/// A command's program, found as its job will find it: resolved once, with the job's own
+/// `PATH`, and then both fingerprinted and executed exactly — never looked up again.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Program {
+    /// An absolute file: given so, or found in an absolute entry of the job's `PATH`.
+    Absolute(PathBuf),
+    /// A file of the repository (a relative path, or found in a relative `PATH` entry),
+    /// executed from the sandbox the job runs in, as that sandbox holds it.
+    InRepository(PathBuf),
+}
+
+impl Program {
+    /// The file to execute for a job whose working directory is `cwd` (its sandbox).
+    pub fn file(&self, cwd: &Path) -> PathBuf {
+        match self {
+            Program::Absolute(path) => path.clone(),
+            Program::InRepository(relative) => cwd.join(relative),
+        }
+    }
+}
+
+/// The job's `PATH`: the one its `env` declares, else the caller's (as the job's environment
+/// is made).
+fn job_path(
+    env: Option<&BTreeMap<proofgraph_graph::EnvName, proofgraph_graph::span::Spanned<String>>>,
+    caller: Option<&OsString>,
+) -> Option<OsString> {
+    env.and_then(|e| {
+        e.iter()
+            .find(|(k, _)| k.as_str() == "PATH")
+            .map(|(_, v)| OsString::from(&v.value))
+    })
+    .or_else(|| caller.cloned())
+}
+
+/// Finds programs and digests their files, each file once.
+#[derive(Default)]
+struct Programs {
+    digests: BTreeMap<PathBuf, Digest>,
+    /// (program, repository, PATH) → what it resolved to.
+    found: BTreeMap<(String, Option<PathBuf>, Option<OsString>), Option<Program>>,
+}
+
+impl Programs {
+    /// Resolves `program` as the job will: a path with a `/` is that file (relative ones in
+    /// the repository, run from the sandbox); a bare name is the first executable file in
+    /// the job's `PATH`, where an absolute entry is searched on this machine (under
+    /// isolation the job sees the same files there: what it names under `/tmp` is exposed
+    /// to it) and a relative entry in the repository. `None` when a bare name is found
+    /// nowhere.
+    fn find(
+        &mut self,
+        program: &str,
+        repo_dir: Option<&Path>,
+        path: Option<&OsString>,
+    ) -> Option<Program> {
+        let key = (
+            program.to_owned(),
+            repo_dir.map(Path::to_path_buf),
+            path.cloned(),
+        );
+        self.found
+            .entry(key)
+            .or_insert_with(|| resolve(program, repo_dir, path))
+            .clone()
+    }
+
+    /// The program as fingerprinted: the path the job executes (repository files as
+    /// `./path`) and the digest of its content (through links; zeros when it cannot be
+    /// read, e.g. a file the sandbox's setup makes).
+    fn executable(&mut self, program: &Program, repo_dir: Option<&Path>) -> Executable {
+        let (shown, file) = match program {
+            Program::Absolute(path) => (path.to_string_lossy().into_owned(), Some(path.clone())),
+            Program::InRepository(relative) => (
+                format!("./{}", relative.to_string_lossy()),
+                repo_dir.map(|d| d.join(relative)),
+            ),
+        };
+        let digest = match file {
+            Some(file) => *self.digests.entry(file).or_insert_with_key(|file| {
+                fs_err::read(file)
+                    .map(|bytes| Digest::of(&bytes))
+                    .unwrap_or_default()
+            }),
+            None => Digest::default(),
+        };
+        Executable {
+            path: shown,
+            digest,
+        }
+    }
+}
+
+fn resolve(program: &str, repo_dir: Option<&Path>, path: Option<&OsString>) -> Option<Program> {
+    if program.contains('/') {
+        let given = Path::new(program);
+        if given.is_absolute() {
+            return is_executable(given).then(|| Program::Absolute(given.to_path_buf()));
+        }
+        let relative: PathBuf = given
+            .components()
+            .filter(|c| !matches!(c, std::path::Component::CurDir))
+            .collect();
+        return Some(Program::InRepository(relative));
+    }
+    for entry in std::env::split_paths(path?) {
+        if entry.is_absolute() {
+            let candidate = entry.join(program);
+            if is_executable(&candidate) {
+                return Some(Program::Absolute(candidate));
+            }
+        } else if let Some(dir) = repo_dir {
+            let relative: PathBuf = entry
+                .join(program)
+                .components()
+                .filter(|c| !matches!(c, std::path::Component::CurDir))
+                .collect();
+            if is_executable(&dir.join(&relative)) {
+                return Some(Program::InRepository(relative));
+            }
+        }
+    }
+    None
+}
+
+fn is_executable(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    fs_err::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}

@@ -1,0 +1,685 @@
+//! Receipts: what a provider's run proved, as an in-toto Statement v1 in a
+//! DSSE envelope signed with Ed25519.
+//!
+//! The statement's subject is the provider's binding (`sha256`, as external
+//! signers use it, plus the BLAKE3 fingerprint under `blake3`); the predicate
+//! is in-toto's test-result v0.1 (`result`, `configuration`, `passedTests`,
+//! `warnedTests`, `failedTests`) with proofgraph's own fields under
+//! `predicate.proofgraph`. A receipt is reused only when its envelope verifies
+//! against a key the workspace trusts and its subject matches the fingerprint
+//! being asked about.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use proofgraph_graph::fingerprint::{Manifest, Value as FpValue};
+
+use crate::attest::envelope::TrustedKey;
+use crate::attest::statement::{self, DigestSet, Statement, Subject};
+use crate::base::redact::{Redact, Secrets};
+use crate::store::Store;
+
+/// The in-toto predicate type of every receipt.
+pub const PREDICATE_TYPE: &str = "https://in-toto.io/attestation/test-result/v0.1";
+/// The version of `predicate.proofgraph`.
+pub const RECEIPT_VERSION: u64 = 1;
+
+/// What a requirement's run established.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    /// Proven.
+    Pass,
+    /// Ran, and did not hold.
+    Fail,
+    /// Ran, but what it produced does not decide (no report, no count, missing annotations).
+    Inconclusive,
+    /// Could not run properly (infrastructure: a service never ready, a program missing).
+    Error,
+}
+
+impl Outcome {
+    /// The name used in output.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Pass => "pass",
+            Outcome::Fail => "fail",
+            Outcome::Inconclusive => "inconclusive",
+            Outcome::Error => "error",
+        }
+    }
+
+    fn test_result(self) -> &'static str {
+        match self {
+            Outcome::Pass => "PASSED",
+            Outcome::Fail | Outcome::Error => "FAILED",
+            Outcome::Inconclusive => "WARNED",
+        }
+    }
+}
+
+/// How the command ended.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct Exit {
+    /// The exit code, if it exited.
+    pub code: Option<i32>,
+    /// The signal that ended it, if any.
+    pub signal: Option<i32>,
+    /// Whether the timeout ended it.
+    pub timed_out: bool,
+}
+
+/// A file kept in the store and referenced from the receipt.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct Artifact {
+    /// What it is: `command-log`, `structured-report`, `contract-artifact`, …
+    pub kind: String,
+    /// Where it was (repository-relative), when it was a file.
+    pub path: Option<String>,
+    /// Its SHA-256 (the store key).
+    pub sha256: String,
+    /// Its size in bytes.
+    pub size: u64,
+    /// The name a test gave it (Playwright attachments).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// Its MIME type, when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content_type: Option<String>,
+}
+
+/// Test counts from the structured report.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct Counts {
+    /// Tests found.
+    pub total: u64,
+    /// Passed.
+    pub passed: u64,
+    /// Failed.
+    pub failed: u64,
+    /// Skipped.
+    pub skipped: u64,
+    /// Todo.
+    pub todo: u64,
+}
+
+/// One manifest component, as stored for `explain`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Component {
+    /// The component's tag in the encoding.
+    pub tag: u8,
+    /// Its name.
+    pub name: String,
+    /// Its value: null when absent, else a string, number, list or map.
+    pub value: serde_json::Value,
+}
+
+/// proofgraph's fields of a receipt (`predicate.proofgraph`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Proof {
+    /// The layout version of these fields.
+    pub version: u64,
+    /// The change.
+    pub change: String,
+    /// The provider that ran.
+    pub provider: String,
+    /// The name the receipt is stored under (the provider, or a discovery receiver).
+    pub receipt: String,
+    /// The capability vouched for.
+    pub capability: String,
+    /// The claims vouched for.
+    pub claims: Vec<String>,
+    /// The result: the worst of `claim_outcomes` when there are any.
+    pub outcome: Outcome,
+    /// Why, in a sentence (always for anything but a pass).
+    pub reason: Option<String>,
+    /// Per claim, when the adapter judges claims separately (Playwright:
+    /// a claim is proven by a passing test annotated with it). Empty when
+    /// every claim shares `outcome`.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub claim_outcomes: BTreeMap<String, ClaimOutcome>,
+    /// The provider's `criticalCases`, each with the status the report gave
+    /// it (`missing` when no row matched).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub critical_cases: BTreeMap<String, String>,
+    /// The adapter.
+    pub adapter: String,
+    /// Test counts, when a report gave them.
+    pub counts: Option<Counts>,
+    /// Tests discovered (for discovery).
+    pub discovered: Option<u64>,
+    /// The discovery floor (for discovery).
+    pub minimum: Option<u64>,
+    /// `worktree`, `copy` or `none`.
+    pub sandbox: String,
+    /// `namespaces` or `none`.
+    pub isolation: String,
+    /// `private` or `host`.
+    pub network: String,
+    /// The run that produced it.
+    pub run_id: String,
+    /// When the command started (RFC 3339).
+    pub started_at: String,
+    /// When it finished (RFC 3339).
+    pub finished_at: String,
+    /// How long it took.
+    pub duration_ms: u64,
+    /// How the command ended (absent for adapters that run nothing).
+    pub exit: Option<Exit>,
+    /// Files kept in the store: the command log, the report, attachments.
+    pub artifacts: Vec<Artifact>,
+    /// The provider's fingerprint (BLAKE3).
+    pub fingerprint: String,
+    /// The provider's binding (SHA-256).
+    pub binding: String,
+    /// The fingerprint's components.
+    pub manifest: Vec<Component>,
+    /// The SHA-256 of the input listing blob (`repo:path<TAB>identity` lines).
+    pub inputs: String,
+    /// How many input files.
+    pub input_files: u64,
+}
+
+/// One claim's outcome within a receipt.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClaimOutcome {
+    /// The result for this claim.
+    pub outcome: Outcome,
+    /// Why, when it did not pass.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+/// Tests named in the report, by result.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct TestNames {
+    /// Passed tests.
+    pub passed: Vec<String>,
+    /// Skipped or otherwise inconclusive tests.
+    pub warned: Vec<String>,
+    /// Failed tests.
+    pub failed: Vec<String>,
+}
+
+impl Redact for ClaimOutcome {
+    fn redact(&mut self, secrets: &Secrets) {
+        self.reason.redact(secrets);
+    }
+}
+
+impl Redact for TestNames {
+    fn redact(&mut self, secrets: &Secrets) {
+        let TestNames {
+            passed,
+            warned,
+            failed,
+        } = self;
+        passed.redact(secrets);
+        warned.redact(secrets);
+        failed.redact(secrets);
+    }
+}
+
+/// Builds the statement for a receipt.
+pub fn statement(proof: &Proof, tests: &TestNames) -> Result<Statement, statement::StatementError> {
+    let subject = Subject::new(
+        format!(
+            "proofgraph:{}/{}@{}",
+            proof.change, proof.receipt, proof.capability
+        ),
+        DigestSet::sha256(proof.binding.clone()).with_blake3(proof.fingerprint.clone()),
+    );
+    let predicate = serde_json::json!({
+        "result": proof.outcome.test_result(),
+        "configuration": [{
+            "name": format!("proofgraph:{}/{}", proof.change, proof.provider),
+            "digest": {"sha256": proof.binding},
+        }],
+        "passedTests": tests.passed,
+        "warnedTests": tests.warned,
+        "failedTests": tests.failed,
+        "proofgraph": proof,
+    });
+    Statement::new(vec![subject], PREDICATE_TYPE, predicate)
+}
+
+/// Signs a receipt and stores it; returns the envelope's SHA-256 and the proof, now shared
+/// with the store's memory of verified receipts. Nothing is signed that holds one of
+/// `secrets`: every string of the proof and of the test names goes through them first.
+pub fn write(
+    store: &Store,
+    key: &ed25519_dalek::SigningKey,
+    proof: Proof,
+    tests: &TestNames,
+    secrets: &Secrets,
+) -> Result<(String, std::sync::Arc<Proof>), ReceiptError> {
+    let (proof, tests) = redacted(proof, tests, secrets)?;
+    let statement = statement(&proof, &tests)?;
+    let keyid = crate::attest::keys::key_id(&key.verifying_key());
+    let envelope = statement::sign_statement(&statement, key, Some(&keyid))?;
+    // A freshly signed envelope (its own time stamps and run id) is never in the store yet.
+    let digest = store.put_new(envelope.to_json().as_bytes())?;
+    let proof = std::sync::Arc::new(proof);
+    remember_verified(&digest, std::sync::Arc::clone(&proof), keyid);
+    Ok((digest, proof))
+}
+
+/// The proof and test names as a receipt may carry them: the proof's every string (and
+/// key) as a JSON value, so that no field, present or future, is left out.
+fn redacted(
+    proof: Proof,
+    tests: &TestNames,
+    secrets: &Secrets,
+) -> Result<(Proof, TestNames), ReceiptError> {
+    if secrets.is_empty() {
+        return Ok((proof, tests.clone()));
+    }
+    let unredactable = |e: serde_json::Error| ReceiptError::Unredactable(e.to_string());
+    let mut value = serde_json::to_value(&proof).map_err(unredactable)?;
+    value.redact(secrets);
+    let proof: Proof = serde_json::from_value(value).map_err(unredactable)?;
+    Ok((proof, secrets.redact(tests.clone()).into_inner()))
+}
+
+/// A receipt could not be written.
+#[derive(Debug, thiserror::Error)]
+pub enum ReceiptError {
+    /// A field that holds a secret is not free text (an outcome, a number), so the
+    /// receipt cannot be written without it.
+    #[error("keep a secret out of the receipt: a field that holds one cannot be redacted ({0})")]
+    Unredactable(String),
+    /// The statement could not be built or signed.
+    #[error(transparent)]
+    Statement(#[from] statement::StatementError),
+    /// The store could not be written.
+    #[error(transparent)]
+    Store(#[from] crate::store::StoreError),
+}
+
+/// A receipt read back and verified.
+#[derive(Debug, Clone)]
+pub struct Verified {
+    /// The envelope's SHA-256.
+    pub sha256: String,
+    /// proofgraph's fields (shared with the store's memory of verified receipts).
+    pub proof: std::sync::Arc<Proof>,
+    /// The id of the key that signed it.
+    pub keyid: String,
+}
+
+/// Reads a receipt from the store and verifies it: intact blob, a signature
+/// by a trusted key, our predicate type, and a subject that names the same
+/// binding and fingerprint as the predicate. Anything else is `None`: a
+/// receipt that does not verify is ignored, never trusted.
+pub fn read(store: &Store, sha256: &str, trusted: &[TrustedKey]) -> Option<Verified> {
+    check(store, sha256, trusted).ok()
+}
+
+/// Why a receipt in the store does not count.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Unverified {
+    /// The blob is absent, or its bytes do not match its name.
+    Missing,
+    /// No key this workspace trusts signed it. `named` are the key ids its
+    /// signatures name: unauthenticated hints, good for a message, never for trust.
+    Untrusted {
+        /// The key ids the envelope's signatures name.
+        named: Vec<String>,
+    },
+    /// Signed by a trusted key, but not a receipt of this proofgraph.
+    Invalid(String),
+}
+
+impl Unverified {
+    /// Why, as a fragment for a reason (`the receipt for this fingerprint …`).
+    pub fn reason(&self) -> String {
+        match self {
+            Unverified::Missing => "is missing from the store or corrupt".to_owned(),
+            Unverified::Untrusted { named } if named.is_empty() => {
+                "is not signed by a key this workspace trusts (it names no key)".to_owned()
+            }
+            Unverified::Untrusted { named } => format!(
+                "is not signed by a key this workspace trusts (it names {})",
+                named
+                    .iter()
+                    .map(|k| format!("`{k}`"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            Unverified::Invalid(why) => format!("is not a proofgraph receipt: {why}"),
+        }
+    }
+}
+
+/// A verified receipt's proof and the id of the key that signed it.
+type VerifiedProof = (std::sync::Arc<Proof>, String);
+
+/// Receipts already verified in this process, by envelope digest: the proof and the id of
+/// the key that signed it. A digest names exactly one sequence of bytes, in any store, so
+/// a verification holds for as long as its key is trusted — which [`check`] asks again on
+/// every hit. Kept for the life of the process (commands are short-lived; `watch` reads
+/// no receipt).
+static VERIFIED: std::sync::LazyLock<
+    std::sync::Mutex<std::collections::HashMap<String, VerifiedProof>>,
+> = std::sync::LazyLock::new(std::sync::Mutex::default);
+
+/// A receipt this process already verified: its proof and signer.
+fn verified(sha256: &str) -> Option<VerifiedProof> {
+    VERIFIED
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .get(sha256)
+        .cloned()
+}
+
+/// Remembers a verified receipt for the rest of the process.
+fn remember_verified(sha256: &str, proof: std::sync::Arc<Proof>, keyid: String) {
+    VERIFIED
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .insert(sha256.to_owned(), (proof, keyid));
+}
+
+/// [`read`], saying why a receipt does not count.
+pub fn check(store: &Store, sha256: &str, trusted: &[TrustedKey]) -> Result<Verified, Unverified> {
+    // Verified once per process: the blob cannot change under its digest,
+    // so what remains to check is that its signer is still trusted here.
+    if let Some((proof, keyid)) = verified(sha256) {
+        return if trusted.iter().any(|k| k.keyid() == keyid) {
+            Ok(Verified {
+                sha256: sha256.to_owned(),
+                proof,
+                keyid,
+            })
+        } else {
+            Err(Unverified::Untrusted { named: vec![keyid] })
+        };
+    }
+    let bytes = store.get(sha256).ok_or(Unverified::Missing)?;
+    let (proof, keyid) = verify_bytes(&bytes, trusted).map_err(|rejected| match rejected {
+        Rejected::Signature(_) => Unverified::Untrusted {
+            named: named_keys(&bytes),
+        },
+        Rejected::NotAReceipt(why) => Unverified::Invalid(why),
+    })?;
+    let proof = std::sync::Arc::new(proof);
+    remember_verified(sha256, std::sync::Arc::clone(&proof), keyid.clone());
+    Ok(Verified {
+        sha256: sha256.to_owned(),
+        proof,
+        keyid,
+    })
+}
+
+/// The key ids an envelope's signatures name (unauthenticated), for messages.
+pub fn named_keys(bytes: &[u8]) -> Vec<String> {
+    serde_json::from_slice::<crate::attest::Envelope>(bytes)
+        .map(|e| {
+            e.signatures
+                .into_iter()
+                .filter_map(|s| s.keyid)
+                // A hint is shown, so only one that looks like a key id.
+                .filter(|k| crate::proof::trust::KeyId::parse(k).is_ok())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Why receipt bytes were not accepted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Rejected {
+    /// No trusted key's signature verifies (or it is not a DSSE envelope).
+    Signature(String),
+    /// Signed, but not a receipt of this proofgraph.
+    NotAReceipt(String),
+}
+
+/// Verifies receipt bytes: a DSSE envelope signed by a trusted key over an
+/// in-toto statement with our predicate type, whose subject names the
+/// receipt's own binding and fingerprint.
+pub fn verify_bytes(bytes: &[u8], trusted: &[TrustedKey]) -> Result<(Proof, String), Rejected> {
+    let verified = statement::verify_statement(bytes, trusted)
+        .map_err(|e| Rejected::Signature(e.to_string()))?;
+    let statement = verified.statement;
+    if statement.predicate_type() != PREDICATE_TYPE {
+        return Err(Rejected::NotAReceipt(format!(
+            "the predicate type is `{}`, not `{PREDICATE_TYPE}`",
+            statement.predicate_type()
+        )));
+    }
+    let fields = statement.predicate().get("proofgraph").ok_or_else(|| {
+        Rejected::NotAReceipt("the predicate has no `proofgraph` fields".to_owned())
+    })?;
+    let proof: Proof = serde_json::from_value(fields.clone())
+        .map_err(|e| Rejected::NotAReceipt(format!("its `proofgraph` fields do not read: {e}")))?;
+    if proof.version != RECEIPT_VERSION {
+        return Err(Rejected::NotAReceipt(format!(
+            "receipt version {} is not {RECEIPT_VERSION}",
+            proof.version
+        )));
+    }
+    let subject = statement
+        .subject()
+        .first()
+        .ok_or_else(|| Rejected::NotAReceipt("the statement has no subject".to_owned()))?;
+    if subject.digest.sha256 != proof.binding
+        || subject.digest.blake3.as_deref() != Some(proof.fingerprint.as_str())
+    {
+        return Err(Rejected::NotAReceipt(
+            "the subject does not name the receipt's binding and fingerprint".to_owned(),
+        ));
+    }
+    Ok((proof, verified.keyid))
+}
+
+/// The current time in RFC 3339, UTC, to the millisecond.
+pub fn now_rfc3339() -> String {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    rfc3339(now)
+}
+
+/// Formats a duration since the Unix epoch as RFC 3339 UTC.
+pub fn rfc3339(since_epoch: std::time::Duration) -> String {
+    let secs = since_epoch.as_secs();
+    let millis = since_epoch.subsec_millis();
+    let days = secs / 86_400;
+    let rem = secs % 86_400;
+    let (hour, minute, second) = (rem / 3600, (rem % 3600) / 60, rem % 60);
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = days as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let y = yoe + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = if m <= 2 { y + 1 } else { y };
+    format!("{y:04}-{m:02}-{d:02}T{hour:02}:{minute:02}:{second:02}.{millis:03}Z")
+}
+
+/// A manifest's components as stored in receipts.
+pub fn components(manifest: &Manifest) -> Vec<Component> {
+    manifest
+        .components
+        .iter()
+        .map(|(tag, name, value)| Component {
+            tag: *tag,
+            name: (*name).to_owned(),
+            value: value_json(value),
+        })
+        .collect()
+}
+
+fn value_json(value: &FpValue) -> serde_json::Value {
+    match value {
+        FpValue::Absent => serde_json::Value::Null,
+        FpValue::Text(s) => serde_json::Value::from(s.as_str()),
+        FpValue::Number(n) => serde_json::Value::from(*n),
+        FpValue::List(items) => serde_json::Value::from(items.clone()),
+        FpValue::Map(entries) => serde_json::Value::Object(
+            entries
+                .iter()
+                .map(|(k, v)| (k.clone(), serde_json::Value::from(v.as_str())))
+                .collect(),
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn proof() -> Proof {
+        Proof {
+            claim_outcomes: BTreeMap::new(),
+            critical_cases: BTreeMap::new(),
+            version: RECEIPT_VERSION,
+            change: "c".into(),
+            provider: "test".into(),
+            receipt: "test".into(),
+            capability: "test".into(),
+            claims: vec!["a".into()],
+            outcome: Outcome::Pass,
+            reason: None,
+            adapter: "test-discovery".into(),
+            counts: Some(Counts {
+                total: 3,
+                passed: 3,
+                ..Counts::default()
+            }),
+            discovered: Some(3),
+            minimum: Some(1),
+            sandbox: "worktree".into(),
+            isolation: "namespaces".into(),
+            network: "private".into(),
+            run_id: "r".into(),
+            started_at: rfc3339(std::time::Duration::from_secs(0)),
+            finished_at: rfc3339(std::time::Duration::from_millis(1_500)),
+            duration_ms: 1500,
+            exit: Some(Exit {
+                code: Some(0),
+                signal: None,
+                timed_out: false,
+            }),
+            artifacts: Vec::new(),
+            fingerprint: "a".repeat(64),
+            binding: "b".repeat(64),
+            manifest: Vec::new(),
+            inputs: "c".repeat(64),
+            input_files: 2,
+        }
+    }
+
+    #[test]
+    fn receipts_round_trip_only_with_a_trusted_key() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = Store::open(dir.path()).expect("store");
+        let key = crate::attest::keys::generate_signing_key().expect("key");
+        let (digest, written) = write(
+            &store,
+            &key,
+            proof(),
+            &TestNames::default(),
+            &Secrets::none(),
+        )
+        .expect("write");
+        assert_eq!(*written, proof());
+        let trusted = [TrustedKey::new(key.verifying_key())];
+        let read_back = read(&store, &digest, &trusted).expect("verifies");
+        assert_eq!(*read_back.proof, proof());
+        let stranger = crate::attest::keys::generate_signing_key().expect("key");
+        let keyid = crate::attest::keys::key_id(&key.verifying_key());
+        // Remembered as verified in this process, or read afresh by another: a key
+        // that is not trusted never verifies it, and the reason names the signer.
+        for store in [store.clone(), Store::open(dir.path()).expect("store")] {
+            assert_eq!(
+                check(
+                    &store,
+                    &digest,
+                    &[TrustedKey::new(stranger.verifying_key())]
+                )
+                .err(),
+                Some(Unverified::Untrusted {
+                    named: vec![keyid.clone()]
+                })
+            );
+        }
+        assert_eq!(
+            check(&store, &"0".repeat(64), &trusted).err(),
+            Some(Unverified::Missing)
+        );
+    }
+
+    #[test]
+    fn nothing_is_signed_with_a_secret_in_it() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = Store::open(dir.path()).expect("store");
+        let key = crate::attest::keys::generate_signing_key().expect("key");
+        let secrets = Secrets::new([b"hunter2\"-value".to_vec()]);
+        let mut claims = BTreeMap::new();
+        claims.insert(
+            "a".to_owned(),
+            ClaimOutcome {
+                outcome: Outcome::Fail,
+                reason: Some("saw hunter2\"-value".to_owned()),
+            },
+        );
+        let leaky = Proof {
+            outcome: Outcome::Fail,
+            reason: Some("failing: t hunter2\"-value".to_owned()),
+            claim_outcomes: claims,
+            artifacts: vec![Artifact {
+                kind: "playwright-attachment".to_owned(),
+                name: Some("shot hunter2\"-value".to_owned()),
+                ..Artifact::default()
+            }],
+            ..proof()
+        };
+        let tests = TestNames {
+            failed: vec!["t hunter2\"-value".to_owned()],
+            ..TestNames::default()
+        };
+        let (digest, written) =
+            write(&store, &key, leaky, &tests, &secrets).expect("written, redacted");
+        assert_eq!(written.reason.as_deref(), Some("failing: t [redacted]"));
+        let envelope = store.get(&digest).expect("stored");
+        let envelope: serde_json::Value = serde_json::from_slice(&envelope).expect("json");
+        let payload = crate::attest::b64::decode(envelope["payload"].as_str().expect("payload"))
+            .expect("base64");
+        let text = String::from_utf8(payload).expect("utf-8");
+        assert!(!text.contains("hunter2"), "{text}");
+        assert_eq!(text.matches("[redacted]").count(), 4, "{text}");
+        // A secret that is not free text (here an outcome's name) cannot be written out:
+        // no receipt rather than one that holds it.
+        let outcome = Secrets::new([b"inconclusive".to_vec()]);
+        let inconclusive = Proof {
+            outcome: Outcome::Inconclusive,
+            ..proof()
+        };
+        assert!(matches!(
+            write(&store, &key, inconclusive, &TestNames::default(), &outcome),
+            Err(ReceiptError::Unredactable(_))
+        ));
+    }
+
+    #[test]
+    fn dates_are_rfc3339() {
+        assert_eq!(
+            rfc3339(std::time::Duration::from_secs(0)),
+            "1970-01-01T00:00:00.000Z"
+        );
+        assert_eq!(
+            rfc3339(std::time::Duration::from_millis(1_796_011_523_042)),
+            "2026-11-30T04:05:23.042Z"
+        );
+        assert_eq!(
+            rfc3339(std::time::Duration::from_secs(951_782_400)),
+            "2000-02-29T00:00:00.000Z"
+        );
+    }
+}

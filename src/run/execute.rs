@@ -1,0 +1,2249 @@
+//! The executor: runs the providers a `prove` needs, driven by the graph's
+//! pure scheduler, inside one hermetic run (`proofgraph_sandbox::Run`), and
+//! writes a signed receipt for every outcome it observes.
+//!
+//! It is a tokio current-thread loop over three sources: the run's events
+//! (forwarded by the sandbox's reader thread), SIGINT/SIGTERM, and
+//! nothing else. Each turn asks the scheduler what may start, starts it, and
+//! waits for the next event. A finished provider is judged on the loop; its
+//! receipts are signed and written by a writer thread (`Recorder`, `Writer`),
+//! in the order they were judged. Identical executions (same argv, directory,
+//! environment, timeout and network) in one run start once; every provider
+//! sharing one is judged from that one execution.
+//!
+//! Receipts are written only for what was observed: a provider that ran
+//! (pass, fail, inconclusive), one whose command could not start or whose
+//! service never became ready (error). A provider blocked by a failed
+//! dependency, or killed by an interrupt, gets none.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::ffi::OsString;
+use std::num::NonZeroUsize;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant, SystemTime};
+
+use proofgraph_graph::fingerprint::Fingerprints;
+use proofgraph_graph::graph::{NodeKind, ProviderNode, ServiceNode};
+use proofgraph_graph::model::Network as NetworkSetting;
+use proofgraph_graph::schedule::{Action, Outcome as Step, Scheduler, State};
+use proofgraph_graph::{Adapter, NodeId, ProviderId, RepoId, SealedGraph};
+use proofgraph_sandbox::SandboxError;
+use proofgraph_sandbox::evidence::{self, EvidenceError};
+use proofgraph_sandbox::{
+    Event, Isolation, IsolationRequest, JobId, JobSpec, Network, ProbeSpec, Run, RunConfig,
+    SandboxMode,
+};
+use serde::Serialize;
+
+use crate::base::diagnostic::{Code, Diagnostic};
+use crate::base::env::Env;
+use crate::base::redact::{Redacted, Secrets};
+use crate::decide::judge::{self, Ended, ReportFile};
+use crate::load::workspace::Workspace;
+use crate::observe::world::Observed;
+use crate::proof::receipt::{self, Artifact, Exit, Outcome, Proof, TestNames};
+use crate::store::Store;
+
+/// Everything the executor needs.
+pub struct Plan<'a> {
+    /// The sealed graph.
+    pub graph: &'a SealedGraph,
+    /// The change's name.
+    pub change: &'a str,
+    /// The workspace.
+    pub workspace: &'a Workspace,
+    /// What was observed (snapshots, input files).
+    pub observed: &'a Observed,
+    /// Every fingerprint.
+    pub fingerprints: &'a Fingerprints,
+    /// The store.
+    pub store: &'a Store,
+    /// The signing key.
+    pub key: &'a ed25519_dalek::SigningKey,
+    /// The sandbox mode.
+    pub mode: SandboxMode,
+    /// How many providers at once.
+    pub jobs: NonZeroUsize,
+    /// Go on after a failure.
+    pub keep_going: bool,
+    /// Keep the sandboxes after the run.
+    pub keep_sandbox: bool,
+    /// How much isolation to ask for.
+    pub isolation: IsolationRequest,
+    /// The caller's environment.
+    pub env: &'a Env,
+    /// SIGINT or SIGTERM since `prove` began.
+    pub interrupt: &'a crate::base::interrupt::Interrupt,
+    /// This run's id.
+    pub run_id: &'a str,
+    /// The change's secrets: redacted from every job's log and probe, every report before
+    /// it is parsed, every judged result and every stored artifact.
+    pub secrets: &'a Secrets,
+    /// Where progress goes.
+    pub progress: &'a dyn Fn(Progress<'_>),
+}
+
+/// What the executor reports while it runs (for a person; never parsed).
+#[derive(Debug, Clone, Copy)]
+pub enum Progress<'s> {
+    /// Something happened: a provider started or ended, a service started.
+    Line(&'s str),
+    /// Where the run stands.
+    Status {
+        /// Providers with a result.
+        done: usize,
+        /// Providers this run will decide.
+        total: usize,
+        /// Providers running now.
+        running: &'s [&'s str],
+    },
+}
+
+/// What happened to one provider.
+#[derive(Debug, Clone, Serialize)]
+pub struct ProviderRun {
+    /// The provider.
+    pub provider: String,
+    /// `ran`, `reused`, `blocked`, `interrupted`, `not_run`, or `produced` (a discovery
+    /// receiver whose receipt its producer's run wrote).
+    pub action: &'static str,
+    /// Why it did not run, or how it ended.
+    pub reason: Option<String>,
+    /// How long its execution took.
+    pub duration_ms: Option<u64>,
+    /// The receipts written (or reused).
+    pub receipts: Vec<ReceiptView>,
+}
+
+/// A receipt written or reused.
+#[derive(Debug, Clone, Serialize)]
+pub struct ReceiptView {
+    /// The name it is stored under.
+    pub receipt: String,
+    /// The capability.
+    pub capability: String,
+    /// Its outcome.
+    pub outcome: Outcome,
+    /// Why it is not a pass.
+    pub reason: Option<String>,
+    /// The envelope's SHA-256.
+    pub sha256: String,
+}
+
+/// The result of a run.
+#[derive(Debug, Clone)]
+pub struct Executed {
+    /// The isolation the run had (absent when nothing needed a run).
+    pub isolation: Option<Isolation>,
+    /// Per provider that was wanted.
+    pub providers: Vec<ProviderRun>,
+    /// Whether SIGINT/SIGTERM stopped it.
+    pub interrupted: bool,
+    /// Findings (isolation fallback, receipts that could not be written).
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+/// How identical executions are recognised.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+struct ExecKey {
+    argv: Vec<OsString>,
+    cwd: PathBuf,
+    env: Vec<(OsString, OsString)>,
+    timeout: u64,
+    network: bool,
+}
+
+/// How many providers the scheduler may hand to the run at once: the run itself holds
+/// `jobs` of their commands at a time, and the rest wait in it for a slot.
+fn admitted(jobs: NonZeroUsize) -> NonZeroUsize {
+    jobs.saturating_add(jobs.get())
+}
+
+/// What a job is running for.
+#[derive(Debug, Clone)]
+enum Purpose {
+    /// One execution shared by these providers.
+    Providers {
+        key: ExecKey,
+        log: PathBuf,
+        /// Whether the run holds the providers waiting for a slot when it ends, even
+        /// with exit status 0, until this loop has judged it and resumes them.
+        hold: bool,
+    },
+    /// A service.
+    Service(NodeId),
+    /// A service's probe.
+    Probe(NodeId),
+}
+
+/// Runs `wanted` (providers) and writes their receipts.
+pub fn execute(plan: &Plan<'_>, wanted: &BTreeSet<NodeId>) -> Result<Executed, Stopped> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| {
+            vec![Diagnostic::error(
+                Code::InternalError,
+                format!("failed to start the executor: {e}"),
+            )]
+        })?;
+    let writer = Writer::new(plan);
+    std::thread::scope(|scope| {
+        let (to_writer, jobs) = std::sync::mpsc::channel::<Persist>();
+        let (to_loop, from_writer) = std::sync::mpsc::channel::<Persisted>();
+        std::thread::Builder::new()
+            .name("receipts".to_owned())
+            .spawn_scoped(scope, move || {
+                for job in jobs {
+                    if to_loop.send(writer.persist(job)).is_err() {
+                        break;
+                    }
+                }
+            })
+            .map_err(|e| {
+                vec![Diagnostic::error(
+                    Code::InternalError,
+                    format!("failed to start the receipt writer: {e}"),
+                )]
+            })?;
+        let recorder = Recorder {
+            to_writer: Some(to_writer),
+            from_writer,
+            pending: 0,
+        };
+        // The writer ends when the loop drops its sender (with `Recorder`).
+        runtime.block_on(execute_async(plan, wanted, recorder))
+    })
+}
+
+struct Sandboxes {
+    dirs: BTreeMap<RepoId, PathBuf>,
+    root: PathBuf,
+    keep: bool,
+}
+
+impl Drop for Sandboxes {
+    /// The run's directory (sandboxes and logs; the logs are in the store by
+    /// now) goes with the run, unless `--keep-sandbox`.
+    fn drop(&mut self) {
+        if !self.keep {
+            let threads = std::thread::available_parallelism().unwrap_or(NonZeroUsize::MIN);
+            let _ = proofgraph_sandbox::materialize::remove(&self.root, threads);
+        }
+    }
+}
+
+fn diag(code: Code, message: String, fix: &str) -> Diagnostic {
+    Diagnostic::error(code, message).surface("prove").fix(fix)
+}
+
+/// Why a run stopped before anything ran.
+#[derive(Debug)]
+pub enum Stopped {
+    /// A repository's files changed between the snapshot its fingerprints were computed
+    /// from and the copy of its sandbox (which checks every byte against the snapshot):
+    /// nothing ran, and nothing may be judged against those fingerprints. Observe again.
+    InputsChanged(Vec<Diagnostic>),
+    /// The run could not start.
+    Failed(Vec<Diagnostic>),
+}
+
+impl From<Vec<Diagnostic>> for Stopped {
+    fn from(all: Vec<Diagnostic>) -> Self {
+        Stopped::Failed(all)
+    }
+}
+
+/// Materialises one sandbox per repository the run needs, each checked byte for byte
+/// against the snapshot its fingerprints were computed from.
+fn sandboxes(
+    plan: &Plan<'_>,
+    repos: &BTreeSet<RepoId>,
+    run_dir: &Path,
+) -> Result<Sandboxes, Stopped> {
+    let mut out = Sandboxes {
+        dirs: BTreeMap::new(),
+        root: run_dir.to_path_buf(),
+        keep: plan.keep_sandbox,
+    };
+    for repo in repos {
+        let Some(info) = plan.workspace.repositories.get(repo) else {
+            continue;
+        };
+        if plan.mode == SandboxMode::None {
+            out.dirs.insert(repo.clone(), info.dir.clone());
+            continue;
+        }
+        let Some(snapshot) = plan.observed.snapshots.get(repo) else {
+            continue;
+        };
+        let dest = run_dir.join("sandboxes").join(repo.as_str());
+        let threads = std::thread::available_parallelism().unwrap_or(NonZeroUsize::MIN);
+        snapshot.materialize(&dest, threads).map_err(|e| match e {
+            SandboxError::Changed { .. } => Stopped::InputsChanged(vec![diag(
+                Code::InputsChanged,
+                format!(
+                    "the inputs of repository `{repo}` changed while its {} sandbox was made: failed to {e}",
+                    plan.mode.as_str()
+                ),
+                "Run prove again once the files stop changing (an editor, a build or a formatter was writing them).",
+            )]),
+            e => Stopped::Failed(vec![diag(
+                Code::SandboxFailed,
+                format!(
+                    "the {} sandbox of repository `{repo}` could not be made: failed to {e}",
+                    plan.mode.as_str()
+                ),
+                "Check the free space and permissions under .proofgraph/runs/.",
+            )]),
+        })?;
+        out.dirs.insert(repo.clone(), dest);
+    }
+    Ok(out)
+}
+
+/// A job's whole environment.
+type JobEnv = Vec<(OsString, OsString)>;
+
+/// The environment a job gets: PATH, HOME and LANG from the caller, the
+/// declared literal `env`, the `envFrom` values, and the run id. Returns the
+/// environment, or the names of missing `envFrom` variables. (What its log is
+/// redacted of is every secret of the change, [`Plan::secrets`], not only its own.)
+fn job_env(
+    plan: &Plan<'_>,
+    env: Option<&BTreeMap<proofgraph_graph::EnvName, proofgraph_graph::span::Spanned<String>>>,
+    env_from: Option<&Vec<proofgraph_graph::span::Spanned<proofgraph_graph::EnvName>>>,
+    extra: &[(&str, OsString)],
+) -> Result<JobEnv, Vec<String>> {
+    let mut vars: BTreeMap<OsString, OsString> = BTreeMap::new();
+    for name in ["PATH", "HOME", "LANG"] {
+        if let Some(v) = plan.env.var(name) {
+            vars.insert(name.into(), v.clone());
+        }
+    }
+    for (k, v) in env.into_iter().flatten() {
+        vars.insert(k.as_str().into(), v.value.clone().into());
+    }
+    let mut missing = Vec::new();
+    for name in env_from.into_iter().flatten() {
+        match plan.env.var(name.value.as_str()) {
+            Some(v) => {
+                vars.insert(name.value.as_str().into(), v.clone());
+            }
+            None => missing.push(name.value.to_string()),
+        }
+    }
+    for (k, v) in extra {
+        vars.insert((*k).into(), v.clone());
+    }
+    if missing.is_empty() {
+        Ok(vars.into_iter().collect())
+    } else {
+        Err(missing)
+    }
+}
+
+/// The argv a provider runs: for a direct `playwright test`, the JSON
+/// reporter and the project are added unless given.
+fn provider_argv(p: &ProviderNode) -> Vec<OsString> {
+    let mut argv: Vec<String> = p
+        .spec
+        .command
+        .as_ref()
+        .map(|c| c.value.clone())
+        .unwrap_or_default();
+    if p.spec.adapter.value == Adapter::Playwright && is_direct_playwright(&argv) {
+        if !argv.iter().any(|a| a.starts_with("--reporter")) {
+            argv.push("--reporter=json".to_owned());
+        }
+        if let Some(project) = &p.spec.project
+            && !argv
+                .iter()
+                .any(|a| a == "--project" || a.starts_with("--project="))
+        {
+            argv.push(format!("--project={}", project.value));
+        }
+    }
+    argv.into_iter().map(OsString::from).collect()
+}
+
+/// `playwright test …`, `npx playwright test …`, `node_modules/.bin/playwright test …`.
+pub fn is_direct_playwright(argv: &[String]) -> bool {
+    let skip = usize::from(
+        argv.first()
+            .is_some_and(|a| a == "npx" || a.ends_with("/npx")),
+    );
+    let program = argv.get(skip).map(String::as_str).unwrap_or("");
+    (program == "playwright" || program.ends_with("/playwright"))
+        && argv.get(skip + 1).is_some_and(|a| a == "test")
+}
+
+/// Reads a file a job wrote under `dir` as evidence (`proofgraph_sandbox::evidence`): never
+/// through a symbolic link, never a FIFO or a device, at most [`MAX_REPORT_BYTES`] counted
+/// while reading, and only when it was written after the command started (`started`), with a
+/// second's slack for file systems that keep coarse times — the reference implementation's
+/// rule. Anything else is not evidence, whatever it holds.
+///
+/// [`MAX_REPORT_BYTES`]: crate::decide::report::MAX_REPORT_BYTES
+fn read_written(dir: &Path, relative: &str, started: Option<SystemTime>) -> ReportFile {
+    let shown = relative.to_owned();
+    match evidence::read_beneath(
+        dir,
+        Path::new(relative),
+        crate::decide::report::MAX_REPORT_BYTES,
+    ) {
+        Ok(written) => match started {
+            Some(started) if written.modified + Duration::from_secs(1) < started => {
+                let before = started
+                    .duration_since(written.modified)
+                    .unwrap_or_default()
+                    .as_secs();
+                ReportFile::Refused(
+                    shown,
+                    format!(
+                        "it was last written {before} s before the command started, so this run did not write it"
+                    ),
+                )
+            }
+            _ => ReportFile::Bytes(shown, written.bytes),
+        },
+        Err(EvidenceError::Missing) => ReportFile::Missing(shown),
+        Err(e) => ReportFile::Refused(shown, e.to_string()),
+    }
+}
+
+struct Loop<'p, 'a> {
+    plan: &'p Plan<'a>,
+    scheduler: Scheduler<'a>,
+    run: Option<Run>,
+    sandboxes: Sandboxes,
+    jobs: BTreeMap<JobId, Purpose>,
+    /// Execution key → the job running it, or its finished result.
+    executions: BTreeMap<ExecKey, Execution>,
+    /// Providers attached to an execution, waiting for it.
+    waiting: BTreeMap<ExecKey, Vec<NodeId>>,
+    /// Per execution, the report paths (sandbox, path) of every wanted provider that may
+    /// be judged from it: all emptied before it starts.
+    reports: BTreeMap<ExecKey, Vec<(PathBuf, String)>>,
+    services: BTreeMap<NodeId, JobId>,
+    probe_failures: BTreeMap<NodeId, String>,
+    service_logs: BTreeMap<NodeId, PathBuf>,
+    /// Repositories whose sandbox setup failed, and why.
+    setup_failures: BTreeMap<RepoId, String>,
+    results: BTreeMap<NodeId, ProviderRun>,
+    /// Where judged results go to have their receipts written.
+    recorder: Recorder,
+    /// Providers judged (their receipts may still be being written).
+    recorded: usize,
+    diagnostics: Vec<Diagnostic>,
+    log_dir: PathBuf,
+    next_log: usize,
+    /// Providers running now (for progress).
+    running: BTreeSet<String>,
+    /// How many providers this run decides (for progress).
+    total: usize,
+}
+
+/// A provider's command, ready to start (see `Loop::prepare`).
+struct Prepared {
+    key: ExecKey,
+    /// The file to execute.
+    program: PathBuf,
+    env: Vec<(OsString, OsString)>,
+    redact: Vec<Vec<u8>>,
+    playwright_report: Option<PathBuf>,
+    timeout: u64,
+    network: bool,
+}
+
+#[derive(Debug, Clone)]
+enum Execution {
+    Running,
+    Done(Finished),
+}
+
+#[derive(Debug, Clone)]
+struct Finished {
+    ended: Ended,
+    /// Overrides the reason of non-passing verdicts (a contract mismatch).
+    reason: Option<String>,
+    log: Option<PathBuf>,
+    duration: Duration,
+    /// When the command started (absent when nothing ran): files it wrote are newer.
+    started: Option<SystemTime>,
+    started_at: String,
+    finished_at: String,
+}
+
+impl Finished {
+    /// A provider that could not run at all, decided now.
+    fn error_now(reason: String) -> Self {
+        let now = receipt::now_rfc3339();
+        Finished {
+            ended: Ended::Error(reason),
+            reason: None,
+            log: None,
+            duration: Duration::ZERO,
+            started: None,
+            started_at: now.clone(),
+            finished_at: now,
+        }
+    }
+}
+
+async fn execute_async(
+    plan: &Plan<'_>,
+    wanted: &BTreeSet<NodeId>,
+    recorder: Recorder,
+) -> Result<Executed, Stopped> {
+    let graph = plan.graph;
+    // By its real path: a store reached through a link (into /tmp, say) is named to the
+    // run's processes where it really is, which is what an isolated run exposes to them.
+    let run_dir = plan
+        .store
+        .run_dir(plan.run_id)
+        .and_then(|dir| {
+            fs_err::canonicalize(&dir).map_err(|source| crate::store::StoreError::Io {
+                action: "resolve",
+                path: dir.clone(),
+                source,
+            })
+        })
+        .map_err(|e| {
+            vec![diag(
+                Code::SandboxFailed,
+                format!("the run's directory could not be made: failed to {e}"),
+                "Check that .proofgraph/runs/ is a writable directory.",
+            )]
+        })?;
+    // The repositories that wanted providers and their services run in.
+    let mut repos: BTreeSet<RepoId> = BTreeSet::new();
+    for id in wanted {
+        if let Some(p) = graph.node(*id).provider() {
+            repos.extend(p.runs_in.iter().cloned());
+            for s in graph.services_of(*id) {
+                repos.extend(graph.node(s).service().and_then(|s| s.runs_in.clone()));
+            }
+        }
+    }
+    let sandboxes = sandboxes(plan, &repos, &run_dir)?;
+    let log_dir = run_dir.join("logs");
+    fs_err::create_dir_all(&log_dir).map_err(|e| {
+        vec![diag(
+            Code::SandboxFailed,
+            format!("failed to create `{}`: {e}", log_dir.display()),
+            "Check permissions under .proofgraph/runs/.",
+        )]
+    })?;
+    let needs_run = wanted.iter().any(|id| {
+        graph
+            .node(*id)
+            .provider()
+            .is_some_and(|p| p.spec.adapter.value.runs_command())
+    });
+    let (run, isolation) = if needs_run {
+        // The run holds `--jobs` providers' commands at a time and starts the next one
+        // itself as soon as one ends; the scheduler admits up to twice as many, so one is
+        // always waiting there instead of a round trip through this loop.
+        // The signing key and the pins that make it trusted are no job's business: an
+        // isolated run covers them, so a provider can neither read the key nor move a pin.
+        let hidden = [
+            plan.store.dir().join("keys"),
+            crate::proof::trust::Pins::new(plan.env).dir().to_path_buf(),
+        ]
+        .iter()
+        .filter_map(|dir| fs_err::canonicalize(dir).ok())
+        .collect();
+        let config = RunConfig {
+            job_limit: Some(plan.jobs),
+            hidden,
+            ..RunConfig::current_exe(plan.isolation)
+        };
+        let (run, isolation) = Run::start(&config).map_err(|e| {
+            vec![diag(Code::IsolationUnavailable, format!("the run could not be started: failed to {e}"), "Run `proofgraph doctor` to see what isolation this machine allows, or pass --isolation none.")]
+        })?;
+        (Some(run), Some(isolation))
+    } else {
+        (None, None)
+    };
+    let mut diagnostics = Vec::new();
+    if let Some(Isolation::None { reason }) = &isolation {
+        diagnostics.push(
+            Diagnostic::warning(Code::IsolationUnavailable, format!("this run is not isolated ({reason}): its commands share the host's network, PIDs and /tmp"))
+                .surface("prove.isolation")
+                .fix("Run as root or allow unprivileged user namespaces for hermetic runs; receipts record `isolation: none`."),
+        );
+    }
+    let scheduler = Scheduler::new(graph, admitted(plan.jobs), wanted);
+    let mut state = Loop {
+        plan,
+        scheduler,
+        run,
+        sandboxes,
+        jobs: BTreeMap::new(),
+        executions: BTreeMap::new(),
+        waiting: BTreeMap::new(),
+        reports: BTreeMap::new(),
+        services: BTreeMap::new(),
+        probe_failures: BTreeMap::new(),
+        service_logs: BTreeMap::new(),
+        setup_failures: BTreeMap::new(),
+        results: BTreeMap::new(),
+        recorder,
+        recorded: 0,
+        diagnostics,
+        log_dir,
+        next_log: 0,
+        running: BTreeSet::new(),
+        total: wanted.len(),
+    };
+    state.reports = state.reports_by_execution(wanted);
+    // Contract digests and other commandless providers are judged in-process.
+    let isolation_name = match &isolation {
+        Some(Isolation::Namespaces { .. }) => "namespaces",
+        _ => "none",
+    };
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Event>();
+    if let Some(run) = &mut state.run {
+        run.forward_events(move |event| {
+            // Nobody is listening any more once the loop has ended.
+            let _ = tx.send(event);
+        });
+    }
+    let mut signals = Signals {
+        int: tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt()).ok(),
+        term: tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok(),
+        // One that came before these listened, since `prove` began.
+        early: plan.interrupt.clone(),
+    };
+    let mut interrupted = signals.early.is_set() || !state.setup(&mut rx, &mut signals).await;
+    while !interrupted {
+        // Starting one node can make others startable at once (a service
+        // marked up makes its probe startable): poll until nothing changes
+        // before waiting for an event.
+        loop {
+            let actions = state.scheduler.poll();
+            if actions.is_empty() {
+                break;
+            }
+            for action in actions {
+                match action {
+                    Action::Start(id) => state.start(id, isolation_name),
+                    Action::Stop(id) => state.stop_service(id),
+                }
+            }
+        }
+        if state.scheduler.is_finished() {
+            break;
+        }
+        let running_jobs = !state.jobs.is_empty();
+        if !running_jobs {
+            // Nothing to wait for: every start was resolved in-process.
+            continue;
+        }
+        tokio::select! {
+            event = rx.recv() => match event {
+                Some(event) => state.on_event(event, isolation_name),
+                None => {
+                    state.diagnostics.push(diag(Code::IsolationUnavailable, "the run's init stopped reporting".to_owned(), "Rerun; if it persists, run `proofgraph doctor`."));
+                    state.scheduler.halt();
+                    break;
+                }
+            },
+            _ = signals.recv() => { interrupted = true; break; }
+        }
+    }
+    if interrupted {
+        state.scheduler.halt();
+        state.progress("interrupted: stopping every process of the run");
+    }
+    if let Some(run) = state.run.take() {
+        let _ = run.shutdown();
+    }
+    // Providers never started because a probe failed get an error receipt;
+    // those blocked by a failed dependency or an interrupt get none.
+    let blocked: Vec<NodeId> = graph
+        .order()
+        .iter()
+        .copied()
+        .filter(|id| {
+            wanted.contains(id)
+                && matches!(
+                    state.scheduler.state(*id),
+                    State::Blocked | State::Waiting | State::Running
+                )
+        })
+        .collect();
+    for id in blocked {
+        let probe_reason = graph
+            .services_of(id)
+            .into_iter()
+            .find_map(|s| state.probe_failures.get(&s).cloned());
+        match (interrupted, probe_reason) {
+            (false, Some(reason)) => {
+                state.record(id, &Finished::error_now(reason), isolation_name);
+            }
+            (true, _) => {
+                state.results.insert(
+                    id,
+                    not_run(
+                        graph,
+                        id,
+                        "interrupted",
+                        "the run was interrupted before it finished",
+                    ),
+                );
+            }
+            (false, None) => {
+                let reason = blocked_reason(graph, &state.scheduler, id);
+                state
+                    .results
+                    .insert(id, not_run(graph, id, "blocked", &reason));
+            }
+        }
+    }
+    state.collect(true);
+    let providers = graph
+        .order()
+        .iter()
+        .filter_map(|id| state.results.remove(id))
+        .collect();
+    Ok(Executed {
+        isolation,
+        providers,
+        interrupted,
+        diagnostics: state.diagnostics,
+    })
+}
+
+/// Whether something answers on `url`'s host and `port` (a TCP connect
+/// within 300 ms).
+fn answers(url: &str, port: u16) -> bool {
+    use std::net::ToSocketAddrs as _;
+    let host = url
+        .split_once("://")
+        .map_or(url, |(_, rest)| rest)
+        .split(['/', '?', '#'])
+        .next()
+        .unwrap_or("")
+        .rsplit_once(':')
+        .map_or("127.0.0.1", |(h, _)| h)
+        .trim_start_matches('[')
+        .trim_end_matches(']');
+    let Ok(addrs) = (host, port).to_socket_addrs() else {
+        return false;
+    };
+    addrs
+        .into_iter()
+        .any(|addr| std::net::TcpStream::connect_timeout(&addr, Duration::from_millis(300)).is_ok())
+}
+
+/// The last `n` non-empty lines of a log, joined with ` | `.
+fn last_lines(log: &Path, n: usize) -> String {
+    let text = fs_err::read(log)
+        .map(|b| String::from_utf8_lossy(&b).into_owned())
+        .unwrap_or_default();
+    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    lines[lines.len().saturating_sub(n)..].join(" | ")
+}
+
+/// SIGINT and SIGTERM, as the executor listens for them.
+struct Signals {
+    int: Option<tokio::signal::unix::Signal>,
+    term: Option<tokio::signal::unix::Signal>,
+    early: crate::base::interrupt::Interrupt,
+}
+
+impl Signals {
+    /// The next SIGINT or SIGTERM.
+    async fn recv(&mut self) {
+        async fn one(signal: &mut Option<tokio::signal::unix::Signal>) {
+            match signal {
+                Some(s) => {
+                    s.recv().await;
+                }
+                None => std::future::pending::<()>().await,
+            }
+        }
+        tokio::select! {
+            () = one(&mut self.int) => {}
+            () = one(&mut self.term) => {}
+        }
+    }
+}
+
+fn not_run(graph: &SealedGraph, id: NodeId, action: &'static str, reason: &str) -> ProviderRun {
+    ProviderRun {
+        provider: graph.node(id).name.clone(),
+        action,
+        reason: Some(reason.to_owned()),
+        duration_ms: None,
+        receipts: Vec::new(),
+    }
+}
+
+fn blocked_reason(graph: &SealedGraph, scheduler: &Scheduler<'_>, id: NodeId) -> String {
+    let failed: Vec<String> = graph
+        .incoming(id)
+        .into_iter()
+        .filter(|(from, _)| matches!(scheduler.state(*from), State::Failed | State::Blocked))
+        .map(|(from, _)| format!("`{}`", graph.node(from).name))
+        .collect();
+    if failed.is_empty() {
+        "not run: the run stopped after a failure (use --keep-going to run everything)".to_owned()
+    } else {
+        format!("not run: {} did not pass", failed.join(", "))
+    }
+}
+
+impl Loop<'_, '_> {
+    /// Runs each fresh sandbox's `setup` commands (from the catalog), with
+    /// the outside network, before anything else runs in it; restores them
+    /// from the setup cache when `setupCache` is declared and the cache holds
+    /// this setup.
+    /// Returns `false` when SIGINT or SIGTERM stopped it (the setup command was killed).
+    async fn setup(
+        &mut self,
+        rx: &mut tokio::sync::mpsc::UnboundedReceiver<Event>,
+        signals: &mut Signals,
+    ) -> bool {
+        if self.plan.mode == SandboxMode::None {
+            return true;
+        }
+        let Some(catalog) = &self.plan.workspace.catalog else {
+            return true;
+        };
+        let dirs: Vec<(RepoId, PathBuf)> = self
+            .sandboxes
+            .dirs
+            .iter()
+            .map(|(r, d)| (r.clone(), d.clone()))
+            .collect();
+        for (repo, dir) in dirs {
+            let Some(entry) = catalog.repositories.get(&repo) else {
+                continue;
+            };
+            let Some(commands) = &entry.setup else {
+                continue;
+            };
+            let commands: Vec<Vec<String>> = commands.iter().map(|c| c.value.clone()).collect();
+            if commands.is_empty() {
+                continue;
+            }
+            let cache_dirs: Vec<String> = entry
+                .setup_cache
+                .iter()
+                .flatten()
+                .map(|c| c.value.clone())
+                .collect();
+            let key = self
+                .plan
+                .observed
+                .snapshots
+                .get(&repo)
+                .map(|s| crate::run::setup::cache_key(&commands, &cache_dirs, s));
+            if !cache_dirs.is_empty()
+                && let Some(key) = &key
+                && let Some(files) = crate::run::setup::restore(self.plan.store, key, &dir)
+            {
+                self.progress(&format!(
+                    "  setup   {repo}: restored {files} files from the setup cache"
+                ));
+                continue;
+            }
+            if self.run.is_none() {
+                return true;
+            }
+            let mut failed = None;
+            for argv in &commands {
+                let log = self.log_path(&format!("setup-{repo}"));
+                let env = job_env(self.plan, None, None, &[]).unwrap_or_default();
+                let spec = JobSpec {
+                    argv: argv.iter().map(OsString::from).collect(),
+                    // Setup is not a provider: its command is searched in its PATH.
+                    program: None,
+                    cwd: dir.clone(),
+                    env,
+                    network: Network::Host,
+                    timeout: Some(Duration::from_secs(30 * 60)),
+                    log: log.clone(),
+                    redact: self.plan.secrets.patterns().to_vec(),
+                    limited: false,
+                    hold_after: false,
+                };
+                self.progress(&format!("  setup   {repo}: {}", argv.join(" ")));
+                let spawned = match &self.run {
+                    Some(run) => run.spawn(&spec),
+                    None => return true,
+                };
+                let job = match spawned {
+                    Ok(job) => job,
+                    Err(e) => {
+                        failed = Some(format!(
+                            "`{}` could not start: failed to {e}",
+                            argv.join(" ")
+                        ));
+                        break;
+                    }
+                };
+                let result = loop {
+                    tokio::select! {
+                        event = rx.recv() => match event {
+                            Some(Event::Exited {
+                                job: j,
+                                code,
+                                signal,
+                                spawn_error,
+                                ..
+                            }) if j == job => break (code, signal, spawn_error),
+                            Some(_) => {}
+                            None => break (None, None, Some("the run's init stopped".to_owned())),
+                        },
+                        () = signals.recv() => {
+                            if let Some(run) = &self.run {
+                                let _ = run.kill(job);
+                            }
+                            return false;
+                        }
+                    }
+                };
+                if result.0 != Some(0) {
+                    let how = match result {
+                        (_, _, Some(e)) => format!("could not start: {e}"),
+                        (Some(c), _, _) => format!("exited with code {c}"),
+                        (None, Some(s), _) => format!("was killed by signal {s}"),
+                        _ => "failed".to_owned(),
+                    };
+                    failed = Some(format!(
+                        "`{}` {how}; its log ends with: {}",
+                        argv.join(" "),
+                        last_lines(&log, 5)
+                    ));
+                    break;
+                }
+            }
+            match failed {
+                Some(reason) => {
+                    self.progress(&format!("  setup   {repo} failed: {reason}"));
+                    self.setup_failures.insert(repo, reason);
+                }
+                None => {
+                    if !cache_dirs.is_empty()
+                        && let Some(key) = &key
+                        && let Err(e) =
+                            crate::run::setup::save(self.plan.store, key, &dir, &cache_dirs)
+                    {
+                        self.diagnostics.push(
+                            Diagnostic::warning(Code::StoreUnusable, format!("the setup cache of `{repo}` could not be saved: {e}"))
+                                .surface("prove.setup")
+                                .fix("Check free space under .proofgraph/; setup will run again next time."),
+                        );
+                    }
+                }
+            }
+        }
+        true
+    }
+
+    /// Tells the scheduler a provider finished; a failure stops new starts
+    /// unless `--keep-going`.
+    fn finish(&mut self, id: NodeId, ok: bool) {
+        self.scheduler
+            .complete(id, if ok { Step::Succeeded } else { Step::Failed });
+        if !ok && !self.plan.keep_going {
+            self.halt();
+        }
+    }
+
+    /// Starts nothing more: blocks what has not started, and takes back the providers
+    /// still waiting in the run for a slot (the ones running finish).
+    fn halt(&mut self) {
+        self.scheduler.halt();
+        if let Some(run) = &self.run {
+            for (job, purpose) in &self.jobs {
+                if matches!(purpose, Purpose::Providers { .. }) {
+                    let _ = run.cancel(*job);
+                }
+            }
+        }
+    }
+
+    fn progress(&self, line: &str) {
+        (self.plan.progress)(Progress::Line(line));
+    }
+
+    fn status(&self) {
+        let running: Vec<&str> = self.running.iter().map(String::as_str).collect();
+        (self.plan.progress)(Progress::Status {
+            done: self.recorded,
+            total: self.total,
+            running: &running,
+        });
+    }
+
+    fn log_path(&mut self, name: &str) -> PathBuf {
+        self.next_log += 1;
+        self.log_dir
+            .join(format!("{:04}-{name}.log", self.next_log))
+    }
+
+    fn cwd(&self, repo: Option<&RepoId>) -> Option<PathBuf> {
+        repo.and_then(|r| self.sandboxes.dirs.get(r)).cloned()
+    }
+
+    fn start(&mut self, id: NodeId, isolation: &str) {
+        let graph = self.plan.graph;
+        match &graph.node(id).kind {
+            NodeKind::Provider(p) => self.start_provider(id, p, isolation),
+            NodeKind::Service(s) => self.start_service(id, s, isolation),
+            NodeKind::Probe(probe) => {
+                let Some(service) = graph.service(&probe.service) else {
+                    return;
+                };
+                self.start_probe(id, service);
+            }
+        }
+    }
+
+    fn start_provider(&mut self, id: NodeId, p: &ProviderNode, isolation: &str) {
+        if p.spec.adapter.value == Adapter::ContractDigest {
+            let started_at = receipt::now_rfc3339();
+            let started = Instant::now();
+            let (ended, reason) = self.contract_digest(p);
+            let finished = Finished {
+                ended,
+                reason,
+                log: None,
+                duration: started.elapsed(),
+                started: None,
+                started_at,
+                finished_at: receipt::now_rfc3339(),
+            };
+            let ok = self.record(id, &finished, isolation);
+            self.finish(id, ok);
+            return;
+        }
+        if !p.spec.adapter.value.runs_command() {
+            let finished = Finished::error_now(format!(
+                "the {} adapter runs nothing in `prove`",
+                p.spec.adapter.value
+            ));
+            self.record(id, &finished, isolation);
+            self.finish(id, false);
+            return;
+        }
+        let fail_now = |this: &mut Self, reason: String| {
+            this.record(id, &Finished::error_now(reason), isolation);
+            this.finish(id, false);
+        };
+        if p.spec.inputs.is_some()
+            && self
+                .plan
+                .observed
+                .files
+                .get(&p.spec.id.value)
+                .is_none_or(Vec::is_empty)
+        {
+            return fail_now(
+                self,
+                "its declared `inputs` match no file, so a pass would prove nothing about the code"
+                    .to_owned(),
+            );
+        }
+        if let Some(reason) = p.runs_in.as_ref().and_then(|r| self.setup_failures.get(r)) {
+            let reason = format!("the setup of its repository failed: {reason}");
+            return fail_now(self, reason);
+        }
+        let Prepared {
+            key,
+            program,
+            env,
+            redact,
+            playwright_report,
+            timeout,
+            network,
+        } = match self.prepare(p) {
+            Ok(prepared) => prepared,
+            Err(reason) => return fail_now(self, reason),
+        };
+        let cwd = key.cwd.clone();
+        match self.executions.get(&key) {
+            Some(Execution::Running) => {
+                self.waiting.entry(key).or_default().push(id);
+                return;
+            }
+            Some(Execution::Done(finished)) => {
+                let finished = finished.clone();
+                let ok = self.record(id, &finished, isolation);
+                self.finish(id, ok);
+                return;
+            }
+            None => {}
+        }
+        // Nothing left where a report of this execution goes — from an earlier run, a
+        // tracked file, another command — may be read as what it wrote: the report path of
+        // every provider that may be judged from it is emptied before it starts (without
+        // following a link). Removing them while other jobs run is safe: no two different
+        // commands declare one report path (preflight's `report_path_collision`).
+        for (dir, report) in self.reports.get(&key).into_iter().flatten() {
+            let _ = evidence::remove_beneath(dir, Path::new(report));
+        }
+        if let Some(path) = &playwright_report {
+            let _ = fs_err::remove_file(path);
+        }
+        let log = self.log_path(p.spec.id.value.as_str());
+        // Whether the next provider may start the moment this one exits 0, or only once
+        // it is judged: a verdict that may fail despite exit status 0 (reports, critical
+        // cases) decides whether the run goes on, and attachments are read before the
+        // next job can start in the same sandbox. (A provider sharing an execution started
+        // for another inherits that one's choice; at worst, one more provider starts after
+        // a failure judged from a report: it runs and is recorded as usual.)
+        let hold = !judge::judged_by_exit_status(p);
+        let spec = JobSpec {
+            argv: key.argv.clone(),
+            program: Some(program),
+            cwd,
+            env,
+            network: if network {
+                Network::Host
+            } else {
+                Network::Private
+            },
+            timeout: Some(Duration::from_millis(timeout)),
+            log: log.clone(),
+            redact,
+            limited: true,
+            hold_after: hold,
+        };
+        let Some(run) = &self.run else {
+            return fail_now(self, "no run was started".to_owned());
+        };
+        match run.spawn(&spec) {
+            Ok(job) => {
+                self.progress(&format!("  run     {}", p.spec.id.value));
+                self.running.insert(p.spec.id.value.to_string());
+                self.status();
+                self.jobs.insert(
+                    job,
+                    Purpose::Providers {
+                        key: key.clone(),
+                        log,
+                        hold,
+                    },
+                );
+                self.executions.insert(key.clone(), Execution::Running);
+                self.waiting.entry(key).or_default().push(id);
+            }
+            Err(e) => fail_now(
+                self,
+                format!("its command could not be started: failed to {e}"),
+            ),
+        }
+    }
+
+    /// What starting `p`'s command takes: its execution key (identical keys share one
+    /// execution), environment, secrets to redact, where Playwright writes its JSON, its
+    /// timeout and network. An error is why it cannot start.
+    fn prepare(&self, p: &ProviderNode) -> Result<Prepared, String> {
+        let Some(cwd) = self.cwd(p.runs_in.as_ref()) else {
+            return Err("its repository has no sandbox".to_owned());
+        };
+        let mut extra = vec![("PROOFGRAPH_RUN_ID", OsString::from(self.plan.run_id))];
+        let playwright_report = (p.spec.adapter.value == Adapter::Playwright).then(|| {
+            self.log_dir
+                .join(format!("{}.playwright.json", p.spec.id.value))
+        });
+        if let Some(path) = &playwright_report {
+            extra.push(("PLAYWRIGHT_JSON_OUTPUT_FILE", path.clone().into_os_string()));
+        }
+        let redact = self.plan.secrets.patterns().to_vec();
+        let env = job_env(
+            self.plan,
+            p.spec.env.as_ref(),
+            p.spec.env_from.as_ref(),
+            &extra,
+        )
+        .map_err(|missing| {
+            format!(
+                "`envFrom` names {} but the environment does not set it",
+                missing.join(", ")
+            )
+        })?;
+        let timeout = p.spec.timeout_ms.as_ref().map_or(120_000, |t| t.value);
+        let network = p
+            .spec
+            .network
+            .as_ref()
+            .is_some_and(|n| n.value == NetworkSetting::Host);
+        // The program fingerprinted is the program executed: resolved once, with this
+        // job's PATH, when the world was observed.
+        let program = match self.plan.observed.programs.get(&p.spec.id.value) {
+            Some(Some(program)) => program.file(&cwd),
+            _ => {
+                let name = p
+                    .spec
+                    .command
+                    .as_ref()
+                    .and_then(|c| c.value.first())
+                    .map_or("", String::as_str);
+                return Err(format!(
+                    "its command could not be started: `{name}` is not on its PATH (nor a file of its repository)"
+                ));
+            }
+        };
+        let key = ExecKey {
+            argv: provider_argv(p),
+            cwd,
+            env: env.clone(),
+            timeout,
+            network,
+        };
+        Ok(Prepared {
+            key,
+            program,
+            env,
+            redact,
+            playwright_report,
+            timeout,
+            network,
+        })
+    }
+
+    fn start_service(&mut self, id: NodeId, s: &ServiceNode, isolation: &str) {
+        // Without a private network, a server already answering on the
+        // service's URL would answer its probe: refuse instead.
+        if isolation == "none"
+            && let Some(url) = s.spec.readiness.as_ref().and_then(|r| r.url.as_ref())
+            && let Some(port) = s.port
+            && answers(&url.value, port)
+        {
+            let name = &s.spec.id.value;
+            self.diagnostics.push(
+                Diagnostic::error(
+                    Code::ReadinessPortInUse,
+                    format!("service `{name}` was not started: {} already answers, and without isolation its probe could not tell this run's server from the one already there", url.value),
+                )
+                .at(&s.file, url.pos)
+                .fix(format!("Stop whatever listens on port {port}, or run with namespaces (root or unprivileged user namespaces) so the run gets its own network.")),
+            );
+            self.probe_failures.insert(id, format!("service `{name}` was not started: port {port} is already in use outside the run (readiness_port_in_use)"));
+            self.scheduler.complete(id, Step::Failed);
+            return;
+        }
+        let Some(cwd) = self.cwd(s.runs_in.as_ref()) else {
+            self.probe_failures
+                .insert(id, format!("service `{}` has no sandbox", s.spec.id.value));
+            self.scheduler.complete(id, Step::Failed);
+            return;
+        };
+        let extra = [("PROOFGRAPH_RUN_ID", OsString::from(self.plan.run_id))];
+        let redact = self.plan.secrets.patterns().to_vec();
+        let env = match job_env(
+            self.plan,
+            s.spec.env.as_ref(),
+            s.spec.env_from.as_ref(),
+            &extra,
+        ) {
+            Ok(e) => e,
+            Err(missing) => {
+                self.probe_failures.insert(
+                    id,
+                    format!(
+                        "service `{}` needs `envFrom` {}, which the environment does not set",
+                        s.spec.id.value,
+                        missing.join(", ")
+                    ),
+                );
+                self.scheduler.complete(id, Step::Failed);
+                return;
+            }
+        };
+        let network = s
+            .spec
+            .network
+            .as_ref()
+            .is_some_and(|n| n.value == NetworkSetting::Host);
+        let log = self.log_path(&format!("service-{}", s.spec.id.value));
+        self.service_logs.insert(id, log.clone());
+        let program = match self.plan.observed.service_programs.get(&s.spec.id.value) {
+            Some(Some(program)) => program.file(&cwd),
+            _ => {
+                let name = s
+                    .spec
+                    .command
+                    .as_ref()
+                    .and_then(|c| c.value.first())
+                    .map_or("", String::as_str);
+                self.probe_failures.insert(
+                    id,
+                    format!(
+                        "service `{}` could not be started: `{name}` is not on its PATH (nor a file of its repository)",
+                        s.spec.id.value
+                    ),
+                );
+                self.scheduler.complete(id, Step::Failed);
+                return;
+            }
+        };
+        let spec = JobSpec {
+            argv: s
+                .spec
+                .command
+                .as_ref()
+                .map(|c| c.value.iter().map(OsString::from).collect())
+                .unwrap_or_default(),
+            program: Some(program),
+            cwd,
+            env,
+            network: if network {
+                Network::Host
+            } else {
+                Network::Private
+            },
+            timeout: None,
+            log,
+            redact,
+            // A service starts at once, beside the providers that use it.
+            limited: false,
+            hold_after: false,
+        };
+        let Some(run) = &self.run else { return };
+        match run.spawn(&spec) {
+            Ok(job) => {
+                self.progress(&format!("  start   service {}", s.spec.id.value));
+                self.jobs.insert(job, Purpose::Service(id));
+                self.services.insert(id, job);
+                self.scheduler.complete(id, Step::Succeeded);
+            }
+            Err(e) => {
+                self.probe_failures.insert(
+                    id,
+                    format!(
+                        "service `{}` could not be started: failed to {e}",
+                        s.spec.id.value
+                    ),
+                );
+                self.scheduler.complete(id, Step::Failed);
+            }
+        }
+    }
+
+    fn start_probe(&mut self, probe: NodeId, service: NodeId) {
+        let Some(s) = self.plan.graph.node(service).service() else {
+            return;
+        };
+        let Some(readiness) = &s.spec.readiness else {
+            return;
+        };
+        let subst = |text: &str| text.replace("${PROOFGRAPH_RUN_ID}", self.plan.run_id);
+        let spec = ProbeSpec {
+            url: readiness
+                .url
+                .as_ref()
+                .map(|u| u.value.clone())
+                .unwrap_or_default(),
+            expect_status: None,
+            expect_headers: readiness
+                .expect_header
+                .iter()
+                .flatten()
+                .map(|(k, v)| (k.clone(), subst(&v.value)))
+                .collect(),
+            expect_body: readiness.expect_body.as_ref().map(|b| subst(&b.value)),
+            timeout: Duration::from_millis(
+                readiness.timeout_ms.as_ref().map_or(30_000, |t| t.value),
+            ),
+            log: self.log_path(&format!("probe-{}", s.spec.id.value)),
+            redact: self.plan.secrets.patterns().to_vec(),
+        };
+        let Some(run) = &self.run else { return };
+        match run.probe(&spec) {
+            Ok(job) => {
+                self.jobs.insert(job, Purpose::Probe(probe));
+            }
+            Err(e) => {
+                self.probe_failures.insert(
+                    service,
+                    format!(
+                        "the readiness probe of `{}` could not start: failed to {e}",
+                        s.spec.id.value
+                    ),
+                );
+                self.scheduler.complete(probe, Step::Failed);
+            }
+        }
+    }
+
+    fn stop_service(&mut self, id: NodeId) {
+        if let (Some(job), Some(run)) = (self.services.get(&id), &self.run) {
+            self.progress(&format!("  stop    {}", self.plan.graph.node(id).name));
+            let _ = run.kill(*job);
+        }
+    }
+
+    fn on_event(&mut self, event: Event, isolation: &str) {
+        let Some(job) = event.job() else {
+            if let Event::InitFailed { reason } = event {
+                self.diagnostics.push(diag(
+                    Code::IsolationUnavailable,
+                    format!("the run's init failed: {reason}"),
+                    "Rerun; if it persists, run `proofgraph doctor`.",
+                ));
+                self.scheduler.halt();
+            }
+            return;
+        };
+        let Some(purpose) = self.jobs.remove(&job) else {
+            return;
+        };
+        match (purpose, event) {
+            (Purpose::Providers { key, .. }, Event::Exited { started: false, .. }) => {
+                // Cancelled while it waited in the run for a slot (the run is stopping
+                // after a failure): it never ran, so it proves nothing either way.
+                self.executions.remove(&key);
+                for id in self.waiting.remove(&key).unwrap_or_default() {
+                    self.scheduler.withdraw(id);
+                    if let Some(p) = self.plan.graph.node(id).provider() {
+                        self.running.remove(p.spec.id.value.as_str());
+                    }
+                }
+            }
+            (
+                Purpose::Providers { key, log, hold },
+                Event::Exited {
+                    code,
+                    signal,
+                    timed_out,
+                    killed,
+                    duration,
+                    spawn_error,
+                    ..
+                },
+            ) => {
+                let ended = match spawn_error {
+                    Some(e) => Ended::Error(format!("its command could not be started: {e}")),
+                    None if killed => Ended::Error("it was killed before it finished".to_owned()),
+                    None => Ended::Exited(Exit {
+                        code,
+                        signal,
+                        timed_out,
+                    }),
+                };
+                // The run measured the command from its start, which may have come
+                // after a wait for a slot.
+                let wall = SystemTime::now();
+                let now = wall
+                    .duration_since(SystemTime::UNIX_EPOCH)
+                    .unwrap_or_default();
+                let finished = Finished {
+                    ended,
+                    reason: None,
+                    log: Some(log),
+                    duration,
+                    started: wall.checked_sub(duration),
+                    started_at: receipt::rfc3339(now.saturating_sub(duration)),
+                    finished_at: receipt::rfc3339(now),
+                };
+                self.executions
+                    .insert(key.clone(), Execution::Done(finished.clone()));
+                for id in self.waiting.remove(&key).unwrap_or_default() {
+                    let ok = self.record(id, &finished, isolation);
+                    self.finish(id, ok);
+                }
+                // The run held the providers waiting in it (this one is judged from more
+                // than its exit status, or did not exit 0): judged and read, they may start
+                // unless the run is stopping (then `halt` took them back).
+                let exited_0 = matches!(&finished.ended, Ended::Exited(e) if judge::succeeded(e));
+                if (hold || !exited_0)
+                    && !self.scheduler.is_halted()
+                    && let Some(run) = &self.run
+                {
+                    let _ = run.resume();
+                }
+            }
+            (
+                Purpose::Service(id),
+                Event::Exited {
+                    code,
+                    signal,
+                    spawn_error,
+                    killed,
+                    ..
+                },
+            ) => {
+                self.services.remove(&id);
+                if !killed {
+                    let how = match (spawn_error, code, signal) {
+                        (Some(e), _, _) => format!("could not start: {e}"),
+                        (None, Some(c), _) => format!("exited with code {c}"),
+                        (None, None, Some(s)) => format!("was killed by signal {s}"),
+                        _ => "ended".to_owned(),
+                    };
+                    let name = self.plan.graph.node(id).name.clone();
+                    let ready = self
+                        .plan
+                        .graph
+                        .outgoing(id)
+                        .iter()
+                        .any(|(probe, _)| self.scheduler.state(*probe) == State::Succeeded);
+                    let when = if ready {
+                        "before its users finished"
+                    } else {
+                        "before it was ready"
+                    };
+                    let tail = self
+                        .service_logs
+                        .get(&id)
+                        .map(|log| last_lines(log, 5))
+                        .unwrap_or_default();
+                    let tail = if tail.is_empty() {
+                        String::new()
+                    } else {
+                        format!("; its log ends with: {tail}")
+                    };
+                    self.probe_failures
+                        .insert(id, format!("{name} {how} {when}{tail}"));
+                    self.progress(&format!("  ended   {name}: {how}"));
+                    // Its probe cannot succeed now: stop waiting for it.
+                    let probes: Vec<JobId> = self
+                        .jobs
+                        .iter()
+                        .filter(|(_, purpose)| matches!(purpose, Purpose::Probe(p) if self.plan.graph.incoming(*p).iter().any(|(s, _)| *s == id)))
+                        .map(|(job, _)| *job)
+                        .collect();
+                    if let Some(run) = &self.run {
+                        for job in probes {
+                            let _ = run.kill(job);
+                        }
+                    }
+                    self.scheduler.service_exited(id);
+                }
+            }
+            (Purpose::Probe(probe), Event::Ready { .. }) => {
+                self.scheduler.complete(probe, Step::Succeeded);
+            }
+            (Purpose::Probe(probe), Event::NotReady { reason, .. }) => {
+                for (service, _) in self.plan.graph.incoming(probe) {
+                    let name = self.plan.graph.node(service).name.clone();
+                    self.probe_failures
+                        .entry(service)
+                        .or_insert_with(|| format!("{name} was never observed ready: {reason}"));
+                }
+                self.scheduler.complete(probe, Step::Failed);
+            }
+            (_, _) => {}
+        }
+    }
+
+    /// Compares the contract's bytes in every named repository: exit 0 when
+    /// identical, 1 otherwise, with the reason naming each side's digest.
+    fn contract_digest(&self, p: &ProviderNode) -> (Ended, Option<String>) {
+        let mut sides = Vec::new();
+        for (repo, path) in p.spec.contract.iter().flatten() {
+            let Some(dir) = self
+                .plan
+                .workspace
+                .repositories
+                .get(repo)
+                .map(|r| r.dir.clone())
+            else {
+                continue;
+            };
+            sides.push((
+                repo.to_string(),
+                path.value.clone(),
+                fs_err::read(dir.join(&path.value)).ok(),
+            ));
+        }
+        // The bytes compared must be the ones fingerprinted: a side edited since the
+        // snapshot is not judged against it.
+        let changed: Vec<String> = sides
+            .iter()
+            .filter_map(|(repo, path, bytes)| {
+                let bytes = bytes.as_deref()?;
+                let snapshot = self
+                    .plan
+                    .observed
+                    .snapshots
+                    .iter()
+                    .find(|(id, _)| id.as_str() == repo)?
+                    .1;
+                let entry = snapshot
+                    .files
+                    .iter()
+                    .find(|f| f.path == path.trim_start_matches("./"))?;
+                (entry.kind != crate::observe::inputs::FileKind::Symlink
+                    && crate::observe::inputs::blob_identity(bytes) != entry.id)
+                    .then(|| format!("`{repo}:{path}`"))
+            })
+            .collect();
+        if !changed.is_empty() {
+            return (
+                Ended::Error(format!(
+                    "its inputs changed during the run ({}): the contracts compared are not the ones fingerprinted",
+                    changed.join(", ")
+                )),
+                None,
+            );
+        }
+        let exit = |code| {
+            Ended::Exited(Exit {
+                code: Some(code),
+                signal: None,
+                timed_out: false,
+            })
+        };
+        let missing: Vec<String> = sides
+            .iter()
+            .filter(|(_, _, b)| b.is_none())
+            .map(|(r, p, _)| format!("{r}:{p}"))
+            .collect();
+        if !missing.is_empty() {
+            return (
+                exit(1),
+                Some(format!("the contract is missing at {}", missing.join(", "))),
+            );
+        }
+        let digests: BTreeSet<String> = sides
+            .iter()
+            .filter_map(|(_, _, b)| b.as_deref().map(crate::store::sha256_hex))
+            .collect();
+        if digests.len() == 1 {
+            return (exit(0), None);
+        }
+        let each: Vec<String> = sides
+            .iter()
+            .map(|(r, p, b)| {
+                let bytes = b.as_deref().unwrap_or_default();
+                format!(
+                    "{r}:{p} is sha256:{} ({} bytes)",
+                    crate::store::sha256_hex(bytes),
+                    bytes.len()
+                )
+            })
+            .collect();
+        (
+            exit(1),
+            Some(format!("the contracts differ: {}", each.join("; "))),
+        )
+    }
+
+    /// Judges a provider's execution and writes its receipts; returns
+    /// whether every receipt passed.
+    fn record(&mut self, id: NodeId, finished: &Finished, isolation: &str) -> bool {
+        let plan = self.plan;
+        let graph = plan.graph;
+        let Some(p) = graph.node(id).provider() else {
+            return false;
+        };
+        let pid = &p.spec.id.value;
+        let report_file = match (&finished.ended, p.spec.adapter.value) {
+            (Ended::Error(_), _) => ReportFile::NotExpected,
+            (_, Adapter::Playwright) => match &p.spec.report {
+                Some(report) => self.read_report(p, &report.value, finished),
+                None => read_written(
+                    &self.log_dir,
+                    &format!("{pid}.playwright.json"),
+                    finished.started,
+                ),
+            },
+            (_, Adapter::TestDiscovery) | (_, Adapter::Command) => match &p.spec.report {
+                Some(report) if p.spec.adapter.value == Adapter::TestDiscovery => {
+                    self.read_report(p, &report.value, finished)
+                }
+                Some(report) => match self.read_report(p, &report.value, finished) {
+                    ReportFile::Bytes(path, bytes) => ReportFile::Bytes(path, bytes),
+                    _ => ReportFile::NotExpected,
+                },
+                None if p.spec.adapter.value == Adapter::TestDiscovery => {
+                    ReportFile::Missing("(no `report` declared)".to_owned())
+                }
+                None => ReportFile::NotExpected,
+            },
+            _ => ReportFile::NotExpected,
+        };
+        // No report is parsed, kept or quoted with a secret in it (raw or escaped).
+        let report_file = plan.secrets.redact(report_file).into_inner();
+        let timeout = p.spec.timeout_ms.as_ref().map_or(120_000, |t| t.value);
+        // The discovery floor: the stricter of this provider's and its declared receiver's.
+        let floor = p
+            .outputs
+            .iter()
+            .filter(|o| o.under != *pid)
+            .filter_map(|o| graph.provider(&o.under))
+            .filter_map(|n| graph.node(n).provider())
+            .map(judge::effective_minimum)
+            .fold(judge::effective_minimum(p), u64::max);
+        let mut judged = judge::judge_with_floor(
+            p,
+            plan.graph.claims(),
+            &finished.ended,
+            &report_file,
+            timeout,
+            floor,
+        );
+        if p.spec.adapter.value == Adapter::Command
+            && !matches!(report_file, ReportFile::NotExpected)
+        {
+            // A command's report is kept as an artifact; it does not decide.
+            judged.tests = TestNames::default();
+        }
+        if let Some(reason) = &finished.reason {
+            for v in judged
+                .verdicts
+                .iter_mut()
+                .filter(|v| v.outcome != Outcome::Pass)
+            {
+                v.reason = Some(reason.clone());
+            }
+        }
+        // Running in place, nothing copied the inputs: the files the fingerprint binds are
+        // read again, and if any moved while the command ran, what it observed is not what
+        // the receipt would bind — an error, never a pass.
+        if plan.mode == SandboxMode::None && matches!(finished.ended, Ended::Exited(_)) {
+            let moved = plan.observed.moved_inputs(plan.workspace, pid);
+            if !moved.is_empty() {
+                let shown: Vec<String> = moved.iter().take(5).map(|m| format!("`{m}`")).collect();
+                let reason = format!(
+                    "its inputs changed while it ran in place ({}{}): what it observed is not what its fingerprint binds",
+                    shown.join(", "),
+                    if moved.len() > 5 { ", …" } else { "" }
+                );
+                judge::overrule(&mut judged, Outcome::Error, &reason);
+            }
+        }
+        // Everything the run established is redacted once, here: what is printed, signed
+        // and stored below is derived from this.
+        let attachments = plan
+            .secrets
+            .redact(std::mem::take(&mut judged.attachments))
+            .into_inner();
+        let judged = plan.secrets.redact(judged);
+        // What is kept as evidence is read now, before the next job can start
+        // (it may run in the same sandbox and rewrite the same files); the writer
+        // only stores it. The command log, the structured report, attachments
+        // (inline, or files the run wrote inside its own directories, never
+        // from elsewhere) and a contract's artifacts, in that order.
+        let mut kept = Vec::new();
+        if let Some(log) = &finished.log
+            && let Ok(bytes) = fs_err::read(log)
+        {
+            kept.push(Kept::new("command-log", None, bytes));
+        }
+        if let ReportFile::Bytes(_, bytes) = report_file
+            && !bytes.is_empty()
+        {
+            let path = p.spec.report.as_ref().map(|r| r.value.clone());
+            kept.push(Kept::new("structured-report", path, bytes));
+        }
+        for attachment in attachments {
+            let name = (!attachment.name.is_empty()).then(|| attachment.name.clone());
+            let content_type =
+                (!attachment.content_type.is_empty()).then(|| attachment.content_type.clone());
+            let (bytes, path) = match (attachment.body, attachment.path) {
+                // An inline body is evidence as it is.
+                (Some(body), _) => (body, None),
+                (None, Some(path)) => {
+                    // Only a file the run wrote inside its own directories, read as any
+                    // evidence is: never through a link, never a FIFO, bounded.
+                    let file = Path::new(&path);
+                    let Some((base, relative)) = self
+                        .sandboxes
+                        .dirs
+                        .values()
+                        .chain(std::iter::once(&self.sandboxes.root))
+                        .find_map(|d| Some((d, file.strip_prefix(d).ok()?)))
+                    else {
+                        continue;
+                    };
+                    let Ok(written) = evidence::read_beneath(
+                        base,
+                        relative,
+                        crate::decide::report::MAX_REPORT_BYTES,
+                    ) else {
+                        continue;
+                    };
+                    let shown = if *base == self.sandboxes.root {
+                        path.clone()
+                    } else {
+                        relative.display().to_string()
+                    };
+                    (written.bytes, Some(shown))
+                }
+                (None, None) => continue,
+            };
+            kept.push(Kept {
+                name,
+                content_type,
+                ..Kept::new("playwright-attachment", path, bytes)
+            });
+        }
+        if p.spec.adapter.value == Adapter::ContractDigest {
+            for (repo, path) in p.spec.contract.iter().flatten() {
+                if let Some(dir) = plan.workspace.repositories.get(repo).map(|r| &r.dir)
+                    && let Ok(bytes) = fs_err::read(dir.join(&path.value))
+                {
+                    let shown = format!("{repo}:{}", path.value);
+                    kept.push(Kept::new("contract-artifact", Some(shown), bytes));
+                }
+            }
+        }
+        let passed = judged.verdicts.iter().all(|v| v.outcome == Outcome::Pass);
+        let worst = judged
+            .verdicts
+            .iter()
+            .map(|v| v.outcome)
+            .max()
+            .unwrap_or(Outcome::Error);
+        let mark = if passed { "pass" } else { worst.as_str() };
+        let reason = judged.verdicts.iter().find_map(|v| v.reason.clone());
+        self.progress(&format!(
+            "  {mark:7} {} ({} ms){}",
+            pid,
+            finished.duration.as_millis(),
+            reason
+                .as_deref()
+                .map(|r| format!(": {r}"))
+                .unwrap_or_default()
+        ));
+        let run = ProviderRun {
+            provider: pid.to_string(),
+            action: "ran",
+            reason,
+            duration_ms: Some(u64::try_from(finished.duration.as_millis()).unwrap_or(u64::MAX)),
+            receipts: Vec::new(),
+        };
+        let sent = self.recorder.send(Persist {
+            id,
+            finished: finished.clone(),
+            judged,
+            kept,
+            isolation: isolation.to_owned(),
+            run,
+        });
+        if let Err(unwritten) = sent {
+            // The writer ended (it cannot, short of a bug): say so, keep the result
+            // without receipts, and start nothing more.
+            self.diagnostics.push(diag(
+                Code::InternalError,
+                format!("the receipt of `{pid}` was not written: the receipt writer stopped"),
+                "Rerun; if it persists, report it with the output of `proofgraph doctor`.",
+            ));
+            self.results.insert(id, unwritten);
+            self.halt();
+        }
+        self.recorded += 1;
+        self.collect(false);
+        self.running.remove(pid.as_str());
+        self.status();
+        passed
+    }
+
+    /// The report paths of the wanted providers, grouped by the execution each would
+    /// share.
+    fn reports_by_execution(
+        &self,
+        wanted: &BTreeSet<NodeId>,
+    ) -> BTreeMap<ExecKey, Vec<(PathBuf, String)>> {
+        let mut out: BTreeMap<ExecKey, Vec<(PathBuf, String)>> = BTreeMap::new();
+        for id in wanted {
+            let Some(p) = self.plan.graph.node(*id).provider() else {
+                continue;
+            };
+            let (Some(report), true) = (&p.spec.report, p.spec.adapter.value.runs_command()) else {
+                continue;
+            };
+            if let Ok(prepared) = self.prepare(p) {
+                let dir = prepared.key.cwd.clone();
+                out.entry(prepared.key)
+                    .or_default()
+                    .push((dir, report.value.clone()));
+            }
+        }
+        out
+    }
+
+    /// A provider's declared report, in its sandbox, as evidence of this execution.
+    fn read_report(&self, p: &ProviderNode, report: &str, finished: &Finished) -> ReportFile {
+        self.cwd(p.runs_in.as_ref())
+            .map_or(ReportFile::NotExpected, |d| {
+                read_written(&d, report, finished.started)
+            })
+    }
+
+    /// Takes in what the receipt writer has finished: what is there, or (`wait`) every
+    /// receipt sent to it.
+    fn collect(&mut self, wait: bool) {
+        while let Some(persisted) = self.recorder.next(wait) {
+            self.take_persisted(persisted);
+        }
+    }
+
+    fn take_persisted(&mut self, persisted: Persisted) {
+        if !persisted.written {
+            // The line printed when it was judged is not a record: say so.
+            self.progress(&format!(
+                "  unrecorded {}: its receipt could not be written (see the diagnostics)",
+                persisted.run.provider
+            ));
+        }
+        self.diagnostics.extend(persisted.diagnostics);
+        if !persisted.written && !self.plan.keep_going {
+            // The store cannot take receipts: running more would prove nothing
+            // that could be kept.
+            self.halt();
+        }
+        self.results.insert(persisted.id, persisted.run);
+    }
+}
+
+/// One provider's judged result, for the receipt writer.
+struct Persist {
+    id: NodeId,
+    finished: Finished,
+    judged: Redacted<judge::Judged>,
+    /// Evidence to keep in the store, read before the next job could start.
+    kept: Vec<Kept>,
+    isolation: String,
+    /// The provider's result, to which the receipts are added.
+    run: ProviderRun,
+}
+
+/// One artifact's bytes and how its receipt names it.
+struct Kept {
+    kind: &'static str,
+    path: Option<String>,
+    name: Option<String>,
+    content_type: Option<String>,
+    bytes: Vec<u8>,
+}
+
+impl Kept {
+    fn new(kind: &'static str, path: Option<String>, bytes: Vec<u8>) -> Self {
+        Kept {
+            kind,
+            path,
+            name: None,
+            content_type: None,
+            bytes,
+        }
+    }
+}
+
+/// What the receipt writer did with a [`Persist`].
+struct Persisted {
+    id: NodeId,
+    run: ProviderRun,
+    diagnostics: Vec<Diagnostic>,
+    /// Whether every receipt was written.
+    written: bool,
+}
+
+/// Hands judged results to the receipt writer's thread and takes back what it
+/// wrote. Signing and writing a receipt costs more than judging it, and the
+/// event loop must not wait for it before starting the next job.
+struct Recorder {
+    to_writer: Option<std::sync::mpsc::Sender<Persist>>,
+    from_writer: std::sync::mpsc::Receiver<Persisted>,
+    /// Sent and not yet taken back.
+    pending: usize,
+}
+
+impl Recorder {
+    /// Hands a result to the writer; gives the provider's result back when the writer
+    /// is gone.
+    fn send(&mut self, persist: Persist) -> Result<(), ProviderRun> {
+        let Some(tx) = &self.to_writer else {
+            return Err(persist.run);
+        };
+        match tx.send(persist) {
+            Ok(()) => {
+                self.pending += 1;
+                Ok(())
+            }
+            Err(std::sync::mpsc::SendError(persist)) => {
+                self.to_writer = None;
+                Err(persist.run)
+            }
+        }
+    }
+
+    /// The next result, waiting for it (`wait`) or only if it is there; `None` once
+    /// everything sent came back (or the writer is gone).
+    fn next(&mut self, wait: bool) -> Option<Persisted> {
+        if self.pending == 0 {
+            return None;
+        }
+        let persisted = if wait {
+            self.from_writer.recv().ok()?
+        } else {
+            self.from_writer.try_recv().ok()?
+        };
+        self.pending -= 1;
+        Some(persisted)
+    }
+}
+
+/// Writes receipts: what the receipt writer's thread needs of a [`Plan`].
+struct Writer<'a> {
+    graph: &'a SealedGraph,
+    change: &'a str,
+    observed: &'a Observed,
+    fingerprints: &'a Fingerprints,
+    store: &'a Store,
+    key: &'a ed25519_dalek::SigningKey,
+    mode: SandboxMode,
+    run_id: &'a str,
+    secrets: &'a Secrets,
+}
+
+impl<'a> Writer<'a> {
+    fn new(plan: &Plan<'a>) -> Self {
+        Writer {
+            graph: plan.graph,
+            change: plan.change,
+            observed: plan.observed,
+            fingerprints: plan.fingerprints,
+            store: plan.store,
+            key: plan.key,
+            mode: plan.mode,
+            run_id: plan.run_id,
+            secrets: plan.secrets,
+        }
+    }
+
+    /// Keeps the artifacts in the store and writes one signed receipt per
+    /// verdict, with its action-cache entry and ref.
+    fn persist(&self, job: Persist) -> Persisted {
+        let Persist {
+            id,
+            finished,
+            judged,
+            kept,
+            isolation,
+            mut run,
+        } = job;
+        let mut diagnostics = Vec::new();
+        let Some(p) = self.graph.node(id).provider() else {
+            return Persisted {
+                id,
+                run,
+                diagnostics,
+                written: false,
+            };
+        };
+        let pid = &p.spec.id.value;
+        let store = self.store;
+        let mut artifacts = Vec::new();
+        for kept in kept {
+            // What is stored holds no secret: logs were redacted as they were written, but
+            // only of the forms a stream redactor knows; reports and attachments not yet.
+            let bytes = self.secrets.bytes(&kept.bytes);
+            match store.put(&bytes) {
+                Ok(sha) => artifacts.push(Artifact {
+                    kind: kept.kind.into(),
+                    path: kept.path,
+                    sha256: sha,
+                    size: bytes.len() as u64,
+                    name: kept.name,
+                    content_type: kept.content_type,
+                }),
+                // The log matters most; a report or attachment that cannot be kept is
+                // still judged from.
+                Err(e) if kept.kind == "command-log" => {
+                    diagnostics.push(crate::store::diagnostic(&e));
+                }
+                Err(_) => {}
+            }
+        }
+        let files = self
+            .observed
+            .files
+            .get(pid)
+            .map(Vec::as_slice)
+            .unwrap_or_default();
+        let listing = crate::observe::inputs::listing(files);
+        let inputs = store.put(&listing).unwrap_or_default();
+        // Each receipt is bound to the fingerprint of the provider it is stored under: a
+        // discovery receiver's own (which includes this producer's), else this provider's.
+        let mut bound: BTreeMap<ProviderId, (String, String, Vec<receipt::Component>)> =
+            BTreeMap::new();
+        let exit = match &finished.ended {
+            Ended::Exited(e) => Some(e.clone()),
+            Ended::Error(_) => None,
+        };
+        let mut written = true;
+        for verdict in &judged.verdicts {
+            let owner = if self
+                .fingerprints
+                .providers
+                .contains_key(&verdict.output.under)
+            {
+                &verdict.output.under
+            } else {
+                pid
+            };
+            let (fingerprint, binding, manifest) = bound
+                .entry(owner.clone())
+                .or_insert_with(|| {
+                    let fingerprint = self
+                        .fingerprints
+                        .providers
+                        .get(owner)
+                        .map(ToString::to_string)
+                        .unwrap_or_default();
+                    let (binding, manifest) = self
+                        .graph
+                        .binding_and_manifest(owner, &self.observed.world, self.fingerprints)
+                        .map(|(b, m)| (b.sha256_hex(), crate::proof::receipt::components(&m)))
+                        .unwrap_or_default();
+                    (fingerprint, binding, manifest)
+                })
+                .clone();
+            let proof = Proof {
+                version: receipt::RECEIPT_VERSION,
+                change: self.change.to_owned(),
+                provider: pid.to_string(),
+                receipt: verdict.output.under.to_string(),
+                capability: verdict.output.capability.to_string(),
+                claims: p.claims.iter().map(ToString::to_string).collect(),
+                outcome: verdict.outcome,
+                reason: verdict.reason.clone(),
+                claim_outcomes: verdict.claims.clone(),
+                critical_cases: verdict.critical_cases.clone(),
+                adapter: p.spec.adapter.value.to_string(),
+                counts: judged.counts.clone(),
+                discovered: verdict.discovered,
+                minimum: verdict.minimum,
+                sandbox: self.mode.as_str().to_owned(),
+                isolation: isolation.clone(),
+                network: p
+                    .spec
+                    .network
+                    .as_ref()
+                    .map_or("private", |n| n.value.as_str())
+                    .to_owned(),
+                run_id: self.run_id.to_owned(),
+                started_at: finished.started_at.clone(),
+                finished_at: finished.finished_at.clone(),
+                duration_ms: u64::try_from(finished.duration.as_millis()).unwrap_or(u64::MAX),
+                exit: exit.clone(),
+                artifacts: artifacts.clone(),
+                fingerprint: fingerprint.clone(),
+                binding,
+                manifest,
+                inputs: inputs.clone(),
+                input_files: files.len() as u64,
+            };
+            match receipt::write(store, self.key, proof, &judged.tests, self.secrets) {
+                Ok((sha, proof)) => {
+                    let key = Store::action_key(
+                        &fingerprint,
+                        proof.receipt.as_str(),
+                        proof.capability.as_str(),
+                    );
+                    let stored = store.set_action(&key, &sha).and_then(|()| {
+                        store.set_ref(self.change, &proof.receipt, &proof.capability, &sha)
+                    });
+                    if let Err(e) = stored {
+                        diagnostics.push(crate::store::diagnostic(&e));
+                    }
+                    run.receipts.push(ReceiptView {
+                        receipt: proof.receipt.clone(),
+                        capability: proof.capability.clone(),
+                        outcome: proof.outcome,
+                        reason: proof.reason.clone(),
+                        sha256: sha,
+                    });
+                }
+                Err(receipt::ReceiptError::Store(e)) => {
+                    written = false;
+                    diagnostics.push(diag(
+                        Code::StoreUnusable,
+                        format!("the receipt of `{pid}` could not be written: failed to {e}"),
+                        "Check that .proofgraph/ is writable.",
+                    ));
+                }
+                // A secret as generic as a value the receipt must hold (an outcome name):
+                // nothing is recorded rather than the secret.
+                Err(e @ receipt::ReceiptError::Unredactable(_)) => {
+                    written = false;
+                    diagnostics.push(diag(
+                        Code::SecretTooShort,
+                        format!("the receipt of `{pid}` was not written: failed to {e}"),
+                        "Give the `envFrom` variable a longer, distinctive value; the provider runs again next time.",
+                    ));
+                }
+                // Nothing the store can do about it: a value the receipt cannot carry.
+                Err(e @ receipt::ReceiptError::Statement(_)) => {
+                    written = false;
+                    diagnostics.push(diag(
+                        Code::InternalError,
+                        format!("the receipt of `{pid}` could not be encoded, so its result was not recorded: failed to {e}"),
+                        "This is a bug: report it with the provider's report; the provider runs again next time.",
+                    ));
+                }
+            }
+        }
+        Persisted {
+            id,
+            run,
+            diagnostics,
+            written,
+        }
+    }
+}
+
+/// Which providers to run: those whose receipts are not all current passes
+/// (every one with `no_cache`), minus those that run nothing in `prove`
+/// (`external`), restricted to a shard when asked.
+pub fn wanted(
+    graph: &SealedGraph,
+    fingerprints: &Fingerprints,
+    store: &Store,
+    trusted: &[crate::attest::envelope::TrustedKey],
+    change: &str,
+    no_cache: bool,
+    shard: Option<(usize, NonZeroUsize)>,
+) -> (BTreeSet<NodeId>, BTreeMap<ProviderId, Vec<String>>) {
+    let in_shard: Option<BTreeSet<NodeId>> =
+        shard.map(|(i, n)| proofgraph_graph::schedule::shard(graph, i, n));
+    // A discovery receiver with a producer is never run on its own: its producer's run
+    // writes its receipt, and the producer reruns while that receipt is not proven (it is
+    // one of the producer's outputs). It is listed as reused when it is proven.
+    let candidates: Vec<_> = graph
+        .providers()
+        .filter(|(_, node, p)| {
+            p.spec.adapter.value != Adapter::External
+                && in_shard.as_ref().is_none_or(|s| s.contains(node))
+        })
+        .collect();
+    let proven = |(_, _, p): &(&ProviderId, NodeId, &ProviderNode)| {
+        crate::decide::status::is_proven(p, fingerprints, store, trusted, change)
+    };
+    // Reading and verifying each provider's receipts (an Ed25519 signature
+    // check each) is most of a no-op prove after the snapshot: on every core.
+    // A check that panicked proves nothing: its providers run.
+    let results: Vec<Option<Vec<String>>> = if no_cache {
+        vec![None; candidates.len()]
+    } else {
+        crate::base::cores::map(&candidates, 8, proven)
+            .into_iter()
+            .map(Option::flatten)
+            .collect()
+    };
+    let mut run = BTreeSet::new();
+    let mut reused = BTreeMap::new();
+    for ((id, node, _), proven) in candidates.iter().zip(results) {
+        match proven {
+            Some(receipts) => {
+                reused.insert((*id).clone(), receipts);
+            }
+            None if !graph.producers_of(*node).is_empty() => {}
+            None => {
+                run.insert(*node);
+            }
+        }
+    }
+    (run, reused)
+}

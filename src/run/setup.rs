@@ -1,0 +1,171 @@
+//! Sandbox setup and its cache.
+//!
+//! A repository in `proofgraph.yaml` may declare `setup` commands (`[[npm,
+//! ci]]`) that run once in each freshly materialised sandbox, before any of
+//! its providers, with the outside network. `setupCache: [node_modules]`
+//! keeps what setup produced in the store, keyed by the setup commands and the
+//! files setup reads (the repository's manifests and lockfiles), and restores
+//! it into later sandboxes instead of rerunning setup — the Nix idea of
+//! outputs in a store, applied to dependency installs.
+//!
+//! Restoring copies each file from the store with `copy_file_range`, which the
+//! kernel turns into a reflink on filesystems that support it (btrfs, XFS) and
+//! into an in-kernel copy elsewhere. Files are never hard-linked: a provider
+//! writing into `node_modules` must not be able to change the store.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::observe::inputs::Snapshot;
+use crate::store::{Store, sha256_hex};
+
+/// The files whose content decides what a setup produces: manifests and
+/// lockfiles, at any depth of the repository.
+pub const SETUP_INPUTS: [&str; 16] = [
+    "package.json",
+    "package-lock.json",
+    "npm-shrinkwrap.json",
+    "pnpm-lock.yaml",
+    "yarn.lock",
+    "bun.lock",
+    "bun.lockb",
+    "Cargo.toml",
+    "Cargo.lock",
+    "go.mod",
+    "go.sum",
+    "pyproject.toml",
+    "poetry.lock",
+    "requirements.txt",
+    "Pipfile.lock",
+    "Gemfile.lock",
+];
+
+/// The cache key of a repository's setup: its commands, the cached
+/// directories, and the identity of every manifest and lockfile.
+pub fn cache_key(setup: &[Vec<String>], cache_dirs: &[String], snapshot: &Snapshot) -> String {
+    let mut text = String::from("proofgraph/setup-cache/v1\n");
+    for argv in setup {
+        text.push_str(&format!("argv {}\n", serde_json::Value::from(argv.clone())));
+    }
+    for dir in cache_dirs {
+        text.push_str(&format!("cache {dir}\n"));
+    }
+    for f in &snapshot.files {
+        let name = f.path.rsplit('/').next().unwrap_or(&f.path);
+        if SETUP_INPUTS.contains(&name) {
+            text.push_str(&format!("input {} {}\n", f.path, f.id));
+        }
+    }
+    sha256_hex(text.as_bytes())
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+struct Entry {
+    path: String,
+    kind: String,
+    sha256: Option<String>,
+    target: Option<String>,
+}
+
+fn entry_path(store: &Store, key: &str) -> PathBuf {
+    store.dir().join("setup").join(key)
+}
+
+/// Saves the `cache_dirs` of `sandbox` under `key`. Returns the number of
+/// files kept.
+pub fn save(
+    store: &Store,
+    key: &str,
+    sandbox: &Path,
+    cache_dirs: &[String],
+) -> Result<usize, String> {
+    let mut entries = Vec::new();
+    for dir in cache_dirs {
+        let root = sandbox.join(dir);
+        if !root.exists() {
+            continue;
+        }
+        let mut stack = vec![root];
+        while let Some(at) = stack.pop() {
+            let items = fs_err::read_dir(&at).map_err(|e| e.to_string())?;
+            for item in items.flatten() {
+                let path = item.path();
+                let rel = path
+                    .strip_prefix(sandbox)
+                    .map_err(|e| e.to_string())?
+                    .to_string_lossy()
+                    .into_owned();
+                let ft = item.file_type().map_err(|e| e.to_string())?;
+                if ft.is_symlink() {
+                    let target = fs_err::read_link(&path).map_err(|e| e.to_string())?;
+                    entries.push(Entry {
+                        path: rel,
+                        kind: "symlink".into(),
+                        sha256: None,
+                        target: Some(target.to_string_lossy().into_owned()),
+                    });
+                } else if ft.is_dir() {
+                    stack.push(path);
+                } else if ft.is_file() {
+                    use std::os::unix::fs::PermissionsExt as _;
+                    let exec = item
+                        .metadata()
+                        .is_ok_and(|m| m.permissions().mode() & 0o111 != 0);
+                    let bytes = fs_err::read(&path).map_err(|e| e.to_string())?;
+                    let sha = store.put(&bytes).map_err(|e| e.to_string())?;
+                    entries.push(Entry {
+                        path: rel,
+                        kind: if exec {
+                            "executable".into()
+                        } else {
+                            "file".into()
+                        },
+                        sha256: Some(sha),
+                        target: None,
+                    });
+                }
+            }
+        }
+    }
+    entries.sort_by(|a, b| a.path.cmp(&b.path));
+    let listing = serde_json::to_vec(&entries).map_err(|e| e.to_string())?;
+    let sha = store.put(&listing).map_err(|e| e.to_string())?;
+    store
+        .write_atomic(&entry_path(store, key), format!("{sha}\n").as_bytes())
+        .map_err(|e| e.to_string())?;
+    Ok(entries.len())
+}
+
+/// Restores what [`save`] kept under `key` into `sandbox`. Returns `None`
+/// when there is no (intact) cache entry: then setup must run.
+pub fn restore(store: &Store, key: &str, sandbox: &Path) -> Option<usize> {
+    let text = fs_err::read_to_string(entry_path(store, key)).ok()?;
+    let listing = store.get(text.trim())?;
+    let entries: Vec<Entry> = serde_json::from_slice(&listing).ok()?;
+    // Check everything first: a cache with a missing or corrupt blob is not used.
+    for e in &entries {
+        if let Some(sha) = &e.sha256
+            && !store.has(sha)
+        {
+            return None;
+        }
+    }
+    for e in &entries {
+        let dest = sandbox.join(&e.path);
+        if let Some(parent) = dest.parent() {
+            fs_err::create_dir_all(parent).ok()?;
+        }
+        match (e.kind.as_str(), &e.sha256, &e.target) {
+            ("symlink", _, Some(target)) => fs_err::os::unix::fs::symlink(target, &dest).ok()?,
+            (kind, Some(sha), _) => {
+                use std::os::unix::fs::PermissionsExt as _;
+                fs_err::copy(store.blob_path(sha), &dest).ok()?;
+                let mode = if kind == "executable" { 0o755 } else { 0o644 };
+                fs_err::set_permissions(&dest, std::fs::Permissions::from_mode(mode)).ok()?;
+            }
+            _ => return None,
+        }
+    }
+    Some(entries.len())
+}

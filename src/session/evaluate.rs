@@ -1,0 +1,126 @@
+//! What `prove`, `status`, `explain` and `hash` share: the change loaded and
+//! sealed, the world observed, every fingerprint, the store and its trust list.
+
+use proofgraph_graph::fingerprint::Fingerprints;
+use proofgraph_sandbox::SandboxMode;
+
+use super::context::Context;
+use super::load::{Loaded, load};
+use crate::attest::envelope::TrustedKey;
+use crate::base::diagnostic::{Code, Diagnostic};
+use crate::observe::world::{Observed, observe};
+use crate::store::Store;
+
+/// What a command does with the store's keys.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Keys {
+    /// It signs receipts (`prove`, `evidence verify-ci`): the store and its key are
+    /// created (and the key pinned) if absent; a key that is not trusted stops it.
+    Sign,
+    /// It reads receipts (`status`, `plan`, `explain`): the store is only read, and a
+    /// store key that is not trusted stops it (exit 3) rather than showing every
+    /// receipt as unproven without saying why.
+    Check,
+    /// It reads no receipt (`hash`, `receipt verify`'s binding check): the keys are
+    /// not looked at, and nothing is trusted.
+    Ignore,
+}
+
+/// A change, evaluated against the world and the store.
+pub struct Evaluated {
+    /// The change and its sealed graph.
+    pub loaded: Loaded,
+    /// The sandbox mode the fingerprints assume.
+    pub mode: SandboxMode,
+    /// What was observed.
+    pub observed: Observed,
+    /// Every fingerprint.
+    pub fingerprints: Fingerprints,
+    /// The store.
+    pub store: Store,
+    /// The keys whose receipts are trusted.
+    pub trusted: Vec<TrustedKey>,
+    /// The workspace's signing key, for [`Keys::Sign`].
+    pub signing_key: Option<ed25519_dalek::SigningKey>,
+}
+
+impl Evaluated {
+    /// Frees the evaluation on a thread of its own, for a command that has its answer: a
+    /// large change's graph, snapshots and the receipts verified on the way are tens of
+    /// thousands of allocations, milliseconds that the answer need not wait for. When the
+    /// process exits first, the memory goes with it; nothing here does I/O when dropped.
+    pub fn release(self) {
+        let spawned = std::thread::Builder::new()
+            .name("release".to_owned())
+            .spawn(move || drop(self));
+        // Without a thread (resources exhausted), the evaluation was dropped with the
+        // failed closure: nothing is lost either way.
+        drop(spawned);
+    }
+}
+
+/// The sandbox mode: the flag, else the catalog's default, else `worktree`.
+pub fn sandbox_mode(loaded: &Loaded, flag: Option<SandboxMode>) -> SandboxMode {
+    flag.or_else(|| {
+        loaded
+            .workspace
+            .catalog
+            .as_ref()
+            .and_then(|c| c.sandbox.as_ref())
+            .map(|m| m.value)
+    })
+    .unwrap_or(SandboxMode::Worktree)
+}
+
+/// Loads, seals, observes and fingerprints a change, opens the store, and decides
+/// which keys' receipts count (see [`Keys`] and [`crate::proof::trust`]). Notes about the
+/// keys (a new key made in place of a pinned one) are added to `loaded.notes`.
+pub fn evaluate(
+    ctx: &Context,
+    change: &str,
+    mode: Option<SandboxMode>,
+    keys: Keys,
+) -> Result<Evaluated, Vec<Diagnostic>> {
+    let mut loaded = load(ctx, change)?;
+    let mode = sandbox_mode(&loaded, mode);
+    let observed = observe(
+        &loaded.workspace,
+        &loaded.change,
+        &loaded.prepared.graph,
+        ctx.path_var(),
+        mode,
+    )?;
+    let fingerprints = loaded
+        .prepared
+        .graph
+        .fingerprints_with(&observed.world, super::load::default_jobs())
+        .map_err(|e| vec![Diagnostic::error(Code::InternalError, e.to_string())])?;
+    let pins = crate::proof::trust::Pins::new(ctx.env());
+    let root = loaded.workspace.root.clone();
+    let catalog = loaded.workspace.catalog.as_ref();
+    let (store, trusted, signing_key) = match keys {
+        Keys::Sign => {
+            let store = Store::open(&root).map_err(|e| vec![crate::store::diagnostic(&e)])?;
+            let signing = crate::proof::trust::signing_key(&pins, &store, &root, catalog)?;
+            loaded.notes.extend(signing.notes);
+            (store, signing.inspection.trusted, Some(signing.key))
+        }
+        Keys::Check => {
+            let inspection = crate::proof::trust::inspect(&pins, &root, catalog);
+            if let Some(d) = inspection.diagnostic() {
+                return Err(vec![d]);
+            }
+            (Store::open_read_only(&root), inspection.trusted, None)
+        }
+        Keys::Ignore => (Store::open_read_only(&root), Vec::new(), None),
+    };
+    Ok(Evaluated {
+        loaded,
+        mode,
+        observed,
+        fingerprints,
+        store,
+        trusted,
+        signing_key,
+    })
+}

@@ -1,0 +1,6 @@
+//! What every command shares, below the commands: the invocation's context, loading a
+//! change, and evaluating it (observations, fingerprints, verified receipts).
+
+pub mod context;
+pub mod evaluate;
+pub mod load;

@@ -1,0 +1,49 @@
+//! What can go wrong reading a document into a tree, and where.
+
+use super::node::{Pos, saturate};
+
+/// Why a document could not be read into a tree.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ParseErrorKind {
+    /// The text is not valid JSON or YAML; the message says what the parser
+    /// expected.
+    Syntax(String),
+    /// Mappings and sequences nest deeper than [`super::node::MAX_DEPTH`].
+    TooDeep,
+    /// A mapping repeats a key.
+    DuplicateKey {
+        /// The repeated key.
+        key: String,
+        /// Where it was first written.
+        first: Pos,
+    },
+    /// A YAML stream holds more than one document.
+    MultipleDocuments,
+    /// A YAML feature proofgraph does not read (aliases, tags, complex keys).
+    Unsupported(String),
+}
+
+/// A document that could not be read, and where.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ParseError {
+    /// What went wrong.
+    pub kind: ParseErrorKind,
+    /// Where it went wrong.
+    pub pos: Pos,
+}
+
+/// The position of the first byte that is not valid UTF-8, for a diagnostic
+/// about binary or mis-encoded files.
+pub fn utf8_error_pos(bytes: &[u8], valid_up_to: usize) -> Pos {
+    let prefix = &bytes[..valid_up_to];
+    let line = prefix.iter().filter(|&&b| b == b'\n').count() + 1;
+    let line_start = prefix
+        .iter()
+        .rposition(|&b| b == b'\n')
+        .map_or(0, |i| i + 1);
+    let column = String::from_utf8_lossy(&prefix[line_start..])
+        .chars()
+        .count()
+        + 1;
+    Pos::new(saturate(line), saturate(column))
+}
