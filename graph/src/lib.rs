@@ -15,19 +15,26 @@
 //!   identity type is always well formed.
 
 pub mod adapter;
+pub mod builder;
 pub mod fingerprint;
 pub mod graph;
 pub mod id;
 pub mod model;
 pub mod pattern;
-pub mod preflight;
 pub mod resource;
 pub mod schedule;
 pub mod span;
+pub mod validate;
+
+/// The checks under the name the application and the bootstrap import them by
+/// (`proofgraph_graph::preflight::split_scoped`).
+pub use validate as preflight;
 
 pub use adapter::Adapter;
-pub use graph::{EdgeKind, GraphBuilder, NodeId, NodeKind, Repositories, SealedGraph};
-pub use preflight::{Check, Finding};
+pub use builder::GraphBuilder;
+pub use graph::{EdgeKind, NodeId, NodeKind, SealedGraph};
+pub use model::Repositories;
+pub use validate::{Check, Finding};
 
 pub use id::{
     CapabilityName, ChangeName, ClaimId, EnvName, IdError, IdKind, KNOWN_CAPABILITIES, ProviderId,

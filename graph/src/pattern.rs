@@ -11,7 +11,7 @@
 //!   within one segment, `**` crosses any number of them.
 //!
 //! A leading `./` and a trailing `/` are ignored. Scoping (`repo:path`) is
-//! split off before a pattern is compiled (`preflight::split_scoped`).
+//! split off before a pattern is compiled (`validate::split_scoped`).
 
 use globset::{GlobBuilder, GlobMatcher};
 

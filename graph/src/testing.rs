@@ -7,10 +7,11 @@ use std::sync::Arc;
 use proptest::prelude::*;
 
 use crate::adapter::Adapter;
+use crate::builder::GraphBuilder;
 use crate::fingerprint::{Digest, Inputs, Platform, World};
-use crate::graph::{GraphBuilder, Repositories, SealedGraph};
+use crate::graph::SealedGraph;
 use crate::id::{CapabilityName, ProviderId, RepoId, ResourceName, ServiceId};
-use crate::model::{Provider, Readiness, Service};
+use crate::model::{Provider, Readiness, Repositories, Service};
 use crate::span::{Pos, Spanned};
 
 pub(crate) fn at<T>(value: T) -> Spanned<T> {
