@@ -1,7 +1,7 @@
 //! Building the provider graph: collect a change's declarations, check them, seal them.
 //!
 //! [`GraphBuilder`] collects claims, providers and services as the application decoded
-//! them. [`GraphBuilder::seal`] runs preflight ([`validate`](crate::validate)) and, only
+//! them. [`GraphBuilder::seal`] runs preflight ([`validate`]) and, only
 //! when it finds nothing, resolves each declaration into a node of a
 //! [`SealedGraph`]: a provider's repository, resources (declared, else defaults), claim
 //! scope and the receipts one run writes; the edges; and a stable topological order

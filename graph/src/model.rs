@@ -86,8 +86,8 @@ impl Claim {
     }
 }
 
-/// The report formats a provider may declare. `json` and `auto` are the
-/// existing implementation's spellings; both mean "sniff the report".
+/// The report formats a provider may declare. `json` and `auto` are Change Loop's
+/// spellings (its Node.js runtime accepts them); both mean "sniff the report".
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum ReportFormat {
     /// Jest `--json`.

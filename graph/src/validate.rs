@@ -1,7 +1,7 @@
 //! Preflight: every reason a change's declarations cannot become a graph that runs, found
 //! before anything runs, all at once, sorted by where they were written.
 //!
-//! Invariant: [`check`] reports every problem it finds (it never stops at the first) and
+//! Invariant: `check` reports every problem it finds (it never stops at the first) and
 //! changes nothing; what it accepts, sealing can resolve without a missing name or a
 //! cycle. The checks read the declarations only — no file, process or clock — so the
 //! application adds the checks that need the filesystem itself.
@@ -103,9 +103,9 @@ pub struct Finding {
     pub fix: String,
 }
 
-/// Whether an environment name looks like it holds a secret (as the existing
-/// implementation matches: SECRET, TOKEN, PASSWORD, CREDENTIAL, PRIVATE_KEY
-/// or API_KEY anywhere, case-insensitively).
+/// Whether an environment name looks like it holds a secret (as Change Loop's Node.js
+/// runtime matches: SECRET, TOKEN, PASSWORD, CREDENTIAL, PRIVATE_KEY or API_KEY anywhere,
+/// case-insensitively).
 pub fn is_secret_name(name: &EnvName) -> bool {
     let upper = name.as_str().to_ascii_uppercase();
     [
