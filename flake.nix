@@ -10,14 +10,16 @@
     flake-utils.lib.eachDefaultSystem (system:
       let
         pkgs = import nixpkgs { inherit system; };
-        manifest = (pkgs.lib.importTOML ./Cargo.toml).package;
+        # Name, version and lock file, from the workspace (`version.workspace = true`);
+        # scripts/check-flake.sh evaluates them offline.
+        cargo = import ./nix/cargo.nix;
       in
       {
         packages.default = pkgs.rustPlatform.buildRustPackage {
-          pname = manifest.name;
-          version = manifest.version;
+          pname = cargo.pname;
+          version = cargo.version;
           src = pkgs.lib.cleanSource ./.;
-          cargoLock.lockFile = ./Cargo.lock;
+          cargoLock.lockFile = cargo.lockFile;
           # The integration tests need the pinned npm tools and network-free
           # fixtures outside the build sandbox; they run in `nix develop` instead.
           doCheck = false;

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The long, coverage-guided fuzz run (docs/fuzzing.md): builds fuzz/ with libFuzzer and
-# SanitizerCoverage on stable Rust, seeds each target from fixtures/ and the shared
+# SanitizerCoverage on stable Rust, seeds each target from fixtures/ and the
 # compatibility corpus, runs the targets one at a time for SECONDS each, and prints the
 # executions, corpus and crashes of each. A crash's input is left in
 # target/fuzz/run/artifacts/<target>/; keep it under fixtures/fuzz/<target>/ (a regression
@@ -17,15 +17,13 @@ seconds=${1:-60}
 targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=(config report envelope pem store receipt)
 
-# The shared corpus, found as the tests find it (tests/it/compat.rs).
-compat=""
-for shared in "${PROOFGRAPH_SHARED:-}" "$root/../shared" /work/shared; do
-  if [ -n "$shared" ] && [ -d "$shared/compat/changeloop" ]; then
-    compat="$shared/compat/changeloop"
-    break
-  fi
-done
-[ -n "$compat" ] || { echo "the shared corpus (compat/changeloop) was not found; set PROOFGRAPH_SHARED" >&2; exit 2; }
+# The compatibility corpus: the whole shared one when PROOFGRAPH_SHARED names the shared
+# folder, else the subset the repository keeps (fixtures/compat/, see tests/it/compat.rs).
+compat="$root/fixtures/compat/changeloop"
+if [ -n "${PROOFGRAPH_SHARED:-}" ]; then
+  compat="$PROOFGRAPH_SHARED/compat/changeloop"
+  [ -d "$compat" ] || { echo "PROOFGRAPH_SHARED is $PROOFGRAPH_SHARED, which holds no compat/changeloop" >&2; exit 2; }
+fi
 
 # Coverage instrumentation through stable -C flags (what cargo-fuzz passes, minus the
 # nightly-only -Zsanitizer): 8-bit counters and a PC table for libFuzzer's feedback,

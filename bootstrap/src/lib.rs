@@ -35,7 +35,7 @@
 //! | browser | `@playwright/test`/`playwright` dependency and one `playwright.config.*` | `<pm exec> playwright test --reporter=json`, `inputMode: browser-automation`; projects and `webServer` become evidence (and a service note) | high (review without the dependency or the config; ambiguous with several configs) |
 //! | static-analysis | exactly one safe script among `check`, `typecheck`, `type-check`, `lint`, not `check` | `<pm> run <script>` | high; otherwise alternatives |
 //! | static-analysis | eslint / typescript+tsconfig without scripts; `cargo clippy`; ruff / mypy; `go vet` | the tool run directly | alternative |
-//! | integration, performance, … | the existing implementation's script aliases | `<pm> run <script>` (`command`) | alternative |
+//! | integration, performance, … | the script aliases of Change Loop's bootstrap (its Node.js runtime's `evidence-bootstrap`: `test:integration`, `bench`, `a11y`, …) | `<pm> run <script>` (`command`) | alternative |
 //! | review, acceptance, semantic-acceptance | — | unresolved, `external_authority` | — |
 //!
 //! Every test proposal writes a structured report with a test count and

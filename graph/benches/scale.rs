@@ -206,7 +206,7 @@ fn main() {
         let t1 = Instant::now();
         if run == 1 && runs > 2 {
             let p0 = Instant::now();
-            let findings = proofgraph_graph::preflight::check(&builder);
+            let findings = builder.check();
             assert!(findings.is_empty());
             println!("  (preflight alone: {})", ms(p0.elapsed()));
         }

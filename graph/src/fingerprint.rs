@@ -1103,7 +1103,29 @@ mod tests {
     use super::*;
     use crate::id::{CapabilityName, EnvName, ProviderId};
     use crate::model::{Network, Provider, ReportFormat};
-    use crate::testing::{at, pid, provider, seal, world};
+    use crate::testing::{at, pid, provider, seal};
+
+    /// A world where every provider reads one file with a fixed digest.
+    pub(crate) fn world(graph: &SealedGraph) -> World {
+        let inputs = Inputs {
+            digest: Digest::of(b"inputs"),
+            files: 1,
+        };
+        World {
+            platform: Platform {
+                os: "linux".to_owned(),
+                arch: "x86_64".to_owned(),
+            },
+            inputs: graph
+                .providers()
+                .map(|(id, _, _)| (id.clone(), inputs))
+                .collect(),
+            executables: BTreeMap::new(),
+            service_executables: BTreeMap::new(),
+            repositories: BTreeMap::from([(RepoId::root(), inputs)]),
+            setups: BTreeMap::new(),
+        }
+    }
 
     fn fingerprint_of(p: Provider) -> (Fingerprint, Manifest) {
         let id = p.id.value.clone();

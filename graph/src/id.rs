@@ -61,7 +61,7 @@ pub struct IdError {
 }
 
 /// `[a-z0-9][a-z0-9._-]*`: provider, service and repository ids (the grammar
-/// the existing implementation enforces for provider instance ids).
+/// Change Loop's Node.js runtime enforces for provider instance ids).
 fn lower_name(value: &str) -> Result<(), &'static str> {
     let mut chars = value.chars();
     match chars.next() {
@@ -270,8 +270,8 @@ impl RepoId {
     }
 }
 
-/// The capabilities the existing implementation knows. Another name is
-/// accepted with a warning so that a project can add its own.
+/// The capabilities Change Loop's Node.js runtime knows (its closed catalog of 21).
+/// Another name is accepted with a warning so that a project can add its own.
 pub const KNOWN_CAPABILITIES: [&str; 21] = [
     "test",
     "discovery",

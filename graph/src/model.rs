@@ -1,10 +1,13 @@
 //! The typed model of a change's configuration: claims, providers and
-//! services, with the position of every field.
+//! services, with the position of every field, and the workspace's repositories.
 //!
-//! The application decodes `evidence.yaml` and `execution.yaml` into these
+//! The application decodes `evidence.yaml`, `execution.yaml` and the catalog into these
 //! types; everything downstream (claim coverage, the graph, fingerprints)
 //! reads them. Absent and empty stay distinct (`Option<Vec<_>>`), because they
 //! are distinct inputs to a provider's fingerprint.
+//!
+//! Invariant: these are plain values — nothing here checks references between them or
+//! reads the world; that is `validate`'s job once they are handed to the graph builder.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -83,8 +86,8 @@ impl Claim {
     }
 }
 
-/// The report formats a provider may declare. `json` and `auto` are the
-/// existing implementation's spellings; both mean "sniff the report".
+/// The report formats a provider may declare. `json` and `auto` are Change Loop's
+/// spellings (its Node.js runtime accepts them); both mean "sniff the report".
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum ReportFormat {
     /// Jest `--json`.
@@ -387,6 +390,25 @@ impl Service {
             env: None,
             env_from: None,
             network: None,
+        }
+    }
+}
+
+/// The repositories of the workspace, as the graph needs them.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Repositories {
+    /// Every repository id.
+    pub ids: BTreeSet<RepoId>,
+}
+
+impl Repositories {
+    /// The repository a provider or service runs in when it names none: the
+    /// only one, when there is only one.
+    pub fn default(&self) -> Option<&RepoId> {
+        if self.ids.len() == 1 {
+            self.ids.iter().next()
+        } else {
+            None
         }
     }
 }

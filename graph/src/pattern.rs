@@ -5,13 +5,13 @@
 //!
 //! - a path without glob characters selects that file, or everything below
 //!   it as a directory (`src`, `package.json`; empty selects everything);
-//! - `x/**` is `x` itself and everything below it, as the existing
-//!   implementation reads it (the literal `x`; `**` alone is everything);
+//! - `x/**` is `x` itself and everything below it, as Change Loop's Node.js
+//!   runtime reads it (the literal `x`; `**` alone is everything);
 //! - anything else is a glob over the whole relative path: `*` and `?` stay
 //!   within one segment, `**` crosses any number of them.
 //!
 //! A leading `./` and a trailing `/` are ignored. Scoping (`repo:path`) is
-//! split off before a pattern is compiled (`preflight::split_scoped`).
+//! split off before a pattern is compiled (`validate::split_scoped`).
 
 use globset::{GlobBuilder, GlobMatcher};
 

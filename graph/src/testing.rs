@@ -1,16 +1,16 @@
 //! Helpers for the crate's own tests: small constructors and proptest
 //! strategies for random graphs.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use proptest::prelude::*;
 
 use crate::adapter::Adapter;
-use crate::fingerprint::{Digest, Inputs, Platform, World};
-use crate::graph::{GraphBuilder, Repositories, SealedGraph};
+use crate::builder::GraphBuilder;
+use crate::graph::SealedGraph;
 use crate::id::{CapabilityName, ProviderId, RepoId, ResourceName, ServiceId};
-use crate::model::{Provider, Readiness, Service};
+use crate::model::{Provider, Readiness, Repositories, Service};
 use crate::span::{Pos, Spanned};
 
 pub(crate) fn at<T>(value: T) -> Spanned<T> {
@@ -64,28 +64,6 @@ pub(crate) fn seal(providers: Vec<Provider>, services: Vec<Service>) -> SealedGr
     }
     b.seal()
         .unwrap_or_else(|findings| panic!("preflight failed: {findings:#?}"))
-}
-
-/// A world where every provider reads one file with a fixed digest.
-pub(crate) fn world(graph: &SealedGraph) -> World {
-    let inputs = Inputs {
-        digest: Digest::of(b"inputs"),
-        files: 1,
-    };
-    World {
-        platform: Platform {
-            os: "linux".to_owned(),
-            arch: "x86_64".to_owned(),
-        },
-        inputs: graph
-            .providers()
-            .map(|(id, _, _)| (id.clone(), inputs))
-            .collect(),
-        executables: BTreeMap::new(),
-        service_executables: BTreeMap::new(),
-        repositories: BTreeMap::from([(RepoId::root(), inputs)]),
-        setups: BTreeMap::new(),
-    }
 }
 
 /// A random acyclic graph description: for each provider, the earlier

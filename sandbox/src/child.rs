@@ -43,10 +43,9 @@ use nix::sys::signal::{SigSet, Signal};
 use nix::sys::stat::Mode;
 use nix::unistd::{Pid, chdir, dup2_stderr, dup2_stdin, dup2_stdout, getppid, setsid};
 
-use crate::isolation::describe;
 use crate::probe::{self, Expectations, Target};
 use crate::protocol::{ProbeOutcome, encode_line, nanos};
-use crate::sys;
+use crate::sys::{self, describe, detach_stdio, write_all_fd};
 
 /// Exit code of a command that was not found (as in a shell).
 pub(crate) const NOT_FOUND: i32 = 127;
@@ -239,44 +238,6 @@ pub(crate) struct ExecSetup<'a> {
     pub(crate) fallback_parent: Option<Pid>,
 }
 
-/// Points stdin, stdout and stderr at `/dev/null`, so a forked helper holds none of the
-/// init's control pipes.
-pub(crate) fn detach_stdio() {
-    if let Ok(null) = open("/dev/null", OFlag::O_RDWR | OFlag::O_CLOEXEC, Mode::empty()) {
-        let _ = dup2_stdin(&null);
-        let _ = dup2_stdout(&null);
-        let _ = dup2_stderr(&null);
-    }
-}
-
-/// Writes all of `data`, retrying on `EINTR`.
-pub(crate) fn write_all_fd(fd: BorrowedFd<'_>, mut data: &[u8]) -> Result<(), Errno> {
-    while !data.is_empty() {
-        match nix::unistd::write(fd, data) {
-            Ok(0) => return Err(Errno::EPIPE),
-            Ok(n) => data = &data[n..],
-            Err(Errno::EINTR) => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(())
-}
-
-/// Reads until end of file (or `limit` bytes), blocking.
-pub(crate) fn read_to_end_blocking(fd: BorrowedFd<'_>, limit: usize) -> Vec<u8> {
-    let mut out = Vec::new();
-    let mut buf = [0u8; 4096];
-    while out.len() < limit {
-        match nix::unistd::read(fd, &mut buf) {
-            Ok(0) => break,
-            Ok(n) => out.extend_from_slice(&buf[..n]),
-            Err(Errno::EINTR) => {}
-            Err(_) => break,
-        }
-    }
-    out
-}
-
 /// Why a command could not be started, written by the command's process before it exits
 /// (into memory it shares with the suspended init) and read by the init afterwards.
 pub(crate) struct SpawnFailure {
@@ -343,7 +304,7 @@ impl std::fmt::Display for Lossy<'_> {
     }
 }
 
-/// An errno as `describe` shows it, without allocating.
+/// An errno as [`sys::describe`] shows it, without allocating.
 struct Described(Errno);
 
 impl std::fmt::Display for Described {

@@ -29,14 +29,14 @@ use nix::sys::wait::{Id, WaitPidFlag, WaitStatus, waitid, waitpid};
 use nix::unistd::{ForkResult, Pid, getpid, getppid, pipe2};
 
 use crate::child::{self, CommandPlan, ExecSetup, ProbePlan, SpawnFailure};
-use crate::isolation::{self, HostPath, Namespaces, describe};
+use crate::isolation::{self, HostPath, Namespaces};
 use crate::probe::{Expectations, parse_url};
 use crate::protocol::{
     ProbeOutcome, ProbeRequest, Reply, Request, SpawnRequest, WireBytes, WireIsolation,
     WireIsolationRequest, WireNetwork, encode_line, nanos,
 };
 use crate::redact::{Redactor, redact_text};
-use crate::sys::{self, SingleThreaded};
+use crate::sys::{self, SingleThreaded, describe};
 
 /// Stack size for a command's process between `clone` and `exec` (its parent is suspended
 /// meanwhile and the init waits for it, so one stack serves every job).

@@ -28,8 +28,9 @@ use nix::sys::stat::Mode;
 use nix::sys::wait::waitpid;
 use nix::unistd::{ForkResult, geteuid, getgid, getpid, getppid, getuid, pipe2};
 
-use crate::child::{detach_stdio, read_to_end_blocking, write_all_fd};
-use crate::sys::{self, SingleThreaded};
+use crate::sys::{
+    self, SingleThreaded, describe, detach_stdio, read_to_end_blocking, write_all_fd,
+};
 
 /// The namespaces of a run, held by the init.
 #[derive(Debug)]
@@ -308,10 +309,6 @@ pub(crate) fn cover(dir: &Path) -> Result<(), String> {
             describe(e)
         )
     })
-}
-
-pub(crate) fn describe(errno: Errno) -> String {
-    format!("{errno:?}: {}", errno.desc())
 }
 
 #[cfg(test)]

@@ -1,9 +1,11 @@
 //! Sandboxes and hermetic process supervision for proofgraph.
 //!
-//! Two parts: [`materialize`] copies exactly the given files of a repository into a fresh
-//! directory (a `worktree` or `copy` sandbox), and the rest of this crate runs commands in
-//! it with hermetic isolation on Linux. The crate knows nothing of graphs, providers or
-//! receipts: it is given directories, file lists and argv, and reports what happened.
+//! Three parts: [`materialize`] copies exactly the given files of a repository into a fresh
+//! directory (a `worktree` or `copy` sandbox); the rest of this crate runs commands in it
+//! with hermetic isolation on Linux; and [`evidence`] reads what a job wrote there (beneath
+//! a directory of the run, never through a link, bounded). The crate knows nothing of
+//! graphs, providers or receipts: it is given directories, file lists and argv, and reports
+//! what happened.
 //!
 //! # Hermetic process supervision
 //!
@@ -62,10 +64,13 @@
 //!   cgroup namespaces and no resource limits. Unix-domain sockets on the filesystem outside
 //!   `/tmp` (a Docker or D-Bus socket) stay reachable: they are not part of a network
 //!   namespace.
-//! - Host paths under `/tmp` are reachable only as a job's working directory (its top-level
-//!   entry under `/tmp` is bind-mounted) and as log paths (opened by the init through a
-//!   handle on the host's `/tmp`); other host files under `/tmp` are hidden by the private
-//!   `tmpfs`. Mounts made on the host after the run started are not seen by it.
+//! - Host paths under `/tmp` are reachable only when the job names them — as its working
+//!   directory, an absolute argv element or a path in an environment value (split at `:`);
+//!   the top-level entry under `/tmp` of each is bind-mounted — and as log paths (opened by
+//!   the init through a handle on the host's `/tmp`); other host files under `/tmp` are
+//!   hidden by the private `tmpfs`. [`RunConfig::hidden`] directories are covered by an
+//!   empty read-only `tmpfs`. Mounts made on the host after the run started are not seen by
+//!   it.
 //! - Killing is immediate (`SIGKILL` to the job's namespace): there is no grace period for
 //!   a service to flush its output.
 //! - With namespaces a job's command is PID 1 of its namespace, with what that means in a
@@ -84,6 +89,9 @@
 //!
 //! Invariants: nothing here prints, parses command-line arguments or knows about graphs,
 //! providers or receipts. Errors are typed ([`SandboxError`]) and read after "failed to".
+//! No `unsafe` code exists outside `sys.rs`, each block there with its `SAFETY` argument;
+//! `sys.rs` imports nothing of the crate, so the namespaces (`isolation.rs`) and the job
+//! processes (`child.rs`) share its helpers without depending on each other.
 
 mod child;
 mod error;

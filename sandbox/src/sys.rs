@@ -1,21 +1,30 @@
-//! The crate's only unsafe code: `fork`, the `vfork`-like start of a job's command (a
-//! process that shares the init's memory), `execve`, `_exit`, resetting signal
-//! dispositions, marking inherited descriptors close-on-exec and bringing up the loopback
-//! interface.
+//! The system layer under the init and the processes it starts: the crate's only unsafe
+//! code — `fork`, the `vfork`-like start of a job's command (a process that shares the
+//! init's memory), `execve`, `_exit`, resetting signal dispositions, marking inherited
+//! descriptors close-on-exec and bringing up the loopback interface — and the safe
+//! descriptor and errno helpers that both the namespace setup (`isolation.rs`) and the
+//! job processes (`child.rs`) use.
 //!
-//! Each function is a thin wrapper; its soundness argument is written on its block.
+//! Each unsafe function is a thin wrapper; its soundness argument is written on its block.
+//!
+//! Invariant: no `unsafe` block exists outside this file, and every one here carries a
+//! `SAFETY` argument. API boundary: this module imports nothing from the rest of the crate,
+//! so everything above it (`init`, `child`, `isolation`) depends on it and never the other
+//! way round.
 #![expect(
     unsafe_code,
     reason = "fork, clone, execve, _exit, sigaction, close_range, mmap and the interface ioctls have no safe wrapper"
 )]
 
 use std::marker::PhantomData;
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsRawFd, BorrowedFd};
 
 use nix::errno::Errno;
+use nix::fcntl::{OFlag, open};
 use nix::sys::signal::{SaFlags, SigAction, SigHandler, SigSet, Signal, sigaction};
 use nix::sys::socket::{AddressFamily, SockFlag, SockType, socket};
-use nix::unistd::ForkResult;
+use nix::sys::stat::Mode;
+use nix::unistd::{ForkResult, dup2_stderr, dup2_stdin, dup2_stdout};
 
 /// Proof that the calling process had exactly one thread when it was made.
 ///
@@ -262,4 +271,47 @@ pub(crate) fn execve_prepared(
     // to C strings (built by `CommandPlan` from `CString`s it owns and keeps alive).
     unsafe { libc::execve(path.as_ptr(), argv.as_ptr(), envp.as_ptr()) };
     Errno::last()
+}
+
+/// Points stdin, stdout and stderr at `/dev/null`, so a forked helper holds none of the
+/// init's control pipes.
+pub(crate) fn detach_stdio() {
+    if let Ok(null) = open("/dev/null", OFlag::O_RDWR | OFlag::O_CLOEXEC, Mode::empty()) {
+        let _ = dup2_stdin(&null);
+        let _ = dup2_stdout(&null);
+        let _ = dup2_stderr(&null);
+    }
+}
+
+/// Writes all of `data`, retrying on `EINTR`.
+pub(crate) fn write_all_fd(fd: BorrowedFd<'_>, mut data: &[u8]) -> Result<(), Errno> {
+    while !data.is_empty() {
+        match nix::unistd::write(fd, data) {
+            Ok(0) => return Err(Errno::EPIPE),
+            Ok(n) => data = &data[n..],
+            Err(Errno::EINTR) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+/// Reads until end of file (or `limit` bytes), blocking.
+pub(crate) fn read_to_end_blocking(fd: BorrowedFd<'_>, limit: usize) -> Vec<u8> {
+    let mut out = Vec::new();
+    let mut buf = [0u8; 4096];
+    while out.len() < limit {
+        match nix::unistd::read(fd, &mut buf) {
+            Ok(0) => break,
+            Ok(n) => out.extend_from_slice(&buf[..n]),
+            Err(Errno::EINTR) => {}
+            Err(_) => break,
+        }
+    }
+    out
+}
+
+/// An errno as messages show it: its name and its description.
+pub(crate) fn describe(errno: Errno) -> String {
+    format!("{errno:?}: {}", errno.desc())
 }

@@ -1,5 +1,16 @@
-//! Preflight: every reason the graph cannot be run, found before anything
-//! runs, all at once, sorted by where they were written.
+//! Preflight: every reason a change's declarations cannot become a graph that runs, found
+//! before anything runs, all at once, sorted by where they were written.
+//!
+//! Invariant: `check` reports every problem it finds (it never stops at the first) and
+//! changes nothing; what it accepts, sealing can resolve without a missing name or a
+//! cycle. The checks read the declarations only — no file, process or clock — so the
+//! application adds the checks that need the filesystem itself.
+//!
+//! API boundary: this module reads `Declared`, a view of what the graph builder
+//! collected, and depends on neither the builder nor the sealed graph; the builder calls
+//! it (`builder` → `validate`). The helpers that interpret a declared value
+//! ([`literal_port`], [`split_scoped`], [`is_secret_name`]) live here so that checking
+//! and resolving read a value the same way.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Component, Path};
@@ -9,9 +20,8 @@ use petgraph::algo::tarjan_scc;
 use petgraph::graph::{DiGraph, NodeIndex};
 
 use crate::adapter::Adapter;
-use crate::graph::GraphBuilder;
-use crate::id::{CapabilityName, EnvName, ProviderId, RepoId};
-use crate::model::{ClaimScope, Provider, Service};
+use crate::id::{CapabilityName, EnvName, ProviderId, RepoId, ServiceId};
+use crate::model::{Claim, ClaimScope, Provider, Repositories, Service};
 use crate::resource;
 use crate::span::{Pos, Spanned};
 
@@ -93,9 +103,9 @@ pub struct Finding {
     pub fix: String,
 }
 
-/// Whether an environment name looks like it holds a secret (as the existing
-/// implementation matches: SECRET, TOKEN, PASSWORD, CREDENTIAL, PRIVATE_KEY
-/// or API_KEY anywhere, case-insensitively).
+/// Whether an environment name looks like it holds a secret (as Change Loop's Node.js
+/// runtime matches: SECRET, TOKEN, PASSWORD, CREDENTIAL, PRIVATE_KEY or API_KEY anywhere,
+/// case-insensitively).
 pub fn is_secret_name(name: &EnvName) -> bool {
     let upper = name.as_str().to_ascii_uppercase();
     [
@@ -172,6 +182,20 @@ pub fn split_scoped(input: &str) -> (Option<&str>, &str) {
     }
 }
 
+/// What preflight reads: the declarations a graph builder has collected, each provider and
+/// service with the file that declares it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Declared<'a> {
+    /// The workspace's repositories.
+    pub(crate) repositories: &'a Repositories,
+    /// The change's claims.
+    pub(crate) claims: &'a [Claim],
+    /// Every provider, by id.
+    pub(crate) providers: &'a BTreeMap<ProviderId, (Provider, Arc<str>)>,
+    /// Every service, by id.
+    pub(crate) services: &'a BTreeMap<ServiceId, (Service, Arc<str>)>,
+}
+
 struct Out<'a> {
     findings: Vec<Finding>,
     file: &'a Arc<str>,
@@ -190,42 +214,42 @@ impl Out<'_> {
 }
 
 /// Runs every check and returns every finding, sorted.
-pub fn check(builder: &GraphBuilder) -> Vec<Finding> {
+pub(crate) fn check(declared: &Declared<'_>) -> Vec<Finding> {
     let mut findings = Vec::new();
-    for (spec, file) in builder.providers.values() {
+    for (spec, file) in declared.providers.values() {
         let mut out = Out {
             findings: Vec::new(),
             file,
         };
-        check_provider(builder, spec, &mut out);
+        check_provider(declared, spec, &mut out);
         findings.append(&mut out.findings);
     }
-    for (spec, file) in builder.services.values() {
+    for (spec, file) in declared.services.values() {
         let mut out = Out {
             findings: Vec::new(),
             file,
         };
-        check_service(builder, spec, &mut out);
+        check_service(declared, spec, &mut out);
         findings.append(&mut out.findings);
     }
-    check_report_collisions(builder, &mut findings);
-    check_cycles(builder, &mut findings);
+    check_report_collisions(declared, &mut findings);
+    check_cycles(declared, &mut findings);
     findings.sort();
     findings.dedup();
     findings
 }
 
 fn known_repo(
-    builder: &GraphBuilder,
+    declared: &Declared<'_>,
     out: &mut Out<'_>,
     repo: &RepoId,
     pos: Pos,
     what: &str,
 ) -> bool {
-    if builder.repositories.ids.contains(repo) {
+    if declared.repositories.ids.contains(repo) {
         return true;
     }
-    let known: Vec<String> = builder
+    let known: Vec<String> = declared
         .repositories
         .ids
         .iter()
@@ -269,7 +293,7 @@ fn check_path(out: &mut Out<'_>, what: &str, path: &Spanned<String>) {
     }
 }
 
-fn check_provider(builder: &GraphBuilder, p: &Provider, out: &mut Out<'_>) {
+fn check_provider(declared: &Declared<'_>, p: &Provider, out: &mut Out<'_>) {
     let what = format!("provider `{}`", p.id.value);
     let adapter = p.adapter.value;
     let capability = p.capability();
@@ -306,8 +330,8 @@ fn check_provider(builder: &GraphBuilder, p: &Provider, out: &mut Out<'_>) {
     }
     // Repositories.
     if let Some(repo) = &p.repository {
-        known_repo(builder, out, &repo.value, repo.pos, &what);
-    } else if adapter.runs_command() && builder.repositories.default().is_none() {
+        known_repo(declared, out, &repo.value, repo.pos, &what);
+    } else if adapter.runs_command() && declared.repositories.default().is_none() {
         out.push(
             p.id.pos,
             Check::RepositoryRequired,
@@ -318,12 +342,12 @@ fn check_provider(builder: &GraphBuilder, p: &Provider, out: &mut Out<'_>) {
         );
     }
     for repo in p.repositories.iter().flatten() {
-        known_repo(builder, out, &repo.value, repo.pos, &what);
+        known_repo(declared, out, &repo.value, repo.pos, &what);
     }
     // Dependencies and services.
     for dep in p.depends_on.iter().flatten() {
-        if !builder.providers.contains_key(&dep.value) {
-            let names: Vec<&str> = builder.providers.keys().map(ProviderId::as_str).collect();
+        if !declared.providers.contains_key(&dep.value) {
+            let names: Vec<&str> = declared.providers.keys().map(ProviderId::as_str).collect();
             out.push(
                 dep.pos,
                 Check::UnknownDependency,
@@ -336,7 +360,7 @@ fn check_provider(builder: &GraphBuilder, p: &Provider, out: &mut Out<'_>) {
         }
     }
     for service in p.services.iter().flatten() {
-        match builder.services.get(&service.value) {
+        match declared.services.get(&service.value) {
             None => out.push(
                 service.pos,
                 Check::UnknownService,
@@ -384,7 +408,7 @@ fn check_provider(builder: &GraphBuilder, p: &Provider, out: &mut Out<'_>) {
         );
     }
     if let Some(receiver) = &p.discovery_provider {
-        match builder.providers.get(&receiver.value) {
+        match declared.providers.get(&receiver.value) {
             None if receiver.value.as_str() != "discovery" => out.push(
                 receiver.pos,
                 Check::UnknownDiscoveryProvider,
@@ -420,7 +444,7 @@ fn check_provider(builder: &GraphBuilder, p: &Provider, out: &mut Out<'_>) {
         }
     }
     for (repo, path) in p.contract.iter().flatten() {
-        known_repo(builder, out, repo, path.pos, &what);
+        known_repo(declared, out, repo, path.pos, &what);
         check_path(out, &format!("the `{repo}` contract path of {what}"), path);
     }
     // Paths.
@@ -432,7 +456,7 @@ fn check_provider(builder: &GraphBuilder, p: &Provider, out: &mut Out<'_>) {
         if let Some(repo) = repo {
             let repo = RepoId::parse(repo).expect("split_scoped checked the grammar");
             known_repo(
-                builder,
+                declared,
                 out,
                 &repo,
                 input.pos,
@@ -451,7 +475,7 @@ fn check_provider(builder: &GraphBuilder, p: &Provider, out: &mut Out<'_>) {
         let mut proves: BTreeSet<CapabilityName> = p.proven_capabilities().into_iter().collect();
         proves.insert(capability.clone());
         for id in ids {
-            let claim = builder.claims.iter().find(|c| c.id.value == id.value);
+            let claim = declared.claims.iter().find(|c| c.id.value == id.value);
             let problem = match claim {
                 None => Some("is not a claim of this change".to_owned()),
                 Some(c) if !c.required_capabilities().iter().any(|r| proves.contains(r)) => {
@@ -471,11 +495,11 @@ fn check_provider(builder: &GraphBuilder, p: &Provider, out: &mut Out<'_>) {
     }
 }
 
-fn check_service(builder: &GraphBuilder, s: &Service, out: &mut Out<'_>) {
+fn check_service(declared: &Declared<'_>, s: &Service, out: &mut Out<'_>) {
     let what = format!("service `{}`", s.id.value);
     if let Some(repo) = &s.repository {
-        known_repo(builder, out, &repo.value, repo.pos, &what);
-    } else if builder.repositories.default().is_none() {
+        known_repo(declared, out, &repo.value, repo.pos, &what);
+    } else if declared.repositories.default().is_none() {
         out.push(
             s.id.pos,
             Check::RepositoryRequired,
@@ -565,18 +589,18 @@ fn execution_key(p: &Provider, default_repo: Option<&RepoId>) -> impl Ord + use<
     )
 }
 
-fn check_report_collisions(builder: &GraphBuilder, findings: &mut Vec<Finding>) {
-    let default = builder.repositories.default();
+fn check_report_collisions(declared: &Declared<'_>, findings: &mut Vec<Finding>) {
+    let default = declared.repositories.default();
     type Writers<'a> = Vec<(&'a Provider, &'a Arc<str>)>;
     let mut writers: BTreeMap<(Option<RepoId>, String), Writers<'_>> = BTreeMap::new();
     // A discovery receiver with a producer never runs its own command: its receipt comes
     // from its producer's run, so it writes nothing.
-    let produced: BTreeSet<&str> = builder
+    let produced: BTreeSet<&str> = declared
         .providers
         .values()
         .filter_map(|(p, _)| p.discovery_receiver())
         .collect();
-    for (p, file) in builder.providers.values() {
+    for (p, file) in declared.providers.values() {
         let Some(report) = &p.report else { continue };
         if produced.contains(p.id.value.as_str())
             && p.capability()
@@ -623,14 +647,14 @@ fn check_report_collisions(builder: &GraphBuilder, findings: &mut Vec<Finding>) 
     }
 }
 
-fn check_cycles(builder: &GraphBuilder, findings: &mut Vec<Finding>) {
+fn check_cycles(declared: &Declared<'_>, findings: &mut Vec<Finding>) {
     let mut graph: DiGraph<&ProviderId, (), u32> = DiGraph::default();
-    let index: std::collections::HashMap<&ProviderId, NodeIndex<u32>> = builder
+    let index: std::collections::HashMap<&ProviderId, NodeIndex<u32>> = declared
         .providers
         .keys()
         .map(|id| (id, graph.add_node(id)))
         .collect();
-    for (id, (p, _)) in &builder.providers {
+    for (id, (p, _)) in declared.providers {
         for dep in p.depends_on.iter().flatten() {
             if let Some(from) = index.get(&dep.value) {
                 graph.add_edge(*from, index[id], ());
@@ -662,7 +686,7 @@ fn check_cycles(builder: &GraphBuilder, findings: &mut Vec<Finding>) {
             .map(|w| format!("`{}` runs before `{}`", graph[w[0]], graph[w[1]]))
             .collect();
         let first = graph[start];
-        let (p, file) = &builder.providers[first];
+        let (p, file) = &declared.providers[first];
         let pos = p
             .depends_on
             .iter()
