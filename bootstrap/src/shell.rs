@@ -1,6 +1,6 @@
 //! Reading package scripts as text, never running them: splitting a script
 //! into the commands a POSIX shell would run, and deciding whether it is
-//! risky (the rules of the existing implementation) or uses shell
+//! risky (the rules of Change Loop's Node.js runtime) or uses shell
 //! metacharacters (which make suggested `inputs` unsafe to derive).
 
 /// How two commands of a script are joined.

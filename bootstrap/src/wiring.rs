@@ -4,7 +4,7 @@
 //! it names, or for any provider of X when it names none (discovery is
 //! implied by test). A provider covers a repository when it names it
 //! (`repository`, `repositories`, or a `contract` key), or when it names no
-//! repository at all — the existing implementation filters claims by a
+//! repository at all — Change Loop's Node.js runtime filters claims by a
 //! provider's repositories only when it has some.
 
 use proofgraph_graph::model::{Claim, Provider};

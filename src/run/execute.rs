@@ -381,7 +381,7 @@ pub fn is_direct_playwright(argv: &[String]) -> bool {
 /// Reads a file a job wrote under `dir` as evidence (`proofgraph_sandbox::evidence`): never
 /// through a symbolic link, never a FIFO or a device, at most [`MAX_REPORT_BYTES`] counted
 /// while reading, and only when it was written after the command started (`started`), with a
-/// second's slack for file systems that keep coarse times — the reference implementation's
+/// second's slack for file systems that keep coarse times — Change Loop's Node.js runtime's
 /// rule. Anything else is not evidence, whatever it holds.
 ///
 /// [`MAX_REPORT_BYTES`]: crate::decide::report::MAX_REPORT_BYTES

@@ -84,7 +84,7 @@ impl PackageManager {
     }
 }
 
-/// The lockfiles, in the existing implementation's order of preference.
+/// The lockfiles, in Change Loop's Node.js runtime's order of preference.
 const LOCKFILES: [(&str, PackageManager); 6] = [
     ("pnpm-lock.yaml", PackageManager::Pnpm),
     ("yarn.lock", PackageManager::Yarn),

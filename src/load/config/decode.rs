@@ -368,7 +368,7 @@ pub fn one_of<T: Copy>(
 }
 
 /// Reads a scalar as text: strings as they are, numbers as written, booleans
-/// as `true`/`false`. Used for `env` values, which the existing implementation
+/// as `true`/`false`. Used for `env` values, which Change Loop's Node.js runtime
 /// accepts as any scalar.
 pub fn scalar_text(sink: &mut Sink, node: &Node, what: &str) -> Option<Spanned<String>> {
     let text = match &node.value {

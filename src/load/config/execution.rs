@@ -1,8 +1,8 @@
 //! `execution.yaml` (version 1): providers and services, the wiring of a change.
 //!
 //! Providers may also be embedded in a version-2 `evidence.yaml`; both are
-//! decoded by [`decode_providers`]. Every field of DESIGN.md §2 is read into a
-//! typed value. Absent and empty stay distinct (`Option<Vec<_>>`), because they
+//! decoded by [`decode_providers`]. Every field of the format (docs/execution.md) is read
+//! into a typed value. Absent and empty stay distinct (`Option<Vec<_>>`), because they
 //! are distinct inputs to a provider's fingerprint.
 
 use std::collections::BTreeMap;
