@@ -66,15 +66,13 @@ fn unknown_and_invalid_change_names() {
 #[test]
 fn a_panic_still_yields_one_document_and_exit_3() {
     let sb = Sandbox::new();
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_proofgraph"))
-        .args(["list", "--json"])
-        .current_dir(sb.work())
-        .env("HOME", sb.home())
-        .env("PROOFGRAPH_DEBUG_PANIC", "1")
-        .output()
-        .expect("run proofgraph");
-    assert_eq!(out.status.code(), Some(3));
-    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON document");
+    let run = sb.run_with_env(
+        &sb.work(),
+        &["list", "--json"],
+        &[("PROOFGRAPH_DEBUG_PANIC", "1")],
+    );
+    run.expect_code(3);
+    let doc = run.json();
     assert_eq!(doc["status"][0]["code"], "internal_error");
 }
 

@@ -68,14 +68,9 @@ fn wait_for_no_processes(marker: &str) -> Vec<String> {
 }
 
 fn spawn_prove(sb: &Sandbox, runs_log: &str) -> std::process::Child {
-    Command::new(env!("CARGO_BIN_EXE_proofgraph"))
+    sb.proofgraph(&sb.work())
         .args(["prove", "slow", "--json", "--jobs", "2"])
-        .current_dir(sb.work())
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOME", sb.home())
         .env("RUNS_LOG", runs_log)
-        .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()

@@ -712,15 +712,9 @@ fn with_a_watcher_only_what_changed_reruns_too() {
     let sb = Sandbox::new();
     workspace(&sb);
     let socket = sb.work().join(".proofgraph/watch.sock");
-    let mut watcher = std::process::Command::new(env!("CARGO_BIN_EXE_proofgraph"))
+    let mut watcher = sb
+        .proofgraph(&sb.work())
         .args(["watch", "--json"])
-        .current_dir(sb.work())
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOME", sb.home())
-        .env("XDG_DATA_HOME", sb.data_home())
-        .env("XDG_CONFIG_HOME", sb.config_home())
-        .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
@@ -914,15 +908,9 @@ fn a_summary_only_json_report_counts_for_discovery_and_is_never_coerced() {
 /// socket.
 fn start_watcher(sb: &Sandbox) -> std::process::Child {
     let socket = sb.work().join(".proofgraph/watch.sock");
-    let watcher = std::process::Command::new(env!("CARGO_BIN_EXE_proofgraph"))
+    let watcher = sb
+        .proofgraph(&sb.work())
         .args(["watch", "--json"])
-        .current_dir(sb.work())
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOME", sb.home())
-        .env("XDG_DATA_HOME", sb.data_home())
-        .env("XDG_CONFIG_HOME", sb.config_home())
-        .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()

@@ -102,17 +102,57 @@ impl Sandbox {
         self.work().join(rel)
     }
 
+    /// The one way every test starts a program: `program` in `cwd` with a
+    /// hermetic environment, so that nothing of the machine or of the person
+    /// running the tests reaches it and every run sees the same settings.
+    ///
+    /// - Nothing is inherited but `PATH` (the tools the tests drive are found
+    ///   through it): no `PROOFGRAPH_*`, `OPENSPEC_*`, `CI`, `TERM`, `LANG`/`LC_*`
+    ///   (the C locale) or git variables of the caller.
+    /// - `HOME` and every XDG base directory lie in the sandbox, so no test
+    ///   reads or writes the developer's OpenSpec registry, key pins or git
+    ///   configuration.
+    /// - Fixed settings: `OPENSPEC_TELEMETRY=0`, `NO_COLOR=1`, a terminal
+    ///   width of 80 columns (`COLUMNS`), `TZ=UTC`, no system git
+    ///   configuration, and stdin from `/dev/null`.
+    ///
+    /// Add variables with `.env(..)` (they override these) and run it with
+    /// `.output()`, `.spawn()` or [`Run::of`].
+    pub(crate) fn cmd(&self, program: impl AsRef<std::ffi::OsStr>, cwd: &Path) -> Command {
+        let mut cmd = Command::new(program);
+        cmd.current_dir(cwd)
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", self.home())
+            .env("XDG_DATA_HOME", self.data_home())
+            .env("XDG_CONFIG_HOME", self.config_home())
+            .env("XDG_CACHE_HOME", self.home().join(".cache"))
+            .env("XDG_STATE_HOME", self.home().join(".local/state"))
+            .env("OPENSPEC_TELEMETRY", "0")
+            .env("NO_COLOR", "1")
+            .env("COLUMNS", "80")
+            .env("TZ", "UTC")
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .stdin(Stdio::null());
+        cmd
+    }
+
+    /// [`Sandbox::cmd`] for the proofgraph binary under test.
+    pub(crate) fn proofgraph(&self, cwd: &Path) -> Command {
+        self.cmd(env!("CARGO_BIN_EXE_proofgraph"), cwd)
+    }
+
     /// Runs proofgraph with `args` from `cwd`, in this sandbox's environment.
     pub(crate) fn run(&self, cwd: &Path, args: &[&str]) -> Run {
-        self.command(env!("CARGO_BIN_EXE_proofgraph"), cwd, args)
+        self.run_with_env(cwd, args, &[])
     }
 
     /// Runs proofgraph with extra environment variables.
     pub(crate) fn run_with_env(&self, cwd: &Path, args: &[&str], vars: &[(&str, &str)]) -> Run {
-        self.command_with_env(env!("CARGO_BIN_EXE_proofgraph"), cwd, args, vars)
+        Run::of(self.proofgraph(cwd).args(args).envs(vars.iter().copied()))
     }
 
-    /// Runs any program from `cwd` with this sandbox's isolated HOME/XDG.
+    /// Runs any program from `cwd` in this sandbox's environment.
     pub(crate) fn command(
         &self,
         program: impl AsRef<std::ffi::OsStr>,
@@ -130,25 +170,7 @@ impl Sandbox {
         args: &[&str],
         vars: &[(&str, &str)],
     ) -> Run {
-        let output = Command::new(program.as_ref())
-            .args(args)
-            .current_dir(cwd)
-            .env_clear()
-            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .env("HOME", self.home())
-            .env("XDG_DATA_HOME", self.data_home())
-            .env("XDG_CONFIG_HOME", self.config_home())
-            .env("OPENSPEC_TELEMETRY", "0")
-            .env("NO_COLOR", "1")
-            .envs(vars.iter().copied())
-            .stdin(Stdio::null())
-            .output()
-            .unwrap_or_else(|err| panic!("failed to run {:?}: {err}", program.as_ref()));
-        Run {
-            code: output.status.code(),
-            stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
-            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
-        }
+        Run::of(self.cmd(program, cwd).args(args).envs(vars.iter().copied()))
     }
 }
 
@@ -170,6 +192,18 @@ pub(crate) struct Run {
 }
 
 impl Run {
+    /// Runs `cmd` to the end, capturing stdout and stderr.
+    pub(crate) fn of(cmd: &mut Command) -> Self {
+        let output = cmd
+            .output()
+            .unwrap_or_else(|err| panic!("failed to run {:?}: {err}", cmd.get_program()));
+        Self {
+            code: output.status.code(),
+            stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+        }
+    }
+
     /// stdout parsed as exactly one JSON document (fails the test otherwise).
     pub(crate) fn json(&self) -> Value {
         serde_json::from_str(&self.stdout).unwrap_or_else(|err| {
@@ -421,18 +455,10 @@ pub(crate) fn run_bounded(
     limit: std::time::Duration,
 ) -> Run {
     use std::io::Read as _;
-    let mut child = Command::new(env!("CARGO_BIN_EXE_proofgraph"))
+    let mut child = sb
+        .proofgraph(cwd)
         .args(args)
-        .current_dir(cwd)
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOME", sb.home())
-        .env("XDG_DATA_HOME", sb.data_home())
-        .env("XDG_CONFIG_HOME", sb.config_home())
-        .env("OPENSPEC_TELEMETRY", "0")
-        .env("NO_COLOR", "1")
         .envs(vars.iter().copied())
-        .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()

@@ -553,15 +553,8 @@ fn concurrent_first_runs_end_with_one_pinned_key() {
     for round in 0..3 {
         let children: Vec<_> = (0..3)
             .map(|_| {
-                Command::new(env!("CARGO_BIN_EXE_proofgraph"))
+                sb.proofgraph(&sb.work())
                     .args(["prove", CHANGE, "--json"])
-                    .current_dir(sb.work())
-                    .env_clear()
-                    .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-                    .env("HOME", sb.home())
-                    .env("XDG_DATA_HOME", sb.data_home())
-                    .env("XDG_CONFIG_HOME", sb.config_home())
-                    .stdin(Stdio::null())
                     .stdout(Stdio::piped())
                     .stderr(Stdio::piped())
                     .spawn()
