@@ -3,7 +3,7 @@
 
 use serde_json::json;
 
-use crate::support::{Sandbox, redact, repo_root};
+use crate::support::{Sandbox, repo_root, snapshot_settings};
 
 #[test]
 fn every_command_has_help_with_an_example() {
@@ -121,10 +121,7 @@ fn show_json_of_the_valid_fixture() {
     let fixture = repo_root().join("fixtures/valid");
     let run = sb.run(&fixture, &["show", "add-profile", "--json"]);
     run.expect_code(0);
-    let text = run
-        .stdout
-        .replace(&fixture.display().to_string(), "[FIXTURE]");
-    insta::assert_snapshot!("show_valid_json", text);
+    snapshot_settings(&sb).bind(|| insta::assert_snapshot!("show_valid_json", run.stdout));
 }
 
 #[test]
@@ -146,8 +143,7 @@ fn human_output_of_each_command() {
         }
         out.push('\n');
     }
-    let out = out.replace(&fixture.display().to_string(), "[FIXTURE]");
-    insta::assert_snapshot!("human_valid", redact(&sb, &out));
+    snapshot_settings(&sb).bind(|| insta::assert_snapshot!("human_valid", out));
 }
 
 #[test]

@@ -252,29 +252,106 @@ pub(crate) fn issue_codes(doc: &Value) -> Vec<String> {
     out
 }
 
-/// Replaces the sandbox path and timings so that snapshots are stable.
-pub(crate) fn redact(sandbox: &Sandbox, text: &str) -> String {
-    let text = text.replace(&sandbox.path().display().to_string(), "[SANDBOX]");
-    let duration = regex_lite_duration();
-    duration(&text)
+/// The insta settings every CLI snapshot is taken under: the one set of
+/// filters that replaces what differs between machines and runs, so that a
+/// snapshot shows exactly what a user sees and nothing else.
+///
+/// Each filter is anchored so that it takes only what it names — a digest
+/// filter matches a whole run of lowercase hex of a digest's length and so
+/// never a test count, a duration filter only `"duration_ms": N` and `(N ms)`,
+/// never a configured timeout:
+///
+/// | what | becomes |
+/// |---|---|
+/// | the sandbox's home, the sandbox, other temporary paths | `[HOME]`, `[SANDBOX]`, `[TEMP]` |
+/// | the repository (fixtures), the user's own home | `[REPO]`, `[USER_HOME]` |
+/// | 64-hex digests (SHA-256, BLAKE3, key ids), 40-hex (git) | `[SHA256]`, `[SHA1]` |
+/// | run ids (16 hex), short digests (12 hex) | `[RUN_ID]`, `[SHORT]` |
+/// | RFC 3339 timestamps | `[TIMESTAMP]` |
+/// | durations: `"duration_ms": N`, `(N ms)` | `[DURATION]` |
+/// | PIDs: `pid N`, `process N` | `[PID]` |
+/// | whether namespaces need a user namespace (root or not) | `[USERNS]` |
+///
+/// Snapshots live in `tests/it/snapshots/`; `description` names the command.
+pub(crate) fn snapshot_settings(sb: &Sandbox) -> insta::Settings {
+    let mut settings = insta::Settings::clone_current();
+    for (regex, replacement) in snapshot_filters(sb) {
+        settings.add_filter(&regex, replacement);
+    }
+    settings
 }
 
-/// Replaces `"duration_ms": <n>` with a placeholder.
-fn regex_lite_duration() -> impl Fn(&str) -> String {
-    |text: &str| {
-        let mut out = String::with_capacity(text.len());
-        let key = "\"duration_ms\": ";
-        let mut rest = text;
-        while let Some(i) = rest.find(key) {
-            out.push_str(&rest[..i + key.len()]);
-            rest = &rest[i + key.len()..];
-            let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
-            out.push_str("\"[ms]\"");
-            rest = &rest[digits..];
-        }
-        out.push_str(rest);
-        out
+/// The filters of [`snapshot_settings`], in the order they apply (more
+/// specific paths first).
+fn snapshot_filters(sb: &Sandbox) -> Vec<(String, &'static str)> {
+    // A path is replaced only as a whole path: followed by `/`, a quote, a
+    // backtick, whitespace, `:`, `)` or the end.
+    let path = |p: &Path| {
+        format!(
+            "{}(/|[\"'`\\s:),]|$)",
+            regex::escape(&p.display().to_string())
+        )
+    };
+    let mut filters: Vec<(String, &'static str)> = Vec::new();
+    let mut roots = vec![sb.path()];
+    if sb.dir.path() != sb.path() {
+        roots.push(sb.dir.path().to_path_buf());
     }
+    for root in &roots {
+        filters.push((path(&root.join("home")), "[HOME]$1"));
+        filters.push((path(root), "[SANDBOX]$1"));
+    }
+    filters.push((path(&repo_root()), "[REPO]$1"));
+    let temp = std::env::temp_dir();
+    filters.push((
+        format!(
+            r"{}/[A-Za-z0-9._-]+",
+            regex::escape(&temp.display().to_string())
+        ),
+        "[TEMP]",
+    ));
+    if let Some(home) = std::env::var_os("HOME").filter(|h| h.len() > 1) {
+        filters.push((path(Path::new(&home)), "[USER_HOME]$1"));
+    }
+    filters.extend([
+        (r"\b[0-9a-f]{64}\b".to_owned(), "[SHA256]"),
+        (r"\b[0-9a-f]{40}\b".to_owned(), "[SHA1]"),
+        (r"\b[0-9a-f]{16}\b".to_owned(), "[RUN_ID]"),
+        (r"\b[0-9a-f]{12}\b".to_owned(), "[SHORT]"),
+        (
+            r"\b\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:\d{2})".to_owned(),
+            "[TIMESTAMP]",
+        ),
+        (
+            r#""duration_ms": \d+"#.to_owned(),
+            r#""duration_ms": [DURATION]"#,
+        ),
+        (r"\(\d+(?:\.\d+)? ms\)".to_owned(), "([DURATION])"),
+        (r"\b(pid|process) \d+\b".to_owned(), "$1 [PID]"),
+        (
+            r"namespaces \(network, PID, /tmp\)(?: via a user namespace)?".to_owned(),
+            "namespaces (network, PID, /tmp)[USERNS]",
+        ),
+        (
+            r#""user_namespace": (?:true|false)"#.to_owned(),
+            r#""user_namespace": [USERNS]"#,
+        ),
+    ]);
+    filters
+}
+
+/// What a user sees of one run: the command line, the exit code, stdout and
+/// stderr, each in full.
+pub(crate) fn transcript(args: &[&str], run: &Run) -> String {
+    let code = run
+        .code
+        .map_or_else(|| "killed by a signal".to_owned(), |c| c.to_string());
+    format!(
+        "$ proofgraph {}\nexit: {code}\n--- stdout\n{}--- stderr\n{}",
+        args.join(" "),
+        run.stdout,
+        run.stderr
+    )
 }
 
 /// The `openspec` CLI the differential tests compare against: installed by
