@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 use proofgraph::diagnostic::Code;
 use serde_json::Value;
 
-use crate::support::{Sandbox, codes, repo_root};
+use crate::support::{Sandbox, assert_codes, assert_emits, codes, repo_root};
 
 fn validate_fixture(root: &str, strict: bool) -> Value {
     let sb = Sandbox::new();
@@ -34,14 +34,23 @@ fn every_fixture_change_triggers_the_code_it_is_named_after() {
         "fixtures/diagnostics has {} changes",
         items.len()
     );
+    // Every fixture change is an item checked below (the catalog test counts each
+    // fixture's name as a code asserted emitted).
+    let dirs: BTreeSet<String> =
+        fs_err::read_dir(repo_root().join("fixtures/diagnostics/openspec/changes"))
+            .expect("read fixtures")
+            .flatten()
+            .filter_map(|e| e.file_name().to_str().map(str::to_owned))
+            .collect();
+    let ids: BTreeSet<String> = items
+        .iter()
+        .filter_map(|i| i["id"].as_str().map(str::to_owned))
+        .collect();
+    assert_eq!(ids, dirs, "every fixture change is validated");
     for item in items {
         let id = item["id"].as_str().expect("id");
         let code = code_named(id);
-        let found = codes(&item["issues"]);
-        assert!(
-            found.iter().any(|c| c == id),
-            "{id}: expected `{id}` among {found:?}"
-        );
+        assert_emits!(item["issues"], id, "{id}");
         let severity = item["issues"]
             .as_array()
             .into_iter()
@@ -84,7 +93,7 @@ fn a_validation_failure_exits_1_with_the_full_report() {
     let doc = run.json();
     assert_eq!(doc["summary"]["totals"]["failed"], 1);
     let issue = &doc["items"][0]["issues"][0];
-    assert_eq!(issue["code"], "syntax_error");
+    assert_emits!(issue, "syntax_error");
     assert_eq!(issue["path"], "openspec/changes/syntax_error/evidence.yaml");
     assert_eq!(
         (issue["line"].as_u64(), issue["column"].as_u64()),
@@ -98,9 +107,9 @@ fn catalog_mistakes_are_reported_together() {
     let doc = validate_fixture("catalog-invalid", false);
     let catalog = &doc["items"][0];
     assert_eq!(catalog["type"], "catalog");
-    assert_eq!(
+    assert_codes!(
         codes(&catalog["issues"]),
-        vec![
+        [
             "repository_path_missing",
             "invalid_value",
             "invalid_value",
@@ -134,10 +143,7 @@ fn a_file_larger_than_the_limit_is_refused_unread() {
     sb.write("openspec/changes/big/evidence.yaml", big);
     let run = sb.run(&sb.work(), &["validate", "big", "--json"]);
     run.expect_code(1);
-    assert_eq!(
-        crate::support::issue_codes(&run.json()),
-        vec!["file_too_large"]
-    );
+    assert_codes!(crate::support::issue_codes(&run.json()), ["file_too_large"]);
 }
 
 /// The issues of `validate --all --json` as (item, code, line, column).
@@ -209,11 +215,15 @@ services:
     }
     let prove = sb.run(&sb.work(), &["prove", "x", "--json"]);
     prove.expect_code(3);
-    let codes = prove.status_codes();
-    assert_eq!(
-        codes.iter().filter(|c| *c == "nul_in_value").count(),
-        4,
-        "{codes:?}"
+    assert_codes!(
+        prove.status_codes(),
+        [
+            "nul_in_value",
+            "nul_in_value",
+            "invalid_id",
+            "nul_in_value",
+            "nul_in_value"
+        ]
     );
 }
 
@@ -231,7 +241,7 @@ fn an_argv_element_yaml_reads_as_a_boolean_is_one_clear_finding() {
         .expect("issues")
         .clone();
     assert_eq!(found.len(), 1, "{found:#?}");
-    assert_eq!(found[0]["code"], "wrong_type");
+    assert_emits!(found[0], "wrong_type");
     let message = found[0]["message"].as_str().unwrap_or_default();
     assert!(
         message.contains("is the boolean `true`, not a string"),
@@ -247,7 +257,7 @@ fn an_argv_element_yaml_reads_as_a_boolean_is_one_clear_finding() {
     sb.lint_change("[sleep, 1]");
     let run = sb.run(&sb.work(), &["prove", "add-x", "--json"]);
     run.expect_code(3);
-    assert_eq!(run.status_codes(), ["wrong_type"]);
+    assert_codes!(run.status_codes(), ["wrong_type"]);
 }
 
 /// A catalog repository's `path` is relative (a committed catalog is read
@@ -293,6 +303,20 @@ fn catalog_repository_paths_are_relative_directories_of_git_work_trees() {
             .map(|(_, _, l, col)| (*l, *col))
             .collect()
     };
+    let catalog: Vec<&str> = found
+        .iter()
+        .filter(|(i, ..)| i == "proofgraph.yaml")
+        .map(|(_, code, ..)| code.as_str())
+        .collect();
+    assert_codes!(
+        catalog,
+        [
+            "repository_path_absolute",
+            "not_a_git_repository",
+            "not_a_git_repository",
+            "repository_path_missing"
+        ]
+    );
     assert_eq!(at("repository_path_absolute"), [(3, 15)], "{found:#?}");
     assert_eq!(at("not_a_git_repository"), [(4, 14), (5, 15)], "{found:#?}");
     assert_eq!(at("repository_path_missing"), [(6, 16)], "{found:#?}");

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::support::{Sandbox, git_commit_all};
+use crate::support::{Sandbox, assert_emits, git_commit_all};
 
 /// A workspace whose providers take a while, log their completion (with the
 /// run id) outside the store, and carry a marker in their command line.
@@ -471,7 +471,7 @@ fn sigint_stops_every_process_and_exits_130() {
         .iter()
         .filter_map(|d| d["code"].as_str())
         .collect();
-    assert!(codes.contains(&"interrupted"), "{codes:?}");
+    assert_emits!(codes, "interrupted");
     let left = wait_for_no_processes(&marker);
     assert!(left.is_empty(), "processes survive SIGINT: {left:?}");
     assert_every_pass_was_observed(&sb, &runs_log);

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use crate::playwright::BrowserWorld;
-use crate::support::{provider, receipt, states};
+use crate::support::{assert_emits, provider, receipt, states};
 
 /// The fixture's server started by the test itself, outside any run: it
 /// answers exactly like the run's service would, but with another run id.
@@ -125,11 +125,10 @@ fn without_isolation_a_foreign_server_on_the_port_is_refused() {
     w.wire(&logged_execution(&w, &own));
     let run = w.prove(&["--isolation", "none"]);
     let doc = run.json();
-    assert!(
-        run.status_codes()
-            .contains(&"readiness_port_in_use".to_owned()),
-        "{:?}\n{}",
+    assert_emits!(
         run.status_codes(),
+        "readiness_port_in_use",
+        "{}",
         run.stderr
     );
     run.expect_code(1);

@@ -252,6 +252,190 @@ pub(crate) fn issue_codes(doc: &Value) -> Vec<String> {
     out
 }
 
+// Asserting that diagnostics are emitted.
+//
+// `tests/it/catalog.rs` counts a code as tested only where a test asserts it
+// is emitted: as a string literal in `assert_emits!(findings, "code")`, in the
+// list of `assert_codes!(findings, ["a", "b"])`, or in `emitted("code")` (an
+// expectation kept in a table, which only these two macros can consume). A
+// code named anywhere else — a negative assertion, a message, a comment —
+// does not count.
+
+/// Anything that holds emitted diagnostics, as their codes in order.
+pub(crate) trait Findings {
+    /// The codes, in the order they were emitted.
+    fn found_codes(&self) -> Vec<String>;
+}
+
+/// A JSON document, a diagnostic array or one diagnostic: every object that
+/// carries a string `code` and a string `message` (the shape of both
+/// `status` entries and `validate` issues), in document order.
+impl Findings for Value {
+    fn found_codes(&self) -> Vec<String> {
+        fn walk(v: &Value, out: &mut Vec<String>) {
+            match v {
+                Value::Object(map) => {
+                    if let (Some(Value::String(code)), Some(Value::String(_))) =
+                        (map.get("code"), map.get("message"))
+                    {
+                        out.push(code.clone());
+                    }
+                    map.values().for_each(|v| walk(v, out));
+                }
+                Value::Array(items) => items.iter().for_each(|v| walk(v, out)),
+                _ => {}
+            }
+        }
+        let mut out = Vec::new();
+        walk(self, &mut out);
+        out
+    }
+}
+
+impl<T: Findings + ?Sized> Findings for &T {
+    fn found_codes(&self) -> Vec<String> {
+        (**self).found_codes()
+    }
+}
+
+impl Findings for [String] {
+    fn found_codes(&self) -> Vec<String> {
+        self.to_vec()
+    }
+}
+
+impl Findings for Vec<String> {
+    fn found_codes(&self) -> Vec<String> {
+        self.clone()
+    }
+}
+
+impl Findings for [&str] {
+    fn found_codes(&self) -> Vec<String> {
+        self.iter().map(|c| (*c).to_owned()).collect()
+    }
+}
+
+impl Findings for Vec<&str> {
+    fn found_codes(&self) -> Vec<String> {
+        self.as_slice().found_codes()
+    }
+}
+
+impl Findings for [proofgraph::diagnostic::Diagnostic] {
+    fn found_codes(&self) -> Vec<String> {
+        self.iter().map(|d| d.code.as_str().to_owned()).collect()
+    }
+}
+
+impl Findings for Vec<proofgraph::diagnostic::Diagnostic> {
+    fn found_codes(&self) -> Vec<String> {
+        self.as_slice().found_codes()
+    }
+}
+
+impl Findings for proofgraph::diagnostic::Code {
+    fn found_codes(&self) -> Vec<String> {
+        vec![self.as_str().to_owned()]
+    }
+}
+
+/// A code a test expects to be emitted. Only [`assert_emits!`] and
+/// [`assert_codes!`] read it, so an expectation can sit in a table and still
+/// count, for the catalog, only as the positive assertion it feeds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Emitted<'a>(&'a str);
+
+/// The expectation that `code` is emitted (for tables of cases).
+#[must_use = "an expectation counts only when assert_emits! or assert_codes! checks it"]
+pub(crate) const fn emitted(code: &'static str) -> Emitted<'static> {
+    Emitted(code)
+}
+
+impl<'a> From<&'a str> for Emitted<'a> {
+    fn from(code: &'a str) -> Self {
+        Self(code)
+    }
+}
+
+impl<'a> From<&'a String> for Emitted<'a> {
+    fn from(code: &'a String) -> Self {
+        Self(code)
+    }
+}
+
+/// Fails unless `findings` hold a diagnostic with `code`. Through
+/// [`assert_emits!`].
+#[track_caller]
+pub(crate) fn check_emits<F: Findings + ?Sized>(
+    findings: &F,
+    code: Emitted<'_>,
+    context: std::fmt::Arguments<'_>,
+) {
+    let found = findings.found_codes();
+    assert!(
+        found.iter().any(|c| c == code.0),
+        "expected `{}` to be emitted, found {found:?} {context}",
+        code.0
+    );
+}
+
+/// Fails unless `findings` hold exactly the codes `expected`, in order.
+/// Through [`assert_codes!`].
+#[track_caller]
+pub(crate) fn check_codes<F: Findings + ?Sized>(
+    findings: &F,
+    expected: &[Emitted<'_>],
+    context: std::fmt::Arguments<'_>,
+) {
+    let found = findings.found_codes();
+    let expected: Vec<&str> = expected.iter().map(|e| e.0).collect();
+    assert_eq!(found, expected, "emitted codes {context}");
+}
+
+/// `assert_emits!(findings, "code")` (optionally followed by a format string
+/// and its arguments): `findings` ([`Findings`]: a JSON document or
+/// diagnostic, a list of codes, library diagnostics) include one with
+/// `code`, a `&str` or an [`emitted`] expectation.
+macro_rules! assert_emits {
+    ($findings:expr, $code:expr $(,)?) => {
+        $crate::support::check_emits(
+            &$findings,
+            $crate::support::Emitted::from($code),
+            format_args!(""),
+        )
+    };
+    ($findings:expr, $code:expr, $($context:tt)+) => {
+        $crate::support::check_emits(
+            &$findings,
+            $crate::support::Emitted::from($code),
+            format_args!($($context)+),
+        )
+    };
+}
+
+/// `assert_codes!(findings, ["a", "b"])` (optionally followed by a format
+/// string and its arguments): `findings` hold exactly these codes, in this
+/// order.
+macro_rules! assert_codes {
+    ($findings:expr, [$($code:expr),* $(,)?] $(,)?) => {
+        $crate::support::check_codes(
+            &$findings,
+            &[$($crate::support::Emitted::from($code)),*],
+            format_args!(""),
+        )
+    };
+    ($findings:expr, [$($code:expr),* $(,)?], $($context:tt)+) => {
+        $crate::support::check_codes(
+            &$findings,
+            &[$($crate::support::Emitted::from($code)),*],
+            format_args!($($context)+),
+        )
+    };
+}
+
+pub(crate) use {assert_codes, assert_emits};
+
 /// The insta settings every CLI snapshot is taken under: the one set of
 /// filters that replaces what differs between machines and runs, so that a
 /// snapshot shows exactly what a user sees and nothing else.
