@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 use proofgraph::diagnostic::Code;
 use serde_json::Value;
 
-use crate::support::{Sandbox, assert_codes, assert_emits, codes, repo_root};
+use crate::support::{Sandbox, assert_codes, assert_emits, codes, repo_root, snapshot_settings};
 
 fn validate_fixture(root: &str, strict: bool) -> Value {
     let sb = Sandbox::new();
@@ -61,6 +61,67 @@ fn every_fixture_change_triggers_the_code_it_is_named_after() {
         // An error makes the item invalid; a warning alone does not.
         assert_eq!(item["valid"], severity != "ERROR", "{id} ({code:?}): valid");
     }
+}
+
+/// One item's whole diagnostic list, as text: `valid`, then per issue its
+/// level, code and `path:line:col`, its message and its fix (and any other
+/// field, so that a new one shows up in the diff).
+fn render_item(item: &Value) -> String {
+    let mut out = format!(
+        "{} {}: valid {}\n",
+        item["type"].as_str().unwrap_or("?"),
+        item["id"].as_str().unwrap_or("?"),
+        item["valid"]
+    );
+    for issue in item["issues"].as_array().into_iter().flatten() {
+        let text = |key: &str| issue[key].as_str().unwrap_or("-").to_owned();
+        let position = match (issue["line"].as_u64(), issue["column"].as_u64()) {
+            (Some(line), Some(column)) => format!(":{line}:{column}"),
+            (Some(line), None) => format!(":{line}"),
+            _ => String::new(),
+        };
+        out.push_str(&format!(
+            "\n{} {} {}{position}\n  {}\n  fix: {}\n",
+            text("level"),
+            text("code"),
+            text("path"),
+            text("message"),
+            text("fix"),
+        ));
+        let known = ["level", "code", "path", "line", "column", "message", "fix"];
+        for (key, value) in issue.as_object().into_iter().flatten() {
+            if !known.contains(&key.as_str()) {
+                out.push_str(&format!("  {key}: {value}\n"));
+            }
+        }
+    }
+    out
+}
+
+/// Every fixture's whole diagnostic list — code, file:line:col, message and
+/// fix of each finding, in order — pinned by a snapshot per fixture item
+/// (`snapshots/it__diagnostics__fixture@<root>-<item>.snap`), so that a new
+/// finding, a moved position or a reworded message or fix is a visible diff.
+#[test]
+fn each_fixture_snapshots_its_whole_diagnostic_list() {
+    let mut pinned = 0;
+    for root in ["diagnostics", "preflight", "catalog-invalid", "multi-repo"] {
+        let sb = Sandbox::new();
+        let run = sb.run(
+            &repo_root().join("fixtures").join(root),
+            &["validate", "--all", "--json"],
+        );
+        let doc = run.json();
+        for item in doc["items"].as_array().expect("items") {
+            let id = item["id"].as_str().expect("id");
+            let mut settings = snapshot_settings(&sb);
+            settings.set_snapshot_suffix(format!("{root}-{id}"));
+            settings.set_omit_expression(true);
+            settings.bind(|| insta::assert_snapshot!("fixture", render_item(item)));
+            pinned += 1;
+        }
+    }
+    assert!(pinned >= 45, "{pinned} fixture items pinned");
 }
 
 #[test]
