@@ -210,6 +210,26 @@ fn example_prove_then_reuse_json() {
     ex.snap("example_doctor_json", &["doctor", "--json"]);
 }
 
+/// The other sandboxes: `copy` proves the same in a copy of the tree, `none`
+/// in the working tree itself; both say which in the header and in the
+/// document.
+#[test]
+fn example_prove_in_the_other_sandboxes() {
+    for mode in ["copy", "none"] {
+        let ex = Example::new();
+        ex.snap(
+            &format!("example_prove_sandbox_{mode}"),
+            &["prove", CHANGE, "--jobs", "1", "--sandbox", mode],
+        )
+        .expect_code(0);
+        ex.snap(
+            &format!("example_prove_sandbox_{mode}_reuse_json"),
+            &["prove", CHANGE, "--jobs", "1", "--sandbox", mode, "--json"],
+        )
+        .expect_code(0);
+    }
+}
+
 /// After a proven run, an edit breaks the web client's formatter: `explain`
 /// names the changed file, `plan` what reruns, `prove` fails naming the
 /// failing tests, `status` keeps the failure.
