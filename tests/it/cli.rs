@@ -3,7 +3,7 @@
 
 use serde_json::json;
 
-use crate::support::{Sandbox, redact, repo_root};
+use crate::support::{Sandbox, assert_codes, assert_emits, repo_root, snapshot_settings};
 
 #[test]
 fn every_command_has_help_with_an_example() {
@@ -34,9 +34,9 @@ fn a_bad_command_line_under_json_is_one_document_with_exit_3() {
         run.expect_code(3);
         let doc = run.json();
         assert_eq!(doc["schema_version"], 1);
-        assert_eq!(
+        assert_codes!(
             crate::support::codes(&doc["status"]),
-            vec!["usage_error"],
+            ["usage_error"],
             "{args:?}"
         );
     }
@@ -53,29 +53,27 @@ fn unknown_and_invalid_change_names() {
     let run = sb.run(&sb.work(), &["show", "add-profil", "--json"]);
     run.expect_code(3);
     let doc = run.json();
-    assert_eq!(doc["status"][0]["code"], "unknown_change");
+    assert_emits!(doc["status"][0], "unknown_change");
     assert_eq!(doc["status"][0]["fix"], "Did you mean `add-profile`?");
     let run = sb.run(&sb.work(), &["validate", "../etc", "--json"]);
     run.expect_code(3);
-    assert_eq!(run.json()["status"][0]["code"], "invalid_change_name");
+    assert_emits!(run.json()["status"][0], "invalid_change_name");
     let run = sb.run(&sb.work(), &["show", "archive", "--json"]);
     run.expect_code(3);
-    assert_eq!(run.json()["status"][0]["code"], "unknown_change");
+    assert_emits!(run.json()["status"][0], "unknown_change");
 }
 
 #[test]
 fn a_panic_still_yields_one_document_and_exit_3() {
     let sb = Sandbox::new();
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_proofgraph"))
-        .args(["list", "--json"])
-        .current_dir(sb.work())
-        .env("HOME", sb.home())
-        .env("PROOFGRAPH_DEBUG_PANIC", "1")
-        .output()
-        .expect("run proofgraph");
-    assert_eq!(out.status.code(), Some(3));
-    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON document");
-    assert_eq!(doc["status"][0]["code"], "internal_error");
+    let run = sb.run_with_env(
+        &sb.work(),
+        &["list", "--json"],
+        &[("PROOFGRAPH_DEBUG_PANIC", "1")],
+    );
+    run.expect_code(3);
+    let doc = run.json();
+    assert_emits!(doc["status"][0], "internal_error");
 }
 
 #[test]
@@ -90,7 +88,7 @@ fn dash_c_runs_as_if_started_there() {
     );
     let run = sb.run(&sb.work(), &["-C", "nowhere", "list", "--json"]);
     run.expect_code(3);
-    assert_eq!(run.json()["status"][0]["code"], "usage_error");
+    assert_emits!(run.json()["status"][0], "usage_error");
 }
 
 #[test]
@@ -114,7 +112,7 @@ fn list_counts_claims_and_tolerates_a_broken_change() {
     run.expect_code(0);
     let doc = run.json();
     assert_eq!(doc["changes"][0]["claims"], serde_json::Value::Null);
-    assert_eq!(crate::support::codes(&doc["status"]), vec!["syntax_error"]);
+    assert_codes!(crate::support::codes(&doc["status"]), ["syntax_error"]);
 }
 
 #[test]
@@ -123,10 +121,7 @@ fn show_json_of_the_valid_fixture() {
     let fixture = repo_root().join("fixtures/valid");
     let run = sb.run(&fixture, &["show", "add-profile", "--json"]);
     run.expect_code(0);
-    let text = run
-        .stdout
-        .replace(&fixture.display().to_string(), "[FIXTURE]");
-    insta::assert_snapshot!("show_valid_json", text);
+    snapshot_settings(&sb).bind(|| insta::assert_snapshot!("show_valid_json", run.stdout));
 }
 
 #[test]
@@ -148,8 +143,7 @@ fn human_output_of_each_command() {
         }
         out.push('\n');
     }
-    let out = out.replace(&fixture.display().to_string(), "[FIXTURE]");
-    insta::assert_snapshot!("human_valid", redact(&sb, &out));
+    snapshot_settings(&sb).bind(|| insta::assert_snapshot!("human_valid", out));
 }
 
 #[test]
@@ -178,7 +172,7 @@ fn human_diagnostics_go_to_stderr_and_json_prose_nowhere() {
     );
     let run = sb.run(&dir, &["show", "unknown_key", "--json"]);
     assert!(run.stderr.is_empty(), "{}", run.stderr);
-    assert_eq!(run.json()["status"][0]["code"], "unknown_key");
+    assert_emits!(run.json()["status"][0], "unknown_key");
 }
 
 #[test]

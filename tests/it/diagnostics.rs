@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 use proofgraph::base::diagnostic::Code;
 use serde_json::Value;
 
-use crate::support::{Sandbox, codes, repo_root};
+use crate::support::{Sandbox, assert_codes, assert_emits, codes, repo_root, snapshot_settings};
 
 fn validate_fixture(root: &str, strict: bool) -> Value {
     let sb = Sandbox::new();
@@ -34,14 +34,23 @@ fn every_fixture_change_triggers_the_code_it_is_named_after() {
         "fixtures/diagnostics has {} changes",
         items.len()
     );
+    // Every fixture change is an item checked below (the catalog test counts each
+    // fixture's name as a code asserted emitted).
+    let dirs: BTreeSet<String> =
+        fs_err::read_dir(repo_root().join("fixtures/diagnostics/openspec/changes"))
+            .expect("read fixtures")
+            .flatten()
+            .filter_map(|e| e.file_name().to_str().map(str::to_owned))
+            .collect();
+    let ids: BTreeSet<String> = items
+        .iter()
+        .filter_map(|i| i["id"].as_str().map(str::to_owned))
+        .collect();
+    assert_eq!(ids, dirs, "every fixture change is validated");
     for item in items {
         let id = item["id"].as_str().expect("id");
         let code = code_named(id);
-        let found = codes(&item["issues"]);
-        assert!(
-            found.iter().any(|c| c == id),
-            "{id}: expected `{id}` among {found:?}"
-        );
+        assert_emits!(item["issues"], id, "{id}");
         let severity = item["issues"]
             .as_array()
             .into_iter()
@@ -52,6 +61,67 @@ fn every_fixture_change_triggers_the_code_it_is_named_after() {
         // An error makes the item invalid; a warning alone does not.
         assert_eq!(item["valid"], severity != "ERROR", "{id} ({code:?}): valid");
     }
+}
+
+/// One item's whole diagnostic list, as text: `valid`, then per issue its
+/// level, code and `path:line:col`, its message and its fix (and any other
+/// field, so that a new one shows up in the diff).
+fn render_item(item: &Value) -> String {
+    let mut out = format!(
+        "{} {}: valid {}\n",
+        item["type"].as_str().unwrap_or("?"),
+        item["id"].as_str().unwrap_or("?"),
+        item["valid"]
+    );
+    for issue in item["issues"].as_array().into_iter().flatten() {
+        let text = |key: &str| issue[key].as_str().unwrap_or("-").to_owned();
+        let position = match (issue["line"].as_u64(), issue["column"].as_u64()) {
+            (Some(line), Some(column)) => format!(":{line}:{column}"),
+            (Some(line), None) => format!(":{line}"),
+            _ => String::new(),
+        };
+        out.push_str(&format!(
+            "\n{} {} {}{position}\n  {}\n  fix: {}\n",
+            text("level"),
+            text("code"),
+            text("path"),
+            text("message"),
+            text("fix"),
+        ));
+        let known = ["level", "code", "path", "line", "column", "message", "fix"];
+        for (key, value) in issue.as_object().into_iter().flatten() {
+            if !known.contains(&key.as_str()) {
+                out.push_str(&format!("  {key}: {value}\n"));
+            }
+        }
+    }
+    out
+}
+
+/// Every fixture's whole diagnostic list — code, file:line:col, message and
+/// fix of each finding, in order — pinned by a snapshot per fixture item
+/// (`snapshots/it__diagnostics__fixture@<root>-<item>.snap`), so that a new
+/// finding, a moved position or a reworded message or fix is a visible diff.
+#[test]
+fn each_fixture_snapshots_its_whole_diagnostic_list() {
+    let mut pinned = 0;
+    for root in ["diagnostics", "preflight", "catalog-invalid", "multi-repo"] {
+        let sb = Sandbox::new();
+        let run = sb.run(
+            &repo_root().join("fixtures").join(root),
+            &["validate", "--all", "--json"],
+        );
+        let doc = run.json();
+        for item in doc["items"].as_array().expect("items") {
+            let id = item["id"].as_str().expect("id");
+            let mut settings = snapshot_settings(&sb);
+            settings.set_snapshot_suffix(format!("{root}-{id}"));
+            settings.set_omit_expression(true);
+            settings.bind(|| insta::assert_snapshot!("fixture", render_item(item)));
+            pinned += 1;
+        }
+    }
+    assert!(pinned >= 45, "{pinned} fixture items pinned");
 }
 
 #[test]
@@ -84,7 +154,7 @@ fn a_validation_failure_exits_1_with_the_full_report() {
     let doc = run.json();
     assert_eq!(doc["summary"]["totals"]["failed"], 1);
     let issue = &doc["items"][0]["issues"][0];
-    assert_eq!(issue["code"], "syntax_error");
+    assert_emits!(issue, "syntax_error");
     assert_eq!(issue["path"], "openspec/changes/syntax_error/evidence.yaml");
     assert_eq!(
         (issue["line"].as_u64(), issue["column"].as_u64()),
@@ -98,9 +168,9 @@ fn catalog_mistakes_are_reported_together() {
     let doc = validate_fixture("catalog-invalid", false);
     let catalog = &doc["items"][0];
     assert_eq!(catalog["type"], "catalog");
-    assert_eq!(
+    assert_codes!(
         codes(&catalog["issues"]),
-        vec![
+        [
             "repository_path_missing",
             "invalid_value",
             "invalid_value",
@@ -134,10 +204,7 @@ fn a_file_larger_than_the_limit_is_refused_unread() {
     sb.write("openspec/changes/big/evidence.yaml", big);
     let run = sb.run(&sb.work(), &["validate", "big", "--json"]);
     run.expect_code(1);
-    assert_eq!(
-        crate::support::issue_codes(&run.json()),
-        vec!["file_too_large"]
-    );
+    assert_codes!(crate::support::issue_codes(&run.json()), ["file_too_large"]);
 }
 
 /// The issues of `validate --all --json` as (item, code, line, column).
@@ -209,11 +276,15 @@ services:
     }
     let prove = sb.run(&sb.work(), &["prove", "x", "--json"]);
     prove.expect_code(3);
-    let codes = prove.status_codes();
-    assert_eq!(
-        codes.iter().filter(|c| *c == "nul_in_value").count(),
-        4,
-        "{codes:?}"
+    assert_codes!(
+        prove.status_codes(),
+        [
+            "nul_in_value",
+            "nul_in_value",
+            "invalid_id",
+            "nul_in_value",
+            "nul_in_value"
+        ]
     );
 }
 
@@ -231,7 +302,7 @@ fn an_argv_element_yaml_reads_as_a_boolean_is_one_clear_finding() {
         .expect("issues")
         .clone();
     assert_eq!(found.len(), 1, "{found:#?}");
-    assert_eq!(found[0]["code"], "wrong_type");
+    assert_emits!(found[0], "wrong_type");
     let message = found[0]["message"].as_str().unwrap_or_default();
     assert!(
         message.contains("is the boolean `true`, not a string"),
@@ -247,7 +318,7 @@ fn an_argv_element_yaml_reads_as_a_boolean_is_one_clear_finding() {
     sb.lint_change("[sleep, 1]");
     let run = sb.run(&sb.work(), &["prove", "add-x", "--json"]);
     run.expect_code(3);
-    assert_eq!(run.status_codes(), ["wrong_type"]);
+    assert_codes!(run.status_codes(), ["wrong_type"]);
 }
 
 /// A catalog repository's `path` is relative (a committed catalog is read
@@ -293,6 +364,20 @@ fn catalog_repository_paths_are_relative_directories_of_git_work_trees() {
             .map(|(_, _, l, col)| (*l, *col))
             .collect()
     };
+    let catalog: Vec<&str> = found
+        .iter()
+        .filter(|(i, ..)| i == "proofgraph.yaml")
+        .map(|(_, code, ..)| code.as_str())
+        .collect();
+    assert_codes!(
+        catalog,
+        [
+            "repository_path_absolute",
+            "not_a_git_repository",
+            "not_a_git_repository",
+            "repository_path_missing"
+        ]
+    );
     assert_eq!(at("repository_path_absolute"), [(3, 15)], "{found:#?}");
     assert_eq!(at("not_a_git_repository"), [(4, 14), (5, 15)], "{found:#?}");
     assert_eq!(at("repository_path_missing"), [(6, 16)], "{found:#?}");

@@ -5,7 +5,7 @@ use std::io::{Read as _, Write as _};
 use std::net::TcpListener;
 use std::process::Command;
 
-use crate::support::Sandbox;
+use crate::support::{Sandbox, assert_codes};
 
 fn tiny_change(sb: &Sandbox) {
     sb.lint_change(r#"[sh, -c, "true"]"#);
@@ -51,7 +51,7 @@ fn doctor_reports_isolation_and_the_store_key_by_its_spki_digest() {
     fs_err::set_permissions(&key, std::fs::Permissions::from_mode(0o644)).expect("chmod");
     let run = sb.run(&sb.work(), &["doctor", "--json"]);
     run.expect_code(0);
-    assert_eq!(run.status_codes(), vec!["signing_key_exposed"]);
+    assert_codes!(run.status_codes(), ["signing_key_exposed"]);
 }
 
 /// A one-connection HTTP server answering `HEAD` with 200.
@@ -83,10 +83,7 @@ fn a_configured_remote_cache_is_checked_and_said_to_be_unused() {
     assert_eq!(doc["cache"]["reachable"], true);
     assert_eq!(doc["cache"]["detail"], "HTTP/1.1 200 OK");
     assert_eq!(doc["cache"]["used"], false);
-    assert_eq!(
-        crate::support::codes(&doc["status"]),
-        vec!["cache_not_used"]
-    );
+    assert_codes!(crate::support::codes(&doc["status"]), ["cache_not_used"]);
 
     // A port nobody listens on.
     let closed = TcpListener::bind("127.0.0.1:0").expect("bind");
@@ -98,10 +95,7 @@ fn a_configured_remote_cache_is_checked_and_said_to_be_unused() {
     );
     let run = sb.run(&sb.work(), &["doctor", "--json"]);
     run.expect_code(0);
-    assert_eq!(
-        run.status_codes(),
-        vec!["cache_unreachable", "cache_not_used"]
-    );
+    assert_codes!(run.status_codes(), ["cache_unreachable", "cache_not_used"]);
     let doc = run.json();
     assert_eq!(doc["cache"]["reachable"], false);
     let target = doc["status"][0]["target"].as_str().unwrap_or_default();

@@ -8,7 +8,9 @@
 
 use serde_json::Value;
 
-use crate::support::{Run, Sandbox, git_commit_all, repo_root, statement, states};
+use crate::support::{
+    Run, Sandbox, assert_codes, assert_emits, git_commit_all, repo_root, statement, states,
+};
 
 /// The real HOME: rustup, pyenv and npm find their toolchains and caches
 /// through it, as they do for a user. (The sandbox's isolated HOME only
@@ -197,7 +199,7 @@ fn doctor_names_the_helper_script_inputs_do_not_cover_at_its_line() {
     git_commit_all(&sb.work());
     let doctor = run(&sb, &["evidence", "doctor", "add-x", "--json"]);
     doctor.expect_code(2);
-    assert_eq!(doctor.status_codes(), vec!["command_file_not_in_inputs"]);
+    assert_codes!(doctor.status_codes(), ["command_file_not_in_inputs"]);
     let doc = doctor.json();
     let d = &doc["status"][0];
     assert!(
@@ -247,18 +249,12 @@ providers:
     crate::support::git(&sb.work(), &["commit", "-q", "-m", "untrack"]);
     let doctor = run(&sb, &["evidence", "doctor", "add-x", "--json"]);
     doctor.expect_code(2);
-    let mut codes = doctor.status_codes();
-    codes.sort();
-    codes.dedup();
-    for code in [
-        "command_file_untracked",
-        "missing_discovery_provider",
-        "test_report_missing",
-        "executable_not_found",
-        "report_inside_inputs",
-    ] {
-        assert!(codes.iter().any(|c| c == code), "{code} in {codes:?}");
-    }
+    let codes = doctor.status_codes();
+    assert_emits!(codes, "command_file_untracked");
+    assert_emits!(codes, "missing_discovery_provider");
+    assert_emits!(codes, "test_report_missing");
+    assert_emits!(codes, "executable_not_found");
+    assert_emits!(codes, "report_inside_inputs");
 }
 
 #[test]
@@ -269,9 +265,9 @@ fn detect_names_a_manifest_it_cannot_read() {
     git_commit_all(&sb.work());
     let detect = run(&sb, &["evidence", "detect", "add-x", "--json"]);
     detect.expect_code(0);
-    assert_eq!(
+    assert_codes!(
         detect.status_codes(),
-        vec!["manifest_unreadable"],
+        ["manifest_unreadable"],
         "{}",
         detect.stdout
     );
@@ -298,7 +294,7 @@ fn init_refuses_a_file_it_cannot_edit_without_changing_it() {
     git_commit_all(&sb.work());
     let init = run(&sb, &["evidence", "init", "add-x", "--write", "--json"]);
     init.expect_code(3);
-    assert_eq!(init.status_codes(), vec!["init_refused"]);
+    assert_codes!(init.status_codes(), ["init_refused"]);
     assert_eq!(
         fs_err::read_to_string(sb.work().join("openspec/changes/add-x/execution.yaml"))
             .expect("file"),

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::support::{Sandbox, git_commit_all};
+use crate::support::{Sandbox, assert_emits, git_commit_all};
 
 /// A workspace whose providers take a while, log their completion (with the
 /// run id) outside the store, and carry a marker in their command line.
@@ -68,14 +68,9 @@ fn wait_for_no_processes(marker: &str) -> Vec<String> {
 }
 
 fn spawn_prove(sb: &Sandbox, runs_log: &str) -> std::process::Child {
-    Command::new(env!("CARGO_BIN_EXE_proofgraph"))
+    sb.proofgraph(&sb.work())
         .args(["prove", "slow", "--json", "--jobs", "2"])
-        .current_dir(sb.work())
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOME", sb.home())
         .env("RUNS_LOG", runs_log)
-        .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -476,7 +471,7 @@ fn sigint_stops_every_process_and_exits_130() {
         .iter()
         .filter_map(|d| d["code"].as_str())
         .collect();
-    assert!(codes.contains(&"interrupted"), "{codes:?}");
+    assert_emits!(codes, "interrupted");
     let left = wait_for_no_processes(&marker);
     assert!(left.is_empty(), "processes survive SIGINT: {left:?}");
     assert_every_pass_was_observed(&sb, &runs_log);

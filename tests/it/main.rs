@@ -23,6 +23,7 @@ mod root;
 mod sandbox;
 mod secrets;
 mod services;
+mod snapshots;
 mod support;
 mod trust;
 mod truth_reports;

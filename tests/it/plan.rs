@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-use crate::support::{Sandbox, git_commit_all, repo_root};
+use crate::support::{Sandbox, assert_codes, git_commit_all, repo_root};
 
 /// A two-repository workspace in one git repository: `web` (two providers,
 /// one depending on the other) and `api` (one provider and a service).
@@ -233,7 +233,7 @@ fn a_workspace_outside_git_cannot_be_planned() {
     );
     let run = sb.run(&sb.work(), &["plan", "x", "--json"]);
     run.expect_code(3);
-    assert_eq!(run.status_codes(), vec!["not_a_git_repository"]);
+    assert_codes!(run.status_codes(), ["not_a_git_repository"]);
 }
 
 #[test]
@@ -251,7 +251,7 @@ fn a_missing_program_is_a_warning_in_the_plan() {
     git_commit_all(&sb.work());
     let run = sb.run(&sb.work(), &["plan", "x", "--json"]);
     run.expect_code(0);
-    assert_eq!(run.status_codes(), vec!["executable_not_found"]);
+    assert_codes!(run.status_codes(), ["executable_not_found"]);
 }
 
 #[test]

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use proofgraph_graph::model::Provider;
 use proofgraph_graph::{Adapter, GraphBuilder, ProviderId, RepoId, Repositories};
 
-use crate::support::{Sandbox, issue_codes, repo_root};
+use crate::support::{Sandbox, assert_codes, issue_codes, repo_root};
 
 #[test]
 fn five_different_mistakes_are_reported_at_once() {
@@ -57,9 +57,9 @@ fn a_multi_repository_workspace_requires_repositories() {
         &["validate", "--all", "--json"],
     );
     run.expect_code(1);
-    assert_eq!(
+    assert_codes!(
         issue_codes(&run.json()),
-        vec!["repository_required", "repository_required"]
+        ["repository_required", "repository_required"]
     );
 }
 
@@ -88,7 +88,7 @@ fn a_symlink_out_of_the_repository_is_an_escape() {
     let run = sb.run(&sb.work(), &["validate", "x", "--json"]);
     run.expect_code(1);
     let doc = run.json();
-    assert_eq!(issue_codes(&doc), vec!["path_outside_repository"]);
+    assert_codes!(issue_codes(&doc), ["path_outside_repository"]);
     assert_eq!(doc["items"][0]["issues"][0]["line"], 6);
 }
 
@@ -114,8 +114,5 @@ fn checks_the_decoder_makes_unreachable_still_hold_in_the_library() {
     );
     let findings = builder.seal().expect_err("invalid");
     let codes: Vec<&str> = findings.iter().map(|f| f.check.as_str()).collect();
-    assert_eq!(
-        codes,
-        vec!["provider_without_capability", "missing_command"]
-    );
+    assert_codes!(codes, ["provider_without_capability", "missing_command"]);
 }

@@ -6,7 +6,7 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use crate::support::{Run, Sandbox, git, git_commit_all, states};
+use crate::support::{Run, Sandbox, assert_codes, assert_emits, git, git_commit_all, states};
 
 /// A shell test suite that writes a TAP report of `n` passing tests (and
 /// `fail` failing ones) to `out.tap`, and logs every run to `../runs.log`
@@ -330,7 +330,7 @@ fn status_explain_and_hash() {
     assert_eq!(all["bindings"].as_array().map(Vec::len), Some(5));
     let unknown = sb.run(&sb.work(), &["hash", "add-x", "nope", "--json"]);
     unknown.expect_code(3);
-    assert_eq!(unknown.status_codes(), vec!["unknown_provider"]);
+    assert_codes!(unknown.status_codes(), ["unknown_provider"]);
 }
 
 #[test]
@@ -501,7 +501,7 @@ fn without_isolation_the_run_says_so() {
     run.expect_code(0);
     let doc = run.json();
     assert_eq!(doc["isolation"], "none");
-    assert_eq!(run.status_codes(), vec!["isolation_unavailable"]);
+    assert_codes!(run.status_codes(), ["isolation_unavailable"]);
     assert_eq!(doc["status"][0]["severity"], "warning");
 }
 
@@ -516,7 +516,7 @@ fn an_unusable_store_or_run_directory_is_reported() {
     );
     let run = prove(&sb, &[]);
     run.expect_code(3);
-    assert_eq!(run.status_codes(), vec!["store_unusable"]);
+    assert_codes!(run.status_codes(), ["store_unusable"]);
     fs_err::remove_dir_all(sb.work().join(".proofgraph")).expect("remove store");
     // A run directory that cannot be created (even as root: /proc is not writable).
     prove(&sb, &[]).expect_code(0);
@@ -524,7 +524,7 @@ fn an_unusable_store_or_run_directory_is_reported() {
     std::os::unix::fs::symlink("/proc/1", sb.work().join(".proofgraph/runs")).expect("symlink");
     let run = prove(&sb, &["--no-cache"]);
     run.expect_code(3);
-    assert_eq!(run.status_codes(), vec!["sandbox_failed"]);
+    assert_codes!(run.status_codes(), ["sandbox_failed"]);
 }
 
 /// A change whose one provider needs a service on `port`.
@@ -555,12 +555,7 @@ fn without_isolation_a_service_whose_port_already_answers_is_refused() {
     );
     run.expect_code(1);
     let doc = run.json();
-    assert!(
-        run.status_codes()
-            .contains(&"readiness_port_in_use".to_owned()),
-        "{:?}",
-        run.status_codes()
-    );
+    assert_emits!(run.status_codes(), "readiness_port_in_use");
     let receipt = &doc["providers"][0]["receipts"][0];
     assert_eq!(receipt["outcome"], "error");
     assert!(
@@ -712,15 +707,9 @@ fn with_a_watcher_only_what_changed_reruns_too() {
     let sb = Sandbox::new();
     workspace(&sb);
     let socket = sb.work().join(".proofgraph/watch.sock");
-    let mut watcher = std::process::Command::new(env!("CARGO_BIN_EXE_proofgraph"))
+    let mut watcher = sb
+        .proofgraph(&sb.work())
         .args(["watch", "--json"])
-        .current_dir(sb.work())
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOME", sb.home())
-        .env("XDG_DATA_HOME", sb.data_home())
-        .env("XDG_CONFIG_HOME", sb.config_home())
-        .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
@@ -747,7 +736,7 @@ fn with_a_watcher_only_what_changed_reruns_too() {
     // One watcher per workspace.
     let second = sb.run(&sb.work(), &["watch", "--json"]);
     second.expect_code(3);
-    assert_eq!(second.status_codes(), ["watch_unavailable"]);
+    assert_codes!(second.status_codes(), ["watch_unavailable"]);
 
     let pid = watcher.id().to_string();
     // The shell's own `kill` (no procps needed).
@@ -914,15 +903,9 @@ fn a_summary_only_json_report_counts_for_discovery_and_is_never_coerced() {
 /// socket.
 fn start_watcher(sb: &Sandbox) -> std::process::Child {
     let socket = sb.work().join(".proofgraph/watch.sock");
-    let watcher = std::process::Command::new(env!("CARGO_BIN_EXE_proofgraph"))
+    let watcher = sb
+        .proofgraph(&sb.work())
         .args(["watch", "--json"])
-        .current_dir(sb.work())
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOME", sb.home())
-        .env("XDG_DATA_HOME", sb.data_home())
-        .env("XDG_CONFIG_HOME", sb.config_home())
-        .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()

@@ -2,7 +2,7 @@
 //! rejected after any changed byte or by a workspace that does not trust
 //! its key, and said to be stale once the code it proved changes.
 
-use crate::support::Sandbox;
+use crate::support::{Sandbox, assert_codes};
 
 fn workspace(sb: &Sandbox) {
     sb.write("src/app.sh", "echo app\n");
@@ -54,7 +54,7 @@ fn a_receipt_verifies_by_digest_and_as_a_file_until_a_byte_or_the_code_changes()
         &["receipt", "verify", file.to_str().expect("utf-8"), "--json"],
     );
     bad.expect_code(1);
-    assert_eq!(bad.status_codes(), vec!["receipt_untrusted"]);
+    assert_codes!(bad.status_codes(), ["receipt_untrusted"]);
     assert_eq!(bad.json()["valid"], false);
 
     // Editing the code makes the receipt stale, though still valid.
@@ -72,9 +72,9 @@ fn a_receipt_verifies_by_digest_and_as_a_file_until_a_byte_or_the_code_changes()
         &["receipt", "verify", "../receipt.json", "--json"],
     );
     foreign.expect_code(1);
-    assert_eq!(foreign.status_codes(), vec!["receipt_untrusted"]);
+    assert_codes!(foreign.status_codes(), ["receipt_untrusted"]);
 
     let missing = sb.run(&sb.work(), &["receipt", "verify", "nope.json", "--json"]);
     missing.expect_code(3);
-    assert_eq!(missing.status_codes(), vec!["envelope_unreadable"]);
+    assert_codes!(missing.status_codes(), ["envelope_unreadable"]);
 }

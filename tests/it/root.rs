@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use serde_json::{Value, json};
 
-use crate::support::{Sandbox, openspec_bin};
+use crate::support::{Emitted, Sandbox, assert_codes, assert_emits, emitted, openspec_bin};
 
 /// A tree, where to stand in it, and extra arguments (`--store`).
 struct Case {
@@ -346,40 +346,85 @@ fn doctor_reports_root_health_as_openspec_does() {
 /// to move both tools the same way is still noticed.
 #[test]
 fn each_tree_resolves_to_the_expected_outcome() {
-    let expected: [(&str, &str); 30] = [
-        ("nearest", "nearest"),
-        ("nested", "nearest"),
-        ("inner_root_wins", "nearest"),
-        ("bare_openspec_dir_is_not_a_root", "nearest"),
-        ("config_only_without_pointer", "nearest"),
-        ("declared_pointer", "declared"),
-        ("planning_shape_ignores_pointer", "nearest"),
-        ("planning_shape_with_malformed_pointer", "nearest"),
-        ("declared_pointer_to_unknown_store", "unknown_store"),
-        ("declared_pointer_not_a_string", "invalid_store_pointer"),
-        ("declared_pointer_unparseable", "invalid_store_pointer"),
-        ("declared_pointer_invalid_id", "invalid_store_id"),
-        ("registered_store", "store"),
-        ("unknown_store", "unknown_store"),
-        ("no_registered_stores", "no_registered_stores"),
-        ("invalid_store_id", "invalid_store_id"),
-        ("store_metadata_missing", "store_identity_mismatch"),
-        ("store_metadata_other_id", "store_identity_mismatch"),
-        ("unhealthy_store", "unhealthy_store_root"),
-        ("store_root_missing", "store_identity_mismatch"),
-        ("no_root", "no_openspec_root"),
+    /// Where the root was found, or the code resolution fails with.
+    enum Outcome {
+        Source(&'static str),
+        Fails(Emitted<'static>),
+    }
+    use Outcome::{Fails, Source};
+    let expected: [(&str, Outcome); 30] = [
+        ("nearest", Source("nearest")),
+        ("nested", Source("nearest")),
+        ("inner_root_wins", Source("nearest")),
+        ("bare_openspec_dir_is_not_a_root", Source("nearest")),
+        ("config_only_without_pointer", Source("nearest")),
+        ("declared_pointer", Source("declared")),
+        ("planning_shape_ignores_pointer", Source("nearest")),
+        ("planning_shape_with_malformed_pointer", Source("nearest")),
+        (
+            "declared_pointer_to_unknown_store",
+            Fails(emitted("unknown_store")),
+        ),
+        (
+            "declared_pointer_not_a_string",
+            Fails(emitted("invalid_store_pointer")),
+        ),
+        (
+            "declared_pointer_unparseable",
+            Fails(emitted("invalid_store_pointer")),
+        ),
+        (
+            "declared_pointer_invalid_id",
+            Fails(emitted("invalid_store_id")),
+        ),
+        ("registered_store", Source("store")),
+        ("unknown_store", Fails(emitted("unknown_store"))),
+        (
+            "no_registered_stores",
+            Fails(emitted("no_registered_stores")),
+        ),
+        ("invalid_store_id", Fails(emitted("invalid_store_id"))),
+        (
+            "store_metadata_missing",
+            Fails(emitted("store_identity_mismatch")),
+        ),
+        (
+            "store_metadata_other_id",
+            Fails(emitted("store_identity_mismatch")),
+        ),
+        ("unhealthy_store", Fails(emitted("unhealthy_store_root"))),
+        (
+            "store_root_missing",
+            Fails(emitted("store_identity_mismatch")),
+        ),
+        ("no_root", Fails(emitted("no_openspec_root"))),
         (
             "no_root_with_registered_stores",
-            "no_root_with_registered_stores",
+            Fails(emitted("no_root_with_registered_stores")),
         ),
-        ("global_default_store", "global_default"),
-        ("global_default_store_unknown", "no_registered_stores"),
-        ("registry_schema_error", "invalid_store_registry"),
-        ("registry_not_yaml", "invalid_store_registry"),
-        ("registry_bad_store_id", "invalid_store_registry"),
-        ("store_metadata_schema_error", "invalid_store_metadata"),
-        ("store_named_specs_is_not_planning_shape", "nearest"),
-        ("symlinked_cwd", "nearest"),
+        ("global_default_store", Source("global_default")),
+        (
+            "global_default_store_unknown",
+            Fails(emitted("no_registered_stores")),
+        ),
+        (
+            "registry_schema_error",
+            Fails(emitted("invalid_store_registry")),
+        ),
+        (
+            "registry_not_yaml",
+            Fails(emitted("invalid_store_registry")),
+        ),
+        (
+            "registry_bad_store_id",
+            Fails(emitted("invalid_store_registry")),
+        ),
+        (
+            "store_metadata_schema_error",
+            Fails(emitted("invalid_store_metadata")),
+        ),
+        ("store_named_specs_is_not_planning_shape", Source("nearest")),
+        ("symlinked_cwd", Source("nearest")),
     ];
     for (name, outcome) in expected {
         let sb = Sandbox::new();
@@ -387,11 +432,14 @@ fn each_tree_resolves_to_the_expected_outcome() {
         let mut args: Vec<&str> = vec!["list", "--json"];
         args.extend(c.args.iter().map(String::as_str));
         let doc = sb.run(&c.cwd, &args).json();
-        let got = doc["root"]["source"]
-            .as_str()
-            .map(str::to_owned)
-            .or_else(|| doc["status"][0]["code"].as_str().map(str::to_owned));
-        assert_eq!(got.as_deref(), Some(outcome), "{name}");
+        let source = doc["root"]["source"].as_str();
+        match outcome {
+            Source(expected) => assert_eq!(source, Some(expected), "{name}"),
+            Fails(code) => {
+                assert_eq!(source, None, "{name}");
+                assert_emits!(doc["status"][0], code, "{name}");
+            }
+        }
     }
 }
 
@@ -400,11 +448,11 @@ fn warnings_about_pointers_beside_real_roots() {
     let sb = Sandbox::new();
     let c = build(&sb, "planning_shape_ignores_pointer");
     let run = sb.run(&c.cwd, &["doctor", "--json"]);
-    assert_eq!(run.status_codes(), vec!["root_pointer_ignored"]);
+    assert_codes!(run.status_codes(), ["root_pointer_ignored"]);
     let sb = Sandbox::new();
     let c = build(&sb, "planning_shape_with_malformed_pointer");
     let run = sb.run(&c.cwd, &["doctor", "--json"]);
-    assert_eq!(run.status_codes(), vec!["root_pointer_invalid"]);
+    assert_codes!(run.status_codes(), ["root_pointer_invalid"]);
 }
 
 #[test]
@@ -416,9 +464,9 @@ fn root_health_findings_do_not_fail_doctor() {
     run.expect_code(0);
     let doc = run.json();
     assert_eq!(doc["root"]["healthy"], false);
-    assert_eq!(
+    assert_codes!(
         crate::support::codes(&doc["root"]["status"]),
-        vec!["openspec_config_missing", "openspec_specs_not_directory"]
+        ["openspec_config_missing", "openspec_specs_not_directory"]
     );
 }
 
@@ -431,42 +479,34 @@ fn inspection_of_a_missing_or_file_root() {
     let sb = Sandbox::new();
     let missing = inspect(&sb.work().join("gone"));
     assert!(!missing.healthy);
-    assert_eq!(
-        missing.diagnostics[0].code.as_str(),
-        "openspec_store_root_missing"
-    );
+    assert_codes!(missing.diagnostics[..1], ["openspec_store_root_missing"]);
     let file = sb.write("a-file", "x");
-    assert_eq!(
-        inspect(&file).diagnostics[0].code.as_str(),
-        "openspec_store_root_not_directory"
+    assert_codes!(
+        inspect(&file).diagnostics[..1],
+        ["openspec_store_root_not_directory"]
     );
     let no_openspec = sb.mkdir("empty");
-    assert_eq!(
-        inspect(&no_openspec).diagnostics[0].code.as_str(),
-        "openspec_root_missing"
+    assert_codes!(
+        inspect(&no_openspec).diagnostics[..1],
+        ["openspec_root_missing"]
     );
     sb.write("flat/openspec", "x");
-    assert_eq!(
-        inspect(&sb.work().join("flat")).diagnostics[0]
-            .code
-            .as_str(),
-        "openspec_root_not_directory"
+    assert_codes!(
+        inspect(&sb.work().join("flat")).diagnostics[..1],
+        ["openspec_root_not_directory"]
     );
     sb.mkdir("odd/openspec/config.yaml");
     sb.write("odd/openspec/changes", "x");
     let odd = inspect(&sb.work().join("odd"));
-    let codes: Vec<&str> = odd.diagnostics.iter().map(|d| d.code.as_str()).collect();
-    assert_eq!(
-        codes,
-        vec!["openspec_config_not_file", "openspec_changes_not_directory"]
+    assert_codes!(
+        odd.diagnostics,
+        ["openspec_config_not_file", "openspec_changes_not_directory"]
     );
     sb.openspec_root("arch");
     fs_err::remove_dir(sb.work().join("arch/openspec/changes/archive")).expect("remove archive");
     sb.write("arch/openspec/changes/archive", "x");
-    assert_eq!(
-        inspect(&sb.work().join("arch")).diagnostics[0]
-            .code
-            .as_str(),
-        "openspec_archive_not_directory"
+    assert_codes!(
+        inspect(&sb.work().join("arch")).diagnostics[..1],
+        ["openspec_archive_not_directory"]
     );
 }

@@ -6,13 +6,13 @@
 //! After every run nothing it started is alive and the port is free.
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
 use crate::playwright::BrowserWorld;
-use crate::support::{provider, receipt, states};
+use crate::support::{assert_emits, provider, receipt, states};
 
 /// The fixture's server started by the test itself, outside any run: it
 /// answers exactly like the run's service would, but with another run id.
@@ -24,19 +24,17 @@ struct Foreign {
 impl Foreign {
     fn start(w: &BrowserWorld) -> Self {
         let requests = w.sb.path().join("foreign-requests.log");
-        let child = Command::new("node")
-            .arg(w.sb.work().join("e2e/server.js"))
-            .args(["--port", &w.port.to_string()])
-            .args(["--marker", &format!("pg-foreign-{}", std::process::id())])
-            .env_clear()
-            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .env("PROOFGRAPH_RUN_ID", "foreign-run-0000")
-            .env("REQUEST_LOG", &requests)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap_or_else(|e| panic!("node is required by this test ({e}); install Node.js"));
+        let child =
+            w.sb.cmd("node", &w.sb.work())
+                .arg(w.sb.work().join("e2e/server.js"))
+                .args(["--port", &w.port.to_string()])
+                .args(["--marker", &format!("pg-foreign-{}", std::process::id())])
+                .env("PROOFGRAPH_RUN_ID", "foreign-run-0000")
+                .env("REQUEST_LOG", &requests)
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap_or_else(|e| panic!("node is required by this test ({e}); install Node.js"));
         let foreign = Self { child, requests };
         // Listening (checked without an HTTP request, which it would log).
         let deadline = Instant::now() + Duration::from_secs(10);
@@ -127,11 +125,10 @@ fn without_isolation_a_foreign_server_on_the_port_is_refused() {
     w.wire(&logged_execution(&w, &own));
     let run = w.prove(&["--isolation", "none"]);
     let doc = run.json();
-    assert!(
-        run.status_codes()
-            .contains(&"readiness_port_in_use".to_owned()),
-        "{:?}\n{}",
+    assert_emits!(
         run.status_codes(),
+        "readiness_port_in_use",
+        "{}",
         run.stderr
     );
     run.expect_code(1);

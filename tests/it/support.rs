@@ -102,17 +102,57 @@ impl Sandbox {
         self.work().join(rel)
     }
 
+    /// The one way every test starts a program: `program` in `cwd` with a
+    /// hermetic environment, so that nothing of the machine or of the person
+    /// running the tests reaches it and every run sees the same settings.
+    ///
+    /// - Nothing is inherited but `PATH` (the tools the tests drive are found
+    ///   through it): no `PROOFGRAPH_*`, `OPENSPEC_*`, `CI`, `TERM`, `LANG`/`LC_*`
+    ///   (the C locale) or git variables of the caller.
+    /// - `HOME` and every XDG base directory lie in the sandbox, so no test
+    ///   reads or writes the developer's OpenSpec registry, key pins or git
+    ///   configuration.
+    /// - Fixed settings: `OPENSPEC_TELEMETRY=0`, `NO_COLOR=1`, a terminal
+    ///   width of 80 columns (`COLUMNS`), `TZ=UTC`, no system git
+    ///   configuration, and stdin from `/dev/null`.
+    ///
+    /// Add variables with `.env(..)` (they override these) and run it with
+    /// `.output()`, `.spawn()` or [`Run::of`].
+    pub(crate) fn cmd(&self, program: impl AsRef<std::ffi::OsStr>, cwd: &Path) -> Command {
+        let mut cmd = Command::new(program);
+        cmd.current_dir(cwd)
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", self.home())
+            .env("XDG_DATA_HOME", self.data_home())
+            .env("XDG_CONFIG_HOME", self.config_home())
+            .env("XDG_CACHE_HOME", self.home().join(".cache"))
+            .env("XDG_STATE_HOME", self.home().join(".local/state"))
+            .env("OPENSPEC_TELEMETRY", "0")
+            .env("NO_COLOR", "1")
+            .env("COLUMNS", "80")
+            .env("TZ", "UTC")
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .stdin(Stdio::null());
+        cmd
+    }
+
+    /// [`Sandbox::cmd`] for the proofgraph binary under test.
+    pub(crate) fn proofgraph(&self, cwd: &Path) -> Command {
+        self.cmd(env!("CARGO_BIN_EXE_proofgraph"), cwd)
+    }
+
     /// Runs proofgraph with `args` from `cwd`, in this sandbox's environment.
     pub(crate) fn run(&self, cwd: &Path, args: &[&str]) -> Run {
-        self.command(env!("CARGO_BIN_EXE_proofgraph"), cwd, args)
+        self.run_with_env(cwd, args, &[])
     }
 
     /// Runs proofgraph with extra environment variables.
     pub(crate) fn run_with_env(&self, cwd: &Path, args: &[&str], vars: &[(&str, &str)]) -> Run {
-        self.command_with_env(env!("CARGO_BIN_EXE_proofgraph"), cwd, args, vars)
+        Run::of(self.proofgraph(cwd).args(args).envs(vars.iter().copied()))
     }
 
-    /// Runs any program from `cwd` with this sandbox's isolated HOME/XDG.
+    /// Runs any program from `cwd` in this sandbox's environment.
     pub(crate) fn command(
         &self,
         program: impl AsRef<std::ffi::OsStr>,
@@ -130,25 +170,7 @@ impl Sandbox {
         args: &[&str],
         vars: &[(&str, &str)],
     ) -> Run {
-        let output = Command::new(program.as_ref())
-            .args(args)
-            .current_dir(cwd)
-            .env_clear()
-            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .env("HOME", self.home())
-            .env("XDG_DATA_HOME", self.data_home())
-            .env("XDG_CONFIG_HOME", self.config_home())
-            .env("OPENSPEC_TELEMETRY", "0")
-            .env("NO_COLOR", "1")
-            .envs(vars.iter().copied())
-            .stdin(Stdio::null())
-            .output()
-            .unwrap_or_else(|err| panic!("failed to run {:?}: {err}", program.as_ref()));
-        Run {
-            code: output.status.code(),
-            stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
-            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
-        }
+        Run::of(self.cmd(program, cwd).args(args).envs(vars.iter().copied()))
     }
 }
 
@@ -170,6 +192,18 @@ pub(crate) struct Run {
 }
 
 impl Run {
+    /// Runs `cmd` to the end, capturing stdout and stderr.
+    pub(crate) fn of(cmd: &mut Command) -> Self {
+        let output = cmd
+            .output()
+            .unwrap_or_else(|err| panic!("failed to run {:?}: {err}", cmd.get_program()));
+        Self {
+            code: output.status.code(),
+            stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+        }
+    }
+
     /// stdout parsed as exactly one JSON document (fails the test otherwise).
     pub(crate) fn json(&self) -> Value {
         serde_json::from_str(&self.stdout).unwrap_or_else(|err| {
@@ -218,29 +252,290 @@ pub(crate) fn issue_codes(doc: &Value) -> Vec<String> {
     out
 }
 
-/// Replaces the sandbox path and timings so that snapshots are stable.
-pub(crate) fn redact(sandbox: &Sandbox, text: &str) -> String {
-    let text = text.replace(&sandbox.path().display().to_string(), "[SANDBOX]");
-    let duration = regex_lite_duration();
-    duration(&text)
+// Asserting that diagnostics are emitted.
+//
+// `tests/it/catalog.rs` counts a code as tested only where a test asserts it
+// is emitted: as a string literal in `assert_emits!(findings, "code")`, in the
+// list of `assert_codes!(findings, ["a", "b"])`, or in `emitted("code")` (an
+// expectation kept in a table, which only these two macros can consume). A
+// code named anywhere else — a negative assertion, a message, a comment —
+// does not count.
+
+/// Anything that holds emitted diagnostics, as their codes in order.
+pub(crate) trait Findings {
+    /// The codes, in the order they were emitted.
+    fn found_codes(&self) -> Vec<String>;
 }
 
-/// Replaces `"duration_ms": <n>` with a placeholder.
-fn regex_lite_duration() -> impl Fn(&str) -> String {
-    |text: &str| {
-        let mut out = String::with_capacity(text.len());
-        let key = "\"duration_ms\": ";
-        let mut rest = text;
-        while let Some(i) = rest.find(key) {
-            out.push_str(&rest[..i + key.len()]);
-            rest = &rest[i + key.len()..];
-            let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
-            out.push_str("\"[ms]\"");
-            rest = &rest[digits..];
+/// A JSON document, a diagnostic array or one diagnostic: every object that
+/// carries a string `code` and a string `message` (the shape of both
+/// `status` entries and `validate` issues), in document order.
+impl Findings for Value {
+    fn found_codes(&self) -> Vec<String> {
+        fn walk(v: &Value, out: &mut Vec<String>) {
+            match v {
+                Value::Object(map) => {
+                    if let (Some(Value::String(code)), Some(Value::String(_))) =
+                        (map.get("code"), map.get("message"))
+                    {
+                        out.push(code.clone());
+                    }
+                    map.values().for_each(|v| walk(v, out));
+                }
+                Value::Array(items) => items.iter().for_each(|v| walk(v, out)),
+                _ => {}
+            }
         }
-        out.push_str(rest);
+        let mut out = Vec::new();
+        walk(self, &mut out);
         out
     }
+}
+
+impl<T: Findings + ?Sized> Findings for &T {
+    fn found_codes(&self) -> Vec<String> {
+        (**self).found_codes()
+    }
+}
+
+impl Findings for [String] {
+    fn found_codes(&self) -> Vec<String> {
+        self.to_vec()
+    }
+}
+
+impl Findings for Vec<String> {
+    fn found_codes(&self) -> Vec<String> {
+        self.clone()
+    }
+}
+
+impl Findings for [&str] {
+    fn found_codes(&self) -> Vec<String> {
+        self.iter().map(|c| (*c).to_owned()).collect()
+    }
+}
+
+impl Findings for Vec<&str> {
+    fn found_codes(&self) -> Vec<String> {
+        self.as_slice().found_codes()
+    }
+}
+
+impl Findings for [proofgraph::diagnostic::Diagnostic] {
+    fn found_codes(&self) -> Vec<String> {
+        self.iter().map(|d| d.code.as_str().to_owned()).collect()
+    }
+}
+
+impl Findings for Vec<proofgraph::diagnostic::Diagnostic> {
+    fn found_codes(&self) -> Vec<String> {
+        self.as_slice().found_codes()
+    }
+}
+
+impl Findings for proofgraph::diagnostic::Code {
+    fn found_codes(&self) -> Vec<String> {
+        vec![self.as_str().to_owned()]
+    }
+}
+
+/// A code a test expects to be emitted. Only [`assert_emits!`] and
+/// [`assert_codes!`] read it, so an expectation can sit in a table and still
+/// count, for the catalog, only as the positive assertion it feeds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Emitted<'a>(&'a str);
+
+/// The expectation that `code` is emitted (for tables of cases).
+#[must_use = "an expectation counts only when assert_emits! or assert_codes! checks it"]
+pub(crate) const fn emitted(code: &'static str) -> Emitted<'static> {
+    Emitted(code)
+}
+
+impl<'a> From<&'a str> for Emitted<'a> {
+    fn from(code: &'a str) -> Self {
+        Self(code)
+    }
+}
+
+impl<'a> From<&'a String> for Emitted<'a> {
+    fn from(code: &'a String) -> Self {
+        Self(code)
+    }
+}
+
+/// Fails unless `findings` hold a diagnostic with `code`. Through
+/// [`assert_emits!`].
+#[track_caller]
+pub(crate) fn check_emits<F: Findings + ?Sized>(
+    findings: &F,
+    code: Emitted<'_>,
+    context: std::fmt::Arguments<'_>,
+) {
+    let found = findings.found_codes();
+    assert!(
+        found.iter().any(|c| c == code.0),
+        "expected `{}` to be emitted, found {found:?} {context}",
+        code.0
+    );
+}
+
+/// Fails unless `findings` hold exactly the codes `expected`, in order.
+/// Through [`assert_codes!`].
+#[track_caller]
+pub(crate) fn check_codes<F: Findings + ?Sized>(
+    findings: &F,
+    expected: &[Emitted<'_>],
+    context: std::fmt::Arguments<'_>,
+) {
+    let found = findings.found_codes();
+    let expected: Vec<&str> = expected.iter().map(|e| e.0).collect();
+    assert_eq!(found, expected, "emitted codes {context}");
+}
+
+/// `assert_emits!(findings, "code")` (optionally followed by a format string
+/// and its arguments): `findings` ([`Findings`]: a JSON document or
+/// diagnostic, a list of codes, library diagnostics) include one with
+/// `code`, a `&str` or an [`emitted`] expectation.
+macro_rules! assert_emits {
+    ($findings:expr, $code:expr $(,)?) => {
+        $crate::support::check_emits(
+            &$findings,
+            $crate::support::Emitted::from($code),
+            format_args!(""),
+        )
+    };
+    ($findings:expr, $code:expr, $($context:tt)+) => {
+        $crate::support::check_emits(
+            &$findings,
+            $crate::support::Emitted::from($code),
+            format_args!($($context)+),
+        )
+    };
+}
+
+/// `assert_codes!(findings, ["a", "b"])` (optionally followed by a format
+/// string and its arguments): `findings` hold exactly these codes, in this
+/// order.
+macro_rules! assert_codes {
+    ($findings:expr, [$($code:expr),* $(,)?] $(,)?) => {
+        $crate::support::check_codes(
+            &$findings,
+            &[$($crate::support::Emitted::from($code)),*],
+            format_args!(""),
+        )
+    };
+    ($findings:expr, [$($code:expr),* $(,)?], $($context:tt)+) => {
+        $crate::support::check_codes(
+            &$findings,
+            &[$($crate::support::Emitted::from($code)),*],
+            format_args!($($context)+),
+        )
+    };
+}
+
+pub(crate) use {assert_codes, assert_emits};
+
+/// The insta settings every CLI snapshot is taken under: the one set of
+/// filters that replaces what differs between machines and runs, so that a
+/// snapshot shows exactly what a user sees and nothing else.
+///
+/// Each filter is anchored so that it takes only what it names — a digest
+/// filter matches a whole run of lowercase hex of a digest's length and so
+/// never a test count, a duration filter only `"duration_ms": N` and `(N ms)`,
+/// never a configured timeout:
+///
+/// | what | becomes |
+/// |---|---|
+/// | the sandbox's home, the sandbox, other temporary paths | `[HOME]`, `[SANDBOX]`, `[TEMP]` |
+/// | the repository (fixtures), the user's own home | `[REPO]`, `[USER_HOME]` |
+/// | 64-hex digests (SHA-256, BLAKE3, key ids), 40-hex (git) | `[SHA256]`, `[SHA1]` |
+/// | run ids (16 hex), short digests (12 hex) | `[RUN_ID]`, `[SHORT]` |
+/// | RFC 3339 timestamps | `[TIMESTAMP]` |
+/// | durations: `"duration_ms": N`, `(N ms)` | `[DURATION]` |
+/// | PIDs: `pid N`, `process N` | `[PID]` |
+/// | whether namespaces need a user namespace (root or not) | `[USERNS]` |
+///
+/// Snapshots live in `tests/it/snapshots/`; `description` names the command.
+pub(crate) fn snapshot_settings(sb: &Sandbox) -> insta::Settings {
+    let mut settings = insta::Settings::clone_current();
+    for (regex, replacement) in snapshot_filters(sb) {
+        settings.add_filter(&regex, replacement);
+    }
+    settings
+}
+
+/// The filters of [`snapshot_settings`], in the order they apply (more
+/// specific paths first).
+fn snapshot_filters(sb: &Sandbox) -> Vec<(String, &'static str)> {
+    // A path is replaced only as a whole path: followed by `/`, a quote, a
+    // backtick, whitespace, `:`, `)` or the end.
+    let path = |p: &Path| {
+        format!(
+            "{}(/|[\"'`\\s:),]|$)",
+            regex::escape(&p.display().to_string())
+        )
+    };
+    let mut filters: Vec<(String, &'static str)> = Vec::new();
+    let mut roots = vec![sb.path()];
+    if sb.dir.path() != sb.path() {
+        roots.push(sb.dir.path().to_path_buf());
+    }
+    for root in &roots {
+        filters.push((path(&root.join("home")), "[HOME]$1"));
+        filters.push((path(root), "[SANDBOX]$1"));
+    }
+    filters.push((path(&repo_root()), "[REPO]$1"));
+    let temp = std::env::temp_dir();
+    filters.push((
+        format!(
+            r"{}/[A-Za-z0-9._-]+",
+            regex::escape(&temp.display().to_string())
+        ),
+        "[TEMP]",
+    ));
+    if let Some(home) = std::env::var_os("HOME").filter(|h| h.len() > 1) {
+        filters.push((path(Path::new(&home)), "[USER_HOME]$1"));
+    }
+    filters.extend([
+        (r"\b[0-9a-f]{64}\b".to_owned(), "[SHA256]"),
+        (r"\b[0-9a-f]{40}\b".to_owned(), "[SHA1]"),
+        (r"\b[0-9a-f]{16}\b".to_owned(), "[RUN_ID]"),
+        (r"\b[0-9a-f]{12}\b".to_owned(), "[SHORT]"),
+        (
+            r"\b\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:\d{2})".to_owned(),
+            "[TIMESTAMP]",
+        ),
+        (
+            r#""duration_ms": \d+"#.to_owned(),
+            r#""duration_ms": [DURATION]"#,
+        ),
+        (r"\(\d+(?:\.\d+)? ms\)".to_owned(), "([DURATION])"),
+        (r"\b(pid|process) \d+\b".to_owned(), "$1 [PID]"),
+        (
+            r"namespaces \(network, PID, /tmp\)(?: via a user namespace)?".to_owned(),
+            "namespaces (network, PID, /tmp)[USERNS]",
+        ),
+        (
+            r#""user_namespace": (?:true|false)"#.to_owned(),
+            r#""user_namespace": [USERNS]"#,
+        ),
+    ]);
+    filters
+}
+
+/// What a user sees of one run: the command line, the exit code, stdout and
+/// stderr, each in full.
+pub(crate) fn transcript(args: &[&str], run: &Run) -> String {
+    let code = run
+        .code
+        .map_or_else(|| "killed by a signal".to_owned(), |c| c.to_string());
+    format!(
+        "$ proofgraph {}\nexit: {code}\n--- stdout\n{}--- stderr\n{}",
+        args.join(" "),
+        run.stdout,
+        run.stderr
+    )
 }
 
 /// The `openspec` CLI the differential tests compare against: installed by
@@ -421,18 +716,10 @@ pub(crate) fn run_bounded(
     limit: std::time::Duration,
 ) -> Run {
     use std::io::Read as _;
-    let mut child = Command::new(env!("CARGO_BIN_EXE_proofgraph"))
+    let mut child = sb
+        .proofgraph(cwd)
         .args(args)
-        .current_dir(cwd)
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOME", sb.home())
-        .env("XDG_DATA_HOME", sb.data_home())
-        .env("XDG_CONFIG_HOME", sb.config_home())
-        .env("OPENSPEC_TELEMETRY", "0")
-        .env("NO_COLOR", "1")
         .envs(vars.iter().copied())
-        .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()

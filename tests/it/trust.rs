@@ -9,7 +9,7 @@ use std::process::{Command, Stdio};
 use proofgraph::attest::keys;
 use serde_json::Value;
 
-use crate::support::{Run, Sandbox, codes, git_commit_all};
+use crate::support::{Run, Sandbox, assert_codes, codes, git_commit_all};
 
 const CHANGE: &str = "add-x";
 
@@ -107,11 +107,7 @@ fn a_replaced_public_key_is_a_coded_error_naming_both_key_ids() {
     ] {
         let run = sb.run(&sb.work(), args);
         run.expect_code(3);
-        assert_eq!(
-            run.status_codes(),
-            vec!["workspace_key_mismatch"],
-            "{args:?}"
-        );
+        assert_codes!(run.status_codes(), ["workspace_key_mismatch"], "{args:?}");
         let text = message(&run);
         assert!(
             text.contains(&ours) && text.contains(&theirs),
@@ -153,9 +149,9 @@ fn a_replaced_public_key_is_a_coded_error_naming_both_key_ids() {
     // `receipt verify` no longer trusts the store's key, and says why.
     let verify = sb.run(&sb.work(), &["receipt", "verify", &receipt, "--json"]);
     verify.expect_code(1);
-    assert_eq!(
+    assert_codes!(
         verify.status_codes(),
-        vec!["receipt_untrusted", "workspace_key_mismatch"]
+        ["receipt_untrusted", "workspace_key_mismatch"]
     );
 
     // The fix: the public key is written again from the pinned private key.
@@ -243,7 +239,7 @@ fn forged_receipts_are_never_reused_as_passes() {
     );
     let verify = sb.run(&sb.work(), &["receipt", "verify", &forged_sha, "--json"]);
     verify.expect_code(1);
-    assert_eq!(verify.status_codes(), vec!["receipt_untrusted"]);
+    assert_codes!(verify.status_codes(), ["receipt_untrusted"]);
     assert!(message(&verify).contains(&theirs), "{}", message(&verify));
 
     // The key pair replaced by theirs as well: nothing is evaluated against it.
@@ -257,18 +253,14 @@ fn forged_receipts_are_never_reused_as_passes() {
     ] {
         let run = sb.run(&sb.work(), args);
         run.expect_code(3);
-        assert_eq!(
-            run.status_codes(),
-            vec!["workspace_key_mismatch"],
-            "{args:?}"
-        );
+        assert_codes!(run.status_codes(), ["workspace_key_mismatch"], "{args:?}");
         assert!(message(&run).contains(&theirs), "{}", message(&run));
     }
     let verify = sb.run(&sb.work(), &["receipt", "verify", &forged_sha, "--json"]);
     verify.expect_code(1);
-    assert_eq!(
+    assert_codes!(
         verify.status_codes(),
-        vec!["receipt_untrusted", "workspace_key_mismatch"]
+        ["receipt_untrusted", "workspace_key_mismatch"]
     );
 }
 
@@ -295,11 +287,7 @@ fn a_store_from_elsewhere_is_refused_until_its_key_is_pinned() {
     ] {
         let run = sb.run(&sb.work(), args);
         run.expect_code(3);
-        assert_eq!(
-            run.status_codes(),
-            vec!["workspace_key_unpinned"],
-            "{args:?}"
-        );
+        assert_codes!(run.status_codes(), ["workspace_key_unpinned"], "{args:?}");
         let fix = run.json()["status"][0]["fix"]
             .as_str()
             .unwrap_or_default()
@@ -317,11 +305,11 @@ fn a_store_from_elsewhere_is_refused_until_its_key_is_pinned() {
     let (_, other) = write_key_pair(&sb.path().join("elsewhere"), &[]);
     let wrong = sb.run(&sb.work(), &["key", "pin", &other, "--json"]);
     wrong.expect_code(3);
-    assert_eq!(wrong.status_codes(), vec!["workspace_key_mismatch"]);
+    assert_codes!(wrong.status_codes(), ["workspace_key_mismatch"]);
     assert_eq!(pinned(&sb, &sb.work()), None, "nothing was pinned");
     let malformed = sb.run(&sb.work(), &["key", "pin", "3f1c", "--json"]);
     malformed.expect_code(3);
-    assert_eq!(malformed.status_codes(), vec!["usage_error"]);
+    assert_codes!(malformed.status_codes(), ["usage_error"]);
 
     let pin = sb.run(&sb.work(), &["key", "pin", &their_key, "--json"]);
     pin.expect_code(0);
@@ -348,7 +336,7 @@ fn a_store_from_elsewhere_is_refused_until_its_key_is_pinned() {
     copy_tree(&sb.work(), &moved);
     let run = sb.run(&moved, &["status", CHANGE, "--json"]);
     run.expect_code(3);
-    assert_eq!(run.status_codes(), vec!["workspace_key_unpinned"]);
+    assert_codes!(run.status_codes(), ["workspace_key_unpinned"]);
     assert!(
         message(&run).contains(&format!(
             "pinned for `{}`",
@@ -362,7 +350,7 @@ fn a_store_from_elsewhere_is_refused_until_its_key_is_pinned() {
     fs_err::remove_file(&file).expect("remove the pin");
     let run = sb.run(&sb.work(), &["status", CHANGE, "--json"]);
     run.expect_code(3);
-    assert_eq!(run.status_codes(), vec!["workspace_key_unpinned"]);
+    assert_codes!(run.status_codes(), ["workspace_key_unpinned"]);
 }
 
 fn copy_tree(from: &Path, to: &Path) {
@@ -407,7 +395,7 @@ fn deleted_keys_give_a_new_pinned_key_and_old_receipts_run_again() {
     let run = prove(&sb, &sb.work());
     run.expect_code(0);
     assert_eq!(actions(&run.json()), vec!["ran"]);
-    assert_eq!(run.status_codes(), vec!["workspace_key_replaced"]);
+    assert_codes!(run.status_codes(), ["workspace_key_replaced"]);
     let new = store_keyid(&sb, &sb.work());
     assert_ne!(new, old);
     assert!(message(&run).contains(&old) && message(&run).contains(&new));
@@ -421,7 +409,7 @@ fn deleted_keys_give_a_new_pinned_key_and_old_receipts_run_again() {
     fs_err::remove_dir_all(sb.work().join(".proofgraph")).expect("remove the store");
     let run = prove(&sb, &sb.work());
     run.expect_code(0);
-    assert_eq!(run.status_codes(), vec!["workspace_key_replaced"]);
+    assert_codes!(run.status_codes(), ["workspace_key_replaced"]);
 }
 
 /// CI's key, listed in the committed `trustedKeys`, is trusted with no pin: a CI job
@@ -492,7 +480,7 @@ fn trusted_keys_in_the_catalog_pin_ci_s_key() {
     );
     let run = stranger.run(&stranger.work(), &["status", CHANGE, "--json"]);
     run.expect_code(3);
-    assert_eq!(run.status_codes(), vec!["workspace_key_unpinned"]);
+    assert_codes!(run.status_codes(), ["workspace_key_unpinned"]);
 }
 
 /// Key files may be symbolic links: to the pinned key they work as the files would;
@@ -528,7 +516,7 @@ fn symlinked_key_files_are_judged_by_the_key_they_hold() {
     .expect("link");
     let run = sb.run(&sb.work(), &["status", CHANGE, "--json"]);
     run.expect_code(3);
-    assert_eq!(run.status_codes(), vec!["workspace_key_mismatch"]);
+    assert_codes!(run.status_codes(), ["workspace_key_mismatch"]);
     assert!(message(&run).contains(&other));
 
     // `.pub` pointing at nothing.
@@ -541,7 +529,7 @@ fn symlinked_key_files_are_judged_by_the_key_they_hold() {
     ] {
         let run = sb.run(&sb.work(), args);
         run.expect_code(3);
-        assert_eq!(run.status_codes(), vec!["store_unusable"], "{args:?}");
+        assert_codes!(run.status_codes(), ["store_unusable"], "{args:?}");
     }
 }
 
@@ -553,15 +541,8 @@ fn concurrent_first_runs_end_with_one_pinned_key() {
     for round in 0..3 {
         let children: Vec<_> = (0..3)
             .map(|_| {
-                Command::new(env!("CARGO_BIN_EXE_proofgraph"))
+                sb.proofgraph(&sb.work())
                     .args(["prove", CHANGE, "--json"])
-                    .current_dir(sb.work())
-                    .env_clear()
-                    .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-                    .env("HOME", sb.home())
-                    .env("XDG_DATA_HOME", sb.data_home())
-                    .env("XDG_CONFIG_HOME", sb.config_home())
-                    .stdin(Stdio::null())
                     .stdout(Stdio::piped())
                     .stderr(Stdio::piped())
                     .spawn()
@@ -599,7 +580,7 @@ fn an_unpinnable_key_signs_nothing_and_a_keyless_store_has_nothing_to_pin() {
         &[("XDG_CONFIG_HOME", config)],
     );
     run.expect_code(3);
-    assert_eq!(run.status_codes(), vec!["workspace_pin_unwritable"]);
+    assert_codes!(run.status_codes(), ["workspace_pin_unwritable"]);
     assert!(
         !sb.work().join(".proofgraph/keys/workspace.key").exists(),
         "no key is made that nothing pins"
@@ -614,7 +595,7 @@ fn an_unpinnable_key_signs_nothing_and_a_keyless_store_has_nothing_to_pin() {
         ],
     );
     pin.expect_code(3);
-    assert_eq!(pin.status_codes(), vec!["workspace_key_missing"]);
+    assert_codes!(pin.status_codes(), ["workspace_key_missing"]);
     let show = sb.run(&sb.work(), &["key", "show", "--json"]);
     show.expect_code(0);
     assert_eq!(show.json()["trust"]["state"], "absent");
@@ -628,13 +609,13 @@ fn an_unpinnable_key_signs_nothing_and_a_keyless_store_has_nothing_to_pin() {
     for id in [&ours, &theirs] {
         let run = sb.run(&sb.work(), &["key", "pin", id, "--json"]);
         run.expect_code(3);
-        assert_eq!(run.status_codes(), vec!["workspace_key_mismatch"]);
+        assert_codes!(run.status_codes(), ["workspace_key_mismatch"]);
         assert!(message(&run).contains(&ours) && message(&run).contains(&theirs));
     }
     // And a replaced private key under the pinned public key is its own mismatch.
     let run = prove(&sb, &sb.work());
     run.expect_code(3);
-    assert_eq!(run.status_codes(), vec!["workspace_key_mismatch"]);
+    assert_codes!(run.status_codes(), ["workspace_key_mismatch"]);
     assert_eq!(
         run.json()["status"][0]["target"],
         ".proofgraph/keys/workspace.key"

@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 
 use proofgraph::decide::external::{self, Expectation};
 
-use crate::support::{Sandbox, git_commit_all};
+use crate::support::{Emitted, Sandbox, assert_codes, emitted, git_commit_all};
 
 const ISSUER: &str = "https://ci.example/proofgraph";
 
@@ -222,7 +222,7 @@ fn a_result_ci_signed_with_openssl_proves_the_claim_until_the_code_changes() {
     let before = refs(&sb);
     let stale = verify(&sb, &envelope);
     stale.expect_code(1);
-    assert_eq!(stale.status_codes(), vec!["envelope_stale"]);
+    assert_codes!(stale.status_codes(), ["envelope_stale"]);
     assert!(stale.stderr.is_empty() || !stale.stderr.contains("panicked"));
     assert_eq!(refs(&sb), before, "a rejected envelope writes nothing");
     assert_ne!(binding(&sb), bound);
@@ -236,7 +236,7 @@ fn wrong_signer_issuer_or_result_is_rejected_and_writes_nothing() {
     let (other, _) = keypair(keys.path(), "other");
     workspace(&sb, &public);
     let bound = binding(&sb);
-    let cases: Vec<(&str, Vec<u8>, &str)> = vec![
+    let cases: Vec<(&str, Vec<u8>, Emitted<'_>)> = vec![
         (
             "another key",
             sign(
@@ -244,7 +244,7 @@ fn wrong_signer_issuer_or_result_is_rejected_and_writes_nothing() {
                 &other,
                 &statement(&bound, "PASSED", &[], ISSUER),
             ),
-            "envelope_rejected",
+            emitted("envelope_rejected"),
         ),
         (
             "another issuer",
@@ -253,7 +253,7 @@ fn wrong_signer_issuer_or_result_is_rejected_and_writes_nothing() {
                 &private,
                 &statement(&bound, "PASSED", &[], "https://elsewhere.example"),
             ),
-            "statement_invalid",
+            emitted("statement_invalid"),
         ),
         (
             "a failed result",
@@ -262,7 +262,7 @@ fn wrong_signer_issuer_or_result_is_rejected_and_writes_nothing() {
                 &private,
                 &statement(&bound, "FAILED", &["e2e: profile saves"], ISSUER),
             ),
-            "external_result_not_passed",
+            emitted("external_result_not_passed"),
         ),
         (
             "PASSED with a failed test",
@@ -271,7 +271,7 @@ fn wrong_signer_issuer_or_result_is_rejected_and_writes_nothing() {
                 &private,
                 &statement(&bound, "PASSED", &["e2e: profile saves"], ISSUER),
             ),
-            "external_result_not_passed",
+            emitted("external_result_not_passed"),
         ),
         (
             "failedTests that is not a list",
@@ -280,7 +280,7 @@ fn wrong_signer_issuer_or_result_is_rejected_and_writes_nothing() {
                 s["predicate"]["failedTests"] = json!("e2e: profile saves");
                 s
             }),
-            "statement_invalid",
+            emitted("statement_invalid"),
         ),
         (
             "failedTests that is a number",
@@ -289,7 +289,7 @@ fn wrong_signer_issuer_or_result_is_rejected_and_writes_nothing() {
                 s["predicate"]["failedTests"] = json!(3);
                 s
             }),
-            "statement_invalid",
+            emitted("statement_invalid"),
         ),
         (
             "failedTests that is null",
@@ -298,7 +298,7 @@ fn wrong_signer_issuer_or_result_is_rejected_and_writes_nothing() {
                 s["predicate"]["failedTests"] = serde_json::Value::Null;
                 s
             }),
-            "statement_invalid",
+            emitted("statement_invalid"),
         ),
         (
             "failedTests that is an object",
@@ -307,7 +307,7 @@ fn wrong_signer_issuer_or_result_is_rejected_and_writes_nothing() {
                 s["predicate"]["failedTests"] = json!({"e2e: profile saves": "failed"});
                 s
             }),
-            "statement_invalid",
+            emitted("statement_invalid"),
         ),
         (
             "another binding",
@@ -316,12 +316,12 @@ fn wrong_signer_issuer_or_result_is_rejected_and_writes_nothing() {
                 &private,
                 &statement(&"0".repeat(64), "PASSED", &[], ISSUER),
             ),
-            "envelope_stale",
+            emitted("envelope_stale"),
         ),
         (
             "not an envelope",
             b"{\"hello\": 1}".to_vec(),
-            "envelope_rejected",
+            emitted("envelope_rejected"),
         ),
     ];
     for (what, bytes, code) in cases {
@@ -329,7 +329,7 @@ fn wrong_signer_issuer_or_result_is_rejected_and_writes_nothing() {
         crate::support::write(&path, bytes);
         let run = verify(&sb, &path);
         run.expect_code(1);
-        assert_eq!(run.status_codes(), vec![code], "{what}");
+        assert_codes!(run.status_codes(), [code], "{what}");
         assert!(
             refs(&sb).is_empty(),
             "{what}: a rejected envelope writes nothing"
@@ -339,7 +339,7 @@ fn wrong_signer_issuer_or_result_is_rejected_and_writes_nothing() {
 
     let missing = verify(&sb, &sb.path().join("no-such-envelope.json"));
     missing.expect_code(3);
-    assert_eq!(missing.status_codes(), vec!["envelope_unreadable"]);
+    assert_codes!(missing.status_codes(), ["envelope_unreadable"]);
 
     let local = sb.run(
         &sb.work(),
@@ -353,7 +353,7 @@ fn wrong_signer_issuer_or_result_is_rejected_and_writes_nothing() {
         ],
     );
     local.expect_code(3);
-    assert_eq!(local.status_codes(), vec!["not_external"]);
+    assert_codes!(local.status_codes(), ["not_external"]);
 }
 
 #[test]
@@ -365,7 +365,7 @@ fn a_private_key_pasted_as_the_ci_key_is_diagnosed_at_its_line() {
     workspace(&sb, &private_pem);
     let run = verify(&sb, &sb.path().join("whatever.json"));
     run.expect_code(3);
-    assert_eq!(run.status_codes(), vec!["ci_key_invalid"]);
+    assert_codes!(run.status_codes(), ["ci_key_invalid"]);
     let doc = run.json();
     let target = doc["status"][0]["target"].as_str().unwrap_or_default();
     assert!(
@@ -425,7 +425,7 @@ fn every_single_byte_change_is_rejected() {
             s[i] ^= flip;
             let err = external::verify(&rebuild(&body, &s), &expected)
                 .expect_err("a changed signature byte");
-            assert_eq!(err.code.as_str(), "envelope_rejected");
+            assert_codes!(err.code, ["envelope_rejected"]);
             checked += 1;
         }
     }

@@ -1,0 +1,298 @@
+//! The command-line contract: what `prove`, `plan`, `status`, `explain`,
+//! `hash`, `doctor` and `validate` print — the `--json` document and the
+//! human output, stdout and stderr and the exit code — pinned by snapshots in
+//! `tests/it/snapshots/` (`it__snapshots__*.snap`).
+//!
+//! They run on the bundled example (`examples/profile`, its tracked files
+//! copied into a fresh git repository) as it is, after an edit that makes a
+//! provider fail, and with an `execution.yaml` that cannot be used, so that
+//! error output is pinned as well as success. A second `prove` that reuses
+//! everything is pinned too. What differs between machines and runs (paths,
+//! digests, run ids, timestamps, durations) is replaced by the one filter set
+//! of [`snapshot_settings`]; everything else is byte for byte what a user
+//! sees. `prove` and `plan` run with `--jobs 1`, so the order of progress
+//! lines does not depend on the machine's cores.
+//!
+//! A refactor that changes no behaviour changes no snapshot. To accept an
+//! intended change: `INSTA_UPDATE=always cargo nextest run -E 'test(snap)'`,
+//! then read every changed `.snap` before committing it.
+
+use std::path::PathBuf;
+
+use crate::support::{Run, Sandbox, git, git_commit_all, repo_root, snapshot_settings, transcript};
+
+/// The example change every test proves (`add-profile-page` needs Node and a
+/// browser; this one only the Rust toolchain, git and a shell).
+const CHANGE: &str = "add-profile-endpoint";
+
+/// The bundled example in a sandbox.
+struct Example {
+    sb: Sandbox,
+    /// `PATH` for its runs: the sandbox's `bin/` first.
+    path: String,
+}
+
+impl Example {
+    /// Copies the example's tracked files into the sandbox's `work/` and
+    /// commits them. Its providers run `cargo`; under the sandbox's `HOME`
+    /// rustup's proxy finds no toolchain, so `bin/` holds links to the
+    /// toolchain's own `cargo` and `rustc` (a path inside the sandbox, the
+    /// same on every machine).
+    fn new() -> Self {
+        let sb = Sandbox::new();
+        let root = repo_root();
+        let listed = git(&root, &["ls-files", "-z", "examples/profile"]);
+        for rel in listed.split('\0').filter(|r| !r.is_empty()) {
+            let to = sb.work().join(
+                rel.strip_prefix("examples/profile/")
+                    .expect("a path under examples/profile"),
+            );
+            fs_err::create_dir_all(to.parent().expect("a parent")).expect("create directory");
+            fs_err::copy(root.join(rel), &to).expect("copy an example file");
+        }
+        git_commit_all(&sb.work());
+        let bin = sb.path().join("bin");
+        fs_err::create_dir_all(&bin).expect("create bin/");
+        // The toolchain this test suite was built with (rustup's proxy, asked in the
+        // test's own environment, resolves it).
+        let sysroot = std::process::Command::new("rustc")
+            .args(["--print", "sysroot"])
+            .output()
+            .expect("rustc is on PATH (the Rust toolchain runs this suite)");
+        let sysroot = PathBuf::from(String::from_utf8_lossy(&sysroot.stdout).trim());
+        for tool in ["cargo", "rustc"] {
+            let real = sysroot.join("bin").join(tool);
+            assert!(
+                real.exists(),
+                "the example's providers need the Rust toolchain's `{tool}` at {}",
+                real.display()
+            );
+            std::os::unix::fs::symlink(&real, bin.join(tool)).expect("link a toolchain binary");
+        }
+        let path = format!(
+            "{}:{}",
+            bin.display(),
+            std::env::var("PATH").unwrap_or_default()
+        );
+        Self { sb, path }
+    }
+
+    /// Runs proofgraph on the example.
+    fn run(&self, args: &[&str]) -> Run {
+        Run::of(
+            self.sb
+                .proofgraph(&self.sb.work())
+                .args(args)
+                .env("PATH", &self.path),
+        )
+    }
+
+    /// Runs proofgraph and pins its transcript as snapshot `name`.
+    fn snap(&self, name: &str, args: &[&str]) -> Run {
+        let run = self.run(args);
+        let text = transcript(args, &run);
+        let mut settings = snapshot_settings(&self.sb);
+        settings.set_omit_expression(true);
+        settings.bind(|| insta::assert_snapshot!(name, text));
+        run
+    }
+
+    /// Replaces `from` with `to` in the example's file `rel` and commits.
+    fn edit(&self, rel: &str, from: &str, to: &str) {
+        let path = self.sb.work().join(rel);
+        let text = fs_err::read_to_string(&path).expect("read an example file");
+        assert!(text.contains(from), "{rel} holds {from:?}");
+        fs_err::write(&path, text.replacen(from, to, 1)).expect("write an example file");
+        git_commit_all(&self.sb.work());
+    }
+}
+
+/// The filters replace exactly what they name: a digest is replaced whole,
+/// a test count, a configured timeout and a port are kept.
+#[test]
+fn redactions_are_precise() {
+    let sb = Sandbox::new();
+    let sample = format!(
+        "root {work}/openspec and {home}/.config/proofgraph/pins/x.json\n\
+         a temporary {tmp}/.tmpAb12_c/key.pem, the repository {repo}/fixtures/valid\n\
+         receipt sha256:{d64} commit {d40} run {d16} short {d12}\n\
+         \"duration_ms\": 1234, pass    test (87 ms), watch (12.5 ms)\n\
+         started 2026-05-20T16:42:31.123Z ended 2026-05-20T16:42:32+02:00\n\
+         kept: 12 tests, 1234567890 bytes, timed out after 1500 ms, port 4180, pid 4242\n\
+         kept: deadbeef (8 hex), {d63} (63 hex), {d12}0 (13 hex), run=${{PROOFGRAPH_RUN_ID}}\n\
+         namespaces (network, PID, /tmp) via a user namespace\n",
+        work = sb.work().display(),
+        home = sb.home().display(),
+        tmp = std::env::temp_dir().display(),
+        repo = repo_root().display(),
+        d64 = "0123456789abcdef".repeat(4),
+        d63 = &"0123456789abcdef".repeat(4)[1..],
+        d40 = "0123456789abcdef0123456789abcdef01234567",
+        d16 = "89abcdef01234567",
+        d12 = "0123456789ab",
+    );
+    snapshot_settings(&sb).bind(|| {
+        insta::assert_snapshot!(sample, @r#"
+        root [SANDBOX]/work/openspec and [HOME]/.config/proofgraph/pins/x.json
+        a temporary [TEMP]/key.pem, the repository [REPO]/fixtures/valid
+        receipt sha256:[SHA256] commit [SHA1] run [RUN_ID] short [SHORT]
+        "duration_ms": [DURATION], pass    test ([DURATION]), watch ([DURATION])
+        started [TIMESTAMP] ended [TIMESTAMP]
+        kept: 12 tests, 1234567890 bytes, timed out after 1500 ms, port 4180, pid [PID]
+        kept: deadbeef (8 hex), 123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef (63 hex), 0123456789ab0 (13 hex), run=${PROOFGRAPH_RUN_ID}
+        namespaces (network, PID, /tmp)[USERNS]
+        "#);
+    });
+}
+
+/// Before anything ran: every command on a fresh checkout of the example.
+#[test]
+fn example_before_any_prove() {
+    let ex = Example::new();
+    ex.snap("example_validate", &["validate", "--all"]);
+    ex.snap("example_validate_json", &["validate", "--all", "--json"]);
+    ex.snap("example_plan_fresh", &["plan", CHANGE, "--jobs", "1"]);
+    ex.snap(
+        "example_plan_fresh_json",
+        &["plan", CHANGE, "--jobs", "1", "--json"],
+    );
+    ex.snap("example_status_fresh", &["status", CHANGE]);
+    ex.snap("example_status_fresh_json", &["status", CHANGE, "--json"]);
+    ex.snap("example_explain_fresh", &["explain", CHANGE, "test"]);
+    ex.snap(
+        "example_explain_fresh_json",
+        &["explain", CHANGE, "test", "--json"],
+    );
+    ex.snap("example_hash", &["hash", CHANGE]);
+    ex.snap("example_hash_json", &["hash", CHANGE, "--json"]);
+    ex.snap("example_doctor_fresh", &["doctor"]);
+    ex.snap("example_doctor_fresh_json", &["doctor", "--json"]);
+}
+
+/// `prove` in human output, then a second `prove` that reuses every receipt,
+/// and what the other commands say afterwards.
+#[test]
+fn example_prove_then_reuse() {
+    let ex = Example::new();
+    ex.snap("example_prove", &["prove", CHANGE, "--jobs", "1"])
+        .expect_code(0);
+    ex.snap("example_prove_reuse", &["prove", CHANGE, "--jobs", "1"])
+        .expect_code(0);
+    ex.snap("example_status", &["status", CHANGE]);
+    ex.snap("example_plan", &["plan", CHANGE, "--jobs", "1"]);
+    ex.snap("example_explain", &["explain", CHANGE, "test"]);
+    ex.snap("example_doctor", &["doctor"]);
+}
+
+/// The same, as JSON documents.
+#[test]
+fn example_prove_then_reuse_json() {
+    let ex = Example::new();
+    ex.snap(
+        "example_prove_json",
+        &["prove", CHANGE, "--jobs", "1", "--json"],
+    )
+    .expect_code(0);
+    ex.snap(
+        "example_prove_reuse_json",
+        &["prove", CHANGE, "--jobs", "1", "--json"],
+    )
+    .expect_code(0);
+    ex.snap("example_status_json", &["status", CHANGE, "--json"]);
+    ex.snap(
+        "example_plan_json",
+        &["plan", CHANGE, "--jobs", "1", "--json"],
+    );
+    ex.snap(
+        "example_explain_json",
+        &["explain", CHANGE, "test", "--json"],
+    );
+    ex.snap("example_doctor_json", &["doctor", "--json"]);
+}
+
+/// The other sandboxes: `copy` proves the same in a copy of the tree, `none`
+/// in the working tree itself; both say which in the header and in the
+/// document.
+#[test]
+fn example_prove_in_the_other_sandboxes() {
+    for mode in ["copy", "none"] {
+        let ex = Example::new();
+        ex.snap(
+            &format!("example_prove_sandbox_{mode}"),
+            &["prove", CHANGE, "--jobs", "1", "--sandbox", mode],
+        )
+        .expect_code(0);
+        ex.snap(
+            &format!("example_prove_sandbox_{mode}_reuse_json"),
+            &["prove", CHANGE, "--jobs", "1", "--sandbox", mode, "--json"],
+        )
+        .expect_code(0);
+    }
+}
+
+/// After a proven run, an edit breaks the web client's formatter: `explain`
+/// names the changed file, `plan` what reruns, `prove` fails naming the
+/// failing tests, `status` keeps the failure.
+#[test]
+fn example_with_a_failing_provider() {
+    let ex = Example::new();
+    ex.run(&["prove", CHANGE, "--json"]).expect_code(0);
+    ex.edit(
+        "web/bin/format-profile.sh",
+        "printf '#%s %s\\n'",
+        "printf '#%s: %s\\n'",
+    );
+    ex.snap("failing_explain", &["explain", CHANGE, "discovery-web"]);
+    ex.snap(
+        "failing_explain_json",
+        &["explain", CHANGE, "discovery-web", "--json"],
+    );
+    ex.snap("failing_plan", &["plan", CHANGE, "--jobs", "1"]);
+    ex.snap(
+        "failing_plan_json",
+        &["plan", CHANGE, "--jobs", "1", "--json"],
+    );
+    ex.snap("failing_prove", &["prove", CHANGE, "--jobs", "1"])
+        .expect_code(1);
+    ex.snap("failing_status", &["status", CHANGE])
+        .expect_code(1);
+    ex.snap("failing_status_json", &["status", CHANGE, "--json"]);
+    ex.snap(
+        "failing_prove_again_json",
+        &["prove", CHANGE, "--jobs", "1", "--json"],
+    )
+    .expect_code(1);
+    ex.snap("failing_hash", &["hash", CHANGE]);
+}
+
+/// An `execution.yaml` with a misspelt adapter (an error) and a misspelt key
+/// (a warning): every command refuses the change the same way, naming each
+/// finding at its file:line:col with a fix; `doctor` still reports.
+#[test]
+fn example_with_an_invalid_execution_yaml() {
+    let ex = Example::new();
+    let file = "openspec/changes/add-profile-endpoint/execution.yaml";
+    ex.edit(file, "adapter: test-discovery", "adapter: test-discovry");
+    ex.edit(file, "    minimum: 3\n", "    minimun: 3\n");
+    for (name, args) in [
+        ("invalid_validate", &["validate", CHANGE][..]),
+        ("invalid_validate_json", &["validate", CHANGE, "--json"]),
+        ("invalid_prove", &["prove", CHANGE]),
+        ("invalid_prove_json", &["prove", CHANGE, "--json"]),
+        ("invalid_plan", &["plan", CHANGE]),
+        ("invalid_plan_json", &["plan", CHANGE, "--json"]),
+        ("invalid_status", &["status", CHANGE]),
+        ("invalid_status_json", &["status", CHANGE, "--json"]),
+        ("invalid_explain", &["explain", CHANGE, "test"]),
+        (
+            "invalid_explain_json",
+            &["explain", CHANGE, "test", "--json"],
+        ),
+        ("invalid_hash", &["hash", CHANGE]),
+        ("invalid_hash_json", &["hash", CHANGE, "--json"]),
+        ("invalid_doctor", &["doctor"]),
+        ("invalid_doctor_json", &["doctor", "--json"]),
+    ] {
+        ex.snap(name, args);
+    }
+}
