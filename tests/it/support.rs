@@ -322,19 +322,19 @@ impl Findings for Vec<&str> {
     }
 }
 
-impl Findings for [proofgraph::diagnostic::Diagnostic] {
+impl Findings for [proofgraph::base::diagnostic::Diagnostic] {
     fn found_codes(&self) -> Vec<String> {
         self.iter().map(|d| d.code.as_str().to_owned()).collect()
     }
 }
 
-impl Findings for Vec<proofgraph::diagnostic::Diagnostic> {
+impl Findings for Vec<proofgraph::base::diagnostic::Diagnostic> {
     fn found_codes(&self) -> Vec<String> {
         self.as_slice().found_codes()
     }
 }
 
-impl Findings for proofgraph::diagnostic::Code {
+impl Findings for proofgraph::base::diagnostic::Code {
     fn found_codes(&self) -> Vec<String> {
         vec![self.as_str().to_owned()]
     }
