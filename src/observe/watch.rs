@@ -52,32 +52,34 @@
 //! closed after writing in between.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::io::{BufRead as _, BufReader, Read as _, Write as _};
-use std::os::unix::net::{UnixListener, UnixStream};
+use std::io::{BufRead as _, BufReader, Write as _};
+use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 use proofgraph_graph::fingerprint::Digest;
 use rustix::fs::inotify::{self, CreateFlags, ReadFlags, WatchFlags};
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 use crate::observe::inputs::{self, FileEntry, FileKind, Snapshot};
 
+mod client;
 mod lease;
+mod protocol;
 
-/// The socket's name in the store directory.
-pub const SOCKET: &str = "watch.sock";
-/// The protocol: a change in what a snapshot means, or in the framing,
-/// changes it, and a client and a watcher that disagree do not talk.
-const PROTOCOL: &str = concat!("proofgraph-watch/2 ", env!("CARGO_PKG_VERSION"));
+pub use client::{is_served, query, wake};
+pub use protocol::SOCKET;
+use protocol::{
+    CLIENT_TIMEOUT, SnapshotHeader, accept_request, answer_frame, bind, encode, mount_namespace,
+    refusal_frame,
+};
+
 /// Cookie files are created next to the index with this prefix.
 const COOKIE_PREFIX: &str = "proofgraph-watch-cookie-";
 /// How long a query waits for its cookie before giving up (the client then
 /// takes the snapshot itself).
 const COOKIE_TIMEOUT: Duration = Duration::from_secs(2);
-/// How long a client waits for an answer.
-const CLIENT_TIMEOUT: Duration = Duration::from_secs(10);
 /// How many files without a held descriptor are opened at once to be asked
 /// whether they are open for writing (each holds a descriptor until its
 /// batch is answered).
@@ -85,163 +87,6 @@ const PROBE_BATCH: usize = 256;
 /// Descriptors not used for held files: a probe batch, the socket, the
 /// snapshot's directory descriptors, gix.
 const FD_RESERVE: u64 = 512;
-
-/// One query: the snapshots of several directories, answered together
-/// after one synchronisation.
-#[derive(Debug, Serialize, Deserialize)]
-struct Request {
-    protocol: String,
-    /// The client's mount namespace: the same path may name other files in
-    /// another one.
-    mount_namespace: Option<String>,
-    wanted: Vec<Wanted>,
-}
-
-#[derive(Debug, Serialize, Deserialize)]
-struct Wanted {
-    dir: PathBuf,
-    exclude: Vec<String>,
-}
-
-/// The answer's first line; the snapshots' files follow, encoded, in order.
-#[derive(Debug, Serialize, Deserialize)]
-struct Header {
-    ok: bool,
-    reason: Option<String>,
-    snapshots: Vec<SnapshotHeader>,
-}
-
-#[derive(Debug, Serialize, Deserialize)]
-struct SnapshotHeader {
-    dir: PathBuf,
-    files: usize,
-    rehashed: usize,
-}
-
-/// Asks the watcher serving the store at `store_dir` for the snapshots of
-/// `wanted` directories (each as [`inputs::snapshot`]`(dir, exclude)` would
-/// take it), in order. `None` when no watcher answers, or it cannot vouch for
-/// all of them: take the snapshots directly.
-pub fn query(store_dir: &Path, wanted: &[(&Path, &[String])]) -> Option<Vec<Snapshot>> {
-    let socket = store_dir.join(SOCKET);
-    if wanted.is_empty() || !socket.exists() {
-        return None;
-    }
-    let stream = connect(&socket).ok()?;
-    stream.set_read_timeout(Some(CLIENT_TIMEOUT)).ok()?;
-    stream.set_write_timeout(Some(CLIENT_TIMEOUT)).ok()?;
-    let request = Request {
-        protocol: PROTOCOL.to_owned(),
-        mount_namespace: mount_namespace(),
-        wanted: wanted
-            .iter()
-            .map(|(dir, exclude)| Wanted {
-                dir: dir.to_path_buf(),
-                exclude: exclude.to_vec(),
-            })
-            .collect(),
-    };
-    let mut line = serde_json::to_vec(&request).ok()?;
-    line.push(b'\n');
-    (&stream).write_all(&line).ok()?;
-    let mut reader = BufReader::with_capacity(256 * 1024, &stream);
-    let mut header = String::new();
-    reader.read_line(&mut header).ok()?;
-    let header: Header = serde_json::from_str(&header).ok()?;
-    if !header.ok || header.snapshots.len() != wanted.len() {
-        return None;
-    }
-    let mut body = Vec::new();
-    reader.read_to_end(&mut body).ok()?;
-    let mut rest = body.as_slice();
-    let mut out = Vec::with_capacity(header.snapshots.len());
-    for h in header.snapshots {
-        let (files, after) = decode(rest, h.files)?;
-        rest = after;
-        out.push(Snapshot {
-            dir: h.dir,
-            files,
-            rehashed: h.rehashed,
-        });
-    }
-    rest.is_empty().then_some(out)
-}
-
-/// Whether a watcher answers on `socket`.
-pub fn is_served(socket: &Path) -> bool {
-    socket.exists() && connect(socket).is_ok()
-}
-
-/// Wakes a watcher blocked waiting for a query (to see its stop flag).
-pub fn wake(socket: &Path) -> std::io::Result<()> {
-    connect(socket).map(drop)
-}
-
-/// Unix socket paths are limited to 108 bytes; a longer one is reached
-/// through the `/proc/self/fd` link of its open directory.
-fn connect(socket: &Path) -> std::io::Result<UnixStream> {
-    with_short_path(socket, |p| UnixStream::connect(p))
-}
-
-fn bind(socket: &Path) -> std::io::Result<UnixListener> {
-    with_short_path(socket, |p| UnixListener::bind(p))
-}
-
-fn with_short_path<T>(
-    socket: &Path,
-    f: impl FnOnce(&Path) -> std::io::Result<T>,
-) -> std::io::Result<T> {
-    if socket.as_os_str().len() < 100 {
-        return f(socket);
-    }
-    let parent = socket.parent().unwrap_or(Path::new("/"));
-    let name = socket.file_name().unwrap_or_default();
-    let dir = fs_err::File::open(parent)?;
-    let short = PathBuf::from(format!(
-        "/proc/self/fd/{}",
-        std::os::fd::AsRawFd::as_raw_fd(&dir)
-    ))
-    .join(name);
-    f(&short)
-}
-
-/// Encodes one file of an answer, named `path` (relative to the answer's
-/// directory).
-fn encode(path: &str, f: &FileEntry, out: &mut Vec<u8>) {
-    out.push(match f.kind {
-        FileKind::File => 0,
-        FileKind::Executable => 1,
-        FileKind::Symlink => 2,
-    });
-    out.extend_from_slice(&u32::try_from(path.len()).unwrap_or(u32::MAX).to_le_bytes());
-    out.extend_from_slice(path.as_bytes());
-    out.extend_from_slice(&f.id.0);
-}
-
-/// Decodes `count` files from the front of `body`; the files and what
-/// follows them.
-fn decode(mut body: &[u8], count: usize) -> Option<(Vec<FileEntry>, &[u8])> {
-    let mut files = Vec::with_capacity(count);
-    for _ in 0..count {
-        let (&kind, rest) = body.split_first()?;
-        let kind = match kind {
-            0 => FileKind::File,
-            1 => FileKind::Executable,
-            2 => FileKind::Symlink,
-            _ => return None,
-        };
-        let len = usize::try_from(u32::from_le_bytes(rest.get(..4)?.try_into().ok()?)).ok()?;
-        let path = std::str::from_utf8(rest.get(4..4 + len)?).ok()?.to_owned();
-        let id: [u8; 32] = rest.get(4 + len..4 + len + 32)?.try_into().ok()?;
-        body = &rest[4 + len + 32..];
-        files.push(FileEntry {
-            path,
-            id: Digest(id),
-            kind,
-        });
-    }
-    Some((files, body))
-}
 
 /// What the events say has changed in one work tree since its snapshot.
 #[derive(Debug, Default)]
@@ -405,13 +250,6 @@ fn descriptor_budget() -> usize {
 
 fn lock(shared: &Mutex<Shared>) -> MutexGuard<'_, Shared> {
     shared.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
-/// The mount namespace of this process (`mnt:[4026531841]`).
-fn mount_namespace() -> Option<String> {
-    fs_err::read_link("/proc/self/ns/mnt")
-        .ok()
-        .map(|p| p.to_string_lossy().into_owned())
 }
 
 /// The lines of `/proc/self/mountinfo` whose mount point is `workdir`, below
@@ -578,84 +416,54 @@ impl Watcher {
             return;
         }
         let started = Instant::now();
-        let result = serde_json::from_str::<Request>(&line)
-            .map_err(|e| format!("malformed request: {e}"))
-            .and_then(|r| {
-                if r.protocol != PROTOCOL {
-                    Err(format!(
-                        "the client speaks `{}`, this watcher `{PROTOCOL}`",
-                        r.protocol
-                    ))
-                } else if r.mount_namespace.is_none() || r.mount_namespace != self.mount_namespace {
-                    Err(format!(
-                        "the client is in mount namespace {:?}, this watcher in {:?}",
-                        r.mount_namespace, self.mount_namespace
-                    ))
-                } else {
-                    Ok(r)
+        let result = accept_request(&line, &self.mount_namespace).and_then(|r| {
+            let wanted: Vec<(&Path, &[String])> = r
+                .wanted
+                .iter()
+                .map(|w| (w.dir.as_path(), w.exclude.as_slice()))
+                .collect();
+            // Encoded straight from the work trees' snapshots: no copy
+            // of 20 000 paths per answer.
+            let mut headers = Vec::with_capacity(wanted.len());
+            let mut body = Vec::new();
+            for ((dir, t, rehashed), (_, exclude)) in
+                self.refreshed(&wanted)?.into_iter().zip(&wanted)
+            {
+                let mut files = 0;
+                for (path, f) in self.files_below(t, &dir, exclude)? {
+                    encode(path, f, &mut body);
+                    files += 1;
                 }
-            })
-            .and_then(|r| {
-                let wanted: Vec<(&Path, &[String])> = r
-                    .wanted
-                    .iter()
-                    .map(|w| (w.dir.as_path(), w.exclude.as_slice()))
-                    .collect();
-                // Encoded straight from the work trees' snapshots: no copy
-                // of 20 000 paths per answer.
-                let mut headers = Vec::with_capacity(wanted.len());
-                let mut body = Vec::new();
-                for ((dir, t, rehashed), (_, exclude)) in
-                    self.refreshed(&wanted)?.into_iter().zip(&wanted)
-                {
-                    let mut files = 0;
-                    for (path, f) in self.files_below(t, &dir, exclude)? {
-                        encode(path, f, &mut body);
-                        files += 1;
-                    }
-                    headers.push(SnapshotHeader {
-                        dir,
-                        files,
-                        rehashed,
-                    });
-                }
-                Ok((headers, body))
-            });
-        let mut out = Vec::new();
-        match result {
+                headers.push(SnapshotHeader {
+                    dir,
+                    files,
+                    rehashed,
+                });
+            }
+            Ok((headers, body))
+        });
+        let out = match result {
             Ok((snapshots, body)) => {
                 self.served.answered += 1;
                 let (files, rehashed) = snapshots
                     .iter()
                     .fold((0, 0), |(f, r), s| (f + s.files, r + s.rehashed));
                 let count = snapshots.len();
-                let header = Header {
-                    ok: true,
-                    reason: None,
-                    snapshots,
-                };
-                out.extend(serde_json::to_vec(&header).unwrap_or_default());
-                out.push(b'\n');
-                out.extend_from_slice(&body);
+                let out = answer_frame(snapshots, &body);
                 (self.log)(&format!(
                     "answered {count} director{}: {files} files, {rehashed} re-read, {} asked whether open for writing ({:.1} ms)",
                     if count == 1 { "y" } else { "ies" },
                     self.asked,
                     started.elapsed().as_secs_f64() * 1000.0
                 ));
+                out
             }
             Err(reason) => {
                 self.served.refused += 1;
                 (self.log)(&format!("refused a query: {reason}"));
-                let header = Header {
-                    ok: false,
-                    reason: Some(reason),
-                    snapshots: Vec::new(),
-                };
-                out.extend(serde_json::to_vec(&header).unwrap_or_default());
-                out.push(b'\n');
+                refusal_frame(reason)
             }
-        }
+        };
         let _ = (&*stream).write_all(&out);
     }
 
@@ -2312,38 +2120,5 @@ mod tests {
             "a sibling whose name only starts the same is not in the tree"
         );
         assert_eq!(unescape_mount_point("a\\011b\\134c\\9"), "a\tb\\c\\9");
-    }
-
-    #[test]
-    fn snapshots_cross_the_socket_unchanged() {
-        let files = vec![
-            FileEntry {
-                path: "a/b.txt".to_owned(),
-                id: Digest([7; 32]),
-                kind: FileKind::File,
-            },
-            FileEntry {
-                path: "l".to_owned(),
-                id: Digest([1; 32]),
-                kind: FileKind::Symlink,
-            },
-            FileEntry {
-                path: "run.sh".to_owned(),
-                id: Digest([2; 32]),
-                kind: FileKind::Executable,
-            },
-        ];
-        let mut bytes = Vec::new();
-        for f in &files {
-            encode(&f.path, f, &mut bytes);
-        }
-        assert_eq!(decode(&bytes, files.len()), Some((files.clone(), &[][..])));
-        // A truncated body is refused, never half-read; what follows is left.
-        assert_eq!(decode(&bytes[..bytes.len() - 1], files.len()), None);
-        bytes.push(9);
-        assert_eq!(
-            decode(&bytes, files.len()),
-            Some((files.clone(), &[9u8][..]))
-        );
     }
 }
