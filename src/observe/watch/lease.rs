@@ -98,4 +98,28 @@ mod tests {
         assert!(open_for_writing(asked).expect("a lease answer"));
         mapping.finish();
     }
+
+    /// The kernel answers for whoever has the file open for writing,
+    /// whichever descriptor: not the asking one, not a reader, a writer
+    /// until it closes.
+    #[test]
+    fn a_writer_counts_until_it_closes_and_a_reader_never() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let path = tmp.path().join("f");
+        fs_err::write(&path, "content\n").expect("write");
+        let asking = fs_err::File::open(&path).expect("open");
+        let asking = std::os::fd::AsFd::as_fd(asking.file());
+        prepare(asking).expect("prepare");
+        assert!(!open_for_writing(asking).expect("an answer"), "alone");
+        let reader = fs_err::File::open(&path).expect("open read-only");
+        assert!(!open_for_writing(asking).expect("an answer"), "a reader");
+        let writer = fs_err::File::options()
+            .append(true)
+            .open(&path)
+            .expect("open for writing");
+        assert!(open_for_writing(asking).expect("an answer"), "a writer");
+        drop(writer);
+        assert!(!open_for_writing(asking).expect("an answer"), "closed");
+        drop(reader);
+    }
 }

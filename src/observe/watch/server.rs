@@ -101,3 +101,98 @@ impl Watcher {
         let _ = (&*stream).write_all(&out);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::net::UnixListener;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::time::Duration;
+
+    use super::*;
+    use crate::base::testing::{commit_all, git, write};
+    use crate::observe::inputs;
+    use crate::observe::watch::{SOCKET, Served, query, wake};
+
+    /// Serves `socket` on a thread until `stop` is raised and it is woken,
+    /// once it answers; what it did, when it stops.
+    fn serving(
+        socket: &Path,
+        stop: &Arc<AtomicBool>,
+    ) -> std::thread::JoinHandle<std::io::Result<Served>> {
+        let (path, flag) = (socket.to_path_buf(), Arc::clone(stop));
+        let handle = std::thread::spawn(move || {
+            let mut watcher = Watcher::new(Box::new(|_| {}))?;
+            watcher.serve(&path, &flag).map(|()| watcher.served())
+        });
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while !is_served(socket) {
+            assert!(!handle.is_finished(), "the watcher stopped early");
+            assert!(Instant::now() < deadline, "the watcher did not answer");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        handle
+    }
+
+    /// The watcher answers a client with the snapshots a direct read
+    /// gives, replacing a stale socket; refuses a query it cannot answer,
+    /// and a second watcher on its socket; and stops when woken with its
+    /// flag raised, saying what it did.
+    #[test]
+    fn a_served_query_is_the_direct_snapshot() {
+        let repo = tempfile::tempdir().expect("tempdir");
+        let dir = repo.path();
+        git(dir, &["init", "-q"]);
+        write(dir, "a.txt", "a\n");
+        write(dir, "sub/b.txt", "b\n");
+        commit_all(dir);
+        let store = tempfile::tempdir().expect("tempdir");
+        let socket = store.path().join(SOCKET);
+        drop(UnixListener::bind(&socket).expect("bind"));
+        assert!(socket.exists() && !is_served(&socket), "a stale socket");
+        let stop = Arc::new(AtomicBool::new(false));
+        let handle = serving(&socket, &stop);
+
+        let sub = dir.join("sub");
+        let wanted: [(&Path, &[String]); 2] = [(dir, &[]), (&sub, &[])];
+        let answered = query(store.path(), &wanted).expect("an answer");
+        let direct = inputs::snapshots(&wanted);
+        assert_eq!(answered.len(), 2);
+        for (a, d) in answered.iter().zip(direct) {
+            let d = d.expect("a snapshot");
+            assert_eq!((&a.dir, &a.files), (&d.dir, &d.files));
+        }
+        let missing = dir.join("missing");
+        assert!(
+            query(store.path(), &[(&missing, &[])]).is_none(),
+            "a directory that is not there"
+        );
+        let mut other = std::os::unix::net::UnixStream::connect(&socket).expect("connect");
+        other
+            .write_all(b"{\"protocol\": \"proofgraph-watch/0\", \"mount_namespace\": null, \"wanted\": []}\n")
+            .expect("ask");
+        let mut header = String::new();
+        BufReader::new(&other)
+            .read_line(&mut header)
+            .expect("a header");
+        assert!(header.contains("\"ok\":false"), "{header}");
+        assert!(
+            header.contains("the client speaks `proofgraph-watch/0`"),
+            "{header}"
+        );
+
+        let mut second = Watcher::new(Box::new(|_| {})).expect("inotify is usable");
+        let e = second
+            .serve(&socket, &AtomicBool::new(false))
+            .expect_err("one watcher per socket");
+        assert_eq!(e.kind(), std::io::ErrorKind::AddrInUse);
+
+        stop.store(true, Ordering::SeqCst);
+        wake(&socket).expect("woken");
+        let served = handle.join().expect("the thread").expect("served");
+        assert_eq!((served.answered, served.refused), (1, 2), "{served:?}");
+        assert_eq!(served.full_snapshots, 1);
+        let canonical = fs_err::canonicalize(dir).expect("canonical");
+        assert_eq!(served.work_trees, [canonical.display().to_string()]);
+    }
+}

@@ -204,3 +204,43 @@ pub(super) fn read_events(fd: &rustix::fd::OwnedFd, shared: &(Mutex<Shared>, Con
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::base::testing::{commit_all, git, write};
+
+    /// A cookie's event comes after every earlier one: once `sync` returns,
+    /// a file created and a directory made before it are marked, and the
+    /// cookie file is gone again.
+    #[test]
+    fn after_the_cookie_every_earlier_event_is_read() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let dir = tmp.path();
+        git(dir, &["init", "-q"]);
+        write(dir, "d/a.txt", "a\n");
+        commit_all(dir);
+        let mut watcher = Watcher::new(Box::new(|_| {})).expect("inotify is usable");
+        assert_eq!(watcher.sync(), Ok(0), "no work tree: nothing to wait for");
+        watcher.snapshot(dir, &[]).expect("the watcher answers");
+        write(dir, "new.txt", "new\n");
+        fs_err::create_dir(dir.join("d/sub")).expect("mkdir");
+        let first = watcher.sync().expect("a cookie");
+        {
+            let shared = lock(&watcher.shared.0);
+            assert!(shared.dirty[0].paths.contains("new.txt"), "{shared:?}");
+            assert!(shared.dirty[0].prefixes.contains("d/sub"), "{shared:?}");
+            assert!(shared.cookies.is_empty(), "the cookie was taken");
+            assert!(shared.seq >= first);
+        }
+        fs_err::remove_dir(dir.join("d/sub")).expect("rmdir");
+        let second = watcher.sync().expect("a cookie");
+        assert!(second > first);
+        let left: Vec<_> = fs_err::read_dir(dir.join(".git"))
+            .expect("ls .git")
+            .map(|e| e.expect("an entry").file_name())
+            .filter(|n| n.to_string_lossy().starts_with(COOKIE_PREFIX))
+            .collect();
+        assert!(left.is_empty(), "{left:?}");
+    }
+}

@@ -203,3 +203,87 @@ impl Watcher {
         Ok(new)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::base::testing::{commit_all, git, write};
+
+    fn repo(files: &[&str]) -> tempfile::TempDir {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        git(tmp.path(), &["init", "-q"]);
+        for f in files {
+            write(tmp.path(), f, &format!("{f}\n"));
+        }
+        tmp
+    }
+
+    fn agrees(watcher: &mut Watcher, dir: &Path, step: &str) -> usize {
+        let answered = watcher.snapshot(dir, &[]).expect("the watcher answers");
+        let direct = inputs::snapshot(dir, &[]).expect("a snapshot");
+        assert_eq!(answered.files, direct.files, "{step}");
+        answered.rehashed
+    }
+
+    /// Two tracked names of one inode share one watch, so a write through
+    /// either re-reads both; a name replaced by another file moves to a
+    /// watch of its own, and the other keeps the old one.
+    #[test]
+    fn hard_links_in_the_tree_share_one_inode_watch() {
+        let tmp = repo(&["a.txt"]);
+        let dir = tmp.path();
+        fs_err::hard_link(dir.join("a.txt"), dir.join("b.txt")).expect("ln");
+        commit_all(dir);
+        let mut watcher = Watcher::new(Box::new(|_| {})).expect("inotify is usable");
+        agrees(&mut watcher, dir, "first");
+        let wd = |watcher: &Watcher, rel: &str| watcher.trees[0].file_wd[rel];
+        let paths = |watcher: &Watcher, wd: i32| lock(&watcher.shared.0).files[&wd].clone();
+        let shared = wd(&watcher, "a.txt");
+        assert_eq!(shared, wd(&watcher, "b.txt"));
+        let mut both = paths(&watcher, shared);
+        both.sort();
+        assert_eq!(both, [(0, "a.txt".to_owned()), (0, "b.txt".to_owned())]);
+        fs_err::write(dir.join("a.txt"), "written through a\n").expect("write");
+        assert_eq!(agrees(&mut watcher, dir, "a write through one name"), 2);
+        fs_err::write(dir.join("new"), "b alone\n").expect("write");
+        fs_err::rename(dir.join("new"), dir.join("b.txt")).expect("mv");
+        agrees(&mut watcher, dir, "one name replaced");
+        assert_eq!(wd(&watcher, "a.txt"), shared, "a keeps its watch");
+        assert_ne!(wd(&watcher, "b.txt"), shared);
+        assert_eq!(paths(&watcher, shared), [(0, "a.txt".to_owned())]);
+        fs_err::write(dir.join("a.txt"), "a again\n").expect("write");
+        assert_eq!(agrees(&mut watcher, dir, "a alone"), 1, "b is not re-read");
+    }
+
+    /// No more descriptors are held than the budget allows; a held file
+    /// replaced by another is held anew in its place, never twice.
+    #[test]
+    fn descriptors_are_held_within_the_budget_and_follow_a_replaced_file() {
+        let tmp = repo(&["a.txt", "b.txt", "c.txt"]);
+        let dir = tmp.path();
+        commit_all(dir);
+        let mut watcher = Watcher::new(Box::new(|_| {})).expect("inotify is usable");
+        watcher.held_limit = 2;
+        agrees(&mut watcher, dir, "first");
+        assert_eq!(watcher.held_count, 2);
+        assert_eq!(watcher.trees[0].held.len(), 2);
+        let held = watcher.trees[0]
+            .held
+            .keys()
+            .next()
+            .expect("a held file")
+            .clone();
+        fs_err::write(dir.join("new"), "replaced\n").expect("write");
+        fs_err::rename(dir.join("new"), dir.join(&held)).expect("mv");
+        agrees(&mut watcher, dir, "a held file replaced");
+        let st = rustix::fs::stat(dir.join(&held)).expect("stat");
+        let h = &watcher.trees[0].held[&held];
+        assert_eq!((h.dev, h.ino), (st.st_dev, st.st_ino), "the new file");
+        assert_eq!(watcher.held_count, 2);
+        assert_eq!(watcher.trees[0].held.len(), 2);
+        fs_err::remove_file(dir.join(&held)).expect("rm");
+        agrees(&mut watcher, dir, "a held file removed");
+        assert!(!watcher.trees[0].held.contains_key(&held), "let go");
+        assert_eq!(watcher.held_count, 1);
+    }
+}

@@ -289,3 +289,138 @@ pub(super) fn read_held(
     }
     Ok((inputs::bytes_identity(&content, hash_kind)?, kind))
 }
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::fs::PermissionsExt as _;
+
+    use super::*;
+    use crate::base::testing::{commit_all, git, write};
+
+    fn tree(tracked: &[&str], linked_dirs: &[&str]) -> Tree {
+        Tree {
+            workdir: PathBuf::from("/w"),
+            index_path: PathBuf::from("/w/.git/index"),
+            hash_kind: gix::hash::Kind::Sha1,
+            index_stamp: None,
+            tracked: tracked.iter().map(|p| (*p).to_owned()).collect(),
+            files: Vec::new(),
+            file_wd: HashMap::new(),
+            held: HashMap::new(),
+            inner_mounts: Vec::new(),
+            suspects: BTreeSet::new(),
+            unsettled: BTreeSet::new(),
+            writers: BTreeSet::new(),
+            reread: BTreeSet::new(),
+            linked_dirs: linked_dirs.iter().map(|p| (*p).to_owned()).collect(),
+            mounts: Vec::new(),
+        }
+    }
+
+    fn set(items: &[&str]) -> BTreeSet<String> {
+        items.iter().map(|p| (*p).to_owned()).collect()
+    }
+
+    #[test]
+    fn parent_dirs_go_up_to_the_top_nearest_first() {
+        assert_eq!(parent_dirs("a/b/c.txt").collect::<Vec<_>>(), ["a/b", "a"]);
+        assert_eq!(parent_dirs("top.txt").count(), 0);
+    }
+
+    /// What events name becomes the tracked files to re-read — a file
+    /// named, every file below a directory named (with or without
+    /// `IN_ISDIR`) or below a linked directory, never one whose path only
+    /// starts the same — and the directories down to them, to watch anew.
+    #[test]
+    fn events_name_files_directories_and_what_is_below_a_link() {
+        let tree = tree(
+            &[
+                "a/b/one.txt",
+                "a/b/two.txt",
+                "a/bc/five.txt",
+                "a/c/d/three.txt",
+                "l/x/four.txt",
+                "top.txt",
+            ],
+            &["l"],
+        );
+        let dirty = Dirty {
+            all: false,
+            paths: set(&["top.txt", "a/c", "untracked.txt"]),
+            prefixes: set(&["a/b"]),
+        };
+        let (targets, dirs) = named(&tree, &dirty);
+        assert_eq!(
+            targets,
+            set(&[
+                "a/b/one.txt",
+                "a/b/two.txt",
+                "a/c/d/three.txt",
+                "l/x/four.txt",
+                "top.txt"
+            ])
+        );
+        assert_eq!(dirs, set(&["a/b", "a/c", "a/c/d", "l", "l/x"]));
+        let (targets, dirs) = named(&tree, &Dirty::default());
+        assert_eq!(targets, set(&["l/x/four.txt"]), "a link is always read");
+        assert_eq!(dirs, set(&["l", "l/x"]));
+    }
+
+    /// A file is read as git hashes it, by path and through a held
+    /// descriptor alike (one larger than a read's buffer too), with its
+    /// kind; what is no file or link, or is gone, is nothing.
+    #[test]
+    fn a_file_is_read_as_git_hashes_it_by_path_and_by_descriptor() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let dir = tmp.path();
+        git(dir, &["init", "-q"]);
+        write(dir, "f.txt", "content\n");
+        write(dir, "big.bin", &"0123456789abcdef".repeat(12 * 1024));
+        write(dir, "run.sh", "echo\n");
+        fs_err::set_permissions(dir.join("run.sh"), std::fs::Permissions::from_mode(0o755))
+            .expect("chmod");
+        std::os::unix::fs::symlink("f.txt", dir.join("l")).expect("symlink");
+        write(dir, "d/inside.txt", "inside\n");
+        commit_all(dir);
+        let git_id = |path: &str| {
+            let hex = git(dir, &["rev-parse", &format!("HEAD:{path}")]);
+            inputs::identity(&gix::ObjectId::from_hex(hex.trim().as_bytes()).expect("an id"))
+        };
+        let sha1 = gix::hash::Kind::Sha1;
+        for (path, kind) in [
+            ("f.txt", FileKind::File),
+            ("big.bin", FileKind::File),
+            ("run.sh", FileKind::Executable),
+            ("l", FileKind::Symlink),
+        ] {
+            let read = read_file(dir, path, sha1).expect("read");
+            assert_eq!(read, Some((git_id(path), kind)), "{path}");
+            if kind == FileKind::Symlink {
+                continue;
+            }
+            let fd = rustix::fs::open(
+                dir.join(path),
+                rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::CLOEXEC,
+                rustix::fs::Mode::empty(),
+            )
+            .expect("open");
+            let st = rustix::fs::fstat(&fd).expect("fstat");
+            let held = Held {
+                fd,
+                dev: st.st_dev,
+                ino: st.st_ino,
+            };
+            assert_eq!(
+                read_held(&held, sha1).expect("read"),
+                (git_id(path), kind),
+                "{path}"
+            );
+        }
+        assert_eq!(read_file(dir, "d", sha1).expect("a directory"), None);
+        assert_eq!(read_file(dir, "gone.txt", sha1).expect("gone"), None);
+        assert_eq!(
+            read_file(dir, "f.txt/below", sha1).expect("below a file"),
+            None
+        );
+    }
+}
