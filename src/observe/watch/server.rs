@@ -2,9 +2,9 @@
 //! answers each query from the work trees it keeps.
 
 use std::io::{BufRead as _, BufReader, Write as _};
-use std::os::unix::net::UnixStream;
+use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::Path;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use super::client::is_served;
 use super::protocol::{
@@ -12,9 +12,35 @@ use super::protocol::{
 };
 use super::tree::Watcher;
 
+/// How long the watcher waits for a connection before it looks at its stop
+/// flag again. A stop is normally seen at once, woken by a connection; this
+/// bounds it when nothing can connect (the socket, or its directory, was
+/// deleted).
+const STOP_POLL: Duration = Duration::from_millis(500);
+
+/// Whether a connection is waiting on `listener`, after waiting for one up
+/// to [`STOP_POLL`]. `false` when interrupted by a signal (a stop may have
+/// been raised); `true` when `poll` fails otherwise, so that `accept` waits
+/// and says what is wrong, as it would without the poll.
+fn connection_waiting(listener: &UnixListener) -> bool {
+    use rustix::event::{PollFd, PollFlags, Timespec, poll};
+    let mut fds = [PollFd::new(listener, PollFlags::IN)];
+    let timeout = Timespec {
+        tv_sec: i64::try_from(STOP_POLL.as_secs()).unwrap_or(i64::MAX),
+        tv_nsec: i64::from(STOP_POLL.subsec_nanos()),
+    };
+    match poll(&mut fds, Some(&timeout)) {
+        Ok(n) => n > 0,
+        Err(rustix::io::Errno::INTR) => false,
+        Err(_) => true,
+    }
+}
+
 impl Watcher {
     /// Listens on `socket` (removing a stale one; refusing when another
-    /// watcher answers there) and answers queries until the process ends.
+    /// watcher answers there) and answers queries until `stop` is raised:
+    /// seen at the next connection ([`wake`](super::wake) makes one), and
+    /// within [`STOP_POLL`] when none can be made (the socket was deleted).
     pub fn serve(
         &mut self,
         socket: &Path,
@@ -30,11 +56,17 @@ impl Watcher {
             fs_err::remove_file(socket)?;
         }
         let listener = bind(socket)?;
-        for stream in listener.incoming() {
+        loop {
+            let waited = connection_waiting(&listener);
             if stop.load(std::sync::atomic::Ordering::SeqCst) {
                 break;
             }
-            let Ok(stream) = stream else { continue };
+            if !waited {
+                continue;
+            }
+            let Ok((stream, _)) = listener.accept() else {
+                continue;
+            };
             self.answer(&stream);
         }
         Ok(())
@@ -104,10 +136,8 @@ impl Watcher {
 
 #[cfg(test)]
 mod tests {
-    use std::os::unix::net::UnixListener;
     use std::sync::Arc;
     use std::sync::atomic::{AtomicBool, Ordering};
-    use std::time::Duration;
 
     use super::*;
     use crate::base::testing::{commit_all, git, write};
@@ -194,5 +224,27 @@ mod tests {
         assert_eq!(served.full_snapshots, 1);
         let canonical = fs_err::canonicalize(dir).expect("canonical");
         assert_eq!(served.work_trees, [canonical.display().to_string()]);
+    }
+
+    /// A watcher whose socket was deleted with its directory cannot be woken
+    /// by a connection; raising its flag stops it all the same.
+    #[test]
+    fn a_watcher_whose_socket_is_gone_stops_when_told() {
+        let store = tempfile::tempdir().expect("tempdir");
+        let dir = store.path().join("store");
+        fs_err::create_dir(&dir).expect("mkdir");
+        let socket = dir.join(SOCKET);
+        let stop = Arc::new(AtomicBool::new(false));
+        let handle = serving(&socket, &stop);
+        fs_err::remove_dir_all(&dir).expect("rm -r");
+        stop.store(true, Ordering::SeqCst);
+        assert!(wake(&socket).is_err(), "nothing to connect to");
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !handle.is_finished() {
+            assert!(Instant::now() < deadline, "the watcher did not stop");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let served = handle.join().expect("the thread").expect("served");
+        assert_eq!((served.answered, served.refused), (0, 0));
     }
 }
