@@ -990,6 +990,45 @@ impl Mapping {
     }
 }
 
+/// SIGTERM stops a watcher whose store directory was deleted under it: its
+/// socket is gone, so nothing can wake the accept loop by connecting to it,
+/// and the watcher still stops, cleanly, with its report.
+#[test]
+fn sigterm_stops_a_watcher_whose_socket_was_deleted() {
+    let sb = Sandbox::new();
+    workspace(&sb);
+    let mut watcher = start_watcher(&sb);
+    fs_err::remove_dir_all(sb.work().join(".proofgraph")).expect("rm -r .proofgraph");
+    let killed = std::process::Command::new("sh")
+        .args(["-c", &format!("kill -TERM {}", watcher.id())])
+        .status()
+        .expect("run sh");
+    assert!(killed.success());
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while watcher.try_wait().expect("try_wait").is_none() {
+        if std::time::Instant::now() > deadline {
+            watcher.kill().expect("kill -9");
+            let out = watcher.wait_with_output().expect("wait");
+            panic!(
+                "SIGTERM did not stop the watcher in 10 s: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let out = watcher.wait_with_output().expect("wait for the watcher");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let doc: Value = serde_json::from_slice(&out.stdout).expect("one JSON document");
+    assert_eq!(doc["served"]["refused"], 0, "{stderr}");
+    assert!(
+        doc["served"]["work_trees"]
+            .as_array()
+            .is_some_and(|t| !t.is_empty()),
+        "{doc:#}"
+    );
+}
+
 /// With `proofgraph watch` running, a tracked file changed in a way that
 /// makes no inotify event in its directory — through a hard link outside the
 /// work tree, through a shared writable mapping (twice in one mapping), by a

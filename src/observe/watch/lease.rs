@@ -51,3 +51,75 @@ pub(super) fn open_for_writing(fd: BorrowedFd<'_>) -> std::io::Result<bool> {
     }
     Ok(false)
 }
+
+#[cfg(test)]
+mod tests {
+    use rustix::fs::inotify::{self, CreateFlags, ReadFlags, WatchFlags};
+
+    use super::*;
+    use crate::observe::watch::testing::Mapping;
+
+    /// Why the watcher asks the kernel instead of counting `IN_OPEN`s
+    /// against `IN_CLOSE_*`: inotify drops an event identical to the last one
+    /// still queued, so a read-only open and a writable one in a row arrive
+    /// as one `IN_OPEN`; when the read-only one is closed, the counts say
+    /// nothing is open while a writable mapping is. The lease says so.
+    #[test]
+    fn inotify_merges_opens_so_counting_them_cannot_replace_the_lease() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let path = tmp.path().join("f");
+        fs_err::write(&path, "content\n").expect("write");
+        let fd = inotify::init(CreateFlags::CLOEXEC | CreateFlags::NONBLOCK).expect("inotify");
+        let flags = WatchFlags::OPEN | WatchFlags::CLOSE_WRITE | WatchFlags::CLOSE_NOWRITE;
+        inotify::add_watch(&fd, &path, flags).expect("watch");
+        let reading = fs_err::File::open(&path).expect("open read-only");
+        // Opens it read-write, maps it shared, closes the descriptor: the
+        // mapping keeps the file open for writing.
+        let mapping = Mapping::new(&path);
+        drop(reading);
+        let mut buf = vec![std::mem::MaybeUninit::<u8>::uninit(); 4096];
+        let mut reader = inotify::Reader::new(&fd, &mut buf);
+        let (mut opens, mut closes) = (0, 0);
+        while let Ok(event) = reader.next() {
+            if event.events().contains(ReadFlags::OPEN) {
+                opens += 1;
+            }
+            if event
+                .events()
+                .intersects(ReadFlags::CLOSE_WRITE | ReadFlags::CLOSE_NOWRITE)
+            {
+                closes += 1;
+            }
+        }
+        assert_eq!((opens, closes), (1, 1), "two opens arrived as one");
+        let asked = fs_err::File::open(&path).expect("open");
+        let asked = std::os::fd::AsFd::as_fd(asked.file());
+        prepare(asked).expect("prepare");
+        assert!(open_for_writing(asked).expect("a lease answer"));
+        mapping.finish();
+    }
+
+    /// The kernel answers for whoever has the file open for writing,
+    /// whichever descriptor: not the asking one, not a reader, a writer
+    /// until it closes.
+    #[test]
+    fn a_writer_counts_until_it_closes_and_a_reader_never() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let path = tmp.path().join("f");
+        fs_err::write(&path, "content\n").expect("write");
+        let asking = fs_err::File::open(&path).expect("open");
+        let asking = std::os::fd::AsFd::as_fd(asking.file());
+        prepare(asking).expect("prepare");
+        assert!(!open_for_writing(asking).expect("an answer"), "alone");
+        let reader = fs_err::File::open(&path).expect("open read-only");
+        assert!(!open_for_writing(asking).expect("an answer"), "a reader");
+        let writer = fs_err::File::options()
+            .append(true)
+            .open(&path)
+            .expect("open for writing");
+        assert!(open_for_writing(asking).expect("an answer"), "a writer");
+        drop(writer);
+        assert!(!open_for_writing(asking).expect("an answer"), "closed");
+        drop(reader);
+    }
+}
