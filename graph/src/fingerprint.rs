@@ -87,27 +87,15 @@ impl Digest {
 
     /// Lowercase hex in a fixed buffer (no allocation).
     pub fn hex_array(&self) -> [u8; 64] {
-        const DIGITS: &[u8; 16] = b"0123456789abcdef";
         let mut out = [0u8; 64];
-        for (i, b) in self.0.iter().enumerate() {
-            out[2 * i] = DIGITS[usize::from(b >> 4)];
-            out[2 * i + 1] = DIGITS[usize::from(b & 0xf)];
-        }
+        // Cannot fail: the buffer is exactly twice as long as the digest.
+        let _ = faster_hex::hex_encode(&self.0, &mut out);
         out
     }
 
     /// Parses 64 lowercase or uppercase hex digits.
     pub fn from_hex(text: &str) -> Option<Self> {
-        let bytes = text.as_bytes();
-        if bytes.len() != 64 {
-            return None;
-        }
-        let mut out = [0u8; 32];
-        for (i, pair) in bytes.chunks(2).enumerate() {
-            let s = std::str::from_utf8(pair).ok()?;
-            out[i] = u8::from_str_radix(s, 16).ok()?;
-        }
-        Some(Self(out))
+        decode_hex(text).map(Self)
     }
 }
 
@@ -123,15 +111,20 @@ impl fmt::Debug for Digest {
     }
 }
 
-/// Lowercase hex of bytes.
+/// Lowercase hex of bytes: the workspace's one hex encoder (`faster-hex`, which gix uses
+/// too); every digest, key id and escape is written through it.
 pub fn hex(bytes: &[u8]) -> String {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let mut out = String::with_capacity(bytes.len() * 2);
-    for b in bytes {
-        out.push(DIGITS[usize::from(b >> 4)] as char);
-        out.push(DIGITS[usize::from(b & 0xf)] as char);
+    faster_hex::hex_string(bytes)
+}
+
+/// Exactly `2 * N` hex digits (either case) as `N` bytes: the one hex decoder.
+pub fn decode_hex<const N: usize>(text: &str) -> Option<[u8; N]> {
+    if text.len() != 2 * N {
+        return None;
     }
-    out
+    let mut out = [0u8; N];
+    faster_hex::hex_decode(text.as_bytes(), &mut out).ok()?;
+    Some(out)
 }
 
 /// A provider's fingerprint.
@@ -1439,5 +1432,16 @@ mod tests {
         let d = Digest::of(b"x");
         assert_eq!(Digest::from_hex(&d.to_hex()), Some(d));
         assert_eq!(Digest::from_hex("zz"), None);
+        assert_eq!(Digest::from_hex(&d.to_hex().to_uppercase()), Some(d));
+        assert_eq!(Digest::from_hex(&format!("{}g", &d.to_hex()[1..])), None);
+        assert_eq!(Digest::from_hex(&format!("{} ", &d.to_hex()[1..])), None);
+        assert_eq!(Digest::from_hex(&d.to_hex()[2..]), None);
+        assert_eq!(decode_hex::<2>("00fF"), Some([0x00, 0xff]));
+        assert_eq!(decode_hex::<2>("00f"), None);
+        assert_eq!(hex(&[0x00, 0x0f, 0xa0, 0xff]), "000fa0ff");
+        assert_eq!(
+            std::str::from_utf8(&d.hex_array()).ok(),
+            Some(d.to_hex().as_str())
+        );
     }
 }

@@ -10,14 +10,18 @@
 //! Caveat: a secret that is itself a substring of the marker `[redacted]` (say `act`)
 //! appears in the log as part of every marker.
 
+use aho_corasick::{AhoCorasick, MatchKind};
+
 /// What replaces each secret.
 pub(crate) const MARKER: &[u8] = b"[redacted]";
 
 /// A streaming redactor for one output stream.
 #[derive(Debug)]
 pub(crate) struct Redactor {
-    /// Non-empty, distinct, longest first.
-    secrets: Vec<Vec<u8>>,
+    /// Every secret at once, leftmost-longest (`None` when there is none).
+    finder: Option<AhoCorasick>,
+    /// The longest secret's length.
+    longest: usize,
     /// Bytes received but not yet decided.
     pending: Vec<u8>,
 }
@@ -25,18 +29,31 @@ pub(crate) struct Redactor {
 impl Redactor {
     /// A redactor for these secrets; empty secrets are ignored.
     pub(crate) fn new(secrets: &[Vec<u8>]) -> Self {
-        let mut secrets: Vec<Vec<u8>> = secrets.iter().filter(|s| !s.is_empty()).cloned().collect();
-        secrets.sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
-        secrets.dedup();
+        let secrets: Vec<&[u8]> = secrets
+            .iter()
+            .filter(|s| !s.is_empty())
+            .map(Vec::as_slice)
+            .collect();
+        let longest = secrets.iter().map(|s| s.len()).max().unwrap_or(0);
+        // Building fails only when the automaton would need more than 2^31 states; the
+        // secrets are environment values, which the kernel bounds to a few MiB in all
+        // (ARG_MAX), so it cannot fail here.
+        let finder = (!secrets.is_empty()).then(|| {
+            AhoCorasick::builder()
+                .match_kind(MatchKind::LeftmostLongest)
+                .build(&secrets)
+                .expect("secrets bounded by ARG_MAX fit an Aho-Corasick automaton")
+        });
         Redactor {
-            secrets,
+            finder,
+            longest,
             pending: Vec::new(),
         }
     }
 
     /// Takes more input and appends to `out` everything that is decided.
     pub(crate) fn push(&mut self, data: &[u8], out: &mut Vec<u8>) {
-        if self.secrets.is_empty() {
+        if self.finder.is_none() {
             out.extend_from_slice(data);
             return;
         }
@@ -52,34 +69,34 @@ impl Redactor {
     }
 
     /// Redacts `pending` from its start, writing to `out`; returns how many bytes of
-    /// `pending` were consumed. Unless `last`, stops at the first position where the rest
-    /// is a proper prefix of a secret (more input could complete it).
+    /// `pending` were consumed. One leftmost-longest pass of the automaton (linear in the
+    /// input whatever the number of secrets). Unless `last`, a position is decided only
+    /// when every secret that could start there is wholly in `pending` — the last
+    /// `longest - 1` bytes wait for more input — so the output does not depend on how the
+    /// stream was split.
     fn scan(&self, last: bool, out: &mut Vec<u8>) -> usize {
         let buf = &self.pending;
+        let Some(finder) = &self.finder else {
+            out.extend_from_slice(buf);
+            return buf.len();
+        };
+        let safe = if last {
+            buf.len()
+        } else {
+            buf.len().saturating_sub(self.longest.saturating_sub(1))
+        };
         let mut emitted = 0;
-        let mut pos = 0;
-        while pos < buf.len() {
-            let rest = &buf[pos..];
-            if !last
-                && self
-                    .secrets
-                    .iter()
-                    .any(|s| s.len() > rest.len() && s.starts_with(rest))
-            {
+        for found in finder.find_iter(buf.as_slice()) {
+            if found.start() >= safe {
                 break;
             }
-            // Longest first, so the first complete match is the longest one.
-            if let Some(secret) = self.secrets.iter().find(|s| rest.starts_with(s)) {
-                out.extend_from_slice(&buf[emitted..pos]);
-                out.extend_from_slice(MARKER);
-                pos += secret.len();
-                emitted = pos;
-            } else {
-                pos += 1;
-            }
+            out.extend_from_slice(&buf[emitted..found.start()]);
+            out.extend_from_slice(MARKER);
+            emitted = found.end();
         }
-        out.extend_from_slice(&buf[emitted..pos]);
-        pos
+        let decided = emitted.max(safe);
+        out.extend_from_slice(&buf[emitted..decided]);
+        decided
     }
 }
 
@@ -147,6 +164,63 @@ mod tests {
         // Byte by byte too.
         let bytes: Vec<&[u8]> = input.chunks(1).collect();
         assert_eq!(streamed(&secrets, &bytes), expected);
+    }
+
+    /// The rule, written the slow and obvious way: left to right, at each position the
+    /// longest secret that starts there, else one byte.
+    fn reference(secrets: &[Vec<u8>], data: &[u8]) -> Vec<u8> {
+        let mut sorted: Vec<&Vec<u8>> = secrets.iter().filter(|s| !s.is_empty()).collect();
+        sorted.sort_by_key(|s| std::cmp::Reverse(s.len()));
+        let (mut out, mut pos) = (Vec::new(), 0);
+        while pos < data.len() {
+            match sorted.iter().find(|s| data[pos..].starts_with(s)) {
+                Some(secret) => {
+                    out.extend_from_slice(MARKER);
+                    pos += secret.len();
+                }
+                None => {
+                    out.push(data[pos]);
+                    pos += 1;
+                }
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn random_secrets_inputs_and_splits_agree_with_the_rule() {
+        // A small alphabet makes overlaps, shared prefixes and secrets inside secrets common.
+        let mut state: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut next = |bound: u64| {
+            state = state
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            (state >> 33) % bound
+        };
+        for _ in 0..2_000 {
+            let secrets: Vec<Vec<u8>> = (0..=next(5))
+                .map(|_| (0..=next(6)).map(|_| b"abc"[next(3) as usize]).collect())
+                .collect();
+            let data: Vec<u8> = (0..next(60)).map(|_| b"abcx"[next(4) as usize]).collect();
+            let expected = reference(&secrets, &data);
+            assert_eq!(
+                redact_all(&secrets, &data),
+                expected,
+                "{secrets:?} {data:?}"
+            );
+            let mut chunks = Vec::new();
+            let mut at = 0;
+            while at < data.len() {
+                let end = (at + 1 + next(8) as usize).min(data.len());
+                chunks.push(&data[at..end]);
+                at = end;
+            }
+            assert_eq!(
+                streamed(&secrets, &chunks),
+                expected,
+                "{secrets:?} {chunks:?}"
+            );
+        }
     }
 
     #[test]

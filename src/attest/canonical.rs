@@ -191,7 +191,6 @@ fn write_number(
 /// Writes a string with RFC 8785 escaping. Bytes that need no escape (every
 /// byte of a multi-byte character among them) are copied in runs.
 pub(crate) fn write_string(out: &mut Vec<u8>, text: &str) {
-    const HEX: &[u8; 16] = b"0123456789abcdef";
     out.push(b'"');
     let bytes = text.as_bytes();
     let mut start = 0;
@@ -210,8 +209,7 @@ pub(crate) fn write_string(out: &mut Vec<u8>, text: &str) {
         out.extend_from_slice(&bytes[start..at]);
         if escape.is_empty() {
             out.extend_from_slice(b"\\u00");
-            out.push(HEX[usize::from(byte >> 4)]);
-            out.push(HEX[usize::from(byte & 0x0f)]);
+            out.extend_from_slice(proofgraph_graph::fingerprint::hex(&[byte]).as_bytes());
         } else {
             out.extend_from_slice(escape);
         }

@@ -572,13 +572,7 @@ fn lowercase_first(text: &str) -> String {
 
 /// Lowercase hex of `bytes`.
 pub(crate) fn hex_lower(bytes: &[u8]) -> String {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let mut out = String::with_capacity(bytes.len() * 2);
-    for byte in bytes {
-        out.push(char::from(DIGITS[usize::from(byte >> 4)]));
-        out.push(char::from(DIGITS[usize::from(byte & 0x0f)]));
-    }
-    out
+    proofgraph_graph::fingerprint::hex(bytes)
 }
 
 #[cfg(test)]

@@ -481,25 +481,16 @@ pub fn now_rfc3339() -> String {
     rfc3339(now)
 }
 
-/// Formats a duration since the Unix epoch as RFC 3339 UTC.
+/// Formats a duration since the Unix epoch as RFC 3339 UTC, to the millisecond
+/// (`2026-11-30T04:05:23.042Z`). Past jiff's range (year 9999) it says the last instant it
+/// can, never a wrong date.
 pub fn rfc3339(since_epoch: std::time::Duration) -> String {
-    let secs = since_epoch.as_secs();
-    let millis = since_epoch.subsec_millis();
-    let days = secs / 86_400;
-    let rem = secs % 86_400;
-    let (hour, minute, second) = (rem / 3600, (rem % 3600) / 60, rem % 60);
-    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
-    let z = days as i64 + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let y = yoe + era * 400;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = if m <= 2 { y + 1 } else { y };
-    format!("{y:04}-{m:02}-{d:02}T{hour:02}:{minute:02}:{second:02}.{millis:03}Z")
+    let millis = i32::try_from(since_epoch.subsec_millis()).unwrap_or(0);
+    let instant = i64::try_from(since_epoch.as_secs())
+        .ok()
+        .and_then(|secs| jiff::Timestamp::new(secs, millis * 1_000_000).ok())
+        .unwrap_or(jiff::Timestamp::MAX);
+    instant.strftime("%Y-%m-%dT%H:%M:%S%.3fZ").to_string()
 }
 
 /// A manifest's components as stored in receipts.
@@ -680,6 +671,15 @@ mod tests {
         assert_eq!(
             rfc3339(std::time::Duration::from_secs(951_782_400)),
             "2000-02-29T00:00:00.000Z"
+        );
+        assert_eq!(
+            rfc3339(std::time::Duration::from_millis(4_102_444_799_999)),
+            "2099-12-31T23:59:59.999Z"
+        );
+        // Beyond year 9999 (jiff's range): the last instant it can say, not a wrong date.
+        assert_eq!(
+            rfc3339(std::time::Duration::from_secs(u64::MAX)),
+            "9999-12-30T22:00:00.999Z",
         );
     }
 }

@@ -67,17 +67,11 @@ impl KeyId {
         let hex = text.strip_prefix("sha256:").ok_or_else(|| {
             format!("`{text}` is not a key id: it must start with `sha256:` (as `proofgraph key show` prints it)")
         })?;
-        if hex.len() != 64 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
-            return Err(format!(
-                "`{text}` is not a key id: `sha256:` must be followed by 64 hex digits"
-            ));
-        }
-        let mut out = [0u8; 32];
-        for (i, byte) in out.iter_mut().enumerate() {
-            *byte = u8::from_str_radix(&hex[2 * i..2 * i + 2], 16)
-                .map_err(|_| format!("`{text}` is not a key id"))?;
-        }
-        Ok(Self(out))
+        proofgraph_graph::fingerprint::decode_hex(hex)
+            .map(Self)
+            .ok_or_else(|| {
+                format!("`{text}` is not a key id: `sha256:` must be followed by 64 hex digits")
+            })
     }
 }
 
