@@ -307,25 +307,63 @@ fn attempt(target: &Target, deadline: Instant, secrets: &[Vec<u8>]) -> Result<Re
     parse_response(&raw, secrets)
 }
 
+/// A response head read by `httparse`: its length in bytes, status and headers.
+struct Head {
+    len: usize,
+    status: u16,
+    headers: Vec<(String, String)>,
+}
+
+/// Reads the head of `raw`; `Ok(None)` while it is incomplete.
+fn read_head(raw: &[u8]) -> Result<Option<Head>, httparse::Error> {
+    // Few servers send more than a few dozen headers; a head with more is read again with
+    // room for as many as the response bound allows.
+    let mut few = [httparse::EMPTY_HEADER; 64];
+    match read_head_with(raw, &mut few) {
+        Err(httparse::Error::TooManyHeaders) => {
+            let mut many = vec![httparse::EMPTY_HEADER; MAX_RESPONSE / 4];
+            read_head_with(raw, &mut many)
+        }
+        other => other,
+    }
+}
+
+fn read_head_with<'b>(
+    raw: &'b [u8],
+    headers: &mut [httparse::Header<'b>],
+) -> Result<Option<Head>, httparse::Error> {
+    let mut response = httparse::Response::new(headers);
+    let httparse::Status::Complete(len) = response.parse(raw)? else {
+        return Ok(None);
+    };
+    Ok(Some(Head {
+        len,
+        status: response.code.unwrap_or_default(),
+        headers: response
+            .headers
+            .iter()
+            .map(|h| {
+                (
+                    h.name.to_owned(),
+                    String::from_utf8_lossy(h.value).trim().to_owned(),
+                )
+            })
+            .collect(),
+    }))
+}
+
 /// Whether `raw` holds a whole response according to its `Content-Length` (so a server
 /// that ignores `Connection: close` does not make the probe wait for its read timeout).
 fn response_complete(raw: &[u8]) -> bool {
-    let Some(head_end) = find(raw, b"\r\n\r\n") else {
+    let Ok(Some(head)) = read_head(raw) else {
         return false;
     };
-    let head = String::from_utf8_lossy(&raw[..head_end]);
-    let length = head.lines().skip(1).find_map(|line| {
-        let (name, value) = line.split_once(':')?;
-        name.trim()
-            .eq_ignore_ascii_case("content-length")
-            .then(|| value.trim().parse::<usize>().ok())
+    let length = head.headers.iter().find_map(|(name, value)| {
+        name.eq_ignore_ascii_case("content-length")
+            .then(|| value.parse::<usize>().ok())
             .flatten()
     });
-    length.is_some_and(|length| raw.len() >= head_end + 4 + length)
-}
-
-fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
-    haystack.windows(needle.len()).position(|w| w == needle)
+    length.is_some_and(|length| raw.len() >= head.len + length)
 }
 
 /// Parses a raw HTTP/1.x response (status line, headers, body; chunked bodies decoded).
@@ -334,48 +372,37 @@ fn parse_response(raw: &[u8], secrets: &[Vec<u8>]) -> Result<Response, String> {
     if raw.is_empty() {
         return Err("the server closed the connection without answering".to_owned());
     }
-    let head_end = find(raw, b"\r\n\r\n").ok_or_else(|| {
-        format!(
-            "incomplete response head (starts {:?})",
-            excerpt(raw, secrets)
-        )
-    })?;
-    let head = String::from_utf8_lossy(&raw[..head_end]);
-    let mut lines = head.split("\r\n");
-    let status_line = lines.next().unwrap_or_default();
-    let mut parts = status_line.splitn(3, ' ');
-    let version = parts.next().unwrap_or_default();
-    if !version.starts_with("HTTP/") {
-        return Err(format!(
-            "not an HTTP response (starts {:?})",
-            excerpt(raw, secrets)
-        ));
-    }
-    let status = parts
-        .next()
-        .and_then(|s| s.parse::<u16>().ok())
-        .ok_or_else(|| {
-            format!(
-                "malformed status line {:?}",
-                redact_text(secrets, status_line)
-            )
-        })?;
-    let headers: Vec<(String, String)> = lines
-        .filter_map(|line| {
-            let (name, value) = line.split_once(':')?;
-            Some((name.trim().to_owned(), value.trim().to_owned()))
-        })
-        .collect();
-    let mut body = raw[head_end + 4..].to_vec();
-    let chunked = headers.iter().any(|(n, v)| {
+    let head = match read_head(raw) {
+        Ok(Some(head)) => head,
+        Ok(None) => {
+            return Err(format!(
+                "incomplete response head (starts {:?})",
+                excerpt(raw, secrets)
+            ));
+        }
+        Err(httparse::Error::Version) => {
+            return Err(format!(
+                "not an HTTP response (starts {:?})",
+                excerpt(raw, secrets)
+            ));
+        }
+        Err(error) => {
+            return Err(format!(
+                "malformed response head: {error} (starts {:?})",
+                excerpt(raw, secrets)
+            ));
+        }
+    };
+    let mut body = raw[head.len..].to_vec();
+    let chunked = head.headers.iter().any(|(n, v)| {
         n.eq_ignore_ascii_case("transfer-encoding") && v.to_ascii_lowercase().contains("chunked")
     });
     if chunked {
         body = dechunk(&body);
     }
     Ok(Response {
-        status,
-        headers,
+        status: head.status,
+        headers: head.headers,
         body,
     })
 }
@@ -383,17 +410,14 @@ fn parse_response(raw: &[u8], secrets: &[Vec<u8>]) -> Result<Response, String> {
 /// Decodes a chunked body as far as it is complete.
 fn dechunk(mut data: &[u8]) -> Vec<u8> {
     let mut out = Vec::new();
-    while let Some(line_end) = find(data, b"\r\n") {
-        let size_text = String::from_utf8_lossy(&data[..line_end]);
-        let size_text = size_text.split(';').next().unwrap_or_default().trim();
-        let Ok(size) = usize::from_str_radix(size_text, 16) else {
+    while let Ok(httparse::Status::Complete((start, size))) = httparse::parse_chunk_size(data) {
+        let Ok(size) = usize::try_from(size) else {
             break;
         };
         if size == 0 {
             break;
         }
-        let start = line_end + 2;
-        let end = (start + size).min(data.len());
+        let end = start.saturating_add(size).min(data.len());
         out.extend_from_slice(&data[start..end]);
         if end + 2 > data.len() {
             break;

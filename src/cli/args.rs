@@ -486,11 +486,15 @@ fn usage_error(err: &clap::Error, json: bool) -> u8 {
             | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
     ) {
         let _ = err.print();
-        return if err.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
-            3
-        } else {
-            0
-        };
+        // Help asked for is a success; help shown because a subcommand is missing is a
+        // command line that cannot be evaluated.
+        return exit::process_exit_code(
+            if err.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
+                Verdict::Invalid
+            } else {
+                Verdict::Success
+            },
+        );
     }
     if !json {
         let _ = err.print();
