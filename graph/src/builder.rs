@@ -109,7 +109,7 @@ fn assemble(builder: GraphBuilder) -> SealedGraph {
             .readiness
             .as_ref()
             .and_then(|r| r.url.as_ref())
-            .and_then(|u| validate::literal_port(&u.value).ok());
+            .and_then(|u| u.value.literal_port().ok());
         let resources = port
             .map(|p| {
                 ResourceName::parse(&format!("port:{p}")).expect("a port is a valid parameter")

@@ -998,7 +998,11 @@ fn service_fingerprint(s: &ServiceNode, world: &World) -> Fingerprint {
         (
             3,
             "readiness_url",
-            Value::opt_text(readiness.and_then(|r| r.url.as_ref()).map(|u| &u.value)),
+            Value::opt_text(
+                readiness
+                    .and_then(|r| r.url.as_ref())
+                    .map(|u| u.value.as_str()),
+            ),
         ),
         (4, "expect_header", headers),
         (

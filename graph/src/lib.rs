@@ -31,6 +31,7 @@ pub mod graph;
 pub mod id;
 pub mod model;
 pub mod pattern;
+pub mod readiness;
 pub mod resource;
 pub mod schedule;
 pub mod span;

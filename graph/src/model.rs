@@ -369,7 +369,7 @@ pub struct Readiness {
     /// Where the probe starts.
     pub pos: Pos,
     /// The URL polled.
-    pub url: Option<Spanned<String>>,
+    pub url: Option<Spanned<crate::readiness::ReadinessUrl>>,
     /// Headers the answer must carry.
     pub expect_header: Option<BTreeMap<String, Spanned<String>>>,
     /// Text the answer's body must contain.

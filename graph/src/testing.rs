@@ -39,7 +39,9 @@ pub(crate) fn service(id: &str, port: u16) -> Service {
     s.command = Some(at(vec!["serve".to_owned()]));
     s.readiness = Some(Readiness {
         pos: Pos::default(),
-        url: Some(at(format!("http://127.0.0.1:{port}/health"))),
+        url: Some(at(crate::readiness::ReadinessUrl::parse(format!(
+            "http://127.0.0.1:{port}/health"
+        )))),
         expect_header: None,
         expect_body: Some(at("ok".to_owned())),
         timeout_ms: None,

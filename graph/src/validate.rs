@@ -70,7 +70,7 @@ checks! {
     ProviderWithoutCapability = "provider_without_capability",
     /// An adapter that runs a command has none.
     MissingCommand = "missing_command",
-    /// A readiness URL that is absent or not an http(s) URL.
+    /// A readiness URL that is absent or not a plain `http://` URL with a host.
     ReadinessUrlInvalid = "readiness_url_invalid",
     /// A readiness URL without a literal port.
     ReadinessPortMissing = "readiness_port_missing",
@@ -120,45 +120,7 @@ pub fn is_secret_name(name: &EnvName) -> bool {
     .any(|w| upper.contains(w))
 }
 
-/// Why a readiness URL is unusable.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum UrlProblem {
-    /// Not `http://` or `https://` with a host.
-    Invalid,
-    /// No literal port.
-    NoPort,
-}
-
-/// The literal port of an `http://host:port/...` URL.
-pub fn literal_port(url: &str) -> Result<u16, UrlProblem> {
-    let rest = url
-        .strip_prefix("http://")
-        .or_else(|| url.strip_prefix("https://"))
-        .ok_or(UrlProblem::Invalid)?;
-    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
-    let authority = authority
-        .rsplit_once('@')
-        .map_or(authority, |(_, host)| host);
-    let (host, port) = if let Some(v6) = authority.strip_prefix('[') {
-        let (host, after) = v6.split_once(']').ok_or(UrlProblem::Invalid)?;
-        (host, after.strip_prefix(':'))
-    } else {
-        match authority.rsplit_once(':') {
-            Some((host, port)) => (host, Some(port)),
-            None => (authority, None),
-        }
-    };
-    if host.is_empty() {
-        return Err(UrlProblem::Invalid);
-    }
-    match port {
-        None | Some("") => Err(UrlProblem::NoPort),
-        Some(p) if p.bytes().all(|b| b.is_ascii_digit()) => {
-            p.parse().map_err(|_| UrlProblem::Invalid)
-        }
-        Some(_) => Err(UrlProblem::Invalid),
-    }
-}
+pub use crate::readiness::UrlProblem;
 
 /// Whether a relative path stays inside its repository, lexically.
 fn lexically_inside(path: &str) -> Result<(), &'static str> {
@@ -378,7 +340,7 @@ fn check_provider(declared: &Declared<'_>, p: &Provider, out: &mut Out<'_>) {
                     .readiness
                     .as_ref()
                     .and_then(|r| r.url.as_ref())
-                    .and_then(|u| literal_port(&u.value).ok());
+                    .and_then(|u| u.value.literal_port().ok());
                 if let (Some(port), Some(declared)) = (port, &p.resources) {
                     let held = vec![
                         crate::id::ResourceName::parse(&format!("port:{port}"))
@@ -532,7 +494,7 @@ fn check_service(declared: &Declared<'_>, s: &Service, out: &mut Out<'_>) {
             format!("the readiness probe of {what} has no `url`"),
             "Add `url: http://127.0.0.1:<port>/health`.",
         ),
-        Some(url) => match literal_port(&url.value) {
+        Some(url) => match url.value.literal_port() {
             Ok(_) => {}
             Err(UrlProblem::NoPort) => out.push(
                 url.pos,
@@ -540,10 +502,10 @@ fn check_service(declared: &Declared<'_>, s: &Service, out: &mut Out<'_>) {
                 format!("the readiness URL of {what} (`{}`) has no literal port", url.value),
                 "Write the port in the URL (`http://127.0.0.1:4173/health`) so the probe and the port lock agree.",
             ),
-            Err(UrlProblem::Invalid) => out.push(
+            Err(UrlProblem::Invalid(why)) => out.push(
                 url.pos,
                 Check::ReadinessUrlInvalid,
-                format!("the readiness URL of {what} (`{}`) is not an http:// or https:// URL with a host", url.value),
+                format!("the readiness URL of {what} (`{}`) cannot be probed: {why}", url.value),
                 "Write it as `http://127.0.0.1:<port>/<path>`.",
             ),
         },
@@ -750,24 +712,18 @@ mod tests {
 
     #[test]
     fn ports_must_be_literal() {
-        assert_eq!(literal_port("http://127.0.0.1:4173/health"), Ok(4173));
-        assert_eq!(literal_port("https://localhost:8443"), Ok(8443));
-        assert_eq!(literal_port("http://[::1]:9000/x"), Ok(9000));
-        assert_eq!(
-            literal_port("http://localhost/health"),
-            Err(UrlProblem::NoPort)
-        );
-        assert_eq!(
-            literal_port("http://localhost:/health"),
-            Err(UrlProblem::NoPort)
-        );
-        assert_eq!(
-            literal_port("http://localhost:${PORT}/"),
-            Err(UrlProblem::Invalid)
-        );
-        assert_eq!(literal_port("ftp://host:21"), Err(UrlProblem::Invalid));
-        assert_eq!(literal_port("http://:80"), Err(UrlProblem::Invalid));
-        assert_eq!(literal_port("http://h:99999"), Err(UrlProblem::Invalid));
+        let port = |text: &str| crate::readiness::ReadinessUrl::parse(text).literal_port();
+        let invalid = |text: &str| matches!(port(text), Err(UrlProblem::Invalid(_)));
+        assert_eq!(port("http://127.0.0.1:4173/health"), Ok(4173));
+        assert_eq!(port("http://[::1]:9000/x"), Ok(9000));
+        assert_eq!(port("http://localhost/health"), Err(UrlProblem::NoPort));
+        assert_eq!(port("http://localhost:/health"), Err(UrlProblem::NoPort));
+        // The probe speaks plain HTTP: an https URL is refused here, not during `prove`.
+        assert!(invalid("https://localhost:8443"));
+        assert!(invalid("http://localhost:${PORT}/"));
+        assert!(invalid("ftp://host:21"));
+        assert!(invalid("http://:80"));
+        assert!(invalid("http://h:99999"));
     }
 
     #[test]

@@ -109,6 +109,7 @@ mod types;
 pub use error::SandboxError;
 pub use init::init_main;
 pub use parent::Run;
+pub use probe::usable_url;
 pub use types::{
     Event, INIT_ARG, Isolation, IsolationRequest, JobId, JobSpec, Network, ProbeSpec, RunConfig,
 };

@@ -34,63 +34,52 @@ pub(crate) struct Target {
     pub(crate) authority: String,
 }
 
-/// Parses `http://host[:port][/path]`.
-pub(crate) fn parse_url(url: &str) -> Result<Target, String> {
-    let rest = url
-        .strip_prefix("http://")
-        .ok_or_else(|| "only `http://` URLs are supported".to_owned())?;
-    if url.contains('#') {
-        return Err("a fragment (`#`) has no meaning in a probe".to_owned());
-    }
-    if url.chars().any(|c| c.is_whitespace() || c.is_control()) {
+/// Parses `http://host[:port][/path]` with the `url` crate, by the rules of
+/// `proofgraph_graph::readiness` (which the application checks the same URLs with when it
+/// reads them, so a URL that passed `validate` is never refused here): plain `http://`,
+/// a host, no user information, no fragment, a port other than 0.
+pub(crate) fn parse_url(text: &str) -> Result<Target, String> {
+    if text.chars().any(|c| c.is_whitespace() || c.is_control()) {
         return Err("the URL contains whitespace or control characters".to_owned());
     }
-    let (authority, path) = match rest.find(['/', '?']) {
-        Some(i) if rest[i..].starts_with('?') => (&rest[..i], format!("/{}", &rest[i..])),
-        Some(i) => (&rest[..i], rest[i..].to_owned()),
-        None => (rest, "/".to_owned()),
-    };
-    if authority.contains('@') {
+    let url = url::Url::parse(text).map_err(|e| format!("`{text}` is not a URL ({e})"))?;
+    if url.scheme() != "http" {
+        return Err("only `http://` URLs are supported".to_owned());
+    }
+    if !url.username().is_empty() || url.password().is_some() {
         return Err("user information (`user@`) is not supported".to_owned());
     }
-    let (host, port) = if let Some(bracketed) = authority.strip_prefix('[') {
-        let (host, after) = bracketed
-            .split_once(']')
-            .ok_or_else(|| "an IPv6 address lacks its closing `]`".to_owned())?;
-        match after {
-            "" => (host, None),
-            _ => (
-                host,
-                Some(
-                    after
-                        .strip_prefix(':')
-                        .ok_or_else(|| "expected `:port` after `]`".to_owned())?,
-                ),
-            ),
-        }
-    } else {
-        match authority.rsplit_once(':') {
-            Some((host, port)) => (host, Some(port)),
-            None => (authority, None),
-        }
+    if url.fragment().is_some() {
+        return Err("a fragment (`#`) has no meaning in a probe".to_owned());
+    }
+    let host = match url.host() {
+        Some(url::Host::Ipv6(address)) => address.to_string(),
+        Some(host) => host.to_string(),
+        None => String::new(),
     };
     if host.is_empty() {
         return Err("the URL has no host".to_owned());
     }
-    let port = match port {
-        None => 80,
-        Some(port) => port
-            .parse::<u16>()
-            .ok()
-            .filter(|p| *p != 0)
-            .ok_or_else(|| format!("`{port}` is not a port number"))?,
-    };
+    let port = url.port_or_known_default().unwrap_or(80);
+    if port == 0 {
+        return Err("`0` is not a port number".to_owned());
+    }
+    let path = &url[url::Position::BeforePath..url::Position::AfterQuery];
     Ok(Target {
-        host: host.to_owned(),
+        host,
         port,
-        path,
-        authority: authority.to_owned(),
+        path: if path.is_empty() {
+            "/".to_owned()
+        } else {
+            path.to_owned()
+        },
+        authority: url[url::Position::BeforeHost..url::Position::AfterPort].to_owned(),
     })
+}
+
+/// Whether the probe can use `url` (for callers that check a URL before they hand it over).
+pub fn usable_url(url: &str) -> Result<(), String> {
+    parse_url(url).map(|_| ())
 }
 
 /// What a response must show.

@@ -147,7 +147,7 @@ fn picture(graph: &SealedGraph) -> (Vec<GraphNode>, Vec<GraphEdge>) {
                     .and_then(|s| graph.node(s).service())
                     .and_then(|s| s.spec.readiness.as_ref())
                     .and_then(|r| r.url.as_ref())
-                    .map(|u| u.value.clone())
+                    .map(|u| u.value.as_str().to_owned())
                     .unwrap_or_default(),
             };
             GraphNode {

@@ -376,7 +376,7 @@ fn service_view(s: &Service) -> ServiceView {
         command: s.command.as_ref().map(|c| c.value.clone()),
         repository: s.repository.as_ref().map(|r| r.value.to_string()),
         readiness: s.readiness.as_ref().map(|r| ReadinessView {
-            url: r.url.as_ref().map(|u| u.value.clone()),
+            url: r.url.as_ref().map(|u| u.value.as_str().to_owned()),
             expect_header: r.expect_header.as_ref().map(|h| {
                 h.iter()
                     .map(|(k, v)| (k.clone(), v.value.clone()))

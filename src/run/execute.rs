@@ -25,6 +25,7 @@ use std::time::{Duration, Instant, SystemTime};
 use proofgraph_graph::fingerprint::Fingerprints;
 use proofgraph_graph::graph::{NodeKind, ProviderNode, ServiceNode};
 use proofgraph_graph::model::Network as NetworkSetting;
+use proofgraph_graph::readiness::ReadinessUrl;
 use proofgraph_graph::schedule::{Action, Outcome as Step, Scheduler, State};
 use proofgraph_graph::{Adapter, NodeId, ProviderId, RepoId, SealedGraph};
 use proofgraph_sandbox::SandboxError;
@@ -718,18 +719,9 @@ async fn execute_async(
 
 /// Whether something answers on `url`'s host and `port` (a TCP connect
 /// within 300 ms).
-fn answers(url: &str, port: u16) -> bool {
+fn answers(url: &ReadinessUrl, port: u16) -> bool {
     use std::net::ToSocketAddrs as _;
-    let host = url
-        .split_once("://")
-        .map_or(url, |(_, rest)| rest)
-        .split(['/', '?', '#'])
-        .next()
-        .unwrap_or("")
-        .rsplit_once(':')
-        .map_or("127.0.0.1", |(h, _)| h)
-        .trim_start_matches('[')
-        .trim_end_matches(']');
+    let host = url.target().map_or("127.0.0.1", |t| t.host.as_str());
     let Ok(addrs) = (host, port).to_socket_addrs() else {
         return false;
     };
@@ -1340,7 +1332,7 @@ impl Loop<'_, '_> {
             url: readiness
                 .url
                 .as_ref()
-                .map(|u| u.value.clone())
+                .map(|u| u.value.as_str().to_owned())
                 .unwrap_or_default(),
             expect_status: None,
             expect_headers: readiness

@@ -171,6 +171,24 @@ fn probes_that_cannot_tell_servers_apart_are_refused_before_anything_runs() {
             "readiness_port_missing",
             json!({"url": "http://127.0.0.1/health", "expectBody": "run=${PROOFGRAPH_RUN_ID}"}),
         ),
+        // URLs the probe cannot use are refused here, where they are written — never by
+        // the probe halfway through a run (an https URL once passed `validate`).
+        (
+            "readiness_url_invalid",
+            json!({"url": format!("https://127.0.0.1:{port}/health"), "expectBody": "run=${PROOFGRAPH_RUN_ID}"}),
+        ),
+        (
+            "readiness_url_invalid",
+            json!({"url": format!("http://user@127.0.0.1:{port}/health"), "expectBody": "run=${PROOFGRAPH_RUN_ID}"}),
+        ),
+        (
+            "readiness_url_invalid",
+            json!({"url": format!("http://127.0.0.1:{port}/health#ready"), "expectBody": "run=${PROOFGRAPH_RUN_ID}"}),
+        ),
+        (
+            "readiness_url_invalid",
+            json!({"url": "http://127.0.0.1:0/health", "expectBody": "run=${PROOFGRAPH_RUN_ID}"}),
+        ),
     ];
     let started = w.sb.path().join("started.log");
     for (code, readiness) in cases {
@@ -268,4 +286,41 @@ fn a_service_that_never_shows_its_identity_is_never_ready() {
         "only the probe may talk to a service never observed ready: {requests:?}"
     );
     w.assert_nothing_left();
+}
+
+/// The application reads a readiness URL once (`proofgraph_graph::readiness`) and the
+/// sandbox's probe checks the URL it is handed; both must say yes to the same URLs, or a URL
+/// `validate` accepts could be refused in the middle of a run.
+#[test]
+fn validate_and_the_probe_accept_the_same_readiness_urls() {
+    use proofgraph_graph::readiness::ReadinessUrl;
+    for url in [
+        "http://127.0.0.1:4173/health",
+        "http://localhost:80/",
+        "http://localhost",
+        "http://[::1]:8080/x?y=1",
+        "http://EXAMPLE.test:1/",
+        "http://x:4173?ready",
+        "https://127.0.0.1:8443/health",
+        "HTTPS://127.0.0.1:8443/",
+        "ftp://x:21/",
+        "http://u@x:1/",
+        "http://u:p@x:1/",
+        "http://x:1/#a",
+        "http://x:0/",
+        "http://x:65536/",
+        "http:///",
+        "http://:80/",
+        "127.0.0.1:4173/health",
+        "http://x:1/a b",
+        "http://x:1/\u{7f}",
+        "",
+    ] {
+        let validate = ReadinessUrl::parse(url).target().is_ok();
+        let probe = proofgraph_sandbox::usable_url(url).is_ok();
+        assert_eq!(
+            validate, probe,
+            "`{url}`: validate {validate}, probe {probe}"
+        );
+    }
 }

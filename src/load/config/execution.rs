@@ -10,6 +10,7 @@ use std::collections::BTreeMap;
 use proofgraph_graph::model::{
     CiVerification, ClaimScope, InputMode, Network, Provider, Readiness, ReportFormat, Service,
 };
+use proofgraph_graph::readiness::ReadinessUrl;
 use proofgraph_graph::{
     Adapter, CapabilityName, ClaimId, EnvName, ProviderId, RepoId, ResourceName, ServiceId,
 };
@@ -743,7 +744,9 @@ fn readiness(sink: &mut Sink, node: &Node, what: &str) -> Option<Readiness> {
         .and_then(|n| positive(sink, n, &format!("`timeoutMs` of {what}")));
     Some(Readiness {
         pos: f.pos,
-        url,
+        // Parsed once, here; preflight reports a URL the probe cannot use where it was
+        // written.
+        url: url.map(|u| Spanned::new(ReadinessUrl::parse(u.value), u.pos)),
         expect_header,
         expect_body,
         timeout_ms,
