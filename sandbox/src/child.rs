@@ -27,6 +27,11 @@
 //! Without namespaces the command is the init's direct child, started the same way, in its
 //! own session and process group.
 
+#![expect(
+    clippy::disallowed_types,
+    reason = "the log and result descriptors are opened with openat in the run's namespaces and wrapped in std File; their errors already name the path"
+)]
+
 use std::ffi::{CString, OsString};
 use std::fs::File;
 use std::io::Write;
