@@ -654,24 +654,36 @@ impl SealedGraph {
             }
             Ok(out)
         };
+        // One pool of `threads` for every level wide enough to share (made when the first
+        // one comes); a pool that cannot be made leaves the work on this thread.
+        let mut pool: Option<Option<rayon::ThreadPool>> = None;
         for level in &levels {
-            let results: Vec<Result<Vec<(NodeId, Fingerprint)>, FingerprintError>> =
-                if threads.get() == 1 || level.len() < 64 {
-                    vec![compute(level, &by_node)]
-                } else {
+            let wide = threads.get() > 1 && level.len() >= 64;
+            let pool = if wide {
+                pool.get_or_insert_with(|| {
+                    rayon::ThreadPoolBuilder::new()
+                        .num_threads(threads.get())
+                        .build()
+                        .ok()
+                })
+                .as_ref()
+            } else {
+                None
+            };
+            let results: Vec<Result<Vec<(NodeId, Fingerprint)>, FingerprintError>> = match pool {
+                Some(pool) => {
+                    use rayon::prelude::*;
                     let chunk = level.len().div_ceil(threads.get());
                     let done = &by_node;
-                    std::thread::scope(|scope| {
-                        let handles: Vec<_> = level
-                            .chunks(chunk)
-                            .map(|nodes| scope.spawn(move || compute(nodes, done)))
-                            .collect();
-                        handles
-                            .into_iter()
-                            .map(|h| h.join().expect("fingerprinting does not panic"))
+                    pool.install(|| {
+                        level
+                            .par_chunks(chunk)
+                            .map(|nodes| compute(nodes, done))
                             .collect()
                     })
-                };
+                }
+                None => vec![compute(level, &by_node)],
+            };
             for result in results {
                 for (node, fp) in result? {
                     by_node[node.get()] = Some(fp);
