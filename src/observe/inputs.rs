@@ -437,46 +437,35 @@ fn snapshot_group(
         })();
         (*m, result)
     };
-    let threads = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
-    let chunk = candidates.len().div_ceil(threads).max(2048);
     type Checked = Vec<(usize, Result<Option<(FileEntry, bool)>, InputsError>)>;
-    let parts: Vec<Checked> = if candidates.len() <= chunk {
-        let mut stat_at = StatAt::new(workdir);
-        vec![candidates.iter().map(|c| check(&mut stat_at, c)).collect()]
-    } else {
-        std::thread::scope(|scope| {
-            let handles: Vec<_> = candidates
-                .chunks(chunk)
-                .map(|part| {
-                    (
-                        part,
-                        scope.spawn(|| {
-                            let mut stat_at = StatAt::new(workdir);
-                            part.iter()
-                                .map(|c| check(&mut stat_at, c))
-                                .collect::<Checked>()
-                        }),
-                    )
-                })
-                .collect();
-            handles
-                .into_iter()
-                .map(|(part, h)| {
-                    h.join().unwrap_or_else(|_| {
-                        part.iter()
-                            .map(|(m, ..)| {
-                                (
-                                    *m,
-                                    Err(InputsError::Read {
-                                        path: workdir.clone(),
-                                        source: std::io::Error::other("a stat thread panicked"),
-                                    }),
-                                )
-                            })
-                            .collect()
+    // Each rayon task keeps its own directory descriptors (`StatAt`) for a run of at least
+    // 2048 files; a panic anywhere makes every file unreadable, never a clean one.
+    let parts: Vec<Checked> = {
+        use rayon::prelude::*;
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            vec![
+                candidates
+                    .par_iter()
+                    .with_min_len(2048)
+                    .map_init(|| StatAt::new(workdir), |stat_at, c| check(stat_at, c))
+                    .collect::<Checked>(),
+            ]
+        }))
+        .unwrap_or_else(|_| {
+            vec![
+                candidates
+                    .iter()
+                    .map(|(m, ..)| {
+                        (
+                            *m,
+                            Err(InputsError::Read {
+                                path: workdir.clone(),
+                                source: std::io::Error::other("a stat thread panicked"),
+                            }),
+                        )
                     })
-                })
-                .collect()
+                    .collect(),
+            ]
         })
     };
     let mut out: Vec<Result<(Vec<FileEntry>, usize), InputsError>> =
@@ -650,13 +639,8 @@ pub const COPY_EXCLUDED_DIRS: [&str; 5] = [
 /// A snapshot for a copy sandbox: the tracked files (as [`snapshot`] reads
 /// them) and the untracked files that git does not ignore, outside
 /// [`COPY_EXCLUDED_DIRS`]. Untracked files have no index entry, so they are
-/// read and hashed (as git blobs, the identity `git add` would give them) on
-/// `threads` threads.
-pub fn snapshot_copy(
-    dir: &Path,
-    exclude: &[String],
-    threads: std::num::NonZeroUsize,
-) -> Result<Snapshot, InputsError> {
+/// read and hashed (as git blobs, the identity `git add` would give them) on every core.
+pub fn snapshot_copy(dir: &Path, exclude: &[String]) -> Result<Snapshot, InputsError> {
     let mut tracked = snapshot(dir, exclude)?;
     let known: std::collections::BTreeSet<&str> =
         tracked.files.iter().map(|f| f.path.as_str()).collect();
@@ -704,57 +688,49 @@ pub fn snapshot_copy(
         };
         untracked.push((rel.to_owned(), kind));
     }
-    let chunk = untracked.len().div_ceil(threads.get()).max(1);
-    let hashed: Vec<Result<Vec<FileEntry>, InputsError>> = std::thread::scope(|scope| {
-        let handles: Vec<_> = untracked
-            .chunks(chunk)
-            .map(|part| {
-                let root = &root;
-                scope.spawn(move || {
-                    part.iter()
-                        .filter_map(|(rel, kind)| {
-                            let path = root.join(rel);
-                            let content = match if *kind == FileKind::Symlink {
-                                fs_err::read_link(&path)
-                                    .map(|t| t.as_os_str().as_encoded_bytes().to_vec())
-                            } else {
-                                fs_err::read(&path)
-                            } {
-                                Ok(content) => content,
-                                // Gone since the walk (an editor's swap file): absent, as a
-                                // deleted tracked file is.
-                                Err(e) if is_gone(&e) => return None,
-                                Err(source) => {
-                                    return Some(Err(InputsError::Read {
-                                        path: path.clone(),
-                                        source,
-                                    }));
-                                }
-                            };
-                            // The blob id `git add` would give it: a file's identity does not
-                            // depend on whether it is tracked yet.
-                            Some(Ok(FileEntry {
-                                path: rel.clone(),
-                                id: blob_identity(&content),
-                                kind: *kind,
-                            }))
-                        })
-                        .collect()
+    // Read and hashed on rayon's pool; a panic makes the snapshot fail, never a file clean.
+    let hashed: Vec<Result<Vec<FileEntry>, InputsError>> = {
+        use rayon::prelude::*;
+        let root = &root;
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let files: Result<Vec<FileEntry>, InputsError> = untracked
+                .par_iter()
+                .filter_map(|(rel, kind)| {
+                    let path = root.join(rel);
+                    let content = match if *kind == FileKind::Symlink {
+                        fs_err::read_link(&path).map(|t| t.as_os_str().as_encoded_bytes().to_vec())
+                    } else {
+                        fs_err::read(&path)
+                    } {
+                        Ok(content) => content,
+                        // Gone since the walk (an editor's swap file): absent, as a
+                        // deleted tracked file is.
+                        Err(e) if is_gone(&e) => return None,
+                        Err(source) => {
+                            return Some(Err(InputsError::Read {
+                                path: path.clone(),
+                                source,
+                            }));
+                        }
+                    };
+                    // The blob id `git add` would give it: a file's identity does not
+                    // depend on whether it is tracked yet.
+                    Some(Ok(FileEntry {
+                        path: rel.clone(),
+                        id: blob_identity(&content),
+                        kind: *kind,
+                    }))
                 })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| {
-                h.join().unwrap_or_else(|_| {
-                    Err(InputsError::Read {
-                        path: root.clone(),
-                        source: std::io::Error::other("a hashing thread panicked"),
-                    })
-                })
-            })
-            .collect()
-    });
+                .collect();
+            vec![files]
+        }))
+        .unwrap_or_else(|_| {
+            vec![Err(InputsError::Read {
+                path: root.clone(),
+                source: std::io::Error::other("a hashing thread panicked"),
+            })]
+        })
+    };
     for part in hashed {
         let part = part?;
         tracked.rehashed += part.len();

@@ -95,10 +95,8 @@ pub fn observe(
             }
         }
         SandboxMode::Copy | SandboxMode::None => {
-            let threads =
-                std::thread::available_parallelism().unwrap_or(std::num::NonZeroUsize::MIN);
             for (id, repo) in &workspace.repositories {
-                taken.push((id, inputs::snapshot_copy(&repo.dir, &excludes[id], threads)));
+                taken.push((id, inputs::snapshot_copy(&repo.dir, &excludes[id])));
             }
         }
     }
@@ -300,7 +298,6 @@ impl Observed {
         let Some(bound) = self.files.get(provider) else {
             return Vec::new();
         };
-        let threads = std::thread::available_parallelism().unwrap_or(std::num::NonZeroUsize::MIN);
         let mut now: BTreeMap<&str, Option<BTreeMap<String, Digest>>> = BTreeMap::new();
         let mut moved = Vec::new();
         for (scoped, id) in bound {
@@ -314,7 +311,7 @@ impl Observed {
                     .find(|(id, _)| id.as_str() == repo)
                     .map(|(id, r)| (id, &r.dir))?;
                 let exclude = self.excludes.get(id).map(Vec::as_slice).unwrap_or_default();
-                let snapshot = inputs::snapshot_copy(dir, exclude, threads).ok()?;
+                let snapshot = inputs::snapshot_copy(dir, exclude).ok()?;
                 Some(snapshot.files.into_iter().map(|f| (f.path, f.id)).collect())
             });
             match files {
