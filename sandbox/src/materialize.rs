@@ -136,18 +136,18 @@ pub fn materialize<V: Verify>(
     for dir in &dirs {
         fs_err::create_dir_all(dir).map_err(io("create", dir))?;
     }
+    // One contiguous run of (sorted) entries per thread, so each keeps its directories
+    // open across consecutive files; a panic fails the sandbox, never passes it.
     let chunk = entries.len().div_ceil(threads.get()).max(1);
-    let results: Vec<Result<Copied, SandboxError>> = std::thread::scope(|scope| {
-        let handles: Vec<_> = entries
-            .chunks(chunk)
+    let results: Vec<Result<Copied, SandboxError>> = in_pool(threads, || {
+        use rayon::prelude::*;
+        entries
+            .par_chunks(chunk)
             .enumerate()
-            .map(|(i, part)| scope.spawn(move || copy_all(source, dest, part, i * chunk, verify)))
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| h.join().unwrap_or(Err(SandboxError::Panicked)))
+            .map(|(i, part)| copy_all(source, dest, part, i * chunk, verify))
             .collect()
-    });
+    })
+    .unwrap_or_else(|| vec![Err(SandboxError::Panicked)]);
     let mut total = Materialized::default();
     let mut changed = Vec::new();
     for r in results {
@@ -416,21 +416,31 @@ fn remove_listed(dir: &Path, threads: NonZeroUsize) -> std::io::Result<()> {
     if groups.len() <= 1 {
         groups.iter().try_for_each(|g| unlink(g))?;
     } else {
-        std::thread::scope(|scope| {
-            let handles: Vec<_> = groups
-                .iter()
-                .map(|group| scope.spawn(|| unlink(group)))
-                .collect();
-            handles.into_iter().try_for_each(|h| {
-                h.join()
-                    .unwrap_or_else(|_| Err(std::io::Error::other("a removing thread panicked")))
-            })
-        })?;
+        in_pool(threads, || {
+            use rayon::prelude::*;
+            groups.par_iter().try_for_each(|group| unlink(group))
+        })
+        .unwrap_or_else(|| Err(std::io::Error::other("a removing thread panicked")))?;
     }
     for (path, _) in listed.iter().rev() {
         fs_err::remove_dir(path)?;
     }
     Ok(())
+}
+
+/// `work` on a rayon pool of `threads` threads (the caller's count, not the machine's);
+/// `None` when it panicked. Without a pool (the system refused the threads) it runs here.
+fn in_pool<R: Send>(threads: std::num::NonZeroUsize, work: impl FnOnce() -> R + Send) -> Option<R> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(
+        || match rayon::ThreadPoolBuilder::new()
+            .num_threads(threads.get())
+            .build()
+        {
+            Ok(pool) => pool.install(work),
+            Err(_) => work(),
+        },
+    ))
+    .ok()
 }
 
 fn make_writable(dir: &Path) {
