@@ -27,14 +27,18 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use base64::Engine as _;
+use ed25519_dalek::pkcs8::spki::EncodePublicKey as _;
 use ed25519_dalek::pkcs8::spki::SubjectPublicKeyInfoRef;
+use ed25519_dalek::pkcs8::spki::der::pem::LineEnding;
 use ed25519_dalek::pkcs8::spki::der::zeroize::Zeroizing;
-use ed25519_dalek::pkcs8::{KeypairBytes, ObjectIdentifier, PrivateKeyInfo};
+use ed25519_dalek::pkcs8::{EncodePrivateKey as _, KeypairBytes, ObjectIdentifier, PrivateKeyInfo};
 use ed25519_dalek::{SigningKey, VerifyingKey};
 use sha2::{Digest as _, Sha256};
 
 /// The DER of an Ed25519 SubjectPublicKeyInfo up to the 32 key bytes:
-/// `SEQUENCE { SEQUENCE { OID 1.3.101.112 }, BIT STRING (0 unused bits) }`.
+/// `SEQUENCE { SEQUENCE { OID 1.3.101.112 }, BIT STRING (0 unused bits) }` (what the
+/// tests hold the `pkcs8` encoders to).
+#[cfg(test)]
 const SPKI_PREFIX: [u8; 12] = [
     0x30, 0x2a, 0x30, 0x05, 0x06, 0x03, 0x2b, 0x65, 0x70, 0x03, 0x21, 0x00,
 ];
@@ -42,6 +46,7 @@ const SPKI_PREFIX: [u8; 12] = [
 /// The DER of an Ed25519 PKCS#8 v1 PrivateKeyInfo up to the 32 seed bytes:
 /// `SEQUENCE { INTEGER 0, SEQUENCE { OID 1.3.101.112 }, OCTET STRING {
 /// OCTET STRING } }`.
+#[cfg(test)]
 const PKCS8_PREFIX: [u8; 16] = [
     0x30, 0x2e, 0x02, 0x01, 0x00, 0x30, 0x05, 0x06, 0x03, 0x2b, 0x65, 0x70, 0x04, 0x22, 0x04, 0x20,
 ];
@@ -205,17 +210,16 @@ pub fn generate_signing_key() -> Result<SigningKey, KeyError> {
 
 /// The SubjectPublicKeyInfo DER of `key` (44 bytes).
 pub fn public_key_to_spki_der(key: &VerifyingKey) -> Vec<u8> {
-    let mut der = Vec::with_capacity(SPKI_PREFIX.len() + 32);
-    der.extend_from_slice(&SPKI_PREFIX);
-    der.extend_from_slice(key.as_bytes());
-    der
+    key.to_public_key_der()
+        .expect("an Ed25519 public key always has a DER encoding")
+        .into_vec()
 }
 
 /// `key` as a `-----BEGIN PUBLIC KEY-----` PEM block, LF line ends, with a
 /// final newline.
 pub fn public_key_to_pem(key: &VerifyingKey) -> String {
-    let body = PEM_BASE64.encode(public_key_to_spki_der(key));
-    format!("-----BEGIN {PUBLIC_LABEL}-----\n{body}\n-----END {PUBLIC_LABEL}-----\n")
+    key.to_public_key_pem(LineEnding::LF)
+        .expect("an Ed25519 public key always has a PEM encoding")
 }
 
 /// The key id of `key`: `sha256:` and the lowercase hex SHA-256 of its
@@ -228,15 +232,14 @@ pub fn key_id(key: &VerifyingKey) -> String {
 /// `key` as a `-----BEGIN PRIVATE KEY-----` PKCS#8 v1 PEM block, LF line
 /// ends, with a final newline. The text is wiped from memory when dropped.
 pub fn signing_key_to_pem(key: &SigningKey) -> Zeroizing<String> {
-    let mut der = Zeroizing::new(Vec::with_capacity(PKCS8_PREFIX.len() + 32));
-    der.extend_from_slice(&PKCS8_PREFIX);
-    der.extend_from_slice(key.as_bytes());
-    // 48 bytes are 64 base64 characters: exactly one PEM line.
-    let mut pem = Zeroizing::new(String::with_capacity(128));
-    pem.push_str("-----BEGIN PRIVATE KEY-----\n");
-    PEM_BASE64.encode_string(der.as_slice(), &mut pem);
-    pem.push_str("\n-----END PRIVATE KEY-----\n");
-    pem
+    // v1 (the seed only), as every key proofgraph wrote before; `SigningKey`'s own encoder
+    // would add the public key (v2).
+    KeypairBytes {
+        secret_key: key.to_bytes(),
+        public_key: None,
+    }
+    .to_pkcs8_pem(LineEnding::LF)
+    .expect("an Ed25519 seed always has a PKCS#8 encoding")
 }
 
 /// Reads an Ed25519 public key from SubjectPublicKeyInfo PEM text.
@@ -578,9 +581,33 @@ pub(crate) fn hex_lower(bytes: &[u8]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use ed25519_dalek::pkcs8::EncodePrivateKey as _;
-    use ed25519_dalek::pkcs8::spki::EncodePublicKey as _;
-    use ed25519_dalek::pkcs8::spki::der::pem::LineEnding;
+
+    /// The `pkcs8` encoders give exactly the bytes and text proofgraph always wrote: the
+    /// fixed DER prefixes and one base64 line between LF-ended armour lines.
+    #[test]
+    fn the_encoders_write_what_was_always_written() {
+        let key = rfc8032_test1();
+        let public = key.verifying_key();
+        let mut spki = SPKI_PREFIX.to_vec();
+        spki.extend_from_slice(public.as_bytes());
+        assert_eq!(public_key_to_spki_der(&public), spki);
+        assert_eq!(
+            public_key_to_pem(&public),
+            format!(
+                "-----BEGIN PUBLIC KEY-----\n{}\n-----END PUBLIC KEY-----\n",
+                PEM_BASE64.encode(&spki)
+            )
+        );
+        let mut pkcs8 = PKCS8_PREFIX.to_vec();
+        pkcs8.extend_from_slice(key.as_bytes());
+        assert_eq!(
+            signing_key_to_pem(&key).as_str(),
+            format!(
+                "-----BEGIN PRIVATE KEY-----\n{}\n-----END PRIVATE KEY-----\n",
+                PEM_BASE64.encode(&pkcs8)
+            )
+        );
+    }
 
     /// RFC 8032 section 7.1, TEST 1.
     fn rfc8032_test1() -> SigningKey {
