@@ -3,7 +3,7 @@
 //! configured remote cache answers. Nothing here creates the store.
 
 use std::io::{Read as _, Write as _};
-use std::net::{TcpStream, ToSocketAddrs as _};
+use std::net::TcpStream;
 use std::path::Path;
 use std::time::Duration;
 
@@ -243,34 +243,29 @@ enum HeadError {
 }
 use HeadError::{Unchecked, Unreachable};
 
-/// `HEAD <url>` over plain HTTP/1.1 with short timeouts; the status line.
-fn head(url: &str) -> Result<String, HeadError> {
-    let Some(rest) = url.strip_prefix("http://") else {
-        return Err(Unchecked(
-            "only http:// URLs are checked for reachability".to_owned(),
-        ));
-    };
-    let (authority, path) = rest.split_once('/').unwrap_or((rest, ""));
-    let with_port = if authority
-        .rsplit_once(':')
-        .is_some_and(|(_, p)| p.parse::<u16>().is_ok())
-    {
-        authority.to_owned()
-    } else {
-        format!("{authority}:80")
-    };
+/// `HEAD <url>` over plain HTTP/1.1 with short timeouts; the status line. The URL is read
+/// by the `url` crate and the answer by `httparse`.
+fn head(text: &str) -> Result<String, HeadError> {
+    let url = url::Url::parse(text)
+        .ok()
+        .filter(|u| u.scheme() == "http" && u.host_str().is_some())
+        .ok_or_else(|| Unchecked("only http:// URLs are checked for reachability".to_owned()))?;
+    let authority = &url[url::Position::BeforeHost..url::Position::AfterPort];
+    let path = &url[url::Position::BeforePath..url::Position::AfterQuery];
     let timeout = Duration::from_secs(2);
-    let addr = with_port
-        .to_socket_addrs()
+    let addr = url
+        .socket_addrs(|| Some(80))
         .map_err(|e| Unreachable(format!("cannot resolve `{authority}`: {e}")))?
+        .into_iter()
         .next()
         .ok_or_else(|| Unreachable(format!("`{authority}` resolves to no address")))?;
     let mut stream = TcpStream::connect_timeout(&addr, timeout)
         .map_err(|e| Unreachable(format!("cannot connect to {addr}: {e}")))?;
     let _ = stream.set_read_timeout(Some(timeout));
     let _ = stream.set_write_timeout(Some(timeout));
+    let path = if path.is_empty() { "/" } else { path };
     let request = format!(
-        "HEAD /{path} HTTP/1.1\r\nHost: {authority}\r\nUser-Agent: proofgraph-doctor\r\nConnection: close\r\n\r\n"
+        "HEAD {path} HTTP/1.1\r\nHost: {authority}\r\nUser-Agent: proofgraph-doctor\r\nConnection: close\r\n\r\n"
     );
     stream
         .write_all(request.as_bytes())
@@ -281,9 +276,12 @@ fn head(url: &str) -> Result<String, HeadError> {
         .map_err(|e| Unreachable(format!("no answer: {e}")))?;
     let text = String::from_utf8_lossy(&buf[..n]);
     let line = text.lines().next().unwrap_or("").trim().to_owned();
-    if line.starts_with("HTTP/") {
-        Ok(line)
-    } else {
-        Err(Unreachable(format!("the answer is not HTTP: `{line}`")))
+    // The status line must parse (the rest of the head may not have arrived in 512 bytes).
+    let mut headers = [httparse::EMPTY_HEADER; 32];
+    let mut response = httparse::Response::new(&mut headers);
+    let parsed = response.parse(&buf[..n]);
+    match (parsed, response.code) {
+        (Ok(_) | Err(httparse::Error::TooManyHeaders), Some(_)) => Ok(line),
+        _ => Err(Unreachable(format!("the answer is not HTTP: `{line}`"))),
     }
 }
