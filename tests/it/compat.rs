@@ -176,7 +176,7 @@ const NAMED_MAPS: [&str; 6] = [
     "mutantKillers",
 ];
 /// Keys whose value selects behaviour, so each value is a shape of its own.
-const SELECTING: [&str; 8] = [
+const SELECTING: [&str; 9] = [
     "version",
     "adapter",
     "capability",
@@ -185,15 +185,17 @@ const SELECTING: [&str; 8] = [
     "impact",
     "network",
     "claims",
+    "resultProtocol",
 ];
 /// Lists whose every element selects behaviour.
 const SELECTING_LISTS: [&str; 2] = ["capabilities", "outputs"];
 
 /// The shapes of one change: which of its files exist, every key path (list positions
 /// collapsed to `[]`, the keys of [`NAMED_MAPS`] to `*`) with the JSON type found there,
-/// and every value of a key in [`SELECTING`] or an element of a list in
-/// [`SELECTING_LISTS`]. Every real file so far is JSON text, so the shapes are read as
-/// JSON; a file that is not fails here, loudly.
+/// every empty map or list (`= {}`, `= []`), every value of a key in [`SELECTING`] or an
+/// element of a list in [`SELECTING_LISTS`], and the traits of the text the readers treat
+/// apart (see [`text_shapes`]). Every real file so far is JSON text, so the shapes are
+/// read as JSON; a file that is not fails here, loudly.
 fn shapes_of_change(dir: &Path) -> BTreeSet<String> {
     let files: Vec<&str> = CONFIG_FILES
         .into_iter()
@@ -203,6 +205,7 @@ fn shapes_of_change(dir: &Path) -> BTreeSet<String> {
     for file in files {
         let path = dir.join(file);
         let text = fs_err::read_to_string(&path).expect("read corpus file");
+        text_shapes(file, &text, &mut out);
         let value: Value = serde_json::from_str(&text).unwrap_or_else(|e| {
             panic!(
                 "`{}` is not JSON text ({e}); teach `shapes_of_change` to read it",
@@ -212,6 +215,20 @@ fn shapes_of_change(dir: &Path) -> BTreeSet<String> {
         walk(&value, file, None, false, None, &mut out);
     }
     out
+}
+
+/// What of a file's text, beyond its values, the readers treat apart: characters past
+/// ASCII (columns count characters, not bytes), CRLF line ends, and backslash escapes
+/// (some JSON escapes are not YAML's, which is why JSON text is read as JSON).
+fn text_shapes(file: &str, text: &str, out: &mut BTreeSet<String>) {
+    let traits = [
+        (!text.is_ascii(), "characters past ASCII"),
+        (text.contains("\r\n"), "CRLF line ends"),
+        (text.contains('\\'), "backslash escapes"),
+    ];
+    for (_, name) in traits.into_iter().filter(|(has, _)| *has) {
+        out.insert(format!("{file} text: {name}"));
+    }
 }
 
 fn walk(
@@ -232,6 +249,12 @@ fn walk(
     };
     out.insert(format!("{path}: {kind}"));
     match value {
+        Value::Object(map) if map.is_empty() => {
+            out.insert(format!("{path} = {{}}"));
+        }
+        Value::Array(items) if items.is_empty() => {
+            out.insert(format!("{path} = []"));
+        }
         Value::Object(map) => {
             for (k, v) in map {
                 if named {
