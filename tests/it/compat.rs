@@ -23,7 +23,7 @@ use crate::support::{Sandbox, repo_root};
 const CONFIG_FILES: [&str; 2] = ["evidence.yaml", "execution.yaml"];
 
 /// The fixtures written for the compatibility check.
-pub(crate) fn compat_dir() -> PathBuf {
+fn compat_dir() -> PathBuf {
     repo_root().join("fixtures/compat/changeloop")
 }
 
