@@ -144,17 +144,14 @@ fn diagnostics_of(validated: &BTreeMap<String, Vec<String>>) -> BTreeMap<&str, V
 #[test]
 fn validate_accepts_every_fixture_and_the_shared_corpus_without_error() {
     let here = validate_corpus(&compat_dir());
-    let listing: String = here
-        .iter()
-        .flat_map(|(change, codes)| codes.iter().map(move |code| format!("{change}: {code}\n")))
-        .collect();
-    insta::assert_snapshot!("fixture_diagnostics", listing);
+    // The corpus first: what it has and the fixtures lack says what to write, where a
+    // snapshot diff only says what changed.
     if let Some(shared) = shared_compat_dir() {
         let there = validate_corpus(&shared);
-        let here = diagnostics_of(&here);
+        let given = diagnostics_of(&here);
         let missing: Vec<String> = diagnostics_of(&there)
             .into_iter()
-            .filter(|(code, _)| !here.contains_key(code))
+            .filter(|(code, _)| !given.contains_key(code))
             .map(|(code, changes)| format!("{code}  (in {})", changes.join(", ")))
             .collect();
         assert!(
@@ -163,6 +160,11 @@ fn validate_accepts_every_fixture_and_the_shared_corpus_without_error() {
             missing.join("\n")
         );
     }
+    let listing: String = here
+        .iter()
+        .flat_map(|(change, codes)| codes.iter().map(move |code| format!("{change}: {code}\n")))
+        .collect();
+    insta::assert_snapshot!("fixture_diagnostics", listing);
 }
 
 /// Maps whose keys are names the file chose (a provider's, an environment variable's),
@@ -295,8 +297,7 @@ fn shapes_of_corpus(corpus: &Path) -> BTreeMap<String, Vec<String>> {
 #[test]
 fn the_fixtures_hold_every_shape_of_the_shared_corpus() {
     let here = shapes_of_corpus(&compat_dir());
-    let listing: String = here.keys().map(|s| format!("{s}\n")).collect();
-    insta::assert_snapshot!("fixture_shapes", listing);
+    // The corpus first, as for the diagnostics.
     if let Some(shared) = shared_compat_dir() {
         let missing: Vec<String> = shapes_of_corpus(&shared)
             .into_iter()
@@ -309,6 +310,8 @@ fn the_fixtures_hold_every_shape_of_the_shared_corpus() {
             missing.join("\n")
         );
     }
+    let listing: String = here.keys().map(|s| format!("{s}\n")).collect();
+    insta::assert_snapshot!("fixture_shapes", listing);
 }
 
 /// The shortest string of the corpus that no fixture may hold: longer than every value
