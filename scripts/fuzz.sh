@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # The long, coverage-guided fuzz run (docs/fuzzing.md): builds fuzz/ with libFuzzer and
-# SanitizerCoverage on stable Rust, seeds each target from fixtures/ and the
-# compatibility corpus, runs the targets one at a time for SECONDS each, and prints the
-# executions, corpus and crashes of each. A crash's input is left in
-# target/fuzz/run/artifacts/<target>/; keep it under fixtures/fuzz/<target>/ (a regression
-# test) once it is fixed.
+# SanitizerCoverage on stable Rust, seeds each target from fixtures/ (and the shared
+# compatibility corpus when PROOFGRAPH_SHARED names the shared folder), runs the targets
+# one at a time for SECONDS each, and prints the executions, corpus and crashes of each.
+# A crash's input is left in target/fuzz/run/artifacts/<target>/; keep it under
+# fixtures/fuzz/<target>/ (a regression test) once it is fixed.
 #
 # usage: scripts/fuzz.sh [SECONDS per target, default 60] [TARGET...]
 # Extra libFuzzer flags: FUZZ_FLAGS="-use_value_profile=1" scripts/fuzz.sh 600 config
@@ -17,12 +17,13 @@ seconds=${1:-60}
 targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=(config report envelope pem store receipt)
 
-# The compatibility corpus: the whole shared one when PROOFGRAPH_SHARED names the shared
-# folder, else the subset the repository keeps (fixtures/compat/, see tests/it/compat.rs).
-compat="$root/fixtures/compat/changeloop"
+# The compatibility fixtures (fixtures/compat/) are seeds as part of fixtures/; the shared
+# corpus of real files is added when PROOFGRAPH_SHARED names the shared folder.
+compat=()
 if [ -n "${PROOFGRAPH_SHARED:-}" ]; then
-  compat="$PROOFGRAPH_SHARED/compat/changeloop"
-  [ -d "$compat" ] || { echo "PROOFGRAPH_SHARED is $PROOFGRAPH_SHARED, which holds no compat/changeloop" >&2; exit 2; }
+  [ -d "$PROOFGRAPH_SHARED/compat/changeloop" ] ||
+    { echo "PROOFGRAPH_SHARED is $PROOFGRAPH_SHARED, which holds no compat/changeloop" >&2; exit 2; }
+  compat=(PROOFGRAPH_FUZZ_COMPAT="$PROOFGRAPH_SHARED/compat/changeloop")
 fi
 
 # Coverage instrumentation through stable -C flags (what cargo-fuzz passes, minus the
@@ -45,7 +46,7 @@ run="$CARGO_TARGET_DIR/run"
 rm -rf "$run/seeds"
 mkdir -p "$run"
 for t in "${targets[@]}"; do
-  PROOFGRAPH_FUZZ_SEEDS="$run/seeds" PROOFGRAPH_FUZZ_REPO="$root" PROOFGRAPH_FUZZ_COMPAT="$compat" \
+  env PROOFGRAPH_FUZZ_SEEDS="$run/seeds" PROOFGRAPH_FUZZ_REPO="$root" "${compat[@]}" \
     "$bin/$t" >"$run/$t.seeds.log" 2>&1 || { cat "$run/$t.seeds.log" >&2; exit 2; }
 done
 

@@ -1,10 +1,10 @@
 //! What the fuzzer binaries share: writing a target's seeds and dictionary for libFuzzer.
 //!
 //! Each binary runs [`init`] once before fuzzing. With `PROOFGRAPH_FUZZ_SEEDS` set to a
-//! directory (and `PROOFGRAPH_FUZZ_REPO`, `PROOFGRAPH_FUZZ_COMPAT` to the checkout and the
-//! shared corpus), it writes `<dir>/<target>/seed-<n>` and `<dir>/<target>.dict` and exits
-//! instead: the seeds come from `proofgraph::fuzz::seeds`, the code the smoke run uses, and
-//! no separate, uninstrumented build is needed to produce them.
+//! directory (and `PROOFGRAPH_FUZZ_REPO` to the checkout; `PROOFGRAPH_FUZZ_COMPAT`, if set,
+//! to the shared corpus), it writes `<dir>/<target>/seed-<n>` and `<dir>/<target>.dict`
+//! and exits instead: the seeds come from `proofgraph::fuzz::seeds`, the code the smoke run
+//! uses, and no separate, uninstrumented build is needed to produce them.
 
 use std::path::PathBuf;
 
@@ -20,10 +20,11 @@ pub fn init(target: Target) {
             .map(PathBuf::from)
             .unwrap_or_else(|| panic!("{name} must be set with PROOFGRAPH_FUZZ_SEEDS"))
     };
-    let (repo, compat) = (var("PROOFGRAPH_FUZZ_REPO"), var("PROOFGRAPH_FUZZ_COMPAT"));
+    let repo = var("PROOFGRAPH_FUZZ_REPO");
+    let shared_compat = std::env::var_os("PROOFGRAPH_FUZZ_COMPAT").map(PathBuf::from);
     let dir = out.join(target.name());
     fs_err::create_dir_all(&dir).expect("create the seed directory");
-    let all = seeds::seeds(target, &repo, &compat).expect("read the seeds");
+    let all = seeds::seeds(target, &repo, shared_compat.as_deref()).expect("read the seeds");
     for (i, seed) in all.iter().enumerate() {
         fs_err::write(dir.join(format!("seed-{i:04}")), seed).expect("write a seed");
     }

@@ -1,5 +1,6 @@
-//! The inputs every fuzz run starts from: the project's own fixtures, the shared
-//! compatibility corpus (real `evidence.yaml`/`execution.yaml` files), inputs built with
+//! The inputs every fuzz run starts from: the project's own fixtures (among them the
+//! compatibility fixtures, `fixtures/compat/changeloop/`), the shared compatibility corpus
+//! (real `evidence.yaml`/`execution.yaml` files) when the caller has it, inputs built with
 //! the code that writes them (signed envelopes, receipts, keys, store entries), and every
 //! input a fuzzer ever failed on (`fixtures/fuzz/<target>/`, kept as regression tests).
 
@@ -26,9 +27,15 @@ pub fn regression_dir(repo: &Path, target: Target) -> PathBuf {
     repo.join("fixtures/fuzz").join(target.name())
 }
 
-/// The seeds of `target`. `repo` is the project's checkout; `compat` the shared corpus
-/// directory (`compat/changeloop` of the shared folder).
-pub fn seeds(target: Target, repo: &Path, compat: &Path) -> io::Result<Vec<Vec<u8>>> {
+/// The seeds of `target`. `repo` is the project's checkout, whose `fixtures/` already
+/// hold the compatibility fixtures; `shared_compat`, when given, the shared corpus
+/// directory (`compat/changeloop` of the shared folder), which lies outside it, so no
+/// change is seeded twice.
+pub fn seeds(
+    target: Target,
+    repo: &Path,
+    shared_compat: Option<&Path>,
+) -> io::Result<Vec<Vec<u8>>> {
     let mut out = Vec::new();
     let kept = regression_dir(repo, target);
     if kept.is_dir() {
@@ -38,12 +45,9 @@ pub fn seeds(target: Target, repo: &Path, compat: &Path) -> io::Result<Vec<Vec<u
     }
     match target {
         Target::Config => {
-            for dir in [
-                repo.join("fixtures"),
-                repo.join("examples"),
-                compat.to_owned(),
-            ] {
-                config_seeds(&dir, &mut out)?;
+            let dirs = [repo.join("fixtures"), repo.join("examples")];
+            for dir in dirs.iter().map(PathBuf::as_path).chain(shared_compat) {
+                config_seeds(dir, &mut out)?;
             }
         }
         Target::Report => {

@@ -15,8 +15,7 @@ use proofgraph::fuzz::{Target, seeds};
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
 
-use crate::compat::compat_dir;
-use crate::support::repo_root;
+use crate::support::{self, repo_root};
 
 /// Mutated inputs per target and test run, unless `PROPTEST_CASES` says otherwise.
 const DEFAULT_CASES: u32 = 512;
@@ -32,14 +31,16 @@ fn config() -> ProptestConfig {
     }
 }
 
-/// Each target's seeds, read once.
+/// Each target's seeds, read once: the repository's alone (its compatibility fixtures
+/// included, never the shared corpus), so whatever the smoke run finds reproduces from a
+/// clone.
 fn seeds_of(target: Target) -> &'static [Vec<u8>] {
     static SEEDS: OnceLock<HashMap<&'static str, Vec<Vec<u8>>>> = OnceLock::new();
     let all = SEEDS.get_or_init(|| {
         Target::ALL
             .into_iter()
             .map(|t| {
-                let seeds = seeds::seeds(t, &repo_root(), &compat_dir()).expect("read the seeds");
+                let seeds = seeds::seeds(t, &repo_root(), None).expect("read the seeds");
                 (t.name(), seeds)
             })
             .collect()
@@ -382,4 +383,38 @@ proptest! {
             store::decode_entry_file(&data)
         );
     }
+}
+
+/// Each compatibility fixture seeds the `config` target once (it is a seed as part of
+/// `fixtures/`; it used to be read a second time as the corpus), and a shared corpus given
+/// besides adds its changes.
+#[test]
+fn each_compatibility_fixture_is_one_config_seed() {
+    use proofgraph::fuzz::config::SEPARATOR;
+    let fixtures = repo_root().join("fixtures/compat/changeloop");
+    let seeds = seeds_of(Target::Config);
+    let mut changes = 0;
+    for change in fs_err::read_dir(&fixtures).expect("read the compatibility fixtures") {
+        let change = change.expect("read a fixture entry").path();
+        let read = |file: &str| fs_err::read(change.join(file)).unwrap_or_default();
+        let mut seed = read("evidence.yaml");
+        seed.extend_from_slice(SEPARATOR);
+        seed.extend(read("execution.yaml"));
+        let times = seeds.iter().filter(|s| **s == seed).count();
+        assert_eq!(times, 1, "`{}` is seeded {times} times", change.display());
+        changes += 1;
+    }
+    assert!(changes >= 8, "{changes} compatibility fixtures");
+
+    let shared = tempfile::tempdir().expect("create a directory");
+    support::write(
+        &shared.path().join("a-change/evidence.yaml"),
+        "{\"version\": 2, \"claims\": []}\n",
+    );
+    let with = seeds::seeds(Target::Config, &repo_root(), Some(shared.path())).expect("seeds");
+    assert_eq!(
+        with.len(),
+        seeds.len() + 1,
+        "the shared corpus's one change"
+    );
 }
