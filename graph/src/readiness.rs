@@ -91,6 +91,9 @@ fn parse(text: &str) -> Result<(ProbeTarget, bool), String> {
     if text.chars().any(|c| c.is_whitespace() || c.is_control()) {
         return Err("it contains whitespace or control characters".to_owned());
     }
+    if !text.contains("://") {
+        return Err("it does not start with `http://`".to_owned());
+    }
     let url = url::Url::parse(text).map_err(|e| format!("it is not a URL ({e})"))?;
     if url.scheme() != "http" {
         return Err(format!(
@@ -195,9 +198,10 @@ mod tests {
             ("http://x:0/", "`0` is not a port"),
             ("http://x:99999/", "not a URL"),
             ("http:///", "not a URL"),
-            ("127.0.0.1:4173/health", "not a URL"),
+            ("127.0.0.1:4173/health", "does not start with `http://`"),
+            ("localhost:4173/health", "does not start with `http://`"),
             ("http://x:1/a b", "whitespace"),
-            ("", "not a URL"),
+            ("", "does not start with `http://`"),
         ] {
             let url = ReadinessUrl::parse(text);
             match url.target() {
