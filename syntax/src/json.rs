@@ -5,8 +5,8 @@
 //! small recursive-descent parser builds a [`Node`] tree directly. Recursion is
 //! bounded by [`MAX_DEPTH`]; duplicate keys are errors.
 
-use super::error::{ParseError, ParseErrorKind};
-use super::node::{Key, KeyIndex, MAX_DEPTH, Node, Pos, Value, saturate};
+use crate::error::{ParseError, ParseErrorKind};
+use crate::node::{Key, KeyIndex, MAX_DEPTH, Node, Pos, Value, saturate};
 
 /// Parses one JSON document; trailing non-whitespace is an error.
 pub fn parse(text: &str) -> Result<Node, ParseError> {

@@ -6,11 +6,11 @@
 //! refuse nesting deeper than [`MAX_DEPTH`], so a hostile file can neither
 //! exhaust the stack nor smuggle a second value past a first.
 
-pub use super::error::{ParseError, ParseErrorKind, utf8_error_pos};
-use super::json;
-use super::node::Node;
-pub use super::node::{MAX_DEPTH, MAX_FILE_BYTES, saturate};
-use super::yaml;
+pub use crate::error::{ParseError, ParseErrorKind, utf8_error_pos};
+use crate::json;
+use crate::node::Node;
+pub use crate::node::{MAX_DEPTH, MAX_FILE_BYTES, saturate};
+use crate::yaml;
 
 /// Which syntax a document was read as.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -45,7 +45,7 @@ pub fn parse_document(text: &str) -> (Syntax, Result<Node, ParseError>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::syntax::node::{Pos, Value};
+    use crate::node::{Pos, Value};
 
     /// A mapping of `n` keys `k0`..`k{n-1}`, one per line, in YAML or JSON, with `extra`
     /// appended as one more key: line `i + 2` holds `k{i}` in JSON, line `i + 1` in YAML.

@@ -113,7 +113,7 @@ pub const MAX_FILE_BYTES: u64 = 4 * 1024 * 1024;
 /// (a change wiring hundreds of providers) a hash index keeps a file's parse linear instead
 /// of quadratic in its number of keys.
 #[derive(Debug, Default)]
-pub(super) struct KeyIndex(Option<std::collections::HashMap<String, Pos>>);
+pub(crate) struct KeyIndex(Option<std::collections::HashMap<String, Pos>>);
 
 impl KeyIndex {
     /// How many keys a mapping has before it is indexed.
@@ -121,7 +121,7 @@ impl KeyIndex {
 
     /// Where `name` was first written among `entries` (the mapping's entries so far, which
     /// this index has seen every one of through [`KeyIndex::added`]), if it was.
-    pub(super) fn first(&self, entries: &[(Key, Node)], name: &str) -> Option<Pos> {
+    pub(crate) fn first(&self, entries: &[(Key, Node)], name: &str) -> Option<Pos> {
         match &self.0 {
             Some(index) => index.get(name).copied(),
             None => entries
@@ -132,7 +132,7 @@ impl KeyIndex {
     }
 
     /// Takes note of the entry just pushed onto `entries`.
-    pub(super) fn added(&mut self, entries: &[(Key, Node)]) {
+    pub(crate) fn added(&mut self, entries: &[(Key, Node)]) {
         match &mut self.0 {
             Some(index) => {
                 if let Some((k, _)) = entries.last() {

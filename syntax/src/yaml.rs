@@ -11,8 +11,8 @@
 
 use saphyr_parser::{BufferedInput, Event, Marker, Parser, ScalarStyle, Span};
 
-use super::error::{ParseError, ParseErrorKind};
-use super::node::{Key, KeyIndex, MAX_DEPTH, Node, Pos, Value, saturate};
+use crate::error::{ParseError, ParseErrorKind};
+use crate::node::{Key, KeyIndex, MAX_DEPTH, Node, Pos, Value, saturate};
 
 /// Parses one YAML document. An empty stream is `null`.
 pub fn parse(text: &str) -> Result<Node, ParseError> {

@@ -1,6 +1,6 @@
 //! What can go wrong reading a document into a tree, and where.
 
-use super::node::{Pos, saturate};
+use crate::node::{Pos, saturate};
 
 /// Why a document could not be read into a tree.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -8,7 +8,7 @@ pub enum ParseErrorKind {
     /// The text is not valid JSON or YAML; the message says what the parser
     /// expected.
     Syntax(String),
-    /// Mappings and sequences nest deeper than [`super::node::MAX_DEPTH`].
+    /// Mappings and sequences nest deeper than [`crate::node::MAX_DEPTH`].
     TooDeep,
     /// A mapping repeats a key.
     DuplicateKey {
