@@ -14,7 +14,7 @@
 use std::cell::Cell;
 
 use crate::error::{ParseError, ParseErrorKind};
-use crate::node::{Key, KeyIndex, MAX_DEPTH, Node, Pos, Value, saturate};
+use crate::node::{Key, KeyIndex, MAX_DEPTH, Node, Pos, Span, Value, saturate};
 
 /// Parses one JSON document; trailing non-whitespace is an error.
 pub fn parse(text: &str) -> Result<Node, ParseError> {
@@ -107,6 +107,7 @@ impl Parser<'_> {
 
     fn value(&mut self, depth: usize) -> Result<Node, ParseError> {
         let pos = self.pos();
+        let start = self.at;
         let value = match self.peek() {
             Some(b'{') => self.object(depth + 1)?,
             Some(b'[') => self.array(depth + 1)?,
@@ -118,7 +119,13 @@ impl Parser<'_> {
             Some(_) => return Err(self.error("expected a value")),
             None => return Err(self.error("unexpected end of input, expected a value")),
         };
-        Ok(Node { value, pos })
+        let flow = matches!(value, Value::Map(_) | Value::Seq(_));
+        Ok(Node {
+            value,
+            pos,
+            span: Span::new(start, self.at),
+            flow,
+        })
     }
 
     fn too_deep(&self, depth: usize) -> Result<(), ParseError> {
@@ -145,10 +152,12 @@ impl Parser<'_> {
         loop {
             self.skip_ws();
             let key_pos = self.pos();
+            let key_start = self.at;
             if self.peek() != Some(b'"') {
                 return Err(self.error("expected a string key"));
             }
             let name = self.string()?;
+            let key_span = Span::new(key_start, self.at);
             if let Some(first) = index.first(&entries, &name) {
                 return Err(ParseError {
                     kind: ParseErrorKind::DuplicateKey { key: name, first },
@@ -159,7 +168,12 @@ impl Parser<'_> {
             self.expect(b':', "`:` after a key")?;
             self.skip_ws();
             let value = self.value(depth)?;
-            entries.push((Key { name, pos: key_pos }, value));
+            let key = Key {
+                name,
+                pos: key_pos,
+                span: key_span,
+            };
+            entries.push((key, value));
             index.added(&entries);
             self.skip_ws();
             match self.peek() {
@@ -431,6 +445,40 @@ mod tests {
         assert_eq!(top[1].0.pos, Pos::new(3, 6));
         let err = parse("{\"é\": \"ü\", \"x\": [1,\n  2,, 3]}").expect_err("two commas");
         assert_eq!(err.pos, Pos::new(2, 5));
+    }
+
+    #[test]
+    fn spans_cover_each_value_and_key_exactly() {
+        let text =
+            "{\n  \"é\" : [1, -2.5e3 ,\"x\\\"ü\", {}, [true, null]],\n  \"k\":{\"n\":false}}";
+        let node = parse(text).expect("valid");
+        assert_eq!(node.span.range(), 0..text.len());
+        assert!(node.flow);
+        let Value::Map(top) = &node.value else {
+            panic!("a mapping")
+        };
+        let at = |span: Span| &text[span.range()];
+        assert_eq!(at(top[0].0.span), "\"é\"");
+        let Value::Seq(items) = &top[0].1.value else {
+            panic!("a list")
+        };
+        let shown: Vec<&str> = items.iter().map(|n| at(n.span)).collect();
+        assert_eq!(shown, ["1", "-2.5e3", "\"x\\\"ü\"", "{}", "[true, null]"]);
+        assert_eq!(
+            items.iter().map(|n| n.flow).collect::<Vec<_>>(),
+            [false, false, false, true, true]
+        );
+        assert_eq!(at(top[1].0.span), "\"k\"");
+        assert_eq!(at(top[1].1.span), "{\"n\":false}");
+        // Every value's text, read again, is the same value.
+        for item in items {
+            let again = parse(&format!("{{\"v\": {}}}", at(item.span))).expect("valid");
+            let (a, b) = (&again.get("v").expect("v").value, &item.value);
+            match (a, b) {
+                (Value::Seq(x), Value::Seq(y)) => assert_eq!(x.len(), y.len()),
+                _ => assert_eq!(a, b),
+            }
+        }
     }
 
     #[test]

@@ -9,22 +9,41 @@
 //! configuration needs them, and aliases are how a small file becomes a huge
 //! tree.
 
-use saphyr_parser::{BufferedInput, Event, Marker, Parser, ScalarStyle, Span};
+use saphyr_parser::{BufferedInput, Event, Marker, Parser, ScalarStyle};
 
 use crate::error::{ParseError, ParseErrorKind};
-use crate::node::{Key, KeyIndex, MAX_DEPTH, Node, Pos, Value, saturate};
+use crate::node::{Key, KeyIndex, MAX_DEPTH, Node, Pos, Span, Value, saturate};
 
-/// Parses one YAML document. An empty stream is `null`.
+/// Parses one YAML document. An empty stream (nothing but blank lines and comments) is
+/// `null` at 1:1 with an empty span at 0.
 pub fn parse(text: &str) -> Result<Node, ParseError> {
+    Ok(parse_stream(text)?.unwrap_or_else(empty))
+}
+
+/// The node of an empty stream.
+pub(crate) fn empty() -> Node {
+    Node {
+        value: Value::Null,
+        pos: Pos::new(1, 1),
+        span: Span::default(),
+        flow: false,
+    }
+}
+
+/// Parses one YAML document; `None` when the stream holds none (nothing but blank lines
+/// and comments), which [`parse`] reads as `null`.
+pub fn parse_stream(text: &str) -> Result<Option<Node>, ParseError> {
     let mut stack: Vec<Frame> = Vec::new();
     let mut root: Option<Node> = None;
     let mut documents = 0usize;
+    let mut bytes = Offsets::new(text);
     // Read as characters: saphyr's `&str` input counts some runs (a directive's name and
     // parameters) in bytes where positions are in characters, so an error after a
     // non-ASCII directive was placed past the end of its line. Its character input counts
-    // characters everywhere, and is no slower.
+    // characters everywhere, and is no slower; `Offsets` turns its character indexes into
+    // byte offsets.
     for item in Parser::new(BufferedInput::new(text.chars())) {
-        let (event, span) = item.map_err(|err| {
+        let (event, marks) = item.map_err(|err| {
             // The parser bounds its own flow nesting; that is our TooDeep too.
             let kind = if err.info().contains("recursion limit") {
                 ParseErrorKind::TooDeep
@@ -36,7 +55,7 @@ pub fn parse(text: &str) -> Result<Node, ParseError> {
                 pos: pos(*err.marker()),
             }
         })?;
-        let at = start(span);
+        let at = pos(marks.start);
         match event {
             Event::DocumentStart(_) => {
                 documents += 1;
@@ -53,15 +72,29 @@ pub fn parse(text: &str) -> Result<Node, ParseError> {
                     "YAML aliases (`*name`) are not read; write the value out in full",
                 ));
             }
-            Event::Scalar(text, style, _, tag) => {
+            Event::Scalar(value, style, _, tag) => {
                 if tag.is_some() {
                     return Err(unsupported(
                         at,
                         "YAML tags (`!name`) are not read; remove the tag",
                     ));
                 }
-                let value = resolve_scalar(&text, style);
-                attach(&mut stack, &mut root, Node { value, pos: at })?;
+                let start = bytes.of(marks.start);
+                let end = match style {
+                    ScalarStyle::SingleQuoted | ScalarStyle::DoubleQuoted => {
+                        // The parser's end is past the blanks and comment after the
+                        // closing quote; the quote is found from the opening one.
+                        quoted_end(text, start).unwrap_or_else(|| bytes.of(marks.end))
+                    }
+                    _ => bytes.of(marks.end),
+                };
+                let node = Node {
+                    value: resolve_scalar(&value, style),
+                    pos: at,
+                    span: Span::new(start, end.max(start)),
+                    flow: false,
+                };
+                attach(&mut stack, &mut root, node)?;
             }
             Event::SequenceStart(_, tag) | Event::MappingStart(_, tag) if tag.is_some() => {
                 return Err(unsupported(
@@ -69,70 +102,203 @@ pub fn parse(text: &str) -> Result<Node, ParseError> {
                     "YAML tags (`!name`) are not read; remove the tag",
                 ));
             }
-            Event::SequenceStart(..) => {
-                push(
-                    &mut stack,
-                    Frame::Seq {
-                        pos: at,
-                        items: Vec::new(),
-                    },
-                    at,
-                )?;
-            }
-            Event::MappingStart(..) => {
-                push(
-                    &mut stack,
+            Event::SequenceStart(..) | Event::MappingStart(..) => {
+                let map = matches!(event, Event::MappingStart(..));
+                let start = bytes.of(marks.start);
+                // A flow collection's start event ends just after its bracket (after its
+                // anchor and the bracket, when anchored); a block one's at its first entry.
+                let opened = bytes.of(marks.end);
+                let flow = opened > start && text[..opened].ends_with(['{', '[']);
+                let open = Open {
+                    pos: at,
+                    start,
+                    flow,
+                };
+                let frame = if map {
                     Frame::Map {
-                        pos: at,
+                        open,
                         entries: Vec::new(),
                         index: KeyIndex::default(),
                         key: None,
-                    },
-                    at,
-                )?;
+                    }
+                } else {
+                    Frame::Seq {
+                        open,
+                        items: Vec::new(),
+                    }
+                };
+                push(&mut stack, frame, at)?;
             }
             Event::SequenceEnd | Event::MappingEnd => {
-                let node = match stack.pop() {
-                    Some(Frame::Seq { pos, items }) => Node {
-                        value: Value::Seq(items),
-                        pos,
-                    },
-                    Some(Frame::Map { pos, entries, .. }) => Node {
-                        value: Value::Map(entries),
-                        pos,
-                    },
+                let (open, value, last) = match stack.pop() {
+                    Some(Frame::Seq { mut open, items }) => {
+                        if !open.flow
+                            && let Some(first) = items.first()
+                            && let Some(dash) = dash_before(text, open.start, first.span.start)
+                        {
+                            open.start = dash;
+                        }
+                        let last = items.iter().map(|n| n.span.end).max();
+                        (open, Value::Seq(items), last)
+                    }
+                    Some(Frame::Map { open, entries, .. }) => {
+                        let last = entries
+                            .iter()
+                            .map(|(k, v)| k.span.end.max(v.span.end))
+                            .max();
+                        (open, Value::Map(entries), last)
+                    }
                     None => return Err(unsupported(at, "unbalanced YAML collection")),
+                };
+                // A flow collection ends after its closing bracket; a block one where the
+                // last of its entries does.
+                let end = if open.flow {
+                    bytes.of(marks.end)
+                } else {
+                    last.unwrap_or(open.start)
+                };
+                let node = Node {
+                    value,
+                    pos: open.pos,
+                    span: Span::new(open.start, end.max(open.start)),
+                    flow: open.flow,
                 };
                 attach(&mut stack, &mut root, node)?;
             }
             Event::StreamStart | Event::StreamEnd | Event::DocumentEnd | Event::Nothing => {}
         }
     }
-    Ok(root.unwrap_or(Node {
-        value: Value::Null,
-        pos: Pos::new(1, 1),
-    }))
+    Ok(root)
+}
+
+/// Where a collection was opened.
+struct Open {
+    pos: Pos,
+    start: usize,
+    flow: bool,
 }
 
 enum Frame {
     Seq {
-        pos: Pos,
+        open: Open,
         items: Vec<Node>,
     },
     Map {
-        pos: Pos,
+        open: Open,
         entries: Vec<(Key, Node)>,
         index: KeyIndex,
         key: Option<Key>,
     },
 }
 
-fn pos(marker: Marker) -> Pos {
-    Pos::new(saturate(marker.line()), saturate(marker.col() + 1))
+/// Byte offsets of the parser's character indexes, in amortised constant time: events
+/// come in text order (give or take a few characters), so a cursor walks on from the last
+/// one; ASCII text needs no walk at all.
+struct Offsets<'t> {
+    text: &'t str,
+    ascii: bool,
+    /// A character index and its byte offset.
+    chars: usize,
+    byte: usize,
 }
 
-fn start(span: Span) -> Pos {
-    pos(span.start)
+impl<'t> Offsets<'t> {
+    fn new(text: &'t str) -> Self {
+        Self {
+            text,
+            ascii: text.is_ascii(),
+            chars: 0,
+            byte: 0,
+        }
+    }
+
+    /// The byte offset of `marker`'s character index (the text's length past its end).
+    fn of(&mut self, marker: Marker) -> usize {
+        let index = marker.index();
+        if self.ascii {
+            return index.min(self.text.len());
+        }
+        while self.chars < index {
+            let Some(c) = self.text[self.byte..].chars().next() else {
+                break;
+            };
+            self.byte += c.len_utf8();
+            self.chars += 1;
+        }
+        while self.chars > index {
+            let Some(c) = self.text[..self.byte].chars().next_back() else {
+                break;
+            };
+            self.byte -= c.len_utf8();
+            self.chars -= 1;
+        }
+        self.byte
+    }
+}
+
+/// The `-` of a block list's first entry, which starts at `first`: the parser places the
+/// start of a list written at its key's indentation (`key:\n- a`) at its first entry, not
+/// at the dash. `None` (keep `start`) when the list starts at its anchor, or when what
+/// stands between the dash and the entry is not blank (a comment).
+fn dash_before(text: &str, start: usize, first: usize) -> Option<usize> {
+    let bytes = text.as_bytes();
+    if bytes.get(start) == Some(&b'&') {
+        return None;
+    }
+    let mut at = first.min(bytes.len());
+    while at > 0 && matches!(bytes[at - 1], b' ' | b'\t' | b'\r' | b'\n') {
+        at -= 1;
+    }
+    let dash = at.checked_sub(1).filter(|&d| bytes[d] == b'-')?;
+    // Only blanks and other dashes (`- - a`) stand before a dash on its line.
+    let line_start = text[..dash].rfind('\n').map_or(0, |i| i + 1);
+    bytes[line_start..dash]
+        .iter()
+        .all(|b| matches!(b, b' ' | b'\t' | b'-'))
+        .then_some(dash)
+}
+
+/// Just after the closing quote of the quoted scalar that starts at byte `start` (at its
+/// anchor, if it has one); `None` if no quoted scalar starts there (not reached).
+fn quoted_end(text: &str, start: usize) -> Option<usize> {
+    let bytes = text.as_bytes();
+    let mut at = start;
+    // Skip an anchor (`&name`), and the blanks and comments between it and the scalar.
+    loop {
+        match bytes.get(at)? {
+            b'&' => {
+                while bytes.get(at).is_some_and(|b| !b.is_ascii_whitespace()) {
+                    at += 1;
+                }
+            }
+            b' ' | b'\t' | b'\r' | b'\n' => at += 1,
+            b'#' => {
+                while bytes.get(at).is_some_and(|&b| b != b'\n') {
+                    at += 1;
+                }
+            }
+            _ => break,
+        }
+    }
+    let quote = *bytes.get(at)?;
+    if quote != b'"' && quote != b'\'' {
+        return None;
+    }
+    at += 1;
+    loop {
+        match (bytes.get(at)?, quote) {
+            // `\x` in a double-quoted scalar: the escaped byte cannot close it.
+            (b'\\', b'"') => at += 2,
+            // `''` in a single-quoted scalar is one quote.
+            (b'\'', b'\'') if bytes.get(at + 1) == Some(&b'\'') => at += 2,
+            (&b, _) if b == quote => return Some(at + 1),
+            _ => at += 1,
+        }
+    }
+}
+
+fn pos(marker: Marker) -> Pos {
+    Pos::new(saturate(marker.line()), saturate(marker.col() + 1))
 }
 
 fn unsupported(pos: Pos, message: &str) -> ParseError {
@@ -188,6 +354,7 @@ fn attach(stack: &mut [Frame], root: &mut Option<Node>, node: Node) -> Result<()
                 *key = Some(Key {
                     name,
                     pos: node.pos,
+                    span: node.span,
                 });
             }
         },
@@ -201,6 +368,15 @@ fn resolve_scalar(text: &str, style: ScalarStyle) -> Value {
     if style != ScalarStyle::Plain {
         return Value::String(text.to_owned());
     }
+    resolve_plain(text)
+}
+
+/// What a plain (unquoted) scalar means under YAML 1.2's core schema, as the `yaml` npm
+/// package reads it: `null`, `~` and the empty text are null; `true`/`false` (also
+/// capitalised or upper case) booleans; integers (decimal, `0x`, `0o`), decimals with an
+/// optional exponent, `.inf` and `.nan` numbers; anything else (`yes`, `on`, `0X1F`,
+/// `1_000`, `2001-12-14`) a string.
+pub fn resolve_plain(text: &str) -> Value {
     match text {
         "" | "~" | "null" | "Null" | "NULL" => Value::Null,
         "true" | "True" | "TRUE" => Value::Bool(true),
@@ -279,6 +455,128 @@ mod tests {
         };
         assert_eq!(fields[0].0.pos, Pos::new(4, 5));
         assert_eq!(fields[0].1.pos, Pos::new(4, 14));
+    }
+
+    /// The text each node and key of `text` covers, depth first.
+    fn spans(text: &str) -> Vec<String> {
+        fn walk<'t>(text: &'t str, node: &Node, out: &mut Vec<&'t str>) {
+            out.push(&text[node.span.range()]);
+            match &node.value {
+                Value::Seq(items) => items.iter().for_each(|n| walk(text, n, out)),
+                Value::Map(entries) => {
+                    for (k, v) in entries {
+                        out.push(&text[k.span.range()]);
+                        walk(text, v, out);
+                    }
+                }
+                _ => {}
+            }
+        }
+        let mut out = Vec::new();
+        walk(text, &parse(text).expect(text), &mut out);
+        out.into_iter().map(str::to_owned).collect()
+    }
+
+    #[test]
+    fn spans_cover_what_was_written_in_bytes() {
+        // Non-ASCII before and inside values: spans are bytes, columns characters.
+        let text = "é: \"ü\" # ¿\nb: 'it''s'   # c\nc: [1, \"x\\\"y\" ,ø]\nd: {k: v}\nplain: two words  # c\n";
+        assert_eq!(
+            spans(text),
+            [
+                text.trim_end_matches("  # c\n"),
+                "é",
+                "\"ü\"",
+                "b",
+                "'it''s'",
+                "c",
+                "[1, \"x\\\"y\" ,ø]",
+                "1",
+                "\"x\\\"y\"",
+                "ø",
+                "d",
+                "{k: v}",
+                "k",
+                "v",
+                "plain",
+                "two words",
+            ]
+        );
+        let node = parse(text).expect("valid");
+        assert_eq!(node.get("b").map(|n| n.pos), Some(Pos::new(2, 4)));
+        assert_eq!(node.get("c").map(|n| n.flow), Some(true));
+        assert_eq!(node.get("d").map(|n| n.flow), Some(true));
+        assert!(!node.flow);
+    }
+
+    #[test]
+    fn spans_of_anchors_block_scalars_and_empty_values() {
+        let text = "a: &x \"q\"  # c\nb: &y\n  c: 1\nd: &z [1]\ne: |\n  lit\n\nf:\n- - g\n";
+        assert_eq!(
+            spans(text),
+            [
+                "a: &x \"q\"  # c\nb: &y\n  c: 1\nd: &z [1]\ne: |\n  lit\n\nf:\n- - g",
+                "a",
+                "&x \"q\"",
+                "b",
+                "&y\n  c: 1",
+                "c",
+                "1",
+                "d",
+                "&z [1]",
+                "1",
+                "e",
+                // A block scalar covers its content lines (and the kept blank one).
+                "lit\n\n",
+                "f",
+                "- - g",
+                "- g",
+                "g",
+            ]
+        );
+        // A list at its key's indentation starts at its dash; so does one whose dash is
+        // followed by a comment (ending in a dash) when the parser places it there.
+        assert_eq!(spans("f:\n- g\n")[2], "- g");
+        assert_eq!(spans("f:\n  -   g\n")[2], "-   g");
+        assert_eq!(spans("- # c-\n  x\n")[0], "- # c-\n  x");
+        let node = parse(text).expect("valid");
+        // An anchored block mapping is no flow mapping; an anchored flow list is one.
+        assert_eq!(node.get("b").map(|n| n.flow), Some(false));
+        assert_eq!(node.get("d").map(|n| n.flow), Some(true));
+        // An empty value is an empty span, where the parser places it (at the `:`).
+        let empty = parse("k: v\nproviders:\n").expect("valid");
+        let value = empty.get("providers").expect("providers");
+        assert_eq!(value.value, Value::Null);
+        assert!(value.span.is_empty());
+        assert_eq!(value.span.start, "k: v\nproviders".len());
+    }
+
+    #[test]
+    fn an_empty_stream_is_no_document_and_null_is_one() {
+        for text in ["", "\n\n", "# only a comment\n"] {
+            assert_eq!(parse_stream(text), Ok(None), "{text:?}");
+            assert_eq!(parse(text), Ok(empty()), "{text:?}");
+        }
+        for text in ["null\n", "~", "---\n"] {
+            let node = parse_stream(text).expect(text).expect("a document");
+            assert_eq!(node.value, Value::Null, "{text:?}");
+        }
+    }
+
+    #[test]
+    fn plain_scalars_read_as_numbers_have_a_json_spelling_unless_infinite() {
+        for text in [
+            "0", "+12", "017", "-1.5e3", ".5", "1.", "0x1F", "0o17", "1e400",
+        ] {
+            let Value::Number(n) = resolve_plain(text) else {
+                panic!("{text} is a number");
+            };
+            assert!(crate::node::number_as_json(&n).is_some(), "{text}");
+        }
+        for text in [".inf", "-.Inf", "+.INF", ".nan", ".NaN"] {
+            assert_eq!(resolve_plain(text), Value::Number(text.into()));
+            assert_eq!(crate::node::number_as_json(text), None, "{text}");
+        }
     }
 
     #[test]
