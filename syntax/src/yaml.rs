@@ -150,10 +150,11 @@ pub fn parse_stream(text: &str) -> Result<Option<Node>, ParseError> {
                     }
                     None => return Err(unsupported(at, "unbalanced YAML collection")),
                 };
-                // A flow collection ends after its closing bracket; a block one where the
+                // A flow collection ends after its closing bracket (the end event starts at
+                // it; its end runs on past blanks and a comment); a block one where the
                 // last of its entries does.
                 let end = if open.flow {
-                    bytes.of(marks.end)
+                    bytes.of(marks.start) + 1
                 } else {
                     last.unwrap_or(open.start)
                 };
@@ -505,6 +506,11 @@ mod tests {
         let node = parse(text).expect("valid");
         assert_eq!(node.get("b").map(|n| n.pos), Some(Pos::new(2, 4)));
         assert_eq!(node.get("c").map(|n| n.flow), Some(true));
+        // A comment after a flow collection is not part of it.
+        assert_eq!(
+            spans("a: {}  # none\nb: [x, [y] ]   # c\n")[2..],
+            ["{}", "b", "[x, [y] ]", "x", "[y]", "y"]
+        );
         assert_eq!(node.get("d").map(|n| n.flow), Some(true));
         assert!(!node.flow);
     }
