@@ -24,6 +24,7 @@ mod sandbox;
 mod secrets;
 mod services;
 mod support;
+mod syntax;
 mod trust;
 mod truth_reports;
 mod verify_ci;
