@@ -8,8 +8,8 @@
 //! Positions cost O(1) amortised each, so a parse is linear in the text however long its
 //! lines: the column (in characters, as every diagnostic counts them) is counted on from
 //! where the last position on the same line was taken, never again from the line's start.
-//! A one-line file near [`crate::node::MAX_FILE_BYTES`] holds a million values; counting
-//! each one's column from the start of the line made its parse quadratic.
+//! A one-line file near [`crate::node::MAX_FILE_BYTES`] can hold two million values;
+//! counting each one's column from the start of the line made its parse quadratic.
 
 use std::cell::Cell;
 
