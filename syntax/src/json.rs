@@ -415,6 +415,28 @@ mod tests {
                 (found, value) => assert_eq!(found, value, "value {n}"),
             }
         }
+        // JSON is YAML: the YAML reader gives the same positions and spans, as fast.
+        let yaml = crate::yaml::parse(&text).expect("JSON is YAML");
+        let Value::Map(yaml_top) = &yaml.value else {
+            panic!("a mapping")
+        };
+        assert_eq!(yaml_top[1].0.pos, top[1].0.pos);
+        assert_eq!(yaml_top[1].0.span, top[1].0.span);
+        let Value::Seq(yaml_list) = &yaml_top[0].1.value else {
+            panic!("a list")
+        };
+        assert_eq!(yaml_list.len(), list.len());
+        for n in (0..list.len())
+            .rev()
+            .take(1000)
+            .chain((0..list.len()).step_by(997))
+        {
+            assert_eq!(
+                (yaml_list[n].pos, yaml_list[n].span),
+                (list[n].pos, list[n].span),
+                "value {n}"
+            );
+        }
         // An error at the very end is placed by the same count.
         let mut broken = text.clone();
         broken.pop();
