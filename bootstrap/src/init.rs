@@ -2,43 +2,66 @@
 //! touching anything already there.
 //!
 //! Technique: **insert, never re-serialise.** The existing text is parsed
-//! only to find where the `providers` mapping ends (byte spans for JSON,
-//! line/column events for YAML); the new entries are rendered in the file's
-//! style and spliced in at that point, so every existing byte — providers,
-//! key order, formatting, YAML comments — stays as it was. Only an empty
+//! only to find where the `providers` mapping ends (byte spans and lines of
+//! the positioned tree); the new entries are rendered in the file's style and
+//! spliced in at that point, so every existing byte — providers, key order,
+//! formatting, YAML comments — stays as it was. Only an empty
 //! `providers: {}` (or `providers:` with no value) is rewritten, because
 //! something must hold the new entries. Afterwards the result is parsed
 //! again and compared, as data, with the original plus the additions; any
 //! difference is an error and no text is returned.
+//!
+//! Both reads go through `proofgraph-syntax`, the reader `validate` uses, so
+//! what `init` checks is what `validate` will read: a file `validate` refuses
+//! (a repeated key, an alias, two documents) is refused here at the same
+//! line and column, and a scalar means the same thing to both (`.inf` is a
+//! number, `yes` a string). The comparison is of `serde_json` values (the
+//! candidates are ones); a number with no exact JSON value (`.inf`, `.nan`,
+//! `1e400`) cannot be compared and the file is refused, never rewritten.
 //!
 //! Which candidates: only `recommended` (high-confidence) ones, and not when
 //! a provider of the same name exists, or a provider in the file already
 //! proves that capability for that repository. A test provider and its
 //! discovery receiver are added together or not at all.
 
+use proofgraph_graph::ProviderId;
+use proofgraph_syntax::node::{self as syntax, Node};
+use proofgraph_syntax::parse::{Syntax, read_document};
 use serde_json::{Map, Value};
 
-use crate::edit::json::{self, line_indent};
+use crate::edit::data::{self, NoJsonValue};
 use crate::edit::render::{json_member, json_member_compact, yaml_entry, yaml_flow};
-use crate::edit::yaml;
 use crate::model::{Candidate, Detection, InitOutput, Skipped};
-use proofgraph_graph::ProviderId;
 
 /// `init` could not produce a file.
 #[derive(Debug, thiserror::Error)]
 pub enum InitError {
-    /// The existing file starts with `{` but is not JSON.
-    #[error("read the existing execution.yaml as JSON: {0}")]
-    Json(#[source] serde_json::Error),
-    /// The existing file is not YAML.
-    #[error("read the existing execution.yaml as YAML at line {line}, column {column}: {message}")]
-    Yaml {
+    /// The existing file is not JSON (it starts with `{`) or YAML that `validate` reads.
+    #[error(
+        "read the existing execution.yaml as {syntax} at line {line}, column {column}: {message}"
+    )]
+    Syntax {
+        /// `JSON` or `YAML`.
+        syntax: &'static str,
         /// 1-based line.
-        line: usize,
-        /// 1-based column.
-        column: usize,
-        /// The parser's message.
+        line: u32,
+        /// 1-based column, in characters.
+        column: u32,
+        /// What is wrong there.
         message: String,
+    },
+    /// The existing file holds a number that has no exact JSON value, so it could not be
+    /// compared before and after the edit.
+    #[error(
+        "read the existing execution.yaml as data: the number `{number}` at line {line}, column {column} has no exact JSON value"
+    )]
+    Number {
+        /// The number as written.
+        number: String,
+        /// 1-based line.
+        line: u32,
+        /// 1-based column, in characters.
+        column: u32,
     },
     /// The top level is not a mapping.
     #[error("add providers to the existing execution.yaml: its top level is not a mapping")]
@@ -69,25 +92,10 @@ struct Entry<'c> {
 /// YAML file.
 pub fn init(existing: Option<&str>, detection: &Detection) -> Result<InitOutput, InitError> {
     let parsed = match existing {
-        None => Parsed::None,
-        Some(text) if text.trim_start().starts_with('{') => {
-            let value: Value = serde_json::from_str(text).map_err(InitError::Json)?;
-            let node = json::scan(text).ok_or_else(|| {
-                InitError::Verification("the JSON scanner disagrees with serde_json".to_owned())
-            })?;
-            Parsed::Json(value, node)
-        }
-        Some(text) => {
-            let node = yaml::parse(text).map_err(|e| InitError::Yaml {
-                line: e.at.line,
-                column: e.at.col + 1,
-                message: e.message,
-            })?;
-            let value = node.as_ref().map_or(Value::Null, yaml::Node::to_json);
-            Parsed::Yaml(value, node)
-        }
+        None => None,
+        Some(text) => Some(read_tree(text)?),
     };
-    let before = parsed.value();
+    let before = parsed.as_ref().map_or(&Value::Null, |p| &p.value);
     if !(before.is_object() || before.is_null()) {
         return Err(InitError::NotAMapping);
     }
@@ -115,24 +123,23 @@ pub fn init(existing: Option<&str>, detection: &Detection) -> Result<InitOutput,
         })
         .collect();
     let text = match (&parsed, existing) {
-        (Parsed::None, _) | (_, None) => new_file(&entries),
-        (Parsed::Json(_, node), Some(text)) => edit_json(text, node, &entries)?,
-        (Parsed::Yaml(_, node), Some(text)) => edit_yaml(text, node.as_ref(), &entries)?,
+        (None, _) | (_, None) => new_file(&entries),
+        (Some(p), Some(text)) => match (p.syntax, &p.node) {
+            (Syntax::Json, Some(node)) => edit_json(text, node, &entries)?,
+            (_, node) => edit_yaml(text, node.as_ref(), &entries)?,
+        },
     };
-    if !matches!(parsed, Parsed::None) {
-        let after = match &parsed {
-            Parsed::Json(..) => serde_json::from_str::<Value>(&text)
-                .map_err(|e| InitError::Verification(format!("the result is not JSON: {e}")))?,
-            _ => yaml::parse(&text)
-                .map_err(|e| {
-                    InitError::Verification(format!(
-                        "the result is not YAML (line {}): {}",
-                        e.at.line, e.message
-                    ))
-                })?
-                .map_or(Value::Null, |n| n.to_json()),
-        };
-        verify(before, &after, &entries)?;
+    if let Some(parsed) = &parsed {
+        let again = read_tree(&text)
+            .map_err(|e| InitError::Verification(format!("the result does not read back: {e}")))?;
+        if again.syntax != parsed.syntax {
+            return Err(InitError::Verification(format!(
+                "the result reads as {}, not {}",
+                again.syntax.name(),
+                parsed.syntax.name()
+            )));
+        }
+        verify(before, &again.value, &entries)?;
     }
     Ok(InitOutput {
         text,
@@ -142,19 +149,49 @@ pub fn init(existing: Option<&str>, detection: &Detection) -> Result<InitOutput,
     })
 }
 
-enum Parsed {
-    None,
-    Json(Value, json::Node),
-    Yaml(Value, Option<yaml::Node>),
+/// `execution.yaml` text as `init` reads it, before its edit and again after it: through
+/// `proofgraph-syntax` (the reader `validate` uses), then as `serde_json` data, which is
+/// what `init` compares. A YAML file with no document (only comments) is `null`.
+///
+/// A text `validate` cannot read is [`InitError::Syntax`] at the position `validate`
+/// reports; a number without an exact JSON value (`.inf`, `.nan`, `1e400`) is
+/// [`InitError::Number`].
+pub fn read(text: &str) -> Result<Value, InitError> {
+    read_tree(text).map(|parsed| parsed.value)
 }
 
-impl Parsed {
-    fn value(&self) -> &Value {
-        match self {
-            Parsed::None => &Value::Null,
-            Parsed::Json(v, _) | Parsed::Yaml(v, _) => v,
+/// A file read for editing.
+struct Parsed {
+    syntax: Syntax,
+    /// The tree; `None` for a YAML file with no document.
+    node: Option<Node>,
+    /// The tree as data.
+    value: Value,
+}
+
+fn read_tree(text: &str) -> Result<Parsed, InitError> {
+    let (syntax, read) = read_document(text);
+    let node = read.map_err(|e| InitError::Syntax {
+        syntax: syntax.name(),
+        line: e.pos.line,
+        column: e.pos.column,
+        message: e.kind.to_string(),
+    })?;
+    let value = match &node {
+        Some(node) => {
+            data::to_json(node).map_err(|NoJsonValue { number, pos }| InitError::Number {
+                number,
+                line: pos.line,
+                column: pos.column,
+            })?
         }
-    }
+        None => Value::Null,
+    };
+    Ok(Parsed {
+        syntax,
+        node,
+        value,
+    })
 }
 
 /// The capabilities a provider in the file proves, and the repositories it
@@ -341,22 +378,29 @@ fn new_file(entries: &[Entry<'_>]) -> String {
     out
 }
 
-fn line_of(text: &str, byte: usize) -> usize {
-    text[..byte.min(text.len())].matches('\n').count() + 1
+/// The whitespace before byte `at` on its line, if only whitespace precedes it
+/// there (so what is at `at` starts its line).
+fn line_indent(text: &str, at: usize) -> Option<&str> {
+    let line_start = text[..at].rfind('\n').map_or(0, |i| i + 1);
+    let prefix = &text[line_start..at];
+    prefix
+        .chars()
+        .all(|c| c == ' ' || c == '\t')
+        .then_some(prefix)
 }
 
-fn edit_json(text: &str, root: &json::Node, entries: &[Entry<'_>]) -> Result<String, InitError> {
-    let json::Kind::Object(members) = &root.kind else {
+fn edit_json(text: &str, root: &Node, entries: &[Entry<'_>]) -> Result<String, InitError> {
+    let syntax::Value::Map(members) = &root.value else {
         return Err(InitError::NotAMapping);
     };
     if entries.is_empty() {
         return Ok(text.to_owned());
     }
     let nl = newline_of(text);
-    let root_indent = line_indent(text, root.start).unwrap_or("");
+    let root_indent = line_indent(text, root.span.start).unwrap_or("");
     // The indentation unit, when the file is pretty-printed.
     let unit: Option<String> = match members.first() {
-        Some(m) => line_indent(text, m.key_start).map(|ind| {
+        Some((key, _)) => line_indent(text, key.span.start).map(|ind| {
             let unit = ind.strip_prefix(root_indent).unwrap_or(ind);
             if unit.is_empty() {
                 "  ".to_owned()
@@ -400,18 +444,18 @@ fn edit_json(text: &str, root: &json::Node, entries: &[Entry<'_>]) -> Result<Str
             .collect::<Vec<_>>()
             .join(",")
     };
-    let providers = members.iter().rev().find(|m| m.key == "providers");
+    let providers = members.iter().find(|(key, _)| key.name == "providers");
     match providers {
-        Some(m) => {
-            let json::Kind::Object(existing) = &m.value.kind else {
+        Some((key, value)) => {
+            let syntax::Value::Map(existing) = &value.value else {
                 return Err(InitError::ProvidersNotAMapping {
-                    line: line_of(text, m.key_start),
+                    line: key.pos.line as usize,
                 });
             };
-            let key_indent = line_indent(text, m.key_start);
+            let key_indent = line_indent(text, key.span.start);
             match (existing.last(), existing.first()) {
-                (Some(last), Some(first)) => {
-                    let insert = match (line_indent(text, first.key_start), &unit) {
+                (Some((_, last)), Some((first, _))) => {
+                    let insert = match (line_indent(text, first.span.start), &unit) {
                         (Some(ind), Some(unit)) => {
                             let inner = ind
                                 .strip_prefix(key_indent.unwrap_or(""))
@@ -421,7 +465,7 @@ fn edit_json(text: &str, root: &json::Node, entries: &[Entry<'_>]) -> Result<Str
                         }
                         _ => format!(",{}", compact()),
                     };
-                    Ok(splice(last.value.end, last.value.end, &insert))
+                    Ok(splice(last.span.end, last.span.end, &insert))
                 }
                 _ => {
                     let body = match (key_indent, &unit) {
@@ -430,7 +474,7 @@ fn edit_json(text: &str, root: &json::Node, entries: &[Entry<'_>]) -> Result<Str
                         }
                         _ => format!("{{{}}}", compact()),
                     };
-                    Ok(splice(m.value.start, m.value.end, &body))
+                    Ok(splice(value.span.start, value.span.end, &body))
                 }
             }
         }
@@ -442,20 +486,20 @@ fn edit_json(text: &str, root: &json::Node, entries: &[Entry<'_>]) -> Result<Str
                 )
             };
             match (members.last(), &unit) {
-                (Some(last), Some(unit)) => {
+                (Some((_, last)), Some(unit)) => {
                     let base = format!("{root_indent}{unit}");
                     let insert = format!(",{nl}{base}{}", block(&base, unit));
-                    Ok(splice(last.value.end, last.value.end, &insert))
+                    Ok(splice(last.span.end, last.span.end, &insert))
                 }
-                (Some(last), None) => Ok(splice(
-                    last.value.end,
-                    last.value.end,
+                (Some((_, last)), None) => Ok(splice(
+                    last.span.end,
+                    last.span.end,
                     &format!(",\"providers\":{{{}}}", compact()),
                 )),
                 (None, _) => {
                     let base = format!("{root_indent}  ");
                     let body = format!("{{{nl}{base}{}{nl}{root_indent}}}", block(&base, "  "));
-                    Ok(splice(root.start, root.end, &body))
+                    Ok(splice(root.span.start, root.span.end, &body))
                 }
             }
         }
@@ -481,11 +525,6 @@ fn line<'t>(text: &'t str, starts: &[usize], n: usize) -> &'t str {
     text[a..b].trim_end_matches(['\n', '\r'])
 }
 
-/// The byte offset of character column `col` in `line`.
-fn byte_col(line: &str, col: usize) -> usize {
-    line.char_indices().nth(col).map_or(line.len(), |(i, _)| i)
-}
-
 fn indent_width(line: &str) -> usize {
     line.chars().take_while(|c| *c == ' ').count()
 }
@@ -504,11 +543,7 @@ fn insert_after_line(text: &str, starts: &[usize], n: usize, block: &str, nl: &s
     out
 }
 
-fn edit_yaml(
-    text: &str,
-    root: Option<&yaml::Node>,
-    entries: &[Entry<'_>],
-) -> Result<String, InitError> {
+fn edit_yaml(text: &str, root: Option<&Node>, entries: &[Entry<'_>]) -> Result<String, InitError> {
     if entries.is_empty() {
         return Ok(text.to_owned());
     }
@@ -542,31 +577,31 @@ fn edit_yaml(
         ));
         return Ok(out);
     };
-    let yaml::Kind::Map(top) = &root.kind else {
+    let syntax::Value::Map(top) = &root.value else {
         return Err(InitError::NotAMapping);
     };
     if root.flow {
         return Err(InitError::NotAMapping);
     }
-    let Some(index) = top
-        .iter()
-        .rposition(|(k, _)| k.key_text() == Some("providers"))
-    else {
+    // Lines and 0-based character columns of the tree's positions.
+    let line_of = |pos: syntax::Pos| pos.line as usize;
+    let col_of = |pos: syntax::Pos| pos.column as usize - 1;
+    let Some(index) = top.iter().position(|(k, _)| k.name == "providers") else {
         let block = format!("providers:{nl}{}", render("  ", "  "));
         return Ok(insert_after_line(text, &starts, last_line, &block, nl));
     };
     let (key, value) = &top[index];
-    match &value.kind {
-        yaml::Kind::Map(existing) if !value.flow && !existing.is_empty() => {
+    match &value.value {
+        syntax::Value::Map(existing) if !value.flow && !existing.is_empty() => {
             let first = &existing[0];
-            let entry_col = first.0.start.col;
-            let indent: String = line(text, &starts, first.0.start.line)
+            let entry_col = col_of(first.0.pos);
+            let indent: String = line(text, &starts, line_of(first.0.pos))
                 .chars()
                 .take(entry_col)
                 .collect();
-            let unit = match &first.1.kind {
-                yaml::Kind::Map(fields) if !first.1.flow && !fields.is_empty() => {
-                    let c = fields[0].0.start.col;
+            let unit = match &first.1.value {
+                syntax::Value::Map(fields) if !first.1.flow && !fields.is_empty() => {
+                    let c = col_of(fields[0].0.pos);
                     if c > entry_col {
                         " ".repeat(c - entry_col)
                     } else {
@@ -577,14 +612,14 @@ fn edit_yaml(
             };
             let next = top
                 .get(index + 1)
-                .map_or(last_line + 1, |(k, _)| k.start.line);
-            let last_content = ((key.start.line + 1)..next)
+                .map_or(last_line + 1, |(k, _)| line_of(k.pos));
+            let last_content = ((line_of(key.pos) + 1)..next)
                 .rev()
                 .find(|&n| {
                     let l = line(text, &starts, n);
                     !l.trim().is_empty() && indent_width(l) >= entry_col
                 })
-                .unwrap_or(key.start.line);
+                .unwrap_or(line_of(key.pos));
             Ok(insert_after_line(
                 text,
                 &starts,
@@ -593,22 +628,24 @@ fn edit_yaml(
                 nl,
             ))
         }
-        yaml::Kind::Map(existing) if value.flow => {
-            let one_line = value.start.line == value.end.line && value.start.line == key.start.line;
+        syntax::Value::Map(existing) if value.flow => {
+            // The closing brace is the span's last byte.
+            let close = value.span.end - 1;
+            let close_line = text[..close].matches('\n').count() + 1;
+            let one_line = line_of(value.pos) == close_line && close_line == line_of(key.pos);
             if existing.is_empty() && one_line {
                 // `providers: {}` becomes a block mapping.
-                let n = key.start.line;
+                let n = line_of(key.pos);
+                let line_start = starts[n - 1];
                 let l = line(text, &starts, n);
-                let open = byte_col(l, value.start.col);
-                let close = byte_col(l, value.end.col + 1);
-                let rest = &l[close..];
+                let open = value.span.start - line_start;
+                let rest = &l[value.span.end - line_start..];
                 let head = l[..open].trim_end();
                 let new_line = if rest.trim().is_empty() {
                     head.to_owned()
                 } else {
                     format!("{head} {}", rest.trim_start())
                 };
-                let line_start = starts[n - 1];
                 let mut edited = String::with_capacity(text.len() + 256);
                 edited.push_str(&text[..line_start]);
                 edited.push_str(&new_line);
@@ -623,9 +660,6 @@ fn edit_yaml(
                 ))
             } else {
                 // A flow mapping with entries: add flow entries before `}`.
-                let n = value.end.line;
-                let l = line(text, &starts, n);
-                let at = starts[n - 1] + byte_col(l, value.end.col);
                 let items: Vec<String> = entries
                     .iter()
                     .map(|e| {
@@ -638,24 +672,21 @@ fn edit_yaml(
                     .collect();
                 let sep = if existing.is_empty() { "" } else { ", " };
                 let mut out = String::with_capacity(text.len() + 256);
-                out.push_str(&text[..at]);
+                out.push_str(&text[..close]);
                 out.push_str(sep);
                 out.push_str(&items.join(", "));
-                out.push_str(&text[at..]);
+                out.push_str(&text[close..]);
                 Ok(out)
             }
         }
-        yaml::Kind::Scalar(s, true) if yaml::resolve_plain(s).is_null() => {
-            // `providers:` with no value (or `~`, `null`).
+        syntax::Value::Null => {
+            // `providers:` with no value (or `~`, `null`): only a plain scalar is null.
             let mut edited = text.to_owned();
-            let mut after = key.start.line;
-            if !s.is_empty() {
-                let n = value.start.line;
-                let l = line(text, &starts, n);
-                let a = starts[n - 1] + byte_col(l, value.start.col);
-                let b = starts[n - 1] + byte_col(l, value.start.col + s.chars().count());
+            let mut after = line_of(key.pos);
+            if !value.span.is_empty() {
+                let (a, b) = (value.span.start, value.span.end);
                 edited = format!("{}{}", text[..a].trim_end_matches(' '), &text[b..]);
-                after = after.max(n);
+                after = after.max(line_of(value.pos));
             }
             let starts = line_starts(&edited);
             Ok(insert_after_line(
@@ -667,7 +698,7 @@ fn edit_yaml(
             ))
         }
         _ => Err(InitError::ProvidersNotAMapping {
-            line: key.start.line,
+            line: line_of(key.pos),
         }),
     }
 }

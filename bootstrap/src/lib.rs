@@ -89,7 +89,7 @@ mod wiring;
 
 pub use detect::detect;
 pub use doctor::doctor;
-pub use init::{InitError, init};
+pub use init::{InitError, init, read};
 pub use model::{
     Candidate, Confidence, Detection, Finding, InitOutput, Repo, Skipped, Unresolved,
     UnresolvedReason,

@@ -10,6 +10,9 @@
 //! - every position (in the tree, in a diagnostic, in a finding) is 1-based and inside the
 //!   text; every diagnostic names its file and has a fix;
 //! - a tree has unique keys and nests at most [`MAX_DEPTH`] deep;
+//! - every span lies inside the text, between characters, a key's before its value's and a
+//!   flow collection's children inside it; in a JSON file each scalar's span reads back as
+//!   that scalar and each key's as that key;
 //! - the tree written back out as JSON, and as YAML flow text, reads back as the same tree
 //!   (JSON and YAML mean the same thing, whichever syntax a file picks);
 //! - a decoder that returns nothing has said why (an error);
@@ -30,8 +33,8 @@ use crate::load::config::evidence::{self, Evidence};
 use crate::load::config::execution::{self, Execution};
 use crate::load::config::load::parse_bytes;
 use crate::load::workspace::{Change, Repository, Wired, Workspace};
-use crate::syntax::node::{Node, Pos, Value};
-use crate::syntax::parse::MAX_DEPTH;
+use crate::syntax::node::{Node, Pos, Span, Value};
+use crate::syntax::parse::{MAX_DEPTH, Syntax};
 use crate::syntax::{json, yaml};
 
 /// The line that separates the files of one input.
@@ -49,8 +52,8 @@ pub fn run(data: &[u8]) {
     let mut bounds = Bounds::default();
     for (i, part) in parts.iter().enumerate().take(FILES.len()) {
         let file = FILES[i];
-        let root = match parse_bytes(part, file) {
-            Ok(doc) => doc.root,
+        let (root, syntax) = match parse_bytes(part, file) {
+            Ok(doc) => (doc.root, doc.syntax),
             Err(diagnostic) => {
                 let part_bounds = Bounds::of(&String::from_utf8_lossy(part));
                 check_diagnostic(&diagnostic, file, &part_bounds);
@@ -61,6 +64,7 @@ pub fn run(data: &[u8]) {
         let part_bounds = Bounds::of(text);
         bounds = bounds.max(part_bounds);
         check_tree(&root, 0, &part_bounds);
+        check_spans(&root, text, syntax);
         check_reparse(&root);
         // Every decoder on every file: each must cope with any tree.
         let mut sinks = [
@@ -184,6 +188,74 @@ fn check_tree(node: &Node, depth: usize, bounds: &Bounds) {
             }
         }
         Value::Null | Value::Bool(_) | Value::Number(_) | Value::String(_) => {}
+    }
+}
+
+/// Every span of the tree lies inside `text`, between characters, in order; in JSON each
+/// scalar's and key's span is exactly its text.
+fn check_spans(node: &Node, text: &str, syntax: Syntax) {
+    let inside = |span: Span, what: &str| {
+        assert!(
+            span.start <= span.end
+                && span.end <= text.len()
+                && text.is_char_boundary(span.start)
+                && text.is_char_boundary(span.end),
+            "{what} spans {span:?}, outside a text of {} bytes or inside a character",
+            text.len()
+        );
+        &text[span.range()]
+    };
+    let covered = inside(node.span, "a value");
+    let within = |child: Span, what: &str| {
+        if node.flow {
+            assert!(
+                node.span.start <= child.start && child.end <= node.span.end,
+                "{what} at {child:?} lies outside its flow collection at {:?}",
+                node.span
+            );
+        }
+    };
+    match &node.value {
+        Value::Seq(items) => {
+            for item in items {
+                within(item.span, "an item");
+                check_spans(item, text, syntax);
+            }
+        }
+        Value::Map(entries) => {
+            for (key, value) in entries {
+                let written = inside(key.span, "a key");
+                within(key.span, "a key");
+                within(value.span, "a value");
+                assert!(
+                    key.span.start <= value.span.start,
+                    "key `{}` at {:?} after its value at {:?}",
+                    key.name,
+                    key.span,
+                    value.span
+                );
+                if syntax == Syntax::Json {
+                    let read = json::parse(&format!("[{written}]"));
+                    let read = read.as_ref().ok().and_then(|n| match &n.value {
+                        Value::Seq(items) => items.first().and_then(Node::as_str),
+                        _ => None,
+                    });
+                    assert_eq!(read, Some(key.name.as_str()), "key span {written:?}");
+                }
+                check_spans(value, text, syntax);
+            }
+        }
+        scalar => {
+            if syntax == Syntax::Json {
+                let read = json::parse(&format!("[{covered}]"))
+                    .unwrap_or_else(|e| panic!("span {covered:?} does not read: {e:?}"));
+                let Value::Seq(items) = read.value else {
+                    panic!("a list")
+                };
+                assert_eq!(items.len(), 1, "span {covered:?}");
+                assert_eq!(&items[0].value, scalar, "span {covered:?}");
+            }
+        }
     }
 }
 

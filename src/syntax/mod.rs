@@ -1,8 +1,4 @@
-//! Text into positioned trees: the JSON and YAML readers every configuration file goes
-//! through, with line, column and byte spans. Knows nothing of what the files mean.
+//! Text into positioned trees: the `proofgraph-syntax` crate, the one JSON and YAML reader
+//! that `validate` and `evidence init` share, under the application's layer name.
 
-pub mod error;
-pub mod json;
-pub mod node;
-pub mod parse;
-pub mod yaml;
+pub use proofgraph_syntax::{error, json, node, parse, yaml};

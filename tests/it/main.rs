@@ -25,6 +25,7 @@ mod secrets;
 mod services;
 mod snapshots;
 mod support;
+mod syntax;
 mod trust;
 mod truth_reports;
 mod verify_ci;

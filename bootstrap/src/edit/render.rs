@@ -4,6 +4,8 @@
 //! with flow sequences, quoting every string a YAML reader could take for
 //! something else.
 
+use proofgraph_syntax::node::Value as Read;
+use proofgraph_syntax::yaml::resolve_plain;
 use serde_json::Value;
 
 /// The JSON text of a scalar, array or small object on one line, with a
@@ -109,7 +111,8 @@ fn plain_ok(s: &str, flow: bool) -> bool {
     if s.parse::<f64>().is_ok() || lower.starts_with("0x") || lower.starts_with("0o") {
         return false;
     }
-    super::yaml::resolve_plain(s).is_string()
+    // What the reader `validate` uses makes of it, to be sure.
+    matches!(resolve_plain(s), Read::String(_))
 }
 
 fn yaml_scalar(value: &Value, flow: bool) -> String {

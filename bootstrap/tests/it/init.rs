@@ -340,3 +340,131 @@ fn an_edit_that_would_change_an_existing_value_is_refused() {
         "{err}"
     );
 }
+
+/// `init` reads through the reader `validate` uses: what `validate` refuses, `init`
+/// refuses at the same place, rather than editing a file it reads differently.
+#[test]
+fn a_file_validate_refuses_is_refused_at_the_same_position() {
+    let detection = vite_detection();
+    for (text, syntax, line, column, says) in [
+        // A repeated provider: the old YAML reader kept the last one and edited the file.
+        (
+            "version: 1\nproviders:\n  a:\n    adapter: command\n  a:\n    adapter: external\n",
+            "YAML",
+            5,
+            3,
+            "key `a` appears twice in one mapping (first at line 3, column 3)",
+        ),
+        (
+            "{\"version\": 1,\n \"providers\": {}, \"version\": 2}",
+            "JSON",
+            2,
+            19,
+            "key `version` appears twice",
+        ),
+        (
+            "version: 1\n---\nproviders: {}\n",
+            "YAML",
+            2,
+            1,
+            "more than one YAML document",
+        ),
+        ("a: &x 1\nb: *x\n", "YAML", 2, 4, "aliases"),
+        ("version: !!int 1\n", "YAML", 1, 10, "tags"),
+        (
+            "? [a]\n: 1\n",
+            "YAML",
+            1,
+            3,
+            "mapping keys must be plain text",
+        ),
+    ] {
+        match init(Some(text), &detection) {
+            Err(bootstrap::InitError::Syntax {
+                syntax: s,
+                line: l,
+                column: c,
+                message,
+            }) => {
+                assert_eq!((s, l, c), (syntax, line, column), "{text:?}: {message}");
+                assert!(message.contains(says), "{text:?}: {message}");
+            }
+            other => panic!("{text:?}: {other:?}"),
+        }
+    }
+}
+
+/// A number with no exact JSON value cannot be compared before and after the edit; the
+/// old YAML reader took `.inf` and `1e400` for strings and edited the file.
+#[test]
+fn a_number_without_a_json_value_is_refused_not_read_as_a_string() {
+    let detection = vite_detection();
+    for (text, number, line, column) in [
+        ("version: 1\nx-budget: .inf\nproviders: {}\n", ".inf", 2, 11),
+        ("version: 1\nx-budget: [-.Inf, .NaN]\n", "-.Inf", 2, 12),
+        ("version: 1\nx-budget: 1e400\n", "1e400", 2, 11),
+        ("{\"version\": 1, \"x-budget\": 1e400}", "1e400", 1, 28),
+    ] {
+        match init(Some(text), &detection) {
+            Err(bootstrap::InitError::Number {
+                number: n,
+                line: l,
+                column: c,
+            }) => assert_eq!((n.as_str(), l, c), (number, line, column), "{text:?}"),
+            other => panic!("{text:?}: {other:?}"),
+        }
+    }
+    // The same words quoted are strings, and the file is edited.
+    let out = init(
+        Some("version: 1\nx-budget: \".inf\"\nproviders: {}\n"),
+        &detection,
+    )
+    .expect("init");
+    assert!(
+        out.text
+            .starts_with("version: 1\nx-budget: \".inf\"\nproviders:\n  # added by")
+    );
+}
+
+/// A JSON file behind a byte order mark is read as JSON, as `validate` reads it (the old
+/// reader took it for YAML and refused it), and edited in place behind the mark.
+#[test]
+fn a_json_file_behind_a_byte_order_mark_stays_json() {
+    let before = format!("\u{feff}{JSON_EXECUTION}");
+    let out = init(Some(&before), &vite_detection()).expect("init");
+    let added = inserted(&before, &out.text);
+    assert!(added.starts_with(",\n    \"test\": {\n"), "{added}");
+    let again = bootstrap::read(&out.text).expect("reads back");
+    assert_eq!(
+        again["providers"]["static-analysis"]["timeoutMs"],
+        serde_json::json!(120000)
+    );
+    assert!(again["providers"]["test"].is_object());
+}
+
+/// Spans are bytes: an anchored empty `providers`, a flow mapping after non-ASCII text
+/// and a trailing comment are all spliced at the right byte.
+#[test]
+fn edits_land_on_the_right_bytes_around_anchors_and_non_ascii_text() {
+    let detection = vite_detection();
+    // The whole `&p ~` goes (the old reader removed one character: `&`).
+    let out = init(
+        Some("version: 1\nproviders: &p ~  # ¿\nservices: {}\n"),
+        &detection,
+    )
+    .expect("init");
+    assert!(
+        out.text
+            .starts_with("version: 1\nproviders:  # ¿\n  # added by"),
+        "{}",
+        out.text
+    );
+    let before = "version: 1\nproviders: {ñandú: {adapter: command, capability: integration, command: [echo, \"ü\"]}}  # é\n";
+    let out = init(Some(before), &detection).expect("init");
+    let added = inserted(before, &out.text);
+    assert!(
+        added.starts_with(", test: {adapter: test-discovery"),
+        "{added}"
+    );
+    assert!(out.text.ends_with("]}}  # é\n"), "{}", out.text);
+}

@@ -1,6 +1,8 @@
 //! What can go wrong reading a document into a tree, and where.
 
-use super::node::{Pos, saturate};
+use std::fmt;
+
+use crate::node::{MAX_DEPTH, Pos, saturate};
 
 /// Why a document could not be read into a tree.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -8,7 +10,7 @@ pub enum ParseErrorKind {
     /// The text is not valid JSON or YAML; the message says what the parser
     /// expected.
     Syntax(String),
-    /// Mappings and sequences nest deeper than [`super::node::MAX_DEPTH`].
+    /// Mappings and sequences nest deeper than [`crate::node::MAX_DEPTH`].
     TooDeep,
     /// A mapping repeats a key.
     DuplicateKey {
@@ -31,6 +33,40 @@ pub struct ParseError {
     /// Where it went wrong.
     pub pos: Pos,
 }
+
+impl fmt::Display for ParseErrorKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ParseErrorKind::Syntax(message) | ParseErrorKind::Unsupported(message) => {
+                f.write_str(message)
+            }
+            ParseErrorKind::TooDeep => {
+                write!(f, "lists and mappings nest deeper than {MAX_DEPTH} levels")
+            }
+            ParseErrorKind::DuplicateKey { key, first } => write!(
+                f,
+                "key `{key}` appears twice in one mapping (first at line {}, column {})",
+                first.line, first.column
+            ),
+            ParseErrorKind::MultipleDocuments => {
+                f.write_str("the text holds more than one YAML document")
+            }
+        }
+    }
+}
+
+/// `<what> at line <l>, column <c>`.
+impl fmt::Display for ParseError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} at line {}, column {}",
+            self.kind, self.pos.line, self.pos.column
+        )
+    }
+}
+
+impl std::error::Error for ParseError {}
 
 /// The position of the first byte that is not valid UTF-8, for a diagnostic
 /// about binary or mis-encoded files.

@@ -4,9 +4,17 @@
 //! the position of every value and key to point diagnostics at them, so this
 //! small recursive-descent parser builds a [`Node`] tree directly. Recursion is
 //! bounded by [`MAX_DEPTH`]; duplicate keys are errors.
+//!
+//! Positions cost O(1) amortised each, so a parse is linear in the text however long its
+//! lines: the column (in characters, as every diagnostic counts them) is counted on from
+//! where the last position on the same line was taken, never again from the line's start.
+//! A one-line file near [`crate::node::MAX_FILE_BYTES`] can hold two million values;
+//! counting each one's column from the start of the line made its parse quadratic.
 
-use super::error::{ParseError, ParseErrorKind};
-use super::node::{Key, KeyIndex, MAX_DEPTH, Node, Pos, Value, saturate};
+use std::cell::Cell;
+
+use crate::error::{ParseError, ParseErrorKind};
+use crate::node::{Key, KeyIndex, MAX_DEPTH, Node, Pos, Span, Value, saturate};
 
 /// Parses one JSON document; trailing non-whitespace is an error.
 pub fn parse(text: &str) -> Result<Node, ParseError> {
@@ -16,6 +24,7 @@ pub fn parse(text: &str) -> Result<Node, ParseError> {
         at: 0,
         line: 1,
         line_start: 0,
+        counted: Cell::new((0, 0)),
     };
     parser.skip_ws();
     let node = parser.value(0)?;
@@ -32,16 +41,34 @@ struct Parser<'a> {
     at: usize,
     line: usize,
     line_start: usize,
+    /// `(byte, characters)`: the characters from `line_start` to `byte`, where the last
+    /// position was taken. Positions are taken at increasing offsets, so each one counts
+    /// only the characters since the last.
+    counted: Cell<(usize, usize)>,
 }
 
 impl Parser<'_> {
     fn pos(&self) -> Pos {
-        let column = self
-            .text
-            .get(self.line_start..self.at)
-            .map_or(0, |s| s.chars().count())
-            + 1;
-        Pos::new(saturate(self.line), saturate(column))
+        Pos::new(saturate(self.line), saturate(self.column()))
+    }
+
+    /// The 1-based column of `at` in characters, counted on from the last one taken.
+    fn column(&self) -> usize {
+        if !self.text.is_char_boundary(self.at) {
+            // Not reached (positions are taken between characters); 1, as before.
+            return 1;
+        }
+        let (mut byte, mut chars) = self.counted.get();
+        if byte < self.line_start || byte > self.at {
+            (byte, chars) = (self.line_start, 0);
+        }
+        // A character is every byte that is not a UTF-8 continuation byte (`10xxxxxx`).
+        chars += self.bytes[byte..self.at]
+            .iter()
+            .filter(|&&b| b & 0xC0 != 0x80)
+            .count();
+        self.counted.set((self.at, chars));
+        chars + 1
     }
 
     fn error(&self, message: &str) -> ParseError {
@@ -80,6 +107,7 @@ impl Parser<'_> {
 
     fn value(&mut self, depth: usize) -> Result<Node, ParseError> {
         let pos = self.pos();
+        let start = self.at;
         let value = match self.peek() {
             Some(b'{') => self.object(depth + 1)?,
             Some(b'[') => self.array(depth + 1)?,
@@ -91,7 +119,13 @@ impl Parser<'_> {
             Some(_) => return Err(self.error("expected a value")),
             None => return Err(self.error("unexpected end of input, expected a value")),
         };
-        Ok(Node { value, pos })
+        let flow = matches!(value, Value::Map(_) | Value::Seq(_));
+        Ok(Node {
+            value,
+            pos,
+            span: Span::new(start, self.at),
+            flow,
+        })
     }
 
     fn too_deep(&self, depth: usize) -> Result<(), ParseError> {
@@ -118,10 +152,12 @@ impl Parser<'_> {
         loop {
             self.skip_ws();
             let key_pos = self.pos();
+            let key_start = self.at;
             if self.peek() != Some(b'"') {
                 return Err(self.error("expected a string key"));
             }
             let name = self.string()?;
+            let key_span = Span::new(key_start, self.at);
             if let Some(first) = index.first(&entries, &name) {
                 return Err(ParseError {
                     kind: ParseErrorKind::DuplicateKey { key: name, first },
@@ -132,7 +168,12 @@ impl Parser<'_> {
             self.expect(b':', "`:` after a key")?;
             self.skip_ws();
             let value = self.value(depth)?;
-            entries.push((Key { name, pos: key_pos }, value));
+            let key = Key {
+                name,
+                pos: key_pos,
+                span: key_span,
+            };
+            entries.push((key, value));
             index.added(&entries);
             self.skip_ws();
             match self.peek() {
@@ -306,6 +347,160 @@ mod tests {
         assert_eq!(entries[0].1.pos, Pos::new(2, 8));
         assert_eq!(entries[1].0.pos, Pos::new(3, 3));
         assert_eq!(entries[1].1.pos, Pos::new(3, 8));
+    }
+
+    /// A one-line document just under [`crate::node::MAX_FILE_BYTES`], with multi-byte
+    /// characters throughout: every value's column is its character offset, checked for
+    /// the last values (where a wrong count would have piled up) and a sample before them.
+    #[test]
+    fn a_four_mib_single_line_document_has_exact_positions_to_its_end() {
+        let limit = usize::try_from(crate::node::MAX_FILE_BYTES).expect("fits");
+        let mut text = String::from("{\"pad\": [");
+        let mut chars = text.chars().count();
+        // (character column, what the value is) of every value of the list.
+        let mut expected: Vec<(usize, Value)> = Vec::new();
+        let items = ["\"é😀x\"", "12345", "{\"k\": \"ü\"}", "-0.5e3", "\"plain\""];
+        let mut i = 0;
+        while text.len() + 64 < limit {
+            if i > 0 {
+                text.push_str(", ");
+                chars += 2;
+            }
+            let item = items[i % items.len()];
+            let value = match i % items.len() {
+                0 => Value::String("é😀x".into()),
+                1 => Value::Number("12345".into()),
+                2 => Value::Map(Vec::new()),
+                3 => Value::Number("-0.5e3".into()),
+                _ => Value::String("plain".into()),
+            };
+            expected.push((chars + 1, value));
+            text.push_str(item);
+            chars += item.chars().count();
+            i += 1;
+        }
+        let last_key_column = chars + 4;
+        text.push_str("], \"last\": true}");
+        assert!(
+            text.len() as u64 <= crate::node::MAX_FILE_BYTES,
+            "{}",
+            text.len()
+        );
+        assert!(text.len() as u64 > crate::node::MAX_FILE_BYTES - 128);
+        assert!(!text.contains('\n'));
+
+        let node = parse(&text).expect("valid");
+        let Value::Map(top) = &node.value else {
+            panic!("a mapping")
+        };
+        assert_eq!(top[1].0.name, "last");
+        assert_eq!(top[1].0.pos, Pos::new(1, saturate(last_key_column)));
+        assert_eq!(top[1].1.pos, Pos::new(1, saturate(last_key_column + 8)));
+        let Value::Seq(list) = &top[0].1.value else {
+            panic!("a list")
+        };
+        assert_eq!(list.len(), expected.len());
+        let checked = (0..list.len())
+            .rev()
+            .take(1000)
+            .chain((0..list.len()).step_by(997));
+        for n in checked {
+            let (column, value) = &expected[n];
+            assert_eq!(list[n].pos, Pos::new(1, saturate(*column)), "value {n}");
+            match (&list[n].value, value) {
+                (Value::Map(entries), Value::Map(_)) => {
+                    assert_eq!(entries[0].0.pos, Pos::new(1, saturate(column + 1)));
+                    assert_eq!(entries[0].1.pos, Pos::new(1, saturate(column + 6)));
+                }
+                (found, value) => assert_eq!(found, value, "value {n}"),
+            }
+        }
+        // JSON is YAML: the YAML reader gives the same positions and spans, as fast.
+        let yaml = crate::yaml::parse(&text).expect("JSON is YAML");
+        let Value::Map(yaml_top) = &yaml.value else {
+            panic!("a mapping")
+        };
+        assert_eq!(yaml_top[1].0.pos, top[1].0.pos);
+        assert_eq!(yaml_top[1].0.span, top[1].0.span);
+        let Value::Seq(yaml_list) = &yaml_top[0].1.value else {
+            panic!("a list")
+        };
+        assert_eq!(yaml_list.len(), list.len());
+        for n in (0..list.len())
+            .rev()
+            .take(1000)
+            .chain((0..list.len()).step_by(997))
+        {
+            assert_eq!(
+                (yaml_list[n].pos, yaml_list[n].span),
+                (list[n].pos, list[n].span),
+                "value {n}"
+            );
+        }
+        // An error at the very end is placed by the same count.
+        let mut broken = text.clone();
+        broken.pop();
+        let err = parse(&broken).expect_err("unterminated");
+        assert_eq!(
+            err.pos,
+            Pos::new(1, saturate(text.chars().count())),
+            "{err:?}"
+        );
+    }
+
+    #[test]
+    fn columns_count_characters_across_lines_and_after_errors() {
+        // The count restarts on each line, and keeps counting within one.
+        let node = parse("{\"é\": [\"ü\",\n \"😀\", {\"a\":\n1}], \"b\": 2}").expect("valid");
+        let list = node.get("é").expect("é");
+        let Value::Seq(items) = &list.value else {
+            panic!("a list")
+        };
+        assert_eq!(list.pos, Pos::new(1, 7));
+        assert_eq!(items[0].pos, Pos::new(1, 8));
+        assert_eq!(items[1].pos, Pos::new(2, 2));
+        assert_eq!(items[2].pos, Pos::new(2, 7));
+        assert_eq!(items[2].get("a").map(|n| n.pos), Some(Pos::new(3, 1)));
+        let Value::Map(top) = &node.value else {
+            panic!("a mapping")
+        };
+        assert_eq!(top[1].0.pos, Pos::new(3, 6));
+        let err = parse("{\"é\": \"ü\", \"x\": [1,\n  2,, 3]}").expect_err("two commas");
+        assert_eq!(err.pos, Pos::new(2, 5));
+    }
+
+    #[test]
+    fn spans_cover_each_value_and_key_exactly() {
+        let text =
+            "{\n  \"é\" : [1, -2.5e3 ,\"x\\\"ü\", {}, [true, null]],\n  \"k\":{\"n\":false}}";
+        let node = parse(text).expect("valid");
+        assert_eq!(node.span.range(), 0..text.len());
+        assert!(node.flow);
+        let Value::Map(top) = &node.value else {
+            panic!("a mapping")
+        };
+        let at = |span: Span| &text[span.range()];
+        assert_eq!(at(top[0].0.span), "\"é\"");
+        let Value::Seq(items) = &top[0].1.value else {
+            panic!("a list")
+        };
+        let shown: Vec<&str> = items.iter().map(|n| at(n.span)).collect();
+        assert_eq!(shown, ["1", "-2.5e3", "\"x\\\"ü\"", "{}", "[true, null]"]);
+        assert_eq!(
+            items.iter().map(|n| n.flow).collect::<Vec<_>>(),
+            [false, false, false, true, true]
+        );
+        assert_eq!(at(top[1].0.span), "\"k\"");
+        assert_eq!(at(top[1].1.span), "{\"n\":false}");
+        // Every value's text, read again, is the same value.
+        for item in items {
+            let again = parse(&format!("{{\"v\": {}}}", at(item.span))).expect("valid");
+            let (a, b) = (&again.get("v").expect("v").value, &item.value);
+            match (a, b) {
+                (Value::Seq(x), Value::Seq(y)) => assert_eq!(x.len(), y.len()),
+                _ => assert_eq!(a, b),
+            }
+        }
     }
 
     #[test]
