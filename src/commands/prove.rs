@@ -140,7 +140,7 @@ fn attempt(
         .expect("evaluate made or refused the signing key");
     // Leftovers of runs killed long ago (never a live run's files).
     e.store.sweep(std::time::Duration::from_secs(24 * 3600));
-    let (wanted, reused) = execute::wanted(
+    let (wanted, reused) = crate::decide::reuse::wanted(
         graph,
         &e.fingerprints,
         &e.store,
