@@ -33,7 +33,6 @@ use proofgraph_sandbox::{
     Event, Isolation, IsolationRequest, JobId, JobSpec, Network, ProbeSpec, Run, RunConfig,
     SandboxMode,
 };
-use serde::Serialize;
 
 use crate::base::diagnostic::{Code, Diagnostic};
 use crate::base::env::Env;
@@ -43,6 +42,8 @@ use crate::load::workspace::Workspace;
 use crate::observe::world::Observed;
 use crate::proof::receipt::{self, Artifact, Exit, Outcome, Proof, TestNames};
 use crate::store::Store;
+
+use super::events::{Line, Progress, ProviderAction, ProviderRun, ReceiptView};
 
 /// Everything the executor needs.
 pub struct Plan<'a> {
@@ -81,53 +82,6 @@ pub struct Plan<'a> {
     pub secrets: &'a Secrets,
     /// Where progress goes.
     pub progress: &'a dyn Fn(Progress<'_>),
-}
-
-/// What the executor reports while it runs (for a person; never parsed).
-#[derive(Debug, Clone, Copy)]
-pub enum Progress<'s> {
-    /// Something happened: a provider started or ended, a service started.
-    Line(&'s str),
-    /// Where the run stands.
-    Status {
-        /// Providers with a result.
-        done: usize,
-        /// Providers this run will decide.
-        total: usize,
-        /// Providers running now.
-        running: &'s [&'s str],
-    },
-}
-
-/// What happened to one provider.
-#[derive(Debug, Clone, Serialize)]
-pub struct ProviderRun {
-    /// The provider.
-    pub provider: String,
-    /// `ran`, `reused`, `blocked`, `interrupted`, `not_run`, or `produced` (a discovery
-    /// receiver whose receipt its producer's run wrote).
-    pub action: &'static str,
-    /// Why it did not run, or how it ended.
-    pub reason: Option<String>,
-    /// How long its execution took.
-    pub duration_ms: Option<u64>,
-    /// The receipts written (or reused).
-    pub receipts: Vec<ReceiptView>,
-}
-
-/// A receipt written or reused.
-#[derive(Debug, Clone, Serialize)]
-pub struct ReceiptView {
-    /// The name it is stored under.
-    pub receipt: String,
-    /// The capability.
-    pub capability: String,
-    /// Its outcome.
-    pub outcome: Outcome,
-    /// Why it is not a pass.
-    pub reason: Option<String>,
-    /// The envelope's SHA-256.
-    pub sha256: String,
 }
 
 /// The result of a run.
@@ -655,7 +609,7 @@ async fn execute_async(
     }
     if interrupted {
         state.scheduler.halt();
-        state.progress("interrupted: stopping every process of the run");
+        state.progress(Line::Interrupted);
     }
     if let Some(run) = state.run.take() {
         let _ = run.shutdown();
@@ -689,7 +643,7 @@ async fn execute_async(
                     not_run(
                         graph,
                         id,
-                        "interrupted",
+                        ProviderAction::Interrupted,
                         "the run was interrupted before it finished",
                     ),
                 );
@@ -698,7 +652,7 @@ async fn execute_async(
                 let reason = blocked_reason(graph, &state.scheduler, id);
                 state
                     .results
-                    .insert(id, not_run(graph, id, "blocked", &reason));
+                    .insert(id, not_run(graph, id, ProviderAction::Blocked, &reason));
             }
         }
     }
@@ -772,7 +726,7 @@ impl Signals {
     }
 }
 
-fn not_run(graph: &SealedGraph, id: NodeId, action: &'static str, reason: &str) -> ProviderRun {
+fn not_run(graph: &SealedGraph, id: NodeId, action: ProviderAction, reason: &str) -> ProviderRun {
     ProviderRun {
         provider: graph.node(id).name.clone(),
         action,
@@ -846,9 +800,7 @@ impl Loop<'_, '_> {
                 && let Some(key) = &key
                 && let Some(files) = crate::run::setup::restore(self.plan.store, key, &dir)
             {
-                self.progress(&format!(
-                    "  setup   {repo}: restored {files} files from the setup cache"
-                ));
+                self.progress(Line::SetupRestored { repo: &repo, files });
                 continue;
             }
             if self.run.is_none() {
@@ -871,7 +823,7 @@ impl Loop<'_, '_> {
                     limited: false,
                     hold_after: false,
                 };
-                self.progress(&format!("  setup   {repo}: {}", argv.join(" ")));
+                self.progress(Line::SetupCommand { repo: &repo, argv });
                 let spawned = match &self.run {
                     Some(run) => run.spawn(&spec),
                     None => return true,
@@ -924,7 +876,10 @@ impl Loop<'_, '_> {
             }
             match failed {
                 Some(reason) => {
-                    self.progress(&format!("  setup   {repo} failed: {reason}"));
+                    self.progress(Line::SetupFailed {
+                        repo: &repo,
+                        reason: &reason,
+                    });
                     self.setup_failures.insert(repo, reason);
                 }
                 None => {
@@ -968,7 +923,7 @@ impl Loop<'_, '_> {
         }
     }
 
-    fn progress(&self, line: &str) {
+    fn progress(&self, line: Line<'_>) {
         (self.plan.progress)(Progress::Line(line));
     }
 
@@ -1120,7 +1075,9 @@ impl Loop<'_, '_> {
         };
         match run.spawn(&spec) {
             Ok(job) => {
-                self.progress(&format!("  run     {}", p.spec.id.value));
+                self.progress(Line::Started {
+                    provider: &p.spec.id.value,
+                });
                 self.running.insert(p.spec.id.value.to_string());
                 self.status();
                 self.jobs.insert(
@@ -1310,7 +1267,9 @@ impl Loop<'_, '_> {
         let Some(run) = &self.run else { return };
         match run.spawn(&spec) {
             Ok(job) => {
-                self.progress(&format!("  start   service {}", s.spec.id.value));
+                self.progress(Line::ServiceStarted {
+                    service: &s.spec.id.value,
+                });
                 self.jobs.insert(job, Purpose::Service(id));
                 self.services.insert(id, job);
                 self.scheduler.complete(id, Step::Succeeded);
@@ -1376,7 +1335,9 @@ impl Loop<'_, '_> {
 
     fn stop_service(&mut self, id: NodeId) {
         if let (Some(job), Some(run)) = (self.services.get(&id), &self.run) {
-            self.progress(&format!("  stop    {}", self.plan.graph.node(id).name));
+            self.progress(Line::ServiceStopping {
+                name: &self.plan.graph.node(id).name,
+            });
             let _ = run.kill(*job);
         }
     }
@@ -1503,7 +1464,10 @@ impl Loop<'_, '_> {
                     };
                     self.probe_failures
                         .insert(id, format!("{name} {how} {when}{tail}"));
-                    self.progress(&format!("  ended   {name}: {how}"));
+                    self.progress(Line::ServiceEnded {
+                        name: &name,
+                        how: &how,
+                    });
                     // Its probe cannot succeed now: stop waiting for it.
                     let probes: Vec<JobId> = self
                         .jobs
@@ -1795,20 +1759,17 @@ impl Loop<'_, '_> {
             .map(|v| v.outcome)
             .max()
             .unwrap_or(Outcome::Error);
-        let mark = if passed { "pass" } else { worst.as_str() };
+        let mark = if passed { Outcome::Pass } else { worst };
         let reason = judged.verdicts.iter().find_map(|v| v.reason.clone());
-        self.progress(&format!(
-            "  {mark:7} {} ({} ms){}",
-            pid,
-            finished.duration.as_millis(),
-            reason
-                .as_deref()
-                .map(|r| format!(": {r}"))
-                .unwrap_or_default()
-        ));
+        self.progress(Line::Judged {
+            provider: pid,
+            mark,
+            duration_ms: finished.duration.as_millis(),
+            reason: reason.as_deref(),
+        });
         let run = ProviderRun {
             provider: pid.to_string(),
-            action: "ran",
+            action: ProviderAction::Ran,
             reason,
             duration_ms: Some(u64::try_from(finished.duration.as_millis()).unwrap_or(u64::MAX)),
             receipts: Vec::new(),
@@ -1882,10 +1843,9 @@ impl Loop<'_, '_> {
     fn take_persisted(&mut self, persisted: Persisted) {
         if !persisted.written {
             // The line printed when it was judged is not a record: say so.
-            self.progress(&format!(
-                "  unrecorded {}: its receipt could not be written (see the diagnostics)",
-                persisted.run.provider
-            ));
+            self.progress(Line::Unrecorded {
+                provider: &persisted.run.provider,
+            });
         }
         self.diagnostics.extend(persisted.diagnostics);
         if !persisted.written && !self.plan.keep_going {
