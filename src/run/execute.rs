@@ -17,22 +17,17 @@
 //! dependency, or killed by an interrupt, gets none.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::ffi::OsString;
 use std::num::NonZeroUsize;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime};
 
 use proofgraph_graph::fingerprint::Fingerprints;
 use proofgraph_graph::graph::{NodeKind, ProviderNode, ServiceNode};
-use proofgraph_graph::model::Network as NetworkSetting;
 use proofgraph_graph::schedule::{Action, Outcome as Step, Scheduler, State};
 use proofgraph_graph::{Adapter, NodeId, ProviderId, RepoId, SealedGraph};
 use proofgraph_sandbox::SandboxError;
 use proofgraph_sandbox::evidence::{self, EvidenceError};
-use proofgraph_sandbox::{
-    Event, Isolation, IsolationRequest, JobId, JobSpec, Network, ProbeSpec, Run, RunConfig,
-    SandboxMode,
-};
+use proofgraph_sandbox::{Event, Isolation, IsolationRequest, JobId, Run, RunConfig, SandboxMode};
 
 use crate::base::diagnostic::{Code, Diagnostic};
 use crate::base::env::Env;
@@ -44,6 +39,7 @@ use crate::proof::receipt::{self, Artifact, Exit, Outcome, Proof, TestNames};
 use crate::store::Store;
 
 use super::events::{Line, Progress, ProviderAction, ProviderRun, ReceiptView};
+use super::job::{self, ExecKey, Jobs};
 
 /// Everything the executor needs.
 pub struct Plan<'a> {
@@ -95,16 +91,6 @@ pub struct Executed {
     pub interrupted: bool,
     /// Findings (isolation fallback, receipts that could not be written).
     pub diagnostics: Vec<Diagnostic>,
-}
-
-/// How identical executions are recognised.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
-struct ExecKey {
-    argv: Vec<OsString>,
-    cwd: PathBuf,
-    env: Vec<(OsString, OsString)>,
-    timeout: u64,
-    network: bool,
 }
 
 /// How many providers the scheduler may hand to the run at once: the run itself holds
@@ -256,82 +242,6 @@ fn sandboxes(
     Ok(out)
 }
 
-/// A job's whole environment.
-type JobEnv = Vec<(OsString, OsString)>;
-
-/// The environment a job gets: PATH, HOME and LANG from the caller, the
-/// declared literal `env`, the `envFrom` values, and the run id. Returns the
-/// environment, or the names of missing `envFrom` variables. (What its log is
-/// redacted of is every secret of the change, [`Plan::secrets`], not only its own.)
-fn job_env(
-    plan: &Plan<'_>,
-    env: Option<&BTreeMap<proofgraph_graph::EnvName, proofgraph_graph::span::Spanned<String>>>,
-    env_from: Option<&Vec<proofgraph_graph::span::Spanned<proofgraph_graph::EnvName>>>,
-    extra: &[(&str, OsString)],
-) -> Result<JobEnv, Vec<String>> {
-    let mut vars: BTreeMap<OsString, OsString> = BTreeMap::new();
-    for name in ["PATH", "HOME", "LANG"] {
-        if let Some(v) = plan.env.var(name) {
-            vars.insert(name.into(), v.clone());
-        }
-    }
-    for (k, v) in env.into_iter().flatten() {
-        vars.insert(k.as_str().into(), v.value.clone().into());
-    }
-    let mut missing = Vec::new();
-    for name in env_from.into_iter().flatten() {
-        match plan.env.var(name.value.as_str()) {
-            Some(v) => {
-                vars.insert(name.value.as_str().into(), v.clone());
-            }
-            None => missing.push(name.value.to_string()),
-        }
-    }
-    for (k, v) in extra {
-        vars.insert((*k).into(), v.clone());
-    }
-    if missing.is_empty() {
-        Ok(vars.into_iter().collect())
-    } else {
-        Err(missing)
-    }
-}
-
-/// The argv a provider runs: for a direct `playwright test`, the JSON
-/// reporter and the project are added unless given.
-fn provider_argv(p: &ProviderNode) -> Vec<OsString> {
-    let mut argv: Vec<String> = p
-        .spec
-        .command
-        .as_ref()
-        .map(|c| c.value.clone())
-        .unwrap_or_default();
-    if p.spec.adapter.value == Adapter::Playwright && is_direct_playwright(&argv) {
-        if !argv.iter().any(|a| a.starts_with("--reporter")) {
-            argv.push("--reporter=json".to_owned());
-        }
-        if let Some(project) = &p.spec.project
-            && !argv
-                .iter()
-                .any(|a| a == "--project" || a.starts_with("--project="))
-        {
-            argv.push(format!("--project={}", project.value));
-        }
-    }
-    argv.into_iter().map(OsString::from).collect()
-}
-
-/// `playwright test …`, `npx playwright test …`, `node_modules/.bin/playwright test …`.
-pub fn is_direct_playwright(argv: &[String]) -> bool {
-    let skip = usize::from(
-        argv.first()
-            .is_some_and(|a| a == "npx" || a.ends_with("/npx")),
-    );
-    let program = argv.get(skip).map(String::as_str).unwrap_or("");
-    (program == "playwright" || program.ends_with("/playwright"))
-        && argv.get(skip + 1).is_some_and(|a| a == "test")
-}
-
 /// Reads a file a job wrote under `dir` as evidence (`proofgraph_sandbox::evidence`): never
 /// through a symbolic link, never a FIFO or a device, at most [`MAX_REPORT_BYTES`] counted
 /// while reading, and only when it was written after the command started (`started`), with a
@@ -396,18 +306,6 @@ struct Loop<'p, 'a> {
     running: BTreeSet<String>,
     /// How many providers this run decides (for progress).
     total: usize,
-}
-
-/// A provider's command, ready to start (see `Loop::prepare`).
-struct Prepared {
-    key: ExecKey,
-    /// The file to execute.
-    program: PathBuf,
-    env: Vec<(OsString, OsString)>,
-    redact: Vec<Vec<u8>>,
-    playwright_report: Option<PathBuf>,
-    timeout: u64,
-    network: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -551,7 +449,7 @@ async fn execute_async(
         running: BTreeSet::new(),
         total: wanted.len(),
     };
-    state.reports = state.reports_by_execution(wanted);
+    state.reports = state.builder().reports_by_execution(graph, wanted);
     // Contract digests and other commandless providers are judged in-process.
     let isolation_name = match &isolation {
         Some(Isolation::Namespaces { .. }) => "namespaces",
@@ -809,20 +707,7 @@ impl Loop<'_, '_> {
             let mut failed = None;
             for argv in &commands {
                 let log = self.log_path(&format!("setup-{repo}"));
-                let env = job_env(self.plan, None, None, &[]).unwrap_or_default();
-                let spec = JobSpec {
-                    argv: argv.iter().map(OsString::from).collect(),
-                    // Setup is not a provider: its command is searched in its PATH.
-                    program: None,
-                    cwd: dir.clone(),
-                    env,
-                    network: Network::Host,
-                    timeout: Some(Duration::from_secs(30 * 60)),
-                    log: log.clone(),
-                    redact: self.plan.secrets.patterns().to_vec(),
-                    limited: false,
-                    hold_after: false,
-                };
+                let spec = self.builder().setup_job(argv, &dir, log.clone());
                 self.progress(Line::SetupCommand { repo: &repo, argv });
                 let spawned = match &self.run {
                     Some(run) => run.spawn(&spec),
@@ -943,7 +828,20 @@ impl Loop<'_, '_> {
     }
 
     fn cwd(&self, repo: Option<&RepoId>) -> Option<PathBuf> {
-        repo.and_then(|r| self.sandboxes.dirs.get(r)).cloned()
+        self.builder().cwd(repo)
+    }
+
+    /// What building a job reads, for this run.
+    fn builder(&self) -> Jobs<'_> {
+        Jobs {
+            env: self.plan.env,
+            run_id: self.plan.run_id,
+            secrets: self.plan.secrets,
+            programs: &self.plan.observed.programs,
+            service_programs: &self.plan.observed.service_programs,
+            sandboxes: &self.sandboxes.dirs,
+            log_dir: &self.log_dir,
+        }
     }
 
     fn start(&mut self, id: NodeId, isolation: &str) {
@@ -1009,22 +907,13 @@ impl Loop<'_, '_> {
             let reason = format!("the setup of its repository failed: {reason}");
             return fail_now(self, reason);
         }
-        let Prepared {
-            key,
-            program,
-            env,
-            redact,
-            playwright_report,
-            timeout,
-            network,
-        } = match self.prepare(p) {
+        let prepared = match self.builder().prepare(p) {
             Ok(prepared) => prepared,
             Err(reason) => return fail_now(self, reason),
         };
-        let cwd = key.cwd.clone();
-        match self.executions.get(&key) {
+        match self.executions.get(&prepared.key) {
             Some(Execution::Running) => {
-                self.waiting.entry(key).or_default().push(id);
+                self.waiting.entry(prepared.key).or_default().push(id);
                 return;
             }
             Some(Execution::Done(finished)) => {
@@ -1040,10 +929,10 @@ impl Loop<'_, '_> {
         // every provider that may be judged from it is emptied before it starts (without
         // following a link). Removing them while other jobs run is safe: no two different
         // commands declare one report path (preflight's `report_path_collision`).
-        for (dir, report) in self.reports.get(&key).into_iter().flatten() {
+        for (dir, report) in self.reports.get(&prepared.key).into_iter().flatten() {
             let _ = evidence::remove_beneath(dir, Path::new(report));
         }
-        if let Some(path) = &playwright_report {
+        if let Some(path) = &prepared.playwright_report {
             let _ = fs_err::remove_file(path);
         }
         let log = self.log_path(p.spec.id.value.as_str());
@@ -1054,22 +943,7 @@ impl Loop<'_, '_> {
         // for another inherits that one's choice; at worst, one more provider starts after
         // a failure judged from a report: it runs and is recorded as usual.)
         let hold = !judge::judged_by_exit_status(p);
-        let spec = JobSpec {
-            argv: key.argv.clone(),
-            program: Some(program),
-            cwd,
-            env,
-            network: if network {
-                Network::Host
-            } else {
-                Network::Private
-            },
-            timeout: Some(Duration::from_millis(timeout)),
-            log: log.clone(),
-            redact,
-            limited: true,
-            hold_after: hold,
-        };
+        let (key, spec) = prepared.into_job(log.clone(), hold);
         let Some(run) = &self.run else {
             return fail_now(self, "no run was started".to_owned());
         };
@@ -1096,74 +970,6 @@ impl Loop<'_, '_> {
                 format!("its command could not be started: failed to {e}"),
             ),
         }
-    }
-
-    /// What starting `p`'s command takes: its execution key (identical keys share one
-    /// execution), environment, secrets to redact, where Playwright writes its JSON, its
-    /// timeout and network. An error is why it cannot start.
-    fn prepare(&self, p: &ProviderNode) -> Result<Prepared, String> {
-        let Some(cwd) = self.cwd(p.runs_in.as_ref()) else {
-            return Err("its repository has no sandbox".to_owned());
-        };
-        let mut extra = vec![("PROOFGRAPH_RUN_ID", OsString::from(self.plan.run_id))];
-        let playwright_report = (p.spec.adapter.value == Adapter::Playwright).then(|| {
-            self.log_dir
-                .join(format!("{}.playwright.json", p.spec.id.value))
-        });
-        if let Some(path) = &playwright_report {
-            extra.push(("PLAYWRIGHT_JSON_OUTPUT_FILE", path.clone().into_os_string()));
-        }
-        let redact = self.plan.secrets.patterns().to_vec();
-        let env = job_env(
-            self.plan,
-            p.spec.env.as_ref(),
-            p.spec.env_from.as_ref(),
-            &extra,
-        )
-        .map_err(|missing| {
-            format!(
-                "`envFrom` names {} but the environment does not set it",
-                missing.join(", ")
-            )
-        })?;
-        let timeout = p.spec.timeout_ms.as_ref().map_or(120_000, |t| t.value);
-        let network = p
-            .spec
-            .network
-            .as_ref()
-            .is_some_and(|n| n.value == NetworkSetting::Host);
-        // The program fingerprinted is the program executed: resolved once, with this
-        // job's PATH, when the world was observed.
-        let program = match self.plan.observed.programs.get(&p.spec.id.value) {
-            Some(Some(program)) => program.file(&cwd),
-            _ => {
-                let name = p
-                    .spec
-                    .command
-                    .as_ref()
-                    .and_then(|c| c.value.first())
-                    .map_or("", String::as_str);
-                return Err(format!(
-                    "its command could not be started: `{name}` is not on its PATH (nor a file of its repository)"
-                ));
-            }
-        };
-        let key = ExecKey {
-            argv: provider_argv(p),
-            cwd,
-            env: env.clone(),
-            timeout,
-            network,
-        };
-        Ok(Prepared {
-            key,
-            program,
-            env,
-            redact,
-            playwright_report,
-            timeout,
-            network,
-        })
     }
 
     fn start_service(&mut self, id: NodeId, s: &ServiceNode, isolation: &str) {
@@ -1193,77 +999,25 @@ impl Loop<'_, '_> {
             self.scheduler.complete(id, Step::Failed);
             return;
         };
-        let extra = [("PROOFGRAPH_RUN_ID", OsString::from(self.plan.run_id))];
-        let redact = self.plan.secrets.patterns().to_vec();
-        let env = match job_env(
-            self.plan,
-            s.spec.env.as_ref(),
-            s.spec.env_from.as_ref(),
-            &extra,
-        ) {
-            Ok(e) => e,
-            Err(missing) => {
-                self.probe_failures.insert(
-                    id,
-                    format!(
-                        "service `{}` needs `envFrom` {}, which the environment does not set",
-                        s.spec.id.value,
-                        missing.join(", ")
-                    ),
-                );
+        let env = match self.builder().service_env(s) {
+            Ok(env) => env,
+            Err(reason) => {
+                self.probe_failures.insert(id, reason);
                 self.scheduler.complete(id, Step::Failed);
                 return;
             }
         };
-        let network = s
-            .spec
-            .network
-            .as_ref()
-            .is_some_and(|n| n.value == NetworkSetting::Host);
         let log = self.log_path(&format!("service-{}", s.spec.id.value));
         self.service_logs.insert(id, log.clone());
-        let program = match self.plan.observed.service_programs.get(&s.spec.id.value) {
-            Some(Some(program)) => program.file(&cwd),
-            _ => {
-                let name = s
-                    .spec
-                    .command
-                    .as_ref()
-                    .and_then(|c| c.value.first())
-                    .map_or("", String::as_str);
-                self.probe_failures.insert(
-                    id,
-                    format!(
-                        "service `{}` could not be started: `{name}` is not on its PATH (nor a file of its repository)",
-                        s.spec.id.value
-                    ),
-                );
+        let program = match self.builder().service_program(s, &cwd) {
+            Ok(program) => program,
+            Err(reason) => {
+                self.probe_failures.insert(id, reason);
                 self.scheduler.complete(id, Step::Failed);
                 return;
             }
         };
-        let spec = JobSpec {
-            argv: s
-                .spec
-                .command
-                .as_ref()
-                .map(|c| c.value.iter().map(OsString::from).collect())
-                .unwrap_or_default(),
-            program: Some(program),
-            cwd,
-            env,
-            network: if network {
-                Network::Host
-            } else {
-                Network::Private
-            },
-            timeout: None,
-            log,
-            redact,
-            // A service starts at once, beside the providers that use it.
-            limited: false,
-            hold_after: false,
-        };
+        let spec = self.builder().service_job(s, cwd, env, program, log);
         let Some(run) = &self.run else { return };
         match run.spawn(&spec) {
             Ok(job) => {
@@ -1291,29 +1045,12 @@ impl Loop<'_, '_> {
         let Some(s) = self.plan.graph.node(service).service() else {
             return;
         };
-        let Some(readiness) = &s.spec.readiness else {
+        if s.spec.readiness.is_none() {
             return;
-        };
-        let subst = |text: &str| text.replace("${PROOFGRAPH_RUN_ID}", self.plan.run_id);
-        let spec = ProbeSpec {
-            url: readiness
-                .url
-                .as_ref()
-                .map(|u| u.value.clone())
-                .unwrap_or_default(),
-            expect_status: None,
-            expect_headers: readiness
-                .expect_header
-                .iter()
-                .flatten()
-                .map(|(k, v)| (k.clone(), subst(&v.value)))
-                .collect(),
-            expect_body: readiness.expect_body.as_ref().map(|b| subst(&b.value)),
-            timeout: Duration::from_millis(
-                readiness.timeout_ms.as_ref().map_or(30_000, |t| t.value),
-            ),
-            log: self.log_path(&format!("probe-{}", s.spec.id.value)),
-            redact: self.plan.secrets.patterns().to_vec(),
+        }
+        let log = self.log_path(&format!("probe-{}", s.spec.id.value));
+        let Some(spec) = self.builder().probe(s, log) else {
+            return;
         };
         let Some(run) = &self.run else { return };
         match run.probe(&spec) {
@@ -1628,7 +1365,7 @@ impl Loop<'_, '_> {
         };
         // No report is parsed, kept or quoted with a secret in it (raw or escaped).
         let report_file = plan.secrets.redact(report_file).into_inner();
-        let timeout = p.spec.timeout_ms.as_ref().map_or(120_000, |t| t.value);
+        let timeout = job::timeout_ms(p);
         // The discovery floor: the stricter of this provider's and its declared receiver's.
         let floor = p
             .outputs
@@ -1798,30 +1535,6 @@ impl Loop<'_, '_> {
         self.running.remove(pid.as_str());
         self.status();
         passed
-    }
-
-    /// The report paths of the wanted providers, grouped by the execution each would
-    /// share.
-    fn reports_by_execution(
-        &self,
-        wanted: &BTreeSet<NodeId>,
-    ) -> BTreeMap<ExecKey, Vec<(PathBuf, String)>> {
-        let mut out: BTreeMap<ExecKey, Vec<(PathBuf, String)>> = BTreeMap::new();
-        for id in wanted {
-            let Some(p) = self.plan.graph.node(*id).provider() else {
-                continue;
-            };
-            let (Some(report), true) = (&p.spec.report, p.spec.adapter.value.runs_command()) else {
-                continue;
-            };
-            if let Ok(prepared) = self.prepare(p) {
-                let dir = prepared.key.cwd.clone();
-                out.entry(prepared.key)
-                    .or_default()
-                    .push((dir, report.value.clone()));
-            }
-        }
-        out
     }
 
     /// A provider's declared report, in its sandbox, as evidence of this execution.

@@ -3,6 +3,10 @@
 
 pub mod events;
 pub mod execute;
+mod job;
+mod service_job;
 pub mod setup;
+#[cfg(test)]
+mod testing;
 
 pub use events::{Line, Progress, ProviderAction, ProviderRun, ReceiptView};
