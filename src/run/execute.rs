@@ -38,6 +38,7 @@ use crate::observe::world::Observed;
 use crate::proof::receipt::{self, Artifact, Exit, Outcome, Proof, TestNames};
 use crate::store::Store;
 
+use super::contract;
 use super::events::{Line, Progress, ProviderAction, ProviderRun, ReceiptView};
 use super::job::{self, ExecKey, Jobs};
 
@@ -862,7 +863,8 @@ impl Loop<'_, '_> {
         if p.spec.adapter.value == Adapter::ContractDigest {
             let started_at = receipt::now_rfc3339();
             let started = Instant::now();
-            let (ended, reason) = self.contract_digest(p);
+            let (ended, reason) =
+                contract::contract_digest(p, self.plan.workspace, &self.plan.observed.snapshots);
             let finished = Finished {
                 ended,
                 reason,
@@ -1236,99 +1238,6 @@ impl Loop<'_, '_> {
         }
     }
 
-    /// Compares the contract's bytes in every named repository: exit 0 when
-    /// identical, 1 otherwise, with the reason naming each side's digest.
-    fn contract_digest(&self, p: &ProviderNode) -> (Ended, Option<String>) {
-        let mut sides = Vec::new();
-        for (repo, path) in p.spec.contract.iter().flatten() {
-            let Some(dir) = self
-                .plan
-                .workspace
-                .repositories
-                .get(repo)
-                .map(|r| r.dir.clone())
-            else {
-                continue;
-            };
-            sides.push((
-                repo.to_string(),
-                path.value.clone(),
-                fs_err::read(dir.join(&path.value)).ok(),
-            ));
-        }
-        // The bytes compared must be the ones fingerprinted: a side edited since the
-        // snapshot is not judged against it.
-        let changed: Vec<String> = sides
-            .iter()
-            .filter_map(|(repo, path, bytes)| {
-                let bytes = bytes.as_deref()?;
-                let snapshot = self
-                    .plan
-                    .observed
-                    .snapshots
-                    .iter()
-                    .find(|(id, _)| id.as_str() == repo)?
-                    .1;
-                let entry = snapshot
-                    .files
-                    .iter()
-                    .find(|f| f.path == path.trim_start_matches("./"))?;
-                (entry.kind != crate::observe::inputs::FileKind::Symlink
-                    && crate::observe::inputs::blob_identity(bytes) != entry.id)
-                    .then(|| format!("`{repo}:{path}`"))
-            })
-            .collect();
-        if !changed.is_empty() {
-            return (
-                Ended::Error(format!(
-                    "its inputs changed during the run ({}): the contracts compared are not the ones fingerprinted",
-                    changed.join(", ")
-                )),
-                None,
-            );
-        }
-        let exit = |code| {
-            Ended::Exited(Exit {
-                code: Some(code),
-                signal: None,
-                timed_out: false,
-            })
-        };
-        let missing: Vec<String> = sides
-            .iter()
-            .filter(|(_, _, b)| b.is_none())
-            .map(|(r, p, _)| format!("{r}:{p}"))
-            .collect();
-        if !missing.is_empty() {
-            return (
-                exit(1),
-                Some(format!("the contract is missing at {}", missing.join(", "))),
-            );
-        }
-        let digests: BTreeSet<String> = sides
-            .iter()
-            .filter_map(|(_, _, b)| b.as_deref().map(crate::store::sha256_hex))
-            .collect();
-        if digests.len() == 1 {
-            return (exit(0), None);
-        }
-        let each: Vec<String> = sides
-            .iter()
-            .map(|(r, p, b)| {
-                let bytes = b.as_deref().unwrap_or_default();
-                format!(
-                    "{r}:{p} is sha256:{} ({} bytes)",
-                    crate::store::sha256_hex(bytes),
-                    bytes.len()
-                )
-            })
-            .collect();
-        (
-            exit(1),
-            Some(format!("the contracts differ: {}", each.join("; "))),
-        )
-    }
-
     /// Judges a provider's execution and writes its receipts; returns
     /// whether every receipt passed.
     fn record(&mut self, id: NodeId, finished: &Finished, isolation: &str) -> bool {
@@ -1480,13 +1389,8 @@ impl Loop<'_, '_> {
             });
         }
         if p.spec.adapter.value == Adapter::ContractDigest {
-            for (repo, path) in p.spec.contract.iter().flatten() {
-                if let Some(dir) = plan.workspace.repositories.get(repo).map(|r| &r.dir)
-                    && let Ok(bytes) = fs_err::read(dir.join(&path.value))
-                {
-                    let shown = format!("{repo}:{}", path.value);
-                    kept.push(Kept::new("contract-artifact", Some(shown), bytes));
-                }
+            for (shown, bytes) in contract::artifacts(p, plan.workspace) {
+                kept.push(Kept::new("contract-artifact", Some(shown), bytes));
             }
         }
         let passed = judged.verdicts.iter().all(|v| v.outcome == Outcome::Pass);

@@ -1,6 +1,7 @@
 //! Executing providers: the executor that drives the scheduler over a sandboxed run, and
 //! repository setup.
 
+mod contract;
 pub mod events;
 pub mod execute;
 mod job;
