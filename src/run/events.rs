@@ -1,7 +1,7 @@
 //! What the executor tells its caller: progress while it runs ([`Progress`], each line a
-//! typed [`Line`]), and what happened to each provider ([`ProviderRun`], its [`ProviderAction`]
-//! and the receipts written or reused). The executor emits these; the output layer
-//! decides how to draw them (nextest's runner/reporter split).
+//! typed [`Line`]), and what happened to each provider ([`ProviderRun`], its
+//! [`ProviderAction`] and the receipts written or reused). The executor emits these; the
+//! output layer decides how to draw them (nextest's runner/reporter split).
 
 use std::fmt;
 

@@ -21,78 +21,27 @@ use std::num::NonZeroUsize;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime};
 
-use proofgraph_graph::fingerprint::Fingerprints;
 use proofgraph_graph::graph::{NodeKind, ProviderNode, ServiceNode};
 use proofgraph_graph::schedule::{Action, Outcome as Step, Scheduler, State};
-use proofgraph_graph::{Adapter, NodeId, ProviderId, RepoId, SealedGraph};
+use proofgraph_graph::{Adapter, NodeId, RepoId, SealedGraph};
 use proofgraph_sandbox::SandboxError;
-use proofgraph_sandbox::evidence::{self, EvidenceError};
-use proofgraph_sandbox::{Event, Isolation, IsolationRequest, JobId, Run, RunConfig, SandboxMode};
+use proofgraph_sandbox::evidence;
+use proofgraph_sandbox::{Event, Isolation, JobId, Run, RunConfig, SandboxMode};
 
 use crate::base::diagnostic::{Code, Diagnostic};
-use crate::base::env::Env;
-use crate::base::redact::{Redacted, Secrets};
 use crate::decide::judge::{self, Ended, ReportFile};
-use crate::load::workspace::Workspace;
-use crate::observe::world::Observed;
-use crate::proof::receipt::{self, Artifact, Exit, Outcome, Proof, TestNames};
-use crate::store::Store;
+use crate::proof::receipt::{self, Outcome, TestNames};
+
+pub use super::plan::{Executed, Plan, Stopped};
 
 use super::contract;
-use super::events::{Line, Progress, ProviderAction, ProviderRun, ReceiptView};
+use super::ended::{self, Finished};
+use super::events::{Line, Progress, ProviderAction, ProviderRun};
+use super::evidence::{ArtifactKind, Kept, attachment, read_written};
 use super::job::{self, ExecKey, Jobs};
-
-/// Everything the executor needs.
-pub struct Plan<'a> {
-    /// The sealed graph.
-    pub graph: &'a SealedGraph,
-    /// The change's name.
-    pub change: &'a str,
-    /// The workspace.
-    pub workspace: &'a Workspace,
-    /// What was observed (snapshots, input files).
-    pub observed: &'a Observed,
-    /// Every fingerprint.
-    pub fingerprints: &'a Fingerprints,
-    /// The store.
-    pub store: &'a Store,
-    /// The signing key.
-    pub key: &'a ed25519_dalek::SigningKey,
-    /// The sandbox mode.
-    pub mode: SandboxMode,
-    /// How many providers at once.
-    pub jobs: NonZeroUsize,
-    /// Go on after a failure.
-    pub keep_going: bool,
-    /// Keep the sandboxes after the run.
-    pub keep_sandbox: bool,
-    /// How much isolation to ask for.
-    pub isolation: IsolationRequest,
-    /// The caller's environment.
-    pub env: &'a Env,
-    /// SIGINT or SIGTERM since `prove` began.
-    pub interrupt: &'a crate::base::interrupt::Interrupt,
-    /// This run's id.
-    pub run_id: &'a str,
-    /// The change's secrets: redacted from every job's log and probe, every report before
-    /// it is parsed, every judged result and every stored artifact.
-    pub secrets: &'a Secrets,
-    /// Where progress goes.
-    pub progress: &'a dyn Fn(Progress<'_>),
-}
-
-/// The result of a run.
-#[derive(Debug, Clone)]
-pub struct Executed {
-    /// The isolation the run had (absent when nothing needed a run).
-    pub isolation: Option<Isolation>,
-    /// Per provider that was wanted.
-    pub providers: Vec<ProviderRun>,
-    /// Whether SIGINT/SIGTERM stopped it.
-    pub interrupted: bool,
-    /// Findings (isolation fallback, receipts that could not be written).
-    pub diagnostics: Vec<Diagnostic>,
-}
+use super::plan::diag;
+use super::recorder::{Isolated, Persist, Persisted, Recorder};
+use super::writer::{self, Writer};
 
 /// How many providers the scheduler may hand to the run at once: the run itself holds
 /// `jobs` of their commands at a time, and the rest wait in it for a slot.
@@ -130,28 +79,7 @@ pub fn execute(plan: &Plan<'_>, wanted: &BTreeSet<NodeId>) -> Result<Executed, S
         })?;
     let writer = Writer::new(plan);
     std::thread::scope(|scope| {
-        let (to_writer, jobs) = std::sync::mpsc::channel::<Persist>();
-        let (to_loop, from_writer) = std::sync::mpsc::channel::<Persisted>();
-        std::thread::Builder::new()
-            .name("receipts".to_owned())
-            .spawn_scoped(scope, move || {
-                for job in jobs {
-                    if to_loop.send(writer.persist(job)).is_err() {
-                        break;
-                    }
-                }
-            })
-            .map_err(|e| {
-                vec![Diagnostic::error(
-                    Code::InternalError,
-                    format!("failed to start the receipt writer: {e}"),
-                )]
-            })?;
-        let recorder = Recorder {
-            to_writer: Some(to_writer),
-            from_writer,
-            pending: 0,
-        };
+        let recorder = writer::start(scope, writer).map_err(|e| vec![e])?;
         // The writer ends when the loop drops its sender (with `Recorder`).
         runtime.block_on(execute_async(plan, wanted, recorder))
     })
@@ -171,27 +99,6 @@ impl Drop for Sandboxes {
             let threads = std::thread::available_parallelism().unwrap_or(NonZeroUsize::MIN);
             let _ = proofgraph_sandbox::materialize::remove(&self.root, threads);
         }
-    }
-}
-
-fn diag(code: Code, message: String, fix: &str) -> Diagnostic {
-    Diagnostic::error(code, message).surface("prove").fix(fix)
-}
-
-/// Why a run stopped before anything ran.
-#[derive(Debug)]
-pub enum Stopped {
-    /// A repository's files changed between the snapshot its fingerprints were computed
-    /// from and the copy of its sandbox (which checks every byte against the snapshot):
-    /// nothing ran, and nothing may be judged against those fingerprints. Observe again.
-    InputsChanged(Vec<Diagnostic>),
-    /// The run could not start.
-    Failed(Vec<Diagnostic>),
-}
-
-impl From<Vec<Diagnostic>> for Stopped {
-    fn from(all: Vec<Diagnostic>) -> Self {
-        Stopped::Failed(all)
     }
 }
 
@@ -243,40 +150,6 @@ fn sandboxes(
     Ok(out)
 }
 
-/// Reads a file a job wrote under `dir` as evidence (`proofgraph_sandbox::evidence`): never
-/// through a symbolic link, never a FIFO or a device, at most [`MAX_REPORT_BYTES`] counted
-/// while reading, and only when it was written after the command started (`started`), with a
-/// second's slack for file systems that keep coarse times — the reference implementation's
-/// rule. Anything else is not evidence, whatever it holds.
-///
-/// [`MAX_REPORT_BYTES`]: crate::decide::report::MAX_REPORT_BYTES
-fn read_written(dir: &Path, relative: &str, started: Option<SystemTime>) -> ReportFile {
-    let shown = relative.to_owned();
-    match evidence::read_beneath(
-        dir,
-        Path::new(relative),
-        crate::decide::report::MAX_REPORT_BYTES,
-    ) {
-        Ok(written) => match started {
-            Some(started) if written.modified + Duration::from_secs(1) < started => {
-                let before = started
-                    .duration_since(written.modified)
-                    .unwrap_or_default()
-                    .as_secs();
-                ReportFile::Refused(
-                    shown,
-                    format!(
-                        "it was last written {before} s before the command started, so this run did not write it"
-                    ),
-                )
-            }
-            _ => ReportFile::Bytes(shown, written.bytes),
-        },
-        Err(EvidenceError::Missing) => ReportFile::Missing(shown),
-        Err(e) => ReportFile::Refused(shown, e.to_string()),
-    }
-}
-
 struct Loop<'p, 'a> {
     plan: &'p Plan<'a>,
     scheduler: Scheduler<'a>,
@@ -313,35 +186,6 @@ struct Loop<'p, 'a> {
 enum Execution {
     Running,
     Done(Finished),
-}
-
-#[derive(Debug, Clone)]
-struct Finished {
-    ended: Ended,
-    /// Overrides the reason of non-passing verdicts (a contract mismatch).
-    reason: Option<String>,
-    log: Option<PathBuf>,
-    duration: Duration,
-    /// When the command started (absent when nothing ran): files it wrote are newer.
-    started: Option<SystemTime>,
-    started_at: String,
-    finished_at: String,
-}
-
-impl Finished {
-    /// A provider that could not run at all, decided now.
-    fn error_now(reason: String) -> Self {
-        let now = receipt::now_rfc3339();
-        Finished {
-            ended: Ended::Error(reason),
-            reason: None,
-            log: None,
-            duration: Duration::ZERO,
-            started: None,
-            started_at: now.clone(),
-            finished_at: now,
-        }
-    }
 }
 
 async fn execute_async(
@@ -452,10 +296,7 @@ async fn execute_async(
     };
     state.reports = state.builder().reports_by_execution(graph, wanted);
     // Contract digests and other commandless providers are judged in-process.
-    let isolation_name = match &isolation {
-        Some(Isolation::Namespaces { .. }) => "namespaces",
-        _ => "none",
-    };
+    let isolation_name = Isolated::of(isolation.as_ref());
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Event>();
     if let Some(run) = &mut state.run {
         run.forward_events(move |event| {
@@ -845,7 +686,7 @@ impl Loop<'_, '_> {
         }
     }
 
-    fn start(&mut self, id: NodeId, isolation: &str) {
+    fn start(&mut self, id: NodeId, isolation: Isolated) {
         let graph = self.plan.graph;
         match &graph.node(id).kind {
             NodeKind::Provider(p) => self.start_provider(id, p, isolation),
@@ -859,7 +700,7 @@ impl Loop<'_, '_> {
         }
     }
 
-    fn start_provider(&mut self, id: NodeId, p: &ProviderNode, isolation: &str) {
+    fn start_provider(&mut self, id: NodeId, p: &ProviderNode, isolation: Isolated) {
         if p.spec.adapter.value == Adapter::ContractDigest {
             let started_at = receipt::now_rfc3339();
             let started = Instant::now();
@@ -974,10 +815,10 @@ impl Loop<'_, '_> {
         }
     }
 
-    fn start_service(&mut self, id: NodeId, s: &ServiceNode, isolation: &str) {
+    fn start_service(&mut self, id: NodeId, s: &ServiceNode, isolation: Isolated) {
         // Without a private network, a server already answering on the
         // service's URL would answer its probe: refuse instead.
-        if isolation == "none"
+        if isolation == Isolated::None
             && let Some(url) = s.spec.readiness.as_ref().and_then(|r| r.url.as_ref())
             && let Some(port) = s.port
             && answers(&url.value, port)
@@ -1081,7 +922,7 @@ impl Loop<'_, '_> {
         }
     }
 
-    fn on_event(&mut self, event: Event, isolation: &str) {
+    fn on_event(&mut self, event: Event, isolation: Isolated) {
         let Some(job) = event.job() else {
             if let Event::InitFailed { reason } = event {
                 self.diagnostics.push(diag(
@@ -1120,30 +961,10 @@ impl Loop<'_, '_> {
                     ..
                 },
             ) => {
-                let ended = match spawn_error {
-                    Some(e) => Ended::Error(format!("its command could not be started: {e}")),
-                    None if killed => Ended::Error("it was killed before it finished".to_owned()),
-                    None => Ended::Exited(Exit {
-                        code,
-                        signal,
-                        timed_out,
-                    }),
-                };
+                let ended = ended::ended(code, signal, timed_out, killed, spawn_error);
                 // The run measured the command from its start, which may have come
                 // after a wait for a slot.
-                let wall = SystemTime::now();
-                let now = wall
-                    .duration_since(SystemTime::UNIX_EPOCH)
-                    .unwrap_or_default();
-                let finished = Finished {
-                    ended,
-                    reason: None,
-                    log: Some(log),
-                    duration,
-                    started: wall.checked_sub(duration),
-                    started_at: receipt::rfc3339(now.saturating_sub(duration)),
-                    finished_at: receipt::rfc3339(now),
-                };
+                let finished = Finished::ran(ended, log, duration, SystemTime::now());
                 self.executions
                     .insert(key.clone(), Execution::Done(finished.clone()));
                 for id in self.waiting.remove(&key).unwrap_or_default() {
@@ -1240,7 +1061,7 @@ impl Loop<'_, '_> {
 
     /// Judges a provider's execution and writes its receipts; returns
     /// whether every receipt passed.
-    fn record(&mut self, id: NodeId, finished: &Finished, isolation: &str) -> bool {
+    fn record(&mut self, id: NodeId, finished: &Finished, isolation: Isolated) -> bool {
         let plan = self.plan;
         let graph = plan.graph;
         let Some(p) = graph.node(id).provider() else {
@@ -1338,59 +1159,26 @@ impl Loop<'_, '_> {
         if let Some(log) = &finished.log
             && let Ok(bytes) = fs_err::read(log)
         {
-            kept.push(Kept::new("command-log", None, bytes));
+            kept.push(Kept::new(ArtifactKind::CommandLog, None, bytes));
         }
         if let ReportFile::Bytes(_, bytes) = report_file
             && !bytes.is_empty()
         {
             let path = p.spec.report.as_ref().map(|r| r.value.clone());
-            kept.push(Kept::new("structured-report", path, bytes));
+            kept.push(Kept::new(ArtifactKind::StructuredReport, path, bytes));
         }
-        for attachment in attachments {
-            let name = (!attachment.name.is_empty()).then(|| attachment.name.clone());
-            let content_type =
-                (!attachment.content_type.is_empty()).then(|| attachment.content_type.clone());
-            let (bytes, path) = match (attachment.body, attachment.path) {
-                // An inline body is evidence as it is.
-                (Some(body), _) => (body, None),
-                (None, Some(path)) => {
-                    // Only a file the run wrote inside its own directories, read as any
-                    // evidence is: never through a link, never a FIFO, bounded.
-                    let file = Path::new(&path);
-                    let Some((base, relative)) = self
-                        .sandboxes
-                        .dirs
-                        .values()
-                        .chain(std::iter::once(&self.sandboxes.root))
-                        .find_map(|d| Some((d, file.strip_prefix(d).ok()?)))
-                    else {
-                        continue;
-                    };
-                    let Ok(written) = evidence::read_beneath(
-                        base,
-                        relative,
-                        crate::decide::report::MAX_REPORT_BYTES,
-                    ) else {
-                        continue;
-                    };
-                    let shown = if *base == self.sandboxes.root {
-                        path.clone()
-                    } else {
-                        relative.display().to_string()
-                    };
-                    (written.bytes, Some(shown))
-                }
-                (None, None) => continue,
-            };
-            kept.push(Kept {
-                name,
-                content_type,
-                ..Kept::new("playwright-attachment", path, bytes)
-            });
-        }
+        kept.extend(
+            attachments
+                .into_iter()
+                .filter_map(|a| attachment(a, self.sandboxes.dirs.values(), &self.sandboxes.root)),
+        );
         if p.spec.adapter.value == Adapter::ContractDigest {
             for (shown, bytes) in contract::artifacts(p, plan.workspace) {
-                kept.push(Kept::new("contract-artifact", Some(shown), bytes));
+                kept.push(Kept::new(
+                    ArtifactKind::ContractArtifact,
+                    Some(shown),
+                    bytes,
+                ));
             }
         }
         let passed = judged.verdicts.iter().all(|v| v.outcome == Outcome::Pass);
@@ -1420,7 +1208,7 @@ impl Loop<'_, '_> {
             finished: finished.clone(),
             judged,
             kept,
-            isolation: isolation.to_owned(),
+            isolation,
             run,
         });
         if let Err(unwritten) = sent {
@@ -1471,302 +1259,5 @@ impl Loop<'_, '_> {
             self.halt();
         }
         self.results.insert(persisted.id, persisted.run);
-    }
-}
-
-/// One provider's judged result, for the receipt writer.
-struct Persist {
-    id: NodeId,
-    finished: Finished,
-    judged: Redacted<judge::Judged>,
-    /// Evidence to keep in the store, read before the next job could start.
-    kept: Vec<Kept>,
-    isolation: String,
-    /// The provider's result, to which the receipts are added.
-    run: ProviderRun,
-}
-
-/// One artifact's bytes and how its receipt names it.
-struct Kept {
-    kind: &'static str,
-    path: Option<String>,
-    name: Option<String>,
-    content_type: Option<String>,
-    bytes: Vec<u8>,
-}
-
-impl Kept {
-    fn new(kind: &'static str, path: Option<String>, bytes: Vec<u8>) -> Self {
-        Kept {
-            kind,
-            path,
-            name: None,
-            content_type: None,
-            bytes,
-        }
-    }
-}
-
-/// What the receipt writer did with a [`Persist`].
-struct Persisted {
-    id: NodeId,
-    run: ProviderRun,
-    diagnostics: Vec<Diagnostic>,
-    /// Whether every receipt was written.
-    written: bool,
-}
-
-/// Hands judged results to the receipt writer's thread and takes back what it
-/// wrote. Signing and writing a receipt costs more than judging it, and the
-/// event loop must not wait for it before starting the next job.
-struct Recorder {
-    to_writer: Option<std::sync::mpsc::Sender<Persist>>,
-    from_writer: std::sync::mpsc::Receiver<Persisted>,
-    /// Sent and not yet taken back.
-    pending: usize,
-}
-
-impl Recorder {
-    /// Hands a result to the writer; gives the provider's result back when the writer
-    /// is gone.
-    fn send(&mut self, persist: Persist) -> Result<(), ProviderRun> {
-        let Some(tx) = &self.to_writer else {
-            return Err(persist.run);
-        };
-        match tx.send(persist) {
-            Ok(()) => {
-                self.pending += 1;
-                Ok(())
-            }
-            Err(std::sync::mpsc::SendError(persist)) => {
-                self.to_writer = None;
-                Err(persist.run)
-            }
-        }
-    }
-
-    /// The next result, waiting for it (`wait`) or only if it is there; `None` once
-    /// everything sent came back (or the writer is gone).
-    fn next(&mut self, wait: bool) -> Option<Persisted> {
-        if self.pending == 0 {
-            return None;
-        }
-        let persisted = if wait {
-            self.from_writer.recv().ok()?
-        } else {
-            self.from_writer.try_recv().ok()?
-        };
-        self.pending -= 1;
-        Some(persisted)
-    }
-}
-
-/// Writes receipts: what the receipt writer's thread needs of a [`Plan`].
-struct Writer<'a> {
-    graph: &'a SealedGraph,
-    change: &'a str,
-    observed: &'a Observed,
-    fingerprints: &'a Fingerprints,
-    store: &'a Store,
-    key: &'a ed25519_dalek::SigningKey,
-    mode: SandboxMode,
-    run_id: &'a str,
-    secrets: &'a Secrets,
-}
-
-impl<'a> Writer<'a> {
-    fn new(plan: &Plan<'a>) -> Self {
-        Writer {
-            graph: plan.graph,
-            change: plan.change,
-            observed: plan.observed,
-            fingerprints: plan.fingerprints,
-            store: plan.store,
-            key: plan.key,
-            mode: plan.mode,
-            run_id: plan.run_id,
-            secrets: plan.secrets,
-        }
-    }
-
-    /// Keeps the artifacts in the store and writes one signed receipt per
-    /// verdict, with its action-cache entry and ref.
-    fn persist(&self, job: Persist) -> Persisted {
-        let Persist {
-            id,
-            finished,
-            judged,
-            kept,
-            isolation,
-            mut run,
-        } = job;
-        let mut diagnostics = Vec::new();
-        let Some(p) = self.graph.node(id).provider() else {
-            return Persisted {
-                id,
-                run,
-                diagnostics,
-                written: false,
-            };
-        };
-        let pid = &p.spec.id.value;
-        let store = self.store;
-        let mut artifacts = Vec::new();
-        for kept in kept {
-            // What is stored holds no secret: logs were redacted as they were written, but
-            // only of the forms a stream redactor knows; reports and attachments not yet.
-            let bytes = self.secrets.bytes(&kept.bytes);
-            match store.put(&bytes) {
-                Ok(sha) => artifacts.push(Artifact {
-                    kind: kept.kind.into(),
-                    path: kept.path,
-                    sha256: sha,
-                    size: bytes.len() as u64,
-                    name: kept.name,
-                    content_type: kept.content_type,
-                }),
-                // The log matters most; a report or attachment that cannot be kept is
-                // still judged from.
-                Err(e) if kept.kind == "command-log" => {
-                    diagnostics.push(crate::store::diagnostic(&e));
-                }
-                Err(_) => {}
-            }
-        }
-        let files = self
-            .observed
-            .files
-            .get(pid)
-            .map(Vec::as_slice)
-            .unwrap_or_default();
-        let listing = crate::observe::inputs::listing(files);
-        let inputs = store.put(&listing).unwrap_or_default();
-        // Each receipt is bound to the fingerprint of the provider it is stored under: a
-        // discovery receiver's own (which includes this producer's), else this provider's.
-        let mut bound: BTreeMap<ProviderId, (String, String, Vec<receipt::Component>)> =
-            BTreeMap::new();
-        let exit = match &finished.ended {
-            Ended::Exited(e) => Some(e.clone()),
-            Ended::Error(_) => None,
-        };
-        let mut written = true;
-        for verdict in &judged.verdicts {
-            let owner = if self
-                .fingerprints
-                .providers
-                .contains_key(&verdict.output.under)
-            {
-                &verdict.output.under
-            } else {
-                pid
-            };
-            let (fingerprint, binding, manifest) = bound
-                .entry(owner.clone())
-                .or_insert_with(|| {
-                    let fingerprint = self
-                        .fingerprints
-                        .providers
-                        .get(owner)
-                        .map(ToString::to_string)
-                        .unwrap_or_default();
-                    let (binding, manifest) = self
-                        .graph
-                        .binding_and_manifest(owner, &self.observed.world, self.fingerprints)
-                        .map(|(b, m)| (b.sha256_hex(), crate::proof::receipt::components(&m)))
-                        .unwrap_or_default();
-                    (fingerprint, binding, manifest)
-                })
-                .clone();
-            let proof = Proof {
-                version: receipt::RECEIPT_VERSION,
-                change: self.change.to_owned(),
-                provider: pid.to_string(),
-                receipt: verdict.output.under.to_string(),
-                capability: verdict.output.capability.to_string(),
-                claims: p.claims.iter().map(ToString::to_string).collect(),
-                outcome: verdict.outcome,
-                reason: verdict.reason.clone(),
-                claim_outcomes: verdict.claims.clone(),
-                critical_cases: verdict.critical_cases.clone(),
-                adapter: p.spec.adapter.value.to_string(),
-                counts: judged.counts.clone(),
-                discovered: verdict.discovered,
-                minimum: verdict.minimum,
-                sandbox: self.mode.as_str().to_owned(),
-                isolation: isolation.clone(),
-                network: p
-                    .spec
-                    .network
-                    .as_ref()
-                    .map_or("private", |n| n.value.as_str())
-                    .to_owned(),
-                run_id: self.run_id.to_owned(),
-                started_at: finished.started_at.clone(),
-                finished_at: finished.finished_at.clone(),
-                duration_ms: u64::try_from(finished.duration.as_millis()).unwrap_or(u64::MAX),
-                exit: exit.clone(),
-                artifacts: artifacts.clone(),
-                fingerprint: fingerprint.clone(),
-                binding,
-                manifest,
-                inputs: inputs.clone(),
-                input_files: files.len() as u64,
-            };
-            match receipt::write(store, self.key, proof, &judged.tests, self.secrets) {
-                Ok((sha, proof)) => {
-                    let key = Store::action_key(
-                        &fingerprint,
-                        proof.receipt.as_str(),
-                        proof.capability.as_str(),
-                    );
-                    let stored = store.set_action(&key, &sha).and_then(|()| {
-                        store.set_ref(self.change, &proof.receipt, &proof.capability, &sha)
-                    });
-                    if let Err(e) = stored {
-                        diagnostics.push(crate::store::diagnostic(&e));
-                    }
-                    run.receipts.push(ReceiptView {
-                        receipt: proof.receipt.clone(),
-                        capability: proof.capability.clone(),
-                        outcome: proof.outcome,
-                        reason: proof.reason.clone(),
-                        sha256: sha,
-                    });
-                }
-                Err(receipt::ReceiptError::Store(e)) => {
-                    written = false;
-                    diagnostics.push(diag(
-                        Code::StoreUnusable,
-                        format!("the receipt of `{pid}` could not be written: failed to {e}"),
-                        "Check that .proofgraph/ is writable.",
-                    ));
-                }
-                // A secret as generic as a value the receipt must hold (an outcome name):
-                // nothing is recorded rather than the secret.
-                Err(e @ receipt::ReceiptError::Unredactable(_)) => {
-                    written = false;
-                    diagnostics.push(diag(
-                        Code::SecretTooShort,
-                        format!("the receipt of `{pid}` was not written: failed to {e}"),
-                        "Give the `envFrom` variable a longer, distinctive value; the provider runs again next time.",
-                    ));
-                }
-                // Nothing the store can do about it: a value the receipt cannot carry.
-                Err(e @ receipt::ReceiptError::Statement(_)) => {
-                    written = false;
-                    diagnostics.push(diag(
-                        Code::InternalError,
-                        format!("the receipt of `{pid}` could not be encoded, so its result was not recorded: failed to {e}"),
-                        "This is a bug: report it with the provider's report; the provider runs again next time.",
-                    ));
-                }
-            }
-        }
-        Persisted {
-            id,
-            run,
-            diagnostics,
-            written,
-        }
     }
 }
