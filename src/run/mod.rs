@@ -1,16 +1,23 @@
 //! Executing providers: the executor that drives the scheduler over a sandboxed run, and
-//! repository setup.
+//! repository setup. `execute` is the entry point; the files beside it each hold one part
+//! of it (see ARCHITECTURE.md's code map).
 
 mod contract;
+mod dispatch;
 mod ended;
 pub mod events;
 mod evidence;
 pub mod execute;
 mod job;
 mod plan;
+mod provider;
+mod record;
 mod recorder;
+mod sandboxes;
 mod service_job;
+mod services;
 pub mod setup;
+mod setup_commands;
 #[cfg(test)]
 mod testing;
 mod writer;
