@@ -13,20 +13,20 @@ use std::num::NonZeroUsize;
 use std::path::PathBuf;
 
 use proofgraph_graph::graph::NodeKind;
-use proofgraph_graph::schedule::{Action, Outcome as Step, Scheduler, State};
-use proofgraph_graph::{NodeId, RepoId, SealedGraph};
+use proofgraph_graph::schedule::{Action, Outcome as Step, Scheduler};
+use proofgraph_graph::{NodeId, RepoId};
 use proofgraph_sandbox::{Event, JobId, Run};
 use tokio::sync::mpsc::UnboundedReceiver;
 
 use crate::base::diagnostic::{Code, Diagnostic};
-use crate::base::interrupt::Interrupt;
 
 use super::ended::{self, Finished};
-use super::events::{Line, Progress, ProviderAction, ProviderRun};
+use super::events::{Line, Progress, ProviderRun};
 use super::job::{ExecKey, Jobs};
 use super::plan::{Plan, diag};
 use super::recorder::{Isolated, Persisted, Recorder};
 use super::sandboxes::Sandboxes;
+use super::signals::Signals;
 
 /// How many providers the scheduler may hand to the run at once: the run itself holds
 /// `jobs` of their commands at a time, and the rest wait in it for a slot.
@@ -91,41 +91,6 @@ pub(super) struct Dispatcher<'p, 'a> {
     pub(super) running: BTreeSet<String>,
     /// How many providers this run decides (for progress).
     total: usize,
-}
-
-/// SIGINT and SIGTERM, as the executor listens for them.
-pub(super) struct Signals {
-    int: Option<tokio::signal::unix::Signal>,
-    term: Option<tokio::signal::unix::Signal>,
-    /// One that came before these listened, since `prove` began.
-    early: Interrupt,
-}
-
-impl Signals {
-    fn listen(early: &Interrupt) -> Self {
-        use tokio::signal::unix::{SignalKind, signal};
-        Signals {
-            int: signal(SignalKind::interrupt()).ok(),
-            term: signal(SignalKind::terminate()).ok(),
-            early: early.clone(),
-        }
-    }
-
-    /// The next SIGINT or SIGTERM.
-    pub(super) async fn recv(&mut self) {
-        async fn one(signal: &mut Option<tokio::signal::unix::Signal>) {
-            match signal {
-                Some(s) => {
-                    s.recv().await;
-                }
-                None => std::future::pending::<()>().await,
-            }
-        }
-        tokio::select! {
-            () = one(&mut self.int) => {}
-            () = one(&mut self.term) => {}
-        }
-    }
 }
 
 /// What the loop leaves: each wanted provider's result in graph order, whether it was
@@ -251,49 +216,6 @@ impl<'p, 'a> Dispatcher<'p, 'a> {
                     }
                 },
                 _ = signals.recv() => return true,
-            }
-        }
-    }
-
-    /// Providers never started because a probe failed get an error receipt;
-    /// those blocked by a failed dependency or an interrupt get none.
-    fn conclude(&mut self, wanted: &BTreeSet<NodeId>, interrupted: bool) {
-        let graph = self.plan.graph;
-        let blocked: Vec<NodeId> = graph
-            .order()
-            .iter()
-            .copied()
-            .filter(|id| {
-                wanted.contains(id)
-                    && matches!(
-                        self.scheduler.state(*id),
-                        State::Blocked | State::Waiting | State::Running
-                    )
-            })
-            .collect();
-        for id in blocked {
-            let probe_reason = graph
-                .services_of(id)
-                .into_iter()
-                .find_map(|s| self.probe_failures.get(&s).cloned());
-            match (interrupted, probe_reason) {
-                (false, Some(reason)) => {
-                    self.record(id, &Finished::error_now(reason));
-                }
-                (true, _) => {
-                    let run = not_run(
-                        graph,
-                        id,
-                        ProviderAction::Interrupted,
-                        "the run was interrupted before it finished",
-                    );
-                    self.results.insert(id, run);
-                }
-                (false, None) => {
-                    let reason = blocked_reason(graph, &self.scheduler, id);
-                    let run = not_run(graph, id, ProviderAction::Blocked, &reason);
-                    self.results.insert(id, run);
-                }
             }
         }
     }
@@ -453,29 +375,15 @@ impl<'p, 'a> Dispatcher<'p, 'a> {
     }
 }
 
-/// A provider that got no result, and why.
-fn not_run(graph: &SealedGraph, id: NodeId, action: ProviderAction, reason: &str) -> ProviderRun {
-    ProviderRun {
-        provider: graph.node(id).name.clone(),
-        action,
-        reason: Some(reason.to_owned()),
-        duration_ms: None,
-        receipts: Vec::new(),
-    }
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-/// Why a provider never started: the dependencies that did not pass, or the stop after a
-/// failure elsewhere.
-fn blocked_reason(graph: &SealedGraph, scheduler: &Scheduler<'_>, id: NodeId) -> String {
-    let failed: Vec<String> = graph
-        .incoming(id)
-        .into_iter()
-        .filter(|(from, _)| matches!(scheduler.state(*from), State::Failed | State::Blocked))
-        .map(|(from, _)| format!("`{}`", graph.node(from).name))
-        .collect();
-    if failed.is_empty() {
-        "not run: the run stopped after a failure (use --keep-going to run everything)".to_owned()
-    } else {
-        format!("not run: {} did not pass", failed.join(", "))
+    #[test]
+    fn the_scheduler_admits_twice_the_runs_slots_so_one_always_waits_in_it() {
+        let n = |v: usize| NonZeroUsize::new(v).expect("non-zero");
+        assert_eq!(admitted(n(1)), n(2));
+        assert_eq!(admitted(n(8)), n(16));
+        assert_eq!(admitted(NonZeroUsize::MAX), NonZeroUsize::MAX);
     }
 }

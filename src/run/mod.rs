@@ -2,6 +2,8 @@
 //! repository setup. `execute` is the entry point; the files beside it each hold one part
 //! of it (see ARCHITECTURE.md's code map).
 
+mod command;
+mod conclude;
 mod contract;
 mod dispatch;
 mod ended;
@@ -18,6 +20,7 @@ mod service_job;
 mod services;
 pub mod setup;
 mod setup_commands;
+mod signals;
 #[cfg(test)]
 mod testing;
 mod writer;

@@ -246,7 +246,7 @@ mod tests {
 
     use super::*;
     use crate::proof::receipt::Exit;
-    use crate::run::testing::{at, node, pid, provider, seal};
+    use crate::run::testing::{at, discovery_pair, node, provider, seal};
 
     const TAP_3: &[u8] = b"TAP version 13\n1..3\nok 1 - a\nok 2 - b\nok 3 - c\n";
 
@@ -278,14 +278,7 @@ mod tests {
         unit.report = Some(at("out/unit.tap".to_owned()));
         let mut pw = provider("pw", Adapter::Playwright, &["playwright", "test"]);
         pw.capability = Some(at(CapabilityName::parse("browser").expect("valid")));
-        let mut producer = provider("test-web", Adapter::TestDiscovery, &["sh"]);
-        producer.capability = Some(at(CapabilityName::test()));
-        producer.report = Some(at("web.tap".to_owned()));
-        producer.discovery_provider = Some(at(pid("discovery-web")));
-        let mut receiver = provider("discovery-web", Adapter::TestDiscovery, &["sh"]);
-        receiver.capability = Some(at(CapabilityName::discovery()));
-        receiver.report = Some(at("web.tap".to_owned()));
-        receiver.minimum = Some(at(5));
+        let [producer, receiver] = discovery_pair(Some(5));
         let mut bare = provider("bare", Adapter::TestDiscovery, &["sh"]);
         bare.capability = Some(at(CapabilityName::test()));
         let lint = provider("lint", Adapter::Command, &["lint"]);

@@ -10,7 +10,8 @@ use proofgraph_graph::graph::ServiceNode;
 use proofgraph_graph::model::Network as NetworkSetting;
 use proofgraph_sandbox::{JobSpec, ProbeSpec};
 
-use super::job::{JobEnv, Jobs, job_env, network, program_name};
+use super::command::{JobEnv, job_env};
+use super::job::{Jobs, network, program_name};
 
 impl Jobs<'_> {
     /// A service's environment, or why it cannot start.

@@ -14,9 +14,10 @@ use crate::base::diagnostic::{Code, Diagnostic};
 use crate::load::config::catalog::Catalog;
 use crate::observe::inputs::Snapshot;
 
-use super::dispatch::{Dispatcher, Signals};
+use super::dispatch::Dispatcher;
 use super::events::Line;
 use super::services::last_lines;
+use super::signals::Signals;
 
 /// One sandbox's setup.
 #[derive(Debug, Clone, PartialEq, Eq)]

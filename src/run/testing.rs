@@ -12,7 +12,10 @@ use proofgraph_graph::{
     Adapter, CapabilityName, GraphBuilder, ProviderId, RepoId, Repositories, SealedGraph, ServiceId,
 };
 
+use proofgraph_graph::fingerprint::{Digest, Inputs, Platform, World};
+
 use crate::base::env::Env;
+use crate::observe::world::Observed;
 
 pub(crate) fn at<T>(value: T) -> Spanned<T> {
     Spanned::new(value, Pos::default())
@@ -91,5 +94,62 @@ pub(crate) fn env(vars: &[(&str, &str)]) -> Env {
             .iter()
             .map(|(k, v)| (OsString::from(k), OsString::from(v)))
             .collect::<BTreeMap<_, _>>(),
+    }
+}
+
+/// An environment as `(name, value)` text pairs, in its order.
+pub(crate) fn vars(env: &[(OsString, OsString)]) -> Vec<(String, String)> {
+    env.iter()
+        .map(|(k, v)| {
+            (
+                k.to_string_lossy().into_owned(),
+                v.to_string_lossy().into_owned(),
+            )
+        })
+        .collect()
+}
+
+/// The producer `test-web` (a `test-discovery` provider reading `web.tap`) and its declared
+/// discovery receiver `discovery-web`, with `minimum`.
+pub(crate) fn discovery_pair(minimum: Option<u64>) -> [Provider; 2] {
+    let mut producer = provider("test-web", Adapter::TestDiscovery, &["sh"]);
+    producer.capability = Some(at(CapabilityName::test()));
+    producer.report = Some(at("web.tap".to_owned()));
+    producer.discovery_provider = Some(at(pid("discovery-web")));
+    let mut receiver = provider("discovery-web", Adapter::TestDiscovery, &["sh"]);
+    receiver.capability = Some(at(CapabilityName::discovery()));
+    receiver.report = Some(at("web.tap".to_owned()));
+    receiver.minimum = minimum.map(at);
+    [producer, receiver]
+}
+
+/// What was observed of a world where every provider of `graph` reads one file (enough to
+/// fingerprint it and bind its receipts); no snapshot, no program.
+pub(crate) fn observed(graph: &SealedGraph) -> Observed {
+    let inputs = Inputs {
+        digest: Digest::of(b"inputs"),
+        files: 1,
+    };
+    Observed {
+        world: World {
+            platform: Platform {
+                os: "linux".into(),
+                arch: "x86_64".into(),
+            },
+            inputs: graph
+                .providers()
+                .map(|(id, _, _)| (id.clone(), inputs))
+                .collect(),
+            executables: BTreeMap::new(),
+            service_executables: BTreeMap::new(),
+            repositories: BTreeMap::from([(RepoId::root(), inputs)]),
+            setups: BTreeMap::new(),
+        },
+        snapshots: BTreeMap::new(),
+        files: BTreeMap::new(),
+        programs: BTreeMap::new(),
+        service_programs: BTreeMap::new(),
+        excludes: BTreeMap::new(),
+        warnings: Vec::new(),
     }
 }

@@ -263,8 +263,7 @@ mod tests {
     use std::path::PathBuf;
     use std::time::{Duration, SystemTime};
 
-    use proofgraph_graph::fingerprint::{Digest, Inputs, Platform, World};
-    use proofgraph_graph::{Adapter, CapabilityName};
+    use proofgraph_graph::Adapter;
 
     use super::*;
     use crate::attest::envelope::TrustedKey;
@@ -274,58 +273,16 @@ mod tests {
     use crate::run::events::{ProviderAction, ProviderRun};
     use crate::run::evidence::Kept;
     use crate::run::recorder::Isolated;
-    use crate::run::testing::{at, node, pid, provider, seal};
+    use crate::run::testing::{discovery_pair, node, observed, pid, provider, seal};
 
     const SECRET: &str = "a-long-secret-value";
     const TAP: &[u8] = b"TAP version 13\n1..2\nok 1 - a\nok 2 - b\n";
 
     /// `unit` (a command) and the producer `test-web` with its receiver `discovery-web`.
     fn graph() -> SealedGraph {
-        let mut producer = provider("test-web", Adapter::TestDiscovery, &["sh"]);
-        producer.capability = Some(at(CapabilityName::test()));
-        producer.report = Some(at("web.tap".to_owned()));
-        producer.discovery_provider = Some(at(pid("discovery-web")));
-        let mut receiver = provider("discovery-web", Adapter::TestDiscovery, &["sh"]);
-        receiver.capability = Some(at(CapabilityName::discovery()));
-        receiver.report = Some(at("web.tap".to_owned()));
-        seal(
-            vec![
-                provider("unit", Adapter::Command, &["true"]),
-                producer,
-                receiver,
-            ],
-            Vec::new(),
-        )
-    }
-
-    /// A world where every provider reads one file.
-    fn observed(graph: &SealedGraph) -> Observed {
-        let inputs = Inputs {
-            digest: Digest::of(b"inputs"),
-            files: 1,
-        };
-        Observed {
-            world: World {
-                platform: Platform {
-                    os: "linux".into(),
-                    arch: "x86_64".into(),
-                },
-                inputs: graph
-                    .providers()
-                    .map(|(id, _, _)| (id.clone(), inputs))
-                    .collect(),
-                executables: BTreeMap::new(),
-                service_executables: BTreeMap::new(),
-                repositories: BTreeMap::from([(proofgraph_graph::RepoId::root(), inputs)]),
-                setups: BTreeMap::new(),
-            },
-            snapshots: BTreeMap::new(),
-            files: BTreeMap::new(),
-            programs: BTreeMap::new(),
-            service_programs: BTreeMap::new(),
-            excludes: BTreeMap::new(),
-            warnings: Vec::new(),
-        }
+        let [producer, receiver] = discovery_pair(None);
+        let unit = provider("unit", Adapter::Command, &["true"]);
+        seal(vec![unit, producer, receiver], Vec::new())
     }
 
     struct Fixture {
