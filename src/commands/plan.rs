@@ -188,7 +188,7 @@ pub fn run(ctx: &Context, options: &PlanOptions) -> Report<PlanPayload> {
     };
     let graph = &e.loaded.prepared.graph;
     let name = e.loaded.change.name.to_string();
-    let (wanted, reused) = crate::run::execute::wanted(
+    let (wanted, reused) = crate::decide::reuse::wanted(
         graph,
         &e.fingerprints,
         &e.store,

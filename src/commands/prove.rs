@@ -14,7 +14,8 @@ use crate::decide::status::{self, Requirement};
 use crate::present::exit::Verdict;
 use crate::present::output::{Payload, Report};
 use crate::proof::receipt::Outcome;
-use crate::run::execute::{self, Plan, ProviderRun, ReceiptView, Stopped};
+use crate::run::execute::{self, Plan, Stopped};
+use crate::run::{Progress, ProviderAction, ProviderRun, ReceiptView};
 use crate::session::context::{Context, RootOutput};
 use crate::session::evaluate::{Keys, evaluate};
 
@@ -140,7 +141,7 @@ fn attempt(
         .expect("evaluate made or refused the signing key");
     // Leftovers of runs killed long ago (never a live run's files).
     e.store.sweep(std::time::Duration::from_secs(24 * 3600));
-    let (wanted, reused) = execute::wanted(
+    let (wanted, reused) = crate::decide::reuse::wanted(
         graph,
         &e.fingerprints,
         &e.store,
@@ -179,7 +180,7 @@ fn attempt(
             .collect();
         providers.push(ProviderRun {
             provider: id.to_string(),
-            action: "reused",
+            action: ProviderAction::Reused,
             reason: None,
             duration_ms: None,
             receipts: views,
@@ -197,7 +198,7 @@ fn attempt(
         for id in &wanted {
             providers.push(ProviderRun {
                 provider: graph.node(*id).name.clone(),
-                action: "interrupted",
+                action: ProviderAction::Interrupted,
                 reason: Some("the run was interrupted before it started".to_owned()),
                 duration_ms: None,
                 receipts: Vec::new(),
@@ -221,9 +222,9 @@ fn attempt(
             interrupt,
             run_id: &run_id,
             secrets: &e.loaded.secrets,
-            progress: &|p: execute::Progress<'_>| match p {
-                execute::Progress::Line(line) => bar.line(line),
-                execute::Progress::Status {
+            progress: &|p: Progress<'_>| match p {
+                Progress::Line(line) => bar.line(&line.to_string()),
+                Progress::Status {
                     done,
                     total,
                     running,
@@ -258,7 +259,7 @@ fn attempt(
                 for id in &wanted {
                     providers.push(ProviderRun {
                         provider: graph.node(*id).name.clone(),
-                        action: "not_run",
+                        action: ProviderAction::NotRun,
                         reason: Some(
                             "error: its inputs changed while its sandbox was made, twice; nothing was judged against a fingerprint they no longer have".to_owned(),
                         ),
@@ -291,7 +292,7 @@ fn attempt(
         let via: Vec<String> = producers.iter().map(|p| format!("`{p}`")).collect();
         providers.push(ProviderRun {
             provider: id.to_string(),
-            action: "produced",
+            action: ProviderAction::Produced,
             reason: Some(format!(
                 "its receipt comes from the run of {}",
                 via.join(", ")
@@ -305,11 +306,17 @@ fn attempt(
     let mut summary = super::status::summary(&requirements);
     summary.insert(
         "ran",
-        providers.iter().filter(|p| p.action == "ran").count(),
+        providers
+            .iter()
+            .filter(|p| p.action == ProviderAction::Ran)
+            .count(),
     );
     summary.insert(
         "reused",
-        providers.iter().filter(|p| p.action == "reused").count(),
+        providers
+            .iter()
+            .filter(|p| p.action == ProviderAction::Reused)
+            .count(),
     );
     let verdict = if interrupted {
         diagnostics.push(

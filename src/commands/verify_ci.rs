@@ -17,7 +17,7 @@ use crate::present::exit::Verdict;
 use crate::present::output::{Payload, Report};
 use crate::proof::receipt::components;
 use crate::proof::receipt::{self, Artifact, Outcome, Proof, TestNames};
-use crate::run::execute::ReceiptView;
+use crate::run::ReceiptView;
 use crate::session::context::{Context, RootOutput};
 use crate::session::evaluate::{Keys, evaluate};
 use crate::store::Store;

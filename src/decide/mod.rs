@@ -1,7 +1,9 @@
 //! Judging evidence: reports into counts, counts and exits into verdicts, receipts into
-//! each provider's status, signed external results into passes.
+//! each provider's status, signed external results into passes; which providers reuse
+//! their receipts.
 
 pub mod external;
 pub mod judge;
 pub mod report;
+pub mod reuse;
 pub mod status;

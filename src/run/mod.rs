@@ -1,5 +1,28 @@
 //! Executing providers: the executor that drives the scheduler over a sandboxed run, and
-//! repository setup.
+//! repository setup. `execute` is the entry point; the files beside it each hold one part
+//! of it (see ARCHITECTURE.md's code map).
 
+mod command;
+mod conclude;
+mod contract;
+mod dispatch;
+mod ended;
+pub mod events;
+mod evidence;
 pub mod execute;
+mod job;
+mod plan;
+mod provider;
+mod record;
+mod recorder;
+mod sandboxes;
+mod service_job;
+mod services;
 pub mod setup;
+mod setup_commands;
+mod signals;
+#[cfg(test)]
+mod testing;
+mod writer;
+
+pub use events::{Line, Progress, ProviderAction, ProviderRun, ReceiptView};

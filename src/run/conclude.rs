@@ -1,0 +1,130 @@
+//! What the run leaves: once the loop ends, every wanted provider that got no result is
+//! accounted for. One that never started because its service was never ready gets an
+//! error receipt (that was observed); one blocked by a dependency that did not pass, or
+//! stopped by an interrupt, gets none — only a line saying why.
+
+use std::collections::BTreeSet;
+
+use proofgraph_graph::schedule::{Scheduler, State};
+use proofgraph_graph::{NodeId, SealedGraph};
+
+use super::dispatch::Dispatcher;
+use super::ended::Finished;
+use super::events::{ProviderAction, ProviderRun};
+
+impl Dispatcher<'_, '_> {
+    /// Providers never started because a probe failed get an error receipt;
+    /// those blocked by a failed dependency or an interrupt get none.
+    pub(super) fn conclude(&mut self, wanted: &BTreeSet<NodeId>, interrupted: bool) {
+        let graph = self.plan.graph;
+        let blocked: Vec<NodeId> = graph
+            .order()
+            .iter()
+            .copied()
+            .filter(|id| {
+                wanted.contains(id)
+                    && matches!(
+                        self.scheduler.state(*id),
+                        State::Blocked | State::Waiting | State::Running
+                    )
+            })
+            .collect();
+        for id in blocked {
+            let probe_reason = graph
+                .services_of(id)
+                .into_iter()
+                .find_map(|s| self.probe_failures.get(&s).cloned());
+            match (interrupted, probe_reason) {
+                (false, Some(reason)) => {
+                    self.record(id, &Finished::error_now(reason));
+                }
+                (true, _) => {
+                    let run = not_run(
+                        graph,
+                        id,
+                        ProviderAction::Interrupted,
+                        "the run was interrupted before it finished",
+                    );
+                    self.results.insert(id, run);
+                }
+                (false, None) => {
+                    let reason = blocked_reason(graph, &self.scheduler, id);
+                    let run = not_run(graph, id, ProviderAction::Blocked, &reason);
+                    self.results.insert(id, run);
+                }
+            }
+        }
+    }
+}
+
+/// A provider that got no result, and why.
+fn not_run(graph: &SealedGraph, id: NodeId, action: ProviderAction, reason: &str) -> ProviderRun {
+    ProviderRun {
+        provider: graph.node(id).name.clone(),
+        action,
+        reason: Some(reason.to_owned()),
+        duration_ms: None,
+        receipts: Vec::new(),
+    }
+}
+
+/// Why a provider never started: the dependencies that did not pass, or the stop after a
+/// failure elsewhere.
+fn blocked_reason(graph: &SealedGraph, scheduler: &Scheduler<'_>, id: NodeId) -> String {
+    let failed: Vec<String> = graph
+        .incoming(id)
+        .into_iter()
+        .filter(|(from, _)| matches!(scheduler.state(*from), State::Failed | State::Blocked))
+        .map(|(from, _)| format!("`{}`", graph.node(from).name))
+        .collect();
+    if failed.is_empty() {
+        "not run: the run stopped after a failure (use --keep-going to run everything)".to_owned()
+    } else {
+        format!("not run: {} did not pass", failed.join(", "))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::num::NonZeroUsize;
+
+    use proofgraph_graph::Adapter;
+    use proofgraph_graph::schedule::{Action, Outcome};
+
+    use super::*;
+    use crate::run::testing::{at, pid, provider, seal};
+
+    #[test]
+    fn a_provider_left_over_says_which_dependency_did_not_pass_or_that_the_run_stopped() {
+        // `b` needs `a`; `c` needs nothing but waits for the one slot.
+        let a = provider("a", Adapter::Command, &["a"]);
+        let mut b = provider("b", Adapter::Command, &["b"]);
+        b.depends_on = Some(vec![at(pid("a"))]);
+        let c = provider("c", Adapter::Command, &["c"]);
+        let graph = seal(vec![a, b, c], Vec::new());
+        let id = |name: &str| graph.provider(&pid(name)).expect("provider");
+        let wanted: BTreeSet<NodeId> = [id("a"), id("b"), id("c")].into();
+        let mut scheduler = Scheduler::new(&graph, NonZeroUsize::MIN, &wanted);
+        assert_eq!(scheduler.poll(), [Action::Start(id("a"))]);
+        scheduler.complete(id("a"), Outcome::Failed);
+        scheduler.halt();
+        assert_eq!(
+            blocked_reason(&graph, &scheduler, id("b")),
+            "not run: `a` did not pass"
+        );
+        assert_eq!(
+            blocked_reason(&graph, &scheduler, id("c")),
+            "not run: the run stopped after a failure (use --keep-going to run everything)"
+        );
+        let run = not_run(
+            &graph,
+            id("b"),
+            ProviderAction::Blocked,
+            "not run: `a` did not pass",
+        );
+        assert_eq!(run.provider, "b");
+        assert_eq!(run.action, ProviderAction::Blocked);
+        assert_eq!(run.reason.as_deref(), Some("not run: `a` did not pass"));
+        assert_eq!((run.duration_ms, run.receipts.len()), (None, 0));
+    }
+}

@@ -1,0 +1,299 @@
+//! What the executor tells its caller: progress while it runs ([`Progress`], each line a
+//! typed [`Line`]), and what happened to each provider ([`ProviderRun`], its
+//! [`ProviderAction`] and the receipts written or reused). The executor emits these; the
+//! output layer decides how to draw them (nextest's runner/reporter split).
+
+use std::fmt;
+
+use proofgraph_graph::{ProviderId, RepoId, ServiceId};
+use serde::Serialize;
+
+use crate::proof::receipt::Outcome;
+
+/// What the executor reports while it runs (for a person; never parsed).
+#[derive(Debug, Clone, Copy)]
+pub enum Progress<'s> {
+    /// Something happened: a provider started or ended, a service started.
+    Line(Line<'s>),
+    /// Where the run stands.
+    Status {
+        /// Providers with a result.
+        done: usize,
+        /// Providers this run will decide.
+        total: usize,
+        /// Providers running now.
+        running: &'s [&'s str],
+    },
+}
+
+/// One thing that happened in a run, as a line for a person ([`fmt::Display`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Line<'s> {
+    /// A repository's sandbox got its setup from the setup cache.
+    SetupRestored {
+        /// The repository.
+        repo: &'s RepoId,
+        /// How many files were restored.
+        files: usize,
+    },
+    /// A repository's setup command starts.
+    SetupCommand {
+        /// The repository.
+        repo: &'s RepoId,
+        /// The command.
+        argv: &'s [String],
+    },
+    /// A repository's setup failed.
+    SetupFailed {
+        /// The repository.
+        repo: &'s RepoId,
+        /// Why.
+        reason: &'s str,
+    },
+    /// A provider's command was handed to the run.
+    Started {
+        /// The provider.
+        provider: &'s ProviderId,
+    },
+    /// A service was started.
+    ServiceStarted {
+        /// The service.
+        service: &'s ServiceId,
+    },
+    /// A service no longer needed is being stopped.
+    ServiceStopping {
+        /// The service's node name.
+        name: &'s str,
+    },
+    /// A service ended on its own.
+    ServiceEnded {
+        /// The service's node name.
+        name: &'s str,
+        /// How it ended (`exited with code 1`).
+        how: &'s str,
+    },
+    /// A provider was judged.
+    Judged {
+        /// The provider.
+        provider: &'s ProviderId,
+        /// `pass` when every receipt passes, else the worst outcome.
+        mark: Outcome,
+        /// How long its execution took.
+        duration_ms: u128,
+        /// The first reason a receipt gives.
+        reason: Option<&'s str>,
+    },
+    /// A judged provider's receipt could not be written.
+    Unrecorded {
+        /// The provider.
+        provider: &'s str,
+    },
+    /// SIGINT or SIGTERM stops the run.
+    Interrupted,
+}
+
+impl fmt::Display for Line<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Line::SetupRestored { repo, files } => write!(
+                f,
+                "  setup   {repo}: restored {files} files from the setup cache"
+            ),
+            Line::SetupCommand { repo, argv } => {
+                write!(f, "  setup   {repo}: {}", argv.join(" "))
+            }
+            Line::SetupFailed { repo, reason } => write!(f, "  setup   {repo} failed: {reason}"),
+            Line::Started { provider } => write!(f, "  run     {provider}"),
+            Line::ServiceStarted { service } => write!(f, "  start   service {service}"),
+            Line::ServiceStopping { name } => write!(f, "  stop    {name}"),
+            Line::ServiceEnded { name, how } => write!(f, "  ended   {name}: {how}"),
+            Line::Judged {
+                provider,
+                mark,
+                duration_ms,
+                reason,
+            } => {
+                write!(f, "  {:7} {provider} ({duration_ms} ms)", mark.as_str())?;
+                match reason {
+                    Some(reason) => write!(f, ": {reason}"),
+                    None => Ok(()),
+                }
+            }
+            Line::Unrecorded { provider } => write!(
+                f,
+                "  unrecorded {provider}: its receipt could not be written (see the diagnostics)"
+            ),
+            Line::Interrupted => f.write_str("interrupted: stopping every process of the run"),
+        }
+    }
+}
+
+/// What `prove` did with a provider.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ProviderAction {
+    /// It ran in this run.
+    Ran,
+    /// Its receipts were current passes: nothing ran.
+    Reused,
+    /// A dependency did not pass, or the run stopped after a failure.
+    Blocked,
+    /// SIGINT or SIGTERM stopped the run first.
+    Interrupted,
+    /// Nothing was judged (its inputs changed while its sandbox was made).
+    NotRun,
+    /// A discovery receiver, whose receipt its producer's run wrote.
+    Produced,
+}
+
+/// What happened to one provider.
+#[derive(Debug, Clone, Serialize)]
+pub struct ProviderRun {
+    /// The provider.
+    pub provider: String,
+    /// What `prove` did with it.
+    pub action: ProviderAction,
+    /// Why it did not run, or how it ended.
+    pub reason: Option<String>,
+    /// How long its execution took.
+    pub duration_ms: Option<u64>,
+    /// The receipts written (or reused).
+    pub receipts: Vec<ReceiptView>,
+}
+
+/// A receipt written or reused.
+#[derive(Debug, Clone, Serialize)]
+pub struct ReceiptView {
+    /// The name it is stored under.
+    pub receipt: String,
+    /// The capability.
+    pub capability: String,
+    /// Its outcome.
+    pub outcome: Outcome,
+    /// Why it is not a pass.
+    pub reason: Option<String>,
+    /// The envelope's SHA-256.
+    pub sha256: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn actions_serialize_under_the_names_prove_has_always_printed() {
+        let all = [
+            (ProviderAction::Ran, "ran"),
+            (ProviderAction::Reused, "reused"),
+            (ProviderAction::Blocked, "blocked"),
+            (ProviderAction::Interrupted, "interrupted"),
+            (ProviderAction::NotRun, "not_run"),
+            (ProviderAction::Produced, "produced"),
+        ];
+        for (action, name) in all {
+            assert_eq!(
+                serde_json::to_value(action).expect("serializes"),
+                serde_json::Value::from(name)
+            );
+        }
+    }
+
+    #[test]
+    fn a_provider_run_serializes_byte_for_byte_as_before() {
+        let run = ProviderRun {
+            provider: "unit".into(),
+            action: ProviderAction::NotRun,
+            reason: Some("why".into()),
+            duration_ms: None,
+            receipts: vec![ReceiptView {
+                receipt: "unit".into(),
+                capability: "test".into(),
+                outcome: Outcome::Inconclusive,
+                reason: None,
+                sha256: "ab".into(),
+            }],
+        };
+        assert_eq!(
+            serde_json::to_string(&run).expect("serializes"),
+            r#"{"provider":"unit","action":"not_run","reason":"why","duration_ms":null,"receipts":[{"receipt":"unit","capability":"test","outcome":"inconclusive","reason":null,"sha256":"ab"}]}"#
+        );
+    }
+
+    #[test]
+    fn each_line_reads_as_the_executor_has_always_written_it() {
+        let repo = RepoId::parse("api").expect("valid");
+        let provider = ProviderId::parse("unit").expect("valid");
+        let service = ServiceId::parse("web").expect("valid");
+        let argv = ["npm".to_owned(), "ci".to_owned()];
+        let cases = [
+            (
+                Line::SetupRestored {
+                    repo: &repo,
+                    files: 3,
+                },
+                "  setup   api: restored 3 files from the setup cache",
+            ),
+            (
+                Line::SetupCommand {
+                    repo: &repo,
+                    argv: &argv,
+                },
+                "  setup   api: npm ci",
+            ),
+            (
+                Line::SetupFailed {
+                    repo: &repo,
+                    reason: "`npm ci` exited with code 1",
+                },
+                "  setup   api failed: `npm ci` exited with code 1",
+            ),
+            (
+                Line::Started {
+                    provider: &provider,
+                },
+                "  run     unit",
+            ),
+            (
+                Line::ServiceStarted { service: &service },
+                "  start   service web",
+            ),
+            (Line::ServiceStopping { name: "web" }, "  stop    web"),
+            (
+                Line::ServiceEnded {
+                    name: "web",
+                    how: "exited with code 2",
+                },
+                "  ended   web: exited with code 2",
+            ),
+            (
+                Line::Judged {
+                    provider: &provider,
+                    mark: Outcome::Pass,
+                    duration_ms: 12,
+                    reason: None,
+                },
+                "  pass    unit (12 ms)",
+            ),
+            (
+                Line::Judged {
+                    provider: &provider,
+                    mark: Outcome::Inconclusive,
+                    duration_ms: 0,
+                    reason: Some("no report"),
+                },
+                "  inconclusive unit (0 ms): no report",
+            ),
+            (
+                Line::Unrecorded { provider: "unit" },
+                "  unrecorded unit: its receipt could not be written (see the diagnostics)",
+            ),
+            (
+                Line::Interrupted,
+                "interrupted: stopping every process of the run",
+            ),
+        ];
+        for (line, text) in cases {
+            assert_eq!(line.to_string(), text);
+        }
+    }
+}

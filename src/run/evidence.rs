@@ -1,0 +1,239 @@
+//! Reading what a job wrote as evidence, and holding what is kept of it ([`Kept`]) until
+//! the receipt writer stores it. Every read goes through `proofgraph_sandbox::evidence`:
+//! beneath one of the run's directories, never through a link, a regular file only,
+//! bounded while read.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
+
+use proofgraph_sandbox::evidence::{self, EvidenceError};
+
+use crate::decide::judge::ReportFile;
+use crate::decide::report::Attachment;
+use crate::decide::report::MAX_REPORT_BYTES;
+
+/// What an artifact of a receipt is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum ArtifactKind {
+    /// The command's log (stdout and stderr, redacted as written).
+    CommandLog,
+    /// The structured report.
+    StructuredReport,
+    /// A file or inline body a Playwright report attached.
+    PlaywrightAttachment,
+    /// One side of a contract.
+    ContractArtifact,
+}
+
+impl ArtifactKind {
+    /// The name a receipt records.
+    pub(super) fn as_str(self) -> &'static str {
+        match self {
+            ArtifactKind::CommandLog => "command-log",
+            ArtifactKind::StructuredReport => "structured-report",
+            ArtifactKind::PlaywrightAttachment => "playwright-attachment",
+            ArtifactKind::ContractArtifact => "contract-artifact",
+        }
+    }
+}
+
+/// One artifact's bytes and how its receipt names it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Kept {
+    pub(super) kind: ArtifactKind,
+    pub(super) path: Option<String>,
+    pub(super) name: Option<String>,
+    pub(super) content_type: Option<String>,
+    pub(super) bytes: Vec<u8>,
+}
+
+impl Kept {
+    pub(super) fn new(kind: ArtifactKind, path: Option<String>, bytes: Vec<u8>) -> Self {
+        Kept {
+            kind,
+            path,
+            name: None,
+            content_type: None,
+            bytes,
+        }
+    }
+}
+
+/// Reads a file a job wrote under `dir` as evidence (`proofgraph_sandbox::evidence`): never
+/// through a symbolic link, never a FIFO or a device, at most [`MAX_REPORT_BYTES`] counted
+/// while reading, and only when it was written after the command started (`started`), with a
+/// second's slack for file systems that keep coarse times — Change Loop's Node.js runtime's
+/// rule. Anything else is not evidence, whatever it holds.
+pub(super) fn read_written(dir: &Path, relative: &str, started: Option<SystemTime>) -> ReportFile {
+    let shown = relative.to_owned();
+    match evidence::read_beneath(dir, Path::new(relative), MAX_REPORT_BYTES) {
+        Ok(written) => match started {
+            Some(started) if written.modified + Duration::from_secs(1) < started => {
+                let before = started
+                    .duration_since(written.modified)
+                    .unwrap_or_default()
+                    .as_secs();
+                ReportFile::Refused(
+                    shown,
+                    format!(
+                        "it was last written {before} s before the command started, so this run did not write it"
+                    ),
+                )
+            }
+            _ => ReportFile::Bytes(shown, written.bytes),
+        },
+        Err(EvidenceError::Missing) => ReportFile::Missing(shown),
+        Err(e) => ReportFile::Refused(shown, e.to_string()),
+    }
+}
+
+/// What is kept of a report's attachment: an inline body as it is, or a file the run wrote
+/// inside its own directories (a sandbox in `sandboxes`, or the run's directory `root`),
+/// read as any evidence is. `None`: nothing that can be kept (elsewhere, a link, too big).
+pub(super) fn attachment<'d>(
+    attachment: Attachment,
+    sandboxes: impl IntoIterator<Item = &'d PathBuf>,
+    root: &'d Path,
+) -> Option<Kept> {
+    let name = (!attachment.name.is_empty()).then(|| attachment.name.clone());
+    let content_type =
+        (!attachment.content_type.is_empty()).then(|| attachment.content_type.clone());
+    let (bytes, path) = match (attachment.body, attachment.path) {
+        // An inline body is evidence as it is.
+        (Some(body), _) => (body, None),
+        (None, Some(path)) => {
+            // Only a file the run wrote inside its own directories, read as any
+            // evidence is: never through a link, never a FIFO, bounded.
+            let file = Path::new(&path);
+            let (base, relative) = sandboxes
+                .into_iter()
+                .map(PathBuf::as_path)
+                .chain(std::iter::once(root))
+                .find_map(|d| Some((d, file.strip_prefix(d).ok()?)))?;
+            let written = evidence::read_beneath(base, relative, MAX_REPORT_BYTES).ok()?;
+            let shown = if base == root {
+                path.clone()
+            } else {
+                relative.display().to_string()
+            };
+            (written.bytes, Some(shown))
+        }
+        (None, None) => return None,
+    };
+    Some(Kept {
+        name,
+        content_type,
+        ..Kept::new(ArtifactKind::PlaywrightAttachment, path, bytes)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn artifact_kinds_are_named_as_receipts_have_always_named_them() {
+        let names = [
+            ArtifactKind::CommandLog,
+            ArtifactKind::StructuredReport,
+            ArtifactKind::PlaywrightAttachment,
+            ArtifactKind::ContractArtifact,
+        ]
+        .map(ArtifactKind::as_str);
+        assert_eq!(
+            names,
+            [
+                "command-log",
+                "structured-report",
+                "playwright-attachment",
+                "contract-artifact"
+            ]
+        );
+    }
+
+    #[test]
+    fn only_a_file_written_since_the_command_started_and_not_through_a_link_is_evidence() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        fs_err::create_dir_all(dir.path().join("out")).expect("mkdir");
+        fs_err::write(dir.path().join("out/r.json"), b"{}").expect("write");
+        let now = SystemTime::now();
+        assert_eq!(
+            read_written(dir.path(), "out/r.json", Some(now)),
+            ReportFile::Bytes("out/r.json".into(), b"{}".to_vec())
+        );
+        assert_eq!(
+            read_written(dir.path(), "out/r.json", None),
+            ReportFile::Bytes("out/r.json".into(), b"{}".to_vec())
+        );
+        assert_eq!(
+            read_written(dir.path(), "out/gone.json", Some(now)),
+            ReportFile::Missing("out/gone.json".into())
+        );
+        // Written well before the command started: left over, not this run's.
+        let later = now + Duration::from_secs(30);
+        match read_written(dir.path(), "out/r.json", Some(later)) {
+            ReportFile::Refused(path, why) => {
+                assert_eq!(path, "out/r.json");
+                assert!(why.starts_with("it was last written "), "{why}");
+                assert!(
+                    why.ends_with(" s before the command started, so this run did not write it"),
+                    "{why}"
+                );
+            }
+            other => panic!("refused expected, got {other:?}"),
+        }
+        std::os::unix::fs::symlink(dir.path().join("out/r.json"), dir.path().join("link.json"))
+            .expect("symlink");
+        assert!(
+            matches!(
+                read_written(dir.path(), "link.json", Some(now)),
+                ReportFile::Refused(..)
+            ),
+            "a link is never followed"
+        );
+    }
+
+    fn attached(path: Option<&str>, body: Option<&[u8]>) -> Attachment {
+        Attachment {
+            name: "screenshot".into(),
+            content_type: String::new(),
+            path: path.map(str::to_owned),
+            body_len: body.map(|b| b.len() as u64),
+            body: body.map(<[u8]>::to_vec),
+        }
+    }
+
+    #[test]
+    fn an_attachment_is_kept_from_its_body_or_from_a_file_of_the_run_only() {
+        let run = tempfile::tempdir().expect("tempdir");
+        let root = run.path();
+        let sandbox = root.join("sandboxes/web");
+        fs_err::create_dir_all(sandbox.join("test-results")).expect("mkdir");
+        fs_err::write(sandbox.join("test-results/a.png"), b"png").expect("write");
+        fs_err::write(root.join("logs.png"), b"log").expect("write");
+        let outside = tempfile::tempdir().expect("tempdir");
+        fs_err::write(outside.path().join("x.png"), b"secret").expect("write");
+        let sandboxes = [sandbox.clone()];
+        let keep = |a| attachment(a, &sandboxes, root);
+        let inline = keep(attached(Some("/anywhere"), Some(b"inline"))).expect("kept");
+        assert_eq!(
+            (inline.path, inline.bytes, inline.name, inline.content_type),
+            (None, b"inline".to_vec(), Some("screenshot".into()), None)
+        );
+        assert_eq!(inline.kind, ArtifactKind::PlaywrightAttachment);
+        // In a sandbox: named relative to it; in the run's directory: as given.
+        let in_sandbox = sandbox.join("test-results/a.png").display().to_string();
+        let kept = keep(attached(Some(&in_sandbox), None)).expect("kept");
+        assert_eq!(kept.path.as_deref(), Some("test-results/a.png"));
+        assert_eq!(kept.bytes, b"png");
+        let in_root = root.join("logs.png").display().to_string();
+        let kept = keep(attached(Some(&in_root), None)).expect("kept");
+        assert_eq!(kept.path.as_deref(), Some(in_root.as_str()));
+        // Outside the run, missing, or neither a body nor a path: nothing.
+        let elsewhere = outside.path().join("x.png").display().to_string();
+        assert_eq!(keep(attached(Some(&elsewhere), None)), None);
+        let gone = sandbox.join("nope.png").display().to_string();
+        assert_eq!(keep(attached(Some(&gone), None)), None);
+        assert_eq!(keep(attached(None, None)), None);
+    }
+}

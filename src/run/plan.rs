@@ -1,0 +1,91 @@
+//! What the executor is given ([`Plan`]) and what it gives back ([`Executed`], or why
+//! nothing ran: [`Stopped`]).
+
+use std::num::NonZeroUsize;
+
+use proofgraph_graph::SealedGraph;
+use proofgraph_graph::fingerprint::Fingerprints;
+use proofgraph_sandbox::{Isolation, IsolationRequest, SandboxMode};
+
+use crate::base::diagnostic::{Code, Diagnostic};
+use crate::base::env::Env;
+use crate::base::redact::Secrets;
+use crate::load::workspace::Workspace;
+use crate::observe::world::Observed;
+use crate::store::Store;
+
+use super::events::{Progress, ProviderRun};
+
+/// Everything the executor needs.
+pub struct Plan<'a> {
+    /// The sealed graph.
+    pub graph: &'a SealedGraph,
+    /// The change's name.
+    pub change: &'a str,
+    /// The workspace.
+    pub workspace: &'a Workspace,
+    /// What was observed (snapshots, input files).
+    pub observed: &'a Observed,
+    /// Every fingerprint.
+    pub fingerprints: &'a Fingerprints,
+    /// The store.
+    pub store: &'a Store,
+    /// The signing key.
+    pub key: &'a ed25519_dalek::SigningKey,
+    /// The sandbox mode.
+    pub mode: SandboxMode,
+    /// How many providers at once.
+    pub jobs: NonZeroUsize,
+    /// Go on after a failure.
+    pub keep_going: bool,
+    /// Keep the sandboxes after the run.
+    pub keep_sandbox: bool,
+    /// How much isolation to ask for.
+    pub isolation: IsolationRequest,
+    /// The caller's environment.
+    pub env: &'a Env,
+    /// SIGINT or SIGTERM since `prove` began.
+    pub interrupt: &'a crate::base::interrupt::Interrupt,
+    /// This run's id.
+    pub run_id: &'a str,
+    /// The change's secrets: redacted from every job's log and probe, every report before
+    /// it is parsed, every judged result and every stored artifact.
+    pub secrets: &'a Secrets,
+    /// Where progress goes.
+    pub progress: &'a dyn Fn(Progress<'_>),
+}
+
+/// The result of a run.
+#[derive(Debug, Clone)]
+pub struct Executed {
+    /// The isolation the run had (absent when nothing needed a run).
+    pub isolation: Option<Isolation>,
+    /// Per provider that was wanted.
+    pub providers: Vec<ProviderRun>,
+    /// Whether SIGINT/SIGTERM stopped it.
+    pub interrupted: bool,
+    /// Findings (isolation fallback, receipts that could not be written).
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+/// Why a run stopped before anything ran.
+#[derive(Debug)]
+pub enum Stopped {
+    /// A repository's files changed between the snapshot its fingerprints were computed
+    /// from and the copy of its sandbox (which checks every byte against the snapshot):
+    /// nothing ran, and nothing may be judged against those fingerprints. Observe again.
+    InputsChanged(Vec<Diagnostic>),
+    /// The run could not start.
+    Failed(Vec<Diagnostic>),
+}
+
+impl From<Vec<Diagnostic>> for Stopped {
+    fn from(all: Vec<Diagnostic>) -> Self {
+        Stopped::Failed(all)
+    }
+}
+
+/// An error of `prove` with its fix.
+pub(super) fn diag(code: Code, message: String, fix: &str) -> Diagnostic {
+    Diagnostic::error(code, message).surface("prove").fix(fix)
+}

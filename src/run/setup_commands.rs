@@ -1,0 +1,295 @@
+//! Running each fresh sandbox's `setup` commands (from the catalog), with the outside
+//! network, before anything else runs in it — or restoring what they produced from the
+//! setup cache (`setup.rs`) when `setupCache` is declared and the cache holds this setup.
+//! A failed setup fails every provider of its repository, saying why.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use proofgraph_graph::RepoId;
+use proofgraph_sandbox::{Event, SandboxMode};
+use tokio::sync::mpsc::UnboundedReceiver;
+
+use crate::base::diagnostic::{Code, Diagnostic};
+use crate::load::config::catalog::Catalog;
+use crate::observe::inputs::Snapshot;
+
+use super::dispatch::Dispatcher;
+use super::events::Line;
+use super::services::last_lines;
+use super::signals::Signals;
+
+/// One sandbox's setup.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Setup {
+    pub(super) repo: RepoId,
+    /// The sandbox.
+    pub(super) dir: PathBuf,
+    pub(super) commands: Vec<Vec<String>>,
+    /// The directories the setup cache keeps (none: setup always runs).
+    pub(super) cache_dirs: Vec<String>,
+    /// This setup's key in the setup cache, when the repository was observed.
+    pub(super) key: Option<String>,
+}
+
+/// The setups the sandboxes `dirs` need, by repository: those whose catalog entry
+/// declares at least one `setup` command.
+pub(super) fn setups(
+    catalog: &Catalog,
+    dirs: &BTreeMap<RepoId, PathBuf>,
+    snapshots: &BTreeMap<RepoId, Snapshot>,
+) -> Vec<Setup> {
+    let mut out = Vec::new();
+    for (repo, dir) in dirs {
+        let Some(entry) = catalog.repositories.get(repo) else {
+            continue;
+        };
+        let Some(commands) = &entry.setup else {
+            continue;
+        };
+        let commands: Vec<Vec<String>> = commands.iter().map(|c| c.value.clone()).collect();
+        if commands.is_empty() {
+            continue;
+        }
+        let cache_dirs: Vec<String> = entry
+            .setup_cache
+            .iter()
+            .flatten()
+            .map(|c| c.value.clone())
+            .collect();
+        let key = snapshots
+            .get(repo)
+            .map(|s| crate::run::setup::cache_key(&commands, &cache_dirs, s));
+        out.push(Setup {
+            repo: repo.clone(),
+            dir: dir.clone(),
+            commands,
+            cache_dirs,
+            key,
+        });
+    }
+    out
+}
+
+/// How a setup command that did not exit 0 ended.
+fn how_failed(code: Option<i32>, signal: Option<i32>, spawn_error: Option<String>) -> String {
+    match (code, signal, spawn_error) {
+        (_, _, Some(e)) => format!("could not start: {e}"),
+        (Some(c), _, _) => format!("exited with code {c}"),
+        (None, Some(s), _) => format!("was killed by signal {s}"),
+        _ => "failed".to_owned(),
+    }
+}
+
+impl Dispatcher<'_, '_> {
+    /// Sets up every sandbox that needs it. Returns `false` when SIGINT or SIGTERM stopped
+    /// it (the setup command was killed).
+    pub(super) async fn setup(
+        &mut self,
+        rx: &mut UnboundedReceiver<Event>,
+        signals: &mut Signals,
+    ) -> bool {
+        if self.plan.mode == SandboxMode::None {
+            return true;
+        }
+        let Some(catalog) = &self.plan.workspace.catalog else {
+            return true;
+        };
+        let all = setups(catalog, &self.sandboxes.dirs, &self.plan.observed.snapshots);
+        for Setup {
+            repo,
+            dir,
+            commands,
+            cache_dirs,
+            key,
+        } in all
+        {
+            if !cache_dirs.is_empty()
+                && let Some(key) = &key
+                && let Some(files) = crate::run::setup::restore(self.plan.store, key, &dir)
+            {
+                self.progress(Line::SetupRestored { repo: &repo, files });
+                continue;
+            }
+            if self.run.is_none() {
+                return true;
+            }
+            let mut failed = None;
+            for argv in &commands {
+                let log = self.log_path(&format!("setup-{repo}"));
+                let spec = self.builder().setup_job(argv, &dir, log.clone());
+                self.progress(Line::SetupCommand { repo: &repo, argv });
+                let spawned = match &self.run {
+                    Some(run) => run.spawn(&spec),
+                    None => return true,
+                };
+                let job = match spawned {
+                    Ok(job) => job,
+                    Err(e) => {
+                        failed = Some(format!(
+                            "`{}` could not start: failed to {e}",
+                            argv.join(" ")
+                        ));
+                        break;
+                    }
+                };
+                let (code, signal, spawn_error) = loop {
+                    tokio::select! {
+                        event = rx.recv() => match event {
+                            Some(Event::Exited {
+                                job: j,
+                                code,
+                                signal,
+                                spawn_error,
+                                ..
+                            }) if j == job => break (code, signal, spawn_error),
+                            Some(_) => {}
+                            None => break (None, None, Some("the run's init stopped".to_owned())),
+                        },
+                        () = signals.recv() => {
+                            if let Some(run) = &self.run {
+                                let _ = run.kill(job);
+                            }
+                            return false;
+                        }
+                    }
+                };
+                if code != Some(0) {
+                    failed = Some(format!(
+                        "`{}` {}; its log ends with: {}",
+                        argv.join(" "),
+                        how_failed(code, signal, spawn_error),
+                        last_lines(&log, 5)
+                    ));
+                    break;
+                }
+            }
+            match failed {
+                Some(reason) => {
+                    self.progress(Line::SetupFailed {
+                        repo: &repo,
+                        reason: &reason,
+                    });
+                    self.setup_failures.insert(repo, reason);
+                }
+                None => {
+                    if !cache_dirs.is_empty()
+                        && let Some(key) = &key
+                        && let Err(e) =
+                            crate::run::setup::save(self.plan.store, key, &dir, &cache_dirs)
+                    {
+                        self.diagnostics.push(
+                            Diagnostic::warning(Code::StoreUnusable, format!("the setup cache of `{repo}` could not be saved: {e}"))
+                                .surface("prove.setup")
+                                .fix("Check free space under .proofgraph/; setup will run again next time."),
+                        );
+                    }
+                }
+            }
+        }
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use proofgraph_graph::span::Spanned;
+
+    use super::*;
+    use crate::load::config::catalog::Repository;
+    use crate::observe::inputs::{FileEntry, FileKind, blob_identity};
+    use crate::run::testing::at;
+
+    fn repo(id: &str) -> RepoId {
+        RepoId::parse(id).expect("valid repository id")
+    }
+
+    fn entry(id: &str, setup: Option<&[&[&str]]>, cache: &[&str]) -> (RepoId, Repository) {
+        let setup = setup.map(|all| {
+            all.iter()
+                .map(|argv| at(argv.iter().map(|a| (*a).to_owned()).collect()))
+                .collect::<Vec<Spanned<Vec<String>>>>()
+        });
+        let setup_cache =
+            (!cache.is_empty()).then(|| cache.iter().map(|d| at((*d).to_owned())).collect());
+        (
+            repo(id),
+            Repository {
+                id: at(repo(id)),
+                path: at(id.to_owned()),
+                setup,
+                setup_cache,
+            },
+        )
+    }
+
+    #[test]
+    fn only_sandboxes_whose_repository_declares_setup_commands_are_set_up() {
+        let catalog = Catalog {
+            repositories: [
+                entry(
+                    "api",
+                    Some(&[&["npm", "ci"], &["npm", "run", "build"]]),
+                    &["node_modules"],
+                ),
+                entry("web", Some(&[]), &[]),
+                entry("cli", None, &[]),
+                entry("docs", Some(&[&["make"]]), &[]),
+            ]
+            .into(),
+            sandbox: None,
+            trusted_keys: Vec::new(),
+            cache: None,
+        };
+        let dirs: BTreeMap<RepoId, PathBuf> = ["api", "web", "cli", "docs", "elsewhere"]
+            .map(|r| (repo(r), PathBuf::from(format!("/sb/{r}"))))
+            .into();
+        let snapshot = Snapshot {
+            dir: PathBuf::from("/r/api"),
+            files: vec![FileEntry {
+                path: "package-lock.json".into(),
+                id: blob_identity(b"{}"),
+                kind: FileKind::File,
+            }],
+            rehashed: 0,
+        };
+        let snapshots = BTreeMap::from([(repo("api"), snapshot.clone())]);
+        let all = setups(&catalog, &dirs, &snapshots);
+        let commands = vec![
+            vec!["npm".to_owned(), "ci".to_owned()],
+            vec!["npm".to_owned(), "run".to_owned(), "build".to_owned()],
+        ];
+        let cache_dirs = vec!["node_modules".to_owned()];
+        let key = crate::run::setup::cache_key(&commands, &cache_dirs, &snapshot);
+        assert_eq!(
+            all,
+            [
+                Setup {
+                    repo: repo("api"),
+                    dir: PathBuf::from("/sb/api"),
+                    commands,
+                    cache_dirs,
+                    key: Some(key),
+                },
+                Setup {
+                    repo: repo("docs"),
+                    dir: PathBuf::from("/sb/docs"),
+                    commands: vec![vec!["make".to_owned()]],
+                    cache_dirs: Vec::new(),
+                    key: None,
+                },
+            ]
+        );
+    }
+
+    #[test]
+    fn a_failed_setup_command_says_how_it_ended() {
+        assert_eq!(
+            how_failed(Some(127), None, Some("`npm` not found".into())),
+            "could not start: `npm` not found"
+        );
+        assert_eq!(how_failed(Some(1), None, None), "exited with code 1");
+        assert_eq!(how_failed(None, Some(15), None), "was killed by signal 15");
+        assert_eq!(how_failed(None, None, None), "failed");
+    }
+}
