@@ -114,8 +114,10 @@ pub use types::{
     Event, INIT_ARG, Isolation, IsolationRequest, JobId, JobSpec, Network, ProbeSpec, RunConfig,
 };
 
-/// How a sandbox presents a repository to the commands that run in it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+/// How a sandbox presents a repository to the commands that run in it. Serialized as its
+/// name ([`SandboxMode::as_str`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
 pub enum SandboxMode {
     /// Exactly the tracked files, with their current working-tree content.
     Worktree,

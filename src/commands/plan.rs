@@ -24,6 +24,29 @@ pub struct PlanOptions {
     pub jobs: Option<NonZeroUsize>,
 }
 
+/// What `prove` would do with a provider.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PlanAction {
+    /// It runs (or runs through its producer).
+    Run,
+    /// Its receipts are current: reused.
+    Reuse,
+    /// An `external` provider: nothing runs, it waits for a signed result.
+    Wait,
+}
+
+impl PlanAction {
+    /// The word the output uses.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PlanAction::Run => "run",
+            PlanAction::Reuse => "reuse",
+            PlanAction::Wait => "wait",
+        }
+    }
+}
+
 /// An edge into a node.
 #[derive(Debug, Clone, Serialize)]
 pub struct After {
@@ -79,7 +102,7 @@ pub struct PlanNode {
     /// The receipts a provider's run writes.
     pub outputs: Vec<OutputView>,
     /// `run`, `reuse`, or `wait` (external), for providers.
-    pub action: Option<&'static str>,
+    pub action: Option<PlanAction>,
     /// Why it runs.
     pub reason: Option<String>,
     /// The receipts reused.
@@ -124,8 +147,8 @@ impl Payload for PlanPayload {
                 .map(|a| format!("{} ({})", a.node, a.edge))
                 .collect();
             let what = match (node.action, &node.reason) {
-                (Some(action), Some(reason)) => format!("{action}: {reason}"),
-                (Some(action), None) => action.to_owned(),
+                (Some(action), Some(reason)) => format!("{}: {reason}", action.as_str()),
+                (Some(action), None) => action.as_str().to_owned(),
                 (None, _) => String::new(),
             };
             let _ = writeln!(out, "  {:8} {:24} {fp}  {what}", node.kind, node.name);
@@ -246,12 +269,12 @@ fn decision(
     change: &str,
     p: &proofgraph_graph::graph::ProviderNode,
     reused: Option<&Vec<String>>,
-) -> (&'static str, Option<String>, Vec<String>) {
+) -> (PlanAction, Option<String>, Vec<String>) {
     if p.spec.adapter.value == proofgraph_graph::Adapter::External {
-        return ("wait", Some("external: nothing runs; it takes a signed result (`proofgraph evidence verify-ci`)".to_owned()), Vec::new());
+        return (PlanAction::Wait, Some("external: nothing runs; it takes a signed result (`proofgraph evidence verify-ci`)".to_owned()), Vec::new());
     }
     if let Some(receipts) = reused {
-        return ("reuse", None, receipts.clone());
+        return (PlanAction::Reuse, None, receipts.clone());
     }
     let graph = &e.loaded.prepared.graph;
     let id = &p.spec.id.value;
@@ -261,7 +284,7 @@ fn decision(
         .and_then(|n| graph.node(n).provider())
     {
         return (
-            "run",
+            PlanAction::Run,
             Some(format!(
                 "through `{}`, whose run writes its receipt",
                 producer.spec.id.value
@@ -337,7 +360,7 @@ fn decision(
             Err(_) => "its fingerprint changed".to_owned(),
         },
     };
-    ("run", Some(reason), Vec::new())
+    (PlanAction::Run, Some(reason), Vec::new())
 }
 
 fn plan_node(
@@ -404,4 +427,41 @@ fn plan_node(
         NodeKind::Probe(_) => {}
     }
     view
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The JSON names are the words the human output and the docs use (`plan --json` and
+    /// `prove --json` are pinned by snapshots; `wait` needs an external provider, so every
+    /// name is held here).
+    #[test]
+    fn typed_fields_serialize_as_their_words() {
+        for action in [PlanAction::Run, PlanAction::Reuse, PlanAction::Wait] {
+            assert_eq!(
+                serde_json::to_value(action).ok(),
+                Some(serde_json::Value::from(action.as_str()))
+            );
+        }
+        let prove = [
+            (
+                serde_json::to_value(super::super::prove::RunIsolation::Namespaces),
+                "namespaces",
+            ),
+            (
+                serde_json::to_value(super::super::prove::RunIsolation::None),
+                "none",
+            ),
+        ];
+        for (value, word) in prove {
+            assert_eq!(value.ok(), Some(serde_json::Value::from(word)));
+        }
+        for mode in proofgraph_sandbox::SandboxMode::ALL {
+            assert_eq!(
+                serde_json::to_value(mode).ok(),
+                Some(serde_json::Value::from(mode.as_str()))
+            );
+        }
+    }
 }

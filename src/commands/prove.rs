@@ -48,9 +48,9 @@ pub struct ProvePayload {
     /// This run's id.
     pub run_id: Option<String>,
     /// The sandbox mode.
-    pub sandbox: Option<&'static str>,
+    pub sandbox: Option<SandboxMode>,
     /// `namespaces`, `none`, or null when nothing ran.
-    pub isolation: Option<&'static str>,
+    pub isolation: Option<RunIsolation>,
     /// What happened to each provider.
     pub providers: Vec<ProviderRun>,
     /// Every claim × capability afterwards.
@@ -103,6 +103,16 @@ fn run_id() -> String {
         bytes = (nanos as u64 ^ u64::from(std::process::id())).to_be_bytes();
     }
     proofgraph_graph::fingerprint::hex(&bytes)
+}
+
+/// Whether a run's jobs ran in their own namespaces.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RunIsolation {
+    /// Private network, PIDs, mounts and `/tmp`.
+    Namespaces,
+    /// Contained by process groups only.
+    None,
 }
 
 /// Runs `prove`. When a repository's files change between the snapshot and its sandbox
@@ -237,9 +247,9 @@ fn attempt(
             Ok(executed) => {
                 isolation = executed.isolation.as_ref().map(|i| {
                     if i.is_isolated() {
-                        "namespaces"
+                        RunIsolation::Namespaces
                     } else {
-                        "none"
+                        RunIsolation::None
                     }
                 });
                 interrupted = executed.interrupted;
@@ -338,7 +348,7 @@ fn attempt(
     } else {
         super::status::verdict(&requirements)
     };
-    let sandbox = e.mode.as_str();
+    let sandbox = e.mode;
     let root = e.loaded.root.clone();
     e.release();
     Some(Report {
