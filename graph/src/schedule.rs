@@ -50,7 +50,7 @@ pub enum State {
 
 /// What a finished node reports.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Outcome {
+pub enum Step {
     /// It did what it should (a service: it started).
     Succeeded,
     /// It did not.
@@ -246,15 +246,15 @@ impl<'g> Scheduler<'g> {
     }
 
     /// Records that a started node finished.
-    pub fn complete(&mut self, id: NodeId, outcome: Outcome) {
+    pub fn complete(&mut self, id: NodeId, outcome: Step) {
         let kind = &self.graph.node(id).kind;
         let next = match (kind, outcome) {
-            (NodeKind::Service(_), Outcome::Succeeded) => State::Up,
-            (_, Outcome::Succeeded) => State::Succeeded,
-            (_, Outcome::Failed) => State::Failed,
+            (NodeKind::Service(_), Step::Succeeded) => State::Up,
+            (_, Step::Succeeded) => State::Succeeded,
+            (_, Step::Failed) => State::Failed,
         };
         self.states[id.get()] = next;
-        if outcome == Outcome::Failed {
+        if outcome == Step::Failed {
             self.block_dependents(id);
         }
     }
@@ -490,9 +490,9 @@ mod tests {
                 running[picks.get(step % picks.len().max(1)).copied().unwrap_or(0) % running.len()];
             if fail.contains(&pick) {
                 failed.insert(pick);
-                s.complete(pick, Outcome::Failed);
+                s.complete(pick, Step::Failed);
             } else {
-                s.complete(pick, Outcome::Succeeded);
+                s.complete(pick, Step::Succeeded);
             }
             step += 1;
         }
@@ -603,7 +603,7 @@ mod tests {
                     halted = true;
                 }
                 if let Some(first) = running.first() {
-                    s.complete(*first, Outcome::Succeeded);
+                    s.complete(*first, Step::Succeeded);
                 }
                 steps += 1;
                 prop_assert!(steps < 1000, "did not finish");
@@ -645,7 +645,7 @@ mod tests {
                     break;
                 }
                 if let Some(first) = left.first() {
-                    s.complete(*first, Outcome::Succeeded);
+                    s.complete(*first, Step::Succeeded);
                 }
                 steps += 1;
                 prop_assert!(steps < 1000, "did not finish");
@@ -683,13 +683,13 @@ mod tests {
         let a = graph.provider(&crate::testing::pid("a")).expect("a");
         let b = graph.provider(&crate::testing::pid("b")).expect("b");
         assert_eq!(s.poll(), vec![Action::Start(web)]);
-        s.complete(web, Outcome::Succeeded);
+        s.complete(web, Step::Succeeded);
         assert_eq!(s.poll(), vec![Action::Start(probe)]);
-        s.complete(probe, Outcome::Succeeded);
+        s.complete(probe, Step::Succeeded);
         assert_eq!(s.poll(), vec![Action::Start(a)]);
-        s.complete(a, Outcome::Succeeded);
+        s.complete(a, Step::Succeeded);
         assert_eq!(s.poll(), vec![Action::Start(b)]);
-        s.complete(b, Outcome::Succeeded);
+        s.complete(b, Step::Succeeded);
         assert_eq!(s.poll(), vec![Action::Stop(web)]);
         assert!(s.is_finished());
     }
@@ -712,12 +712,12 @@ mod tests {
             .provider(&crate::testing::pid("other"))
             .expect("other");
         assert_eq!(s.poll(), vec![Action::Start(other), Action::Start(web)]);
-        s.complete(web, Outcome::Succeeded);
+        s.complete(web, Step::Succeeded);
         assert_eq!(s.poll(), vec![Action::Start(probe)]);
-        s.complete(probe, Outcome::Failed);
+        s.complete(probe, Step::Failed);
         assert_eq!(s.state(a), State::Blocked);
         assert_eq!(s.poll(), vec![Action::Stop(web)]);
-        s.complete(other, Outcome::Succeeded);
+        s.complete(other, Step::Succeeded);
         assert!(s.poll().is_empty());
         assert!(s.is_finished());
     }
@@ -748,7 +748,7 @@ mod tests {
         assert_eq!(names(s.poll()), ["p000"]);
         s.complete(
             graph.provider(&crate::testing::pid("p000")).expect("p000"),
-            Outcome::Succeeded,
+            Step::Succeeded,
         );
         assert_eq!(names(s.poll()), ["p001"]);
     }

@@ -92,7 +92,7 @@ pub(crate) struct Expectations {
 
 /// The result of probing.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Outcome {
+pub(crate) struct ProbeOutcome {
     pub(crate) ready: bool,
     pub(crate) attempts: u32,
     pub(crate) duration: Duration,
@@ -116,7 +116,7 @@ pub(crate) fn run(
     timeout: Duration,
     secrets: &[Vec<u8>],
     log: &mut dyn Write,
-) -> Outcome {
+) -> ProbeOutcome {
     let start = Instant::now();
     let deadline = start + timeout;
     let mut delay = FIRST_DELAY;
@@ -148,7 +148,7 @@ pub(crate) fn run(
         let _ignored = log.write_all(redact_text(secrets, &line).as_bytes());
         match verdict {
             Ok(()) => {
-                return Outcome {
+                return ProbeOutcome {
                     ready: true,
                     attempts,
                     duration: elapsed,
@@ -163,7 +163,7 @@ pub(crate) fn run(
                         timeout.as_secs_f64(),
                         if attempts == 1 { "" } else { "s" }
                     );
-                    return Outcome {
+                    return ProbeOutcome {
                         ready: false,
                         attempts,
                         duration: elapsed,

@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 use std::fmt::Write as _;
 use std::num::NonZeroUsize;
 
-use proofgraph_graph::schedule::{Action, Outcome, Scheduler};
+use proofgraph_graph::schedule::{Action, Scheduler, Step};
 use proofgraph_graph::{NodeId, NodeKind, SealedGraph};
 use serde::Serialize;
 
@@ -192,7 +192,7 @@ pub fn waves(
             out.push((*id, wave));
         }
         for id in started {
-            scheduler.complete(id, Outcome::Succeeded);
+            scheduler.complete(id, Step::Succeeded);
         }
     }
     out

@@ -28,7 +28,7 @@ use proofgraph_graph::model::Claim;
 use proofgraph_graph::{Adapter, CapabilityName};
 
 use crate::base::redact::{Redact, Secrets};
-use crate::decide::report::{self, Declared, Report};
+use crate::decide::report::{self, Declared, TestReport};
 use crate::proof::receipt::{ClaimOutcome, Counts, Exit, Outcome, TestNames};
 
 /// How an execution ended.
@@ -56,7 +56,7 @@ pub enum ReportFile {
 
 /// The verdict for one receipt.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Verdict {
+pub struct ReceiptVerdict {
     /// Which receipt.
     pub output: Output,
     /// Its outcome.
@@ -77,7 +77,7 @@ pub struct Verdict {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Judged {
     /// One verdict per output, in output order.
-    pub verdicts: Vec<Verdict>,
+    pub verdicts: Vec<ReceiptVerdict>,
     /// Test counts from the report.
     pub counts: Option<Counts>,
     /// Test names by result.
@@ -110,9 +110,9 @@ impl Redact for ReportFile {
     }
 }
 
-impl Redact for Verdict {
+impl Redact for ReceiptVerdict {
     fn redact(&mut self, secrets: &Secrets) {
-        let Verdict {
+        let ReceiptVerdict {
             output: _,
             outcome: _,
             reason,
@@ -231,7 +231,7 @@ pub fn judge_with_floor(
             let verdicts = provider
                 .outputs
                 .iter()
-                .map(|o| Verdict {
+                .map(|o| ReceiptVerdict {
                     output: o.clone(),
                     outcome: Outcome::Error,
                     reason: Some(reason.clone()),
@@ -250,7 +250,7 @@ pub fn judge_with_floor(
         }
     };
     let ran = describe_exit(exit, timeout_ms);
-    let parsed: Option<Result<Report, String>> = match report_file {
+    let parsed: Option<Result<TestReport, String>> = match report_file {
         ReportFile::NotExpected => None,
         ReportFile::Missing(path) if provider.spec.adapter.value == Adapter::Playwright => {
             Some(Err(format!(
@@ -331,7 +331,7 @@ pub fn judge_with_floor(
                     Some("the external adapter runs nothing; it takes a signed result".to_owned()),
                 ),
             };
-            let mut verdict = Verdict {
+            let mut verdict = ReceiptVerdict {
                 output: output.clone(),
                 outcome,
                 reason,
@@ -368,7 +368,7 @@ pub fn judge_with_floor(
 fn test_outcome(
     exit: &Exit,
     ran: &str,
-    parsed: Option<&Result<Report, String>>,
+    parsed: Option<&Result<TestReport, String>>,
 ) -> (Outcome, Option<String>) {
     let report = match parsed {
         None | Some(Err(_)) => {
@@ -392,7 +392,7 @@ fn test_outcome(
     let failed: Vec<&str> = report
         .tests
         .iter()
-        .filter(|t| t.outcome == report::Outcome::Failed)
+        .filter(|t| t.outcome == report::TestOutcome::Failed)
         .map(|t| t.id.as_str())
         .take(5)
         .collect();
@@ -434,7 +434,7 @@ fn test_outcome(
 }
 
 /// What a report that executed nothing holds, e.g. `lists 5 tests, 4 skipped and 1 todo`.
-fn describe_unexecuted(counts: &report::Counts) -> String {
+fn describe_unexecuted(counts: &report::TestCounts) -> String {
     if counts.total == 0 {
         return "lists no test".to_owned();
     }
@@ -463,8 +463,8 @@ fn describe_unexecuted(counts: &report::Counts) -> String {
 fn discovery_verdict(
     minimum: u64,
     output: &Output,
-    parsed: Option<&Result<Report, String>>,
-) -> Verdict {
+    parsed: Option<&Result<TestReport, String>>,
+) -> ReceiptVerdict {
     let (outcome, reason, discovered) = match parsed {
         None => (
             Outcome::Inconclusive,
@@ -497,7 +497,7 @@ fn discovery_verdict(
             n => (Outcome::Pass, None, Some(n)),
         },
     };
-    Verdict {
+    ReceiptVerdict {
         output: output.clone(),
         outcome,
         reason,
@@ -508,12 +508,12 @@ fn discovery_verdict(
     }
 }
 
-fn test_names(report: &Report) -> TestNames {
+fn test_names(report: &TestReport) -> TestNames {
     let mut names = TestNames::default();
     for t in &report.tests {
         match t.outcome {
-            report::Outcome::Passed => names.passed.push(t.id.clone()),
-            report::Outcome::Failed => names.failed.push(t.id.clone()),
+            report::TestOutcome::Passed => names.passed.push(t.id.clone()),
+            report::TestOutcome::Failed => names.failed.push(t.id.clone()),
             _ => names.warned.push(t.id.clone()),
         }
     }
@@ -523,7 +523,7 @@ fn test_names(report: &Report) -> TestNames {
 /// Applies the provider's critical cases to a passing verdict: each must be
 /// observed passing in the report, or the verdict fails naming the cases.
 fn judge_critical_cases(
-    verdict: &mut Verdict,
+    verdict: &mut ReceiptVerdict,
     required: &[String],
     sources: &[Vec<report::CriticalRow>],
 ) {
@@ -558,11 +558,11 @@ fn judge_critical_cases(
 
 /// The claims named by `{type: "claim", description: <id>}` annotations of
 /// passing tests. Skipped, failed and unrun tests prove nothing.
-fn annotated_claims(report: &Report) -> BTreeSet<String> {
+fn annotated_claims(report: &TestReport) -> BTreeSet<String> {
     report
         .tests
         .iter()
-        .filter(|t| t.outcome == report::Outcome::Passed)
+        .filter(|t| t.outcome == report::TestOutcome::Passed)
         .flat_map(|t| t.annotations.iter())
         .filter(|a| a.kind == "claim")
         .filter_map(|a| a.description.as_deref().map(|d| d.trim().to_owned()))
@@ -574,7 +574,7 @@ fn annotated_claims(report: &Report) -> BTreeSet<String> {
 /// run did not pass, and otherwise passes only when a passing test is
 /// annotated with it. The output's outcome is then the worst claim's.
 fn judge_claims(
-    verdict: &mut Verdict,
+    verdict: &mut ReceiptVerdict,
     provider: &ProviderNode,
     claims: &[Claim],
     annotated: &BTreeSet<String>,

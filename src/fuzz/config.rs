@@ -23,7 +23,7 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::num::NonZeroUsize;
 use std::path::PathBuf;
 
-use proofgraph_graph::schedule::{Action, Outcome, Scheduler, State};
+use proofgraph_graph::schedule::{Action, Scheduler, State, Step};
 use proofgraph_graph::{ChangeName, RepoId, SealedGraph};
 
 use crate::base::diagnostic::Diagnostic;
@@ -501,7 +501,7 @@ fn check_sealed(graph: &SealedGraph) {
             }
         }
         match running.pop_front() {
-            Some(id) => scheduler.complete(id, Outcome::Succeeded),
+            Some(id) => scheduler.complete(id, Step::Succeeded),
             None => break,
         }
     }

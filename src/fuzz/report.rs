@@ -19,7 +19,9 @@
 
 use std::collections::BTreeSet;
 
-use crate::decide::report::{self, Counts, CriticalFinding, CriticalRow, Declared, Format, Report};
+use crate::decide::report::{
+    self, CriticalFinding, CriticalRow, Declared, Format, TestCounts, TestReport,
+};
 
 /// The largest integer a signed receipt can hold exactly.
 const MAX_SAFE_INTEGER: u64 = (1 << 53) - 1;
@@ -64,7 +66,7 @@ pub fn run(data: &[u8]) {
     }
 }
 
-fn check(report: &Report, data: &[u8]) {
+fn check(report: &TestReport, data: &[u8]) {
     let format = report.format;
     let mut ids = BTreeSet::new();
     for test in &report.tests {
@@ -89,7 +91,7 @@ fn check(report: &Report, data: &[u8]) {
         // A listed test list is what counts; its declared totals were checked against it.
         assert_eq!(
             report.counts,
-            Counts::tally(&report.tests),
+            TestCounts::tally(&report.tests),
             "{format}: counts that are not the listed tests'"
         );
     }
@@ -115,7 +117,7 @@ fn check(report: &Report, data: &[u8]) {
 }
 
 /// Judges critical cases named after the report's own rows (and one it does not have).
-fn critical(report: &Report, data: &[u8]) {
+fn critical(report: &TestReport, data: &[u8]) {
     let sources = [
         report::explicit_rows(data),
         report::annotated_rows(report),

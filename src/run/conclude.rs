@@ -89,7 +89,7 @@ mod tests {
     use std::num::NonZeroUsize;
 
     use proofgraph_graph::Adapter;
-    use proofgraph_graph::schedule::{Action, Outcome};
+    use proofgraph_graph::schedule::{Action, Step};
 
     use super::*;
     use crate::run::testing::{at, pid, provider, seal};
@@ -106,7 +106,7 @@ mod tests {
         let wanted: BTreeSet<NodeId> = [id("a"), id("b"), id("c")].into();
         let mut scheduler = Scheduler::new(&graph, NonZeroUsize::MIN, &wanted);
         assert_eq!(scheduler.poll(), [Action::Start(id("a"))]);
-        scheduler.complete(id("a"), Outcome::Failed);
+        scheduler.complete(id("a"), Step::Failed);
         scheduler.halt();
         assert_eq!(
             blocked_reason(&graph, &scheduler, id("b")),

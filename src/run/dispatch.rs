@@ -13,7 +13,7 @@ use std::num::NonZeroUsize;
 use std::path::PathBuf;
 
 use proofgraph_graph::graph::NodeKind;
-use proofgraph_graph::schedule::{Action, Outcome as Step, Scheduler};
+use proofgraph_graph::schedule::{Action, Scheduler, Step};
 use proofgraph_graph::{NodeId, RepoId};
 use proofgraph_sandbox::{Event, JobId, Run};
 use tokio::sync::mpsc::UnboundedReceiver;

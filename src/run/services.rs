@@ -10,7 +10,7 @@ use std::time::Duration;
 use proofgraph_graph::NodeId;
 use proofgraph_graph::graph::ServiceNode;
 use proofgraph_graph::readiness::ReadinessUrl;
-use proofgraph_graph::schedule::{Outcome as Step, State};
+use proofgraph_graph::schedule::{State, Step};
 use proofgraph_sandbox::JobId;
 
 use crate::base::diagnostic::{Code, Diagnostic};

@@ -19,7 +19,7 @@
 
 use serde_json::Value;
 
-use super::model::{Outcome, Report};
+use super::model::{TestOutcome, TestReport};
 
 /// One row a report offers for a critical case.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -51,14 +51,14 @@ pub enum Finding {
     Missing,
 }
 
-fn outcome_word(outcome: Outcome) -> &'static str {
+fn outcome_word(outcome: TestOutcome) -> &'static str {
     match outcome {
-        Outcome::Passed => "passed",
-        Outcome::Failed => "failed",
-        Outcome::Skipped => "skipped",
-        Outcome::Todo => "todo",
-        Outcome::Interrupted => "interrupted",
-        Outcome::DidNotRun => "did-not-run",
+        TestOutcome::Passed => "passed",
+        TestOutcome::Failed => "failed",
+        TestOutcome::Skipped => "skipped",
+        TestOutcome::Todo => "todo",
+        TestOutcome::Interrupted => "interrupted",
+        TestOutcome::DidNotRun => "did-not-run",
     }
 }
 
@@ -88,7 +88,7 @@ pub fn explicit_rows(bytes: &[u8]) -> Vec<Row> {
 }
 
 /// Rows from `critical-case` annotations of the report's tests.
-pub fn annotated_rows(report: &Report) -> Vec<Row> {
+pub fn annotated_rows(report: &TestReport) -> Vec<Row> {
     report
         .tests
         .iter()
@@ -106,7 +106,7 @@ pub fn annotated_rows(report: &Report) -> Vec<Row> {
 }
 
 /// Rows from every listed test.
-pub fn test_rows(report: &Report) -> Vec<Row> {
+pub fn test_rows(report: &TestReport) -> Vec<Row> {
     report
         .tests
         .iter()

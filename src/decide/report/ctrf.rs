@@ -1,4 +1,4 @@
-//! Common Test Report Format (CTRF) JSON, as written by `jest-ctrf-json-reporter`,
+//! Common Test TestReport Format (CTRF) JSON, as written by `jest-ctrf-json-reporter`,
 //! `mocha-ctrf-json-reporter`, `playwright-ctrf-json-reporter` and friends.
 //!
 //! Shape: `{results: {tool: {name}, summary: {tests, passed, failed, pending, skipped, other},
@@ -15,7 +15,7 @@ use serde_json::{Map, Value};
 
 use super::count;
 use super::error::ReportError;
-use super::model::{Counts, DeclaredOutcomes, Format, Outcome, Report, TestCase};
+use super::model::{DeclaredOutcomes, Format, TestCase, TestCounts, TestOutcome, TestReport};
 use super::util::{check_declared_failures, check_declared_total, join_id, json_duration, str_key};
 
 /// Whether `root` looks like a CTRF report.
@@ -28,14 +28,14 @@ pub(crate) fn looks_like(root: &Map<String, Value>) -> bool {
 }
 
 /// Parses a CTRF report.
-pub(crate) fn parse(value: &Value) -> Result<Report, ReportError> {
+pub(crate) fn parse(value: &Value) -> Result<TestReport, ReportError> {
     let format = Format::Ctrf;
     let results = value
         .get("results")
         .and_then(Value::as_object)
         .ok_or_else(|| ReportError::shape(format, "the document has no `results` object"))?;
     let summary = results.get("summary").and_then(Value::as_object);
-    let mut report = Report::empty(format);
+    let mut report = TestReport::empty(format);
     let (declared, outcomes) = match summary {
         Some(s) => {
             let read = |key: &str| count::key(s, key, format, "results.summary.");
@@ -71,7 +71,7 @@ pub(crate) fn parse(value: &Value) -> Result<Report, ReportError> {
                 declared,
                 report.tests.len(),
             )?;
-            report.counts = Counts::tally(&report.tests);
+            report.counts = TestCounts::tally(&report.tests);
             check_declared_failures(
                 "`results.summary.failed`",
                 outcomes.failed,
@@ -86,7 +86,8 @@ pub(crate) fn parse(value: &Value) -> Result<Report, ReportError> {
             ));
         }
         (None, Some(total)) => {
-            report.counts = Counts::declared(format, "`results.summary.tests`", total, outcomes)?;
+            report.counts =
+                TestCounts::declared(format, "`results.summary.tests`", total, outcomes)?;
         }
         (None, None) => {
             return Err(ReportError::shape(
@@ -107,11 +108,11 @@ fn parse_test(test: &Map<String, Value>, index: usize) -> Result<TestCase, Repor
         join_id([file, name])
     };
     let outcome = match str_key(test, "status") {
-        Some("passed") => Outcome::Passed,
-        Some("failed") => Outcome::Failed,
-        Some("skipped" | "pending") => Outcome::Skipped,
-        Some("other") if str_key(test, "rawStatus") == Some("todo") => Outcome::Todo,
-        _ => Outcome::DidNotRun,
+        Some("passed") => TestOutcome::Passed,
+        Some("failed") => TestOutcome::Failed,
+        Some("skipped" | "pending") => TestOutcome::Skipped,
+        Some("other") if str_key(test, "rawStatus") == Some("todo") => TestOutcome::Todo,
+        _ => TestOutcome::DidNotRun,
     };
     let mut case = TestCase::new(id, name.to_string(), outcome);
     case.duration_ms = json_duration(test.get("duration"), 1.0);
@@ -119,6 +120,6 @@ fn parse_test(test: &Map<String, Value>, index: usize) -> Result<TestCase, Repor
         format!("`results.tests[{index}].retries`")
     })?;
     case.retries = retries.map_or(0, |r| u32::try_from(r).unwrap_or(u32::MAX));
-    case.flaky = outcome == Outcome::Passed && test.get("flaky") == Some(&Value::Bool(true));
+    case.flaky = outcome == TestOutcome::Passed && test.get("flaky") == Some(&Value::Bool(true));
     Ok(case)
 }

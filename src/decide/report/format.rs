@@ -20,7 +20,7 @@ pub enum Format {
     GoTestJson,
     /// libtest's JSON event stream (`cargo test -- --format json`, nextest `libtest-json`).
     LibtestJson,
-    /// Common Test Report Format JSON.
+    /// Common Test TestReport Format JSON.
     Ctrf,
     /// Mocha's `json` reporter.
     Mocha,

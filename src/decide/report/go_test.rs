@@ -2,7 +2,7 @@
 //! `{Time, Action, Package, Test?, Elapsed?, Output?}`.
 //!
 //! Every test that gets a `run` (or any event) is a test, subtests (`TestX/sub`) included,
-//! and so are their parents — the way gotestsum and go-junit-report count. Outcome from the
+//! and so are their parents — the way gotestsum and go-junit-report count. TestOutcome from the
 //! test's last terminal action: `pass` → Passed, `fail` → Failed, `skip` → Skipped; a test
 //! with no terminal action is Interrupted (binary panicked, timed out, or stream cut off).
 //!
@@ -20,7 +20,7 @@ use serde_json::{Map, Value};
 
 use super::error::ReportError;
 use super::json;
-use super::model::{Counts, Format, Outcome, Report, TestCase};
+use super::model::{Format, TestCase, TestCounts, TestOutcome, TestReport};
 use super::util::{first_line, join_id, json_duration, push_unique, str_key};
 
 /// At most this many non-JSON lines are copied into runner errors.
@@ -43,13 +43,13 @@ struct Package {
 }
 
 /// Parses a `go test -json` stream.
-pub(crate) fn parse(bytes: &[u8]) -> Result<Report, ReportError> {
+pub(crate) fn parse(bytes: &[u8]) -> Result<TestReport, ReportError> {
     let format = Format::GoTestJson;
     let text = std::str::from_utf8(bytes).map_err(|e| ReportError::Utf8 {
         format: format.as_str(),
         offset: e.valid_up_to(),
     })?;
-    let mut report = Report::empty(format);
+    let mut report = TestReport::empty(format);
     let mut index: HashMap<(String, String), usize> = HashMap::new();
     let mut packages: Vec<(String, Package)> = Vec::new();
     let mut package_index: HashMap<String, usize> = HashMap::new();
@@ -125,16 +125,16 @@ pub(crate) fn parse(bytes: &[u8]) -> Result<Report, ReportError> {
                     report.tests.push(TestCase::new(
                         id,
                         test_name.to_string(),
-                        Outcome::Interrupted,
+                        TestOutcome::Interrupted,
                     ));
                     test_package.push(pkg_slot);
                     report.tests.len() - 1
                 });
                 let test = &mut report.tests[slot];
                 let outcome = match action {
-                    "pass" | "bench" => Some(Outcome::Passed),
-                    "fail" => Some(Outcome::Failed),
-                    "skip" => Some(Outcome::Skipped),
+                    "pass" | "bench" => Some(TestOutcome::Passed),
+                    "fail" => Some(TestOutcome::Failed),
+                    "skip" => Some(TestOutcome::Skipped),
                     _ => None,
                 };
                 if let Some(outcome) = outcome {
@@ -167,7 +167,7 @@ pub(crate) fn parse(bytes: &[u8]) -> Result<Report, ReportError> {
 
     let mut package_has_failed_test = vec![false; packages.len()];
     for (test, slot) in report.tests.iter().zip(&test_package) {
-        if test.outcome == Outcome::Failed {
+        if test.outcome == TestOutcome::Failed {
             package_has_failed_test[*slot] = true;
         }
     }
@@ -186,6 +186,6 @@ pub(crate) fn parse(bytes: &[u8]) -> Result<Report, ReportError> {
         }
     }
     report.flag_unfinished();
-    report.counts = Counts::tally(&report.tests);
+    report.counts = TestCounts::tally(&report.tests);
     Ok(report)
 }

@@ -4,7 +4,7 @@
 //! Shape: `{numTotalTests, numPassedTests, numFailedTests, numPendingTests, numTodoTests,
 //! testResults: [{name, status, message, assertionResults: [{ancestorTitles, title, status,
 //! duration, invocations}]}]}`. A summary-only document (count keys, no `testResults`) is
-//! valid and yields no tests; its counts must back `numTotalTests` ([`Counts::declared`]).
+//! valid and yields no tests; its counts must back `numTotalTests` ([`TestCounts::declared`]).
 //! With `testResults`, `numTotalTests` must equal the assertions listed (an error otherwise,
 //! also for an empty list). Every `num*Tests` key and `invocations` is read strictly.
 //!
@@ -22,7 +22,7 @@ use serde_json::{Map, Value};
 
 use super::count;
 use super::error::ReportError;
-use super::model::{Counts, DeclaredOutcomes, Format, Outcome, Report, TestCase};
+use super::model::{DeclaredOutcomes, Format, TestCase, TestCounts, TestOutcome, TestReport};
 use super::util::{
     check_declared_failures, check_declared_total, first_line, join_id, json_duration, root_object,
     str_key,
@@ -54,9 +54,9 @@ pub(crate) fn is_vitest(root: &Map<String, Value>) -> bool {
 }
 
 /// Parses a Jest-shaped document as `format` ([`Format::Jest`] or [`Format::Vitest`]).
-pub(crate) fn parse(value: &Value, format: Format) -> Result<Report, ReportError> {
+pub(crate) fn parse(value: &Value, format: Format) -> Result<TestReport, ReportError> {
     let root = root_object(value, format)?;
-    let mut report = Report::empty(format);
+    let mut report = TestReport::empty(format);
     let declared = count::key(root, "numTotalTests", format, "")?;
     let outcomes = DeclaredOutcomes {
         passed: count::key(root, "numPassedTests", format, "")?,
@@ -75,7 +75,7 @@ pub(crate) fn parse(value: &Value, format: Format) -> Result<Report, ReportError
                 parse_file(file, i, format, &mut report)?;
             }
             check_declared_total(format, "`numTotalTests`", declared, report.tests.len())?;
-            report.counts = Counts::tally(&report.tests);
+            report.counts = TestCounts::tally(&report.tests);
             check_declared_failures(
                 "`numFailedTests`",
                 outcomes.failed,
@@ -86,7 +86,7 @@ pub(crate) fn parse(value: &Value, format: Format) -> Result<Report, ReportError
         (Some(_), _) => return Err(ReportError::shape(format, "`testResults` is not an array")),
         // A summary-only document: the totals are all there is.
         (None, Some(total)) => {
-            report.counts = Counts::declared(format, "`numTotalTests`", total, outcomes)?;
+            report.counts = TestCounts::declared(format, "`numTotalTests`", total, outcomes)?;
         }
         (None, None) => {
             return Err(ReportError::shape(
@@ -118,7 +118,7 @@ fn parse_file(
     file: &Map<String, Value>,
     index: usize,
     format: Format,
-    report: &mut Report,
+    report: &mut TestReport,
 ) -> Result<(), ReportError> {
     let name = str_key(file, "name").unwrap_or("");
     let assertions = match file.get("assertionResults") {
@@ -142,7 +142,7 @@ fn parse_file(
         let test = parse_assertion(assertion, name, format, || {
             format!("`testResults[{index}].assertionResults[{j}].invocations`")
         })?;
-        any_failed |= test.outcome == Outcome::Failed;
+        any_failed |= test.outcome == TestOutcome::Failed;
         report.tests.push(test);
     }
 
@@ -197,11 +197,11 @@ fn parse_assertion(
             .chain(std::iter::once(title.as_str())),
     );
     let outcome = match str_key(assertion, "status") {
-        Some("passed") => Outcome::Passed,
-        Some("failed") => Outcome::Failed,
-        Some("pending" | "skipped" | "disabled") => Outcome::Skipped,
-        Some("todo") => Outcome::Todo,
-        _ => Outcome::DidNotRun,
+        Some("passed") => TestOutcome::Passed,
+        Some("failed") => TestOutcome::Failed,
+        Some("pending" | "skipped" | "disabled") => TestOutcome::Skipped,
+        Some("todo") => TestOutcome::Todo,
+        _ => TestOutcome::DidNotRun,
     };
     let mut test = TestCase::new(id, title, outcome);
     test.duration_ms = json_duration(assertion.get("duration"), 1.0);
@@ -209,7 +209,7 @@ fn parse_assertion(
     let invocations = count::json(assertion.get("invocations"), format, invocations_key)?;
     if let Some(invocations) = invocations.filter(|n| *n > 1) {
         test.retries = u32::try_from(invocations - 1).unwrap_or(u32::MAX);
-        test.flaky = outcome == Outcome::Passed;
+        test.flaky = outcome == TestOutcome::Passed;
     }
     Ok(test)
 }

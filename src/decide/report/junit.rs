@@ -8,7 +8,7 @@
 //! tree is the simplest correct fit; quick-xml's streaming API would only add state-machine
 //! code here.
 //!
-//! Outcome of a `<testcase>`: `<failure>` or `<error>` → Failed; otherwise `<skipped>` →
+//! TestOutcome of a `<testcase>`: `<failure>` or `<error>` → Failed; otherwise `<skipped>` →
 //! Skipped (pytest's xfail is a `<skipped>` too); otherwise Passed. Retries: Surefire and
 //! nextest record earlier attempts as `<flakyFailure>`/`<flakyError>` (the test then passed:
 //! `flaky: true`) and later failed attempts as `<rerunFailure>`/`<rerunError>` next to the
@@ -18,7 +18,7 @@
 //! <error message="collection failure">` (and counts it in `tests` and `errors`): that is a
 //! runner error, not a test (`fixtures/reports/junit/pytest-collection-error.xml`).
 //!
-//! Counts: the `tests`, `failures`, `errors` and `skipped` attributes of every
+//! TestCounts: the `tests`, `failures`, `errors` and `skipped` attributes of every
 //! `<testsuites>`/`<testsuite>` are read strictly (all digits, at most 2^53-1). The declared
 //! total is the root's `tests` (the `<testsuites>` element, or the sum over its `<testsuite>`
 //! children when it has none, or a lone `<testsuite>`), minus pytest's collection failures;
@@ -36,7 +36,7 @@ use roxmltree::{Document, Node};
 
 use super::count;
 use super::error::ReportError;
-use super::model::{Counts, Format, Outcome, Report, TestCase};
+use super::model::{Format, TestCase, TestCounts, TestOutcome, TestReport};
 use super::util::{
     check_declared_failures, check_declared_total, duration_ms, first_line, join_id, push_unique,
 };
@@ -87,7 +87,7 @@ fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
 }
 
 /// Parses a JUnit XML report.
-pub(crate) fn parse(bytes: &[u8]) -> Result<Report, ReportError> {
+pub(crate) fn parse(bytes: &[u8]) -> Result<TestReport, ReportError> {
     let format = Format::Junit;
     let text = std::str::from_utf8(bytes).map_err(|e| ReportError::Utf8 {
         format: format.as_str(),
@@ -115,7 +115,7 @@ pub(crate) fn parse(bytes: &[u8]) -> Result<Report, ReportError> {
         ));
     }
 
-    let mut report = Report::empty(format);
+    let mut report = TestReport::empty(format);
     let mut walked = Walked::default();
     let mut path = Vec::new();
     walk(&doc, root, &mut path, &mut report, &mut walked, 0)?;
@@ -137,7 +137,7 @@ pub(crate) fn parse(bytes: &[u8]) -> Result<Report, ReportError> {
             report.tests.len(),
         )?;
     }
-    report.counts = Counts::tally(&report.tests);
+    report.counts = TestCounts::tally(&report.tests);
     if walked.retries == 0 {
         check_declared_failures(
             "the root's `failures` + `errors`",
@@ -246,7 +246,7 @@ fn walk<'a>(
     doc: &Document<'_>,
     node: Node<'a, 'a>,
     path: &mut Vec<&'a str>,
-    report: &mut Report,
+    report: &mut TestReport,
     walked: &mut Walked,
     depth: usize,
 ) -> Result<(), ReportError> {
@@ -267,7 +267,7 @@ fn walk<'a>(
             "testsuite" => walk(doc, child, path, report, walked, depth + 1)?,
             "testcase" => match parse_case(child, path) {
                 Case::Test(test, retries) => {
-                    if test.outcome == Outcome::Failed {
+                    if test.outcome == TestOutcome::Failed {
                         walked.failed_cases += 1;
                     }
                     walked.retries += u64::from(retries);
@@ -360,18 +360,18 @@ fn parse_case(node: Node<'_, '_>, path: &[&str]) -> Case {
         }
     }
     let outcome = if failed {
-        Outcome::Failed
+        TestOutcome::Failed
     } else if skipped {
-        Outcome::Skipped
+        TestOutcome::Skipped
     } else {
-        Outcome::Passed
+        TestOutcome::Passed
     };
     let mut test = TestCase::new(id, name.to_string(), outcome);
     test.duration_ms = node
         .attribute("time")
         .and_then(|t| t.parse::<f64>().ok())
         .and_then(|s| duration_ms(s, 1000.0));
-    test.flaky = flaky && outcome == Outcome::Passed;
+    test.flaky = flaky && outcome == TestOutcome::Passed;
     test.retries = retries;
     Case::Test(test, retries)
 }

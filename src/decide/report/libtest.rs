@@ -32,7 +32,7 @@ use serde_json::{Map, Value};
 use super::count;
 use super::error::ReportError;
 use super::json;
-use super::model::{Counts, Format, Outcome, Report, TestCase};
+use super::model::{Format, TestCase, TestCounts, TestOutcome, TestReport};
 use super::util::{check_declared_failures, check_declared_total, json_duration, str_key};
 
 /// Whether a JSON object is a libtest event.
@@ -73,13 +73,13 @@ fn split_name(name: &str) -> (&str, Option<&str>, u32) {
 }
 
 /// Parses a libtest JSON stream.
-pub(crate) fn parse(bytes: &[u8]) -> Result<Report, ReportError> {
+pub(crate) fn parse(bytes: &[u8]) -> Result<TestReport, ReportError> {
     let format = Format::LibtestJson;
     let text = std::str::from_utf8(bytes).map_err(|e| ReportError::Utf8 {
         format: format.as_str(),
         offset: e.valid_up_to(),
     })?;
-    let mut report = Report::empty(format);
+    let mut report = TestReport::empty(format);
     let mut suites: Vec<Suite> = Vec::new();
     // Test slots per suite-group: cargo test ids are scoped per suite, nextest ids globally.
     let mut index: HashMap<(Option<usize>, String), usize> = HashMap::new();
@@ -152,23 +152,23 @@ pub(crate) fn parse(bytes: &[u8]) -> Result<Report, ReportError> {
             report.tests.push(TestCase::new(
                 base.to_string(),
                 base.to_string(),
-                Outcome::Interrupted,
+                TestOutcome::Interrupted,
             ));
             attempts.push(attempt);
             report.tests.len() - 1
         });
         attempts[slot] = attempts[slot].max(attempt);
         let outcome = match (kind, action) {
-            ("bench", _) | (_, "ok") => Some(Outcome::Passed),
-            (_, "failed") => Some(Outcome::Failed),
-            (_, "ignored") => Some(Outcome::Skipped),
+            ("bench", _) | (_, "ok") => Some(TestOutcome::Passed),
+            (_, "failed") => Some(TestOutcome::Failed),
+            (_, "ignored") => Some(TestOutcome::Skipped),
             _ => None,
         };
         if let Some(outcome) = outcome {
             let test = &mut report.tests[slot];
             test.outcome = outcome;
             test.duration_ms = json_duration(event.get("exec_time"), 1000.0).or(test.duration_ms);
-            if outcome == Outcome::Failed
+            if outcome == TestOutcome::Failed
                 && let Some(s) = current_suite
             {
                 suites[s].failed_tests += 1;
@@ -186,7 +186,7 @@ pub(crate) fn parse(bytes: &[u8]) -> Result<Report, ReportError> {
     for (test, attempt) in report.tests.iter_mut().zip(&attempts) {
         if *attempt > 1 {
             test.retries = attempt - 1;
-            test.flaky = test.outcome == Outcome::Passed;
+            test.flaky = test.outcome == TestOutcome::Passed;
         }
     }
     for (i, suite) in suites.iter().enumerate() {
@@ -220,7 +220,7 @@ pub(crate) fn parse(bytes: &[u8]) -> Result<Report, ReportError> {
         declared,
         report.tests.len(),
     )?;
-    report.counts = Counts::tally(&report.tests);
+    report.counts = TestCounts::tally(&report.tests);
     Ok(report)
 }
 

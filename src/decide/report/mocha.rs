@@ -18,7 +18,7 @@ use serde_json::{Map, Value};
 
 use super::count;
 use super::error::ReportError;
-use super::model::{Counts, DeclaredOutcomes, Format, Outcome, Report, TestCase};
+use super::model::{DeclaredOutcomes, Format, TestCase, TestCounts, TestOutcome, TestReport};
 use super::util::{
     check_declared_failures, check_declared_total, first_line, join_id, json_duration, root_object,
     str_key,
@@ -66,7 +66,7 @@ fn list<'a>(
 }
 
 /// Parses a Mocha JSON report.
-pub(crate) fn parse(value: &Value) -> Result<Report, ReportError> {
+pub(crate) fn parse(value: &Value) -> Result<TestReport, ReportError> {
     let format = Format::Mocha;
     let root = root_object(value, format)?;
     let stats = root.get("stats").and_then(Value::as_object);
@@ -99,17 +99,17 @@ pub(crate) fn parse(value: &Value) -> Result<Report, ReportError> {
     };
     let listed: HashSet<Key<'_>> = entries.iter().map(|e| key(e)).collect();
 
-    let mut report = Report::empty(format);
+    let mut report = TestReport::empty(format);
     for (i, entry) in entries.iter().enumerate() {
         let k = key(entry);
         let outcome = if failed.contains(&k) {
-            Outcome::Failed
+            TestOutcome::Failed
         } else if skipped.contains(&k) {
-            Outcome::Skipped
+            TestOutcome::Skipped
         } else if passed.contains(&k) {
-            Outcome::Passed
+            TestOutcome::Passed
         } else {
-            Outcome::DidNotRun
+            TestOutcome::DidNotRun
         };
         let title = str_key(entry, "title").unwrap_or("");
         let mut test = TestCase::new(join_id([k.0, k.1]), title.to_string(), outcome);
@@ -123,7 +123,7 @@ pub(crate) fn parse(value: &Value) -> Result<Report, ReportError> {
         })?;
         if let Some(retry) = retry.filter(|r| *r > 0) {
             test.retries = u32::try_from(retry).unwrap_or(u32::MAX);
-            test.flaky = outcome == Outcome::Passed;
+            test.flaky = outcome == TestOutcome::Passed;
         }
         report.tests.push(test);
     }
@@ -162,7 +162,7 @@ pub(crate) fn parse(value: &Value) -> Result<Report, ReportError> {
     };
     if LISTS.iter().any(|k| root.contains_key(*k)) {
         check_declared_total(format, "`stats.tests`", declared, report.tests.len())?;
-        report.counts = Counts::tally(&report.tests);
+        report.counts = TestCounts::tally(&report.tests);
         // Mocha counts a failed hook among `stats.failures`; it is a runner error above.
         check_declared_failures(
             "`stats.failures`",
@@ -177,7 +177,7 @@ pub(crate) fn parse(value: &Value) -> Result<Report, ReportError> {
                 "the document lists no tests and has no `stats.tests` count",
             )
         })?;
-        report.counts = Counts::declared(format, "`stats.tests`", total, outcomes)?;
+        report.counts = TestCounts::declared(format, "`stats.tests`", total, outcomes)?;
     }
     Ok(report)
 }

@@ -1,7 +1,7 @@
 //! Parsers for structured test reports: the evidence proofgraph reads to decide whether a
 //! change's claims hold.
 //!
-//! [`parse`] turns a report's bytes into a format-independent [`Report`]; [`sniff`] only
+//! [`parse`] turns a report's bytes into a format-independent [`TestReport`]; [`sniff`] only
 //! detects the format. Supported: Jest, Vitest, Playwright and Mocha JSON, CTRF, JUnit XML
 //! (pytest, cargo-nextest, Maven Surefire, gotestsum / go-junit-report), TAP 13/14,
 //! `go test -json`, and libtest JSON (cargo test, nextest).
@@ -21,16 +21,16 @@
 //!   `stats.tests`, `results.summary.tests`, Playwright `stats`, JUnit `tests`, libtest
 //!   `test_count`, a TAP plan) must equal the tests it lists — also when it lists none — and
 //!   a report without a list must have outcome counts that add up to its total
-//!   (`Counts::declared`); otherwise [`ReportError::Unbacked`].
-//! - **One count model.** Every report has [`Counts`], tallied from its tests or built from
-//!   its declared totals; [`Report::executed`] (passed + failed, a flaky test once) is what
+//!   (`TestCounts::declared`); otherwise [`ReportError::Unbacked`].
+//! - **One count model.** Every report has [`TestCounts`], tallied from its tests or built from
+//!   its declared totals; [`TestReport::executed`] (passed + failed, a flaky test once) is what
 //!   discovery counts, and a report in which nothing executed is for the judge never a pass.
 //! - An empty, truncated, binary, oversized or unrecognised input is an `Err`: a missing or
 //!   unreadable report is never a pass. No input makes the parsers panic.
 //! - Failures that belong to no single test (suites that fail to load, pytest modules that
 //!   fail to import, build failures, hook failures, `Bail out!`, declared failure counts
 //!   above the listed failures, streams that end early) are reported in
-//!   [`Report::runner_errors`].
+//!   [`TestReport::runner_errors`].
 
 mod count;
 mod critical;
@@ -62,6 +62,8 @@ pub use critical::{
     explicit_rows, test_rows,
 };
 pub use error::ReportError;
-pub use model::{Annotation, Attachment, Counts, Declared, Format, Outcome, Report, TestCase};
+pub use model::{
+    Annotation, Attachment, Declared, Format, TestCase, TestCounts, TestOutcome, TestReport,
+};
 pub use parse::{MAX_REPORT_BYTES, parse, sniff};
 pub use playwright::redact_inline_bodies;

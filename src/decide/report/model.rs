@@ -1,5 +1,5 @@
-//! The format-independent model every parser produces: [`Report`], [`TestCase`],
-//! [`Outcome`], [`Counts`], and the [`Format`] / [`Declared`] selectors.
+//! The format-independent model every parser produces: [`TestReport`], [`TestCase`],
+//! [`TestOutcome`], [`TestCounts`], and the [`Format`] / [`Declared`] selectors.
 
 use serde::Serialize;
 
@@ -33,7 +33,7 @@ impl Declared {
 /// The final outcome of one test.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Outcome {
+pub enum TestOutcome {
     /// Ran and met its expectation (for flaky tests: passed on a retry).
     Passed,
     /// Ran and failed (including errors and time-outs).
@@ -98,7 +98,7 @@ pub struct TestCase {
     /// The test's own title.
     pub title: String,
     /// Final outcome (the last attempt's, for retried tests).
-    pub outcome: Outcome,
+    pub outcome: TestOutcome,
     /// Duration of the last attempt in milliseconds, when the report gives one.
     pub duration_ms: Option<u64>,
     /// Annotations (Playwright); empty for other formats.
@@ -113,7 +113,7 @@ pub struct TestCase {
 
 impl TestCase {
     /// A test case with no duration, annotations, attachments or retries.
-    pub fn new(id: String, title: String, outcome: Outcome) -> TestCase {
+    pub fn new(id: String, title: String, outcome: TestOutcome) -> TestCase {
         TestCase {
             id,
             title,
@@ -128,45 +128,45 @@ impl TestCase {
 }
 
 /// Per-outcome totals. Every value is at most [`super::MAX_COUNT`] (2^53-1), and `total` is
-/// the sum of the six outcomes: a parser builds them only with [`Counts::tally`] (from the
-/// tests it lists) or `Counts::declared` (from a report that lists none).
+/// the sum of the six outcomes: a parser builds them only with [`TestCounts::tally`] (from the
+/// tests it lists) or `TestCounts::declared` (from a report that lists none).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
-pub struct Counts {
+pub struct TestCounts {
     /// All tests.
     pub total: u64,
-    /// [`Outcome::Passed`] (flaky tests included).
+    /// [`TestOutcome::Passed`] (flaky tests included).
     pub passed: u64,
-    /// [`Outcome::Failed`].
+    /// [`TestOutcome::Failed`].
     pub failed: u64,
-    /// [`Outcome::Skipped`].
+    /// [`TestOutcome::Skipped`].
     pub skipped: u64,
-    /// [`Outcome::Todo`].
+    /// [`TestOutcome::Todo`].
     pub todo: u64,
     /// Passed tests that were flaky (a subset of `passed`).
     pub flaky: u64,
-    /// [`Outcome::Interrupted`].
+    /// [`TestOutcome::Interrupted`].
     pub interrupted: u64,
-    /// [`Outcome::DidNotRun`].
+    /// [`TestOutcome::DidNotRun`].
     pub did_not_run: u64,
 }
 
-impl Counts {
+impl TestCounts {
     /// Tallies parsed test cases.
-    pub fn tally(tests: &[TestCase]) -> Counts {
-        let mut counts = Counts {
+    pub fn tally(tests: &[TestCase]) -> TestCounts {
+        let mut counts = TestCounts {
             total: tests.len() as u64,
-            ..Counts::default()
+            ..TestCounts::default()
         };
         for test in tests {
             match test.outcome {
-                Outcome::Passed => counts.passed += 1,
-                Outcome::Failed => counts.failed += 1,
-                Outcome::Skipped => counts.skipped += 1,
-                Outcome::Todo => counts.todo += 1,
-                Outcome::Interrupted => counts.interrupted += 1,
-                Outcome::DidNotRun => counts.did_not_run += 1,
+                TestOutcome::Passed => counts.passed += 1,
+                TestOutcome::Failed => counts.failed += 1,
+                TestOutcome::Skipped => counts.skipped += 1,
+                TestOutcome::Todo => counts.todo += 1,
+                TestOutcome::Interrupted => counts.interrupted += 1,
+                TestOutcome::DidNotRun => counts.did_not_run += 1,
             }
-            if test.flaky && test.outcome == Outcome::Passed {
+            if test.flaky && test.outcome == TestOutcome::Passed {
                 counts.flaky += 1;
             }
         }
@@ -179,7 +179,7 @@ impl Counts {
         self.passed + self.failed
     }
 
-    /// Counts from a report that lists no tests, only totals: `total` (named `declared_by`
+    /// TestCounts from a report that lists no tests, only totals: `total` (named `declared_by`
     /// in errors) and what the report says of each outcome. The outcomes given may not add
     /// up to more than `total`. When `passed` is absent, the tests no other count accounts
     /// for passed (so `{"totalTests": 12}` is 12 passed tests, as the existing
@@ -191,7 +191,7 @@ impl Counts {
         declared_by: &str,
         total: u64,
         outcomes: DeclaredOutcomes,
-    ) -> Result<Counts, ReportError> {
+    ) -> Result<TestCounts, ReportError> {
         let DeclaredOutcomes {
             passed,
             failed,
@@ -233,7 +233,7 @@ impl Counts {
                 second_value: passed,
             });
         }
-        Ok(Counts {
+        Ok(TestCounts {
             total,
             passed,
             failed: failed.unwrap_or(0),
@@ -246,7 +246,7 @@ impl Counts {
     }
 }
 
-/// What a report without a test list declares of each outcome ([`Counts::declared`]); each
+/// What a report without a test list declares of each outcome ([`TestCounts::declared`]); each
 /// `None` when the report does not say.
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct DeclaredOutcomes {
@@ -266,14 +266,14 @@ pub(crate) struct DeclaredOutcomes {
 
 /// A parsed report.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Report {
+pub struct TestReport {
     /// The format the report was parsed as.
     pub format: Format,
     /// Per-outcome totals: tallied from `tests` when the report has a test list (its
     /// declared totals, such as `numTotalTests`, JUnit `tests` or a TAP plan, were checked
-    /// to equal the list), else from its declared totals (`Counts::declared`). A report
+    /// to equal the list), else from its declared totals (`TestCounts::declared`). A report
     /// with neither is not a report.
-    pub counts: Counts,
+    pub counts: TestCounts,
     /// The tests the report lists (may be empty for summary-only reports).
     pub tests: Vec<TestCase>,
     /// Failures not attributable to one test: suites that failed to load, build failures,
@@ -281,18 +281,18 @@ pub struct Report {
     pub runner_errors: Vec<String>,
 }
 
-impl Report {
+impl TestReport {
     /// A report of `format` with nothing in it yet.
-    pub(crate) fn empty(format: Format) -> Report {
-        Report {
+    pub(crate) fn empty(format: Format) -> TestReport {
+        TestReport {
             format,
-            counts: Counts::default(),
+            counts: TestCounts::default(),
             tests: Vec::new(),
             runner_errors: Vec::new(),
         }
     }
 
-    /// Tests that executed (passed or failed; see [`Counts::executed`]): what discovery
+    /// Tests that executed (passed or failed; see [`TestCounts::executed`]): what discovery
     /// counts against its `minimum`.
     pub fn executed(&self) -> u64 {
         self.counts.executed()
@@ -304,7 +304,7 @@ impl Report {
         let unfinished: Vec<String> = self
             .tests
             .iter()
-            .filter(|t| t.outcome == Outcome::Interrupted)
+            .filter(|t| t.outcome == TestOutcome::Interrupted)
             .map(|t| format!("test {} started but never finished", t.id))
             .collect();
         self.runner_errors.extend(unfinished);

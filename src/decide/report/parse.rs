@@ -1,9 +1,9 @@
-//! From a report's bytes to a [`Report`]: the size and emptiness checks every format
+//! From a report's bytes to a [`TestReport`]: the size and emptiness checks every format
 //! shares, the format declared or sniffed, and the parser for that format.
 
 use super::sniff as detect;
 use super::{
-    Declared, Format, Report, ReportError, ctrf, go_test, jest, json, junit, libtest, mocha,
+    Declared, Format, ReportError, TestReport, ctrf, go_test, jest, json, junit, libtest, mocha,
     playwright, summary, tap, util,
 };
 
@@ -25,7 +25,7 @@ pub fn sniff(bytes: &[u8]) -> Option<Format> {
 /// Parses a report. `declared` is what the configuration said: an exact format (the
 /// document must have that format's shape), `"json"` (sniff among JSON formats) or
 /// `"auto"` (sniff among all formats).
-pub fn parse(bytes: &[u8], declared: Declared) -> Result<Report, ReportError> {
+pub fn parse(bytes: &[u8], declared: Declared) -> Result<TestReport, ReportError> {
     if bytes.len() > MAX_REPORT_BYTES {
         return Err(ReportError::TooLarge {
             size: bytes.len(),
@@ -63,7 +63,7 @@ pub fn parse(bytes: &[u8], declared: Declared) -> Result<Report, ReportError> {
 }
 
 /// Parses `bytes` as exactly `format`.
-fn parse_as(format: Format, bytes: &[u8]) -> Result<Report, ReportError> {
+fn parse_as(format: Format, bytes: &[u8]) -> Result<TestReport, ReportError> {
     match format {
         Format::Junit => junit::parse(bytes),
         Format::Tap => tap::parse(bytes),
@@ -82,7 +82,7 @@ fn parse_as(format: Format, bytes: &[u8]) -> Result<Report, ReportError> {
 }
 
 /// Parses an already-parsed single JSON document as `format`.
-fn parse_value(format: Format, value: &serde_json::Value) -> Result<Report, ReportError> {
+fn parse_value(format: Format, value: &serde_json::Value) -> Result<TestReport, ReportError> {
     match format {
         Format::Jest | Format::Vitest => jest::parse(value, format),
         Format::Playwright => playwright::parse(value),

@@ -5,7 +5,7 @@
 //! attachments}]}]}], suites: [...]}], errors: [{message}], stats: {expected, unexpected,
 //! flaky, skipped}}`.
 //!
-//! Outcome of a test, from its `status` and its `results`:
+//! TestOutcome of a test, from its `status` and its `results`:
 //! - `expected` → Passed (this includes `test.fail()` tests that failed as declared; their
 //!   `fail` annotation is kept so callers can tell);
 //! - `flaky` → Passed with `flaky: true` (failed, then passed on a retry);
@@ -27,7 +27,7 @@ use serde_json::{Map, Value};
 use super::count;
 use super::error::ReportError;
 use super::model::{
-    Annotation, Attachment, Counts, DeclaredOutcomes, Format, Outcome, Report, TestCase,
+    Annotation, Attachment, DeclaredOutcomes, Format, TestCase, TestCounts, TestOutcome, TestReport,
 };
 use super::util::{
     check_declared_failures, check_declared_total, first_line, join_id, json_duration, root_object,
@@ -45,11 +45,11 @@ pub(crate) fn looks_like(root: &Map<String, Value>) -> bool {
 }
 
 /// Parses a Playwright JSON report.
-pub(crate) fn parse(value: &Value) -> Result<Report, ReportError> {
+pub(crate) fn parse(value: &Value) -> Result<TestReport, ReportError> {
     let format = Format::Playwright;
     let root = root_object(value, format)?;
     let stats = root.get("stats").and_then(Value::as_object);
-    let mut report = Report::empty(format);
+    let mut report = TestReport::empty(format);
     match root.get("suites") {
         None => {}
         Some(Value::Array(suites)) => {
@@ -107,7 +107,7 @@ pub(crate) fn parse(value: &Value) -> Result<Report, ReportError> {
     let declared_by = "`stats` (`expected` + `unexpected` + `flaky` + `skipped`)";
     if root.contains_key("suites") {
         check_declared_total(format, declared_by, declared, report.tests.len())?;
-        report.counts = Counts::tally(&report.tests);
+        report.counts = TestCounts::tally(&report.tests);
         // `unexpected` counts failed, interrupted and never-finished tests alike.
         let listed_unexpected = report.counts.failed + report.counts.interrupted;
         check_declared_failures(
@@ -128,7 +128,7 @@ pub(crate) fn parse(value: &Value) -> Result<Report, ReportError> {
         let passed = count::add(expected, flaky_n, format, || {
             "`stats.expected` + `stats.flaky`".to_owned()
         })?;
-        report.counts = Counts::declared(
+        report.counts = TestCounts::declared(
             format,
             declared_by,
             total,
@@ -207,16 +207,16 @@ fn parse_spec(
             .and_then(|r| r.get("status"))
             .and_then(Value::as_str);
         let (outcome, flaky) = match str_key(entry, "status") {
-            Some("expected") => (Outcome::Passed, false),
-            Some("flaky") => (Outcome::Passed, true),
+            Some("expected") => (TestOutcome::Passed, false),
+            Some("flaky") => (TestOutcome::Passed, true),
             Some("unexpected") => match last_status {
-                Some("interrupted") => (Outcome::Interrupted, false),
-                None => (Outcome::DidNotRun, false),
-                Some(_) => (Outcome::Failed, false),
+                Some("interrupted") => (TestOutcome::Interrupted, false),
+                None => (TestOutcome::DidNotRun, false),
+                Some(_) => (TestOutcome::Failed, false),
             },
-            Some("skipped") if results.is_empty() => (Outcome::DidNotRun, false),
-            Some("skipped") => (Outcome::Skipped, false),
-            _ => (Outcome::DidNotRun, false),
+            Some("skipped") if results.is_empty() => (TestOutcome::DidNotRun, false),
+            Some("skipped") => (TestOutcome::Skipped, false),
+            _ => (TestOutcome::DidNotRun, false),
         };
 
         let project = str_key(entry, "projectName").unwrap_or("");

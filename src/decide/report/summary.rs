@@ -1,7 +1,7 @@
 //! A JSON report that only gives totals: what a custom test script writes when it is not one
 //! of the runner formats, e.g. `{"totalTests": 12, "failed": 0}`.
 //!
-//! Counts are read from the document's root object and from its `summary` and `stats`
+//! TestCounts are read from the document's root object and from its `summary` and `stats`
 //! objects, in four groups: the total ([`TOTAL_KEYS`]), failed, passed and skipped (and
 //! todo). Every key of a group that is present, in any of the three places, must hold a
 //! count (see [`super::count`]: `"12"`, `12.0`, `-1`, a list or a number above 2^53-1 makes
@@ -13,7 +13,7 @@
 //!
 //! A summary needs a total. The outcome counts may not add up to more than it; when `passed`
 //! is given they must add up to it exactly; when it is not, the tests the other counts do not
-//! account for passed ([`Counts::declared`]). So `{"totalTests": 5, "skipped": 5}` executed
+//! account for passed ([`TestCounts::declared`]). So `{"totalTests": 5, "skipped": 5}` executed
 //! nothing, and a summary that reports failures fails the provider even when its command
 //! exited 0.
 //!
@@ -25,7 +25,7 @@ use serde_json::{Map, Value};
 
 use super::count;
 use super::error::ReportError;
-use super::model::{Counts, DeclaredOutcomes, Format, Report};
+use super::model::{DeclaredOutcomes, Format, TestCounts, TestReport};
 use super::util::root_object;
 
 /// The keys a summary's total may have.
@@ -98,7 +98,7 @@ fn group(root: &Map<String, Value>, keys: &[&str]) -> Result<Option<(u64, String
 }
 
 /// Parses a summary document.
-pub(crate) fn parse(value: &Value) -> Result<Report, ReportError> {
+pub(crate) fn parse(value: &Value) -> Result<TestReport, ReportError> {
     let format = Format::Summary;
     let root = root_object(value, format)?;
     let (total, declared_by) = group(root, &TOTAL_KEYS)?.ok_or_else(|| {
@@ -116,7 +116,7 @@ pub(crate) fn parse(value: &Value) -> Result<Report, ReportError> {
         todo: value(&TODO_KEYS)?,
         ..DeclaredOutcomes::default()
     };
-    let mut report = Report::empty(format);
-    report.counts = Counts::declared(format, &declared_by, total, outcomes)?;
+    let mut report = TestReport::empty(format);
+    report.counts = TestCounts::declared(format, &declared_by, total, outcomes)?;
     Ok(report)
 }

@@ -24,7 +24,7 @@
 
 use super::count;
 use super::error::ReportError;
-use super::model::{Counts, Format, Outcome, Report, TestCase};
+use super::model::{Format, TestCase, TestCounts, TestOutcome, TestReport};
 use super::util::{duration_ms, join_id, push_unique};
 
 /// Subtest nesting deeper than this is not read (and is reported as a runner error).
@@ -325,7 +325,7 @@ impl Reader {
 }
 
 /// Parses a TAP stream.
-pub(crate) fn parse(bytes: &[u8]) -> Result<Report, ReportError> {
+pub(crate) fn parse(bytes: &[u8]) -> Result<TestReport, ReportError> {
     let format = Format::Tap;
     let text = std::str::from_utf8(bytes).map_err(|e| ReportError::Utf8 {
         format: format.as_str(),
@@ -428,13 +428,13 @@ pub(crate) fn parse(bytes: &[u8]) -> Result<Report, ReportError> {
     let bailed = reader.bailed;
     let (root, mut errors) = reader.finish();
 
-    let mut report = Report::empty(format);
+    let mut report = TestReport::empty(format);
     let mut path = Vec::new();
     collect(&root, &mut path, &mut report.tests, &mut errors, bailed)?;
     if root.plan.is_none() && !bailed {
         errors.push("the TAP stream has no plan, so it may be incomplete".to_string());
     }
-    report.counts = Counts::tally(&report.tests);
+    report.counts = TestCounts::tally(&report.tests);
     for error in errors {
         push_unique(&mut report.runner_errors, error);
     }
@@ -490,7 +490,9 @@ fn collect(
                 let before = tests.len();
                 collect(child, path, tests, errors, bailed)?;
                 path.pop();
-                let child_failed = tests[before..].iter().any(|t| t.outcome == Outcome::Failed);
+                let child_failed = tests[before..]
+                    .iter()
+                    .any(|t| t.outcome == TestOutcome::Failed);
                 if !point.ok
                     && !point.dangling
                     && point.directive == Directive::None
@@ -504,13 +506,13 @@ fn collect(
             }
             None => {
                 let outcome = if point.dangling {
-                    Outcome::Interrupted
+                    TestOutcome::Interrupted
                 } else {
                     match (point.directive, point.ok) {
-                        (Directive::Skip, _) => Outcome::Skipped,
-                        (Directive::Todo, _) => Outcome::Todo,
-                        (Directive::None, true) => Outcome::Passed,
-                        (Directive::None, false) => Outcome::Failed,
+                        (Directive::Skip, _) => TestOutcome::Skipped,
+                        (Directive::Todo, _) => TestOutcome::Todo,
+                        (Directive::None, true) => TestOutcome::Passed,
+                        (Directive::None, false) => TestOutcome::Failed,
                     }
                 };
                 let id = join_id(path.iter().map(String::as_str).chain([name.as_str()]));

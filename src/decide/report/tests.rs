@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::{Counts, Declared, Format, Outcome, Report, ReportError, parse, sniff};
+use super::{Declared, Format, ReportError, TestCounts, TestOutcome, TestReport, parse, sniff};
 
 /// Where the real fixtures live. Adjust this one constant when the module moves.
 const FIXTURES_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/reports");
@@ -17,15 +17,15 @@ fn fixture(rel: &str) -> Vec<u8> {
     fs_err::read(fixture_path(rel)).unwrap_or_else(|e| panic!("read fixture {rel}: {e}"))
 }
 
-fn auto(bytes: &[u8]) -> Result<Report, ReportError> {
+fn auto(bytes: &[u8]) -> Result<TestReport, ReportError> {
     parse(bytes, Declared::Auto)
 }
 
-fn auto_ok(text: &str) -> Report {
+fn auto_ok(text: &str) -> TestReport {
     auto(text.as_bytes()).unwrap_or_else(|e| panic!("expected a report, got: {e}\n{text}"))
 }
 
-fn find<'a>(report: &'a Report, id: &str) -> &'a super::TestCase {
+fn find<'a>(report: &'a TestReport, id: &str) -> &'a super::TestCase {
     report.tests.iter().find(|t| t.id == id).unwrap_or_else(|| {
         panic!(
             "no test {id:?} in {:#?}",
@@ -68,7 +68,7 @@ const fn e(
 
 use Format::*;
 
-/// One row per fixture. Counts are (passed, failed, skipped, todo, flaky).
+/// One row per fixture. TestCounts are (passed, failed, skipped, todo, flaky).
 const EXPECTATIONS: &[Expect] = &[
     // numTotalTests 6: 3 passed, 1 failed, 1 pending (skip), 1 todo.
     e("jest/basic.json", Jest, 4, (3, 1, 1, 1, 0), 6, 0),
@@ -189,7 +189,7 @@ const EXPECTATIONS: &[Expect] = &[
     ),
 ];
 
-fn check_expectation(exp: &Expect, report: &Report, how: &str) {
+fn check_expectation(exp: &Expect, report: &TestReport, how: &str) {
     let ctx = format!("{} ({how})", exp.path);
     assert_eq!(report.format, exp.format, "{ctx}: format");
     assert_eq!(report.executed(), exp.executed, "{ctx}: executed");
@@ -287,18 +287,18 @@ fn jest_fixture_details() {
         &report,
         "/REPO/generators/jest/tests/math.test.js > math > nested > fails on purpose",
     );
-    assert_eq!(t.outcome, Outcome::Failed);
+    assert_eq!(t.outcome, TestOutcome::Failed);
     assert_eq!(t.title, "fails on purpose");
     let todo = find(
         &report,
         "/REPO/generators/jest/tests/math.test.js > math > handles overflow",
     );
-    assert_eq!(todo.outcome, Outcome::Todo);
+    assert_eq!(todo.outcome, TestOutcome::Todo);
     let skipped = find(
         &report,
         "/REPO/generators/jest/tests/math.test.js > math > is skipped",
     );
-    assert_eq!(skipped.outcome, Outcome::Skipped);
+    assert_eq!(skipped.outcome, TestOutcome::Skipped);
 
     let report = auto(&fixture("jest/suite-error.json")).expect("parses");
     assert!(
@@ -318,7 +318,7 @@ fn playwright_fixture_details() {
         &report,
         "profile.spec.js > profile > updates the display name",
     );
-    assert_eq!(claim.outcome, Outcome::Passed);
+    assert_eq!(claim.outcome, TestOutcome::Passed);
     let kinds: Vec<(&str, Option<&str>)> = claim
         .annotations
         .iter()
@@ -354,12 +354,12 @@ fn playwright_fixture_details() {
 
     let flaky = find(&report, "profile.spec.js > profile > is flaky");
     assert!(flaky.flaky);
-    assert_eq!((flaky.outcome, flaky.retries), (Outcome::Passed, 1));
+    assert_eq!((flaky.outcome, flaky.retries), (TestOutcome::Passed, 1));
 
     let failed = find(&report, "profile.spec.js > profile > fails on purpose");
     assert_eq!(
         (failed.outcome, failed.retries, failed.flaky),
-        (Outcome::Failed, 1, false)
+        (TestOutcome::Failed, 1, false)
     );
     assert!(
         failed
@@ -369,14 +369,14 @@ fn playwright_fixture_details() {
     );
 
     let timed_out = find(&report, "profile.spec.js > profile > times out");
-    assert_eq!(timed_out.outcome, Outcome::Failed);
+    assert_eq!(timed_out.outcome, TestOutcome::Failed);
 
     let skipped = find(&report, "profile.spec.js > profile > is skipped for now");
-    assert_eq!(skipped.outcome, Outcome::Skipped);
+    assert_eq!(skipped.outcome, TestOutcome::Skipped);
     assert!(skipped.annotations.iter().any(|a| a.kind == "skip"));
 
     let known = find(&report, "profile.spec.js > profile > is a known failure");
-    assert_eq!(known.outcome, Outcome::Passed);
+    assert_eq!(known.outcome, TestOutcome::Passed);
     assert!(known.annotations.iter().any(|a| a.kind == "fail"));
 
     let report = auto(&fixture("playwright/load-error.json")).expect("parses");
@@ -388,49 +388,49 @@ fn junit_fixture_details() {
     let report = auto(&fixture("junit/pytest.xml")).expect("parses");
     assert_eq!(
         find(&report, "tests.test_math > test_adds_two_numbers").outcome,
-        Outcome::Passed
+        TestOutcome::Passed
     );
     assert_eq!(
         find(&report, "tests.test_math > test_uses_broken_fixture").outcome,
-        Outcome::Failed
+        TestOutcome::Failed
     );
     assert_eq!(
         find(&report, "tests.test_math > test_known_failure").outcome,
-        Outcome::Skipped
+        TestOutcome::Skipped
     );
     assert_eq!(
         find(&report, "tests.test_math.TestGrouped > test_in_class").outcome,
-        Outcome::Passed
+        TestOutcome::Passed
     );
 
     let report = auto(&fixture("junit/nextest.xml")).expect("parses");
     let flaky = find(&report, "fixture-crate > tests::flaky_under_nextest");
     assert_eq!(
         (flaky.outcome, flaky.flaky, flaky.retries),
-        (Outcome::Passed, true, 1)
+        (TestOutcome::Passed, true, 1)
     );
     let failed = find(&report, "fixture-crate > tests::fails_on_purpose");
     assert_eq!(
         (failed.outcome, failed.flaky, failed.retries),
-        (Outcome::Failed, false, 1)
+        (TestOutcome::Failed, false, 1)
     );
 
     let report = auto(&fixture("junit/surefire-rerun.xml")).expect("parses");
     let flaky = find(&report, "fixture.MathUtilTest > flakyOnce");
-    assert_eq!((flaky.outcome, flaky.flaky), (Outcome::Passed, true));
+    assert_eq!((flaky.outcome, flaky.flaky), (TestOutcome::Passed, true));
     assert_eq!(
         find(&report, "fixture.MathUtilTest > errorsOnPurpose").outcome,
-        Outcome::Failed
+        TestOutcome::Failed
     );
 
     let report = auto(&fixture("junit/surefire.xml")).expect("parses");
     assert_eq!(
         find(&report, "fixture.MathUtilTest > errorsOnPurpose").outcome,
-        Outcome::Failed
+        TestOutcome::Failed
     );
     assert_eq!(
         find(&report, "fixture.MathUtilTest > isIgnored").outcome,
-        Outcome::Skipped
+        TestOutcome::Skipped
     );
 
     let report = auto(&fixture("junit/pytest-collection-error.xml")).expect("parses");
@@ -457,16 +457,19 @@ fn tap_fixture_details() {
     let report = auto(&fixture("tap/node-test.tap")).expect("parses");
     assert_eq!(
         find(&report, "math > nested > fails on purpose").outcome,
-        Outcome::Failed
+        TestOutcome::Failed
     );
-    assert_eq!(find(&report, "math > is skipped").outcome, Outcome::Skipped);
+    assert_eq!(
+        find(&report, "math > is skipped").outcome,
+        TestOutcome::Skipped
+    );
     assert_eq!(
         find(&report, "math > handles overflow").outcome,
-        Outcome::Todo
+        TestOutcome::Todo
     );
     assert_eq!(
         find(&report, "top-level test passes").outcome,
-        Outcome::Passed
+        TestOutcome::Passed
     );
     assert_eq!(
         find(&report, "math > adds two numbers").duration_ms,
@@ -480,11 +483,11 @@ fn tap_fixture_details() {
             "test/math.test.js > math > nested > fails on purpose > should be equal"
         )
         .outcome,
-        Outcome::Failed
+        TestOutcome::Failed
     );
     assert_eq!(
         find(&report, "test/math.test.js > math > handles overflow").outcome,
-        Outcome::Todo
+        TestOutcome::Todo
     );
 
     let report = auto(&fixture("tap/node-tap-14-bailout.tap")).expect("parses");
@@ -497,19 +500,19 @@ fn go_fixture_details() {
     let pkg = "example.com/proofgraphfixture/mathpkg";
     assert_eq!(
         find(&report, &format!("{pkg} > TestTable/positives")).outcome,
-        Outcome::Passed
+        TestOutcome::Passed
     );
     assert_eq!(
         find(&report, &format!("{pkg} > TestTable/wrong_on_purpose")).outcome,
-        Outcome::Failed
+        TestOutcome::Failed
     );
     assert_eq!(
         find(&report, &format!("{pkg} > TestTable")).outcome,
-        Outcome::Failed
+        TestOutcome::Failed
     );
     assert_eq!(
         find(&report, &format!("{pkg} > TestSkipped")).outcome,
-        Outcome::Skipped
+        TestOutcome::Skipped
     );
 
     let report = auto(&fixture("go-test-json/build-failure.jsonl")).expect("parses");
@@ -523,12 +526,18 @@ fn go_fixture_details() {
 #[test]
 fn libtest_fixture_details() {
     let report = auto(&fixture("libtest-json/cargo-test.jsonl")).expect("parses");
-    assert_eq!(find(&report, "tests::is_ignored").outcome, Outcome::Skipped);
+    assert_eq!(
+        find(&report, "tests::is_ignored").outcome,
+        TestOutcome::Skipped
+    );
     assert_eq!(
         find(&report, "tests::fails_on_purpose").outcome,
-        Outcome::Failed
+        TestOutcome::Failed
     );
-    assert_eq!(find(&report, "integration_passes").outcome, Outcome::Passed);
+    assert_eq!(
+        find(&report, "integration_passes").outcome,
+        TestOutcome::Passed
+    );
 
     let report = auto(&fixture("libtest-json/nextest.jsonl")).expect("parses");
     let flaky = find(
@@ -537,16 +546,16 @@ fn libtest_fixture_details() {
     );
     assert_eq!(
         (flaky.outcome, flaky.flaky, flaky.retries),
-        (Outcome::Passed, true, 1)
+        (TestOutcome::Passed, true, 1)
     );
     let failed = find(
         &report,
         "fixture-crate::fixture_crate$tests::fails_on_purpose",
     );
-    assert_eq!((failed.outcome, failed.retries), (Outcome::Failed, 1));
+    assert_eq!((failed.outcome, failed.retries), (TestOutcome::Failed, 1));
     assert_eq!(
         find(&report, "fixture-crate::fixture_crate$tests::is_ignored").outcome,
-        Outcome::Skipped
+        TestOutcome::Skipped
     );
 }
 
@@ -705,10 +714,10 @@ fn summary_only_report_is_valid() {
     assert!(report.tests.is_empty());
     assert_eq!(
         report.counts,
-        Counts {
+        TestCounts {
             total: 12,
             passed: 12,
-            ..Counts::default()
+            ..TestCounts::default()
         }
     );
     assert!(report.runner_errors.is_empty());
@@ -1071,14 +1080,14 @@ fn tap_plan_at_end_and_directives() {
         "TAP version 13\nok 1 - a\nnot ok 2 - b # TODO later\nok 3 - c # skip no db\nok 4 - d \\# not a directive\n1..4\n",
     );
     assert_eq!(report.executed(), 2);
-    let outcomes: Vec<Outcome> = report.tests.iter().map(|t| t.outcome).collect();
+    let outcomes: Vec<TestOutcome> = report.tests.iter().map(|t| t.outcome).collect();
     assert_eq!(
         outcomes,
         vec![
-            Outcome::Passed,
-            Outcome::Todo,
-            Outcome::Skipped,
-            Outcome::Passed
+            TestOutcome::Passed,
+            TestOutcome::Todo,
+            TestOutcome::Skipped,
+            TestOutcome::Passed
         ]
     );
     assert_eq!(report.tests[3].title, "d # not a directive");
@@ -1154,14 +1163,14 @@ fn tap_without_plan_is_flagged() {
     assert_eq!(report.executed(), 2);
     assert_eq!(report.runner_errors.len(), 1);
     let report = auto_ok("TAP version 14\n");
-    assert_eq!(report.counts, Counts::default());
+    assert_eq!(report.counts, TestCounts::default());
     assert_eq!(report.runner_errors.len(), 1);
 }
 
 #[test]
 fn tap_skip_all_plan() {
     let report = auto_ok("TAP version 14\n1..0 # SKIP no database\n");
-    assert_eq!(report.counts, Counts::default());
+    assert_eq!(report.counts, TestCounts::default());
     assert!(report.runner_errors.is_empty());
 }
 
@@ -1286,18 +1295,18 @@ fn junit_error_is_failed_and_retries_take_the_last_run() {
         <testcase classname="c" name="skip"><skipped/></testcase>
       </testsuite></testsuites>"#;
     let report = auto_ok(xml);
-    assert_eq!(find(&report, "c > err").outcome, Outcome::Failed);
+    assert_eq!(find(&report, "c > err").outcome, TestOutcome::Failed);
     let flaky = find(&report, "c > flaky");
     assert_eq!(
         (flaky.outcome, flaky.flaky, flaky.retries),
-        (Outcome::Passed, true, 2)
+        (TestOutcome::Passed, true, 2)
     );
     let still = find(&report, "c > still");
     assert_eq!(
         (still.outcome, still.flaky, still.retries),
-        (Outcome::Failed, false, 1)
+        (TestOutcome::Failed, false, 1)
     );
-    assert_eq!(find(&report, "c > skip").outcome, Outcome::Skipped);
+    assert_eq!(find(&report, "c > skip").outcome, TestOutcome::Skipped);
     assert_eq!(report.executed(), 3);
 }
 
@@ -1337,7 +1346,7 @@ fn go_build_fail_events_and_unfinished_tests() {
         "{\"Action\":\"run\",\"Package\":\"p\",\"Test\":\"TestHang\"}\n",
     );
     let report = auto_ok(text);
-    assert_eq!(report.tests[0].outcome, Outcome::Interrupted);
+    assert_eq!(report.tests[0].outcome, TestOutcome::Interrupted);
     assert_eq!(report.runner_errors.len(), 4, "{:?}", report.runner_errors);
 }
 
@@ -1451,7 +1460,7 @@ fn playwright_tests_that_never_ran() {
     let text = r#"{"config":{},"stats":{"expected":0,"unexpected":0,"flaky":0,"skipped":1},"suites":[{"title":"a.spec.ts","specs":[
         {"title":"t","tests":[{"projectName":"chromium","status":"skipped","results":[]}]}]}]}"#;
     let report = auto_ok(text);
-    assert_eq!(report.tests[0].outcome, Outcome::DidNotRun);
+    assert_eq!(report.tests[0].outcome, TestOutcome::DidNotRun);
     assert_eq!(report.tests[0].id, "[chromium] a.spec.ts > t");
 }
 

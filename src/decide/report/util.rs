@@ -1,5 +1,5 @@
 //! Helpers shared by the parsers: a JSON report's root object, durations, identity joining
-//! and de-duplication, and the declared-versus-listed checks. Counts are read by
+//! and de-duplication, and the declared-versus-listed checks. TestCounts are read by
 //! [`super::count`], never here.
 
 use std::collections::{HashMap, HashSet};
