@@ -82,6 +82,64 @@ fn io<'a>(action: &'static str, path: &'a Path) -> impl FnOnce(std::io::Error) -
     }
 }
 
+/// A SHA-256 digest: what names a blob, an action-cache key or the receipt an entry points
+/// at. Written and compared as 32 bytes; shown (and serialized) as 64 lowercase hex digits,
+/// the form every file of the store uses.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Sha256([u8; 32]);
+
+impl Sha256 {
+    /// The digest of `bytes`.
+    pub fn of(bytes: &[u8]) -> Self {
+        Self(sha2::Sha256::digest(bytes).into())
+    }
+
+    /// Reads 64 lowercase hex digits (the store's spelling); anything else is `None`.
+    pub fn parse(hex: &str) -> Option<Self> {
+        if !is_sha256_hex(hex) {
+            return None;
+        }
+        proofgraph_graph::fingerprint::decode_hex(hex).map(Self)
+    }
+
+    /// The 64 lowercase hex digits.
+    pub fn to_hex(&self) -> String {
+        proofgraph_graph::fingerprint::hex(&self.0)
+    }
+
+    /// The 32 bytes.
+    pub fn as_bytes(&self) -> &[u8; 32] {
+        &self.0
+    }
+}
+
+impl std::fmt::Display for Sha256 {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.to_hex())
+    }
+}
+
+impl std::fmt::Debug for Sha256 {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Sha256({})", self.to_hex())
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Sha256 {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = <std::borrow::Cow<'de, str>>::deserialize(deserializer)?;
+        Sha256::parse(&text).ok_or_else(|| {
+            serde::de::Error::custom(format!("`{text}` is not 64 lowercase hex digits"))
+        })
+    }
+}
+
+impl serde::Serialize for Sha256 {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
+}
+
 /// SHA-256 of bytes, as lowercase hex.
 pub fn sha256_hex(bytes: &[u8]) -> String {
     proofgraph_graph::fingerprint::hex(&sha2::Sha256::digest(bytes))
@@ -162,7 +220,7 @@ pub struct Store {
     /// its answer, look up the same entries). What it wrote wins over what it read; another
     /// process replacing an entry meanwhile could only name another receipt of the same
     /// fingerprint.
-    actions: std::sync::Arc<std::sync::Mutex<std::collections::HashMap<String, String>>>,
+    actions: std::sync::Arc<std::sync::Mutex<std::collections::HashMap<Sha256, Sha256>>>,
 }
 
 impl Store {
@@ -284,18 +342,19 @@ impl Store {
     }
 
     /// Where a blob lives (for copying it out without reading it into memory).
-    pub fn blob_path(&self, sha256: &str) -> PathBuf {
+    pub fn blob_path(&self, sha256: &Sha256) -> PathBuf {
         self.cas_path(sha256)
     }
 
-    fn cas_path(&self, sha256: &str) -> PathBuf {
-        self.dir.join("cas").join(&sha256[..2]).join(&sha256[2..])
+    fn cas_path(&self, sha256: &Sha256) -> PathBuf {
+        let hex = sha256.to_hex();
+        self.dir.join("cas").join(&hex[..2]).join(&hex[2..])
     }
 
     /// Stores a blob; returns its SHA-256. Writing a blob that exists is a
     /// no-op (the name is the content).
-    pub fn put(&self, bytes: &[u8]) -> Result<String, StoreError> {
-        let digest = sha256_hex(bytes);
+    pub fn put(&self, bytes: &[u8]) -> Result<Sha256, StoreError> {
+        let digest = Sha256::of(bytes);
         let path = self.cas_path(&digest);
         if !path.exists() {
             self.write_atomic(&path, bytes)?;
@@ -306,60 +365,60 @@ impl Store {
     /// Stores a blob that is almost surely not in the store yet (a freshly signed
     /// envelope), without first checking whether it is; returns its SHA-256. Writing a
     /// blob that exists replaces it with the same bytes, which is harmless.
-    pub fn put_new(&self, bytes: &[u8]) -> Result<String, StoreError> {
-        let digest = sha256_hex(bytes);
+    pub fn put_new(&self, bytes: &[u8]) -> Result<Sha256, StoreError> {
+        let digest = Sha256::of(bytes);
         self.write_atomic(&self.cas_path(&digest), bytes)?;
         Ok(digest)
     }
 
     /// Reads a blob, checking that its content matches its name; `None` when
     /// it is absent or corrupt.
-    pub fn get(&self, sha256: &str) -> Option<Vec<u8>> {
-        if !is_sha256_hex(sha256) {
-            return None;
-        }
+    pub fn get(&self, sha256: &Sha256) -> Option<Vec<u8>> {
         let bytes = fs_err::read(self.cas_path(sha256)).ok()?;
-        (sha256_hex(&bytes) == sha256).then_some(bytes)
+        (Sha256::of(&bytes) == *sha256).then_some(bytes)
     }
 
     /// Whether a blob is present and intact.
-    pub fn has(&self, sha256: &str) -> bool {
+    pub fn has(&self, sha256: &Sha256) -> bool {
         self.get(sha256).is_some()
     }
 
     /// The action-cache key of a receipt: which fingerprint, under which
     /// receipt name, for which capability.
-    pub fn action_key(fingerprint: &str, receipt: &str, capability: &str) -> String {
-        sha256_hex(format!("proofgraph/ac/v1\0{fingerprint}\0{receipt}\0{capability}").as_bytes())
+    pub fn action_key(fingerprint: &str, receipt: &str, capability: &str) -> Sha256 {
+        Sha256::of(format!("proofgraph/ac/v1\0{fingerprint}\0{receipt}\0{capability}").as_bytes())
     }
 
-    fn ac_path(&self, key: &str) -> PathBuf {
-        self.dir.join("ac").join(&key[..2]).join(&key[2..])
+    fn ac_path(&self, key: &Sha256) -> PathBuf {
+        let hex = key.to_hex();
+        self.dir.join("ac").join(&hex[..2]).join(&hex[2..])
     }
 
     /// Points an action-cache key at a receipt blob.
-    pub fn set_action(&self, key: &str, receipt_sha256: &str) -> Result<(), StoreError> {
+    pub fn set_action(&self, key: &Sha256, receipt_sha256: &Sha256) -> Result<(), StoreError> {
         self.write_pointer(&self.ac_path(key), receipt_sha256)?;
         self.actions
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .insert(key.to_owned(), receipt_sha256.to_owned());
+            .insert(*key, *receipt_sha256);
         Ok(())
     }
 
     /// The receipt blob an action-cache key points at, if any (and well formed).
-    pub fn action(&self, key: &str) -> Option<String> {
+    pub fn action(&self, key: &Sha256) -> Option<Sha256> {
         let actions = || {
             self.actions
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner)
         };
         if let Some(sha) = actions().get(key) {
-            return Some(sha.clone());
+            return Some(*sha);
         }
-        let sha = read_pointer(&self.ac_path(key))?;
+        let sha = read_pointer(&self.ac_path(key))
+            .as_deref()
+            .and_then(Sha256::parse)?;
         // An entry this process wrote meanwhile stays what it wrote.
-        Some(actions().entry(key.to_owned()).or_insert(sha).clone())
+        Some(*actions().entry(*key).or_insert(sha))
     }
 
     fn ref_path(&self, change: &str, receipt: &str, capability: &str) -> PathBuf {
@@ -375,20 +434,22 @@ impl Store {
         change: &str,
         receipt: &str,
         capability: &str,
-        receipt_sha256: &str,
+        receipt_sha256: &Sha256,
     ) -> Result<(), StoreError> {
         self.write_pointer(&self.ref_path(change, receipt, capability), receipt_sha256)
     }
 
     /// The latest receipt for a requirement, if any.
-    pub fn latest(&self, change: &str, receipt: &str, capability: &str) -> Option<String> {
+    pub fn latest(&self, change: &str, receipt: &str, capability: &str) -> Option<Sha256> {
         read_pointer(&self.ref_path(change, receipt, capability))
+            .as_deref()
+            .and_then(Sha256::parse)
     }
 
     /// Points an entry at a blob: a symbolic link made in `tmp/` and renamed into place
     /// (see the module documentation).
-    fn write_pointer(&self, path: &Path, sha256: &str) -> Result<(), StoreError> {
-        let target = pointer_target(sha256).ok_or_else(|| StoreError::Io {
+    fn write_pointer(&self, path: &Path, sha256: &Sha256) -> Result<(), StoreError> {
+        let target = pointer_target(&sha256.to_hex()).ok_or_else(|| StoreError::Io {
             action: "point",
             path: path.to_path_buf(),
             source: std::io::Error::new(
@@ -507,23 +568,50 @@ pub fn diagnostic(err: &StoreError) -> crate::base::diagnostic::Diagnostic {
 mod tests {
     use super::*;
 
+    fn hex(digit: &str) -> Sha256 {
+        Sha256::parse(&digit.repeat(64)).expect("64 hex digits")
+    }
+
+    #[test]
+    fn a_digest_reads_writes_and_serializes_as_64_lowercase_hex_digits() {
+        let digest = Sha256::of(b"abc");
+        let text = "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad";
+        assert_eq!(digest.to_hex(), text);
+        assert_eq!(Sha256::parse(text), Some(digest));
+        assert_eq!(sha256_hex(b"abc"), text);
+        assert_eq!(
+            serde_json::to_string(&digest).ok(),
+            Some(format!("\"{text}\""))
+        );
+        assert_eq!(
+            serde_json::from_str::<Sha256>(&format!("\"{text}\"")).ok(),
+            Some(digest)
+        );
+        for bad in [
+            &text.to_uppercase(),
+            &text[1..],
+            "",
+            &format!("{text}0"),
+            &format!("{}g", &text[1..]),
+        ] {
+            assert_eq!(Sha256::parse(bad), None, "{bad}");
+            assert!(serde_json::from_str::<Sha256>(&format!("\"{bad}\"")).is_err());
+        }
+    }
+
     #[test]
     fn a_store_directory_removed_while_open_is_made_again() {
         let dir = tempfile::tempdir().expect("tempdir");
         let store = Store::open(dir.path()).expect("open");
         store.put(b"first").expect("put");
-        store
-            .set_action(&"a".repeat(64), &"b".repeat(64))
-            .expect("set");
+        store.set_action(&hex("a"), &hex("b")).expect("set");
         // Deleted by hand while a run keeps writing: the known directories are gone.
         fs_err::remove_dir_all(store.dir.join("cas")).expect("remove cas");
         fs_err::remove_dir_all(store.dir.join("tmp")).expect("remove tmp");
         let digest = store.put(b"second").expect("put again");
         assert_eq!(store.get(&digest).as_deref(), Some(&b"second"[..]));
-        store
-            .set_action(&"c".repeat(64), &"d".repeat(64))
-            .expect("set again");
-        assert_eq!(store.action(&"c".repeat(64)), Some("d".repeat(64)));
+        store.set_action(&hex("c"), &hex("d")).expect("set again");
+        assert_eq!(store.action(&hex("c")), Some(hex("d")));
     }
 
     #[test]
@@ -535,7 +623,8 @@ mod tests {
         // Corrupt the blob: it is ignored, never trusted.
         fs_err::write(store.cas_path(&digest), b"hellO").expect("corrupt");
         assert_eq!(store.get(&digest), None);
-        assert_eq!(store.get("not-a-digest"), None);
+        assert_eq!(Sha256::parse("not-a-digest"), None);
+        assert_eq!(Sha256::parse(&"A".repeat(64)), None);
     }
 
     #[test]
@@ -546,14 +635,11 @@ mod tests {
         assert_eq!(store.action(&key), None);
         let receipt = store.put(b"receipt").expect("put");
         store.set_action(&key, &receipt).expect("set");
-        assert_eq!(store.action(&key), Some(receipt.clone()));
+        assert_eq!(store.action(&key), Some(receipt));
         store
             .set_ref("c", "test", "discovery", &receipt)
             .expect("ref");
-        assert_eq!(
-            store.latest("c", "test", "discovery"),
-            Some(receipt.clone())
-        );
+        assert_eq!(store.latest("c", "test", "discovery"), Some(receipt));
         // Entries are fast symbolic links to `sha256-<base64url>`, never a path.
         let target = fs_err::read_link(store.ac_path(&key)).expect("a link");
         assert_eq!(
@@ -564,7 +650,7 @@ mod tests {
         fs_err::remove_file(store.ac_path(&key)).expect("remove");
         fs_err::write(store.ac_path(&key), format!("{receipt}\n")).expect("legacy");
         let other = Store::open(dir.path()).expect("open again");
-        assert_eq!(other.action(&key), Some(receipt.clone()));
+        assert_eq!(other.action(&key), Some(receipt));
         // Read by anyone else (another process opens the store afresh), a corrupt entry
         // is no entry — a garbage file or a link to something else; the process that
         // wrote it remembers what it wrote.
@@ -572,16 +658,15 @@ mod tests {
             fs_err::remove_file(store.ac_path(&key)).expect("remove");
             match corrupt {
                 "file" => fs_err::write(store.ac_path(&key), b"garbage").expect("corrupt"),
-                "link" => {
-                    fs_err::os::unix::fs::symlink(&receipt, store.ac_path(&key)).expect("corrupt")
-                }
+                "link" => fs_err::os::unix::fs::symlink(receipt.to_hex(), store.ac_path(&key))
+                    .expect("corrupt"),
                 _ => fs_err::os::unix::fs::symlink("sha256-AAAA", store.ac_path(&key))
                     .expect("corrupt"),
             }
             let other = Store::open(dir.path()).expect("open again");
             assert_eq!(other.action(&key), None, "{corrupt}");
         }
-        assert_eq!(store.action(&key), Some(receipt.clone()));
+        assert_eq!(store.action(&key), Some(receipt));
         // An entry is read from disk once per store: replaced by another process
         // afterwards, it still names what this one read; a store opened afresh sees the new.
         fs_err::remove_file(store.ac_path(&key)).expect("remove");
@@ -595,7 +680,7 @@ mod tests {
             .expect("open again")
             .set_action(&key, &receipt)
             .expect("set");
-        assert_eq!(reader.action(&key), Some(receipt.clone()));
+        assert_eq!(reader.action(&key), Some(receipt));
         let newer = Store::open(dir.path()).expect("open again");
         let other_receipt = newer.put(b"another receipt").expect("put");
         newer.set_action(&key, &other_receipt).expect("replace");

@@ -233,7 +233,7 @@ pub fn run(
         ..ExplainPayload::default()
     };
     if let Some(receipt) = latest {
-        payload.receipt = Some(receipt.sha256.clone());
+        payload.receipt = Some(receipt.sha256.to_hex());
         payload.receipt_fingerprint = Some(receipt.proof.fingerprint.clone());
         if receipt.proof.fingerprint != fingerprint {
             payload.changes = diff(&receipt.proof.manifest, &manifest);
@@ -245,9 +245,8 @@ pub fn run(
                         .map(Vec::as_slice)
                         .unwrap_or_default(),
                 ));
-                let then = e
-                    .store
-                    .get(&receipt.proof.inputs)
+                let then = crate::store::Sha256::parse(&receipt.proof.inputs)
+                    .and_then(|inputs| e.store.get(&inputs))
                     .map(|b| parse_listing(&b))
                     .unwrap_or_default();
                 let mut changes = InputChanges::default();

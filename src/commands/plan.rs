@@ -106,7 +106,7 @@ pub struct PlanNode {
     /// Why it runs.
     pub reason: Option<String>,
     /// The receipts reused.
-    pub receipts: Vec<String>,
+    pub receipts: Vec<crate::store::Sha256>,
 }
 
 /// The payload of `plan`.
@@ -268,8 +268,8 @@ fn decision(
     e: &crate::session::evaluate::Evaluated,
     change: &str,
     p: &proofgraph_graph::graph::ProviderNode,
-    reused: Option<&Vec<String>>,
-) -> (PlanAction, Option<String>, Vec<String>) {
+    reused: Option<&Vec<crate::store::Sha256>>,
+) -> (PlanAction, Option<String>, Vec<crate::store::Sha256>) {
     if p.spec.adapter.value == proofgraph_graph::Adapter::External {
         return (PlanAction::Wait, Some("external: nothing runs; it takes a signed result (`proofgraph evidence verify-ci`)".to_owned()), Vec::new());
     }

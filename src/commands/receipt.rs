@@ -102,9 +102,7 @@ pub fn verify(ctx: &Context, what: &str) -> Report<ReceiptPayload> {
         workspace.catalog.as_ref(),
     );
     let trusted = &inspection.trusted;
-    let from_store = store::is_sha256_hex(what)
-        .then(|| store.get(what))
-        .flatten();
+    let from_store = store::Sha256::parse(what).and_then(|sha| store.get(&sha));
     let bytes = match from_store {
         Some(b) => b,
         None => match read_bytes(&ctx.env().cwd.join(what)) {

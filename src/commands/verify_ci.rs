@@ -187,7 +187,11 @@ pub fn run(ctx: &Context, change: &str, provider: &str, envelope: &Path) -> Repo
         .get(&id)
         .map(Vec::as_slice)
         .unwrap_or_default();
-    let inputs = e.store.put(&listing(files)).unwrap_or_default();
+    let inputs = e
+        .store
+        .put(&listing(files))
+        .map(|s| s.to_hex())
+        .unwrap_or_default();
     let manifest = graph
         .manifest(&id, &e.observed.world, &e.fingerprints)
         .map(|m| components(&m))
@@ -223,7 +227,7 @@ pub fn run(ctx: &Context, change: &str, provider: &str, envelope: &Path) -> Repo
             artifacts: vec![Artifact {
                 kind: "external-evidence".into(),
                 path: Some(envelope.display().to_string()),
-                sha256: envelope_sha.clone(),
+                sha256: envelope_sha.to_hex(),
                 size: bytes.len() as u64,
                 ..Artifact::default()
             }],

@@ -14,7 +14,7 @@ use proofgraph_graph::graph::ProviderNode;
 use proofgraph_graph::{Adapter, NodeId, ProviderId, SealedGraph};
 
 use crate::attest::envelope::TrustedKey;
-use crate::store::Store;
+use crate::store::{Sha256, Store};
 
 /// Which providers to run: those whose receipts are not all current passes
 /// (every one with `no_cache`), minus those that run nothing in `prove`
@@ -28,7 +28,7 @@ pub fn wanted(
     change: &str,
     no_cache: bool,
     shard: Option<(usize, NonZeroUsize)>,
-) -> (BTreeSet<NodeId>, BTreeMap<ProviderId, Vec<String>>) {
+) -> (BTreeSet<NodeId>, BTreeMap<ProviderId, Vec<Sha256>>) {
     let in_shard: Option<BTreeSet<NodeId>> =
         shard.map(|(i, n)| proofgraph_graph::schedule::shard(graph, i, n));
     // A discovery receiver with a producer is never run on its own: its producer's run
@@ -47,7 +47,7 @@ pub fn wanted(
     // Reading and verifying each provider's receipts (an Ed25519 signature
     // check each) is most of a no-op prove after the snapshot: on every core.
     // A check that panicked proves nothing: its providers run.
-    let results: Vec<Option<Vec<String>>> = if no_cache {
+    let results: Vec<Option<Vec<Sha256>>> = if no_cache {
         vec![None; candidates.len()]
     } else {
         crate::base::cores::map(&candidates, 8, proven)
@@ -170,7 +170,7 @@ mod tests {
             fingerprints: &Fingerprints,
             outcome: Outcome,
             key: &ed25519_dalek::SigningKey,
-        ) -> Vec<String> {
+        ) -> Vec<Sha256> {
             let node = self.graph.provider(&pid(provider)).expect("provider");
             let p = self.graph.node(node).provider().expect("a provider");
             let mut written = Vec::new();
@@ -204,7 +204,7 @@ mod tests {
             &self,
             fingerprints: &Fingerprints,
             no_cache: bool,
-        ) -> (Vec<String>, BTreeMap<String, Vec<String>>) {
+        ) -> (Vec<String>, BTreeMap<String, Vec<Sha256>>) {
             let (run, reused) = wanted(
                 &self.graph,
                 fingerprints,

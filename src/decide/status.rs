@@ -18,7 +18,7 @@ use serde::Serialize;
 
 use crate::attest::envelope::TrustedKey;
 use crate::proof::receipt::{self, Outcome, Verified};
-use crate::store::Store;
+use crate::store::{Sha256, Store};
 
 /// A requirement's state.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -61,7 +61,7 @@ pub struct Evidence {
     pub state: State,
     /// The receipt's SHA-256, when there is a current one (or the stale one, or the
     /// one for this fingerprint that no trusted key signed).
-    pub sha256: Option<String>,
+    pub sha256: Option<Sha256>,
     /// Why it is not passed.
     pub reason: Option<String>,
 }
@@ -90,7 +90,7 @@ pub struct Lookup {
     pub verified: Option<Verified>,
     /// The receipt found when none is current and verified: the stale one, or
     /// the one for this fingerprint that does not count.
-    pub other: Option<String>,
+    pub other: Option<Sha256>,
     /// Why a receipt for this fingerprint does not count (an untrusted signer).
     pub reason: Option<String>,
 }
@@ -327,7 +327,7 @@ pub fn is_proven(
     store: &Store,
     trusted: &[TrustedKey],
     change: &str,
-) -> Option<Vec<String>> {
+) -> Option<Vec<Sha256>> {
     let mut receipts = Vec::new();
     for output in &provider.outputs {
         let fingerprint = fingerprints
@@ -360,7 +360,7 @@ pub fn verify_current(
     store: &Store,
     trusted: &[TrustedKey],
 ) {
-    let keys: Vec<String> = graph
+    let keys: Vec<Sha256> = graph
         .providers()
         .filter_map(|(id, _, p)| Some((fingerprints.providers.get(id)?.to_string(), p)))
         .flat_map(|(fp, p)| {

@@ -18,7 +18,7 @@ use proofgraph_graph::fingerprint::{Manifest, Value as FpValue};
 use crate::attest::envelope::TrustedKey;
 use crate::attest::statement::{self, DigestSet, Statement, Subject};
 use crate::base::redact::{Redact, Secrets};
-use crate::store::Store;
+use crate::store::{Sha256, Store};
 
 /// The in-toto predicate type of every receipt.
 pub const PREDICATE_TYPE: &str = "https://in-toto.io/attestation/test-result/v0.1";
@@ -253,7 +253,7 @@ pub fn write(
     proof: Proof,
     tests: &TestNames,
     secrets: &Secrets,
-) -> Result<(String, std::sync::Arc<Proof>), ReceiptError> {
+) -> Result<(Sha256, std::sync::Arc<Proof>), ReceiptError> {
     let (proof, tests) = redacted(proof, tests, secrets)?;
     let statement = statement(&proof, &tests)?;
     let keyid = crate::attest::keys::key_id(&key.verifying_key());
@@ -301,7 +301,7 @@ pub enum ReceiptError {
 #[derive(Debug, Clone)]
 pub struct Verified {
     /// The envelope's SHA-256.
-    pub sha256: String,
+    pub sha256: Sha256,
     /// proofgraph's fields (shared with the store's memory of verified receipts).
     pub proof: std::sync::Arc<Proof>,
     /// The id of the key that signed it.
@@ -312,7 +312,7 @@ pub struct Verified {
 /// by a trusted key, our predicate type, and a subject that names the same
 /// binding and fingerprint as the predicate. Anything else is `None`: a
 /// receipt that does not verify is ignored, never trusted.
-pub fn read(store: &Store, sha256: &str, trusted: &[TrustedKey]) -> Option<Verified> {
+pub fn read(store: &Store, sha256: &Sha256, trusted: &[TrustedKey]) -> Option<Verified> {
     check(store, sha256, trusted).ok()
 }
 
@@ -361,11 +361,11 @@ type VerifiedProof = (std::sync::Arc<Proof>, String);
 /// every hit. Kept for the life of the process (commands are short-lived; `watch` reads
 /// no receipt).
 static VERIFIED: std::sync::LazyLock<
-    std::sync::Mutex<std::collections::HashMap<String, VerifiedProof>>,
+    std::sync::Mutex<std::collections::HashMap<Sha256, VerifiedProof>>,
 > = std::sync::LazyLock::new(std::sync::Mutex::default);
 
 /// A receipt this process already verified: its proof and signer.
-fn verified(sha256: &str) -> Option<VerifiedProof> {
+fn verified(sha256: &Sha256) -> Option<VerifiedProof> {
     VERIFIED
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -374,21 +374,25 @@ fn verified(sha256: &str) -> Option<VerifiedProof> {
 }
 
 /// Remembers a verified receipt for the rest of the process.
-fn remember_verified(sha256: &str, proof: std::sync::Arc<Proof>, keyid: String) {
+fn remember_verified(sha256: &Sha256, proof: std::sync::Arc<Proof>, keyid: String) {
     VERIFIED
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
-        .insert(sha256.to_owned(), (proof, keyid));
+        .insert(*sha256, (proof, keyid));
 }
 
 /// [`read`], saying why a receipt does not count.
-pub fn check(store: &Store, sha256: &str, trusted: &[TrustedKey]) -> Result<Verified, Unverified> {
+pub fn check(
+    store: &Store,
+    sha256: &Sha256,
+    trusted: &[TrustedKey],
+) -> Result<Verified, Unverified> {
     // Verified once per process: the blob cannot change under its digest,
     // so what remains to check is that its signer is still trusted here.
     if let Some((proof, keyid)) = verified(sha256) {
         return if trusted.iter().any(|k| k.keyid() == keyid) {
             Ok(Verified {
-                sha256: sha256.to_owned(),
+                sha256: *sha256,
                 proof,
                 keyid,
             })
@@ -406,7 +410,7 @@ pub fn check(store: &Store, sha256: &str, trusted: &[TrustedKey]) -> Result<Veri
     let proof = std::sync::Arc::new(proof);
     remember_verified(sha256, std::sync::Arc::clone(&proof), keyid.clone());
     Ok(Verified {
-        sha256: sha256.to_owned(),
+        sha256: *sha256,
         proof,
         keyid,
     })
@@ -601,7 +605,7 @@ mod tests {
             );
         }
         assert_eq!(
-            check(&store, &"0".repeat(64), &trusted).err(),
+            check(&store, &Sha256::of(b"nothing stored"), &trusted).err(),
             Some(Unverified::Missing)
         );
     }

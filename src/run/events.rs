@@ -9,6 +9,7 @@ use proofgraph_graph::{ProviderId, RepoId, ServiceId};
 use serde::Serialize;
 
 use crate::proof::receipt::Outcome;
+use crate::store::Sha256;
 
 /// What the executor reports while it runs (for a person; never parsed).
 #[derive(Debug, Clone, Copy)]
@@ -173,7 +174,7 @@ pub struct ReceiptView {
     /// Why it is not a pass.
     pub reason: Option<String>,
     /// The envelope's SHA-256.
-    pub sha256: String,
+    pub sha256: Sha256,
 }
 
 #[cfg(test)]
@@ -210,12 +211,15 @@ mod tests {
                 capability: "test".into(),
                 outcome: Outcome::Inconclusive,
                 reason: None,
-                sha256: "ab".into(),
+                sha256: Sha256::of(b"receipt"),
             }],
         };
         assert_eq!(
             serde_json::to_string(&run).expect("serializes"),
-            r#"{"provider":"unit","action":"not_run","reason":"why","duration_ms":null,"receipts":[{"receipt":"unit","capability":"test","outcome":"inconclusive","reason":null,"sha256":"ab"}]}"#
+            format!(
+                r#"{{"provider":"unit","action":"not_run","reason":"why","duration_ms":null,"receipts":[{{"receipt":"unit","capability":"test","outcome":"inconclusive","reason":null,"sha256":"{}"}}]}}"#,
+                crate::store::sha256_hex(b"receipt")
+            )
         );
     }
 

@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::observe::inputs::Snapshot;
-use crate::store::{Store, sha256_hex};
+use crate::store::{Sha256, Store, sha256_hex};
 
 /// The files whose content decides what a setup produces: manifests and
 /// lockfiles, at any depth of the repository.
@@ -64,7 +64,7 @@ pub fn cache_key(setup: &[Vec<String>], cache_dirs: &[String], snapshot: &Snapsh
 struct Entry {
     path: String,
     kind: String,
-    sha256: Option<String>,
+    sha256: Option<Sha256>,
     target: Option<String>,
 }
 
@@ -141,7 +141,7 @@ pub fn save(
 /// when there is no (intact) cache entry: then setup must run.
 pub fn restore(store: &Store, key: &str, sandbox: &Path) -> Option<usize> {
     let text = fs_err::read_to_string(entry_path(store, key)).ok()?;
-    let listing = store.get(text.trim())?;
+    let listing = store.get(&Sha256::parse(text.trim())?)?;
     let entries: Vec<Entry> = serde_json::from_slice(&listing).ok()?;
     // Check everything first: a cache with a missing or corrupt blob is not used.
     for e in &entries {

@@ -107,7 +107,7 @@ impl<'a> Writer<'a> {
                 Ok(sha) => artifacts.push(Artifact {
                     kind: kept.kind.as_str().into(),
                     path: kept.path,
-                    sha256: sha,
+                    sha256: sha.to_hex(),
                     size: bytes.len() as u64,
                     name: kept.name,
                     content_type: kept.content_type,
@@ -127,7 +127,7 @@ impl<'a> Writer<'a> {
             .map(Vec::as_slice)
             .unwrap_or_default();
         let listing = crate::observe::inputs::listing(files);
-        let inputs = store.put(&listing).unwrap_or_default();
+        let inputs = store.put(&listing).map(|s| s.to_hex()).unwrap_or_default();
         // Each receipt is bound to the fingerprint of the provider it is stored under: a
         // discovery receiver's own (which includes this producer's), else this provider's.
         let mut bound: BTreeMap<ProviderId, (String, String, Vec<receipt::Component>)> =
@@ -274,6 +274,7 @@ mod tests {
     use crate::run::evidence::Kept;
     use crate::run::recorder::Isolated;
     use crate::run::testing::{discovery_pair, node, observed, pid, provider, seal};
+    use crate::store::Sha256;
 
     const SECRET: &str = "a-long-secret-value";
     const TAP: &[u8] = b"TAP version 13\n1..2\nok 1 - a\nok 2 - b\n";
@@ -357,7 +358,7 @@ mod tests {
             }
         }
 
-        fn read(&self, sha: &str) -> std::sync::Arc<Proof> {
+        fn read(&self, sha: &Sha256) -> std::sync::Arc<Proof> {
             let trusted = [TrustedKey::new(self.key.verifying_key())];
             receipt::read(&self.store, sha, &trusted)
                 .expect("a verified receipt")
@@ -389,10 +390,10 @@ mod tests {
         );
         let fp = f.fingerprints.providers[&pid("unit")].to_string();
         let action = Store::action_key(&fp, "unit", "integration");
-        assert_eq!(f.store.action(&action), Some(view.sha256.clone()));
+        assert_eq!(f.store.action(&action), Some(view.sha256));
         assert_eq!(
             f.store.latest("c", "unit", "integration"),
-            Some(view.sha256.clone())
+            Some(view.sha256)
         );
         let proof = f.read(&view.sha256);
         assert_eq!(proof.fingerprint, fp);
@@ -411,7 +412,10 @@ mod tests {
             panic!("one artifact: {:?}", proof.artifacts);
         };
         assert_eq!(log.kind, "command-log");
-        let stored = f.store.get(&log.sha256).expect("the log is stored");
+        let stored = f
+            .store
+            .get(&Sha256::parse(&log.sha256).expect("a digest"))
+            .expect("the log is stored");
         let stored = String::from_utf8(stored).expect("utf-8");
         assert!(!stored.contains(SECRET), "{stored}");
         assert!(stored.starts_with("token="), "{stored}");
@@ -439,11 +443,7 @@ mod tests {
             assert_eq!(f.read(&view.sha256).fingerprint, fp, "{under}");
             assert_eq!(f.read(&view.sha256).provider, "test-web", "{under}");
             let action = Store::action_key(&fp, under, capability);
-            assert_eq!(
-                f.store.action(&action),
-                Some(view.sha256.clone()),
-                "{under}"
-            );
+            assert_eq!(f.store.action(&action), Some(view.sha256), "{under}");
         }
     }
 

@@ -184,8 +184,12 @@ fn forged_receipts_are_never_reused_as_passes() {
 
     // The forger turns the failing receipt into a pass and signs it with a key of theirs.
     let store = proofgraph::store::Store::open(&sb.work()).expect("open the store");
-    let envelope: Value =
-        serde_json::from_slice(&store.get(&failed).expect("the receipt")).expect("json");
+    let envelope: Value = serde_json::from_slice(
+        &store
+            .get(&proofgraph::store::Sha256::parse(&failed).expect("a digest"))
+            .expect("the receipt"),
+    )
+    .expect("json");
     let body = proofgraph::attest::b64::decode(envelope["payload"].as_str().expect("payload"))
         .expect("base64");
     let mut statement: Value = serde_json::from_slice(&body).expect("statement");
@@ -218,7 +222,7 @@ fn forged_receipts_are_never_reused_as_passes() {
     status.expect_code(2);
     let evidence = &status.json()["requirements"][0]["evidence"][0];
     assert_eq!(evidence["state"], "pending");
-    assert_eq!(evidence["sha256"], forged_sha.as_str());
+    assert_eq!(evidence["sha256"], forged_sha.to_hex().as_str());
     let reason = evidence["reason"].as_str().unwrap_or_default();
     assert!(
         reason.contains("not signed by a key this workspace trusts") && reason.contains(&theirs),
@@ -237,7 +241,10 @@ fn forged_receipts_are_never_reused_as_passes() {
         node["reason"].as_str().is_some_and(|r| r.contains(&theirs)),
         "{node:#}"
     );
-    let verify = sb.run(&sb.work(), &["receipt", "verify", &forged_sha, "--json"]);
+    let verify = sb.run(
+        &sb.work(),
+        &["receipt", "verify", &forged_sha.to_hex(), "--json"],
+    );
     verify.expect_code(1);
     assert_codes!(verify.status_codes(), ["receipt_untrusted"]);
     assert!(message(&verify).contains(&theirs), "{}", message(&verify));
@@ -256,7 +263,10 @@ fn forged_receipts_are_never_reused_as_passes() {
         assert_codes!(run.status_codes(), ["workspace_key_mismatch"], "{args:?}");
         assert!(message(&run).contains(&theirs), "{}", message(&run));
     }
-    let verify = sb.run(&sb.work(), &["receipt", "verify", &forged_sha, "--json"]);
+    let verify = sb.run(
+        &sb.work(),
+        &["receipt", "verify", &forged_sha.to_hex(), "--json"],
+    );
     verify.expect_code(1);
     assert_codes!(
         verify.status_codes(),
