@@ -187,11 +187,10 @@ pub fn run(ctx: &Context, change: &str, provider: &str, envelope: &Path) -> Repo
         .get(&id)
         .map(Vec::as_slice)
         .unwrap_or_default();
-    let inputs = e
-        .store
-        .put(&listing(files))
-        .map(|s| s.to_hex())
-        .unwrap_or_default();
+    let inputs = match e.store.put(&listing(files)) {
+        Ok(s) => s.to_hex(),
+        Err(err) => return Report::failed(vec![store_error(&err)], Verdict::Invalid),
+    };
     let manifest = graph
         .manifest(&id, &e.observed.world, &e.fingerprints)
         .map(|m| components(&m))

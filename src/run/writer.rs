@@ -127,7 +127,26 @@ impl<'a> Writer<'a> {
             .map(Vec::as_slice)
             .unwrap_or_default();
         let listing = crate::observe::inputs::listing(files);
-        let inputs = store.put(&listing).map(|s| s.to_hex()).unwrap_or_default();
+        // A receipt binds the listing of what the job saw: one that cannot be stored is no
+        // receipt, never a receipt naming no inputs.
+        let inputs = match store.put(&listing) {
+            Ok(sha) => sha.to_hex(),
+            Err(e) => {
+                diagnostics.push(diag(
+                    Code::StoreUnusable,
+                    format!(
+                        "the input listing of `{pid}` could not be stored, so its result was not recorded: failed to {e}"
+                    ),
+                    "Check that .proofgraph/ is writable; the provider runs again next time.",
+                ));
+                return Persisted {
+                    id,
+                    run,
+                    diagnostics,
+                    written: false,
+                };
+            }
+        };
         // Each receipt is bound to the fingerprint of the provider it is stored under: a
         // discovery receiver's own (which includes this producer's), else this provider's.
         let mut bound: BTreeMap<ProviderId, (String, String, Vec<receipt::Component>)> =
@@ -474,14 +493,19 @@ mod tests {
         assert!(!done.written);
         assert!(done.run.receipts.is_empty());
         let codes: Vec<Code> = done.diagnostics.iter().map(|d| d.code).collect();
-        // The log that could not be kept, then the receipt.
+        // The log that could not be kept, then the input listing (without which no receipt
+        // is written, rather than one that names no inputs).
         assert_eq!(codes, [Code::StoreUnusable, Code::StoreUnusable]);
         assert!(
-            done.diagnostics[1]
-                .message
-                .starts_with("the receipt of `unit` could not be written: failed to "),
+            done.diagnostics[1].message.starts_with(
+                "the input listing of `unit` could not be stored, so its result was not recorded: failed to "
+            ),
             "{}",
             done.diagnostics[1].message
+        );
+        assert!(
+            !f.dir.path().join(".proofgraph/refs/c").exists(),
+            "no entry points at a receipt"
         );
     }
 }
