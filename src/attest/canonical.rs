@@ -75,9 +75,23 @@ pub fn to_canonical_json(value: &Value) -> Result<Vec<u8>, CanonicalJsonError> {
     Ok(out)
 }
 
-/// Parses one JSON document, rejecting duplicate object member names.
+/// Parses one JSON document, rejecting duplicate object member names: the one strict JSON
+/// reader of the application (statements here, every test report in `decide::report`).
 pub fn parse_strict(bytes: &[u8]) -> Result<Value, serde_json::Error> {
     serde_json::from_slice::<StrictValue>(bytes).map(|strict| strict.0)
+}
+
+/// What the error of a repeated member name starts and ends with (the name between).
+const DUPLICATE: (&str, &str) = ("the key `", "` appears twice");
+
+/// The member name a [`parse_strict`] error is about, when the document repeated one.
+pub fn duplicate_key(err: &serde_json::Error) -> Option<String> {
+    if err.classify() != serde_json::error::Category::Data {
+        return None;
+    }
+    let message = err.to_string();
+    let rest = message.strip_prefix(DUPLICATE.0)?;
+    rest.rfind(DUPLICATE.1).map(|end| rest[..end].to_owned())
 }
 
 /// One step of the path to a value, for error messages.
@@ -290,7 +304,8 @@ impl<'de> Visitor<'de> for StrictVisitor {
     }
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
-        let mut items = Vec::new();
+        // A size hint comes from the input: it never sizes more than a page of items.
+        let mut items = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(4096));
         while let Some(StrictValue(item)) = seq.next_element()? {
             items.push(item);
         }
@@ -302,7 +317,8 @@ impl<'de> Visitor<'de> for StrictVisitor {
         while let Some(name) = map.next_key::<String>()? {
             if members.contains_key(&name) {
                 return Err(de::Error::custom(format!(
-                    "the object member {name:?} appears twice"
+                    "{}{name}{}",
+                    DUPLICATE.0, DUPLICATE.1
                 )));
             }
             let StrictValue(member) = map.next_value()?;
@@ -399,6 +415,13 @@ mod tests {
             json!({"a": [1, 2.5, "x", null, true]})
         );
         assert!(parse_strict(b"{} {}").is_err());
+        // The repeated name is recovered whole, whatever it holds.
+        let key = |bytes: &[u8]| parse_strict(bytes).err().and_then(|e| duplicate_key(&e));
+        assert_eq!(key(br#"{"a":1,"b":{"c":1,"c":2}}"#).as_deref(), Some("c"));
+        let odd = br#"{"x` appears twice y":1,"x` appears twice y":2}"#;
+        assert_eq!(key(odd).as_deref(), Some("x` appears twice y"));
+        assert_eq!(key(b"{"), None);
+        assert_eq!(key(br#"{"a":1e999}"#), None);
     }
 
     fn arb_json() -> impl Strategy<Value = Value> {
