@@ -97,6 +97,23 @@ fn assert_every_pass_was_observed(sb: &Sandbox, runs_log: &str) {
         .map(|l| l.trim_end_matches(" done").to_owned())
         .collect();
     let doc = status.json();
+    for (sha, proof) in passed_receipts(sb, &doc) {
+        let key = format!(
+            "{} {}",
+            proof["provider"].as_str().unwrap_or(""),
+            proof["run_id"].as_str().unwrap_or("")
+        );
+        assert!(
+            completions.contains(&key),
+            "receipt {sha} reports a pass for `{key}`, which never completed"
+        );
+    }
+}
+
+/// The receipt (its digest and proof) behind each piece of evidence of each passed
+/// requirement of a `status --json` document.
+fn passed_receipts(sb: &Sandbox, doc: &Value) -> Vec<(String, Value)> {
+    let mut out = Vec::new();
     for req in doc["requirements"].as_array().expect("requirements") {
         if req["state"] != "passed" {
             continue;
@@ -105,22 +122,11 @@ fn assert_every_pass_was_observed(sb: &Sandbox, runs_log: &str) {
             let sha = evidence["sha256"]
                 .as_str()
                 .expect("a passed requirement names its receipt");
-            let proof = receipt_proof(sb, sha);
-            let key = format!(
-                "{} {}",
-                proof["provider"].as_str().unwrap_or(""),
-                proof["run_id"].as_str().unwrap_or("")
-            );
-            assert!(
-                completions.contains(&key),
-                "receipt {sha} reports a pass for `{key}`, which never completed"
-            );
+            let proof = crate::support::statement(sb, sha)["predicate"]["proofgraph"].clone();
+            out.push((sha.to_owned(), proof));
         }
     }
-}
-
-fn receipt_proof(sb: &Sandbox, sha: &str) -> Value {
-    crate::support::statement(sb, sha)["predicate"]["proofgraph"].clone()
+    out
 }
 
 /// A workspace whose four providers pass only when `flag.txt` says `good`, take a while,
@@ -221,39 +227,30 @@ fn assert_no_false_pass(sb: &Sandbox, runs_log: &str, good_id: &str) -> usize {
         .collect();
     let doc = status.json();
     let mut passes = 0;
-    for req in doc["requirements"].as_array().expect("requirements") {
-        if req["state"] != "passed" {
-            continue;
-        }
-        for evidence in req["evidence"].as_array().expect("evidence") {
-            passes += 1;
-            let sha = evidence["sha256"]
-                .as_str()
-                .expect("a passed requirement names its receipt");
-            let proof = receipt_proof(sb, sha);
-            let key = format!(
-                "{} {} good",
-                proof["provider"].as_str().unwrap_or(""),
-                proof["run_id"].as_str().unwrap_or("")
-            );
-            assert!(
-                completions.contains(&key),
-                "receipt {sha} reports a pass for `{key}`, which never completed reading good"
-            );
-            let listing = String::from_utf8(crate::support::cas(
-                sb,
-                proof["inputs"].as_str().expect("an input listing"),
-            ))
-            .expect("utf-8");
-            let bound = listing
-                .lines()
-                .find_map(|l| l.strip_prefix("root:flag.txt\t"))
-                .expect("flag.txt is bound");
-            assert_eq!(
-                bound, good_id,
-                "receipt {sha} passes with the failing flag bound"
-            );
-        }
+    for (sha, proof) in passed_receipts(sb, &doc) {
+        passes += 1;
+        let key = format!(
+            "{} {} good",
+            proof["provider"].as_str().unwrap_or(""),
+            proof["run_id"].as_str().unwrap_or("")
+        );
+        assert!(
+            completions.contains(&key),
+            "receipt {sha} reports a pass for `{key}`, which never completed reading good"
+        );
+        let listing = String::from_utf8(crate::support::cas(
+            sb,
+            proof["inputs"].as_str().expect("an input listing"),
+        ))
+        .expect("utf-8");
+        let bound = listing
+            .lines()
+            .find_map(|l| l.strip_prefix("root:flag.txt\t"))
+            .expect("flag.txt is bound");
+        assert_eq!(
+            bound, good_id,
+            "receipt {sha} passes with the failing flag bound"
+        );
     }
     passes
 }
