@@ -36,6 +36,8 @@
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
+use proofgraph_graph::fingerprint::Fingerprint;
+use proofgraph_graph::{CapabilityName, ChangeName, ProviderId};
 use sha2::Digest as _;
 
 use crate::attest::keys;
@@ -92,6 +94,11 @@ impl Sha256 {
     /// The digest of `bytes`.
     pub fn of(bytes: &[u8]) -> Self {
         Self(sha2::Sha256::digest(bytes).into())
+    }
+
+    /// A digest computed elsewhere (a binding's SHA-256).
+    pub fn from_bytes(bytes: [u8; 32]) -> Self {
+        Self(bytes)
     }
 
     /// Reads 64 lowercase hex digits (the store's spelling); anything else is `None`.
@@ -385,7 +392,11 @@ impl Store {
 
     /// The action-cache key of a receipt: which fingerprint, under which
     /// receipt name, for which capability.
-    pub fn action_key(fingerprint: &str, receipt: &str, capability: &str) -> Sha256 {
+    pub fn action_key(
+        fingerprint: &Fingerprint,
+        receipt: &ProviderId,
+        capability: &CapabilityName,
+    ) -> Sha256 {
         Sha256::of(format!("proofgraph/ac/v1\0{fingerprint}\0{receipt}\0{capability}").as_bytes())
     }
 
@@ -421,26 +432,36 @@ impl Store {
         Some(*actions().entry(*key).or_insert(sha))
     }
 
-    fn ref_path(&self, change: &str, receipt: &str, capability: &str) -> PathBuf {
+    fn ref_path(
+        &self,
+        change: &ChangeName,
+        receipt: &ProviderId,
+        capability: &CapabilityName,
+    ) -> PathBuf {
         self.dir
             .join("refs")
-            .join(change)
+            .join(change.as_str())
             .join(format!("{receipt}@{capability}"))
     }
 
     /// Records the latest receipt for a requirement (any fingerprint).
     pub fn set_ref(
         &self,
-        change: &str,
-        receipt: &str,
-        capability: &str,
+        change: &ChangeName,
+        receipt: &ProviderId,
+        capability: &CapabilityName,
         receipt_sha256: &Sha256,
     ) -> Result<(), StoreError> {
         self.write_pointer(&self.ref_path(change, receipt, capability), receipt_sha256)
     }
 
     /// The latest receipt for a requirement, if any.
-    pub fn latest(&self, change: &str, receipt: &str, capability: &str) -> Option<Sha256> {
+    pub fn latest(
+        &self,
+        change: &ChangeName,
+        receipt: &ProviderId,
+        capability: &CapabilityName,
+    ) -> Option<Sha256> {
         read_pointer(&self.ref_path(change, receipt, capability))
             .as_deref()
             .and_then(Sha256::parse)
@@ -631,15 +652,20 @@ mod tests {
     fn action_entries_and_refs_round_trip() {
         let dir = tempfile::tempdir().expect("tempdir");
         let store = Store::open(dir.path()).expect("open");
-        let key = Store::action_key("fp", "test", "test");
+        let test = CapabilityName::test();
+        let provider = ProviderId::parse("test").expect("an id");
+        let fp = Fingerprint(proofgraph_graph::fingerprint::Digest::of(b"fp"));
+        let key = Store::action_key(&fp, &provider, &test);
         assert_eq!(store.action(&key), None);
         let receipt = store.put(b"receipt").expect("put");
         store.set_action(&key, &receipt).expect("set");
         assert_eq!(store.action(&key), Some(receipt));
+        let change = ChangeName::parse("c").expect("a change name");
+        let discovery = CapabilityName::discovery();
         store
-            .set_ref("c", "test", "discovery", &receipt)
+            .set_ref(&change, &provider, &discovery, &receipt)
             .expect("ref");
-        assert_eq!(store.latest("c", "test", "discovery"), Some(receipt));
+        assert_eq!(store.latest(&change, &provider, &discovery), Some(receipt));
         // Entries are fast symbolic links to `sha256-<base64url>`, never a path.
         let target = fs_err::read_link(store.ac_path(&key)).expect("a link");
         assert_eq!(

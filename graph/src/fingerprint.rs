@@ -137,6 +137,30 @@ impl fmt::Display for Fingerprint {
     }
 }
 
+impl Fingerprint {
+    /// Parses 64 hex digits, as receipts and `hash` write a fingerprint.
+    pub fn from_hex(text: &str) -> Option<Self> {
+        Digest::from_hex(text).map(Self)
+    }
+}
+
+/// Written as lowercase hex (the receipt's `fingerprint` field).
+impl serde::Serialize for Fingerprint {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let hex = self.0.hex_array();
+        // Cannot fail: hex digits are ASCII.
+        serializer.serialize_str(std::str::from_utf8(&hex).unwrap_or_default())
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Fingerprint {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = <std::borrow::Cow<'de, str>>::deserialize(deserializer)?;
+        Self::from_hex(&text)
+            .ok_or_else(|| serde::de::Error::custom("a fingerprint is 64 hex digits"))
+    }
+}
+
 impl fmt::Debug for Fingerprint {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "Fingerprint({})", self.0.to_hex())

@@ -137,13 +137,53 @@ pub enum NodeKind {
 }
 
 impl NodeKind {
+    /// What the node is, without its data.
+    pub fn role(&self) -> NodeRole {
+        match self {
+            NodeKind::Provider(_) => NodeRole::Provider,
+            NodeKind::Service(_) => NodeRole::Service,
+            NodeKind::Probe(_) => NodeRole::Probe,
+        }
+    }
+
     /// `provider`, `service` or `probe`.
     pub fn as_str(&self) -> &'static str {
+        self.role().as_str()
+    }
+}
+
+/// What a node is, without its data; written as `provider`, `service` or `probe`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum NodeRole {
+    /// A provider.
+    Provider,
+    /// A service.
+    Service,
+    /// A readiness probe.
+    Probe,
+}
+
+impl NodeRole {
+    /// `provider`, `service` or `probe`.
+    pub fn as_str(self) -> &'static str {
         match self {
-            NodeKind::Provider(_) => "provider",
-            NodeKind::Service(_) => "service",
-            NodeKind::Probe(_) => "probe",
+            NodeRole::Provider => "provider",
+            NodeRole::Service => "service",
+            NodeRole::Probe => "probe",
         }
+    }
+}
+
+impl serde::Serialize for NodeRole {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+/// Written as its label (`dependsOn`, `discovery`, `starts`, `ready`).
+impl serde::Serialize for EdgeKind {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
     }
 }
 

@@ -211,6 +211,21 @@ macro_rules! identity {
                 Self::parse(value)
             }
         }
+
+        // Written as the string; read back through the same grammar, so a record
+        // (a receipt) never yields an identity that a configuration file could not.
+        impl serde::Serialize for $name {
+            fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                serializer.serialize_str(&self.0)
+            }
+        }
+
+        impl<'de> serde::Deserialize<'de> for $name {
+            fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+                let value = <std::borrow::Cow<'de, str>>::deserialize(deserializer)?;
+                Self::parse(&value).map_err(serde::de::Error::custom)
+            }
+        }
     };
 }
 

@@ -43,7 +43,7 @@ pub use validate as preflight;
 
 pub use adapter::Adapter;
 pub use builder::GraphBuilder;
-pub use graph::{EdgeKind, NodeId, NodeKind, SealedGraph};
+pub use graph::{EdgeKind, NodeId, NodeKind, NodeRole, SealedGraph};
 pub use model::Repositories;
 pub use validate::{Check, Finding};
 

@@ -196,6 +196,31 @@ impl Network {
     }
 }
 
+/// Each setting is written as its configuration spelling (`as_str`): what `show --json`
+/// prints and a receipt's `network` records.
+macro_rules! serialize_as_str {
+    ($($name:ty),*) => {$(
+        impl serde::Serialize for $name {
+            fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                serializer.serialize_str(self.as_str())
+            }
+        }
+    )*};
+}
+
+serialize_as_str!(Network, ReportFormat, InputMode, crate::Adapter);
+
+impl<'de> serde::Deserialize<'de> for Network {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = <std::borrow::Cow<'de, str>>::deserialize(deserializer)?;
+        Network::NAMES
+            .iter()
+            .find(|(name, _)| *name == text)
+            .map(|(_, n)| *n)
+            .ok_or_else(|| serde::de::Error::custom("a network is `private` or `host`"))
+    }
+}
+
 /// Which claims a provider vouches for.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ClaimScope {

@@ -116,7 +116,7 @@ pub use types::{
 
 /// How a sandbox presents a repository to the commands that run in it. Serialized as its
 /// name ([`SandboxMode::as_str`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum SandboxMode {
     /// Exactly the tracked files, with their current working-tree content.

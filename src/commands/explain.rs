@@ -203,12 +203,7 @@ pub fn run(
         .node(node)
         .provider()
         .expect("provider ids map to provider nodes");
-    let fingerprint = e
-        .fingerprints
-        .providers
-        .get(&id)
-        .map(ToString::to_string)
-        .unwrap_or_default();
+    let fingerprint = e.fingerprints.providers.get(&id);
     let manifest = match graph.manifest(&id, &e.observed.world, &e.fingerprints) {
         Ok(m) => components(&m),
         Err(err) => {
@@ -218,35 +213,56 @@ pub fn run(
             );
         }
     };
-    // The newest receipt of any of the provider's outputs that verifies.
-    let latest = p.outputs.iter().find_map(|o| {
+    // The newest receipt of the provider's outputs that verifies: its own first, since a
+    // discovery producer also writes its receiver's, bound to the receiver's fingerprint.
+    // Each is compared with the fingerprint it is bound to now.
+    let mut outputs: Vec<_> = p.outputs.iter().collect();
+    outputs.sort_by_key(|o| o.under != id && e.fingerprints.providers.contains_key(&o.under));
+    let latest = outputs.iter().find_map(|o| {
         let sha = e
             .store
-            .latest(&name, o.under.as_str(), o.capability.as_str())?;
-        crate::proof::receipt::read(&e.store, &sha, &e.trusted)
+            .latest(&e.loaded.change.name, &o.under, &o.capability)?;
+        let owner = if e.fingerprints.providers.contains_key(&o.under) {
+            o.under.clone()
+        } else {
+            id.clone()
+        };
+        Some((
+            owner,
+            crate::proof::receipt::read(&e.store, &sha, &e.trusted)?,
+        ))
     });
     let mut payload = ExplainPayload {
         change: Some(name),
         provider: Some(id.to_string()),
-        fingerprint: Some(fingerprint.clone()),
+        fingerprint: fingerprint.map(|f| f.to_string()),
         root: Some(e.loaded.root.clone()),
         ..ExplainPayload::default()
     };
-    if let Some(receipt) = latest {
+    if let Some((owner, receipt)) = latest {
         payload.receipt = Some(receipt.sha256.to_hex());
-        payload.receipt_fingerprint = Some(receipt.proof.fingerprint.clone());
-        if receipt.proof.fingerprint != fingerprint {
+        payload.receipt_fingerprint = Some(receipt.proof.fingerprint.to_string());
+        if e.fingerprints.providers.get(&owner) != Some(&receipt.proof.fingerprint) {
+            let manifest = if owner == id {
+                manifest
+            } else {
+                match graph.manifest(&owner, &e.observed.world, &e.fingerprints) {
+                    Ok(m) => components(&m),
+                    Err(_) => Vec::new(),
+                }
+            };
             payload.changes = diff(&receipt.proof.manifest, &manifest);
             if payload.changes.iter().any(|c| c.component == "inputs") {
                 let now = parse_listing(&listing(
                     e.observed
                         .files
-                        .get(&id)
+                        .get(&owner)
                         .map(Vec::as_slice)
                         .unwrap_or_default(),
                 ));
-                let then = crate::store::Sha256::parse(&receipt.proof.inputs)
-                    .and_then(|inputs| e.store.get(&inputs))
+                let then = e
+                    .store
+                    .get(&receipt.proof.inputs)
                     .map(|b| parse_listing(&b))
                     .unwrap_or_default();
                 let mut changes = InputChanges::default();

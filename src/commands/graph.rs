@@ -4,7 +4,7 @@
 
 use std::fmt::Write as _;
 
-use proofgraph_graph::{NodeKind, SealedGraph};
+use proofgraph_graph::{EdgeKind, NodeKind, NodeRole, SealedGraph};
 use serde::Serialize;
 
 use crate::present::exit::Verdict;
@@ -39,7 +39,7 @@ pub struct GraphNode {
     /// Its name.
     pub id: String,
     /// `provider`, `service` or `probe`.
-    pub kind: &'static str,
+    pub kind: NodeRole,
     /// A one-line description (adapter and capability; command; URL).
     pub detail: String,
     /// The resources it holds while it runs.
@@ -54,7 +54,7 @@ pub struct GraphEdge {
     /// The node that comes after.
     pub to: String,
     /// Why: `dependsOn`, `discovery`, `starts` or `ready`.
-    pub kind: &'static str,
+    pub kind: EdgeKind,
 }
 
 /// The payload of `graph`.
@@ -152,7 +152,7 @@ fn picture(graph: &SealedGraph) -> (Vec<GraphNode>, Vec<GraphEdge>) {
             };
             GraphNode {
                 id: node.name.clone(),
-                kind: node.kind.as_str(),
+                kind: node.kind.role(),
                 detail,
                 resources: node.resources().iter().map(ToString::to_string).collect(),
             }
@@ -164,7 +164,7 @@ fn picture(graph: &SealedGraph) -> (Vec<GraphNode>, Vec<GraphEdge>) {
         .map(|(from, to, kind)| GraphEdge {
             from: graph.node(from).name.clone(),
             to: graph.node(to).name.clone(),
-            kind: kind.as_str(),
+            kind,
         })
         .collect();
     (nodes, edges)
@@ -184,9 +184,9 @@ pub fn dot(change: &str, nodes: &[GraphNode], edges: &[GraphEdge]) -> String {
     let _ = writeln!(out, "  edge [fontname=\"Helvetica\", fontsize=9];");
     for n in nodes {
         let shape = match n.kind {
-            "service" => "ellipse",
-            "probe" => "diamond",
-            _ => "box",
+            NodeRole::Service => "ellipse",
+            NodeRole::Probe => "diamond",
+            NodeRole::Provider => "box",
         };
         let mut label = format!("{}\\n{}", dot_escape(&n.id), dot_escape(&n.detail));
         if !n.resources.is_empty() {
@@ -199,7 +199,7 @@ pub fn dot(change: &str, nodes: &[GraphNode], edges: &[GraphEdge]) -> String {
         );
     }
     for e in edges {
-        let style = if e.kind == "dependsOn" {
+        let style = if e.kind == EdgeKind::DependsOn {
             "solid"
         } else {
             "dashed"
@@ -209,7 +209,7 @@ pub fn dot(change: &str, nodes: &[GraphNode], edges: &[GraphEdge]) -> String {
             "  \"{}\" -> \"{}\" [label=\"{}\", style={style}];",
             dot_escape(&e.from),
             dot_escape(&e.to),
-            e.kind
+            e.kind.as_str()
         );
     }
     out.push_str("}\n");
@@ -244,19 +244,23 @@ pub fn mermaid(nodes: &[GraphNode], edges: &[GraphEdge]) -> String {
             );
         }
         let (open, close) = match n.kind {
-            "service" => ("([", "])"),
-            "probe" => ("{{", "}}"),
-            _ => ("[", "]"),
+            NodeRole::Service => ("([", "])"),
+            NodeRole::Probe => ("{{", "}}"),
+            NodeRole::Provider => ("[", "]"),
         };
         let _ = writeln!(out, "  {}{open}\"{label}\"{close}", ids[n.id.as_str()]);
     }
     for e in edges {
-        let arrow = if e.kind == "dependsOn" { "-->" } else { "-.->" };
+        let arrow = if e.kind == EdgeKind::DependsOn {
+            "-->"
+        } else {
+            "-.->"
+        };
         let _ = writeln!(
             out,
             "  {} {arrow}|{}| {}",
             ids[e.from.as_str()],
-            e.kind,
+            e.kind.as_str(),
             ids[e.to.as_str()]
         );
     }

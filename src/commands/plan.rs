@@ -6,6 +6,7 @@ use std::collections::BTreeSet;
 use std::fmt::Write as _;
 use std::num::NonZeroUsize;
 
+use proofgraph_graph::fingerprint::Fingerprint;
 use proofgraph_graph::schedule::{Action, Scheduler, Step};
 use proofgraph_graph::{NodeId, NodeKind, SealedGraph};
 use serde::Serialize;
@@ -53,7 +54,7 @@ pub struct After {
     /// The node that comes first.
     pub node: String,
     /// Why.
-    pub edge: &'static str,
+    pub edge: proofgraph_graph::EdgeKind,
 }
 
 /// A provider's input files.
@@ -82,7 +83,7 @@ pub struct PlanNode {
     /// The wave it would start in with the given jobs (1-based).
     pub wave: usize,
     /// `provider`, `service` or `probe`.
-    pub kind: &'static str,
+    pub kind: proofgraph_graph::NodeRole,
     /// Its name.
     pub name: String,
     /// The repository it runs in.
@@ -144,14 +145,19 @@ impl Payload for PlanPayload {
             let after: Vec<String> = node
                 .after
                 .iter()
-                .map(|a| format!("{} ({})", a.node, a.edge))
+                .map(|a| format!("{} ({})", a.node, a.edge.as_str()))
                 .collect();
             let what = match (node.action, &node.reason) {
                 (Some(action), Some(reason)) => format!("{}: {reason}", action.as_str()),
                 (Some(action), None) => action.as_str().to_owned(),
                 (None, _) => String::new(),
             };
-            let _ = writeln!(out, "  {:8} {:24} {fp}  {what}", node.kind, node.name);
+            let _ = writeln!(
+                out,
+                "  {:8} {:24} {fp}  {what}",
+                node.kind.as_str(),
+                node.name
+            );
             if let Some(inputs) = &node.inputs {
                 let _ = writeln!(out, "           inputs: {} files", inputs.files);
             }
@@ -210,7 +216,7 @@ pub fn run(ctx: &Context, options: &PlanOptions) -> Report<PlanPayload> {
         Err(all) => return Report::failed(all, Verdict::Invalid),
     };
     let graph = &e.loaded.prepared.graph;
-    let name = e.loaded.change.name.to_string();
+    let name = e.loaded.change.name.clone();
     let (wanted, reused) = crate::decide::reuse::wanted(
         graph,
         &e.fingerprints,
@@ -239,8 +245,7 @@ pub fn run(ctx: &Context, options: &PlanOptions) -> Report<PlanPayload> {
         .map(|(i, (id, wave))| {
             let mut node = plan_node(graph, &e.observed, &e.fingerprints, id, i + 1, wave);
             if let Some(p) = graph.node(id).provider() {
-                let (action, reason, receipts) =
-                    decision(&e, &name, p, reused.get(&p.spec.id.value));
+                let (action, reason, receipts) = decision(&e, p, reused.get(&p.spec.id.value));
                 node.action = Some(action);
                 node.reason = reason;
                 node.receipts = receipts;
@@ -253,7 +258,7 @@ pub fn run(ctx: &Context, options: &PlanOptions) -> Report<PlanPayload> {
     status.extend(e.observed.warnings);
     Report {
         payload: Some(PlanPayload {
-            change: Some(name),
+            change: Some(name.to_string()),
             jobs: Some(jobs.get()),
             nodes,
             root: Some(e.loaded.root),
@@ -266,7 +271,6 @@ pub fn run(ctx: &Context, options: &PlanOptions) -> Report<PlanPayload> {
 /// Whether a provider's receipts are reused or it runs, and why.
 fn decision(
     e: &crate::session::evaluate::Evaluated,
-    change: &str,
     p: &proofgraph_graph::graph::ProviderNode,
     reused: Option<&Vec<crate::store::Sha256>>,
 ) -> (PlanAction, Option<String>, Vec<crate::store::Sha256>) {
@@ -300,7 +304,7 @@ fn decision(
         .filter_map(|o| {
             let sha = e
                 .store
-                .latest(change, o.under.as_str(), o.capability.as_str())?;
+                .latest(&e.loaded.change.name, &o.under, &o.capability)?;
             let owner = if e.fingerprints.providers.contains_key(&o.under) {
                 o.under.clone()
             } else {
@@ -312,11 +316,8 @@ fn decision(
             ))
         })
         .collect();
-    let current = |owner: &proofgraph_graph::ProviderId, fingerprint: &str| {
-        e.fingerprints
-            .providers
-            .get(owner)
-            .is_some_and(|f| f.to_string() == fingerprint)
+    let current = |owner: &proofgraph_graph::ProviderId, fingerprint: &Fingerprint| {
+        e.fingerprints.providers.get(owner) == Some(fingerprint)
     };
     let latest = checked
         .iter()
@@ -377,13 +378,13 @@ fn plan_node(
         .into_iter()
         .map(|(from, kind)| After {
             node: graph.node(from).name.clone(),
-            edge: kind.as_str(),
+            edge: kind,
         })
         .collect();
     let mut view = PlanNode {
         order,
         wave,
-        kind: node.kind.as_str(),
+        kind: node.kind.role(),
         name: node.name.clone(),
         repository: None,
         resources: node.resources().iter().map(ToString::to_string).collect(),

@@ -105,15 +105,7 @@ fn run_id() -> String {
     proofgraph_graph::fingerprint::hex(&bytes)
 }
 
-/// Whether a run's jobs ran in their own namespaces.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum RunIsolation {
-    /// Private network, PIDs, mounts and `/tmp`.
-    Namespaces,
-    /// Contained by process groups only.
-    None,
-}
+pub use crate::proof::receipt::RunIsolation;
 
 /// Runs `prove`. When a repository's files change between the snapshot and its sandbox
 /// (the sandbox is checked byte for byte against what was fingerprinted), nothing is
@@ -143,7 +135,7 @@ fn attempt(
         Err(all) if interrupt.is_set() => return Some(interrupted_before(all)),
         Err(all) => return Some(Report::failed(all, Verdict::Invalid)),
     };
-    let name = e.loaded.change.name.to_string();
+    let name = e.loaded.change.name.clone();
     let graph = &e.loaded.prepared.graph;
     let key = e
         .signing_key
@@ -296,7 +288,7 @@ fn attempt(
             .iter()
             .filter(|run| producers.contains(&run.provider))
             .flat_map(|run| run.receipts.iter())
-            .filter(|r| r.receipt == id.as_str())
+            .filter(|r| r.receipt == *id)
             .cloned()
             .collect();
         let via: Vec<String> = producers.iter().map(|p| format!("`{p}`")).collect();
@@ -353,7 +345,7 @@ fn attempt(
     e.release();
     Some(Report {
         payload: Some(ProvePayload {
-            change: Some(name),
+            change: Some(name.to_string()),
             run_id: Some(run_id),
             sandbox: Some(sandbox),
             isolation,

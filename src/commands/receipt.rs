@@ -6,7 +6,6 @@ use std::fmt::Write as _;
 use std::io::Read as _;
 use std::path::Path;
 
-use proofgraph_graph::ProviderId;
 use serde::Serialize;
 
 use crate::base::diagnostic::{Code, Diagnostic};
@@ -164,12 +163,12 @@ pub fn verify(ctx: &Context, what: &str) -> Report<ReceiptPayload> {
     payload.current = current(ctx, &proof);
     payload.valid = Some(true);
     payload.keyid = Some(keyid);
-    payload.change = Some(proof.change);
-    payload.provider = Some(proof.provider);
-    payload.receipt = Some(proof.receipt);
-    payload.capability = Some(proof.capability);
+    payload.change = Some(proof.change.to_string());
+    payload.provider = Some(proof.provider.to_string());
+    payload.receipt = Some(proof.receipt.to_string());
+    payload.capability = Some(proof.capability.to_string());
     payload.outcome = Some(proof.outcome);
-    payload.binding = Some(proof.binding);
+    payload.binding = Some(proof.binding.to_hex());
     Report {
         payload: Some(payload),
         status: Vec::new(),
@@ -179,14 +178,18 @@ pub fn verify(ctx: &Context, what: &str) -> Report<ReceiptPayload> {
 
 /// Whether the receipt's binding is the provider's binding now.
 fn current(ctx: &Context, proof: &receipt::Proof) -> Option<bool> {
-    let mode = proofgraph_sandbox::SandboxMode::parse(&proof.sandbox);
-    let e = evaluate(ctx, &proof.change, mode, Keys::Ignore).ok()?;
-    let id = ProviderId::parse(&proof.provider).ok()?;
+    let e = evaluate(
+        ctx,
+        proof.change.as_str(),
+        Some(proof.sandbox),
+        Keys::Ignore,
+    )
+    .ok()?;
     let binding = e
         .loaded
         .prepared
         .graph
-        .binding(&id, &e.observed.world, &e.fingerprints)
+        .binding(&proof.provider, &e.observed.world, &e.fingerprints)
         .ok()?;
-    Some(binding.sha256_hex() == proof.binding)
+    Some(binding.sha256 == *proof.binding.as_bytes())
 }

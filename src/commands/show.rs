@@ -40,7 +40,7 @@ pub struct ProviderView {
     /// The file that declares it.
     pub declared_in: String,
     /// The adapter.
-    pub adapter: &'static str,
+    pub adapter: proofgraph_graph::Adapter,
     /// The capability it proves.
     pub capability: Option<String>,
     /// Every capability one run vouches for.
@@ -50,7 +50,7 @@ pub struct ProviderView {
     /// The report path.
     pub report: Option<String>,
     /// The report format.
-    pub report_format: Option<&'static str>,
+    pub report_format: Option<proofgraph_graph::model::ReportFormat>,
     /// The discovery floor.
     pub minimum: Option<u64>,
     /// Who receives the discovery receipt.
@@ -78,7 +78,7 @@ pub struct ProviderView {
     /// Extra capabilities.
     pub outputs: Option<Vec<String>>,
     /// Browser input mode.
-    pub input_mode: Option<&'static str>,
+    pub input_mode: Option<proofgraph_graph::model::InputMode>,
     /// `"declared"` or the listed claim ids.
     pub claims: serde_json::Value,
     /// Contract path per repository.
@@ -86,7 +86,7 @@ pub struct ProviderView {
     /// External signer.
     pub ci_issuer: Option<String>,
     /// private or host.
-    pub network: Option<&'static str>,
+    pub network: Option<proofgraph_graph::model::Network>,
     /// Critical case ids.
     pub critical_cases: Option<Vec<String>>,
 }
@@ -120,7 +120,7 @@ pub struct ServiceView {
     /// Inherited environment names.
     pub env_from: Option<Vec<String>>,
     /// private or host.
-    pub network: Option<&'static str>,
+    pub network: Option<proofgraph_graph::model::Network>,
 }
 
 /// A repository as shown.
@@ -331,7 +331,7 @@ fn provider_view(p: &Provider, file: &str) -> ProviderView {
     ProviderView {
         id: p.id.value.to_string(),
         declared_in: file.to_owned(),
-        adapter: p.adapter.value.as_str(),
+        adapter: p.adapter.value,
         capability: p.capability().map(|c| c.to_string()),
         proves: p
             .proven_capabilities()
@@ -340,7 +340,7 @@ fn provider_view(p: &Provider, file: &str) -> ProviderView {
             .collect(),
         command: p.command.as_ref().map(|c| c.value.clone()),
         report: p.report.as_ref().map(|r| r.value.clone()),
-        report_format: p.report_format.as_ref().map(|f| f.value.as_str()),
+        report_format: p.report_format.as_ref().map(|f| f.value),
         minimum: p.minimum.as_ref().map(|m| m.value),
         discovery_provider: p.discovery_provider.as_ref().map(|d| d.value.to_string()),
         timeout_ms: p.timeout_ms.as_ref().map(|t| t.value),
@@ -354,7 +354,7 @@ fn provider_view(p: &Provider, file: &str) -> ProviderView {
         services: p.services.as_deref().map(strings),
         project: p.project.as_ref().map(|s| s.value.clone()),
         outputs: p.outputs.as_deref().map(strings),
-        input_mode: p.input_mode.as_ref().map(|m| m.value.as_str()),
+        input_mode: p.input_mode.as_ref().map(|m| m.value),
         claims: match &p.claims {
             ClaimScope::Declared => serde_json::Value::from("declared"),
             ClaimScope::Listed(ids) => serde_json::Value::from(strings(ids)),
@@ -365,7 +365,7 @@ fn provider_view(p: &Provider, file: &str) -> ProviderView {
                 .collect()
         }),
         ci_issuer: p.ci.as_ref().map(|c| c.issuer.value.clone()),
-        network: p.network.as_ref().map(|n| n.value.as_str()),
+        network: p.network.as_ref().map(|n| n.value),
         critical_cases: p.critical_cases.as_deref().map(strings),
     }
 }
@@ -387,6 +387,6 @@ fn service_view(s: &Service) -> ServiceView {
         }),
         env: env_view(s.env.as_ref()),
         env_from: s.env_from.as_deref().map(strings),
-        network: s.network.as_ref().map(|n| n.value.as_str()),
+        network: s.network.as_ref().map(|n| n.value),
     }
 }

@@ -98,7 +98,7 @@ pub fn run(ctx: &Context, change: &str, mode: Option<SandboxMode>) -> Report<Sta
         Ok(e) => e,
         Err(all) => return Report::failed(all, Verdict::Invalid),
     };
-    let name = evaluated.loaded.change.name.to_string();
+    let name = evaluated.loaded.change.name.clone();
     status::verify_current(
         &evaluated.loaded.prepared.graph,
         &evaluated.fingerprints,
@@ -120,7 +120,7 @@ pub fn run(ctx: &Context, change: &str, mode: Option<SandboxMode>) -> Report<Sta
     evaluated.release();
     Report {
         payload: Some(StatusPayload {
-            change: Some(name),
+            change: Some(name.to_string()),
             summary: summary(&requirements),
             requirements,
             root: Some(root),

@@ -28,11 +28,64 @@ pub struct ValidateOptions {
     pub strict: bool,
 }
 
+/// A finding's level, as OpenSpec writes levels.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "UPPERCASE")]
+pub enum Level {
+    /// `ERROR`.
+    Error,
+    /// `WARNING`.
+    Warning,
+    /// `INFO`.
+    Info,
+}
+
+impl Level {
+    /// The lowercase name, for the human rendering.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Level::Error => "error",
+            Level::Warning => "warning",
+            Level::Info => "info",
+        }
+    }
+}
+
+impl From<Severity> for Level {
+    fn from(severity: Severity) -> Self {
+        match severity {
+            Severity::Error => Level::Error,
+            Severity::Warning => Level::Warning,
+            Severity::Info => Level::Info,
+        }
+    }
+}
+
+/// What a validated item is. Ordered as its name is, so `by_type` keeps its order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ItemKind {
+    /// `proofgraph.yaml`.
+    Catalog,
+    /// A change.
+    Change,
+}
+
+impl ItemKind {
+    /// `catalog` or `change`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ItemKind::Catalog => "catalog",
+            ItemKind::Change => "change",
+        }
+    }
+}
+
 /// One finding in an item.
 #[derive(Debug, Clone, Serialize)]
 pub struct Issue {
-    /// `ERROR`, `WARNING` or `INFO`, as OpenSpec writes levels.
-    pub level: &'static str,
+    /// `ERROR`, `WARNING` or `INFO`.
+    pub level: Level,
     /// The stable diagnostic code.
     pub code: &'static str,
     /// The file concerned, relative to the root (or a dotted surface).
@@ -58,11 +111,7 @@ impl From<&Diagnostic> for Issue {
             None => (String::new(), None, None),
         };
         Self {
-            level: match d.severity {
-                Severity::Error => "ERROR",
-                Severity::Warning => "WARNING",
-                Severity::Info => "INFO",
-            },
+            level: d.severity.into(),
             code: d.code.as_str(),
             path,
             message: d.message.clone(),
@@ -80,7 +129,7 @@ pub struct Item {
     pub id: String,
     /// `change` or `catalog`.
     #[serde(rename = "type")]
-    pub kind: &'static str,
+    pub kind: ItemKind,
     /// Whether it passed.
     pub valid: bool,
     /// What was found.
@@ -106,7 +155,7 @@ pub struct Summary {
     /// Over every item.
     pub totals: Totals,
     /// Per item type.
-    pub by_type: BTreeMap<&'static str, Totals>,
+    pub by_type: BTreeMap<ItemKind, Totals>,
 }
 
 /// The payload of `validate`.
@@ -126,7 +175,7 @@ impl Payload for ValidatePayload {
     fn human(&self, out: &mut String) {
         for item in &self.items {
             let mark = if item.valid { "ok  " } else { "FAIL" };
-            let _ = writeln!(out, "{mark} {} {}", item.kind, item.id);
+            let _ = writeln!(out, "{mark} {} {}", item.kind.as_str(), item.id);
             for issue in &item.issues {
                 let at = match (issue.line, issue.column) {
                     (Some(l), Some(c)) => format!("{}:{l}:{c}", issue.path),
@@ -135,7 +184,7 @@ impl Payload for ValidatePayload {
                 let _ = writeln!(
                     out,
                     "     {} [{}] {at}: {}",
-                    issue.level.to_lowercase(),
+                    issue.level.as_str(),
                     issue.code,
                     issue.message
                 );
@@ -157,7 +206,7 @@ impl Payload for ValidatePayload {
 
 fn item(
     id: String,
-    kind: &'static str,
+    kind: ItemKind,
     mut findings: Vec<Diagnostic>,
     strict: bool,
     started: Instant,
@@ -197,7 +246,7 @@ pub fn run(ctx: &Context, options: &ValidateOptions) -> Report<ValidatePayload> 
     if workspace.has_catalog {
         items.push(item(
             crate::load::config::catalog::FILE_NAME.to_owned(),
-            "catalog",
+            ItemKind::Catalog,
             workspace.diagnostics.clone(),
             options.strict,
             started,
@@ -213,14 +262,14 @@ pub fn run(ctx: &Context, options: &ValidateOptions) -> Report<ValidatePayload> 
         findings.extend(warnings);
         items.push(item(
             name.to_string(),
-            "change",
+            ItemKind::Change,
             findings,
             options.strict,
             started,
         ));
     }
     let mut summary = Summary::default();
-    summary.by_type.insert("change", Totals::default());
+    summary.by_type.insert(ItemKind::Change, Totals::default());
     for it in &items {
         for totals in [
             &mut summary.totals,

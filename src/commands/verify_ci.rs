@@ -89,7 +89,7 @@ pub fn run(ctx: &Context, change: &str, provider: &str, envelope: &Path) -> Repo
         Err(all) => return Report::failed(all, Verdict::Invalid),
     };
     let graph = &e.loaded.prepared.graph;
-    let name = e.loaded.change.name.to_string();
+    let name = e.loaded.change.name.clone();
     let Some((id, p)) = ProviderId::parse(provider).ok().and_then(|id| {
         let node = graph.provider(&id)?;
         Some((id, graph.node(node).provider()?.clone()))
@@ -152,7 +152,7 @@ pub fn run(ctx: &Context, change: &str, provider: &str, envelope: &Path) -> Repo
         claims: &claims,
     };
     let mut payload = VerifyPayload {
-        change: Some(name.clone()),
+        change: Some(name.to_string()),
         provider: Some(id.to_string()),
         accepted: Some(false),
         binding: Some(binding.sha256_hex()),
@@ -188,7 +188,7 @@ pub fn run(ctx: &Context, change: &str, provider: &str, envelope: &Path) -> Repo
         .map(Vec::as_slice)
         .unwrap_or_default();
     let inputs = match e.store.put(&listing(files)) {
-        Ok(s) => s.to_hex(),
+        Ok(s) => s,
         Err(err) => return Report::failed(vec![store_error(&err)], Verdict::Invalid),
     };
     let manifest = graph
@@ -203,9 +203,9 @@ pub fn run(ctx: &Context, change: &str, provider: &str, envelope: &Path) -> Repo
         let proof = Proof {
             version: receipt::RECEIPT_VERSION,
             change: name.clone(),
-            provider: id.to_string(),
-            receipt: output.under.to_string(),
-            capability: output.capability.to_string(),
+            provider: id.clone(),
+            receipt: output.under.clone(),
+            capability: output.capability.clone(),
             claims: claims.clone(),
             outcome: Outcome::Pass,
             reason: None,
@@ -215,25 +215,26 @@ pub fn run(ctx: &Context, change: &str, provider: &str, envelope: &Path) -> Repo
             counts: None,
             discovered: None,
             minimum: None,
-            sandbox: "none".to_owned(),
-            isolation: "none".to_owned(),
-            network: "private".to_owned(),
+            sandbox: proofgraph_sandbox::SandboxMode::None,
+            isolation: receipt::RunIsolation::None,
+            network: proofgraph_graph::model::Network::Private,
             run_id: format!("verify-ci:{}", accepted.keyid),
             started_at: now.clone(),
             finished_at: now.clone(),
             duration_ms: 0,
             exit: None,
             artifacts: vec![Artifact {
-                kind: "external-evidence".into(),
+                kind: receipt::ArtifactKind::ExternalEvidence,
                 path: Some(envelope.display().to_string()),
-                sha256: envelope_sha.to_hex(),
+                sha256: envelope_sha,
                 size: bytes.len() as u64,
-                ..Artifact::default()
+                name: None,
+                content_type: None,
             }],
-            fingerprint: binding.fingerprint.to_string(),
-            binding: binding.sha256_hex(),
+            fingerprint: binding.fingerprint,
+            binding: crate::store::Sha256::from_bytes(binding.sha256),
             manifest: manifest.clone(),
-            inputs: inputs.clone(),
+            inputs,
             input_files: files.len() as u64,
         };
         let written = receipt::write(&e.store, &key, proof, &tests, &e.loaded.secrets)

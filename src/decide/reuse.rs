@@ -11,7 +11,7 @@ use std::num::NonZeroUsize;
 
 use proofgraph_graph::fingerprint::Fingerprints;
 use proofgraph_graph::graph::ProviderNode;
-use proofgraph_graph::{Adapter, NodeId, ProviderId, SealedGraph};
+use proofgraph_graph::{Adapter, ChangeName, NodeId, ProviderId, SealedGraph};
 
 use crate::attest::envelope::TrustedKey;
 use crate::store::{Sha256, Store};
@@ -25,7 +25,7 @@ pub fn wanted(
     fingerprints: &Fingerprints,
     store: &Store,
     trusted: &[TrustedKey],
-    change: &str,
+    change: &ChangeName,
     no_cache: bool,
     shard: Option<(usize, NonZeroUsize)>,
 ) -> (BTreeSet<NodeId>, BTreeMap<ProviderId, Vec<Sha256>>) {
@@ -82,7 +82,7 @@ mod tests {
 
     use super::*;
     use crate::base::redact::Secrets;
-    use crate::proof::receipt::{self, Exit, Outcome, Proof, TestNames};
+    use crate::proof::receipt::{self, Outcome, Proof, TestNames};
 
     fn at<T>(value: T) -> Spanned<T> {
         Spanned::new(value, Pos::default())
@@ -120,6 +120,10 @@ mod tests {
             b.provider(p, Arc::from("execution.yaml"));
         }
         b.seal().expect("seal")
+    }
+
+    fn change() -> ChangeName {
+        ChangeName::parse("c").expect("a change name")
     }
 
     fn fingerprint(seed: &str) -> Fingerprint {
@@ -177,9 +181,8 @@ mod tests {
             for output in &p.outputs {
                 let fp = fingerprints
                     .of_receipt(&p.spec.id.value, &output.under)
-                    .expect("fingerprinted")
-                    .to_string();
-                let proof = proof(provider, output.under.as_str(), &output.capability, &fp);
+                    .expect("fingerprinted");
+                let proof = proof(provider, output.under.as_str(), &output.capability, fp);
                 let proof = Proof { outcome, ..proof };
                 let (sha, _) = receipt::write(
                     &self.store,
@@ -189,11 +192,10 @@ mod tests {
                     &Secrets::none(),
                 )
                 .expect("write");
-                let action =
-                    Store::action_key(&fp, output.under.as_str(), output.capability.as_str());
+                let action = Store::action_key(fp, &output.under, &output.capability);
                 self.store.set_action(&action, &sha).expect("action");
                 self.store
-                    .set_ref("c", output.under.as_str(), output.capability.as_str(), &sha)
+                    .set_ref(&change(), &output.under, &output.capability, &sha)
                     .expect("ref");
                 written.push(sha);
             }
@@ -210,7 +212,7 @@ mod tests {
                 fingerprints,
                 &self.store,
                 &self.trusted(),
-                "c",
+                &change(),
                 no_cache,
                 None,
             );
@@ -227,40 +229,21 @@ mod tests {
         }
     }
 
-    fn proof(provider: &str, under: &str, capability: &CapabilityName, fp: &str) -> Proof {
+    fn proof(provider: &str, under: &str, capability: &CapabilityName, fp: &Fingerprint) -> Proof {
         Proof {
-            version: receipt::RECEIPT_VERSION,
-            change: "c".into(),
-            provider: provider.into(),
-            receipt: under.into(),
-            capability: capability.to_string(),
+            provider: pid(provider),
+            receipt: pid(under),
+            capability: capability.clone(),
             claims: Vec::new(),
-            outcome: Outcome::Pass,
-            reason: None,
-            claim_outcomes: BTreeMap::new(),
-            critical_cases: BTreeMap::new(),
             adapter: "command".into(),
             counts: None,
             discovered: None,
             minimum: None,
-            sandbox: "worktree".into(),
-            isolation: "namespaces".into(),
-            network: "private".into(),
-            run_id: "r".into(),
-            started_at: receipt::rfc3339(std::time::Duration::from_secs(0)),
             finished_at: receipt::rfc3339(std::time::Duration::from_secs(1)),
             duration_ms: 1000,
-            exit: Some(Exit {
-                code: Some(0),
-                signal: None,
-                timed_out: false,
-            }),
-            artifacts: Vec::new(),
-            fingerprint: fp.to_owned(),
-            binding: "b".repeat(64),
-            manifest: Vec::new(),
-            inputs: "c".repeat(64),
+            fingerprint: *fp,
             input_files: 1,
+            ..Proof::sample()
         }
     }
 
@@ -350,7 +333,7 @@ mod tests {
                 &fps,
                 &w.store,
                 &w.trusted(),
-                "c",
+                &change(),
                 false,
                 Some((i, two)),
             );
@@ -359,7 +342,15 @@ mod tests {
             assert!(all.is_disjoint(&run), "a provider in two shards");
             all.extend(run);
         }
-        let (everything, _) = wanted(&w.graph, &fps, &w.store, &w.trusted(), "c", false, None);
+        let (everything, _) = wanted(
+            &w.graph,
+            &fps,
+            &w.store,
+            &w.trusted(),
+            &change(),
+            false,
+            None,
+        );
         assert_eq!(all, everything);
     }
 }

@@ -12,8 +12,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use proofgraph_graph::fingerprint::Fingerprints;
-use proofgraph_graph::{ProviderId, RepoId, SealedGraph};
+use proofgraph_graph::fingerprint::{Fingerprint, Fingerprints};
+use proofgraph_graph::{CapabilityName, ChangeName, ProviderId, RepoId, SealedGraph};
 use serde::Serialize;
 
 use crate::attest::envelope::TrustedKey;
@@ -101,18 +101,18 @@ pub struct Lookup {
 pub fn lookup(
     store: &Store,
     trusted: &[TrustedKey],
-    change: &str,
-    fingerprint: &str,
-    receipt: &str,
-    capability: &str,
+    change: &ChangeName,
+    fingerprint: &Fingerprint,
+    receipt: &ProviderId,
+    capability: &CapabilityName,
 ) -> Lookup {
     let key = Store::action_key(fingerprint, receipt, capability);
     if let Some(sha) = store.action(&key) {
         match receipt::check(store, &sha, trusted) {
             Ok(v)
-                if v.proof.fingerprint == fingerprint
-                    && v.proof.capability == capability
-                    && v.proof.receipt == receipt =>
+                if v.proof.fingerprint == *fingerprint
+                    && v.proof.capability == *capability
+                    && v.proof.receipt == *receipt =>
             {
                 return Lookup {
                     state: state_of(v.proof.outcome),
@@ -189,7 +189,7 @@ pub fn requirements(
     fingerprints: &Fingerprints,
     store: &Store,
     trusted: &[TrustedKey],
-    change: &str,
+    change: &ChangeName,
 ) -> Vec<Requirement> {
     let mut cache: BTreeMap<(ProviderId, String, String, String), Evidence> = BTreeMap::new();
     let mut out = Vec::new();
@@ -226,14 +226,7 @@ pub fn requirements(
                             verified,
                             other,
                             reason: refused,
-                        } = lookup(
-                            store,
-                            trusted,
-                            change,
-                            &fp.to_string(),
-                            output.under.as_str(),
-                            capability.as_str(),
-                        );
+                        } = lookup(store, trusted, change, fp, &output.under, &capability);
                         // A receipt that judged claims separately answers
                         // for this claim alone.
                         let own = verified
@@ -326,20 +319,18 @@ pub fn is_proven(
     fingerprints: &Fingerprints,
     store: &Store,
     trusted: &[TrustedKey],
-    change: &str,
+    change: &ChangeName,
 ) -> Option<Vec<Sha256>> {
     let mut receipts = Vec::new();
     for output in &provider.outputs {
-        let fingerprint = fingerprints
-            .of_receipt(&provider.spec.id.value, &output.under)?
-            .to_string();
+        let fingerprint = fingerprints.of_receipt(&provider.spec.id.value, &output.under)?;
         let found = lookup(
             store,
             trusted,
             change,
-            &fingerprint,
-            output.under.as_str(),
-            output.capability.as_str(),
+            fingerprint,
+            &output.under,
+            &output.capability,
         );
         if found.state != State::Passed {
             return None;
@@ -362,12 +353,11 @@ pub fn verify_current(
 ) {
     let keys: Vec<Sha256> = graph
         .providers()
-        .filter_map(|(id, _, p)| Some((fingerprints.providers.get(id)?.to_string(), p)))
-        .flat_map(|(fp, p)| {
-            p.outputs
-                .iter()
-                .map(|o| Store::action_key(&fp, o.under.as_str(), o.capability.as_str()))
-                .collect::<Vec<_>>()
+        .flat_map(|(id, _, p)| {
+            p.outputs.iter().filter_map(move |o| {
+                let fp = fingerprints.of_receipt(id, &o.under)?;
+                Some(Store::action_key(fp, &o.under, &o.capability))
+            })
         })
         .collect();
     crate::base::cores::map(&keys, 8, |key| {

@@ -8,6 +8,8 @@ use std::collections::BTreeMap;
 use std::io;
 use std::path::{Path, PathBuf};
 
+use proofgraph_graph::fingerprint::Fingerprint;
+use proofgraph_graph::{CapabilityName, ChangeName, ProviderId};
 use serde_json::json;
 
 use super::Target;
@@ -20,7 +22,7 @@ use crate::attest::statement::{
     DigestSet, IN_TOTO_PAYLOAD_TYPE, Statement, Subject, sign_statement,
 };
 use crate::proof::receipt::{self, Outcome, PREDICATE_TYPE, Proof, TestNames};
-use crate::store;
+use crate::store::{self, Sha256};
 
 /// The directory of inputs kept for `target` (regressions and hand-made seeds).
 pub fn regression_dir(repo: &Path, target: Target) -> PathBuf {
@@ -190,10 +192,10 @@ fn receipt_statement() -> Statement {
     let hex = |byte: u8| proofgraph_graph::fingerprint::hex(&[byte; 32]);
     let proof = Proof {
         version: receipt::RECEIPT_VERSION,
-        change: "add-profile".to_owned(),
-        provider: "e2e".to_owned(),
-        receipt: "e2e".to_owned(),
-        capability: "e2e".to_owned(),
+        change: ChangeName::parse("add-profile").expect("a change name"),
+        provider: ProviderId::parse("e2e").expect("a provider id"),
+        receipt: ProviderId::parse("e2e").expect("a provider id"),
+        capability: CapabilityName::parse("e2e").expect("a capability"),
         claims: CLAIMS.iter().map(|c| (*c).to_owned()).collect(),
         outcome: Outcome::Fail,
         reason: Some("1 test failed".to_owned()),
@@ -215,9 +217,9 @@ fn receipt_statement() -> Statement {
         }),
         discovered: Some(3),
         minimum: Some(1),
-        sandbox: "worktree".to_owned(),
-        isolation: "namespaces".to_owned(),
-        network: "private".to_owned(),
+        sandbox: proofgraph_sandbox::SandboxMode::Worktree,
+        isolation: receipt::RunIsolation::Namespaces,
+        network: proofgraph_graph::model::Network::Private,
         run_id: "run-1".to_owned(),
         started_at: "2026-01-01T00:00:00.000Z".to_owned(),
         finished_at: "2026-01-01T00:00:01.000Z".to_owned(),
@@ -228,21 +230,21 @@ fn receipt_statement() -> Statement {
             timed_out: false,
         }),
         artifacts: vec![receipt::Artifact {
-            kind: "structured-report".to_owned(),
+            kind: receipt::ArtifactKind::StructuredReport,
             path: Some("results.json".to_owned()),
-            sha256: hex(2),
+            sha256: Sha256::parse(&hex(2)).expect("a digest"),
             size: 10,
             name: Some("trace".to_owned()),
             content_type: Some("application/zip".to_owned()),
         }],
-        fingerprint: hex(3),
-        binding: BINDING.to_owned(),
+        fingerprint: Fingerprint::from_hex(&hex(3)).expect("a fingerprint"),
+        binding: Sha256::parse(BINDING).expect("a digest"),
         manifest: vec![receipt::Component {
             tag: 1,
             name: "argv".to_owned(),
             value: json!(["npx", "playwright", "test"]),
         }],
-        inputs: hex(4),
+        inputs: Sha256::parse(&hex(4)).expect("a digest"),
         input_files: 12,
     };
     let tests = TestNames {

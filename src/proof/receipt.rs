@@ -13,7 +13,10 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use proofgraph_graph::fingerprint::{Manifest, Value as FpValue};
+use proofgraph_graph::fingerprint::{Fingerprint, Manifest, Value as FpValue};
+use proofgraph_graph::model::Network;
+use proofgraph_graph::{CapabilityName, ChangeName, ProviderId};
+use proofgraph_sandbox::SandboxMode;
 
 use crate::attest::envelope::TrustedKey;
 use crate::attest::statement::{self, DigestSet, Statement, Subject};
@@ -70,15 +73,53 @@ pub struct Exit {
     pub timed_out: bool,
 }
 
+/// What an artifact of a receipt is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ArtifactKind {
+    /// The command's log (stdout and stderr, redacted as written).
+    CommandLog,
+    /// The structured report.
+    StructuredReport,
+    /// A file or inline body a Playwright report attached.
+    PlaywrightAttachment,
+    /// One side of a contract.
+    ContractArtifact,
+    /// The signed envelope of an external result (`evidence verify-ci`).
+    ExternalEvidence,
+}
+
+impl ArtifactKind {
+    /// Every kind, in the order they are documented.
+    pub const ALL: [ArtifactKind; 5] = [
+        ArtifactKind::CommandLog,
+        ArtifactKind::StructuredReport,
+        ArtifactKind::PlaywrightAttachment,
+        ArtifactKind::ContractArtifact,
+        ArtifactKind::ExternalEvidence,
+    ];
+
+    /// The name a receipt records.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ArtifactKind::CommandLog => "command-log",
+            ArtifactKind::StructuredReport => "structured-report",
+            ArtifactKind::PlaywrightAttachment => "playwright-attachment",
+            ArtifactKind::ContractArtifact => "contract-artifact",
+            ArtifactKind::ExternalEvidence => "external-evidence",
+        }
+    }
+}
+
 /// A file kept in the store and referenced from the receipt.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Artifact {
-    /// What it is: `command-log`, `structured-report`, `contract-artifact`, …
-    pub kind: String,
+    /// What it is.
+    pub kind: ArtifactKind,
     /// Where it was (repository-relative), when it was a file.
     pub path: Option<String>,
     /// Its SHA-256 (the store key).
-    pub sha256: String,
+    pub sha256: Sha256,
     /// Its size in bytes.
     pub size: u64,
     /// The name a test gave it (Playwright attachments).
@@ -121,13 +162,13 @@ pub struct Proof {
     /// The layout version of these fields.
     pub version: u64,
     /// The change.
-    pub change: String,
+    pub change: ChangeName,
     /// The provider that ran.
-    pub provider: String,
+    pub provider: ProviderId,
     /// The name the receipt is stored under (the provider, or a discovery receiver).
-    pub receipt: String,
+    pub receipt: ProviderId,
     /// The capability vouched for.
-    pub capability: String,
+    pub capability: CapabilityName,
     /// The claims vouched for.
     pub claims: Vec<String>,
     /// The result: the worst of `claim_outcomes` when there are any.
@@ -152,11 +193,11 @@ pub struct Proof {
     /// The discovery floor (for discovery).
     pub minimum: Option<u64>,
     /// `worktree`, `copy` or `none`.
-    pub sandbox: String,
+    pub sandbox: SandboxMode,
     /// `namespaces` or `none`.
-    pub isolation: String,
+    pub isolation: RunIsolation,
     /// `private` or `host`.
-    pub network: String,
+    pub network: Network,
     /// The run that produced it.
     pub run_id: String,
     /// When the command started (RFC 3339).
@@ -170,15 +211,89 @@ pub struct Proof {
     /// Files kept in the store: the command log, the report, attachments.
     pub artifacts: Vec<Artifact>,
     /// The provider's fingerprint (BLAKE3).
-    pub fingerprint: String,
+    pub fingerprint: Fingerprint,
     /// The provider's binding (SHA-256).
-    pub binding: String,
+    pub binding: Sha256,
     /// The fingerprint's components.
     pub manifest: Vec<Component>,
     /// The SHA-256 of the input listing blob (`repo:path<TAB>identity` lines).
-    pub inputs: String,
+    pub inputs: Sha256,
     /// How many input files.
     pub input_files: u64,
+}
+
+impl Proof {
+    /// A well-formed pass of provider `test` in change `c`, for tests to adjust.
+    #[cfg(test)]
+    pub(crate) fn sample() -> Proof {
+        let id = |s: &str| ProviderId::parse(s).expect("a provider id");
+        Proof {
+            claim_outcomes: BTreeMap::new(),
+            critical_cases: BTreeMap::new(),
+            version: RECEIPT_VERSION,
+            change: ChangeName::parse("c").expect("a change name"),
+            provider: id("test"),
+            receipt: id("test"),
+            capability: CapabilityName::parse("test").expect("a capability"),
+            claims: vec!["a".into()],
+            outcome: Outcome::Pass,
+            reason: None,
+            adapter: "test-discovery".into(),
+            counts: Some(Counts {
+                total: 3,
+                passed: 3,
+                ..Counts::default()
+            }),
+            discovered: Some(3),
+            minimum: Some(1),
+            sandbox: SandboxMode::Worktree,
+            isolation: RunIsolation::Namespaces,
+            network: Network::Private,
+            run_id: "r".into(),
+            started_at: rfc3339(std::time::Duration::from_secs(0)),
+            finished_at: rfc3339(std::time::Duration::from_millis(1_500)),
+            duration_ms: 1500,
+            exit: Some(Exit {
+                code: Some(0),
+                signal: None,
+                timed_out: false,
+            }),
+            artifacts: Vec::new(),
+            fingerprint: Fingerprint::from_hex(&"a".repeat(64)).expect("hex"),
+            binding: Sha256::parse(&"b".repeat(64)).expect("hex"),
+            manifest: Vec::new(),
+            inputs: Sha256::parse(&"c".repeat(64)).expect("hex"),
+            input_files: 2,
+        }
+    }
+}
+
+/// Whether a run's jobs ran in their own namespaces.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RunIsolation {
+    /// Private network, PIDs, mounts and `/tmp`.
+    Namespaces,
+    /// Contained by process groups only (or nothing ran).
+    None,
+}
+
+impl RunIsolation {
+    /// The isolation a sandbox run reported.
+    pub fn of(isolation: Option<&proofgraph_sandbox::Isolation>) -> Self {
+        match isolation {
+            Some(proofgraph_sandbox::Isolation::Namespaces { .. }) => RunIsolation::Namespaces,
+            _ => RunIsolation::None,
+        }
+    }
+
+    /// The name a receipt records.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunIsolation::Namespaces => "namespaces",
+            RunIsolation::None => "none",
+        }
+    }
 }
 
 /// One claim's outcome within a receipt.
@@ -228,7 +343,7 @@ pub fn statement(proof: &Proof, tests: &TestNames) -> Result<Statement, statemen
             "proofgraph:{}/{}@{}",
             proof.change, proof.receipt, proof.capability
         ),
-        DigestSet::sha256(proof.binding.clone()).with_blake3(proof.fingerprint.clone()),
+        DigestSet::sha256(proof.binding.to_hex()).with_blake3(proof.fingerprint.to_string()),
     );
     let predicate = serde_json::json!({
         "result": proof.outcome.test_result(),
@@ -467,8 +582,8 @@ pub fn verify_bytes(bytes: &[u8], trusted: &[TrustedKey]) -> Result<(Proof, Stri
         .subject()
         .first()
         .ok_or_else(|| Rejected::NotAReceipt("the statement has no subject".to_owned()))?;
-    if subject.digest.sha256 != proof.binding
-        || subject.digest.blake3.as_deref() != Some(proof.fingerprint.as_str())
+    if subject.digest.sha256 != proof.binding.to_hex()
+        || subject.digest.blake3 != Some(proof.fingerprint.to_string())
     {
         return Err(Rejected::NotAReceipt(
             "the subject does not name the receipt's binding and fingerprint".to_owned(),
@@ -530,44 +645,7 @@ mod tests {
     use super::*;
 
     fn proof() -> Proof {
-        Proof {
-            claim_outcomes: BTreeMap::new(),
-            critical_cases: BTreeMap::new(),
-            version: RECEIPT_VERSION,
-            change: "c".into(),
-            provider: "test".into(),
-            receipt: "test".into(),
-            capability: "test".into(),
-            claims: vec!["a".into()],
-            outcome: Outcome::Pass,
-            reason: None,
-            adapter: "test-discovery".into(),
-            counts: Some(Counts {
-                total: 3,
-                passed: 3,
-                ..Counts::default()
-            }),
-            discovered: Some(3),
-            minimum: Some(1),
-            sandbox: "worktree".into(),
-            isolation: "namespaces".into(),
-            network: "private".into(),
-            run_id: "r".into(),
-            started_at: rfc3339(std::time::Duration::from_secs(0)),
-            finished_at: rfc3339(std::time::Duration::from_millis(1_500)),
-            duration_ms: 1500,
-            exit: Some(Exit {
-                code: Some(0),
-                signal: None,
-                timed_out: false,
-            }),
-            artifacts: Vec::new(),
-            fingerprint: "a".repeat(64),
-            binding: "b".repeat(64),
-            manifest: Vec::new(),
-            inputs: "c".repeat(64),
-            input_files: 2,
-        }
+        Proof::sample()
     }
 
     #[test]
@@ -629,9 +707,12 @@ mod tests {
             reason: Some("failing: t hunter2\"-value".to_owned()),
             claim_outcomes: claims,
             artifacts: vec![Artifact {
-                kind: "playwright-attachment".to_owned(),
+                kind: ArtifactKind::PlaywrightAttachment,
+                path: None,
+                sha256: Sha256::of(b"shot"),
+                size: 4,
                 name: Some("shot hunter2\"-value".to_owned()),
-                ..Artifact::default()
+                content_type: None,
             }],
             ..proof()
         };
@@ -660,6 +741,81 @@ mod tests {
             write(&store, &key, inconclusive, &TestNames::default(), &outcome),
             Err(ReceiptError::Unredactable(_))
         ));
+    }
+
+    #[test]
+    fn artifact_kinds_are_named_as_receipts_have_always_named_them() {
+        for kind in ArtifactKind::ALL {
+            assert_eq!(
+                serde_json::to_value(kind).expect("serializes"),
+                serde_json::Value::from(kind.as_str())
+            );
+        }
+        assert_eq!(
+            ArtifactKind::ALL.map(ArtifactKind::as_str),
+            [
+                "command-log",
+                "structured-report",
+                "playwright-attachment",
+                "contract-artifact",
+                "external-evidence"
+            ]
+        );
+    }
+
+    #[test]
+    fn typed_fields_are_written_as_the_strings_receipts_always_held() {
+        let value = serde_json::to_value(proof()).expect("serializes");
+        for (field, text) in [
+            ("change", "c"),
+            ("provider", "test"),
+            ("receipt", "test"),
+            ("capability", "test"),
+            ("sandbox", "worktree"),
+            ("isolation", "namespaces"),
+            ("network", "private"),
+        ] {
+            assert_eq!(value[field], serde_json::Value::from(text), "{field}");
+        }
+        assert_eq!(
+            value["fingerprint"],
+            serde_json::Value::from("a".repeat(64))
+        );
+        assert_eq!(value["binding"], serde_json::Value::from("b".repeat(64)));
+        assert_eq!(value["inputs"], serde_json::Value::from("c".repeat(64)));
+        let back: Proof = serde_json::from_value(value).expect("reads back");
+        assert_eq!(back, proof());
+    }
+
+    #[test]
+    fn signed_fields_that_break_a_grammar_are_not_a_receipt() {
+        let key = crate::attest::keys::generate_signing_key().expect("key");
+        let trusted = [TrustedKey::new(key.verifying_key())];
+        let good = statement(&proof(), &TestNames::default())
+            .expect("statement")
+            .to_value();
+        for (field, bad) in [
+            ("provider", serde_json::json!("Not An Id")),
+            ("change", serde_json::json!("../elsewhere")),
+            ("capability", serde_json::json!("")),
+            ("fingerprint", serde_json::json!("a".repeat(63))),
+            ("inputs", serde_json::json!("C".repeat(64))),
+            ("sandbox", serde_json::json!("chroot")),
+            ("isolation", serde_json::json!("vm")),
+            ("network", serde_json::json!("public")),
+        ] {
+            let mut forged = good.clone();
+            forged["predicate"]["proofgraph"][field] = bad;
+            let forged =
+                Statement::parse(forged.to_string().as_bytes()).expect("still a statement");
+            let envelope = statement::sign_statement(&forged, &key, None).expect("signed");
+            match verify_bytes(envelope.to_json().as_bytes(), &trusted) {
+                Err(Rejected::NotAReceipt(why)) => {
+                    assert!(why.contains("do not read"), "{field}: {why}");
+                }
+                other => panic!("{field}: {other:?}"),
+            }
+        }
     }
 
     #[test]

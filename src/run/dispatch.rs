@@ -24,9 +24,10 @@ use super::ended::{self, Finished};
 use super::events::{Line, Progress, ProviderRun};
 use super::job::{ExecKey, Jobs};
 use super::plan::{Plan, diag};
-use super::recorder::{Isolated, Persisted, Recorder};
+use super::recorder::{Persisted, Recorder};
 use super::sandboxes::Sandboxes;
 use super::signals::Signals;
+use crate::proof::receipt::RunIsolation;
 
 /// How many providers the scheduler may hand to the run at once: the run itself holds
 /// `jobs` of their commands at a time, and the rest wait in it for a slot.
@@ -64,7 +65,7 @@ pub(super) struct Dispatcher<'p, 'a> {
     pub(super) scheduler: Scheduler<'a>,
     pub(super) run: Option<Run>,
     /// How isolated the run is (what receipts record; whether a port in use is refused).
-    pub(super) isolation: Isolated,
+    pub(super) isolation: RunIsolation,
     pub(super) sandboxes: Sandboxes,
     pub(super) jobs: BTreeMap<JobId, Purpose>,
     /// Execution key → the job running it, or its finished result.
@@ -109,7 +110,7 @@ impl<'p, 'a> Dispatcher<'p, 'a> {
         plan: &'p Plan<'a>,
         wanted: &BTreeSet<NodeId>,
         run: Option<Run>,
-        isolation: Isolated,
+        isolation: RunIsolation,
         sandboxes: Sandboxes,
         log_dir: PathBuf,
         recorder: Recorder,

@@ -166,9 +166,9 @@ pub struct ProviderRun {
 #[derive(Debug, Clone, Serialize)]
 pub struct ReceiptView {
     /// The name it is stored under.
-    pub receipt: String,
+    pub receipt: proofgraph_graph::ProviderId,
     /// The capability.
-    pub capability: String,
+    pub capability: proofgraph_graph::CapabilityName,
     /// Its outcome.
     pub outcome: Outcome,
     /// Why it is not a pass.
@@ -207,8 +207,8 @@ mod tests {
             reason: Some("why".into()),
             duration_ms: None,
             receipts: vec![ReceiptView {
-                receipt: "unit".into(),
-                capability: "test".into(),
+                receipt: ProviderId::parse("unit").expect("an id"),
+                capability: proofgraph_graph::CapabilityName::test(),
                 outcome: Outcome::Inconclusive,
                 reason: None,
                 sha256: Sha256::of(b"receipt"),

@@ -11,31 +11,7 @@ use proofgraph_sandbox::evidence::{self, EvidenceError};
 use crate::decide::judge::ReportFile;
 use crate::decide::report::Attachment;
 use crate::decide::report::MAX_REPORT_BYTES;
-
-/// What an artifact of a receipt is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum ArtifactKind {
-    /// The command's log (stdout and stderr, redacted as written).
-    CommandLog,
-    /// The structured report.
-    StructuredReport,
-    /// A file or inline body a Playwright report attached.
-    PlaywrightAttachment,
-    /// One side of a contract.
-    ContractArtifact,
-}
-
-impl ArtifactKind {
-    /// The name a receipt records.
-    pub(super) fn as_str(self) -> &'static str {
-        match self {
-            ArtifactKind::CommandLog => "command-log",
-            ArtifactKind::StructuredReport => "structured-report",
-            ArtifactKind::PlaywrightAttachment => "playwright-attachment",
-            ArtifactKind::ContractArtifact => "contract-artifact",
-        }
-    }
-}
+pub(super) use crate::proof::receipt::ArtifactKind;
 
 /// One artifact's bytes and how its receipt names it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -130,26 +106,6 @@ pub(super) fn attachment<'d>(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn artifact_kinds_are_named_as_receipts_have_always_named_them() {
-        let names = [
-            ArtifactKind::CommandLog,
-            ArtifactKind::StructuredReport,
-            ArtifactKind::PlaywrightAttachment,
-            ArtifactKind::ContractArtifact,
-        ]
-        .map(ArtifactKind::as_str);
-        assert_eq!(
-            names,
-            [
-                "command-log",
-                "structured-report",
-                "playwright-attachment",
-                "contract-artifact"
-            ]
-        );
-    }
 
     #[test]
     fn only_a_file_written_since_the_command_started_and_not_through_a_link_is_evidence() {

@@ -26,9 +26,10 @@ pub use super::plan::{Executed, Plan, Stopped};
 
 use super::dispatch::{Dispatched, Dispatcher};
 use super::plan::diag;
-use super::recorder::{Isolated, Recorder};
+use super::recorder::Recorder;
 use super::sandboxes;
 use super::writer::{self, Writer};
+use crate::proof::receipt::RunIsolation;
 
 /// Runs `wanted` (providers) and writes their receipts.
 pub fn execute(plan: &Plan<'_>, wanted: &BTreeSet<NodeId>) -> Result<Executed, Stopped> {
@@ -125,7 +126,7 @@ async fn execute_async(
         plan,
         wanted,
         run,
-        Isolated::of(isolation.as_ref()),
+        RunIsolation::of(isolation.as_ref()),
         sandboxes,
         log_dir,
         recorder,

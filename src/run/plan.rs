@@ -3,8 +3,8 @@
 
 use std::num::NonZeroUsize;
 
-use proofgraph_graph::SealedGraph;
 use proofgraph_graph::fingerprint::Fingerprints;
+use proofgraph_graph::{ChangeName, SealedGraph};
 use proofgraph_sandbox::{Isolation, IsolationRequest, SandboxMode};
 
 use crate::base::diagnostic::{Code, Diagnostic};
@@ -21,7 +21,7 @@ pub struct Plan<'a> {
     /// The sealed graph.
     pub graph: &'a SealedGraph,
     /// The change's name.
-    pub change: &'a str,
+    pub change: &'a ChangeName,
     /// The workspace.
     pub workspace: &'a Workspace,
     /// What was observed (snapshots, input files).

@@ -5,7 +5,6 @@
 use std::sync::mpsc;
 
 use proofgraph_graph::NodeId;
-use proofgraph_sandbox::Isolation;
 
 use crate::base::diagnostic::Diagnostic;
 use crate::base::redact::Redacted;
@@ -14,33 +13,7 @@ use crate::decide::judge::Judged;
 use super::ended::Finished;
 use super::events::ProviderRun;
 use super::evidence::Kept;
-
-/// How isolated the run's jobs are, as a receipt names it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Isolated {
-    /// In the run's own namespaces.
-    Namespaces,
-    /// Sharing the host's network, PIDs and `/tmp` (or nothing ran).
-    None,
-}
-
-impl Isolated {
-    /// The isolation the run reported.
-    pub(super) fn of(isolation: Option<&Isolation>) -> Self {
-        match isolation {
-            Some(Isolation::Namespaces { .. }) => Isolated::Namespaces,
-            _ => Isolated::None,
-        }
-    }
-
-    /// The name a receipt records.
-    pub(super) fn as_str(self) -> &'static str {
-        match self {
-            Isolated::Namespaces => "namespaces",
-            Isolated::None => "none",
-        }
-    }
-}
+use crate::proof::receipt::RunIsolation;
 
 /// One provider's judged result, for the receipt writer.
 pub(super) struct Persist {
@@ -49,7 +22,7 @@ pub(super) struct Persist {
     pub(super) judged: Redacted<Judged>,
     /// Evidence to keep in the store, read before the next job could start.
     pub(super) kept: Vec<Kept>,
-    pub(super) isolation: Isolated,
+    pub(super) isolation: RunIsolation,
     /// The provider's result, to which the receipts are added.
     pub(super) run: ProviderRun,
 }
@@ -130,6 +103,7 @@ mod tests {
     use crate::decide::judge::{self, Ended, ReportFile};
     use crate::run::events::ProviderAction;
     use crate::run::testing::{node, pid, provider, seal};
+    use proofgraph_sandbox::Isolation;
 
     /// A result of `id`'s that could not run.
     fn persist(id: &str) -> Persist {
@@ -147,7 +121,7 @@ mod tests {
             finished: Finished::error_now("why".into()),
             judged: Secrets::none().redact(judged),
             kept: Vec::new(),
-            isolation: Isolated::None,
+            isolation: RunIsolation::None,
             run: ProviderRun {
                 provider: id.into(),
                 action: ProviderAction::Ran,
@@ -192,14 +166,14 @@ mod tests {
 
     #[test]
     fn a_receipt_names_the_isolation_the_run_had() {
-        assert_eq!(Isolated::of(None).as_str(), "none");
+        assert_eq!(RunIsolation::of(None).as_str(), "none");
         let none = Isolation::None {
             reason: "no user namespaces".into(),
         };
-        assert_eq!(Isolated::of(Some(&none)).as_str(), "none");
+        assert_eq!(RunIsolation::of(Some(&none)).as_str(), "none");
         let namespaces = Isolation::Namespaces {
             user_namespace: true,
         };
-        assert_eq!(Isolated::of(Some(&namespaces)).as_str(), "namespaces");
+        assert_eq!(RunIsolation::of(Some(&namespaces)).as_str(), "namespaces");
     }
 }

@@ -17,7 +17,7 @@ use crate::base::diagnostic::{Code, Diagnostic};
 
 use super::dispatch::{Dispatcher, Purpose};
 use super::events::Line;
-use super::recorder::Isolated;
+use crate::proof::receipt::RunIsolation;
 
 /// The host a readiness URL names (brackets of an IPv6 literal removed), as the one reader
 /// of readiness URLs parsed it; `127.0.0.1` for a URL preflight would have refused.
@@ -75,7 +75,7 @@ impl Dispatcher<'_, '_> {
     pub(super) fn start_service(&mut self, id: NodeId, s: &ServiceNode) {
         // Without a private network, a server already answering on the
         // service's URL would answer its probe: refuse instead.
-        if self.isolation == Isolated::None
+        if self.isolation == RunIsolation::None
             && let Some(url) = s.spec.readiness.as_ref().and_then(|r| r.url.as_ref())
             && let Some(port) = s.port
             && answers(&url.value, port)

@@ -6,8 +6,9 @@
 use std::collections::BTreeMap;
 use std::sync::mpsc;
 
-use proofgraph_graph::fingerprint::Fingerprints;
-use proofgraph_graph::{ProviderId, SealedGraph};
+use proofgraph_graph::fingerprint::{Fingerprint, Fingerprints};
+use proofgraph_graph::model::Network;
+use proofgraph_graph::{ChangeName, ProviderId, SealedGraph};
 use proofgraph_sandbox::SandboxMode;
 
 use crate::base::diagnostic::{Code, Diagnostic};
@@ -15,10 +16,10 @@ use crate::base::redact::Secrets;
 use crate::decide::judge::Ended;
 use crate::observe::world::Observed;
 use crate::proof::receipt::{self, Artifact, Proof};
-use crate::store::Store;
+use crate::store::{Sha256, Store};
 
 use super::events::ReceiptView;
-use super::evidence::ArtifactKind;
+use super::evidence::{ArtifactKind, Kept};
 use super::plan::{Plan, diag};
 use super::recorder::{Persist, Persisted, Recorder};
 
@@ -51,7 +52,7 @@ pub(super) fn start<'scope, 'env: 'scope>(
 /// Writes receipts: what the receipt writer's thread needs of a [`Plan`].
 pub(super) struct Writer<'a> {
     graph: &'a SealedGraph,
-    change: &'a str,
+    change: &'a ChangeName,
     observed: &'a Observed,
     fingerprints: &'a Fingerprints,
     store: &'a Store,
@@ -98,28 +99,7 @@ impl<'a> Writer<'a> {
         };
         let pid = &p.spec.id.value;
         let store = self.store;
-        let mut artifacts = Vec::new();
-        for kept in kept {
-            // What is stored holds no secret: logs were redacted as they were written, but
-            // only of the forms a stream redactor knows; reports and attachments not yet.
-            let bytes = self.secrets.bytes(&kept.bytes);
-            match store.put(&bytes) {
-                Ok(sha) => artifacts.push(Artifact {
-                    kind: kept.kind.as_str().into(),
-                    path: kept.path,
-                    sha256: sha.to_hex(),
-                    size: bytes.len() as u64,
-                    name: kept.name,
-                    content_type: kept.content_type,
-                }),
-                // The log matters most; a report or attachment that cannot be kept is
-                // still judged from.
-                Err(e) if kept.kind == ArtifactKind::CommandLog => {
-                    diagnostics.push(crate::store::diagnostic(&e));
-                }
-                Err(_) => {}
-            }
-        }
+        let artifacts = self.keep(kept, &mut diagnostics);
         let files = self
             .observed
             .files
@@ -130,7 +110,7 @@ impl<'a> Writer<'a> {
         // A receipt binds the listing of what the job saw: one that cannot be stored is no
         // receipt, never a receipt naming no inputs.
         let inputs = match store.put(&listing) {
-            Ok(sha) => sha.to_hex(),
+            Ok(sha) => sha,
             Err(e) => {
                 diagnostics.push(diag(
                     Code::StoreUnusable,
@@ -149,8 +129,7 @@ impl<'a> Writer<'a> {
         };
         // Each receipt is bound to the fingerprint of the provider it is stored under: a
         // discovery receiver's own (which includes this producer's), else this provider's.
-        let mut bound: BTreeMap<ProviderId, (String, String, Vec<receipt::Component>)> =
-            BTreeMap::new();
+        let mut bound: BTreeMap<ProviderId, Option<Bound>> = BTreeMap::new();
         let exit = match &finished.ended {
             Ended::Exited(e) => Some(e.clone()),
             Ended::Error(_) => None,
@@ -166,29 +145,31 @@ impl<'a> Writer<'a> {
             } else {
                 pid
             };
-            let (fingerprint, binding, manifest) = bound
+            let Some(Bound {
+                fingerprint,
+                binding,
+                manifest,
+            }) = bound
                 .entry(owner.clone())
-                .or_insert_with(|| {
-                    let fingerprint = self
-                        .fingerprints
-                        .providers
-                        .get(owner)
-                        .map(ToString::to_string)
-                        .unwrap_or_default();
-                    let (binding, manifest) = self
-                        .graph
-                        .binding_and_manifest(owner, &self.observed.world, self.fingerprints)
-                        .map(|(b, m)| (b.sha256_hex(), crate::proof::receipt::components(&m)))
-                        .unwrap_or_default();
-                    (fingerprint, binding, manifest)
-                })
-                .clone();
+                .or_insert_with(|| self.bound(owner))
+                .clone()
+            else {
+                // Every provider of a sealed graph has a fingerprint: a bug, never a
+                // receipt bound to nothing.
+                written = false;
+                diagnostics.push(diag(
+                    Code::InternalError,
+                    format!("the receipt of `{pid}` has no fingerprint to be bound to, so its result was not recorded"),
+                    "This is a bug: report it with the change's execution.yaml; the provider runs again next time.",
+                ));
+                continue;
+            };
             let proof = Proof {
                 version: receipt::RECEIPT_VERSION,
-                change: self.change.to_owned(),
-                provider: pid.to_string(),
-                receipt: verdict.output.under.to_string(),
-                capability: verdict.output.capability.to_string(),
+                change: self.change.clone(),
+                provider: pid.clone(),
+                receipt: verdict.output.under.clone(),
+                capability: verdict.output.capability.clone(),
                 claims: p.claims.iter().map(ToString::to_string).collect(),
                 outcome: verdict.outcome,
                 reason: verdict.reason.clone(),
@@ -198,33 +179,28 @@ impl<'a> Writer<'a> {
                 counts: judged.counts.clone(),
                 discovered: verdict.discovered,
                 minimum: verdict.minimum,
-                sandbox: self.mode.as_str().to_owned(),
-                isolation: isolation.as_str().to_owned(),
+                sandbox: self.mode,
+                isolation,
                 network: p
                     .spec
                     .network
                     .as_ref()
-                    .map_or("private", |n| n.value.as_str())
-                    .to_owned(),
+                    .map_or(Network::Private, |n| n.value),
                 run_id: self.run_id.to_owned(),
                 started_at: finished.started_at.clone(),
                 finished_at: finished.finished_at.clone(),
                 duration_ms: u64::try_from(finished.duration.as_millis()).unwrap_or(u64::MAX),
                 exit: exit.clone(),
                 artifacts: artifacts.clone(),
-                fingerprint: fingerprint.clone(),
+                fingerprint,
                 binding,
                 manifest,
-                inputs: inputs.clone(),
+                inputs,
                 input_files: files.len() as u64,
             };
             match receipt::write(store, self.key, proof, &judged.tests, self.secrets) {
                 Ok((sha, proof)) => {
-                    let key = Store::action_key(
-                        &fingerprint,
-                        proof.receipt.as_str(),
-                        proof.capability.as_str(),
-                    );
+                    let key = Store::action_key(&fingerprint, &proof.receipt, &proof.capability);
                     let stored = store.set_action(&key, &sha).and_then(|()| {
                         store.set_ref(self.change, &proof.receipt, &proof.capability, &sha)
                     });
@@ -239,32 +215,9 @@ impl<'a> Writer<'a> {
                         sha256: sha,
                     });
                 }
-                Err(receipt::ReceiptError::Store(e)) => {
+                Err(e) => {
                     written = false;
-                    diagnostics.push(diag(
-                        Code::StoreUnusable,
-                        format!("the receipt of `{pid}` could not be written: failed to {e}"),
-                        "Check that .proofgraph/ is writable.",
-                    ));
-                }
-                // A secret as generic as a value the receipt must hold (an outcome name):
-                // nothing is recorded rather than the secret.
-                Err(e @ receipt::ReceiptError::Unredactable(_)) => {
-                    written = false;
-                    diagnostics.push(diag(
-                        Code::SecretTooShort,
-                        format!("the receipt of `{pid}` was not written: failed to {e}"),
-                        "Give the `envFrom` variable a longer, distinctive value; the provider runs again next time.",
-                    ));
-                }
-                // Nothing the store can do about it: a value the receipt cannot carry.
-                Err(e @ receipt::ReceiptError::Statement(_)) => {
-                    written = false;
-                    diagnostics.push(diag(
-                        Code::InternalError,
-                        format!("the receipt of `{pid}` could not be encoded, so its result was not recorded: failed to {e}"),
-                        "This is a bug: report it with the provider's report; the provider runs again next time.",
-                    ));
+                    diagnostics.push(not_written(pid, &e));
                 }
             }
         }
@@ -275,237 +228,81 @@ impl<'a> Writer<'a> {
             written,
         }
     }
+
+    /// Keeps each artifact in the store, redacted; a log that cannot be kept is reported
+    /// (a report or attachment that cannot be kept is still judged from).
+    fn keep(&self, kept: Vec<Kept>, diagnostics: &mut Vec<Diagnostic>) -> Vec<Artifact> {
+        let mut artifacts = Vec::new();
+        for kept in kept {
+            // What is stored holds no secret: logs were redacted as they were written, but
+            // only of the forms a stream redactor knows; reports and attachments not yet.
+            let bytes = self.secrets.bytes(&kept.bytes);
+            match self.store.put(&bytes) {
+                Ok(sha) => artifacts.push(Artifact {
+                    kind: kept.kind,
+                    path: kept.path,
+                    sha256: sha,
+                    size: bytes.len() as u64,
+                    name: kept.name,
+                    content_type: kept.content_type,
+                }),
+                Err(e) if kept.kind == ArtifactKind::CommandLog => {
+                    diagnostics.push(crate::store::diagnostic(&e));
+                }
+                Err(_) => {}
+            }
+        }
+        artifacts
+    }
+
+    /// What a receipt stored under `owner` is bound to: its fingerprint, binding and
+    /// manifest now.
+    fn bound(&self, owner: &ProviderId) -> Option<Bound> {
+        let (binding, manifest) = self
+            .graph
+            .binding_and_manifest(owner, &self.observed.world, self.fingerprints)
+            .ok()?;
+        Some(Bound {
+            fingerprint: *self.fingerprints.providers.get(owner)?,
+            binding: Sha256::from_bytes(binding.sha256),
+            manifest: crate::proof::receipt::components(&manifest),
+        })
+    }
+}
+
+/// Why a receipt was not written, as a diagnostic; the provider runs again next time.
+fn not_written(pid: &ProviderId, e: &receipt::ReceiptError) -> Diagnostic {
+    match e {
+        receipt::ReceiptError::Store(e) => diag(
+            Code::StoreUnusable,
+            format!("the receipt of `{pid}` could not be written: failed to {e}"),
+            "Check that .proofgraph/ is writable.",
+        ),
+        // A secret as generic as a value the receipt must hold (an outcome name):
+        // nothing is recorded rather than the secret.
+        receipt::ReceiptError::Unredactable(_) => diag(
+            Code::SecretTooShort,
+            format!("the receipt of `{pid}` was not written: failed to {e}"),
+            "Give the `envFrom` variable a longer, distinctive value; the provider runs again next time.",
+        ),
+        // Nothing the store can do about it: a value the receipt cannot carry.
+        receipt::ReceiptError::Statement(_) => diag(
+            Code::InternalError,
+            format!(
+                "the receipt of `{pid}` could not be encoded, so its result was not recorded: failed to {e}"
+            ),
+            "This is a bug: report it with the provider's report; the provider runs again next time.",
+        ),
+    }
+}
+
+/// What a receipt stored under one provider is bound to.
+#[derive(Clone)]
+struct Bound {
+    fingerprint: Fingerprint,
+    binding: Sha256,
+    manifest: Vec<receipt::Component>,
 }
 
 #[cfg(test)]
-mod tests {
-    use std::path::PathBuf;
-    use std::time::{Duration, SystemTime};
-
-    use proofgraph_graph::Adapter;
-
-    use super::*;
-    use crate::attest::envelope::TrustedKey;
-    use crate::decide::judge::{self, ReportFile};
-    use crate::proof::receipt::{Exit, Outcome};
-    use crate::run::ended::Finished;
-    use crate::run::events::{ProviderAction, ProviderRun};
-    use crate::run::evidence::Kept;
-    use crate::run::recorder::Isolated;
-    use crate::run::testing::{discovery_pair, node, observed, pid, provider, seal};
-    use crate::store::Sha256;
-
-    const SECRET: &str = "a-long-secret-value";
-    const TAP: &[u8] = b"TAP version 13\n1..2\nok 1 - a\nok 2 - b\n";
-
-    /// `unit` (a command) and the producer `test-web` with its receiver `discovery-web`.
-    fn graph() -> SealedGraph {
-        let [producer, receiver] = discovery_pair(None);
-        let unit = provider("unit", Adapter::Command, &["true"]);
-        seal(vec![unit, producer, receiver], Vec::new())
-    }
-
-    struct Fixture {
-        dir: tempfile::TempDir,
-        store: Store,
-        key: ed25519_dalek::SigningKey,
-        graph: SealedGraph,
-        observed: Observed,
-        fingerprints: Fingerprints,
-        secrets: Secrets,
-    }
-
-    impl Fixture {
-        fn new(secret: &str) -> Self {
-            let dir = tempfile::tempdir().expect("tempdir");
-            let store = Store::open(dir.path()).expect("store");
-            let graph = graph();
-            let observed = observed(&graph);
-            let fingerprints = graph.fingerprints(&observed.world).expect("fingerprints");
-            Fixture {
-                dir,
-                store,
-                key: crate::attest::keys::generate_signing_key().expect("key"),
-                graph,
-                observed,
-                fingerprints,
-                secrets: Secrets::new([secret.as_bytes().to_vec()]),
-            }
-        }
-
-        fn writer(&self) -> Writer<'_> {
-            Writer {
-                graph: &self.graph,
-                change: "c",
-                observed: &self.observed,
-                fingerprints: &self.fingerprints,
-                store: &self.store,
-                key: &self.key,
-                mode: SandboxMode::Worktree,
-                run_id: "run9",
-                secrets: &self.secrets,
-            }
-        }
-
-        /// `provider`'s execution ended with `code` and `report`, its log holding `log`.
-        fn persist(&self, provider: &str, code: i32, report: ReportFile, log: &str) -> Persist {
-            let p = node(&self.graph, provider);
-            let ended = Ended::Exited(Exit {
-                code: Some(code),
-                signal: None,
-                timed_out: false,
-            });
-            let judged = judge::judge(p, self.graph.claims(), &ended, &report, 1_000);
-            let wall = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000);
-            Persist {
-                id: self.graph.provider(&pid(provider)).expect("node"),
-                finished: Finished::ran(ended, PathBuf::from("/l"), Duration::from_secs(1), wall),
-                judged: self.secrets.redact(judged),
-                kept: vec![Kept::new(
-                    ArtifactKind::CommandLog,
-                    None,
-                    log.as_bytes().to_vec(),
-                )],
-                isolation: Isolated::Namespaces,
-                run: ProviderRun {
-                    provider: provider.into(),
-                    action: ProviderAction::Ran,
-                    reason: None,
-                    duration_ms: Some(1_000),
-                    receipts: Vec::new(),
-                },
-            }
-        }
-
-        fn read(&self, sha: &Sha256) -> std::sync::Arc<Proof> {
-            let trusted = [TrustedKey::new(self.key.verifying_key())];
-            receipt::read(&self.store, sha, &trusted)
-                .expect("a verified receipt")
-                .proof
-        }
-    }
-
-    #[test]
-    fn a_pass_is_signed_and_found_by_its_fingerprint_with_its_log_redacted() {
-        let f = Fixture::new(SECRET);
-        let done = f.writer().persist(f.persist(
-            "unit",
-            0,
-            ReportFile::NotExpected,
-            &format!("token={SECRET}\n"),
-        ));
-        assert!(done.written, "{:?}", done.diagnostics);
-        assert!(done.diagnostics.is_empty(), "{:?}", done.diagnostics);
-        let [view] = done.run.receipts.as_slice() else {
-            panic!("one receipt: {:?}", done.run.receipts);
-        };
-        assert_eq!(
-            (
-                view.receipt.as_str(),
-                view.capability.as_str(),
-                view.outcome
-            ),
-            ("unit", "integration", Outcome::Pass)
-        );
-        let fp = f.fingerprints.providers[&pid("unit")].to_string();
-        let action = Store::action_key(&fp, "unit", "integration");
-        assert_eq!(f.store.action(&action), Some(view.sha256));
-        assert_eq!(
-            f.store.latest("c", "unit", "integration"),
-            Some(view.sha256)
-        );
-        let proof = f.read(&view.sha256);
-        assert_eq!(proof.fingerprint, fp);
-        assert_eq!(
-            (
-                proof.sandbox.as_str(),
-                proof.isolation.as_str(),
-                proof.network.as_str()
-            ),
-            ("worktree", "namespaces", "private")
-        );
-        assert_eq!((proof.run_id.as_str(), proof.duration_ms), ("run9", 1_000));
-        assert_eq!(proof.started_at, "1970-01-01T00:16:39.000Z");
-        assert_eq!(proof.exit.as_ref().and_then(|e| e.code), Some(0));
-        let [log] = proof.artifacts.as_slice() else {
-            panic!("one artifact: {:?}", proof.artifacts);
-        };
-        assert_eq!(log.kind, "command-log");
-        let stored = f
-            .store
-            .get(&Sha256::parse(&log.sha256).expect("a digest"))
-            .expect("the log is stored");
-        let stored = String::from_utf8(stored).expect("utf-8");
-        assert!(!stored.contains(SECRET), "{stored}");
-        assert!(stored.starts_with("token="), "{stored}");
-    }
-
-    #[test]
-    fn a_receivers_receipt_is_bound_to_the_receivers_fingerprint() {
-        let f = Fixture::new(SECRET);
-        let report = ReportFile::Bytes("web.tap".into(), TAP.to_vec());
-        let done = f.writer().persist(f.persist("test-web", 0, report, "ok"));
-        assert!(done.written, "{:?}", done.diagnostics);
-        let by_receipt: BTreeMap<&str, &ReceiptView> = done
-            .run
-            .receipts
-            .iter()
-            .map(|v| (v.receipt.as_str(), v))
-            .collect();
-        assert_eq!(
-            by_receipt.keys().copied().collect::<Vec<_>>(),
-            ["discovery-web", "test-web"]
-        );
-        for (under, capability) in [("test-web", "test"), ("discovery-web", "discovery")] {
-            let view = by_receipt[under];
-            let fp = f.fingerprints.providers[&pid(under)].to_string();
-            assert_eq!(f.read(&view.sha256).fingerprint, fp, "{under}");
-            assert_eq!(f.read(&view.sha256).provider, "test-web", "{under}");
-            let action = Store::action_key(&fp, under, capability);
-            assert_eq!(f.store.action(&action), Some(view.sha256), "{under}");
-        }
-    }
-
-    #[test]
-    fn a_secret_that_is_an_outcome_name_leaves_the_result_unrecorded() {
-        // Without a report a discovery provider is inconclusive, and "inconclusive" is
-        // the secret: the receipt cannot hold its own outcome, so none is written.
-        let f = Fixture::new("inconclusive");
-        let done =
-            f.writer()
-                .persist(f.persist("test-web", 0, ReportFile::Missing("web.tap".into()), ""));
-        assert!(!done.written);
-        assert!(done.run.receipts.is_empty());
-        let codes: Vec<Code> = done.diagnostics.iter().map(|d| d.code).collect();
-        assert_eq!(codes, [Code::SecretTooShort, Code::SecretTooShort]);
-    }
-
-    #[test]
-    fn a_store_that_cannot_take_receipts_says_so_and_records_nothing() {
-        let f = Fixture::new(SECRET);
-        // Where every write goes first is no longer a directory.
-        let tmp = f.dir.path().join(".proofgraph/tmp");
-        fs_err::remove_dir_all(&tmp).expect("remove tmp");
-        fs_err::write(&tmp, b"").expect("a file in its place");
-        let done = f
-            .writer()
-            .persist(f.persist("unit", 1, ReportFile::NotExpected, "log"));
-        assert!(!done.written);
-        assert!(done.run.receipts.is_empty());
-        let codes: Vec<Code> = done.diagnostics.iter().map(|d| d.code).collect();
-        // The log that could not be kept, then the input listing (without which no receipt
-        // is written, rather than one that names no inputs).
-        assert_eq!(codes, [Code::StoreUnusable, Code::StoreUnusable]);
-        assert!(
-            done.diagnostics[1].message.starts_with(
-                "the input listing of `unit` could not be stored, so its result was not recorded: failed to "
-            ),
-            "{}",
-            done.diagnostics[1].message
-        );
-        assert!(
-            !f.dir.path().join(".proofgraph/refs/c").exists(),
-            "no entry points at a receipt"
-        );
-    }
-}
+mod tests;

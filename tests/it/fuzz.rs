@@ -367,19 +367,22 @@ proptest! {
         let entry = dir.path().join(".proofgraph/refs/change/provider@test");
         fs_err::create_dir_all(entry.parent().expect("a parent")).expect("create refs/");
         let store = Store::open_read_only(dir.path());
+        let change = proofgraph_graph::ChangeName::parse("change").expect("a change name");
+        let provider = proofgraph_graph::ProviderId::parse("provider").expect("an id");
+        let test = proofgraph_graph::CapabilityName::test();
         // A link target is a non-empty path without NUL, shorter than PATH_MAX.
         if !data.is_empty() && !data.contains(&0) && data.len() < 4000 {
             let target = std::ffi::OsStr::from_bytes(&data);
             fs_err::os::unix::fs::symlink(target, &entry).expect("make the link");
             prop_assert_eq!(
-                store.latest("change", "provider", "test").map(|s| s.to_hex()),
+                store.latest(&change, &provider, &test).map(|s| s.to_hex()),
                 store::decode_link_target(&data)
             );
             fs_err::remove_file(&entry).expect("remove the link");
         }
         fs_err::write(&entry, &data).expect("write the file");
         prop_assert_eq!(
-            store.latest("change", "provider", "test").map(|s| s.to_hex()),
+            store.latest(&change, &provider, &test).map(|s| s.to_hex()),
             store::decode_entry_file(&data)
         );
     }

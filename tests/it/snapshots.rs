@@ -181,6 +181,8 @@ fn example_prove_then_reuse() {
     ex.snap("example_status", &["status", CHANGE]);
     ex.snap("example_plan", &["plan", CHANGE, "--jobs", "1"]);
     ex.snap("example_explain", &["explain", CHANGE, "test"]);
+    // A discovery producer is judged by its own receipt, not its receiver's.
+    ex.snap("example_explain_producer", &["explain", CHANGE, "test-web"]);
     ex.snap("example_doctor", &["doctor"]);
 }
 

@@ -207,14 +207,19 @@ fn forged_receipts_are_never_reused_as_passes() {
     );
     let forged_sha = store.put(forged.to_json().as_bytes()).expect("put");
     let field = |name: &str| proof[name].as_str().expect("a field").to_owned();
+    let receipt = proofgraph_graph::ProviderId::parse(&field("receipt")).expect("an id");
+    let capability =
+        proofgraph_graph::CapabilityName::parse(&field("capability")).expect("a capability");
     let action = proofgraph::store::Store::action_key(
-        &field("fingerprint"),
-        &field("receipt"),
-        &field("capability"),
+        &proofgraph_graph::fingerprint::Fingerprint::from_hex(&field("fingerprint"))
+            .expect("a fingerprint"),
+        &receipt,
+        &capability,
     );
     store.set_action(&action, &forged_sha).expect("point at it");
+    let change = proofgraph_graph::ChangeName::parse(CHANGE).expect("a change name");
     store
-        .set_ref(CHANGE, &field("receipt"), &field("capability"), &forged_sha)
+        .set_ref(&change, &receipt, &capability, &forged_sha)
         .expect("ref");
 
     // Our key kept: the forgery is named for what it is, pending, and runs again.

@@ -1,0 +1,208 @@
+//! Unit tests of [`super`].
+
+use proofgraph_graph::EnvName;
+use proofgraph_graph::model::Network as NetworkSetting;
+
+use super::*;
+use crate::run::testing::{at, env, node, pid, provider, seal, seal_in, vars};
+
+fn name(s: &str) -> EnvName {
+    EnvName::parse(s).expect("valid env name")
+}
+
+/// A `Jobs` over one sandbox (`/sb/root`) in which every provider's program is found.
+struct Fixture {
+    caller: Env,
+    secrets: Secrets,
+    programs: BTreeMap<ProviderId, Option<Program>>,
+    services: BTreeMap<ServiceId, Option<Program>>,
+    sandboxes: BTreeMap<RepoId, PathBuf>,
+}
+
+impl Fixture {
+    fn new(graph: &SealedGraph) -> Self {
+        Fixture {
+            caller: env(&[("PATH", "/usr/bin"), ("TOKEN", "a-long-secret")]),
+            secrets: Secrets::new([b"a-long-secret".to_vec()]),
+            programs: graph
+                .providers()
+                .map(|(id, _, _)| (id.clone(), Some(Program::Absolute("/bin/sh".into()))))
+                .collect(),
+            services: BTreeMap::new(),
+            sandboxes: BTreeMap::from([(RepoId::root(), PathBuf::from("/sb/root"))]),
+        }
+    }
+
+    fn jobs(&self) -> Jobs<'_> {
+        Jobs {
+            env: &self.caller,
+            run_id: "run1",
+            secrets: &self.secrets,
+            programs: &self.programs,
+            service_programs: &self.services,
+            sandboxes: &self.sandboxes,
+            log_dir: Path::new("/runs/r/logs"),
+        }
+    }
+}
+
+#[test]
+fn a_prepared_job_runs_the_observed_program_in_its_sandbox_with_its_settings() {
+    let mut pw = provider("browser", Adapter::Playwright, &["playwright", "test"]);
+    pw.timeout_ms = Some(at(5_000));
+    pw.network = Some(at(NetworkSetting::Host));
+    let graph = seal(vec![pw], Vec::new());
+    let mut fixture = Fixture::new(&graph);
+    fixture
+        .programs
+        .insert(pid("browser"), Some(Program::InRepository("bin/pw".into())));
+    let prepared = fixture
+        .jobs()
+        .prepare(node(&graph, "browser"))
+        .expect("prepared");
+    let report = PathBuf::from("/runs/r/logs/browser.playwright.json");
+    assert_eq!(prepared.playwright_report.as_ref(), Some(&report));
+    let (key, job) = prepared.into_job(PathBuf::from("/runs/r/logs/1.log"), true);
+    assert_eq!(job.program, Some(PathBuf::from("/sb/root/bin/pw")));
+    assert_eq!(job.cwd, PathBuf::from("/sb/root"));
+    assert_eq!(job.argv, key.argv);
+    assert_eq!(job.env, key.env);
+    assert!(vars(&job.env).contains(&(
+        "PLAYWRIGHT_JSON_OUTPUT_FILE".into(),
+        report.display().to_string()
+    )));
+    assert!(vars(&job.env).contains(&("PROOFGRAPH_RUN_ID".into(), "run1".into())));
+    assert_eq!(job.timeout, Some(Duration::from_millis(5_000)));
+    assert_eq!(job.network, Network::Host);
+    assert_eq!(job.redact, fixture.secrets.patterns());
+    assert!(job.limited && job.hold_after);
+}
+
+#[test]
+fn a_provider_that_cannot_start_says_why() {
+    let mut needs = provider("needs", Adapter::Command, &["make"]);
+    needs.env_from = Some(vec![at(name("GONE"))]);
+    let lost = provider("lost", Adapter::Command, &["nowhere", "x"]);
+    let graph = seal(vec![needs, lost], Vec::new());
+    let mut fixture = Fixture::new(&graph);
+    fixture.programs.insert(pid("lost"), None);
+    let jobs = fixture.jobs();
+    assert_eq!(
+        jobs.prepare(node(&graph, "needs")).expect_err("no GONE"),
+        "`envFrom` names GONE but the environment does not set it"
+    );
+    assert_eq!(
+        jobs.prepare(node(&graph, "lost")).expect_err("no program"),
+        "its command could not be started: `nowhere` is not on its PATH (nor a file of its repository)"
+    );
+    let no_sandbox = Fixture {
+        sandboxes: BTreeMap::new(),
+        ..Fixture::new(&graph)
+    };
+    assert_eq!(
+        no_sandbox
+            .jobs()
+            .prepare(node(&graph, "needs"))
+            .expect_err("no sandbox"),
+        "its repository has no sandbox"
+    );
+    // A default timeout of two minutes, on the private network.
+    let graph = seal(vec![provider("p", Adapter::Command, &["t"])], Vec::new());
+    let (key, job) = Fixture::new(&graph)
+        .jobs()
+        .prepare(node(&graph, "p"))
+        .expect("prepared")
+        .into_job(PathBuf::from("/l"), false);
+    assert_eq!((key.timeout, key.network), (120_000, false));
+    assert_eq!(job.network, Network::Private);
+    assert!(!job.hold_after);
+}
+
+/// `a` and `b` run one command with different reports; `c` the same command with
+/// another environment; `d` no report; `e` runs nothing.
+fn sharing() -> SealedGraph {
+    let mut a = provider("a", Adapter::TestDiscovery, &["npm", "test"]);
+    a.capability = Some(at(proofgraph_graph::CapabilityName::test()));
+    a.report = Some(at("out/a.json".to_owned()));
+    let mut b = provider("b", Adapter::Command, &["npm", "test"]);
+    b.report = Some(at("out/b.json".to_owned()));
+    let mut c = provider("c", Adapter::Command, &["npm", "test"]);
+    c.report = Some(at("out/c.json".to_owned()));
+    c.env = Some(BTreeMap::from([(name("CI"), at("1".to_owned()))]));
+    let d = provider("d", Adapter::Command, &["npm", "test"]);
+    let mut e = provider("e", Adapter::ContractDigest, &[]);
+    e.report = Some(at("out/e.json".to_owned()));
+    e.contract = Some(BTreeMap::from([
+        (RepoId::root(), at("api.json".to_owned())),
+        (
+            RepoId::parse("web").expect("valid"),
+            at("api.json".to_owned()),
+        ),
+    ]));
+    let mut all = vec![a, b, c, d];
+    for p in &mut all {
+        p.repository = Some(at(RepoId::root()));
+    }
+    all.push(e);
+    seal_in(&["web"], all, Vec::new())
+}
+
+#[test]
+fn providers_sharing_a_command_share_one_execution_key() {
+    let graph = sharing();
+    let fixture = Fixture::new(&graph);
+    let jobs = fixture.jobs();
+    let key = |id: &str| jobs.prepare(node(&graph, id)).expect("prepared").key;
+    assert_eq!(key("a"), key("b"));
+    assert_eq!(key("a"), key("d"));
+    // Another environment is another execution.
+    assert_ne!(key("a"), key("c"));
+}
+
+#[test]
+fn every_report_path_judged_from_an_execution_is_emptied_before_it() {
+    let graph = sharing();
+    let fixture = Fixture::new(&graph);
+    let jobs = fixture.jobs();
+    let wanted: BTreeSet<NodeId> = graph.providers().map(|(_, n, _)| n).collect();
+    let reports = jobs.reports_by_execution(&graph, &wanted);
+    let key = |id: &str| jobs.prepare(node(&graph, id)).expect("prepared").key;
+    let dir = PathBuf::from("/sb/root");
+    let mut shared = reports.get(&key("a")).cloned().expect("a's execution");
+    shared.sort();
+    assert_eq!(
+        shared,
+        [
+            (dir.clone(), "out/a.json".to_owned()),
+            (dir.clone(), "out/b.json".to_owned())
+        ]
+    );
+    assert_eq!(
+        reports.get(&key("c")),
+        Some(&vec![(dir, "out/c.json".to_owned())])
+    );
+    // `d` declares none and `e` runs no command: two executions in all.
+    assert_eq!(reports.len(), 2);
+    // Only the wanted providers' reports: without `b`, only `a`'s.
+    let only_a: BTreeSet<NodeId> = [graph.provider(&pid("a")).expect("a")].into();
+    let reports = jobs.reports_by_execution(&graph, &only_a);
+    assert_eq!(reports.get(&key("a")).map(Vec::len), Some(1));
+}
+
+#[test]
+fn a_setup_command_is_searched_on_path_with_the_outside_network() {
+    let graph = seal(Vec::new(), Vec::new());
+    let fixture = Fixture::new(&graph);
+    let job = fixture.jobs().setup_job(
+        &["npm".to_owned(), "ci".to_owned()],
+        Path::new("/sb/root"),
+        PathBuf::from("/l"),
+    );
+    assert_eq!(job.argv, [OsString::from("npm"), OsString::from("ci")]);
+    assert_eq!(job.program, None);
+    assert_eq!(job.network, Network::Host);
+    assert_eq!(job.timeout, Some(Duration::from_secs(1800)));
+    // No envFrom, no run id: the caller's PATH only (TOKEN is not passed on).
+    assert_eq!(vars(&job.env), [("PATH".to_owned(), "/usr/bin".to_owned())]);
+    assert!(!job.limited && !job.hold_after);
+}
