@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
-# The whole test suite, as CI runs it: installs the pinned test tools, then
-# checks formatting and lints, then runs every test. Nothing is skipped for a
-# missing tool: a test that needs one fails and says how to get it.
+# The whole test suite, as CI runs it, on a fresh machine: installs what the tests drive
+# (system packages through apt-get when it can, else one message saying what to install;
+# the pinned npm and Python test tools), checks the flake offline, formatting and lints,
+# then runs every test. Nothing is skipped for a missing tool.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+./scripts/deps.sh
 
 # Real tools the tests compare against or drive (pinned in tools/package-lock.json).
 if [ ! -f tools/node_modules/.package-lock.json ] || [ tools/package-lock.json -nt tools/node_modules/.package-lock.json ]; then
@@ -15,11 +18,9 @@ if ! python3 -c 'import securesystemslib, rfc8785, pytest' 2>/dev/null; then
   python3 -m pip install --quiet --disable-pip-version-check -r tools/interop/requirements.txt
 fi
 
+echo "== flake (offline: name, version and lock file as cargo reads them)"
+./scripts/check-flake.sh
+
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --locked -- -D warnings
-if command -v cargo-nextest >/dev/null 2>&1; then
-  cargo nextest run --workspace --locked --no-fail-fast
-else
-  echo "cargo-nextest not found; running cargo test (install: cargo install cargo-nextest --locked)" >&2
-  cargo test --workspace --locked --no-fail-fast
-fi
+cargo nextest run --workspace --locked --no-fail-fast

@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# Installs what the test suite drives for real, on a fresh machine: system packages through
+# apt-get when it can (as root, or with passwordless sudo), else one message listing what to
+# install; then cargo-nextest. Called by scripts/test.sh (and so by .ci/run); a machine that
+# already has everything installs nothing and runs no apt-get.
+set -euo pipefail
+
+# command that must exist → the Debian package that provides it, and why the tests need it.
+#   git              the repositories every test builds
+#   dot              graphviz: `graph --format dot` must render
+#   openssl          signs and verifies envelopes independently of our code
+#   go               golang-go: a real runner the wiring bootstrap's tests drive
+#   script           bsdutils: the pseudo-terminal the progress-bar test runs prove under
+#   chromium         the browser Playwright drives (never downloaded) + fonts-liberation
+#   nix-instantiate  nix-bin: evaluates the flake's own expressions offline
+#   node, npm        the pinned test tools (Playwright, openspec, turbo)
+needs=(
+  "git:git"
+  "dot:graphviz"
+  "openssl:openssl"
+  "go:golang-go"
+  "script:bsdutils"
+  "chromium:chromium"
+  "nix-instantiate:nix-bin"
+  "node:nodejs"
+  "npm:npm"
+)
+missing=()
+for need in "${needs[@]}"; do
+  command -v "${need%%:*}" >/dev/null 2>&1 || missing+=("${need#*:}")
+done
+# Python: venv (pytest projects in the tests) and pip (the pinned Python test packages).
+python3 -c 'import venv, ensurepip' 2>/dev/null || missing+=(python3-venv)
+python3 -m pip --version >/dev/null 2>&1 || missing+=(python3-pip)
+if [ "${#missing[@]}" -gt 0 ]; then
+  # Fonts and certificates come along: Chromium renders with them, npm fetches over TLS.
+  missing+=(fonts-liberation ca-certificates)
+  if [ "$(id -u)" = 0 ]; then
+    as_root() { "$@"; }
+  elif command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then
+    as_root() { sudo -n "$@"; }
+  else
+    as_root() { return 1; }
+  fi
+  if command -v apt-get >/dev/null 2>&1 && as_root true; then
+    echo "== installing system packages: ${missing[*]}"
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  else
+    echo "The test suite needs these system packages (Debian names): ${missing[*]}." >&2
+    echo "Install them (sudo apt-get install ${missing[*]}, or your system's equivalents) and run ./scripts/test.sh again." >&2
+    exit 1
+  fi
+fi
+
+node -e 'process.exit(+process.versions.node.split(".")[0] >= 20 ? 0 : 1)' ||
+  { echo "Node.js 20 or later is required (@playwright/test 1.65); found $(node --version)" >&2; exit 1; }
+
+command -v cargo-nextest >/dev/null 2>&1 || cargo install cargo-nextest --locked
