@@ -62,6 +62,8 @@ pub struct After {
 pub struct InputsView {
     /// How many files it reads.
     pub files: u64,
+    /// How many of them git does not track (and does not ignore).
+    pub untracked: u64,
     /// Their digest.
     pub digest: String,
 }
@@ -159,7 +161,18 @@ impl Payload for PlanPayload {
                 node.name
             );
             if let Some(inputs) = &node.inputs {
-                let _ = writeln!(out, "           inputs: {} files", inputs.files);
+                match inputs.untracked {
+                    0 => {
+                        let _ = writeln!(out, "           inputs: {} files", inputs.files);
+                    }
+                    n => {
+                        let _ = writeln!(
+                            out,
+                            "           inputs: {} files ({n} untracked)",
+                            inputs.files
+                        );
+                    }
+                }
             }
             if !node.resources.is_empty() {
                 let _ = writeln!(out, "           locks: {}", node.resources.join(", "));
@@ -405,6 +418,7 @@ fn plan_node(
             view.fingerprint = fingerprints.providers.get(pid).map(ToString::to_string);
             view.inputs = observed.world.inputs.get(pid).map(|i| InputsView {
                 files: i.files,
+                untracked: observed.untracked.get(pid).copied().unwrap_or_default() as u64,
                 digest: i.digest.to_hex(),
             });
             view.executable = observed.world.executables.get(pid).map(|e| e.path.clone());

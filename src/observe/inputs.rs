@@ -636,108 +636,206 @@ pub const COPY_EXCLUDED_DIRS: [&str; 5] = [
     "target",
 ];
 
-/// A snapshot for a copy sandbox: the tracked files (as [`snapshot`] reads
-/// them) and the untracked files that git does not ignore, outside
-/// [`COPY_EXCLUDED_DIRS`]. Untracked files have no index entry, so they are
-/// read and hashed (as git blobs, the identity `git add` would give them) on every core.
-pub fn snapshot_copy(dir: &Path, exclude: &[String]) -> Result<Snapshot, InputsError> {
-    let mut tracked = snapshot(dir, exclude)?;
-    let known: std::collections::BTreeSet<&str> =
-        tracked.files.iter().map(|f| f.path.as_str()).collect();
-    let root = tracked.dir.clone();
-    let mut untracked: Vec<(String, FileKind)> = Vec::new();
-    let walker = ignore::WalkBuilder::new(&root)
-        .hidden(false)
-        .parents(false)
-        .git_ignore(true)
-        .git_exclude(true)
-        .git_global(true)
-        .require_git(false)
-        .filter_entry(|e| {
-            let name = e.file_name().to_string_lossy();
-            !(e.file_type().is_some_and(|t| t.is_dir())
-                && (name == ".git" || COPY_EXCLUDED_DIRS.contains(&name.as_ref())))
-        })
-        .build();
-    for entry in walker.flatten() {
-        let Some(ft) = entry.file_type() else {
-            continue;
-        };
-        if ft.is_dir() {
-            continue;
-        }
-        let Ok(rel) = entry.path().strip_prefix(&root) else {
-            continue;
-        };
-        let Some(rel) = rel.to_str() else { continue };
-        if known.contains(rel) || exclude.iter().any(|e| rel.starts_with(e.as_str())) {
-            continue;
-        }
-        let kind = if ft.is_symlink() {
-            FileKind::Symlink
-        } else {
-            use std::os::unix::fs::PermissionsExt as _;
-            let exec = entry
-                .metadata()
-                .is_ok_and(|m| m.permissions().mode() & 0o111 != 0);
-            if exec {
-                FileKind::Executable
-            } else {
-                FileKind::File
-            }
-        };
-        untracked.push((rel.to_owned(), kind));
-    }
-    // Read and hashed on rayon's pool; a panic makes the snapshot fail, never a file clean.
-    let hashed: Vec<Result<Vec<FileEntry>, InputsError>> = {
-        use rayon::prelude::*;
-        let root = &root;
-        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            let files: Result<Vec<FileEntry>, InputsError> = untracked
-                .par_iter()
-                .filter_map(|(rel, kind)| {
-                    let path = root.join(rel);
-                    let content = match if *kind == FileKind::Symlink {
-                        fs_err::read_link(&path).map(|t| t.as_os_str().as_encoded_bytes().to_vec())
-                    } else {
-                        fs_err::read(&path)
-                    } {
-                        Ok(content) => content,
-                        // Gone since the walk (an editor's swap file): absent, as a
-                        // deleted tracked file is.
-                        Err(e) if is_gone(&e) => return None,
-                        Err(source) => {
-                            return Some(Err(InputsError::Read {
-                                path: path.clone(),
-                                source,
-                            }));
-                        }
-                    };
-                    // The blob id `git add` would give it: a file's identity does not
-                    // depend on whether it is tracked yet.
-                    Some(Ok(FileEntry {
-                        path: rel.clone(),
-                        id: blob_identity(&content),
-                        kind: *kind,
-                    }))
-                })
-                .collect();
-            vec![files]
-        }))
-        .unwrap_or_else(|_| {
-            vec![Err(InputsError::Read {
-                path: root.clone(),
-                source: std::io::Error::other("a hashing thread panicked"),
-            })]
-        })
+/// The untracked files under `dir` that git does not ignore — what `git status` lists as
+/// untracked, file by file — read and hashed as git blobs (the identity `git add` would give
+/// them), sorted by path, leaving out any path under one of `exclude` and any directory named
+/// in [`COPY_EXCLUDED_DIRS`]. Which files git ignores is gix's directory walk: every
+/// `.gitignore` from the work tree's root down, `.git/info/exclude` and `core.excludesFile`;
+/// a nested repository is not entered (git shows it as one untracked directory).
+pub fn untracked(dir: &Path, exclude: &[String]) -> Result<Vec<FileEntry>, InputsError> {
+    let not_repo = |message: String| InputsError::NotARepository {
+        dir: dir.to_path_buf(),
+        message,
     };
-    for part in hashed {
-        let part = part?;
-        tracked.rehashed += part.len();
-        tracked.files.extend(part);
+    let canonical = fs_err::canonicalize(dir).map_err(|e| not_repo(e.to_string()))?;
+    let repo = gix::discover(&canonical).map_err(|e| not_repo(e.to_string()))?;
+    let workdir = repo
+        .workdir()
+        .ok_or_else(|| not_repo("it is a bare repository".to_owned()))?;
+    let workdir = fs_err::canonicalize(workdir).map_err(|e| not_repo(e.to_string()))?;
+    let prefix = match canonical.strip_prefix(&workdir) {
+        Ok(rel) if rel.as_os_str().is_empty() => String::new(),
+        Ok(rel) => format!("{}/", rel.to_string_lossy()),
+        Err(_) => {
+            return Err(not_repo(
+                "it lies outside its repository's work tree".to_owned(),
+            ));
+        }
+    };
+    let index = repo.index_or_empty().map_err(|e| InputsError::Index {
+        dir: workdir.clone(),
+        message: e.to_string(),
+    })?;
+    let options = repo
+        .dirwalk_options()
+        .map_err(|e| not_repo(e.to_string()))?
+        .emit_untracked(gix::dir::walk::EmissionMode::Matching);
+    let mut found = Untracked {
+        root: &canonical,
+        prefix: &prefix,
+        exclude,
+        files: Vec::new(),
+    };
+    let patterns: Vec<gix::bstr::BString> = if prefix.is_empty() {
+        Vec::new()
+    } else {
+        vec![prefix.trim_end_matches('/').into()]
+    };
+    let interrupt = std::sync::atomic::AtomicBool::new(false);
+    repo.dirwalk(&index, patterns, &interrupt, options, &mut found)
+        .map_err(|e| InputsError::Index {
+            dir: workdir.clone(),
+            message: format!("walk the untracked files: {e}"),
+        })?;
+    let mut files = hash_untracked(&canonical, &found.files)?;
+    files.sort();
+    Ok(files)
+}
+
+/// Collects the untracked files of a directory walk below `prefix` (repository-relative),
+/// relative to that directory, never entering an excluded directory.
+struct Untracked<'a> {
+    /// The walked directory.
+    root: &'a Path,
+    prefix: &'a str,
+    exclude: &'a [String],
+    files: Vec<(String, FileKind)>,
+}
+
+impl Untracked<'_> {
+    /// The path relative to the walked directory, unless it is outside it or excluded.
+    fn relative<'p>(&self, rela_path: &'p str) -> Option<&'p str> {
+        let rel = rela_path.strip_prefix(self.prefix)?;
+        let excluded = self.exclude.iter().any(|e| rel.starts_with(e.as_str()))
+            || rel
+                .split('/')
+                .any(|component| COPY_EXCLUDED_DIRS.contains(&component));
+        (!excluded).then_some(rel)
     }
-    tracked.files.sort();
-    Ok(tracked)
+}
+
+impl gix::dir::walk::Delegate for Untracked<'_> {
+    fn emit(
+        &mut self,
+        entry: gix::dir::EntryRef<'_>,
+        _collapsed: Option<gix::dir::entry::Status>,
+    ) -> gix::dir::walk::Action {
+        use gix::dir::entry::{Kind, Status};
+        if entry.status == Status::Untracked
+            && let Ok(path) = std::str::from_utf8(entry.rela_path.as_ref())
+            && let Some(rel) = self.relative(path)
+        {
+            let kind = match entry.disk_kind {
+                Some(Kind::File) => {
+                    use std::os::unix::fs::PermissionsExt as _;
+                    let exec = fs_err::symlink_metadata(self.root.join(rel))
+                        .is_ok_and(|m| m.permissions().mode() & 0o111 != 0);
+                    Some(if exec {
+                        FileKind::Executable
+                    } else {
+                        FileKind::File
+                    })
+                }
+                Some(Kind::Symlink) => Some(FileKind::Symlink),
+                // A nested repository, a directory left empty, a socket: no content.
+                _ => None,
+            };
+            if let Some(kind) = kind {
+                self.files.push((rel.to_owned(), kind));
+            }
+        }
+        std::ops::ControlFlow::Continue(())
+    }
+
+    fn can_recurse(
+        &mut self,
+        entry: gix::dir::EntryRef<'_>,
+        for_deletion: Option<gix::dir::walk::ForDeletionMode>,
+        worktree_root_is_repository: bool,
+    ) -> bool {
+        let inside = std::str::from_utf8(entry.rela_path.as_ref()).is_ok_and(|path| {
+            // The work tree's root and the directories between it and the walked one
+            // lead to it.
+            path.is_empty()
+                || self.prefix.starts_with(&format!("{path}/"))
+                || self.relative(path).is_some()
+        });
+        inside
+            && entry.status.can_recurse(
+                entry.disk_kind,
+                entry.pathspec_match,
+                for_deletion,
+                worktree_root_is_repository,
+            )
+    }
+}
+
+/// Reads and hashes untracked files (paths relative to `root`) on rayon's pool, as git
+/// blobs; a file gone since the walk is absent, and a panic fails the snapshot, never
+/// leaves a file clean.
+fn hash_untracked(root: &Path, list: &[(String, FileKind)]) -> Result<Vec<FileEntry>, InputsError> {
+    use rayon::prelude::*;
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        list.par_iter()
+            .filter_map(|(rel, kind)| {
+                let path = root.join(rel);
+                let content = match if *kind == FileKind::Symlink {
+                    fs_err::read_link(&path).map(|t| t.as_os_str().as_encoded_bytes().to_vec())
+                } else {
+                    fs_err::read(&path)
+                } {
+                    Ok(content) => content,
+                    // Gone since the walk (an editor's swap file): absent, as a deleted
+                    // tracked file is.
+                    Err(e) if is_gone(&e) => return None,
+                    Err(source) => return Some(Err(InputsError::Read { path, source })),
+                };
+                Some(Ok(FileEntry {
+                    path: rel.clone(),
+                    id: blob_identity(&content),
+                    kind: *kind,
+                }))
+            })
+            .collect()
+    }))
+    .unwrap_or_else(|_| {
+        Err(InputsError::Read {
+            path: root.to_path_buf(),
+            source: std::io::Error::other("a hashing thread panicked"),
+        })
+    })
+}
+
+/// A snapshot with the untracked files git does not ignore added ([`untracked`]): what a
+/// sandbox holds and a provider without `inputs` reads. `rehashed` counts them too.
+pub fn with_untracked(mut snapshot: Snapshot, exclude: &[String]) -> Result<Snapshot, InputsError> {
+    let extra = untracked(&snapshot.dir, exclude)?;
+    add_untracked(&mut snapshot, extra);
+    Ok(snapshot)
+}
+
+/// Adds untracked files to a snapshot of tracked ones, keeping it sorted; the paths added.
+/// A symbolic link with tracked files below it (a tracked directory replaced by a link to
+/// where its files now are) is left out: those files are read through it, as before, and a
+/// sandbox holds them as a directory.
+pub fn add_untracked(snapshot: &mut Snapshot, extra: Vec<FileEntry>) -> Vec<String> {
+    let files = &snapshot.files;
+    let below = |dir: &str| {
+        let prefix = format!("{dir}/");
+        let start = files.partition_point(|f| f.path.as_str() < prefix.as_str());
+        files
+            .get(start)
+            .is_some_and(|f| f.path.starts_with(&prefix))
+    };
+    let extra: Vec<FileEntry> = extra
+        .into_iter()
+        .filter(|f| !(f.kind == FileKind::Symlink && below(&f.path)))
+        .collect();
+    let added = extra.iter().map(|f| f.path.clone()).collect();
+    snapshot.rehashed += extra.len();
+    snapshot.files.extend(extra);
+    snapshot.files.sort();
+    added
 }
 
 /// The files of a snapshot (sorted by path) that `pattern` selects: only

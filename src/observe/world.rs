@@ -3,14 +3,13 @@
 //! platform. The graph crate reads no files; this is where its `World` comes
 //! from.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
 use proofgraph_graph::fingerprint::{Digest, Executable, Inputs, Platform, World, inputs_digest};
 use proofgraph_graph::preflight::split_scoped;
 use proofgraph_graph::{Adapter, ProviderId, RepoId, SealedGraph, ServiceId};
-use proofgraph_sandbox::SandboxMode;
 
 use crate::base::diagnostic::{Code, Diagnostic};
 use crate::load::workspace::{Change, Workspace};
@@ -28,6 +27,8 @@ pub struct Observed {
     pub snapshots: BTreeMap<RepoId, Snapshot>,
     /// Each provider's input files.
     pub files: BTreeMap<ProviderId, FileList>,
+    /// How many of each provider's input files git does not track (nor ignore).
+    pub untracked: BTreeMap<ProviderId, usize>,
     /// Each provider's program, as its job will execute it (`None`: not found).
     pub programs: BTreeMap<ProviderId, Option<Program>>,
     /// Each service's program, likewise.
@@ -38,67 +39,69 @@ pub struct Observed {
     pub warnings: Vec<Diagnostic>,
 }
 
-/// The prefix (relative to a repository) under which change packets live,
-/// when the OpenSpec root is inside that repository.
-fn packet_prefix(root: &Path, repo_dir: &Path) -> Option<String> {
-    let root = fs_err::canonicalize(root).ok()?;
-    let repo = fs_err::canonicalize(repo_dir).ok()?;
-    let rel = root.strip_prefix(&repo).ok()?;
+/// The prefixes (relative to a repository) a snapshot leaves out, when the OpenSpec root is
+/// inside that repository: where change packets live, and the store (never an input, even
+/// before it has written the `.gitignore` that keeps git out of it).
+fn excluded_prefixes(root: &Path, repo_dir: &Path) -> Vec<String> {
+    let (Ok(root), Ok(repo)) = (fs_err::canonicalize(root), fs_err::canonicalize(repo_dir)) else {
+        return Vec::new();
+    };
+    let Ok(rel) = root.strip_prefix(&repo) else {
+        return Vec::new();
+    };
     let rel = rel.to_string_lossy();
-    Some(if rel.is_empty() {
-        "openspec/changes/".to_owned()
+    let base = if rel.is_empty() {
+        String::new()
     } else {
-        format!("{rel}/openspec/changes/")
-    })
+        format!("{rel}/")
+    };
+    vec![
+        format!("{base}openspec/changes/"),
+        format!("{base}{}/", crate::store::DIR),
+    ]
 }
 
-/// Observes every repository and provider of `graph`.
-///
-/// A worktree sandbox holds exactly the tracked files; a copy sandbox (and
-/// running in place) also the untracked files git does not ignore, so those
-/// are inputs too.
+/// Observes every repository and provider of `graph`: in every sandbox mode, the tracked
+/// files and the untracked files git does not ignore, as `git status` shows the tree.
 pub fn observe(
     workspace: &Workspace,
     change: &Change,
     graph: &SealedGraph,
     path_var: Option<&OsString>,
-    mode: SandboxMode,
 ) -> Result<Observed, Vec<Diagnostic>> {
     let mut errors = Vec::new();
     let mut snapshots = BTreeMap::new();
     let excludes: BTreeMap<&RepoId, Vec<String>> = workspace
         .repositories
         .iter()
-        .map(|(id, repo)| {
-            let exclude = packet_prefix(&workspace.root, &repo.dir)
-                .into_iter()
-                .collect();
-            (id, exclude)
-        })
+        .map(|(id, repo)| (id, excluded_prefixes(&workspace.root, &repo.dir)))
         .collect();
+    // A running `proofgraph watch` knows which tracked files changed; without one (or when
+    // it cannot vouch for an answer), lstat every tracked file — the repositories of one
+    // work tree together. Then the untracked files git does not ignore, in every mode: the
+    // tree a provider reads is the one `git status` shows.
+    let ids: Vec<&RepoId> = workspace.repositories.keys().collect();
+    let requests: Vec<(&Path, &[String])> = workspace
+        .repositories
+        .iter()
+        .map(|(id, repo)| (repo.dir.as_path(), excludes[id].as_slice()))
+        .collect();
+    let store_dir = workspace.root.join(crate::store::DIR);
+    let tracked: Vec<Result<inputs::Snapshot, inputs::InputsError>> =
+        match crate::observe::watch::query(&store_dir, &requests) {
+            Some(answered) => answered.into_iter().map(Ok).collect(),
+            None => inputs::snapshots(&requests),
+        };
+    let mut untracked: BTreeMap<RepoId, BTreeSet<String>> = BTreeMap::new();
     let mut taken: Vec<(&RepoId, Result<inputs::Snapshot, inputs::InputsError>)> = Vec::new();
-    match mode {
-        SandboxMode::Worktree => {
-            // A running `proofgraph watch` knows what changed; without one
-            // (or when it cannot vouch for an answer), lstat every file —
-            // the repositories of one work tree together.
-            let ids: Vec<&RepoId> = workspace.repositories.keys().collect();
-            let requests: Vec<(&Path, &[String])> = workspace
-                .repositories
-                .iter()
-                .map(|(id, repo)| (repo.dir.as_path(), excludes[id].as_slice()))
-                .collect();
-            let store_dir = workspace.root.join(crate::store::DIR);
-            match crate::observe::watch::query(&store_dir, &requests) {
-                Some(answered) => taken.extend(ids.into_iter().zip(answered.into_iter().map(Ok))),
-                None => taken.extend(ids.into_iter().zip(inputs::snapshots(&requests))),
-            }
-        }
-        SandboxMode::Copy | SandboxMode::None => {
-            for (id, repo) in &workspace.repositories {
-                taken.push((id, inputs::snapshot_copy(&repo.dir, &excludes[id])));
-            }
-        }
+    for (id, snapshot) in ids.into_iter().zip(tracked) {
+        let snapshot = snapshot.and_then(|mut s| {
+            let extra = inputs::untracked(&s.dir, &excludes[id])?;
+            let added = inputs::add_untracked(&mut s, extra);
+            untracked.insert(id.clone(), added.into_iter().collect());
+            Ok(s)
+        });
+        taken.push((id, snapshot));
     }
     taken.sort_by(|a, b| a.0.cmp(b.0));
     for (id, snapshot) in taken {
@@ -118,6 +121,7 @@ pub fn observe(
         return Err(errors);
     }
     let mut files = BTreeMap::new();
+    let mut untracked_bound = BTreeMap::new();
     let mut inputs = BTreeMap::new();
     let mut executables = BTreeMap::new();
     let mut service_executables = BTreeMap::new();
@@ -211,6 +215,15 @@ pub fn observe(
             id.clone(),
             inputs_digest(selected.iter().map(|(p, d)| (p.as_str(), d))),
         );
+        let not_tracked = selected
+            .iter()
+            .filter(|(scoped, _)| {
+                scoped.split_once(':').is_some_and(|(repo, path)| {
+                    untracked.get(repo).is_some_and(|u| u.contains(path))
+                })
+            })
+            .count();
+        untracked_bound.insert(id.clone(), not_tracked);
         files.insert(id.clone(), selected);
         if let Some(program) = spec.command.as_ref().and_then(|c| c.value.first()) {
             let repo_dir = provider
@@ -279,6 +292,7 @@ pub fn observe(
         world,
         snapshots,
         files,
+        untracked: untracked_bound,
         programs: resolved,
         service_programs,
         excludes: excludes
@@ -311,7 +325,8 @@ impl Observed {
                     .find(|(id, _)| id.as_str() == repo)
                     .map(|(id, r)| (id, &r.dir))?;
                 let exclude = self.excludes.get(id).map(Vec::as_slice).unwrap_or_default();
-                let snapshot = inputs::snapshot_copy(dir, exclude).ok()?;
+                let snapshot = inputs::snapshot(dir, exclude).ok()?;
+                let snapshot = inputs::with_untracked(snapshot, exclude).ok()?;
                 Some(snapshot.files.into_iter().map(|f| (f.path, f.id)).collect())
             });
             match files {

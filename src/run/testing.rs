@@ -147,6 +147,7 @@ pub(crate) fn observed(graph: &SealedGraph) -> Observed {
         },
         snapshots: BTreeMap::new(),
         files: BTreeMap::new(),
+        untracked: BTreeMap::new(),
         programs: BTreeMap::new(),
         service_programs: BTreeMap::new(),
         excludes: BTreeMap::new(),

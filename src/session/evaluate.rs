@@ -88,7 +88,6 @@ pub fn evaluate(
         &loaded.change,
         &loaded.prepared.graph,
         ctx.path_var(),
-        mode,
     )?;
     let fingerprints = loaded
         .prepared

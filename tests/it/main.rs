@@ -28,4 +28,5 @@ mod support;
 mod syntax;
 mod trust;
 mod truth_reports;
+mod untracked;
 mod verify_ci;

@@ -183,14 +183,20 @@ fn a_wiring_change_moves_only_that_provider_and_its_dependents() {
 }
 
 #[test]
-fn an_untracked_file_is_not_an_input_until_it_is_tracked() {
+fn an_untracked_file_is_an_input_and_staging_it_changes_nothing() {
     let sb = Sandbox::new();
     workspace(&sb);
     let before = fingerprints(&sb);
+    // What `git status` shows counts: the new file moves what reads `web`.
     sb.write("web/src/new.js", "new\n");
-    assert_eq!(changed(&before, &fingerprints(&sb)), Vec::<String>::new());
+    let untracked = fingerprints(&sb);
+    assert_eq!(changed(&before, &untracked), vec!["build", "test"]);
+    // Its identity is the blob `git add` gives it: staging it moves nothing.
     crate::support::git(&sb.work(), &["add", "web/src/new.js"]);
-    assert_eq!(changed(&before, &fingerprints(&sb)), vec!["build", "test"]);
+    assert_eq!(
+        changed(&untracked, &fingerprints(&sb)),
+        Vec::<String>::new()
+    );
 }
 
 #[test]

@@ -901,7 +901,7 @@ fn a_summary_only_json_report_counts_for_discovery_and_is_never_coerced() {
 
 /// Starts `proofgraph watch` in the sandbox's workspace and waits for its
 /// socket.
-fn start_watcher(sb: &Sandbox) -> std::process::Child {
+pub(crate) fn start_watcher(sb: &Sandbox) -> std::process::Child {
     let socket = sb.work().join(".proofgraph/watch.sock");
     let watcher = sb
         .proofgraph(&sb.work())
@@ -922,7 +922,7 @@ fn start_watcher(sb: &Sandbox) -> std::process::Child {
 }
 
 /// Stops a watcher with SIGTERM; its JSON document and its log.
-fn stop_watcher(watcher: std::process::Child) -> (Value, String) {
+pub(crate) fn stop_watcher(watcher: std::process::Child) -> (Value, String) {
     let killed = std::process::Command::new("sh")
         .args(["-c", &format!("kill -TERM {}", watcher.id())])
         .status()

@@ -84,10 +84,12 @@ fn present(map: &BTreeMap<String, String>) -> Vec<&str> {
 }
 
 #[test]
-fn worktree_is_exactly_the_tracked_files_with_their_current_content() {
+fn worktree_is_what_git_status_shows_with_its_current_content() {
     let sb = Sandbox::new();
     workspace(&sb);
     let (map, content) = look(&sb, "worktree");
+    // Tracked files and the untracked ones git does not ignore (`new.txt`), minus the
+    // regenerable directories — the same tree as a copy sandbox.
     assert_eq!(
         present(&map),
         vec![
@@ -95,6 +97,7 @@ fn worktree_is_exactly_the_tracked_files_with_their_current_content() {
             "a.txt",
             "dangling",
             "link",
+            "new.txt",
             "node_modules/tracked.js",
             "sub/b.txt"
         ]
