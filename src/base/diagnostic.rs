@@ -177,6 +177,8 @@ codes! {
     RepositoryPathMissing = "repository_path_missing",
     /// A catalog repository's `path` is absolute, so the catalog is not relocatable.
     RepositoryPathAbsolute = "repository_path_absolute",
+    /// A cached `setup` installs the project itself, which a cached setup never sees.
+    SetupInstallsProject = "setup_installs_project",
     /// A repository of the workspace is not inside a git work tree.
     NotAGitRepository = "not_a_git_repository",
     /// `watch` cannot run: inotify is unusable, or another watcher answers.

@@ -339,7 +339,7 @@ impl Observed {
 }
 
 /// Each repository's sandbox setup, as fingerprinted: one entry per command
-/// (its argv as JSON) and per cached directory.
+/// (its argv as JSON), per cached directory and per `setupInputs` pattern.
 fn setups(workspace: &Workspace) -> BTreeMap<RepoId, Vec<String>> {
     let Some(catalog) = &workspace.catalog else {
         return BTreeMap::new();
@@ -358,6 +358,12 @@ fn setups(workspace: &Workspace) -> BTreeMap<RepoId, Vec<String>> {
                     .iter()
                     .flatten()
                     .map(|d| format!("cache {}", d.value)),
+            );
+            out.extend(
+                repo.setup_inputs
+                    .iter()
+                    .flatten()
+                    .map(|p| format!("inputs {}", p.value)),
             );
             Some((id.clone(), out))
         })

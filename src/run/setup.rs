@@ -1,12 +1,14 @@
 //! Sandbox setup and its cache.
 //!
-//! A repository in `proofgraph.yaml` may declare `setup` commands (`[[npm,
-//! ci]]`) that run once in each freshly materialised sandbox, before any of
-//! its providers, with the outside network. `setupCache: [node_modules]`
-//! keeps what setup produced in the store, keyed by the setup commands and the
-//! files setup reads (the repository's manifests and lockfiles), and restores
-//! it into later sandboxes instead of rerunning setup — the Nix idea of
-//! outputs in a store, applied to dependency installs.
+//! A repository in `proofgraph.yaml` may declare `setup` commands (`[[npm, ci]]`) that run
+//! before any of its providers, with the outside network. Without `setupCache` they run in
+//! each fresh sandbox, with the code as it is. With `setupCache: [node_modules]` setup is a
+//! derivation (Nix's rule): it runs in a directory of its own that holds only its inputs —
+//! the files `setupInputs` selects, by default the ecosystems' manifests and lockfiles
+//! ([`SETUP_INPUTS`]) — so what it produces can hold dependencies but never the project.
+//! The cached directories are kept in the store under a key of the commands, the cached
+//! directories and every input's identity ([`cache_key`]), and restored into each sandbox
+//! that needs them; the project's code comes from the sandbox.
 //!
 //! Restoring copies each file from the store with `copy_file_range`, which the
 //! kernel turns into a reflink on filesystems that support it (btrfs, XFS) and
@@ -17,7 +19,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::observe::inputs::Snapshot;
+use crate::observe::inputs::{FileEntry, Pattern, Snapshot};
 use crate::store::{Sha256, Store, sha256_hex};
 
 /// The files whose content decides what a setup produces: manifests and
@@ -41,21 +43,48 @@ pub const SETUP_INPUTS: [&str; 16] = [
     "Gemfile.lock",
 ];
 
-/// The cache key of a repository's setup: its commands, the cached
-/// directories, and the identity of every manifest and lockfile.
-pub fn cache_key(setup: &[Vec<String>], cache_dirs: &[String], snapshot: &Snapshot) -> String {
-    let mut text = String::from("proofgraph/setup-cache/v1\n");
+/// The files a cached setup sees: those `patterns` (a repository's `setupInputs`) select,
+/// or, without patterns, every file named as a manifest or lockfile in [`SETUP_INPUTS`], at
+/// any depth. A pattern that is not a valid glob selects nothing (`validate` reports it).
+pub fn inputs<'s>(patterns: Option<&[String]>, snapshot: &'s Snapshot) -> Vec<&'s FileEntry> {
+    match patterns {
+        Some(patterns) => {
+            let patterns: Vec<Pattern> = patterns.iter().filter_map(|p| Pattern::new(p)).collect();
+            snapshot
+                .files
+                .iter()
+                .filter(|f| patterns.iter().any(|p| p.matches(&f.path)))
+                .collect()
+        }
+        None => snapshot
+            .files
+            .iter()
+            .filter(|f| SETUP_INPUTS.contains(&f.path.rsplit('/').next().unwrap_or(&f.path)))
+            .collect(),
+    }
+}
+
+/// The cache key of a repository's setup: its commands, the cached directories, the
+/// declared `setupInputs` patterns and the identity of every file they select (what the
+/// setup sees, and all it sees: [`inputs`]).
+pub fn cache_key(
+    setup: &[Vec<String>],
+    cache_dirs: &[String],
+    patterns: Option<&[String]>,
+    inputs: &[&FileEntry],
+) -> String {
+    let mut text = String::from("proofgraph/setup-cache/v2\n");
     for argv in setup {
         text.push_str(&format!("argv {}\n", serde_json::Value::from(argv.clone())));
     }
     for dir in cache_dirs {
         text.push_str(&format!("cache {dir}\n"));
     }
-    for f in &snapshot.files {
-        let name = f.path.rsplit('/').next().unwrap_or(&f.path);
-        if SETUP_INPUTS.contains(&name) {
-            text.push_str(&format!("input {} {}\n", f.path, f.id));
-        }
+    for pattern in patterns.into_iter().flatten() {
+        text.push_str(&format!("pattern {pattern}\n"));
+    }
+    for f in inputs {
+        text.push_str(&format!("input {} {}\n", f.path, f.id));
     }
     sha256_hex(text.as_bytes())
 }
@@ -135,6 +164,47 @@ pub fn save(
         .write_atomic(&entry_path(store, key), format!("{sha}\n").as_bytes())
         .map_err(|e| e.to_string())?;
     Ok(entries.len())
+}
+
+/// Moves the `cache_dirs` a cached setup produced in `workdir` into `sandbox` (the same file
+/// system: renames, no copy). Where the sandbox already has a directory of that name (files
+/// git tracks there), the two are merged and what setup produced wins, as when it is
+/// restored from the store.
+pub fn hand_over(workdir: &Path, sandbox: &Path, cache_dirs: &[String]) -> std::io::Result<()> {
+    fn move_tree(src: &Path, dst: &Path) -> std::io::Result<()> {
+        let src_dir = fs_err::symlink_metadata(src)?.is_dir();
+        match fs_err::symlink_metadata(dst) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                if let Some(parent) = dst.parent() {
+                    fs_err::create_dir_all(parent)?;
+                }
+                fs_err::rename(src, dst)
+            }
+            Err(e) => Err(e),
+            Ok(meta) if src_dir && meta.is_dir() => {
+                for item in fs_err::read_dir(src)? {
+                    let item = item?;
+                    move_tree(&item.path(), &dst.join(item.file_name()))?;
+                }
+                Ok(())
+            }
+            Ok(meta) => {
+                if meta.is_dir() {
+                    fs_err::remove_dir_all(dst)?;
+                } else {
+                    fs_err::remove_file(dst)?;
+                }
+                fs_err::rename(src, dst)
+            }
+        }
+    }
+    for dir in cache_dirs {
+        let src = workdir.join(dir);
+        if fs_err::symlink_metadata(&src).is_ok() {
+            move_tree(&src, &sandbox.join(dir))?;
+        }
+    }
+    Ok(())
 }
 
 /// Restores what [`save`] kept under `key` into `sandbox`. Returns `None`

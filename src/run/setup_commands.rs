@@ -26,10 +26,13 @@ pub(super) struct Setup {
     /// The sandbox.
     pub(super) dir: PathBuf,
     pub(super) commands: Vec<Vec<String>>,
-    /// The directories the setup cache keeps (none: setup always runs).
+    /// The directories the setup cache keeps (none: setup runs in each sandbox).
     pub(super) cache_dirs: Vec<String>,
     /// This setup's key in the setup cache, when the repository was observed.
     pub(super) key: Option<String>,
+    /// What a cached setup sees (its `setupInputs`), as a snapshot to materialise; `None`
+    /// when the setup is not cached or the repository was not observed.
+    pub(super) inputs: Option<Snapshot>,
 }
 
 /// The setups the sandboxes `dirs` need, by repository: those whose catalog entry
@@ -57,15 +60,32 @@ pub(super) fn setups(
             .flatten()
             .map(|c| c.value.clone())
             .collect();
-        let key = snapshots
-            .get(repo)
-            .map(|s| crate::run::setup::cache_key(&commands, &cache_dirs, s));
+        let patterns: Option<Vec<String>> = entry
+            .setup_inputs
+            .as_ref()
+            .map(|all| all.iter().map(|p| p.value.clone()).collect());
+        let observed = snapshots.get(repo).map(|s| {
+            let inputs = crate::run::setup::inputs(patterns.as_deref(), s);
+            let key =
+                crate::run::setup::cache_key(&commands, &cache_dirs, patterns.as_deref(), &inputs);
+            let inputs = Snapshot {
+                dir: s.dir.clone(),
+                files: inputs.into_iter().cloned().collect(),
+                rehashed: 0,
+            };
+            (key, inputs)
+        });
+        let (key, inputs) = match observed {
+            Some((key, inputs)) => (Some(key), (!cache_dirs.is_empty()).then_some(inputs)),
+            None => (None, None),
+        };
         out.push(Setup {
             repo: repo.clone(),
             dir: dir.clone(),
             commands,
             cache_dirs,
             key,
+            inputs,
         });
     }
     out
@@ -81,7 +101,41 @@ fn how_failed(code: Option<i32>, signal: Option<i32>, spawn_error: Option<String
     }
 }
 
+/// A cached setup's inputs, as a progress line and a failure name them: up to five paths.
+fn shown_inputs(inputs: &Snapshot) -> String {
+    if inputs.files.is_empty() {
+        return "no file (nothing matched `setupInputs`)".to_owned();
+    }
+    let mut shown: Vec<&str> = inputs
+        .files
+        .iter()
+        .take(5)
+        .map(|f| f.path.as_str())
+        .collect();
+    let more = inputs.files.len().saturating_sub(shown.len());
+    if more > 0 {
+        shown.push("…");
+    }
+    let list = shown.join(", ");
+    if more > 0 {
+        format!("{list} ({} files)", inputs.files.len())
+    } else {
+        list
+    }
+}
+
 impl Dispatcher<'_, '_> {
+    /// Makes the directory a cached setup of `repo` runs in: a fresh directory under the
+    /// run holding exactly its inputs, each checked against the snapshot while copied.
+    fn derivation(&self, repo: &RepoId, inputs: &Snapshot) -> Result<PathBuf, String> {
+        let dest = self.sandboxes.root.join("setup").join(repo.as_str());
+        let threads = std::thread::available_parallelism().unwrap_or(std::num::NonZeroUsize::MIN);
+        inputs.materialize(&dest, threads).map_err(|e| {
+            format!("the directory its setup runs in could not be made: failed to {e}")
+        })?;
+        Ok(dest)
+    }
+
     /// Sets up every sandbox that needs it. Returns `false` when SIGINT or SIGTERM stopped
     /// it (the setup command was killed).
     pub(super) async fn setup(
@@ -102,6 +156,7 @@ impl Dispatcher<'_, '_> {
             commands,
             cache_dirs,
             key,
+            inputs,
         } in all
         {
             if !cache_dirs.is_empty()
@@ -114,10 +169,25 @@ impl Dispatcher<'_, '_> {
             if self.run.is_none() {
                 return true;
             }
+            // A cached setup runs where only its inputs are; any other in the sandbox.
+            let workdir = match &inputs {
+                Some(inputs) => match self.derivation(&repo, inputs) {
+                    Ok(workdir) => workdir,
+                    Err(reason) => {
+                        self.progress(Line::SetupFailed {
+                            repo: &repo,
+                            reason: &reason,
+                        });
+                        self.setup_failures.insert(repo, reason);
+                        continue;
+                    }
+                },
+                None => dir.clone(),
+            };
             let mut failed = None;
             for argv in &commands {
                 let log = self.log_path(&format!("setup-{repo}"));
-                let spec = self.builder().setup_job(argv, &dir, log.clone());
+                let spec = self.builder().setup_job(argv, &workdir, log.clone());
                 self.progress(Line::SetupCommand { repo: &repo, argv });
                 let spawned = match &self.run {
                     Some(run) => run.spawn(&spec),
@@ -155,8 +225,14 @@ impl Dispatcher<'_, '_> {
                     }
                 };
                 if code != Some(0) {
+                    let seen = inputs.as_ref().map_or(String::new(), |inputs| {
+                        format!(
+                            " (a cached setup runs where only its inputs are: {}; one that needs the project's source cannot be cached — install dependencies only, see docs/setup.md)",
+                            shown_inputs(inputs)
+                        )
+                    });
                     failed = Some(format!(
-                        "`{}` {}; its log ends with: {}",
+                        "`{}` {}{seen}; its log ends with: {}",
                         argv.join(" "),
                         how_failed(code, signal, spawn_error),
                         last_lines(&log, 5)
@@ -172,11 +248,10 @@ impl Dispatcher<'_, '_> {
                     });
                     self.setup_failures.insert(repo, reason);
                 }
-                None => {
-                    if !cache_dirs.is_empty()
-                        && let Some(key) = &key
+                None if workdir != dir => {
+                    if let Some(key) = &key
                         && let Err(e) =
-                            crate::run::setup::save(self.plan.store, key, &dir, &cache_dirs)
+                            crate::run::setup::save(self.plan.store, key, &workdir, &cache_dirs)
                     {
                         self.diagnostics.push(
                             Diagnostic::warning(Code::StoreUnusable, format!("the setup cache of `{repo}` could not be saved: {e}"))
@@ -184,7 +259,18 @@ impl Dispatcher<'_, '_> {
                                 .fix("Check free space under .proofgraph/; setup will run again next time."),
                         );
                     }
+                    if let Err(e) = crate::run::setup::hand_over(&workdir, &dir, &cache_dirs) {
+                        let reason = format!(
+                            "what setup produced could not be moved into the sandbox: failed to {e}"
+                        );
+                        self.progress(Line::SetupFailed {
+                            repo: &repo,
+                            reason: &reason,
+                        });
+                        self.setup_failures.insert(repo, reason);
+                    }
                 }
+                None => {}
             }
         }
         true
@@ -219,6 +305,7 @@ mod tests {
                 path: at(id.to_owned()),
                 setup,
                 setup_cache,
+                setup_inputs: None,
             },
         )
     }
@@ -260,7 +347,12 @@ mod tests {
             vec!["npm".to_owned(), "run".to_owned(), "build".to_owned()],
         ];
         let cache_dirs = vec!["node_modules".to_owned()];
-        let key = crate::run::setup::cache_key(&commands, &cache_dirs, &snapshot);
+        let key = crate::run::setup::cache_key(
+            &commands,
+            &cache_dirs,
+            None,
+            &snapshot.files.iter().collect::<Vec<_>>(),
+        );
         assert_eq!(
             all,
             [
@@ -270,6 +362,7 @@ mod tests {
                     commands,
                     cache_dirs,
                     key: Some(key),
+                    inputs: Some(snapshot.clone()),
                 },
                 Setup {
                     repo: repo("docs"),
@@ -277,6 +370,7 @@ mod tests {
                     commands: vec![vec!["make".to_owned()]],
                     cache_dirs: Vec::new(),
                     key: None,
+                    inputs: None,
                 },
             ]
         );

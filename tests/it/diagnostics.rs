@@ -384,3 +384,46 @@ fn catalog_repository_paths_are_relative_directories_of_git_work_trees() {
     let prove = sb.run(&root, &["prove", "x", "--json"]);
     prove.expect_code(3);
 }
+
+/// A cached setup that would install the project itself (what let a broken library pass
+/// through a cached venv) is refused at the command, in each spelling; installing only the
+/// dependencies, or installing the project without a cache, is fine.
+#[test]
+fn a_cached_setup_that_installs_the_project_is_refused_at_the_command() {
+    let sb = Sandbox::new();
+    sb.openspec_root("");
+    sb.write("openspec/changes/x/proposal.md", "# x\n");
+    crate::support::git_commit_all(&sb.work());
+    let validate = |catalog: &str| {
+        sb.write("proofgraph.yaml", catalog);
+        let run = sb.run(&sb.work(), &["validate", "--all", "--json"]);
+        (run.code, issues(&run.json()))
+    };
+    let (code, found) = validate(
+        "version: 1\nrepositories:\n  lib:\n    path: .\n    setupCache: [.venv]\n    setup:\n      - [python3, -m, venv, .venv]\n      - [.venv/bin/pip, install, -e, .]\n      - [pip, install, \".[test]\"]\n      - [uv, sync]\n      - [poetry, install]\n      - [python3, -m, pip, install, ./]\n      - [pip, install, -r, requirements.txt]\n      - [uv, sync, --no-install-project]\n",
+    );
+    assert_eq!(code, Some(1), "{found:#?}");
+    let refused: Vec<(String, u64, u64)> = found
+        .iter()
+        .filter(|(i, ..)| i == "proofgraph.yaml")
+        .map(|(_, code, line, column)| (code.clone(), *line, *column))
+        .collect();
+    let codes: Vec<&str> = refused.iter().map(|(c, ..)| c.as_str()).collect();
+    assert_codes!(
+        codes,
+        [
+            "setup_installs_project",
+            "setup_installs_project",
+            "setup_installs_project",
+            "setup_installs_project",
+            "setup_installs_project"
+        ]
+    );
+    let lines: Vec<(u64, u64)> = refused.iter().map(|(_, l, c)| (*l, *c)).collect();
+    assert_eq!(lines, [(8, 9), (9, 9), (10, 9), (11, 9), (12, 9)]);
+    // Without a cache, setup runs in each sandbox with the code as it is: honest.
+    let (code, found) = validate(
+        "version: 1\nrepositories:\n  lib:\n    path: .\n    setup:\n      - [pip, install, -e, .]\n",
+    );
+    assert_eq!(code, Some(0), "{found:#?}");
+}

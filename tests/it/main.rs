@@ -23,6 +23,7 @@ mod root;
 mod sandbox;
 mod secrets;
 mod services;
+mod setup;
 mod snapshots;
 mod support;
 mod syntax;

@@ -30,6 +30,9 @@ pub struct Repository {
     pub setup: Option<Vec<Spanned<Vec<String>>>>,
     /// Directories setup produces that the store keeps and restores.
     pub setup_cache: Option<Vec<Spanned<String>>>,
+    /// The files a cached setup sees (patterns relative to the repository); `None`: the
+    /// ecosystems' manifests and lockfiles (`run::setup::SETUP_INPUTS`).
+    pub setup_inputs: Option<Vec<Spanned<String>>>,
 }
 
 /// A receipt-signing key the workspace trusts.
@@ -126,7 +129,12 @@ fn repositories(sink: &mut Sink, node: &Node) -> BTreeMap<RepoId, Repository> {
             continue;
         };
         let what = format!("repository `{}`", id.value);
-        let Some(f) = fields(sink, value, &what, &["path", "setup", "setupCache"]) else {
+        let Some(f) = fields(
+            sink,
+            value,
+            &what,
+            &["path", "setup", "setupCache", "setupInputs"],
+        ) else {
             continue;
         };
         let path = match f.get("path") {
@@ -157,6 +165,21 @@ fn repositories(sink: &mut Sink, node: &Node) -> BTreeMap<RepoId, Repository> {
         let setup_cache = f
             .get("setupCache")
             .and_then(|n| super::decode::string_list(sink, n, &format!("`setupCache` of {what}")));
+        let setup_inputs = f
+            .get("setupInputs")
+            .and_then(|n| super::decode::string_list(sink, n, &format!("`setupInputs` of {what}")));
+        if let (Some(setup), Some(_)) = (&setup, &setup_cache) {
+            for argv in setup {
+                if let Some(why) = installs_project(&argv.value) {
+                    sink.error(
+                        Code::SetupInstallsProject,
+                        argv.pos,
+                        format!("`setup` of {what} runs `{}`, which {why}; a cached setup sees only its `setupInputs` (manifests and lockfiles), so it can hold dependencies but never the project, whose code must come from each sandbox", argv.value.join(" ")),
+                        "Install only the dependencies in `setup` (`pip install -r requirements.txt`, `pip install pytest`, `uv sync --no-install-project`, `poetry install --no-root`) and let the code come from the sandbox (`env: {PYTHONPATH: src}` on the provider, or a workspace link); see docs/setup.md.",
+                    );
+                }
+            }
+        }
         if let Some(path) = path {
             out.insert(
                 id.value.clone(),
@@ -165,11 +188,60 @@ fn repositories(sink: &mut Sink, node: &Node) -> BTreeMap<RepoId, Repository> {
                     path,
                     setup,
                     setup_cache,
+                    setup_inputs,
                 },
             );
         }
     }
     out
+}
+
+/// Why a setup command installs the project itself (its own directory), if it does: what a
+/// cached setup must never hold. Recognises pip (also `python -m pip`, `uv pip`) installing
+/// `.` or a path below it, editable or not; `uv sync` without `--no-install-project`; and
+/// `poetry install` without `--no-root`.
+pub fn installs_project(argv: &[String]) -> Option<&'static str> {
+    let words: Vec<&str> = argv.iter().map(String::as_str).collect();
+    let program = words
+        .first()
+        .map(|p| p.rsplit('/').next().unwrap_or(p))
+        .unwrap_or_default();
+    let rest = &words[1.min(words.len())..];
+    let local = |w: &&str| *w == "." || w.starts_with("./") || w.starts_with(".[");
+    fn after<'a>(sub: &'a [&'a str], w: &str) -> Option<&'a [&'a str]> {
+        sub.iter().position(|x| *x == w).map(|i| &sub[i + 1..])
+    }
+    let pip_args = match program {
+        p if p.starts_with("pip") => Some(rest),
+        p if p.starts_with("python") => after(rest, "-m")
+            .filter(|r| r.first().is_some_and(|m| *m == "pip"))
+            .map(|r| &r[1..]),
+        "uv" => after(rest, "pip"),
+        _ => None,
+    };
+    if let Some(args) = pip_args
+        && let Some(installed) = after(args, "install")
+        && installed.iter().any(local)
+    {
+        return Some("installs the project from its own directory");
+    }
+    if program == "uv"
+        && rest.first() == Some(&"sync")
+        && !rest
+            .iter()
+            .any(|w| *w == "--no-install-project" || *w == "--only-deps")
+    {
+        return Some("installs the project too unless given `--no-install-project`");
+    }
+    if program == "poetry"
+        && rest.first() == Some(&"install")
+        && !rest
+            .iter()
+            .any(|w| *w == "--no-root" || *w == "--only-root")
+    {
+        return Some("installs the project too unless given `--no-root`");
+    }
+    None
 }
 
 fn trusted_key(sink: &mut Sink, node: &Node, index: usize) -> Option<TrustedKey> {

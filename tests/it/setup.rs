@@ -1,0 +1,181 @@
+//! A cached setup is a derivation: it runs where only its inputs are, so what the cache holds
+//! can never be the project — the false pass where a cached venv held the library itself.
+//! Each test tries to get the project's code into the cache, or stale code out of it.
+
+use serde_json::Value;
+
+use crate::support::{Sandbox, git_commit_all, provider};
+
+/// A repository `app` whose cached setup records every file it can see (into `deps/seen`)
+/// and copies whatever of the project it finds into `deps/`; the provider runs the library
+/// from `deps/` when setup put it there, else from the sandbox's `src/`.
+fn workspace(sb: &Sandbox, extra: &str) {
+    sb.openspec_root("");
+    sb.write(
+        "proofgraph.yaml",
+        format!(
+            "version: 1\nrepositories:\n  app:\n    path: app\n    setup: [[sh, -c, \"mkdir -p deps && find . -path ./deps -prune -o -type f -print | sort > deps/seen && cp -R src deps/ 2>/dev/null; echo run >> $HOME/setup-runs.log\"]]\n    setupCache: [deps]\n{extra}"
+        ),
+    );
+    sb.write("app/src/lib.sh", "answer() { echo 42; }\n");
+    sb.write("app/package.json", "{\"name\": \"app\"}\n");
+    sb.write("app/tools/pnpm-lock.yaml", "lockfileVersion: '9.0'\n");
+    sb.write("app/README.md", "docs\n");
+    sb.write(
+        "openspec/changes/x/evidence.yaml",
+        "version: 2\nclaims:\n  - {id: a, scenario: s, capabilities: [integration]}\n",
+    );
+    sb.write(
+        "openspec/changes/x/execution.yaml",
+        "version: 1\nproviders:\n  integration:\n    adapter: command\n    repository: app\n    command: [sh, -c, \"if [ -f deps/src/lib.sh ]; then . deps/src/lib.sh; else . src/lib.sh; fi; test \\\"$(answer)\\\" = 42\"]\n",
+    );
+    git_commit_all(&sb.work());
+}
+
+fn prove(sb: &Sandbox, extra: &[&str]) -> (i32, Value) {
+    let mut args = vec!["prove", "x", "--json"];
+    args.extend(extra);
+    let run = sb.run(&sb.work(), &args);
+    (run.code.expect("an exit code"), run.json())
+}
+
+fn setups(sb: &Sandbox) -> usize {
+    fs_err::read_to_string(sb.home().join("setup-runs.log"))
+        .map(|s| s.lines().count())
+        .unwrap_or(0)
+}
+
+/// What setup saw, from the sandbox kept by `--keep-sandbox`.
+fn seen(doc: &Value, sb: &Sandbox) -> Vec<String> {
+    let run = doc["run_id"].as_str().expect("a run id");
+    let path = sb
+        .work()
+        .join(".proofgraph/runs")
+        .join(run)
+        .join("sandboxes/app/deps/seen");
+    fs_err::read_to_string(path)
+        .expect("setup's listing is in the sandbox")
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+#[test]
+fn a_cached_setup_sees_only_manifests_and_lockfiles_so_a_broken_library_never_passes() {
+    let sb = Sandbox::new();
+    workspace(&sb, "");
+    let (code, doc) = prove(&sb, &["--keep-sandbox"]);
+    assert_eq!(code, 0, "{doc}");
+    assert_eq!(setups(&sb), 1);
+    // Manifests and lockfiles at any depth, nothing else: not the source, not the docs.
+    assert_eq!(
+        seen(&doc, &sb),
+        ["./package.json", "./tools/pnpm-lock.yaml"]
+    );
+    // Break the library: the provider reruns with the cache restored (setup does not run
+    // again) and fails, because the cache never held the library.
+    sb.write("app/src/lib.sh", "answer() { echo 41; }\n");
+    let (code, doc) = prove(&sb, &[]);
+    assert_eq!(code, 1, "a broken library never passes: {doc}");
+    assert_eq!(provider(&doc, "integration")["action"], "ran");
+    assert_eq!(setups(&sb), 1, "the setup came from its cache");
+    // Fixed again: the first receipt is current.
+    sb.write("app/src/lib.sh", "answer() { echo 42; }\n");
+    let (code, _) = prove(&sb, &[]);
+    assert_eq!(code, 0);
+    // A lockfile edit is a new setup; a README edit is not.
+    sb.write("app/README.md", "more docs\n");
+    let (code, _) = prove(&sb, &[]);
+    assert_eq!(code, 0);
+    assert_eq!(setups(&sb), 1, "the README is not a setup input");
+    sb.write("app/tools/pnpm-lock.yaml", "lockfileVersion: '9.1'\n");
+    let (code, _) = prove(&sb, &[]);
+    assert_eq!(code, 0);
+    assert_eq!(setups(&sb), 2, "a lockfile edit reruns setup");
+}
+
+#[test]
+fn declared_setup_inputs_are_all_a_cached_setup_sees_and_all_its_key_covers() {
+    let sb = Sandbox::new();
+    workspace(
+        &sb,
+        "    setupInputs: [package.json, \"requirements/*.txt\"]\n",
+    );
+    sb.write("app/requirements/test.txt", "pytest==8.3.4\n");
+    git_commit_all(&sb.work());
+    let (code, doc) = prove(&sb, &["--keep-sandbox"]);
+    assert_eq!(code, 0, "{doc}");
+    assert_eq!(
+        seen(&doc, &sb),
+        ["./package.json", "./requirements/test.txt"]
+    );
+    // The lockfile is not declared: editing it keeps the cache.
+    sb.write("app/tools/pnpm-lock.yaml", "lockfileVersion: '9.1'\n");
+    prove(&sb, &[]);
+    assert_eq!(setups(&sb), 1);
+    // A declared input, even one not yet added to git, is a new setup.
+    sb.write("app/requirements/dev.txt", "ruff\n");
+    let (code, doc) = prove(&sb, &["--keep-sandbox"]);
+    assert_eq!(code, 0, "{doc}");
+    assert_eq!(setups(&sb), 2);
+    assert_eq!(
+        seen(&doc, &sb),
+        [
+            "./package.json",
+            "./requirements/dev.txt",
+            "./requirements/test.txt"
+        ]
+    );
+}
+
+#[test]
+fn a_cached_setup_that_needs_the_source_fails_and_says_where_it_ran() {
+    let sb = Sandbox::new();
+    workspace(&sb, "");
+    sb.write(
+        "proofgraph.yaml",
+        "version: 1\nrepositories:\n  app:\n    path: app\n    setup: [[sh, -c, \"test -f src/lib.sh || { echo no source here >&2; exit 2; }\"]]\n    setupCache: [deps]\n",
+    );
+    let (code, doc) = prove(&sb, &[]);
+    assert_eq!(code, 1, "{doc}");
+    let reason = provider(&doc, "integration")["receipts"][0]["reason"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    for part in [
+        "the setup of its repository failed",
+        "where only its inputs are: package.json, tools/pnpm-lock.yaml",
+        "no source here",
+        "docs/setup.md",
+    ] {
+        assert!(reason.contains(part), "{part:?} in {reason}");
+    }
+    // Without a cache, setup runs in the sandbox with the code as it is.
+    sb.write(
+        "proofgraph.yaml",
+        "version: 1\nrepositories:\n  app:\n    path: app\n    setup: [[sh, -c, \"test -f src/lib.sh\"]]\n",
+    );
+    let (code, doc) = prove(&sb, &[]);
+    assert_eq!(code, 0, "{doc}");
+}
+
+#[test]
+fn what_a_cached_setup_produced_joins_tracked_files_of_the_same_directory() {
+    let sb = Sandbox::new();
+    workspace(&sb, "");
+    sb.write("app/deps/tracked.txt", "tracked\n");
+    sb.write(
+        "openspec/changes/x/execution.yaml",
+        "version: 1\nproviders:\n  integration:\n    adapter: command\n    repository: app\n    command: [sh, -c, \"test -f deps/tracked.txt && test -f deps/seen\"]\n",
+    );
+    git_commit_all(&sb.work());
+    for round in ["setup ran", "restored from the cache"] {
+        sb.write(
+            "app/src/lib.sh",
+            format!("# {round}\nanswer() {{ echo 42; }}\n"),
+        );
+        let (code, doc) = prove(&sb, &[]);
+        assert_eq!(code, 0, "{round}: {doc}");
+    }
+    assert_eq!(setups(&sb), 1);
+}
