@@ -643,6 +643,17 @@ pub const COPY_EXCLUDED_DIRS: [&str; 5] = [
 /// `.gitignore` from the work tree's root down, `.git/info/exclude` and `core.excludesFile`;
 /// a nested repository is not entered (git shows it as one untracked directory).
 pub fn untracked(dir: &Path, exclude: &[String]) -> Result<Vec<FileEntry>, InputsError> {
+    untracked_walk(dir, exclude, &mut |_| {})
+}
+
+/// [`untracked`], calling `entering` with each directory (relative to the work tree's root)
+/// before the walk reads it — the watcher places its watch there, so that no change after
+/// the read goes unseen.
+pub fn untracked_walk(
+    dir: &Path,
+    exclude: &[String],
+    entering: &mut dyn FnMut(&str),
+) -> Result<Vec<FileEntry>, InputsError> {
     let not_repo = |message: String| InputsError::NotARepository {
         dir: dir.to_path_buf(),
         message,
@@ -675,6 +686,7 @@ pub fn untracked(dir: &Path, exclude: &[String]) -> Result<Vec<FileEntry>, Input
         prefix: &prefix,
         exclude,
         files: Vec::new(),
+        entering,
     };
     let patterns: Vec<gix::bstr::BString> = if prefix.is_empty() {
         Vec::new()
@@ -700,13 +712,19 @@ struct Untracked<'a> {
     prefix: &'a str,
     exclude: &'a [String],
     files: Vec<(String, FileKind)>,
+    /// Told of each directory the walk enters, before it reads it.
+    entering: &'a mut dyn FnMut(&str),
 }
 
 impl Untracked<'_> {
-    /// The path relative to the walked directory, unless it is outside it or excluded.
+    /// The path relative to the walked directory, unless it is outside it or excluded (an
+    /// excluded prefix `a/b/` excludes the directory `a/b` itself too).
     fn relative<'p>(&self, rela_path: &'p str) -> Option<&'p str> {
         let rel = rela_path.strip_prefix(self.prefix)?;
-        let excluded = self.exclude.iter().any(|e| rel.starts_with(e.as_str()))
+        let excluded = self
+            .exclude
+            .iter()
+            .any(|e| rel.starts_with(e.as_str()) || rel == e.trim_end_matches('/'))
             || rel
                 .split('/')
                 .any(|component| COPY_EXCLUDED_DIRS.contains(&component));
@@ -760,13 +778,17 @@ impl gix::dir::walk::Delegate for Untracked<'_> {
                 || self.prefix.starts_with(&format!("{path}/"))
                 || self.relative(path).is_some()
         });
-        inside
+        let recurse = inside
             && entry.status.can_recurse(
                 entry.disk_kind,
                 entry.pathspec_match,
                 for_deletion,
                 worktree_root_is_repository,
-            )
+            );
+        if recurse && let Ok(path) = std::str::from_utf8(entry.rela_path.as_ref()) {
+            (self.entering)(path);
+        }
+        recurse
     }
 }
 

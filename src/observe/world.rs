@@ -87,16 +87,25 @@ pub fn observe(
         .map(|(id, repo)| (repo.dir.as_path(), excludes[id].as_slice()))
         .collect();
     let store_dir = workspace.root.join(crate::store::DIR);
-    let tracked: Vec<Result<inputs::Snapshot, inputs::InputsError>> =
-        match crate::observe::watch::query(&store_dir, &requests) {
-            Some(answered) => answered.into_iter().map(Ok).collect(),
-            None => inputs::snapshots(&requests),
-        };
+    type Taken = Result<(inputs::Snapshot, Option<Vec<inputs::FileEntry>>), inputs::InputsError>;
+    let tracked: Vec<Taken> = match crate::observe::watch::query(&store_dir, &requests) {
+        Some(answered) => answered
+            .into_iter()
+            .map(|(s, u)| Ok((s, Some(u))))
+            .collect(),
+        None => inputs::snapshots(&requests)
+            .into_iter()
+            .map(|s| s.map(|s| (s, None)))
+            .collect(),
+    };
     let mut untracked: BTreeMap<RepoId, BTreeSet<String>> = BTreeMap::new();
     let mut taken: Vec<(&RepoId, Result<inputs::Snapshot, inputs::InputsError>)> = Vec::new();
     for (id, snapshot) in ids.into_iter().zip(tracked) {
-        let snapshot = snapshot.and_then(|mut s| {
-            let extra = inputs::untracked(&s.dir, &excludes[id])?;
+        let snapshot = snapshot.and_then(|(mut s, answered)| {
+            let extra = match answered {
+                Some(extra) => extra,
+                None => inputs::untracked(&s.dir, &excludes[id])?,
+            };
             let added = inputs::add_untracked(&mut s, extra);
             untracked.insert(id.clone(), added.into_iter().collect());
             Ok(s)

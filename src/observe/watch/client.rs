@@ -8,15 +8,20 @@ use std::io::{BufRead as _, BufReader, Read as _, Write as _};
 use std::path::Path;
 
 use super::protocol::{CLIENT_TIMEOUT, SOCKET, connect, read_body, read_header, request_line};
-use crate::observe::inputs::Snapshot;
+use crate::observe::inputs::{FileEntry, Snapshot};
 
 /// Asks the watcher serving the store at `store_dir` for the snapshots of
 /// `wanted` directories (each as [`inputs::snapshot`]`(dir, exclude)` would
-/// take it), in order. `None` when no watcher answers, or it cannot vouch for
+/// take it), in order, each with its untracked files (as [`inputs::untracked`] finds
+/// them). `None` when no watcher answers, or it cannot vouch for
 /// all of them: take the snapshots directly.
 ///
 /// [`inputs::snapshot`]: crate::observe::inputs::snapshot
-pub fn query(store_dir: &Path, wanted: &[(&Path, &[String])]) -> Option<Vec<Snapshot>> {
+/// [`inputs::untracked`]: crate::observe::inputs::untracked
+pub fn query(
+    store_dir: &Path,
+    wanted: &[(&Path, &[String])],
+) -> Option<Vec<(Snapshot, Vec<FileEntry>)>> {
     let socket = store_dir.join(SOCKET);
     if wanted.is_empty() || !socket.exists() {
         return None;
@@ -91,12 +96,13 @@ mod tests {
         let mut headers = Vec::new();
         let mut body = Vec::new();
         for w in &request.wanted {
-            for f in [entry("a.txt", 1), entry("b.txt", 2)] {
+            for f in [entry("a.txt", 1), entry("b.txt", 2), entry("new.txt", 3)] {
                 encode(&f.path, &f, &mut body);
             }
             headers.push(SnapshotHeader {
                 dir: w.dir.clone(),
                 files: 2,
+                untracked: 1,
                 rehashed: 0,
             });
         }
@@ -104,7 +110,7 @@ mod tests {
         answer_frame(headers, &body)
     }
 
-    fn ask(store: &Path) -> Option<Vec<Snapshot>> {
+    fn ask(store: &Path) -> Option<Vec<(Snapshot, Vec<FileEntry>)>> {
         let exclude = ["x/".to_owned()];
         query(
             store,
@@ -120,9 +126,10 @@ mod tests {
         let line = server.join().expect("the server");
         let request = accept_request(&line, &mount_namespace()).expect("accepted");
         assert_eq!(request.wanted[1].exclude, ["x/"]);
-        let dirs: Vec<&Path> = got.iter().map(|s| s.dir.as_path()).collect();
+        let dirs: Vec<&Path> = got.iter().map(|(s, _)| s.dir.as_path()).collect();
         assert_eq!(dirs, [Path::new("/w/one"), Path::new("/w/two")]);
-        assert_eq!(got[1].files, [entry("a.txt", 1), entry("b.txt", 2)]);
+        assert_eq!(got[1].0.files, [entry("a.txt", 1), entry("b.txt", 2)]);
+        assert_eq!(got[1].1, [entry("new.txt", 3)]);
     }
 
     /// Whatever is wrong with an answer, the client takes none of it.

@@ -5,7 +5,8 @@
 //! client's mount namespace, and the directories wanted. The answer is one
 //! line of JSON ([`Header`]) — a refusal with its reason, or one
 //! [`SnapshotHeader`] per directory in the order asked — followed by the
-//! snapshots' files, [`encode`]d one after another, until the watcher closes
+//! snapshots' files (each directory's tracked files, then its untracked ones that git does
+//! not ignore), [`encode`]d one after another, until the watcher closes
 //! the connection. A client takes an answer only when every byte of it
 //! decodes: a wrong count, an unknown kind, a truncated or overlong body is
 //! no answer, and the client takes the snapshots itself.
@@ -23,7 +24,7 @@ use crate::observe::inputs::{FileEntry, FileKind, Snapshot};
 pub const SOCKET: &str = "watch.sock";
 /// The protocol: a change in what a snapshot means, or in the framing,
 /// changes it, and a client and a watcher that disagree do not talk.
-pub(super) const PROTOCOL: &str = concat!("proofgraph-watch/2 ", env!("CARGO_PKG_VERSION"));
+pub(super) const PROTOCOL: &str = concat!("proofgraph-watch/3 ", env!("CARGO_PKG_VERSION"));
 /// How long a client waits for an answer (and the watcher for a request).
 pub(super) const CLIENT_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -52,10 +53,13 @@ pub(super) struct Header {
     snapshots: Vec<SnapshotHeader>,
 }
 
+/// One directory's answer: `files` tracked files, then `untracked` untracked files git does
+/// not ignore, in the body.
 #[derive(Debug, Serialize, Deserialize)]
 pub(super) struct SnapshotHeader {
     pub(super) dir: PathBuf,
     pub(super) files: usize,
+    pub(super) untracked: usize,
     pub(super) rehashed: usize,
 }
 
@@ -133,19 +137,26 @@ pub(super) fn read_header(line: &str, wanted: usize) -> Option<Vec<SnapshotHeade
     (header.ok && header.snapshots.len() == wanted).then_some(header.snapshots)
 }
 
-/// The snapshots `headers` announce, from the whole `body` that followed
-/// them; `None` unless it holds exactly their files.
-pub(super) fn read_body(headers: Vec<SnapshotHeader>, body: &[u8]) -> Option<Vec<Snapshot>> {
+/// The snapshots `headers` announce (tracked files) with each one's untracked files, from
+/// the whole `body` that followed them; `None` unless it holds exactly their files.
+pub(super) fn read_body(
+    headers: Vec<SnapshotHeader>,
+    body: &[u8],
+) -> Option<Vec<(Snapshot, Vec<FileEntry>)>> {
     let mut rest = body;
     let mut out = Vec::with_capacity(headers.len());
     for h in headers {
         let (files, after) = decode(rest, h.files)?;
+        let (untracked, after) = decode(after, h.untracked)?;
         rest = after;
-        out.push(Snapshot {
-            dir: h.dir,
-            files,
-            rehashed: h.rehashed,
-        });
+        out.push((
+            Snapshot {
+                dir: h.dir,
+                files,
+                rehashed: h.rehashed,
+            },
+            untracked,
+        ));
     }
     rest.is_empty().then_some(out)
 }
@@ -304,12 +315,14 @@ mod tests {
             vec![
                 SnapshotHeader {
                     dir: PathBuf::from("/w/one"),
-                    files: 2,
+                    files: 1,
+                    untracked: 1,
                     rehashed: 1,
                 },
                 SnapshotHeader {
                     dir: PathBuf::from("/w/two"),
                     files: 1,
+                    untracked: 0,
                     rehashed: 0,
                 },
             ]
@@ -327,19 +340,21 @@ mod tests {
         assert_eq!(got.len(), 2);
         assert_eq!(
             (
-                got[0].dir.as_path(),
-                got[0].files.as_slice(),
-                got[0].rehashed
+                got[0].0.dir.as_path(),
+                got[0].0.files.as_slice(),
+                got[0].1.as_slice(),
+                got[0].0.rehashed
             ),
-            (Path::new("/w/one"), &files[..2], 1)
+            (Path::new("/w/one"), &files[..1], &files[1..2], 1)
         );
         assert_eq!(
             (
-                got[1].dir.as_path(),
-                got[1].files.as_slice(),
-                got[1].rehashed
+                got[1].0.dir.as_path(),
+                got[1].0.files.as_slice(),
+                got[1].1.as_slice(),
+                got[1].0.rehashed
             ),
-            (Path::new("/w/two"), &files[2..], 0)
+            (Path::new("/w/two"), &files[2..], &[][..], 0)
         );
         assert!(read_header(line, 1).is_none(), "not what was asked");
         assert!(read_header(line, 3).is_none(), "not what was asked");
@@ -382,10 +397,10 @@ mod tests {
         unknown["mount_namespace"] = serde_json::Value::Null;
         let e = accept_request(&unknown.to_string(), &here).expect_err("no namespace");
         assert!(e.contains("namespace None"), "{e}");
-        let old = line.replace("proofgraph-watch/2 ", "proofgraph-watch/1 ");
+        let old = line.replace("proofgraph-watch/3 ", "proofgraph-watch/2 ");
         let e = accept_request(&old, &here).expect_err("another protocol");
         assert!(
-            e.starts_with("the client speaks `proofgraph-watch/1 "),
+            e.starts_with("the client speaks `proofgraph-watch/2 "),
             "{e}"
         );
         for garbage in [

@@ -100,9 +100,14 @@ impl Watcher {
                     encode(path, f, &mut body);
                     files += 1;
                 }
+                let untracked = self.untracked(t, &dir, exclude)?;
+                for f in &untracked {
+                    encode(&f.path, f, &mut body);
+                }
                 headers.push(SnapshotHeader {
                     dir,
                     files,
+                    untracked: untracked.len(),
                     rehashed,
                 });
             }
@@ -176,6 +181,7 @@ mod tests {
         write(dir, "a.txt", "a\n");
         write(dir, "sub/b.txt", "b\n");
         commit_all(dir);
+        write(dir, "sub/new/c.txt", "not added yet\n");
         let store = tempfile::tempdir().expect("tempdir");
         let socket = store.path().join(SOCKET);
         drop(UnixListener::bind(&socket).expect("bind"));
@@ -188,9 +194,12 @@ mod tests {
         let answered = query(store.path(), &wanted).expect("an answer");
         let direct = inputs::snapshots(&wanted);
         assert_eq!(answered.len(), 2);
-        for (a, d) in answered.iter().zip(direct) {
+        for ((a, untracked), d) in answered.iter().zip(direct) {
             let d = d.expect("a snapshot");
             assert_eq!((&a.dir, &a.files), (&d.dir, &d.files));
+            let walked = inputs::untracked(&d.dir, &[]).expect("a walk");
+            assert_eq!(untracked, &walked);
+            assert_eq!(walked.len(), 1, "sub/new/c.txt, from either directory");
         }
         let missing = dir.join("missing");
         assert!(

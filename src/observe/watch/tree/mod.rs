@@ -49,7 +49,9 @@
 //! - `refresh.rs`: re-reading what events name, or taking a full snapshot;
 //! - `suspects.rs`: asking whether files are open for writing, before and
 //!   after the cookie;
-//! - `mounts.rs`: the mount table.
+//! - `mounts.rs`: the mount table;
+//! - `untracked.rs`: the untracked files git does not ignore, walked again only after an
+//!   event that could change them.
 //!
 //! [`inputs::snapshot`]: crate::observe::inputs::snapshot
 
@@ -60,6 +62,7 @@ mod suspects;
 #[cfg(test)]
 mod tests;
 mod track;
+mod untracked;
 mod watcher;
 mod worktree;
 

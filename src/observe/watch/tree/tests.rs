@@ -221,3 +221,57 @@ pub(super) fn nothing_is_asked_twice(watcher: &mut Watcher, dir: &Path) {
     let again = watcher.snapshot(dir, &[]).expect("the watcher answers");
     assert_eq!((again.rehashed, watcher.asked), (0, 0));
 }
+
+/// The untracked files the watcher answers are the ones a walk finds after every kind of
+/// change, and it walks again only after a change that could move them: never for an edit of
+/// a tracked file or a change inside an ignored directory.
+#[test]
+fn untracked_files_agree_with_a_walk_and_are_walked_only_after_a_change_that_could_move_them() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path();
+    git(dir, &["init", "-q"]);
+    write(dir, "a/one.txt", "one\n");
+    write(dir, ".gitignore", "build/\n");
+    commit_all(dir);
+    let mut watcher = Watcher::new(Box::new(|_| {})).expect("inotify is usable");
+    let wanted: [(&Path, &[String]); 1] = [(dir, &[])];
+    let check = |watcher: &mut Watcher, step: &str, walks: u64| {
+        let refreshed = watcher.refreshed(&wanted).expect("the watcher answers");
+        let (canonical, t, _) = refreshed[0].clone();
+        let answered = watcher
+            .untracked(t, &canonical, &[])
+            .expect("the watcher answers");
+        let walked = inputs::untracked(dir, &[]).expect("a walk");
+        assert_eq!(answered, walked, "{step}");
+        assert_eq!(watcher.served.untracked_walks, walks, "{step}");
+    };
+    check(&mut watcher, "first query", 1);
+    check(&mut watcher, "nothing changed", 1);
+    write(dir, "a/one.txt", "edited\n");
+    check(&mut watcher, "a tracked file edited", 1);
+    write(dir, "a/new.txt", "new\n");
+    check(&mut watcher, "a new file", 2);
+    write(dir, "a/new.txt", "changed\n");
+    check(&mut watcher, "an untracked file edited", 3);
+    write(dir, "n/deep/x.txt", "x\n");
+    check(&mut watcher, "a new directory", 4);
+    write(dir, "n/deep/y.txt", "y\n");
+    check(
+        &mut watcher,
+        "a file in a directory only the walk watches",
+        5,
+    );
+    fs_err::rename(dir.join("n/deep/y.txt"), dir.join("a/y.txt")).expect("mv");
+    check(&mut watcher, "an untracked file moved", 6);
+    write(dir, "build/out.txt", "out\n");
+    check(&mut watcher, "an ignored directory made", 7);
+    write(dir, "build/more.txt", "more\n");
+    check(&mut watcher, "a change inside an ignored directory", 7);
+    write(dir, ".gitignore", "build/\nn/\n");
+    check(&mut watcher, "a tracked .gitignore edited", 8);
+    git(dir, &["add", "a/new.txt"]);
+    check(&mut watcher, "a file added to the index", 9);
+    write(dir, ".git/info/exclude", "a/y.txt\n");
+    check(&mut watcher, "info/exclude edited", 10);
+    check(&mut watcher, "nothing changed again", 10);
+}

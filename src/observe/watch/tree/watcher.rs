@@ -24,6 +24,8 @@ pub struct Served {
     pub refused: u64,
     /// Full snapshots taken.
     pub full_snapshots: u64,
+    /// Walks for untracked files (each after an event that could have changed them).
+    pub untracked_walks: u64,
     /// The work trees watched.
     pub work_trees: Vec<String>,
 }
@@ -164,7 +166,12 @@ impl Watcher {
         self.check_mounts()?;
         let mut rehashed: HashMap<usize, usize> = HashMap::new();
         for &t in &queried {
+            self.check_untracked(t);
+            let full = self.served.full_snapshots;
             let n = self.refresh_or_forget(t)?;
+            if self.served.full_snapshots != full {
+                self.forget_untracked(t);
+            }
             rehashed.insert(t, n);
         }
         self.at("refreshed");

@@ -53,6 +53,14 @@ pub(super) struct Tree {
     /// The mount points in, at or above the work tree (`/proc/self/mountinfo`
     /// lines: mount id and mount point).
     pub(super) mounts: Vec<String>,
+    /// The untracked files git does not ignore, per queried directory and exclusions, as
+    /// last walked; dropped when an event could have changed them (`untracked.rs`).
+    pub(super) untracked: HashMap<(PathBuf, Vec<String>), Vec<FileEntry>>,
+    /// The stat data of the files outside the work tree that decide what git ignores,
+    /// when the untracked files were last walked.
+    pub(super) ignore_stamps: Vec<Option<Stamp>>,
+    /// The ignore file `core.excludesFile` names, if any.
+    pub(super) excludes_file: Option<PathBuf>,
 }
 
 /// A read-only descriptor of a tracked regular file, held while the watcher
@@ -110,6 +118,7 @@ impl Watcher {
                     fs_err::read_to_string("/proc/self/mountinfo").map_err(|e| e.to_string())?;
                 let t = self.trees.len();
                 let mounts = mounts_of(&mountinfo, &workdir);
+                let excludes_file = super::untracked::excludes_file(&workdir);
                 self.trees.push(Tree {
                     inner_mounts: inner_mounts(&mounts, &workdir),
                     mounts,
@@ -126,6 +135,9 @@ impl Watcher {
                     writers: BTreeSet::new(),
                     reread: BTreeSet::new(),
                     linked_dirs: BTreeSet::new(),
+                    untracked: HashMap::new(),
+                    ignore_stamps: Vec::new(),
+                    excludes_file,
                 });
                 lock(&self.shared.0).dirty.push(Dirty {
                     all: true,
@@ -314,6 +326,9 @@ mod tests {
             reread: BTreeSet::new(),
             linked_dirs: linked_dirs.iter().map(|p| (*p).to_owned()).collect(),
             mounts: Vec::new(),
+            untracked: HashMap::new(),
+            ignore_stamps: Vec::new(),
+            excludes_file: None,
         }
     }
 
