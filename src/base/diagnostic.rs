@@ -107,6 +107,8 @@ codes! {
     UnknownChange = "unknown_change",
     /// The named provider is not in the change.
     UnknownProvider = "unknown_provider",
+    /// `log` finds no kept log: no receipt yet, an adapter that runs no command, a blob gone.
+    NoLog = "no_log",
     /// The change name is not a single directory name.
     InvalidChangeName = "invalid_change_name",
     /// The command was interrupted (SIGINT or SIGTERM).

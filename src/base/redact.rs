@@ -70,6 +70,10 @@ pub struct Secrets {
     marker: &'static str,
     /// The values and their usual escaped forms, for the sandbox's streaming redactor.
     patterns: Vec<Vec<u8>>,
+    /// Literal rewrites applied before redaction (a run's sandbox paths to repository-relative
+    /// ones), longest first, with their finder.
+    rewrites: Vec<(Vec<u8>, Vec<u8>)>,
+    rewriter: Option<AhoCorasick>,
 }
 
 impl std::fmt::Debug for Secrets {
@@ -115,7 +119,52 @@ impl Secrets {
             finder,
             marker,
             patterns,
+            rewrites: Vec::new(),
+            rewriter: None,
         }
+    }
+
+    /// These secrets, with `rewrites` (from, to) applied to everything redacted, before the
+    /// secrets are: a run rewrites its sandboxes' paths so that reasons, test ids, logs and
+    /// reports name files relative to their repository. Rewriting first keeps the guarantee:
+    /// nothing a rewrite produces escapes the redaction after it.
+    pub fn with_rewrites(&self, rewrites: Vec<(String, String)>) -> Secrets {
+        let mut rewrites: Vec<(Vec<u8>, Vec<u8>)> = rewrites
+            .into_iter()
+            .filter(|(from, _)| !from.is_empty())
+            .map(|(from, to)| (from.into_bytes(), to.into_bytes()))
+            .collect();
+        rewrites.sort_by(|a, b| b.0.len().cmp(&a.0.len()).then_with(|| a.0.cmp(&b.0)));
+        rewrites.dedup_by(|a, b| a.0 == b.0);
+        let rewriter = if rewrites.is_empty() {
+            None
+        } else {
+            aho_corasick::AhoCorasick::builder()
+                .match_kind(aho_corasick::MatchKind::LeftmostLongest)
+                .build(rewrites.iter().map(|(from, _)| from))
+                .ok()
+        };
+        Secrets {
+            rewrites,
+            rewriter,
+            ..self.clone()
+        }
+    }
+
+    /// `data` with the rewrites applied.
+    fn rewritten<'a>(&self, data: &'a [u8]) -> Cow<'a, [u8]> {
+        let Some(rewriter) = &self.rewriter else {
+            return Cow::Borrowed(data);
+        };
+        if rewriter.find(data).is_none() {
+            return Cow::Borrowed(data);
+        }
+        let mut out = Vec::with_capacity(data.len());
+        rewriter.replace_all_with_bytes(data, &mut out, |m, _, dst| {
+            dst.extend_from_slice(&self.rewrites[m.pattern().as_usize()].1);
+            true
+        });
+        Cow::Owned(out)
     }
 
     /// Adds `other`'s secrets to these.
@@ -138,8 +187,16 @@ impl Secrets {
         &self.patterns
     }
 
-    /// `data` without any secret, raw or escaped (see the module documentation).
+    /// `data` without any secret, raw or escaped (see the module documentation), after the
+    /// rewrites ([`Secrets::with_rewrites`]).
     pub fn bytes<'a>(&self, data: &'a [u8]) -> Cow<'a, [u8]> {
+        match self.rewritten(data) {
+            Cow::Borrowed(data) => self.redacted_bytes(data),
+            Cow::Owned(data) => Cow::Owned(self.redacted_bytes(&data).into_owned()),
+        }
+    }
+
+    fn redacted_bytes<'a>(&self, data: &'a [u8]) -> Cow<'a, [u8]> {
         let Some(finder) = &self.finder else {
             return Cow::Borrowed(data);
         };
@@ -184,7 +241,7 @@ impl Secrets {
 
     /// Redacts every string in `value`.
     pub fn redact<T: Redact>(&self, mut value: T) -> Redacted<T> {
-        if !self.is_empty() {
+        if !self.is_empty() || self.rewriter.is_some() {
             value.redact(self);
         }
         Redacted(value)
@@ -699,6 +756,28 @@ mod tests {
 
     fn redacted(s: &Secrets, text: &str) -> String {
         s.text(text).into_owned()
+    }
+
+    #[test]
+    fn rewrites_come_first_so_nothing_they_make_escapes_redaction() {
+        let s = Secrets::new([b"token-1234/abcd".to_vec()]).with_rewrites(vec![
+            ("/run/sandboxes/web/".to_owned(), String::new()),
+            ("/run/sandboxes/web".to_owned(), ".".to_owned()),
+            ("/run/sandboxes/web2/".to_owned(), String::new()),
+        ]);
+        assert_eq!(
+            s.text(
+                "at /run/sandboxes/web/src/a.ts and /run/sandboxes/web2/b.ts in /run/sandboxes/web"
+            ),
+            "at src/a.ts and b.ts in ."
+        );
+        // A secret that only appears once a sandbox path is taken out is still redacted.
+        let out = s.text("token-1234//run/sandboxes/web/abcd");
+        assert!(!out.contains("token-1234/abcd"), "{out}");
+        // Without secrets, values are still rewritten.
+        let plain = Secrets::none().with_rewrites(vec![("/sb/".to_owned(), String::new())]);
+        assert_eq!(plain.redact("/sb/x.txt".to_owned()).into_inner(), "x.txt");
+        assert_eq!(plain.bytes(b"/sb/y").as_ref(), b"y");
     }
 
     #[test]

@@ -141,6 +141,19 @@ enum CommandArgs {
         #[arg(long, value_enum)]
         sandbox: Option<SandboxArg>,
     },
+    /// Print the log a provider's command wrote, as its latest receipt keeps it
+    #[command(
+        after_help = "Examples:\n  proofgraph log add-profile-page e2e\n  proofgraph log add-profile-page e2e --receipt 07262d20d484f42f3fa9056836cd0b70938a0222f397250ac81007babba30540 --json"
+    )]
+    Log {
+        /// The change
+        change: String,
+        /// The provider
+        provider: String,
+        /// The receipt (its SHA-256) whose log to print [default: the provider's latest]
+        #[arg(long, value_name = "SHA256")]
+        receipt: Option<String>,
+    },
     /// The binding hash an external signer must sign (SHA-256, hex)
     #[command(
         after_help = "Examples:\n  proofgraph hash add-profile-page review\n  proofgraph hash add-profile-page --json"
@@ -368,6 +381,15 @@ impl Cli {
                 change,
                 provider,
                 sandbox: sandbox.map(SandboxArg::mode),
+            },
+            CommandArgs::Log {
+                change,
+                provider,
+                receipt,
+            } => Command::Log {
+                change,
+                provider,
+                receipt,
             },
             CommandArgs::Hash {
                 change,

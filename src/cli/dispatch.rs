@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use crate::commands::validate::ValidateOptions;
 use crate::commands::{
-    doctor, evidence, explain, graph, hash, key, list, plan, prove, receipt, show, status,
+    doctor, evidence, explain, graph, hash, key, list, log, plan, prove, receipt, show, status,
     validate, verify_ci, watch,
 };
 use crate::load::openspec::root::Env;
@@ -45,6 +45,15 @@ pub enum Command {
         provider: String,
         /// The sandbox mode the fingerprints assume.
         sandbox: Option<proofgraph_sandbox::SandboxMode>,
+    },
+    /// `log <change> <provider> [--receipt <sha256>]`.
+    Log {
+        /// The change.
+        change: String,
+        /// The provider.
+        provider: String,
+        /// A receipt's SHA-256 (default: the provider's latest).
+        receipt: Option<String>,
     },
     /// `hash <change> [<provider>]`.
     Hash {
@@ -129,6 +138,11 @@ pub fn run(env: Env, global: &Global, command: Command) -> u8 {
             provider,
             sandbox,
         } => emit!(mode, explain::run(&ctx, &change, &provider, sandbox)),
+        Command::Log {
+            change,
+            provider,
+            receipt,
+        } => emit!(mode, log::run(&ctx, &change, &provider, receipt.as_deref())),
         Command::Hash {
             change,
             provider,

@@ -10,6 +10,7 @@ pub mod graph;
 pub mod hash;
 pub mod key;
 pub mod list;
+pub mod log;
 pub mod plan;
 pub mod prove;
 pub mod receipt;

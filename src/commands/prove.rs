@@ -83,6 +83,16 @@ impl Payload for ProvePayload {
                 r.capability
             );
         }
+        for run in self.providers.iter().filter(|p| !p.log_tail.is_empty()) {
+            let _ = writeln!(
+                out,
+                "{} did not pass; the end of its log (all of it: proofgraph log {change} {}):",
+                run.provider, run.provider
+            );
+            for line in &run.log_tail {
+                let _ = writeln!(out, "  | {line}");
+            }
+        }
         let parts: Vec<String> = self
             .summary
             .iter()
@@ -91,6 +101,30 @@ impl Payload for ProvePayload {
             .collect();
         let _ = writeln!(out, "{}", parts.join(", "));
     }
+}
+
+/// How many lines of a provider's log `prove` shows when it did not pass.
+const LOG_TAIL_LINES: usize = 15;
+
+/// The last `n` lines of a log that hold anything, each cut to 240 characters (a minified
+/// bundle's one line must not fill the terminal), as text.
+pub fn log_tail(log: &[u8], n: usize) -> Vec<String> {
+    let text = String::from_utf8_lossy(log);
+    let mut lines: Vec<String> = text
+        .lines()
+        .rev()
+        .filter(|l| !l.trim().is_empty())
+        .take(n)
+        .map(|l| {
+            let l = l.trim_end();
+            match l.char_indices().nth(240) {
+                Some((cut, _)) => format!("{}…", &l[..cut]),
+                None => l.to_owned(),
+            }
+        })
+        .collect();
+    lines.reverse();
+    lines
 }
 
 fn run_id() -> String {
@@ -186,6 +220,8 @@ fn attempt(
             reason: None,
             duration_ms: None,
             receipts: views,
+            log: None,
+            log_tail: Vec::new(),
         });
     }
     let mut diagnostics = e.loaded.notes.clone();
@@ -204,9 +240,19 @@ fn attempt(
                 reason: Some("the run was interrupted before it started".to_owned()),
                 duration_ms: None,
                 receipts: Vec::new(),
+                log: None,
+                log_tail: Vec::new(),
             });
         }
     } else if !wanted.is_empty() {
+        // What a run derives from its jobs names files relative to their repository, never
+        // inside this run's sandboxes.
+        let shown = e.loaded.secrets.with_rewrites(crate::run::path_rewrites(
+            &e.store,
+            &run_id,
+            &e.loaded.workspace,
+            e.mode,
+        ));
         let plan = Plan {
             graph,
             change: &name,
@@ -223,7 +269,7 @@ fn attempt(
             env: ctx.env(),
             interrupt,
             run_id: &run_id,
-            secrets: &e.loaded.secrets,
+            secrets: &shown,
             progress: &|p: Progress<'_>| match p {
                 Progress::Line(line) => bar.line(&line.to_string()),
                 Progress::Status {
@@ -267,6 +313,8 @@ fn attempt(
                         ),
                         duration_ms: None,
                         receipts: Vec::new(),
+                        log: None,
+                        log_tail: Vec::new(),
                     });
                 }
             }
@@ -301,9 +349,21 @@ fn attempt(
             )),
             duration_ms: None,
             receipts,
+            log: None,
+            log_tail: Vec::new(),
         });
     }
     providers.sort_by(|a, b| a.provider.cmp(&b.provider));
+    // What a person reads first about a failure: the end of its log.
+    for run in &mut providers {
+        let passed = run.receipts.iter().all(|r| r.outcome == Outcome::Pass);
+        if run.action == ProviderAction::Ran
+            && !passed
+            && let Some(log) = run.log.and_then(|sha| e.store.get(&sha))
+        {
+            run.log_tail = log_tail(&log, LOG_TAIL_LINES);
+        }
+    }
     let requirements = status::requirements(graph, &e.fingerprints, &e.store, &e.trusted, &name);
     let mut summary = super::status::summary(&requirements);
     summary.insert(

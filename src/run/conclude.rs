@@ -65,6 +65,8 @@ fn not_run(graph: &SealedGraph, id: NodeId, action: ProviderAction, reason: &str
         reason: Some(reason.to_owned()),
         duration_ms: None,
         receipts: Vec::new(),
+        log: None,
+        log_tail: Vec::new(),
     }
 }
 

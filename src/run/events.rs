@@ -160,6 +160,12 @@ pub struct ProviderRun {
     pub duration_ms: Option<u64>,
     /// The receipts written (or reused).
     pub receipts: Vec<ReceiptView>,
+    /// The SHA-256 of its command's log in the store, when it ran a command.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub log: Option<Sha256>,
+    /// The last lines of that log, when it did not pass (`proofgraph log` prints it all).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub log_tail: Vec<String>,
 }
 
 /// A receipt written or reused.
@@ -213,6 +219,8 @@ mod tests {
                 reason: None,
                 sha256: Sha256::of(b"receipt"),
             }],
+            log: None,
+            log_tail: Vec::new(),
         };
         assert_eq!(
             serde_json::to_string(&run).expect("serializes"),

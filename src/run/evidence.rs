@@ -68,6 +68,7 @@ pub(super) fn read_written(dir: &Path, relative: &str, started: Option<SystemTim
 /// read as any evidence is. `None`: nothing that can be kept (elsewhere, a link, too big).
 pub(super) fn attachment<'d>(
     attachment: Attachment,
+    home: Option<&'d Path>,
     sandboxes: impl IntoIterator<Item = &'d PathBuf>,
     root: &'d Path,
 ) -> Option<Kept> {
@@ -80,12 +81,18 @@ pub(super) fn attachment<'d>(
         (None, Some(path)) => {
             // Only a file the run wrote inside its own directories, read as any
             // evidence is: never through a link, never a FIFO, bounded.
+            // A path inside a sandbox was made relative to its repository (the run's
+            // path rewrites): it is the provider's own repository's.
             let file = Path::new(&path);
-            let (base, relative) = sandboxes
-                .into_iter()
-                .map(PathBuf::as_path)
-                .chain(std::iter::once(root))
-                .find_map(|d| Some((d, file.strip_prefix(d).ok()?)))?;
+            let (base, relative) = if file.is_relative() {
+                (home?, file)
+            } else {
+                sandboxes
+                    .into_iter()
+                    .map(PathBuf::as_path)
+                    .chain(std::iter::once(root))
+                    .find_map(|d| Some((d, file.strip_prefix(d).ok()?)))?
+            };
             let written = evidence::read_beneath(base, relative, MAX_REPORT_BYTES).ok()?;
             let shown = if base == root {
                 path.clone()
@@ -170,7 +177,7 @@ mod tests {
         let outside = tempfile::tempdir().expect("tempdir");
         fs_err::write(outside.path().join("x.png"), b"secret").expect("write");
         let sandboxes = [sandbox.clone()];
-        let keep = |a| attachment(a, &sandboxes, root);
+        let keep = |a| attachment(a, Some(&sandbox), &sandboxes, root);
         let inline = keep(attached(Some("/anywhere"), Some(b"inline"))).expect("kept");
         assert_eq!(
             (inline.path, inline.bytes, inline.name, inline.content_type),
@@ -191,5 +198,22 @@ mod tests {
         let gone = sandbox.join("nope.png").display().to_string();
         assert_eq!(keep(attached(Some(&gone), None)), None);
         assert_eq!(keep(attached(None, None)), None);
+        // Made relative to the repository by the run's rewrites: the provider's own
+        // sandbox, never above it, and nothing without one.
+        let kept = keep(attached(Some("test-results/a.png"), None)).expect("kept");
+        assert_eq!(
+            (kept.path.as_deref(), kept.bytes.as_slice()),
+            (Some("test-results/a.png"), &b"png"[..])
+        );
+        assert_eq!(keep(attached(Some("../../logs.png"), None)), None);
+        assert_eq!(
+            attachment(
+                attached(Some("test-results/a.png"), None),
+                None,
+                &sandboxes,
+                root
+            ),
+            None
+        );
     }
 }

@@ -26,3 +26,4 @@ mod testing;
 mod writer;
 
 pub use events::{Line, Progress, ProviderAction, ProviderRun, ReceiptView};
+pub use plan::path_rewrites;

@@ -89,3 +89,43 @@ impl From<Vec<Diagnostic>> for Stopped {
 pub(super) fn diag(code: Code, message: String, fix: &str) -> Diagnostic {
     Diagnostic::error(code, message).surface("prove").fix(fix)
 }
+
+/// The rewrites that make what a run derives from its jobs (reasons, test ids, logs,
+/// reports) name files relative to their repository: each repository's sandbox of run
+/// `run_id` (`<store>/runs/<run>/sandboxes/<repo>/`, by its path and its real path) and the
+/// directory its cached setup runs in become nothing; running in place, each repository's
+/// own directory does. A sandbox's path without the slash (a command that prints its working
+/// directory) becomes `.`.
+pub fn path_rewrites(
+    store: &crate::store::Store,
+    run_id: &str,
+    workspace: &crate::load::workspace::Workspace,
+    mode: proofgraph_sandbox::SandboxMode,
+) -> Vec<(String, String)> {
+    let mut stores = vec![store.dir().to_path_buf()];
+    stores.extend(fs_err::canonicalize(store.dir()).ok());
+    let mut out = Vec::new();
+    for base in stores {
+        let run = base.join("runs").join(run_id);
+        for repo in workspace.repositories.keys() {
+            for dir in [
+                run.join("sandboxes").join(repo.as_str()),
+                run.join("setup").join(repo.as_str()),
+            ] {
+                let dir = dir.display().to_string();
+                out.push((format!("{dir}/"), String::new()));
+                out.push((dir, ".".to_owned()));
+            }
+        }
+    }
+    if mode == proofgraph_sandbox::SandboxMode::None {
+        for repo in workspace.repositories.values() {
+            let mut dirs = vec![repo.dir.clone()];
+            dirs.extend(fs_err::canonicalize(&repo.dir).ok());
+            for dir in dirs {
+                out.push((format!("{}/", dir.display()), String::new()));
+            }
+        }
+    }
+    out
+}

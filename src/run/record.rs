@@ -185,11 +185,15 @@ impl Dispatcher<'_, '_> {
             let path = p.spec.report.as_ref().map(|r| r.value.clone());
             kept.push(Kept::new(ArtifactKind::StructuredReport, path, bytes));
         }
-        kept.extend(
-            attachments
-                .into_iter()
-                .filter_map(|a| attachment(a, self.sandboxes.dirs.values(), &self.sandboxes.root)),
-        );
+        let home = self.cwd(p.runs_in.as_ref());
+        kept.extend(attachments.into_iter().filter_map(|a| {
+            attachment(
+                a,
+                home.as_deref(),
+                self.sandboxes.dirs.values(),
+                &self.sandboxes.root,
+            )
+        }));
         if p.spec.adapter.value == Adapter::ContractDigest {
             for (shown, bytes) in contract::artifacts(p, plan.workspace) {
                 let artifact = Kept::new(ArtifactKind::ContractArtifact, Some(shown), bytes);
@@ -209,6 +213,8 @@ impl Dispatcher<'_, '_> {
             reason,
             duration_ms: Some(u64::try_from(finished.duration.as_millis()).unwrap_or(u64::MAX)),
             receipts: Vec::new(),
+            log: None,
+            log_tail: Vec::new(),
         };
         let sent = self.recorder.send(Persist {
             id,
@@ -226,7 +232,7 @@ impl Dispatcher<'_, '_> {
                 format!("the receipt of `{pid}` was not written: the receipt writer stopped"),
                 "Rerun; if it persists, report it with the output of `proofgraph doctor`.",
             ));
-            self.results.insert(id, unwritten);
+            self.results.insert(id, *unwritten);
             self.halt();
         }
         self.recorded += 1;

@@ -62,9 +62,9 @@ impl Recorder {
 
     /// Hands a result to the writer; gives the provider's result back when the writer
     /// is gone.
-    pub(super) fn send(&mut self, persist: Persist) -> Result<(), ProviderRun> {
+    pub(super) fn send(&mut self, persist: Persist) -> Result<(), Box<ProviderRun>> {
         let Some(tx) = &self.to_writer else {
-            return Err(persist.run);
+            return Err(Box::new(persist.run));
         };
         match tx.send(persist) {
             Ok(()) => {
@@ -73,7 +73,7 @@ impl Recorder {
             }
             Err(mpsc::SendError(persist)) => {
                 self.to_writer = None;
-                Err(persist.run)
+                Err(Box::new(persist.run))
             }
         }
     }
@@ -128,6 +128,8 @@ mod tests {
                 reason: None,
                 duration_ms: None,
                 receipts: Vec::new(),
+                log: None,
+                log_tail: Vec::new(),
             },
         }
     }

@@ -100,6 +100,10 @@ impl<'a> Writer<'a> {
         let pid = &p.spec.id.value;
         let store = self.store;
         let artifacts = self.keep(kept, &mut diagnostics);
+        run.log = artifacts
+            .iter()
+            .find(|a| a.kind == ArtifactKind::CommandLog)
+            .map(|a| a.sha256);
         let files = self
             .observed
             .files

@@ -256,6 +256,11 @@ fn example_with_a_failing_provider() {
     );
     ex.snap("failing_prove", &["prove", CHANGE, "--jobs", "1"])
         .expect_code(1);
+    // The whole log the failure's tail came from, and the same as a document.
+    ex.snap("failing_log", &["log", CHANGE, "test-web"])
+        .expect_code(0);
+    ex.snap("failing_log_json", &["log", CHANGE, "test-web", "--json"])
+        .expect_code(0);
     ex.snap("failing_status", &["status", CHANGE])
         .expect_code(1);
     ex.snap("failing_status_json", &["status", CHANGE, "--json"]);

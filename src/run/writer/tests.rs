@@ -96,6 +96,8 @@ impl Fixture {
                 reason: None,
                 duration_ms: Some(1_000),
                 receipts: Vec::new(),
+                log: None,
+                log_tail: Vec::new(),
             },
         }
     }

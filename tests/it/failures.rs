@@ -1,0 +1,150 @@
+//! Failures a person can read: the end of the log under a failed prove, `log` for all of it,
+//! and every path a run reports named relative to its repository — never inside the
+//! sandbox the run deleted — whatever the sandbox mode and wherever the path appears.
+
+use serde_json::Value;
+
+use crate::support::{Sandbox, assert_emits, git_commit_all, provider};
+
+/// A repository `web` whose suite writes a TAP report naming each test by its file's
+/// absolute path (as vitest and others do), logs its working directory and a source path,
+/// and fails one test; plus a passing lint and a contract.
+fn workspace(sb: &Sandbox) {
+    sb.openspec_root("");
+    sb.write(
+        "proofgraph.yaml",
+        "version: 1\nrepositories:\n  web: {path: web}\n",
+    );
+    sb.write(
+        "web/suite.sh",
+        r#"echo "running in $PWD"
+echo "reading $PWD/src/app.js"
+for i in $(seq 1 30); do echo "noise line $i"; done
+{ echo 'TAP version 13'; echo '1..2'
+  echo "ok 1 - $PWD/tests/a.test.js > adds"
+  echo "not ok 2 - $PWD/tests/b.test.js > subtracts"
+} > out.tap
+echo "FAIL $PWD/tests/b.test.js:3:7 expected 1 to be 2"
+exit 1
+"#,
+    );
+    sb.write("web/src/app.js", "app\n");
+    sb.write("web/contract.json", "{}\n");
+    sb.write("openspec/changes/x/proposal.md", "# x\n");
+    sb.write(
+        "openspec/changes/x/evidence.yaml",
+        "version: 2\nclaims:\n  - {id: works, scenario: It works, capabilities: [test, static-analysis], repositories: [web]}\n",
+    );
+    sb.write(
+        "openspec/changes/x/execution.yaml",
+        "version: 1\nproviders:\n  suite:\n    adapter: test-discovery\n    capability: test\n    repository: web\n    command: [sh, suite.sh]\n    report: out.tap\n  lint:\n    adapter: command\n    capability: static-analysis\n    repository: web\n    command: [sh, -c, \"echo lint ok\"]\n",
+    );
+    git_commit_all(&sb.work());
+}
+
+fn prove(sb: &Sandbox, mode: &str) -> (i32, Value, String) {
+    let run = sb.run(&sb.work(), &["prove", "x", "--sandbox", mode, "--json"]);
+    let code = run.code.expect("an exit code");
+    let doc = run.json();
+    let human = sb.run(&sb.work(), &["prove", "x", "--sandbox", mode, "--no-cache"]);
+    (code, doc, human.stdout)
+}
+
+#[test]
+fn a_failure_shows_the_end_of_its_log_and_every_path_relative_to_the_repository() {
+    for mode in ["worktree", "copy", "none"] {
+        let sb = Sandbox::new();
+        workspace(&sb);
+        let (code, doc, human) = prove(&sb, mode);
+        assert_eq!(code, 1, "{mode}: {doc}");
+        let suite = provider(&doc, "suite");
+        let tail: Vec<&str> = suite["log_tail"]
+            .as_array()
+            .expect("a failed provider's log tail")
+            .iter()
+            .filter_map(Value::as_str)
+            .collect();
+        assert_eq!(tail.len(), 15, "{mode}: the last 15 lines: {tail:?}");
+        assert_eq!(
+            tail.last(),
+            Some(&"FAIL tests/b.test.js:3:7 expected 1 to be 2"),
+            "{mode}"
+        );
+        assert!(
+            provider(&doc, "lint").get("log_tail").is_none(),
+            "{mode}: a pass shows no log"
+        );
+        assert!(
+            human.contains(
+                "suite did not pass; the end of its log (all of it: proofgraph log x suite):"
+            ) && human.contains("  | FAIL tests/b.test.js:3:7 expected 1 to be 2"),
+            "{mode}: {human}"
+        );
+        // The failing test is named as the repository names it.
+        let reason = suite["receipts"][0]["reason"].as_str().unwrap_or_default();
+        assert!(
+            reason.contains("failing: tests/b.test.js > subtracts"),
+            "{mode}: {reason}"
+        );
+        // `log` prints all of it, relative too: in a sandbox the working directory is the
+        // repository (`.`); running in place it is the repository's real directory, which
+        // is where the user's files are.
+        let log = sb.run(&sb.work(), &["log", "x", "suite"]);
+        log.expect_code(0);
+        let web = sb.work().join("web");
+        let cwd = if mode == "none" {
+            web.display().to_string()
+        } else {
+            ".".to_owned()
+        };
+        assert!(
+            log.stdout
+                .starts_with(&format!("running in {cwd}\nreading src/app.js\n")),
+            "{mode}: {}",
+            log.stdout
+        );
+        assert!(log.stdout.contains("noise line 1\n"), "{mode}");
+        // No absolute path into the run or the store anywhere derived, nor into the
+        // repository but where a command printed its working directory as it is.
+        let store = sb.work().join(".proofgraph");
+        let log_text = log.stdout.replacen(&format!("running in {cwd}"), "", 1);
+        for text in [doc.to_string(), human.clone(), log_text] {
+            for forbidden in [store.display().to_string(), format!("{}/", web.display())] {
+                assert!(!text.contains(&forbidden), "{mode}: {forbidden} in {text}");
+            }
+        }
+    }
+}
+
+#[test]
+fn log_says_why_it_has_nothing_to_print() {
+    let sb = Sandbox::new();
+    workspace(&sb);
+    let nothing = sb.run(&sb.work(), &["log", "x", "suite", "--json"]);
+    nothing.expect_code(3);
+    assert_emits!(nothing.status_codes(), "no_log");
+    let unknown = sb.run(&sb.work(), &["log", "x", "nope", "--json"]);
+    unknown.expect_code(3);
+    assert_emits!(unknown.status_codes(), "unknown_provider");
+    let (_, doc, _) = prove(&sb, "worktree");
+    let lint = provider(&doc, "lint")["receipts"][0]["sha256"]
+        .as_str()
+        .expect("lint's receipt")
+        .to_owned();
+    // A receipt of another provider is not this one's log.
+    let other = sb.run(
+        &sb.work(),
+        &["log", "x", "suite", "--receipt", &lint, "--json"],
+    );
+    other.expect_code(3);
+    assert_emits!(other.status_codes(), "no_log");
+    let own = sb.run(&sb.work(), &["log", "x", "lint", "--receipt", &lint]);
+    own.expect_code(0);
+    assert_eq!(own.stdout, "lint ok\n");
+    let garbage = sb.run(
+        &sb.work(),
+        &["log", "x", "lint", "--receipt", "not-a-digest", "--json"],
+    );
+    garbage.expect_code(3);
+    assert_emits!(garbage.status_codes(), "usage_error");
+}
