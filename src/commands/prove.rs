@@ -222,6 +222,7 @@ fn attempt(
             receipts: views,
             log: None,
             log_tail: Vec::new(),
+            result: None,
         });
     }
     let mut diagnostics = e.loaded.notes.clone();
@@ -242,6 +243,7 @@ fn attempt(
                 receipts: Vec::new(),
                 log: None,
                 log_tail: Vec::new(),
+                result: None,
             });
         }
     } else if !wanted.is_empty() {
@@ -315,6 +317,7 @@ fn attempt(
                         receipts: Vec::new(),
                         log: None,
                         log_tail: Vec::new(),
+                        result: None,
                     });
                 }
             }
@@ -351,6 +354,7 @@ fn attempt(
             receipts,
             log: None,
             log_tail: Vec::new(),
+            result: None,
         });
     }
     providers.sort_by(|a, b| a.provider.cmp(&b.provider));
@@ -364,7 +368,37 @@ fn attempt(
             run.log_tail = log_tail(&log, LOG_TAIL_LINES);
         }
     }
-    let requirements = status::requirements(graph, &e.fingerprints, &e.store, &e.trusted, &name);
+    let mut requirements =
+        status::requirements(graph, &e.fingerprints, &e.store, &e.trusted, &name);
+    // A requirement none of whose providers got to run in this prove says why this run
+    // skipped them, not what an earlier receipt was for.
+    for r in &mut requirements {
+        if r.state == status::State::Passed || r.evidence.is_empty() {
+            continue;
+        }
+        let skipped: Option<Vec<&str>> = r
+            .evidence
+            .iter()
+            .map(|ev| {
+                providers
+                    .iter()
+                    .find(|p| p.provider == ev.provider)
+                    .filter(|p| {
+                        matches!(
+                            p.action,
+                            ProviderAction::Blocked | ProviderAction::Interrupted
+                        )
+                    })
+                    .and_then(|p| p.reason.as_deref())
+            })
+            .collect();
+        if let Some(first) = skipped.and_then(|reasons| reasons.first().copied()) {
+            r.reason = Some(first.to_owned());
+            for ev in &mut r.evidence {
+                ev.reason = Some(first.to_owned());
+            }
+        }
+    }
     let mut summary = super::status::summary(&requirements);
     summary.insert(
         "ran",
@@ -390,6 +424,12 @@ fn attempt(
             .fix("Run prove again; finished receipts are kept and reused."),
         );
         Verdict::Interrupted
+    } else if providers
+        .iter()
+        .any(|p| p.result == Some(crate::run::Mark::CouldNotStart))
+    {
+        // A command that cannot start is a configuration problem, not a result.
+        Verdict::Invalid
     } else if inputs_changed
         || providers
             .iter()

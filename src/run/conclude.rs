@@ -67,6 +67,7 @@ fn not_run(graph: &SealedGraph, id: NodeId, action: ProviderAction, reason: &str
         receipts: Vec::new(),
         log: None,
         log_tail: Vec::new(),
+        result: None,
     }
 }
 
@@ -79,10 +80,21 @@ fn blocked_reason(graph: &SealedGraph, scheduler: &Scheduler<'_>, id: NodeId) ->
         .filter(|(from, _)| matches!(scheduler.state(*from), State::Failed | State::Blocked))
         .map(|(from, _)| format!("`{}`", graph.node(from).name))
         .collect();
-    if failed.is_empty() {
-        "not run: the run stopped after a failure (use --keep-going to run everything)".to_owned()
-    } else {
-        format!("not run: {} did not pass", failed.join(", "))
+    if !failed.is_empty() {
+        return format!(
+            "skipped: it depends on {}, which did not pass",
+            failed.join(", ")
+        );
+    }
+    // Fail-fast: the run stopped at the first failure, which this provider does not need.
+    let first = graph
+        .order()
+        .iter()
+        .find(|n| scheduler.state(**n) == State::Failed)
+        .map(|n| format!("`{}`", graph.node(*n).name));
+    match first {
+        Some(first) => format!("skipped: after {first} failed (--keep-going runs them)"),
+        None => "skipped: the run stopped after a failure (--keep-going runs them)".to_owned(),
     }
 }
 
@@ -112,11 +124,11 @@ mod tests {
         scheduler.halt();
         assert_eq!(
             blocked_reason(&graph, &scheduler, id("b")),
-            "not run: `a` did not pass"
+            "skipped: it depends on `a`, which did not pass"
         );
         assert_eq!(
             blocked_reason(&graph, &scheduler, id("c")),
-            "not run: the run stopped after a failure (use --keep-going to run everything)"
+            "skipped: after `a` failed (--keep-going runs them)"
         );
         let run = not_run(
             &graph,

@@ -266,10 +266,14 @@ impl<'p, 'a> Dispatcher<'p, 'a> {
                     ..
                 },
             ) => {
+                let not_started = spawn_error.is_some();
                 let ended = ended::ended(code, signal, timed_out, killed, spawn_error);
                 // The run measured the command from its start, which may have come
                 // after a wait for a slot.
-                let finished = Finished::ran(ended, log, duration, std::time::SystemTime::now());
+                let finished = Finished {
+                    not_started,
+                    ..Finished::ran(ended, log, duration, std::time::SystemTime::now())
+                };
                 self.execution_ended(key, &finished, hold);
             }
             (

@@ -19,6 +19,9 @@ pub(super) struct Finished {
     pub(super) started: Option<SystemTime>,
     pub(super) started_at: String,
     pub(super) finished_at: String,
+    /// Its command could not be started at all (a missing program, no permission): a
+    /// configuration problem, not a result.
+    pub(super) not_started: bool,
 }
 
 impl Finished {
@@ -33,6 +36,7 @@ impl Finished {
             started: None,
             started_at: now.clone(),
             finished_at: now,
+            not_started: false,
         }
     }
 
@@ -50,6 +54,7 @@ impl Finished {
             started: wall.checked_sub(duration),
             started_at: receipt::rfc3339(now.saturating_sub(duration)),
             finished_at: receipt::rfc3339(now),
+            not_started: false,
         }
     }
 }

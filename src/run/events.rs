@@ -77,8 +77,8 @@ pub enum Line<'s> {
     Judged {
         /// The provider.
         provider: &'s ProviderId,
-        /// `pass` when every receipt passes, else the worst outcome.
-        mark: Outcome,
+        /// How it ended, in the words of the summary.
+        mark: Mark,
         /// How long its execution took.
         duration_ms: u128,
         /// The first reason a receipt gives.
@@ -160,12 +160,76 @@ pub struct ProviderRun {
     pub duration_ms: Option<u64>,
     /// The receipts written (or reused).
     pub receipts: Vec<ReceiptView>,
+    /// How its execution ended, when it ran.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub result: Option<Mark>,
     /// The SHA-256 of its command's log in the store, when it ran a command.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub log: Option<Sha256>,
     /// The last lines of that log, when it did not pass (`proofgraph log` prints it all).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub log_tail: Vec<String>,
+}
+
+/// How a provider's execution ended, in the words `prove` uses everywhere — progress,
+/// summary and JSON: its requirements' states (`passed`, `failed`, `inconclusive`), or why
+/// no verdict could follow (`timed out`, `could not start`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum Mark {
+    /// Every receipt passed.
+    #[serde(rename = "passed")]
+    Passed,
+    /// A receipt failed (or is an error).
+    #[serde(rename = "failed")]
+    Failed,
+    /// None failed, and one neither passed nor failed.
+    #[serde(rename = "inconclusive")]
+    Inconclusive,
+    /// The command ran out of its time.
+    #[serde(rename = "timed out")]
+    TimedOut,
+    /// The command could not be started at all.
+    #[serde(rename = "could not start")]
+    CouldNotStart,
+}
+
+impl Mark {
+    /// The word shown.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Mark::Passed => "passed",
+            Mark::Failed => "failed",
+            Mark::Inconclusive => "inconclusive",
+            Mark::TimedOut => "timed out",
+            Mark::CouldNotStart => "could not start",
+        }
+    }
+
+    /// The mark of outcomes, as a requirement combines them: any failure (or error) fails,
+    /// else any inconclusive, else passed; how the command ended names a failure first.
+    pub fn of(
+        outcomes: impl IntoIterator<Item = Outcome>,
+        timed_out: bool,
+        not_started: bool,
+    ) -> Self {
+        let outcomes: Vec<Outcome> = outcomes.into_iter().collect();
+        // Nothing to judge is not a failure of anything.
+        if outcomes.iter().all(|o| *o == Outcome::Pass) {
+            return Mark::Passed;
+        }
+        if not_started {
+            Mark::CouldNotStart
+        } else if timed_out {
+            Mark::TimedOut
+        } else if outcomes
+            .iter()
+            .any(|o| matches!(o, Outcome::Fail | Outcome::Error))
+        {
+            Mark::Failed
+        } else {
+            Mark::Inconclusive
+        }
+    }
 }
 
 /// A receipt written or reused.
@@ -221,6 +285,7 @@ mod tests {
             }],
             log: None,
             log_tail: Vec::new(),
+            result: None,
         };
         assert_eq!(
             serde_json::to_string(&run).expect("serializes"),
@@ -280,20 +345,29 @@ mod tests {
             (
                 Line::Judged {
                     provider: &provider,
-                    mark: Outcome::Pass,
+                    mark: Mark::Passed,
                     duration_ms: 12,
                     reason: None,
                 },
-                "  pass    unit (12 ms)",
+                "  passed  unit (12 ms)",
             ),
             (
                 Line::Judged {
                     provider: &provider,
-                    mark: Outcome::Inconclusive,
+                    mark: Mark::Inconclusive,
                     duration_ms: 0,
                     reason: Some("no report"),
                 },
                 "  inconclusive unit (0 ms): no report",
+            ),
+            (
+                Line::Judged {
+                    provider: &provider,
+                    mark: Mark::CouldNotStart,
+                    duration_ms: 0,
+                    reason: Some("its command could not be started: `x` not found"),
+                },
+                "  could not start unit (0 ms): its command could not be started: `x` not found",
             ),
             (
                 Line::Unrecorded { provider: "unit" },

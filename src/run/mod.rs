@@ -25,5 +25,5 @@ mod signals;
 mod testing;
 mod writer;
 
-pub use events::{Line, Progress, ProviderAction, ProviderRun, ReceiptView};
+pub use events::{Line, Mark, Progress, ProviderAction, ProviderRun, ReceiptView};
 pub use plan::path_rewrites;

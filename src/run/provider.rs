@@ -66,6 +66,7 @@ impl Dispatcher<'_, '_> {
                 started: None,
                 started_at,
                 finished_at: receipt::now_rfc3339(),
+                not_started: false,
             };
             let ok = self.record(id, &finished);
             self.finish(id, ok);
@@ -73,6 +74,16 @@ impl Dispatcher<'_, '_> {
         }
         let fail_now = |this: &mut Self, reason: String| {
             this.record(id, &Finished::error_now(reason));
+            this.finish(id, false);
+        };
+        // Its command cannot even be started (a program not found, an `envFrom` the
+        // environment does not set, a spawn that fails): a configuration problem.
+        let not_started = |this: &mut Self, reason: String| {
+            let finished = Finished {
+                not_started: true,
+                ..Finished::error_now(reason)
+            };
+            this.record(id, &finished);
             this.finish(id, false);
         };
         let has_inputs = self
@@ -87,7 +98,7 @@ impl Dispatcher<'_, '_> {
         }
         let prepared = match self.builder().prepare(p) {
             Ok(prepared) => prepared,
-            Err(reason) => return fail_now(self, reason),
+            Err(reason) => return not_started(self, reason),
         };
         match self.executions.get(&prepared.key) {
             Some(Execution::Running) => {
@@ -143,7 +154,7 @@ impl Dispatcher<'_, '_> {
                 self.executions.insert(key.clone(), Execution::Running);
                 self.waiting.entry(key).or_default().push(id);
             }
-            Err(e) => fail_now(
+            Err(e) => not_started(
                 self,
                 format!("its command could not be started: failed to {e}"),
             ),

@@ -15,7 +15,7 @@ use crate::proof::receipt::{Outcome, TestNames};
 use super::contract;
 use super::dispatch::Dispatcher;
 use super::ended::Finished;
-use super::events::{Line, ProviderAction, ProviderRun};
+use super::events::{Line, Mark, ProviderAction, ProviderRun};
 use super::evidence::{ArtifactKind, Kept, attachment, read_written};
 use super::job;
 use super::plan::diag;
@@ -106,15 +106,14 @@ pub(super) fn judge_execution(
 
 /// Whether every verdict passed, the mark printed (`pass`, else the worst outcome), and
 /// the first reason a verdict gives.
-pub(super) fn summary(judged: &Judged) -> (bool, Outcome, Option<String>) {
+pub(super) fn summary(judged: &Judged, finished: &Finished) -> (bool, Mark, Option<String>) {
     let passed = judged.verdicts.iter().all(|v| v.outcome == Outcome::Pass);
-    let worst = judged
-        .verdicts
-        .iter()
-        .map(|v| v.outcome)
-        .max()
-        .unwrap_or(Outcome::Error);
-    let mark = if passed { Outcome::Pass } else { worst };
+    let timed_out = matches!(&finished.ended, Ended::Exited(e) if e.timed_out);
+    let mark = Mark::of(
+        judged.verdicts.iter().map(|v| v.outcome),
+        timed_out,
+        finished.not_started,
+    );
     let reason = judged.verdicts.iter().find_map(|v| v.reason.clone());
     (passed, mark, reason)
 }
@@ -200,7 +199,7 @@ impl Dispatcher<'_, '_> {
                 kept.push(artifact);
             }
         }
-        let (passed, mark, reason) = summary(&judged);
+        let (passed, mark, reason) = summary(&judged, finished);
         self.progress(Line::Judged {
             provider: pid,
             mark,
@@ -215,6 +214,7 @@ impl Dispatcher<'_, '_> {
             receipts: Vec::new(),
             log: None,
             log_tail: Vec::new(),
+            result: Some(mark),
         };
         let sent = self.recorder.send(Persist {
             id,

@@ -130,6 +130,7 @@ mod tests {
                 receipts: Vec::new(),
                 log: None,
                 log_tail: Vec::new(),
+                result: None,
             },
         }
     }

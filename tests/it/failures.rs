@@ -148,3 +148,50 @@ fn log_says_why_it_has_nothing_to_print() {
     garbage.expect_code(3);
     assert_emits!(garbage.status_codes(), "usage_error");
 }
+
+/// One vocabulary: what progress, the summary and the document say of a provider agree, and
+/// a command that cannot start is a configuration problem (exit 3) while one that runs out
+/// of time is a failure (exit 1), each named as what happened.
+#[test]
+fn progress_summary_and_document_use_one_vocabulary_for_how_a_run_ended() {
+    for (command, timeout, code, result) in [
+        (
+            "[definitely-not-installed-xyz, --version]",
+            "",
+            3,
+            "could not start",
+        ),
+        ("[sleep, \"5\"]", "\n    timeoutMs: 300", 1, "timed out"),
+        ("[sh, -c, \"exit 1\"]", "", 1, "failed"),
+        ("[\"true\"]", "", 0, "passed"),
+    ] {
+        let sb = Sandbox::new();
+        sb.openspec_root("");
+        sb.write("openspec/changes/x/proposal.md", "# x\n");
+        sb.write(
+            "openspec/changes/x/evidence.yaml",
+            "version: 2\nclaims:\n  - {id: lints, scenario: It lints, capabilities: [static-analysis]}\n",
+        );
+        sb.write(
+            "openspec/changes/x/execution.yaml",
+            format!("version: 1\nproviders:\n  lint:\n    adapter: command\n    capability: static-analysis\n    command: {command}{timeout}\n"),
+        );
+        git_commit_all(&sb.work());
+        let run = sb.run(&sb.work(), &["prove", "x", "--json"]);
+        assert_eq!(run.code, Some(code), "{result}: {}", run.stdout);
+        let doc = run.json();
+        assert_eq!(provider(&doc, "lint")["result"], result, "{doc}");
+        assert!(
+            run.stderr.contains(&format!("  {result:7} lint (")),
+            "{result}: {}",
+            run.stderr
+        );
+        let state = &doc["requirements"][0]["state"];
+        let expected = if result == "passed" {
+            "passed"
+        } else {
+            "failed"
+        };
+        assert_eq!(state, expected, "{result}: the summary agrees");
+    }
+}

@@ -265,7 +265,10 @@ fn a_failing_suite_fails_and_blocks_its_dependents() {
         .cloned()
         .unwrap_or_default();
     assert_eq!(lint["action"], "blocked");
-    assert_eq!(lint["reason"], "not run: `test` did not pass");
+    assert_eq!(
+        lint["reason"],
+        "skipped: it depends on `test`, which did not pass"
+    );
     assert_eq!(states(&doc)["web-works/test"], "failed");
     // A failure is not reused: it runs again next time.
     assert!(ran(&prove(&sb, &["--keep-going"]).json()).contains(&"test".to_owned()));
@@ -667,7 +670,7 @@ fn progress_is_a_bar_on_a_terminal_and_plain_lines_otherwise() {
     plain.expect_code(0);
     assert!(!plain.stderr.contains('\u{1b}'), "{:?}", plain.stderr);
     assert!(
-        plain.stderr.contains("  pass    test ("),
+        plain.stderr.contains("  passed  test ("),
         "{}",
         plain.stderr
     );
@@ -695,7 +698,7 @@ fn progress_is_a_bar_on_a_terminal_and_plain_lines_otherwise() {
     assert!(tty.stdout.contains("\r\u{1b}[2K[#"), "{:?}", tty.stdout);
     assert!(tty.stdout.contains("] 4/4"), "{:?}", tty.stdout);
     assert!(tty.stdout.contains("running: "), "{:?}", tty.stdout);
-    assert!(tty.stdout.contains("  pass    test ("), "{:?}", tty.stdout);
+    assert!(tty.stdout.contains("  passed  test ("), "{:?}", tty.stdout);
 }
 
 /// With `proofgraph watch` running, prove reads its snapshots (no lstat per

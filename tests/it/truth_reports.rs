@@ -186,7 +186,7 @@ fn run(v: &Variant, code: i32) -> Vec<(Written, Written)> {
     for (test, discovery) in pairs {
         assert_eq!(provider(&doc, test)["action"], "ran", "{ctx}");
         assert!(
-            !run.stderr.contains(&format!("  pass    {test} ")),
+            !run.stderr.contains(&format!("  passed  {test} ")),
             "{ctx}: progress printed a pass: {}",
             run.stderr
         );

@@ -99,9 +99,10 @@ fn a_commands_report_is_kept_but_never_decides() {
     let p = node(&g, "unit");
     let raw = judge::judge(p, g.claims(), &exited(0), &report, 1_000);
     assert!(!raw.tests.passed.is_empty(), "the report names its tests");
-    let judged = judge_execution(&g, p, &finished(exited(0), None), &report, &[]);
+    let done = finished(exited(0), None);
+    let judged = judge_execution(&g, p, &done, &report, &[]);
     assert_eq!(judged.tests, TestNames::default());
-    assert_eq!(summary(&judged), (true, Outcome::Pass, None));
+    assert_eq!(summary(&judged, &done), (true, Mark::Passed, None));
 }
 
 #[test]
@@ -109,25 +110,35 @@ fn an_executions_reason_replaces_only_the_reasons_of_what_did_not_pass() {
     let g = graph();
     let p = node(&g, "lint");
     let why = "the contracts differ: a is sha256:1; b is sha256:2";
-    let failed = judge_execution(
-        &g,
-        p,
-        &finished(exited(1), Some(why)),
-        &ReportFile::NotExpected,
-        &[],
-    );
+    let done = finished(exited(1), Some(why));
+    let failed = judge_execution(&g, p, &done, &ReportFile::NotExpected, &[]);
     assert_eq!(
-        summary(&failed),
-        (false, Outcome::Fail, Some(why.to_owned()))
+        summary(&failed, &done),
+        (false, Mark::Failed, Some(why.to_owned()))
     );
-    let passed = judge_execution(
-        &g,
-        p,
-        &finished(exited(0), Some(why)),
-        &ReportFile::NotExpected,
-        &[],
+    let done = finished(exited(0), Some(why));
+    let passed = judge_execution(&g, p, &done, &ReportFile::NotExpected, &[]);
+    assert_eq!(summary(&passed, &done), (true, Mark::Passed, None));
+    // How the command ended names a failure: out of time, or never started.
+    let timed = finished(
+        Ended::Exited(Exit {
+            code: None,
+            signal: Some(9),
+            timed_out: true,
+        }),
+        None,
     );
-    assert_eq!(summary(&passed), (true, Outcome::Pass, None));
+    let judged = judge_execution(&g, p, &timed, &ReportFile::NotExpected, &[]);
+    assert_eq!(summary(&judged, &timed).1, Mark::TimedOut);
+    let never = Finished {
+        not_started: true,
+        ..finished(
+            Ended::Error("its command could not be started: `x` not found".into()),
+            None,
+        )
+    };
+    let judged = judge_execution(&g, p, &never, &ReportFile::NotExpected, &[]);
+    assert_eq!(summary(&judged, &never).1, Mark::CouldNotStart);
 }
 
 #[test]
@@ -141,8 +152,8 @@ fn inputs_that_moved_while_it_ran_in_place_make_every_verdict_an_error() {
         &ReportFile::NotExpected,
         &moved,
     );
-    let (passed, mark, reason) = summary(&judged);
-    assert_eq!((passed, mark), (false, Outcome::Error));
+    let (passed, mark, reason) = summary(&judged, &finished(exited(0), None));
+    assert_eq!((passed, mark), (false, Mark::Failed));
     assert_eq!(
         reason.as_deref(),
         Some(
@@ -152,7 +163,7 @@ fn inputs_that_moved_while_it_ran_in_place_make_every_verdict_an_error() {
 }
 
 #[test]
-fn the_mark_is_pass_or_the_worst_outcome_and_the_reason_the_first_given() {
+fn the_mark_is_the_summarys_word_and_the_reason_the_first_given() {
     let g = graph();
     // No report where one is declared: both of the producer's receipts inconclusive.
     let judged = judge_execution(
@@ -162,19 +173,21 @@ fn the_mark_is_pass_or_the_worst_outcome_and_the_reason_the_first_given() {
         &ReportFile::Missing("web.tap".into()),
         &[],
     );
-    let (passed, mark, reason) = summary(&judged);
-    assert_eq!((passed, mark), (false, Outcome::Inconclusive));
+    let done = finished(exited(0), None);
+    let (passed, mark, reason) = summary(&judged, &done);
+    assert_eq!((passed, mark), (false, Mark::Inconclusive));
     assert_eq!(reason, judged.verdicts[0].reason);
     let mut mixed = judged.clone();
     mixed.verdicts[1].outcome = Outcome::Error;
     mixed.verdicts[1].reason = Some("second".into());
     mixed.verdicts[0].outcome = Outcome::Pass;
     mixed.verdicts[0].reason = None;
+    // An error among passes is a failure, as the requirement's state says.
     assert_eq!(
-        summary(&mixed),
-        (false, Outcome::Error, Some("second".to_owned()))
+        summary(&mixed, &done),
+        (false, Mark::Failed, Some("second".to_owned()))
     );
     // Nothing to judge is not a failure of anything.
     mixed.verdicts.clear();
-    assert_eq!(summary(&mixed), (true, Outcome::Pass, None));
+    assert_eq!(summary(&mixed, &done), (true, Mark::Passed, None));
 }

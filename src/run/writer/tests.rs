@@ -98,6 +98,7 @@ impl Fixture {
                 receipts: Vec::new(),
                 log: None,
                 log_tail: Vec::new(),
+                result: None,
             },
         }
     }
