@@ -75,9 +75,13 @@ impl Payload for ProvePayload {
             } else {
                 why.map(|w| format!("  ({w})")).unwrap_or_default()
             };
+            let counts = r
+                .counts_shown()
+                .map(|c| format!("  [{c}]"))
+                .unwrap_or_default();
             let _ = writeln!(
                 out,
-                "  {:12} {} / {}{why}",
+                "  {:12} {} / {}{counts}{why}",
                 r.state.as_str(),
                 r.claim,
                 r.capability

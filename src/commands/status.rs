@@ -45,9 +45,13 @@ impl Payload for StatusPayload {
                 .clone()
                 .or_else(|| r.evidence.iter().find_map(|e| e.reason.clone()))
                 .unwrap_or_default();
+            let counts = r
+                .counts_shown()
+                .map(|c| format!(" [{c}]"))
+                .unwrap_or_default();
             let _ = writeln!(
                 out,
-                "    {:20} {:12} {} {}",
+                "    {:20} {:12} {}{counts} {}",
                 r.capability,
                 r.state.as_str(),
                 by.join(", "),

@@ -64,6 +64,9 @@ pub struct Evidence {
     pub sha256: Option<Sha256>,
     /// Why it is not passed.
     pub reason: Option<String>,
+    /// The test counts its current receipt records, when its report gave them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub counts: Option<receipt::Counts>,
 }
 
 /// One claim × capability.
@@ -79,6 +82,16 @@ pub struct Requirement {
     pub evidence: Vec<Evidence>,
     /// Why it is not passed, when no receipt says (unwired, a repository without a provider).
     pub reason: Option<String>,
+}
+
+impl Requirement {
+    /// The test counts of the first of its receipts that records them, shown.
+    pub fn counts_shown(&self) -> Option<String> {
+        self.evidence
+            .iter()
+            .find_map(|e| e.counts.as_ref())
+            .map(receipt::Counts::shown)
+    }
 }
 
 /// What the store says about one receipt of one provider.
@@ -253,6 +266,7 @@ pub fn requirements(
                             provider: writer.to_string(),
                             receipt: output.under.to_string(),
                             state,
+                            counts: verified.as_ref().and_then(|v| v.proof.counts.clone()),
                             sha256: verified.map(|v| v.sha256).or(other),
                             reason,
                         }

@@ -145,6 +145,24 @@ pub struct Counts {
     pub todo: u64,
 }
 
+impl Counts {
+    /// `12 tests: 10 passed, 2 failed` (skipped and todo when there are any).
+    pub fn shown(&self) -> String {
+        let mut parts = vec![format!("{} passed", self.passed)];
+        for (n, word) in [
+            (self.failed, "failed"),
+            (self.skipped, "skipped"),
+            (self.todo, "todo"),
+        ] {
+            if n > 0 {
+                parts.push(format!("{n} {word}"));
+            }
+        }
+        let tests = if self.total == 1 { "test" } else { "tests" };
+        format!("{} {tests}: {}", self.total, parts.join(", "))
+    }
+}
+
 /// One manifest component, as stored for `explain`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Component {

@@ -195,3 +195,29 @@ fn progress_summary_and_document_use_one_vocabulary_for_how_a_run_ended() {
         assert_eq!(state, expected, "{result}: the summary agrees");
     }
 }
+
+/// The test counts a report gave are in `prove` and `status`, as text and as documents.
+#[test]
+fn test_counts_are_shown_by_prove_and_status() {
+    let sb = Sandbox::new();
+    workspace(&sb);
+    let (_, doc, human) = prove(&sb, "worktree");
+    let status = sb.run(&sb.work(), &["status", "x", "--json"]).json();
+    let status_human = sb.run(&sb.work(), &["status", "x"]).stdout;
+    for (what, d) in [("prove", &doc), ("status", &status)] {
+        let test = d["requirements"]
+            .as_array()
+            .expect("requirements")
+            .iter()
+            .find(|r| r["capability"] == "test")
+            .expect("the test requirement");
+        assert_eq!(
+            test["evidence"][0]["counts"],
+            serde_json::json!({"total": 2, "passed": 1, "failed": 1, "skipped": 0, "todo": 0}),
+            "{what}: {test}"
+        );
+    }
+    for text in [&human, &status_human] {
+        assert!(text.contains("[2 tests: 1 passed, 1 failed]"), "{text}");
+    }
+}
