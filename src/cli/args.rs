@@ -118,6 +118,12 @@ enum CommandArgs {
         /// Run only shard I of N (1-based), for a CI matrix sharing receipts
         #[arg(long, value_name = "I/N", value_parser = parse_shard)]
         shard: Option<(usize, std::num::NonZeroUsize)>,
+        /// Say which providers are still running every SECONDS (0: never)
+        #[arg(long, value_name = "SECONDS", default_value_t = 30)]
+        heartbeat: u64,
+        /// Pass PROVIDER's output through to stderr as its command writes it
+        #[arg(long, value_name = "PROVIDER")]
+        stream: Option<String>,
     },
     /// Claim × capability: passed, failed, inconclusive, stale or pending
     #[command(
@@ -355,6 +361,8 @@ impl Cli {
                 keep_sandbox,
                 isolation,
                 shard,
+                heartbeat,
+                stream,
             } => Command::Prove(commands::prove::ProveOptions {
                 change,
                 jobs,
@@ -368,6 +376,8 @@ impl Cli {
                     IsolationArg::None => proofgraph_sandbox::IsolationRequest::Disabled,
                 },
                 shard,
+                heartbeat,
+                stream,
             }),
             CommandArgs::Status { change, sandbox } => Command::Status {
                 change,

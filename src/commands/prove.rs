@@ -38,6 +38,10 @@ pub struct ProveOptions {
     pub isolation: IsolationRequest,
     /// Run only shard `i` of `n`.
     pub shard: Option<(usize, NonZeroUsize)>,
+    /// Seconds between lines naming the providers still running (0: none).
+    pub heartbeat: u64,
+    /// The provider whose output is passed through as it is written.
+    pub stream: Option<String>,
 }
 
 /// The payload of `prove`.
@@ -175,6 +179,32 @@ fn attempt(
     };
     let name = e.loaded.change.name.clone();
     let graph = &e.loaded.prepared.graph;
+    let stream = match &options.stream {
+        None => None,
+        Some(wanted) => {
+            match proofgraph_graph::ProviderId::parse(wanted)
+                .ok()
+                .filter(|id| graph.provider(id).is_some())
+            {
+                Some(id) => Some(id),
+                None => {
+                    let known: Vec<String> =
+                        graph.providers().map(|(id, _, _)| id.to_string()).collect();
+                    return Some(Report::failed(
+                    vec![
+                        crate::base::diagnostic::Diagnostic::error(
+                            crate::base::diagnostic::Code::UnknownProvider,
+                            format!("`--stream {wanted}`: change `{name}` has no provider `{wanted}`"),
+                        )
+                        .surface("prove.stream")
+                        .fix(format!("Use one of: {}.", known.join(", "))),
+                    ],
+                    Verdict::Invalid,
+                ));
+                }
+            }
+        }
+    };
     let key = e
         .signing_key
         .clone()
@@ -276,6 +306,8 @@ fn attempt(
             interrupt,
             run_id: &run_id,
             secrets: &shown,
+            heartbeat: Some(std::time::Duration::from_secs(options.heartbeat)),
+            stream: stream.clone(),
             progress: &|p: Progress<'_>| match p {
                 Progress::Line(line) => bar.line(&line.to_string()),
                 Progress::Status {

@@ -22,6 +22,7 @@ use crate::base::diagnostic::{Code, Diagnostic};
 
 use super::ended::{self, Finished};
 use super::events::{Line, Progress, ProviderRun};
+use super::heartbeat::Heartbeat;
 use super::job::{ExecKey, Jobs};
 use super::plan::{Plan, diag};
 use super::recorder::{Persisted, Recorder};
@@ -92,6 +93,8 @@ pub(super) struct Dispatcher<'p, 'a> {
     pub(super) running: BTreeSet<String>,
     /// How many providers this run decides (for progress).
     total: usize,
+    /// What is said between events (`--heartbeat`, `--stream`).
+    pub(super) heartbeat: Heartbeat,
 }
 
 /// What the loop leaves: each wanted provider's result in graph order, whether it was
@@ -138,6 +141,7 @@ impl<'p, 'a> Dispatcher<'p, 'a> {
             next_log: 0,
             running: BTreeSet::new(),
             total: wanted.len(),
+            heartbeat: Heartbeat::new(plan.heartbeat, plan.stream.clone()),
         };
         dispatcher.reports = dispatcher
             .builder()
@@ -207,7 +211,15 @@ impl<'p, 'a> Dispatcher<'p, 'a> {
                 // Nothing to wait for: every start was resolved in-process.
                 continue;
             }
+            let tick = self.heartbeat.tick();
+            let quiet = async move {
+                match tick {
+                    Some(d) => tokio::time::sleep(d).await,
+                    None => std::future::pending().await,
+                }
+            };
             tokio::select! {
+                () = quiet => self.beat(),
                 event = rx.recv() => match event {
                     Some(event) => self.on_event(event),
                     None => {
@@ -381,14 +393,4 @@ impl<'p, 'a> Dispatcher<'p, 'a> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_scheduler_admits_twice_the_runs_slots_so_one_always_waits_in_it() {
-        let n = |v: usize| NonZeroUsize::new(v).expect("non-zero");
-        assert_eq!(admitted(n(1)), n(2));
-        assert_eq!(admitted(n(8)), n(16));
-        assert_eq!(admitted(NonZeroUsize::MAX), NonZeroUsize::MAX);
-    }
-}
+mod tests;

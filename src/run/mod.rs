@@ -10,6 +10,7 @@ mod ended;
 pub mod events;
 mod evidence;
 pub mod execute;
+mod heartbeat;
 mod job;
 mod plan;
 mod provider;

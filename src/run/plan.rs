@@ -53,6 +53,10 @@ pub struct Plan<'a> {
     pub secrets: &'a Secrets,
     /// Where progress goes.
     pub progress: &'a dyn Fn(Progress<'_>),
+    /// How often to say which providers are still running (none: never).
+    pub heartbeat: Option<std::time::Duration>,
+    /// The provider whose command's output is passed through as it is written.
+    pub stream: Option<proofgraph_graph::ProviderId>,
 }
 
 /// The result of a run.

@@ -142,6 +142,7 @@ impl Dispatcher<'_, '_> {
                     provider: &p.spec.id.value,
                 });
                 self.running.insert(p.spec.id.value.to_string());
+                self.heartbeat.started(&p.spec.id.value, &log);
                 self.status();
                 self.jobs.insert(
                     job,
@@ -169,6 +170,7 @@ impl Dispatcher<'_, '_> {
             self.scheduler.withdraw(id);
             if let Some(p) = self.plan.graph.node(id).provider() {
                 self.running.remove(p.spec.id.value.as_str());
+                self.heartbeat.ended(p.spec.id.value.as_str());
             }
         }
     }

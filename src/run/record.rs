@@ -199,6 +199,11 @@ impl Dispatcher<'_, '_> {
                 kept.push(artifact);
             }
         }
+        // What is left of a streamed provider's output comes before its verdict.
+        self.heartbeat.ended(pid.as_str());
+        if self.plan.stream.as_ref() == Some(pid) {
+            self.pass_through(true);
+        }
         let (passed, mark, reason) = summary(&judged, finished);
         self.progress(Line::Judged {
             provider: pid,

@@ -221,3 +221,56 @@ fn test_counts_are_shown_by_prove_and_status() {
         assert!(text.contains("[2 tests: 1 passed, 1 failed]"), "{text}");
     }
 }
+
+/// A long run says which providers are still running, and `--stream` passes one
+/// provider's output through as it is written — before its verdict, relative and redacted.
+#[test]
+fn a_long_run_says_it_is_running_and_streams_what_it_is_asked_to() {
+    let sb = Sandbox::new();
+    sb.openspec_root("");
+    sb.write("openspec/changes/x/proposal.md", "# x\n");
+    sb.write(
+        "openspec/changes/x/evidence.yaml",
+        "version: 2\nclaims:\n  - {id: lints, scenario: It lints, capabilities: [static-analysis]}\n",
+    );
+    sb.write(
+        "openspec/changes/x/execution.yaml",
+        "version: 1\nproviders:\n  slow:\n    adapter: command\n    capability: static-analysis\n    command: [sh, -c, \"echo first in $PWD; printf '%0300d\\\\n' 0; sleep 2.5; printf 'no end of line'\"]\n    envFrom: [TOKEN]\n",
+    );
+    git_commit_all(&sb.work());
+    let run = sb.run_with_env(
+        &sb.work(),
+        &["prove", "x", "--heartbeat", "1", "--stream", "slow"],
+        &[("TOKEN", "a-token-that-is-long")],
+    );
+    run.expect_code(0);
+    // The sandbox holds back what could be the start of a secret; the 300 zeros after
+    // the first line release it while the command still runs.
+    let err = &run.stderr;
+    let first = err
+        .find("  slow | first in .")
+        .expect("the first line, streamed");
+    let last = err
+        .find("  slow | no end of line")
+        .expect("the last line, streamed");
+    let beat = err
+        .find("  ...     slow still running (")
+        .expect("a heartbeat");
+    let verdict = err.find("  passed  slow (").expect("the verdict");
+    assert!(first < beat && beat < verdict && last < verdict, "{err}");
+    // Nothing of the kind without the flags, and a provider that does not exist is refused.
+    let quiet = sb.run_with_env(
+        &sb.work(),
+        &["prove", "x", "--no-cache", "--heartbeat", "0"],
+        &[("TOKEN", "a-token-that-is-long")],
+    );
+    quiet.expect_code(0);
+    assert!(
+        !quiet.stderr.contains("still running") && !quiet.stderr.contains(" | "),
+        "{}",
+        quiet.stderr
+    );
+    let wrong = sb.run(&sb.work(), &["prove", "x", "--stream", "nope", "--json"]);
+    wrong.expect_code(3);
+    assert_emits!(wrong.status_codes(), "unknown_provider");
+}

@@ -1,0 +1,150 @@
+//! What a long run says while it runs: a line per running provider every `--heartbeat`
+//! seconds, and, with `--stream <provider>`, the lines that provider's command writes, as
+//! they are written (read from its log, which the sandbox redacts as it writes it; each line
+//! goes through the run's rewrites and redaction again before it is shown).
+
+use std::collections::BTreeMap;
+use std::io::{Read as _, Seek as _, SeekFrom};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use proofgraph_graph::ProviderId;
+
+use super::dispatch::Dispatcher;
+use super::events::Line;
+
+/// How often the loop wakes to look, when anything is to be said between events.
+const TICK: Duration = Duration::from_millis(250);
+
+/// The longest line shown whole; a longer one is shown in pieces of this size.
+const MAX_LINE: usize = 4096;
+
+/// What is said between events.
+#[derive(Debug)]
+pub(super) struct Heartbeat {
+    /// How often (none: never).
+    every: Option<Duration>,
+    last: Instant,
+    /// When each running provider started.
+    since: BTreeMap<String, Instant>,
+    /// The provider whose output is passed through, and how far its log was read.
+    stream: Option<Streamed>,
+}
+
+#[derive(Debug)]
+struct Streamed {
+    provider: ProviderId,
+    log: Option<PathBuf>,
+    offset: u64,
+    partial: Vec<u8>,
+}
+
+impl Heartbeat {
+    pub(super) fn new(every: Option<Duration>, stream: Option<ProviderId>) -> Self {
+        Heartbeat {
+            every: every.filter(|d| !d.is_zero()),
+            last: Instant::now(),
+            since: BTreeMap::new(),
+            stream: stream.map(|provider| Streamed {
+                provider,
+                log: None,
+                offset: 0,
+                partial: Vec::new(),
+            }),
+        }
+    }
+
+    /// How long the loop may wait for an event before it looks again; `None`: as long as
+    /// it takes.
+    pub(super) fn tick(&self) -> Option<Duration> {
+        (self.every.is_some() || self.stream.is_some()).then_some(TICK)
+    }
+
+    /// `provider` started, writing its log to `log`.
+    pub(super) fn started(&mut self, provider: &ProviderId, log: &std::path::Path) {
+        self.since.insert(provider.to_string(), Instant::now());
+        if let Some(s) = &mut self.stream
+            && s.provider == *provider
+        {
+            s.log = Some(log.to_path_buf());
+            s.offset = 0;
+            s.partial.clear();
+        }
+    }
+
+    /// `provider` is no longer running.
+    pub(super) fn ended(&mut self, provider: &str) {
+        self.since.remove(provider);
+    }
+
+    /// The complete lines its log has gained since the last read (all of it, with the
+    /// last line even without its end, when `last`).
+    fn read_stream(&mut self, last: bool) -> (String, Vec<String>) {
+        let Some(s) = &mut self.stream else {
+            return (String::new(), Vec::new());
+        };
+        let Some(log) = &s.log else {
+            return (String::new(), Vec::new());
+        };
+        let mut added = Vec::new();
+        if let Ok(mut file) = fs_err::File::open(log)
+            && file.seek(SeekFrom::Start(s.offset)).is_ok()
+            && let Ok(n) = file.read_to_end(&mut added)
+        {
+            s.offset += n as u64;
+        }
+        s.partial.extend_from_slice(&added);
+        let mut lines = Vec::new();
+        while let Some(end) = s.partial.iter().position(|b| *b == b'\n') {
+            let line: Vec<u8> = s.partial.drain(..=end).collect();
+            lines.push(String::from_utf8_lossy(&line[..line.len() - 1]).into_owned());
+        }
+        while s.partial.len() > MAX_LINE {
+            let piece: Vec<u8> = s.partial.drain(..MAX_LINE).collect();
+            lines.push(String::from_utf8_lossy(&piece).into_owned());
+        }
+        if last && !s.partial.is_empty() {
+            lines.push(String::from_utf8_lossy(&std::mem::take(&mut s.partial)).into_owned());
+        }
+        (s.provider.to_string(), lines)
+    }
+}
+
+impl Dispatcher<'_, '_> {
+    /// Says what is due: streamed lines, and a line per running provider once the
+    /// heartbeat's interval has passed.
+    pub(super) fn beat(&mut self) {
+        self.pass_through(false);
+        let Some(every) = self.heartbeat.every else {
+            return;
+        };
+        if self.heartbeat.last.elapsed() < every {
+            return;
+        }
+        self.heartbeat.last = Instant::now();
+        let running: Vec<(String, Duration)> = self
+            .heartbeat
+            .since
+            .iter()
+            .map(|(p, at)| (p.clone(), at.elapsed()))
+            .collect();
+        for (provider, elapsed) in running {
+            self.progress(Line::StillRunning {
+                provider: &provider,
+                elapsed,
+            });
+        }
+    }
+
+    /// Shows the streamed provider's new lines (all that is left, when `last`).
+    pub(super) fn pass_through(&mut self, last: bool) {
+        let (provider, lines) = self.heartbeat.read_stream(last);
+        for line in lines {
+            let shown = self.plan.secrets.text(&line).into_owned();
+            self.progress(Line::Output {
+                provider: &provider,
+                line: &shown,
+            });
+        }
+    }
+}
