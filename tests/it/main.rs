@@ -19,6 +19,7 @@ mod plan;
 mod playwright;
 mod preflight;
 mod prove;
+mod real_projects;
 mod receipt;
 mod root;
 mod sandbox;
