@@ -14,7 +14,7 @@
 //! | `missing_discovery_provider` | a test provider not named `test` sends its discovery receipt nowhere |
 //! | `test_report_missing` | a `test-discovery` provider declares no `report`, so no test count can be read |
 //! | `executable_not_found` | a provider's program is a path in its repository that neither exists nor is made by setup, or a name not on its `PATH`; the fix says what to install |
-//! | `dependencies_not_installed` | `package.json` declares dependencies, a provider runs in the repository, and no setup installs `node_modules` where the run needs it |
+//! | `dependencies_not_installed` | `package.json` declares dependencies, a provider running Node.js tooling (a package manager, `node`, `node_modules/.bin/…`) runs in the repository, and no setup installs `node_modules` where the run needs it |
 //! | `timeout_too_short` | a provider's last run timed out and its `timeoutMs` is still no longer than that run; the fix suggests twice the run's duration, rounded up |
 
 use std::collections::BTreeMap;
@@ -413,9 +413,35 @@ fn untracked_fix(file: &str, repo: &RepoId) -> String {
     }
 }
 
+/// Node.js programs: a command running one of them needs `node_modules`.
+const NODE_PROGRAMS: [&str; 7] = ["node", "npm", "npx", "pnpm", "yarn", "bun", "corepack"];
+
+/// Whether a command runs Node.js tooling: a package manager or `node`
+/// (directly, inside bootstrap's report wrapper, or as a word of an `sh -c`
+/// script), or a binary under `node_modules/`.
+fn runs_node(argv: &[String]) -> bool {
+    let node = |word: &str| {
+        let word = word.trim_start_matches("./");
+        NODE_PROGRAMS.contains(&word) || word.starts_with("node_modules/")
+    };
+    if crate::host::programs(argv).iter().any(|p| node(p)) || argv.first().is_some_and(|p| node(p))
+    {
+        return true;
+    }
+    let shell = argv.first().is_some_and(|c| c == "sh" || c == "bash")
+        && argv.get(1).is_some_and(|f| f == "-c");
+    shell
+        && argv.get(2).is_some_and(|script| {
+            script
+                .split(|c: char| c.is_whitespace() || "&;|()".contains(c))
+                .any(node)
+        })
+}
+
 /// `dependencies_not_installed`: `package.json` declares dependencies, a
-/// provider runs (or would run) in the repository, no setup installs
-/// `node_modules`, and the run would not find one.
+/// provider that runs Node.js tooling runs (or would run) in the
+/// repository, no setup installs `node_modules`, and the run would not find
+/// one.
 fn dependencies(
     repo: &Repo,
     existing: &[Provider],
@@ -425,12 +451,20 @@ fn dependencies(
     trees: &mut BTreeMap<RepoId, Option<Tree>>,
 ) -> Option<Finding> {
     let runs_here = existing.iter().any(|p| {
-        p.adapter.value.runs_command() && wiring::home(p, repos).is_some_and(|h| h.id == repo.id)
-    }) || analysis
-        .detection
-        .candidates
-        .iter()
-        .any(|c| c.recommended && c.repository == repo.id);
+        p.adapter.value.runs_command()
+            && wiring::home(p, repos).is_some_and(|h| h.id == repo.id)
+            && p.command.as_ref().is_some_and(|c| runs_node(&c.value))
+    }) || analysis.detection.candidates.iter().any(|c| {
+        c.recommended
+            && c.repository == repo.id
+            && c.provider["command"].as_array().is_some_and(|a| {
+                let argv: Vec<String> = a
+                    .iter()
+                    .filter_map(|w| w.as_str().map(str::to_owned))
+                    .collect();
+                runs_node(&argv)
+            })
+    });
     if !runs_here || repo.setup.installs_node_modules().is_some() {
         return None;
     }

@@ -560,7 +560,6 @@ pub fn init(
     let mut from_specs: Option<ClaimsFromSpecs> = None;
     let mut claims = loaded.claims();
     if claims_from_specs {
-        let evidence_path = loaded.change.dir.join(EVIDENCE_FILE);
         let exists = loaded.change.has_evidence;
         let drafted = if exists {
             // Shown for reference only; the file keeps every byte.
@@ -583,22 +582,12 @@ pub fn init(
                     return Report::failed(all, Verdict::Invalid);
                 }
             };
-            let mut written = false;
-            if write {
-                if let Err(e) = create(&evidence_path, &draft.text) {
-                    status.push(
-                        Diagnostic::error(Code::FileUnreadable, format!("failed to {e}"))
-                            .surface(&loaded.evidence_file())
-                            .fix("Check that the change directory is writable and that no evidence.yaml appeared meanwhile."),
-                    );
-                    return Report::failed(status, Verdict::Invalid);
-                }
-                written = true;
-            }
             claims = draft.claims;
             ClaimsFromSpecs {
                 file: PathBuf::from(loaded.evidence_file()),
-                written,
+                // Set once the file is created, after everything that can
+                // refuse the command has been worked out.
+                written: false,
                 exists: false,
                 specs: draft.drafted.files,
                 claims: draft.drafted.claims,
@@ -642,7 +631,23 @@ pub fn init(
     status.extend(detection_notes(&detection));
     let changed = !output.added.is_empty();
     let mut written = false;
-    let created_evidence = from_specs.as_ref().is_some_and(|d| d.written);
+    // evidence.yaml first: the providers are wired for its claims.
+    let mut created_evidence = false;
+    if write
+        && let Some(drafted) = from_specs.as_mut().filter(|d| !d.exists)
+        && let Some(text) = &drafted.text
+    {
+        if let Err(e) = create(&loaded.change.dir.join(EVIDENCE_FILE), text) {
+            status.push(
+                Diagnostic::error(Code::FileUnreadable, format!("failed to {e}"))
+                    .surface(&loaded.evidence_file())
+                    .fix("Check that the change directory is writable and that no evidence.yaml appeared meanwhile."),
+            );
+            return Report::failed(status, Verdict::Invalid);
+        }
+        drafted.written = true;
+        created_evidence = true;
+    }
     if write && changed {
         if let Err(e) = replace(&path, &output.text) {
             status.push(

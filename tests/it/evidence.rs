@@ -863,3 +863,38 @@ fn doctor_suggests_a_timeout_after_a_run_timed_out() {
     );
     run(&sb, &["evidence", "doctor", "add-x"]).expect_code(0);
 }
+
+/// `--claims-from-specs --write` writes nothing when `init` refuses to edit
+/// execution.yaml: both files are worked out before either is written.
+#[test]
+fn init_claims_from_specs_writes_nothing_when_the_wiring_is_refused() {
+    let sb = Sandbox::new();
+    change_without_evidence(&sb);
+    let existing = "{\"version\": 1, \"x-budget\": 1e400, \"providers\": {}}\n";
+    sb.write("openspec/changes/add-x/execution.yaml", existing);
+    git_commit_all(&sb.work());
+    let init = run(
+        &sb,
+        &[
+            "evidence",
+            "init",
+            "add-x",
+            "--claims-from-specs",
+            "--write",
+            "--json",
+        ],
+    );
+    init.expect_code(3);
+    assert_codes!(init.status_codes(), ["init_refused"]);
+    assert!(
+        !sb.work()
+            .join("openspec/changes/add-x/evidence.yaml")
+            .exists(),
+        "no evidence.yaml for wiring that was refused"
+    );
+    assert_eq!(
+        fs_err::read_to_string(sb.work().join("openspec/changes/add-x/execution.yaml"))
+            .expect("file"),
+        existing
+    );
+}

@@ -434,6 +434,28 @@ fn dependencies_no_setup_installs_are_reported() {
     // No provider runs in the repository: nothing stands in the way.
     let findings = doctor(&root(dir.path()), &[], &[], &[], &host(), &[]);
     assert!(findings.is_empty(), "{findings:#?}");
+    // A provider that runs no Node.js tooling needs no node_modules…
+    let clippy = with_capability(
+        provider("lint", Adapter::Command, &["cargo", "clippy"]),
+        "static-analysis",
+    );
+    let findings = doctor(&root(dir.path()), &claims, &[clippy], &[], &host(), &[]);
+    assert!(findings.is_empty(), "{findings:#?}");
+    // …one whose shell script runs it does.
+    let script = with_capability(
+        provider(
+            "lint",
+            Adapter::Command,
+            &["sh", "-c", "npx eslint . && echo ok"],
+        ),
+        "static-analysis",
+    );
+    let findings = doctor(&root(dir.path()), &claims, &[script], &[], &host(), &[]);
+    assert_eq!(
+        codes(&findings),
+        ["dependencies_not_installed"],
+        "{findings:#?}"
+    );
 }
 
 #[test]
