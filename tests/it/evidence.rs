@@ -854,6 +854,14 @@ fn doctor_suggests_a_timeout_after_a_run_timed_out() {
             .is_some_and(|m| m.contains("timed out") && m.contains("`timeoutMs: 400`")),
         "{d:#}"
     );
+    // A receipt no trusted key vouches for says nothing: with the store's
+    // key unpinned, the same receipt is not read.
+    let pins = sb.config_home().join("proofgraph");
+    let kept = sb.path().join("pins-kept");
+    fs_err::rename(&pins, &kept).expect("move the pins away");
+    run(&sb, &["evidence", "doctor", "add-x"]).expect_code(0);
+    fs_err::rename(&kept, &pins).expect("restore the pins");
+    run(&sb, &["evidence", "doctor", "add-x"]).expect_code(2);
     // Raised past the run: nothing to suggest.
     sb.write(
         "openspec/changes/add-x/execution.yaml",
