@@ -708,17 +708,27 @@ pub struct EvidenceDoctorPayload {
 impl Payload for EvidenceDoctorPayload {
     fn human(&self, out: &mut String) {
         let Some(change) = &self.change else { return };
-        if self.findings.is_empty() {
-            let _ = writeln!(
+        let plural = |n: usize, word: &str| format!("{n} {word}{}", if n == 1 { "" } else { "s" });
+        let warnings = self
+            .findings
+            .iter()
+            .filter(|f| f.severity == Severity::Warning)
+            .count();
+        let notes = self.findings.len() - warnings;
+        if warnings == 0 {
+            let _ = write!(
                 out,
                 "{change}: nothing stands between the change and a proof run"
             );
+            if notes > 0 {
+                let _ = write!(out, " ({} on stderr)", plural(notes, "note"));
+            }
+            out.push('\n');
         } else {
             let _ = writeln!(
                 out,
-                "{change}: {} finding{} (details on stderr)",
-                self.findings.len(),
-                if self.findings.len() == 1 { "" } else { "s" }
+                "{change}: {} (details on stderr)",
+                plural(warnings, "finding")
             );
         }
     }

@@ -712,6 +712,17 @@ fn init_write_then_prove_pytest_through_the_venv_the_setup_makes() {
         !d["fix"].as_str().unwrap_or_default().contains("git add"),
         "{d:#}"
     );
+    let human = run(&sb, &["evidence", "doctor", "add-x"]);
+    human.expect_code(0);
+    assert_eq!(
+        human.stdout,
+        "add-x: nothing stands between the change and a proof run (1 note on stderr)\n"
+    );
+    assert!(
+        human.stderr.contains("info[setup_makes_path]"),
+        "{}",
+        human.stderr
+    );
 }
 
 /// `node_modules` that no setup installs: reported at the repository's
