@@ -16,8 +16,9 @@ use proofgraph_graph::model::{Claim, Provider};
 use proofgraph_graph::{CapabilityName, ProviderId, RepoId};
 use serde_json::Value;
 
+use crate::host::{self, Host};
 use crate::model::{Candidate, Confidence, Detection, Repo, Unresolved, UnresolvedReason};
-use crate::proposal::{Proposal, show};
+use crate::proposal::{Proposal, WHOLE_REPOSITORY, show};
 use crate::scan::RepoFacts;
 use crate::wiring::{self, Gap, Target};
 
@@ -32,9 +33,10 @@ pub(crate) struct Analysis {
 
 /// Proposes providers for every required capability the existing providers
 /// do not wire, reading each target repository's manifests and running
-/// nothing.
-pub fn detect(repos: &[Repo], claims: &[Claim], existing: &[Provider]) -> Detection {
-    analyze(repos, claims, existing).detection
+/// nothing. A proposal whose program `host` does not find is shown with
+/// what to install, never proposed.
+pub fn detect(repos: &[Repo], claims: &[Claim], existing: &[Provider], host: &Host) -> Detection {
+    analyze(repos, claims, existing, host).detection
 }
 
 /// Capabilities only an outside authority can vouch for.
@@ -42,17 +44,24 @@ const EXTERNAL: [&str; 3] = ["review", "acceptance", "semantic-acceptance"];
 
 struct Detector<'a> {
     repos: &'a [Repo],
+    host: &'a Host,
     existing: &'a [Provider],
     gaps: &'a [Gap],
     facts: Vec<Option<RepoFacts>>,
     out: Detection,
 }
 
-pub(crate) fn analyze(repos: &[Repo], claims: &[Claim], existing: &[Provider]) -> Analysis {
+pub(crate) fn analyze(
+    repos: &[Repo],
+    claims: &[Claim],
+    existing: &[Provider],
+    host: &Host,
+) -> Analysis {
     let needs = wiring::needs(claims);
     let gaps = wiring::gaps(&needs, existing);
     let mut d = Detector {
         repos,
+        host,
         existing,
         gaps: &gaps,
         facts: vec![None; repos.len()],
@@ -214,7 +223,7 @@ impl Detector<'_> {
                     self.slot(capability, repo, proposals, Vec::new());
                 }
                 other => {
-                    let proposals = self.facts(repo).aliases(repo, other);
+                    let proposals = self.facts(repo).aliases(other);
                     self.slot(capability, repo, proposals, Vec::new());
                 }
             }
@@ -230,7 +239,8 @@ impl Detector<'_> {
     }
 
     fn test(&mut self, capability: &CapabilityName, repo: &Repo) {
-        let scan = self.facts(repo).test(repo);
+        let host = self.host;
+        let scan = self.facts(repo).test(repo, host);
         self.slot(capability, repo, scan.proposals, scan.no_count);
     }
 
@@ -282,7 +292,8 @@ impl Detector<'_> {
         }
         // Discovery required without test: a test-discovery provider with
         // capability discovery proves it on its own.
-        let scan = self.facts(repo).test(repo);
+        let host = self.host;
+        let scan = self.facts(repo).test(repo, host);
         self.slot(capability, repo, scan.proposals, scan.no_count);
     }
 
@@ -295,13 +306,22 @@ impl Detector<'_> {
         mut proposals: Vec<Proposal>,
         no_count: Vec<String>,
     ) {
+        for p in &mut proposals {
+            self.check_programs(p);
+        }
         let contenders = proposals
             .iter()
-            .filter(|p| p.grade != Confidence::Alternative)
+            .filter(|p| p.grade != Confidence::Alternative && p.missing.is_none())
             .count();
-        let sole_high = contenders == 1 && proposals.iter().any(|p| p.grade == Confidence::High);
+        let sole_high = contenders == 1
+            && proposals
+                .iter()
+                .any(|p| p.grade == Confidence::High && p.missing.is_none());
         if !sole_high {
-            for p in proposals.iter_mut().filter(|p| p.grade == Confidence::High) {
+            for p in proposals
+                .iter_mut()
+                .filter(|p| p.grade == Confidence::High && p.missing.is_none())
+            {
                 p.grade = Confidence::Ambiguous;
             }
         }
@@ -334,8 +354,11 @@ impl Detector<'_> {
                     repo.id
                 ));
             }
-            let wants_receiver =
-                is_test && feeds_discovery && p.adapter.is_some() && receiver.is_some();
+            let wants_receiver = is_test
+                && feeds_discovery
+                && p.adapter.is_some()
+                && p.missing.is_none()
+                && receiver.is_some();
             if wants_receiver && let Some(r) = &receiver {
                 p = p.field("discoveryProvider", Value::String(r.to_string()));
             }
@@ -363,9 +386,18 @@ impl Detector<'_> {
         };
         let contenders: Vec<&Proposal> = proposals
             .iter()
-            .filter(|p| p.grade != Confidence::Alternative)
+            .filter(|p| p.grade != Confidence::Alternative && p.missing.is_none())
             .collect();
-        let runnable: Vec<&Proposal> = proposals.iter().filter(|p| p.adapter.is_some()).collect();
+        let runnable: Vec<&Proposal> = proposals
+            .iter()
+            .filter(|p| p.adapter.is_some() && p.missing.is_none())
+            .collect();
+        let mut missing: Vec<&str> = proposals
+            .iter()
+            .filter_map(|p| p.missing.as_deref())
+            .collect();
+        missing.sort_unstable();
+        missing.dedup();
         let cap = capability.as_str();
         let (reason, action) = if proposals.is_empty() {
             if !no_count.is_empty() {
@@ -382,6 +414,32 @@ impl Detector<'_> {
                     no_candidate_action(cap, &repo.id),
                 )
             }
+        } else if runnable.is_empty() && !missing.is_empty() {
+            (
+                UnresolvedReason::CommandUnavailable,
+                format!(
+                    "{}, then run `proofgraph evidence detect` again: {} for `{}` need{} it.",
+                    capitalize(
+                        &missing
+                            .iter()
+                            .map(|m| host::install_hint(m))
+                            .collect::<Vec<_>>()
+                            .join("; ")
+                    ),
+                    proposals
+                        .iter()
+                        .filter(|p| p.missing.is_some())
+                        .map(|p| format!("`{name}` ({})", p.label))
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                    repo.id,
+                    if proposals.iter().filter(|p| p.missing.is_some()).count() == 1 {
+                        "s"
+                    } else {
+                        ""
+                    },
+                ),
+            )
         } else if runnable.is_empty() {
             (
                 UnresolvedReason::NoSafeProjectCommand,
@@ -455,19 +513,44 @@ impl Detector<'_> {
         } else {
             (Some(capability.as_str()), Some(repo.id.as_str()))
         };
+        let provider = p.provider(cap_field, repo_field);
+        let mut evidence = p.evidence.clone();
+        if !provider.is_null() {
+            evidence.push(WHOLE_REPOSITORY.to_owned());
+        }
         Candidate {
             capability: capability.clone(),
             repository: repo.id.clone(),
             name: name.clone(),
-            provider: p.provider(cap_field, repo_field),
+            recommended: p.grade == Confidence::High && !provider.is_null(),
+            provider,
             confidence: p.grade,
-            recommended: p.grade == Confidence::High,
-            evidence: p.evidence.clone(),
-            suggested_inputs: p.suggested_inputs.clone(),
+            evidence,
         }
     }
 
-    /// Wired capabilities whose provider's program is a missing path.
+    /// Marks a proposal whose command needs a program the host does not
+    /// have: shown with what to install, never proposed.
+    fn check_programs(&self, p: &mut Proposal) {
+        let Some(command) = p.command().filter(|_| p.adapter.is_some()) else {
+            return;
+        };
+        let Some(program) = host::programs(&command)
+            .into_iter()
+            .find(|program| !self.host.finds(program))
+        else {
+            return;
+        };
+        p.evidence.push(format!(
+            "not proposed: it would run `{}`, but `{program}` is not on PATH; {}",
+            show(&command),
+            host::install_hint(&program)
+        ));
+        p.grade = Confidence::Review;
+        p.missing = Some(program);
+    }
+
+    /// Wired capabilities whose provider's program cannot be started.
     fn unavailable(&mut self, needs: &[wiring::Need]) {
         let mut seen: Vec<ProviderId> = Vec::new();
         for need in needs {
@@ -482,15 +565,24 @@ impl Detector<'_> {
                 if seen.contains(&p.id.value) {
                     continue;
                 }
-                if let Some((id, program)) = wiring::missing_program(p, self.repos) {
+                if let Some((id, program, missing)) =
+                    wiring::missing_program(p, self.repos, self.host)
+                {
                     seen.push(id.clone());
+                    let action = match missing {
+                        wiring::Missing::Path => format!(
+                            "Provider `{id}` runs `{program}`, which does not exist in its repository, and its setup does not make it: restore it or fix the provider's `command`."
+                        ),
+                        wiring::Missing::NotOnPath => format!(
+                            "Provider `{id}` runs `{program}`, which is not on PATH: {}, or fix the provider's `command`.",
+                            host::install_hint(&program)
+                        ),
+                    };
                     self.unresolved(
                         &need.capability,
                         p.repository.as_ref().map(|r| &r.value).or(repo),
                         UnresolvedReason::CommandUnavailable,
-                        format!(
-                            "Provider `{id}` runs `{program}`, which does not exist in its repository: restore it or fix the provider's `command`."
-                        ),
+                        action,
                     );
                 }
             }

@@ -1,51 +1,99 @@
 //! `doctor`: what stands between the change and a proof run, each with a
-//! one-sentence fix. Reads manifests and the git index; runs nothing.
+//! one-sentence fix. Reads manifests, the git index and ignore rules, and
+//! what the application hands in (the host's `PATH`, the providers' last
+//! runs); runs nothing.
 //!
 //! | code | when |
 //! |---|---|
 //! | `unwired_capability` | a required capability (per named repository, or anywhere) has no provider; the fix is the recommended candidate or the unresolved next action |
-//! | `command_file_not_in_inputs` | a provider with `inputs` runs an argv token that is a file in its repository, and no input covers it |
-//! | `command_file_untracked` | a provider without `inputs` runs a file git does not track (a worktree sandbox would not have it) |
+//! | `command_file_not_in_inputs` | a provider with `inputs` runs an argv token that is a file in its repository, and no input covers it (paths its setup makes excepted) |
+//! | `command_file_untracked` | a provider without `inputs` runs a file no sandbox has: git ignores it, or it lies in a directory sandboxes leave out (`node_modules`, `target`, …); the fix names a setup for dependency directories, never `git add` of what setup should make |
+//! | `setup_makes_path` (info) | a provider runs a path its repository's setup makes (in a `setupCache` directory, or named by an uncached setup command): git need not hold it |
 //! | `report_inside_inputs` | a provider's report is covered by its inputs (or, without inputs, tracked by git): each run would change its own inputs |
 //! | `unknown_service` | a provider names a service that is not declared |
 //! | `missing_discovery_provider` | a test provider not named `test` sends its discovery receipt nowhere |
 //! | `test_report_missing` | a `test-discovery` provider declares no `report`, so no test count can be read |
-//! | `executable_not_found` | a provider's program is a path in its repository that does not exist |
+//! | `executable_not_found` | a provider's program is a path in its repository that neither exists nor is made by setup, or a name not on its `PATH`; the fix says what to install |
+//! | `dependencies_not_installed` | `package.json` declares dependencies, a provider running Node.js tooling (a package manager, `node`, `node_modules/.bin/…`) runs in the repository, and no setup installs `node_modules` where the run needs it |
+//! | `timeout_too_short` | a provider's last run timed out and its `timeoutMs` is still no longer than that run; the fix suggests twice the run's duration, rounded up |
 
 use std::collections::BTreeMap;
-use std::collections::BTreeSet;
 
 use proofgraph_graph::model::{Claim, Provider, Service};
 use proofgraph_graph::{Adapter, CapabilityName, RepoId};
 
-use crate::detect::{analyze, receiver_action};
-use crate::ecosystem::node::existing_file;
-use crate::model::{Confidence, Finding, Repo};
+use crate::detect::{Analysis, analyze, receiver_action};
+use crate::ecosystem::node::{NodeFacts, existing_file};
+use crate::git::{Seen, Tree};
+use crate::host::{Host, install_hint};
+use crate::model::{Confidence, Finding, LastRun, Repo, Severity};
 use crate::pattern::covering;
 use crate::proposal::show;
-use crate::wiring::{self, Gap};
+use crate::wiring::{self, Gap, Missing};
+
+/// The timeout of a provider that declares no `timeoutMs` (the run's
+/// default, DESIGN §2).
+pub(crate) const DEFAULT_TIMEOUT_MS: u64 = 120_000;
+
+/// Directories that hold installed dependencies or build output: a command
+/// file in one is setup's to make, never git's to hold.
+const DEPENDENCY_DIRS: [&str; 6] = [
+    ".venv",
+    "venv",
+    "node_modules",
+    "target",
+    ".tox",
+    "__pypackages__",
+];
+
+/// The `timeoutMs` to suggest after a run stopped at `duration_ms`: twice
+/// it, rounded up to a whole second below a minute and to a whole minute
+/// from there (a run stopped by its timeout only says it needs longer).
+pub(crate) fn suggested_timeout(duration_ms: u64) -> u64 {
+    let twice = duration_ms.saturating_mul(2).max(1);
+    let unit = if twice < 60_000 { 1_000 } else { 60_000 };
+    twice.div_ceil(unit).saturating_mul(unit)
+}
 
 /// Lists every problem `detect`'s inputs reveal, with its fix: unwired
 /// capabilities first (in the claims' order), then provider problems (in
-/// the providers' order). `services` are the declared services (for
-/// `unknown_service`).
+/// the providers' order), then repository problems. `services` are the
+/// declared services (for `unknown_service`); `host` is where programs are
+/// looked up; `last_runs` are the providers' latest receipts (for
+/// `timeout_too_short`).
 pub fn doctor(
     repos: &[Repo],
     claims: &[Claim],
     existing: &[Provider],
     services: &[Service],
+    host: &Host,
+    last_runs: &[LastRun],
 ) -> Vec<Finding> {
-    let analysis = analyze(repos, claims, existing);
+    let analysis = analyze(repos, claims, existing, host);
     let mut out: Vec<Finding> = analysis
         .gaps
         .iter()
         .map(|gap| unwired(gap, &analysis.detection))
         .collect();
-    let mut tracked: BTreeMap<RepoId, Option<BTreeSet<String>>> = BTreeMap::new();
+    let mut trees: BTreeMap<RepoId, Option<Tree>> = BTreeMap::new();
     for p in existing {
-        provider_findings(p, repos, services, &mut tracked, &mut out);
+        let last = last_runs.iter().find(|r| r.provider == p.id.value);
+        provider_findings(p, repos, services, host, last, &mut trees, &mut out);
+    }
+    for repo in repos {
+        if let Some(f) = dependencies(repo, existing, repos, &analysis, host, &mut trees) {
+            out.push(f);
+        }
     }
     out
+}
+
+/// The git view of `repo`, read once.
+fn tree<'t>(trees: &'t mut BTreeMap<RepoId, Option<Tree>>, repo: &Repo) -> Option<&'t Tree> {
+    trees
+        .entry(repo.id.clone())
+        .or_insert_with(|| Tree::read(&repo.dir))
+        .as_ref()
 }
 
 fn claims_text(gap: &Gap) -> String {
@@ -111,6 +159,7 @@ fn unwired(gap: &Gap, detection: &crate::model::Detection) -> Finding {
     };
     Finding {
         code: "unwired_capability",
+        severity: Severity::Warning,
         message,
         fix,
         provider: None,
@@ -123,7 +172,9 @@ fn provider_findings(
     p: &Provider,
     repos: &[Repo],
     services: &[Service],
-    tracked: &mut BTreeMap<RepoId, Option<BTreeSet<String>>>,
+    host: &Host,
+    last: Option<&LastRun>,
+    trees: &mut BTreeMap<RepoId, Option<Tree>>,
     out: &mut Vec<Finding>,
 ) {
     let id = &p.id.value;
@@ -131,22 +182,31 @@ fn provider_findings(
     let home = wiring::home(p, repos);
     let finding = |code: &'static str, message: String, fix: String| Finding {
         code,
+        severity: Severity::Warning,
         message,
         fix,
         provider: Some(id.clone()),
         capability: capability.clone(),
         repository: home.map(|r| r.id.clone()),
     };
-    let mut tracked_in = |repo: &Repo| -> Option<BTreeSet<String>> {
-        tracked
-            .entry(repo.id.clone())
-            .or_insert_with(|| crate::git::tracked(&repo.dir))
-            .clone()
-    };
     let report = p
         .report
         .as_ref()
         .map(|r| r.value.trim_start_matches("./").to_owned());
+    let made = wiring::made_by_setup(p, repos);
+    for (path, why) in &made {
+        let mut f = finding(
+            "setup_makes_path",
+            format!(
+                "provider `{id}` runs `{path}`, which the repository's setup makes ({why}), so git need not hold it"
+            ),
+            format!(
+                "Keep `{path}` out of git: setup makes it in every sandbox before `{id}` runs."
+            ),
+        );
+        f.severity = Severity::Info;
+        out.push(f);
+    }
     if p.adapter.value.runs_command()
         && let (Some(repo), Some(command)) = (home, &p.command)
     {
@@ -155,6 +215,7 @@ fn provider_findings(
             .iter()
             .filter_map(|word| existing_file(&repo.dir, word))
             .filter(|f| Some(f) != report.as_ref())
+            .filter(|f| !made.iter().any(|(m, _)| m == f))
             .collect();
         match &p.inputs {
             Some(inputs) => {
@@ -173,14 +234,21 @@ fn provider_findings(
                 }
             }
             None => {
-                if let Some(known) = tracked_in(repo) {
-                    for file in files.into_iter().filter(|f| !known.contains(f)) {
+                if let Some(tree) = tree(trees, repo) {
+                    for file in files {
+                        let why = match tree.seen(&file) {
+                            Seen::Tracked | Seen::Untracked => continue,
+                            Seen::Ignored => "git ignores it".to_owned(),
+                            Seen::LeftOut(dir) => format!(
+                                "it lies in `{dir}/`, which sandboxes leave out unless git tracks it"
+                            ),
+                        };
                         out.push(finding(
                             "command_file_untracked",
                             format!(
-                                "provider `{id}` runs `{file}`, which git does not track: a worktree sandbox holds only tracked files, and the input digest does not see it"
+                                "provider `{id}` runs `{file}`, but {why}: no sandbox has it, and the input digest does not see it"
                             ),
-                            format!("Track it with `git add {file}`, or declare `inputs` that cover it and use a copy sandbox."),
+                            untracked_fix(&file, &repo.id),
                         ));
                     }
                 }
@@ -204,7 +272,7 @@ fn provider_findings(
                 }
             }
             None => {
-                if tracked_in(repo).is_some_and(|t| t.contains(report)) {
+                if tree(trees, repo).is_some_and(|t| t.is_tracked(report)) {
                     out.push(finding(
                         "report_inside_inputs",
                         format!(
@@ -262,11 +330,194 @@ fn provider_findings(
             ));
         }
     }
-    if let Some((_, program)) = wiring::missing_program(p, repos) {
-        out.push(finding(
-            "executable_not_found",
-            format!("provider `{id}` runs `{program}`, which does not exist in its repository"),
-            format!("Restore `{program}` or fix the `command` of provider `{id}`."),
-        ));
+    if p.adapter.value.runs_command()
+        && let Some((_, program, missing)) = wiring::missing_program(p, repos, host)
+    {
+        let (message, fix) = match missing {
+            Missing::Path => (
+                format!(
+                    "provider `{id}` runs `{program}`, which does not exist in its repository, and its setup does not make it"
+                ),
+                format!(
+                    "Restore `{program}`, make it in the repository's `setup` (docs/setup.md), or fix the `command` of provider `{id}`."
+                ),
+            ),
+            Missing::NotOnPath => (
+                format!(
+                    "provider `{id}` runs `{program}`, which is not on its PATH: the run could not start it"
+                ),
+                format!(
+                    "{}, or fix the `command` of provider `{id}`.",
+                    capitalize(&install_hint(&program))
+                ),
+            ),
+        };
+        out.push(finding("executable_not_found", message, fix));
+    }
+    if let Some(last) = last.filter(|l| l.timed_out) {
+        let limit = p
+            .timeout_ms
+            .as_ref()
+            .map_or(DEFAULT_TIMEOUT_MS, |t| t.value);
+        if limit <= last.duration_ms {
+            let suggested = suggested_timeout(last.duration_ms);
+            let declared = if p.timeout_ms.is_some() {
+                format!("its `timeoutMs: {limit}`")
+            } else {
+                format!("the default `timeoutMs` of {limit}")
+            };
+            out.push(finding(
+                "timeout_too_short",
+                format!(
+                    "provider `{id}`'s last run timed out after {} ({declared}) before it finished",
+                    seconds(last.duration_ms)
+                ),
+                format!(
+                    "Set `timeoutMs: {suggested}` on provider `{id}`: twice the {} its last run got, rounded up.",
+                    seconds(last.duration_ms)
+                ),
+            ));
+        }
+    }
+}
+
+/// A duration for a person (`120 s`, `0.5 s`).
+fn seconds(ms: u64) -> String {
+    if ms.is_multiple_of(1000) {
+        format!("{} s", ms / 1000)
+    } else {
+        format!("{:.1} s", ms as f64 / 1000.0)
+    }
+}
+
+fn capitalize(text: &str) -> String {
+    let mut chars = text.chars();
+    match chars.next() {
+        Some(c) => c.to_uppercase().chain(chars).collect(),
+        None => String::new(),
+    }
+}
+
+/// How to get a command file no sandbox has into one: a dependency
+/// directory is setup's to make; anything else is git's to hold.
+fn untracked_fix(file: &str, repo: &RepoId) -> String {
+    let top = file.split('/').next().unwrap_or(file);
+    if DEPENDENCY_DIRS.contains(&top) {
+        format!(
+            "Make `{top}` in the `setup` of repository `{repo}` and keep it with `setupCache: [{top}]` in proofgraph.yaml (docs/setup.md); git should not hold it."
+        )
+    } else {
+        format!(
+            "Stop ignoring `{file}` and commit it (`git add -f {file}`), or run a file git tracks."
+        )
+    }
+}
+
+/// Node.js programs: a command running one of them needs `node_modules`.
+const NODE_PROGRAMS: [&str; 7] = ["node", "npm", "npx", "pnpm", "yarn", "bun", "corepack"];
+
+/// Whether a command runs Node.js tooling: a package manager or `node`
+/// (directly, inside bootstrap's report wrapper, or as a word of an `sh -c`
+/// script), or a binary under `node_modules/`.
+fn runs_node(argv: &[String]) -> bool {
+    let node = |word: &str| {
+        let word = word.trim_start_matches("./");
+        NODE_PROGRAMS.contains(&word) || word.starts_with("node_modules/")
+    };
+    if crate::host::programs(argv).iter().any(|p| node(p)) || argv.first().is_some_and(|p| node(p))
+    {
+        return true;
+    }
+    let shell = argv.first().is_some_and(|c| c == "sh" || c == "bash")
+        && argv.get(1).is_some_and(|f| f == "-c");
+    shell
+        && argv.get(2).is_some_and(|script| {
+            script
+                .split(|c: char| c.is_whitespace() || "&;|()".contains(c))
+                .any(node)
+        })
+}
+
+/// `dependencies_not_installed`: `package.json` declares dependencies, a
+/// provider that runs Node.js tooling runs (or would run) in the
+/// repository, no setup installs `node_modules`, and the run would not find
+/// one.
+fn dependencies(
+    repo: &Repo,
+    existing: &[Provider],
+    repos: &[Repo],
+    analysis: &Analysis,
+    host: &Host,
+    trees: &mut BTreeMap<RepoId, Option<Tree>>,
+) -> Option<Finding> {
+    let runs_here = existing.iter().any(|p| {
+        p.adapter.value.runs_command()
+            && wiring::home(p, repos).is_some_and(|h| h.id == repo.id)
+            && p.command.as_ref().is_some_and(|c| runs_node(&c.value))
+    }) || analysis.detection.candidates.iter().any(|c| {
+        c.recommended
+            && c.repository == repo.id
+            && c.provider["command"].as_array().is_some_and(|a| {
+                let argv: Vec<String> = a
+                    .iter()
+                    .filter_map(|w| w.as_str().map(str::to_owned))
+                    .collect();
+                runs_node(&argv)
+            })
+    });
+    if !runs_here || repo.setup.installs_node_modules().is_some() {
+        return None;
+    }
+    let node = NodeFacts::read(&repo.dir, "", &mut Vec::new())?;
+    if node.deps.is_empty() {
+        return None;
+    }
+    let absent = if host.in_place {
+        (!repo.dir.join("node_modules").is_dir()).then(|| {
+            "`node_modules` does not exist in the checkout, where providers run".to_owned()
+        })
+    } else {
+        (!tree(trees, repo).is_some_and(|t| t.tracks_under("node_modules"))).then(|| {
+            "a sandbox never has `node_modules` (it is left out unless git tracks it)".to_owned()
+        })
+    }?;
+    let install = node.install_command();
+    let n = node.deps.len();
+    Some(Finding {
+        code: "dependencies_not_installed",
+        severity: Severity::Warning,
+        message: format!(
+            "repository `{}` declares {n} dependenc{} in package.json, but {absent}, and no setup installs them",
+            repo.id,
+            if n == 1 { "y" } else { "ies" }
+        ),
+        fix: format!(
+            "Add `setup: [[{}]]` and `setupCache: [node_modules]` to repository `{}` in proofgraph.yaml (docs/setup.md).",
+            install.join(", "),
+            repo.id
+        ),
+        provider: None,
+        capability: None,
+        repository: Some(repo.id.clone()),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_suggested_timeout_is_twice_the_run_rounded_up() {
+        assert_eq!(suggested_timeout(120_000), 240_000);
+        assert_eq!(suggested_timeout(120_001), 300_000);
+        assert_eq!(suggested_timeout(95_000), 240_000);
+        assert_eq!(suggested_timeout(300), 1_000);
+        assert_eq!(suggested_timeout(12_400), 25_000);
+        assert_eq!(suggested_timeout(0), 1_000);
+        assert_eq!(
+            suggested_timeout(u64::MAX),
+            u64::MAX,
+            "saturates, never wraps"
+        );
     }
 }

@@ -12,10 +12,15 @@
 //!   existing providers (and YAML comments) keep every byte.
 //! - [`doctor`] lists what stays unresolved and the wiring mistakes visible
 //!   without running anything, each with a one-sentence fix.
+//! - [`draft_claims`] and [`render_evidence`] draft `evidence.yaml` from a
+//!   change's delta specs (one claim per scenario, each requiring `test`),
+//!   for a change that has none.
 //!
 //! Invariants, written as absences: nothing here spawns a process, opens a
 //! network connection, installs a dependency, writes a file, creates a
-//! receipt, prints, or reads an environment variable. Bootstrap never
+//! receipt, prints, or reads an environment variable (the caller hands in
+//! the `PATH` as a [`Host`], and the providers' last runs as [`LastRun`]s).
+//! No candidate runs a program [`Host`] does not find. Bootstrap never
 //! weakens a claim: it only ever adds providers, and an unwired capability
 //! stays reported until something proves it.
 //!
@@ -30,7 +35,7 @@
 //! | test | a risky script, `pre` or `post` hook (sudo/curl/wget at a command start, `rm -rf`, `$(`, backtick) | refused: `provider` is `null` | review |
 //! | test | `Cargo.toml` | `sh -c '… exec "$@" > test-results/cargo-test.json' sh cargo test [--workspace] -- -Z unstable-options --format json --report-time`, `env: {RUSTC_BOOTSTRAP: "1"}`, `libtest-json` | high (review with `harness = false`; alternative beside nextest) |
 //! | test | `.config/nextest.toml` with a `[profile.<p>.junit] path` | `cargo nextest run --profile <p>`, report `target/nextest/<p>/<path>`, `junit` | high |
-//! | test | pytest configured or depended on (`pyproject.toml`, `pytest.ini`, `tox.ini`, `setup.cfg`, `conftest.py`, `requirements*.txt`) | `<runner> pytest --junitxml=test-results/pytest.xml`, `junit` | high |
+//! | test | pytest configured or depended on (`pyproject.toml`, `pytest.ini`, `tox.ini`, `setup.cfg`, `conftest.py`, `requirements*.txt`) | `<runner> pytest --junitxml=test-results/pytest.xml`, `junit`; the runner is the `.venv` setup makes (`.venv/bin/python -m`, `env: {PYTHONPATH: src}` for a `src/` layout), else the lockfile's (`uv run --no-sync`, `poetry run`, `pdm run`), else `python3 -m` | high |
 //! | test | `go.mod` | `sh -c '… exec "$@" > test-results/go-test.json' sh go test -json ./...`, `go-test-json` | high |
 //! | browser | `@playwright/test`/`playwright` dependency and one `playwright.config.*` | `<pm exec> playwright test --reporter=json`, `inputMode: browser-automation`; projects and `webServer` become evidence (and a service note) | high (review without the dependency or the config; ambiguous with several configs) |
 //! | static-analysis | exactly one safe script among `check`, `typecheck`, `type-check`, `lint`, not `check` | `<pm> run <script>` | high; otherwise alternatives |
@@ -40,6 +45,11 @@
 //!
 //! Every test proposal writes a structured report with a test count and
 //! sets `report`, `reportFormat` (the specific format) and `minimum: 1`.
+//! A proposal whose program (its first word, the runner in the report
+//! wrapper, `cargo-nextest` behind `cargo nextest`) is not on the host's
+//! `PATH` is shown with what to install and never proposed (`provider:
+//! null`); the slot is unresolved (`command_unavailable`) unless another
+//! proposal can start.
 //! Reports go under `test-results/`, which proofgraph's copy sandbox leaves
 //! out. A high-grade proposal is **high** only when it is the only
 //! proposal of its (capability, repository) slot that is not an
@@ -60,10 +70,12 @@
 //! - **`RUSTC_BOOTSTRAP=1`** goes in the provider's `env` rather than the
 //!   shell string: it is a literal, non-secret value that belongs in the
 //!   fingerprint and is visible in the file.
-//! - **`inputs` are never written.** Without the change's own source
-//!   globs, narrowing a provider to its manifest and argv files would let an
-//!   edited source file reuse an old receipt. The list is offered as
-//!   [`Candidate::suggested_inputs`] instead.
+//! - **`inputs` are never written nor suggested.** A test suite or a
+//!   linter reads sources, tests, fixtures and configuration that no
+//!   manifest lists; narrowed to the manifests, an edited source file would
+//!   reuse an old receipt (DESIGN). No reader can name the source
+//!   directories of a suite honestly (tests read files at run time), so a
+//!   candidate's inputs are its whole repository, and its evidence says so.
 //! - **Naming**: `<capability>` in a single-repository workspace;
 //!   `<capability>-<repo>` with explicit `capability` and `repository`
 //!   otherwise, plus `discoveryProvider: discovery-<repo>` and a receiver
@@ -79,18 +91,23 @@ mod doctor;
 mod ecosystem;
 mod edit;
 mod git;
+mod host;
 mod init;
 mod model;
 mod pattern;
 mod proposal;
 mod scan;
+mod setup;
 mod shell;
+mod specs;
 mod wiring;
 
 pub use detect::detect;
 pub use doctor::doctor;
+pub use host::Host;
 pub use init::{InitError, init, read};
 pub use model::{
-    Candidate, Confidence, Detection, Finding, InitOutput, Repo, Skipped, Unresolved,
-    UnresolvedReason,
+    Candidate, Confidence, Detection, Finding, InitOutput, LastRun, Repo, Setup, Severity, Skipped,
+    Unresolved, UnresolvedReason,
 };
+pub use specs::{DraftClaim, Drafted, SpecProblem, draft_claims, render_evidence};

@@ -11,13 +11,40 @@ use std::path::PathBuf;
 use proofgraph_graph::{CapabilityName, ProviderId, RepoId};
 use serde::{Serialize, Serializer};
 
-/// One repository of the workspace: its catalog id and its directory.
+/// One repository of the workspace: its catalog id, its directory and its
+/// setup.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Repo {
     /// The catalog id (`root` for a workspace without a catalog).
     pub id: RepoId,
     /// The directory holding its manifests.
     pub dir: PathBuf,
+    /// What its `setup` in `proofgraph.yaml` runs and keeps.
+    pub setup: Setup,
+}
+
+impl Repo {
+    /// A repository without setup.
+    pub fn new(id: RepoId, dir: PathBuf) -> Self {
+        Self {
+            id,
+            dir,
+            setup: Setup::default(),
+        }
+    }
+}
+
+/// A repository's `setup` and `setupCache` (`proofgraph.yaml`), from which
+/// bootstrap tells which paths a sandbox gets from setup rather than from
+/// git (docs/setup.md).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Setup {
+    /// The setup commands, in order (argv each).
+    pub commands: Vec<Vec<String>>,
+    /// `setupCache`: the directories a cached setup keeps. When it is not
+    /// empty, setup runs where only its inputs are, and these directories
+    /// are all that reach a sandbox.
+    pub cache: Vec<String>,
 }
 
 /// How far a candidate can be trusted without a person looking at it.
@@ -70,13 +97,6 @@ pub struct Candidate {
     pub recommended: bool,
     /// Why it is proposed, one fact per entry.
     pub evidence: Vec<String>,
-    /// Files the command is known to read (the manifest, its lockfile, argv
-    /// tokens that are files), offered only when the command has no shell
-    /// metacharacters. Never written into `provider`: without the source
-    /// globs of the change, narrowing `inputs` to these would let an edited
-    /// source file reuse an old receipt.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub suggested_inputs: Option<Vec<String>>,
 }
 
 /// Why a required capability has no recommended candidate.
@@ -138,11 +158,23 @@ pub struct Detection {
     pub warnings: Vec<String>,
 }
 
+/// How much a [`Finding`] stands in the way.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Severity {
+    /// Something stands between the change and a proof run.
+    Warning,
+    /// Worth knowing; nothing to do (a path setup makes, not git).
+    Info,
+}
+
 /// One problem `doctor` reports, with its fix.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Finding {
     /// A stable `snake_case` code.
     pub code: &'static str,
+    /// Whether it stands in the way.
+    pub severity: Severity,
     /// What is wrong.
     pub message: String,
     /// One actionable sentence.
@@ -156,6 +188,18 @@ pub struct Finding {
     /// The repository it concerns.
     #[serde(serialize_with = "opt_as_str")]
     pub repository: Option<RepoId>,
+}
+
+/// How a provider's last run ended, from its latest receipt (the
+/// application reads the store; bootstrap reads nothing of it).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LastRun {
+    /// The provider.
+    pub provider: ProviderId,
+    /// Whether its timeout stopped it.
+    pub timed_out: bool,
+    /// How long it ran, in milliseconds.
+    pub duration_ms: u64,
 }
 
 /// What `init` produced.

@@ -6,6 +6,13 @@ use serde_json::{Map, Value};
 
 use crate::model::Confidence;
 
+/// Why no proposal sets `inputs` (DESIGN: the input digest is the whole
+/// repository unless a provider names what it reads). A test suite or a
+/// linter reads sources, tests, fixtures and configuration that no manifest
+/// lists; inputs narrowed to the manifests would let an edited source file
+/// reuse an old receipt.
+pub(crate) const WHOLE_REPOSITORY: &str = "no `inputs`: it reads the repository's sources, tests and configuration, which no manifest lists, so its inputs are the whole repository (inputs narrowed to the manifests would let an edited source reuse an old receipt)";
+
 /// The directory every proposed report is written under: proofgraph's copy
 /// sandbox leaves it out, and projects commonly ignore it.
 pub(crate) const REPORT_DIR: &str = "test-results";
@@ -26,8 +33,9 @@ pub(crate) struct Proposal {
     pub(crate) evidence: Vec<String>,
     /// A short label for next actions (`vitest via npm`).
     pub(crate) label: String,
-    /// Files the command is known to read, when that can be told.
-    pub(crate) suggested_inputs: Option<Vec<String>>,
+    /// The program it needs that is not on PATH: it is shown, never
+    /// proposed (set by `detect` once the host is known).
+    pub(crate) missing: Option<String>,
 }
 
 impl Proposal {
@@ -44,7 +52,7 @@ impl Proposal {
             fields: vec![("command", strings(&argv))],
             evidence: Vec::new(),
             label: label.into(),
-            suggested_inputs: None,
+            missing: None,
         }
     }
 
@@ -56,7 +64,7 @@ impl Proposal {
             fields: Vec::new(),
             evidence,
             label: label.into(),
-            suggested_inputs: None,
+            missing: None,
         }
     }
 
@@ -91,12 +99,6 @@ impl Proposal {
         self
     }
 
-    /// Sets the suggested inputs.
-    pub(crate) fn inputs(mut self, inputs: Option<Vec<String>>) -> Self {
-        self.suggested_inputs = inputs;
-        self
-    }
-
     /// The command, if there is one.
     pub(crate) fn command(&self) -> Option<Vec<String>> {
         self.fields
@@ -113,7 +115,7 @@ impl Proposal {
     /// The provider object with `capability` and `repository` set when the
     /// naming rule asks for them.
     pub(crate) fn provider(&self, capability: Option<&str>, repository: Option<&str>) -> Value {
-        let Some(adapter) = self.adapter else {
+        let Some(adapter) = self.adapter.filter(|_| self.missing.is_none()) else {
             return Value::Null;
         };
         let mut map = Map::new();

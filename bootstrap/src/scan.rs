@@ -5,6 +5,7 @@ use crate::ecosystem::go::GoFacts;
 use crate::ecosystem::node::NodeFacts;
 use crate::ecosystem::playwright::{self, PlaywrightConfig};
 use crate::ecosystem::python::PythonFacts;
+use crate::host::Host;
 use crate::model::Repo;
 use crate::proposal::Proposal;
 
@@ -54,19 +55,19 @@ impl RepoFacts {
     }
 
     /// Every `test` proposal.
-    pub(crate) fn test(&self, repo: &Repo) -> TestScan {
+    pub(crate) fn test(&self, repo: &Repo, host: &Host) -> TestScan {
         let mut out = TestScan::default();
         if let Some(node) = &self.node {
-            let node = node.test(&repo.dir);
+            let node = node.test();
             out.proposals.extend(node.proposals);
             out.no_count.extend(node.no_count);
             out.no_count.extend(node.notes);
         }
         if let Some(cargo) = &self.cargo {
-            out.proposals.extend(cargo.test());
+            out.proposals.extend(cargo.test(host));
         }
         if let Some(python) = &self.python {
-            out.proposals.extend(python.test());
+            out.proposals.extend(python.test(&repo.setup));
             if let Some(file) = &python.unittest_hint {
                 out.no_count.push(format!(
                     "{file} looks like a Python test but nothing configures or depends on pytest, and unittest writes no structured report"
@@ -88,13 +89,13 @@ impl RepoFacts {
     pub(crate) fn static_analysis(&self, repo: &Repo) -> Vec<Proposal> {
         let mut out = Vec::new();
         if let Some(node) = &self.node {
-            out.extend(node.static_analysis(&repo.dir));
+            out.extend(node.static_analysis());
         }
         if let Some(cargo) = &self.cargo {
             out.extend(cargo.static_analysis());
         }
         if let Some(python) = &self.python {
-            out.extend(python.static_analysis());
+            out.extend(python.static_analysis(&repo.setup));
         }
         if let Some(go) = &self.go {
             out.extend(go.static_analysis());
@@ -103,10 +104,10 @@ impl RepoFacts {
     }
 
     /// Script-alias proposals for another capability.
-    pub(crate) fn aliases(&self, repo: &Repo, capability: &str) -> Vec<Proposal> {
+    pub(crate) fn aliases(&self, capability: &str) -> Vec<Proposal> {
         self.node
             .as_ref()
-            .map(|n| n.aliases(&repo.dir, capability))
+            .map(|n| n.aliases(capability))
             .unwrap_or_default()
     }
 }

@@ -10,6 +10,9 @@
 use proofgraph_graph::model::{Claim, Provider};
 use proofgraph_graph::{CapabilityName, ClaimId, ProviderId, RepoId};
 
+use std::path::PathBuf;
+
+use crate::host::Host;
 use crate::model::Repo;
 
 /// One capability the claims require, by repository.
@@ -197,14 +200,78 @@ pub(crate) fn home<'r>(p: &Provider, repos: &'r [Repo]) -> Option<&'r Repo> {
     }
 }
 
-/// A provider whose program is a path inside its repository that does not
-/// exist: (provider, program).
-pub(crate) fn missing_program(p: &Provider, repos: &[Repo]) -> Option<(ProviderId, String)> {
-    let program = p.command.as_ref()?.value.first()?;
-    if !program.contains('/') || program.starts_with('/') || program.split('/').any(|s| s == "..") {
-        return None;
+/// Why a provider's program cannot be started.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Missing {
+    /// A path in its repository that does not exist, and its setup does not
+    /// make it.
+    Path,
+    /// A bare name that is not on the job's `PATH` (the provider's own
+    /// `env.PATH`, else the host's).
+    NotOnPath,
+}
+
+/// A provider's program that cannot be started: (provider, program, why).
+/// Absolute programs are not checked (preflight and the run check them).
+pub(crate) fn missing_program(
+    p: &Provider,
+    repos: &[Repo],
+    host: &Host,
+) -> Option<(ProviderId, String, Missing)> {
+    let command = &p.command.as_ref()?.value;
+    let program = command.first()?;
+    let repo = home(p, repos);
+    if program.contains('/') {
+        if program.starts_with('/') || program.split('/').any(|s| s == "..") {
+            return None;
+        }
+        let repo = repo?;
+        let rel = program.trim_start_matches("./");
+        let absent = !repo.dir.join(rel).exists() && repo.setup.makes(rel).is_none();
+        return absent.then(|| (p.id.value.clone(), rel.to_owned(), Missing::Path));
     }
-    let repo = home(p, repos)?;
-    let rel = program.trim_start_matches("./");
-    (!repo.dir.join(rel).exists()).then(|| (p.id.value.clone(), rel.to_owned()))
+    let job_path: Option<Vec<PathBuf>> = p
+        .env
+        .as_ref()
+        .and_then(|env| env.iter().find(|(k, _)| k.as_str() == "PATH"))
+        .map(|(_, v)| std::env::split_paths(&v.value).collect());
+    let missing = crate::host::programs(command)
+        .into_iter()
+        .find(|name| match &job_path {
+            Some(entries) => match repo {
+                Some(repo) => !crate::host::finds_in(entries, name, &repo.dir, &repo.setup),
+                None => !entries
+                    .iter()
+                    .filter(|e| e.is_absolute())
+                    .any(|e| e.join(name).is_file()),
+            },
+            None => !host.finds(name),
+        })?;
+    Some((p.id.value.clone(), missing, Missing::NotOnPath))
+}
+
+/// The repository paths a provider runs (its program and argv tokens) that
+/// its repository's setup makes, with why: they are not git's to hold.
+pub(crate) fn made_by_setup(p: &Provider, repos: &[Repo]) -> Vec<(String, String)> {
+    let (Some(repo), Some(command)) = (home(p, repos), &p.command) else {
+        return Vec::new();
+    };
+    let mut out: Vec<(String, String)> = Vec::new();
+    for word in &command.value {
+        if word.is_empty()
+            || word.starts_with('-')
+            || word.starts_with('/')
+            || (!word.contains('/') && !word.starts_with('.'))
+            || word.split('/').any(|s| s == "..")
+        {
+            continue;
+        }
+        let rel = word.trim_start_matches("./");
+        if let Some(why) = repo.setup.makes(rel)
+            && !out.iter().any(|(r, _)| r == rel)
+        {
+            out.push((rel.to_owned(), why));
+        }
+    }
+    out
 }

@@ -247,6 +247,12 @@ codes! {
     MissingDiscoveryProvider = "missing_discovery_provider",
     /// A `test-discovery` provider declares no `report`.
     TestReportMissing = "test_report_missing",
+    /// A provider runs a path its repository's setup makes (not git's to hold).
+    SetupMakesPath = "setup_makes_path",
+    /// `package.json` declares dependencies that no setup installs where providers run.
+    DependenciesNotInstalled = "dependencies_not_installed",
+    /// A provider's last run timed out and its `timeoutMs` is no longer than that run.
+    TimeoutTooShort = "timeout_too_short",
     // Preflight (the graph's checks, before anything runs).
     /// Providers depend on each other in a cycle.
     DependencyCycle = "dependency_cycle",

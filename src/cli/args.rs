@@ -240,14 +240,17 @@ enum EvidenceArgs {
     },
     /// Preview (or with --write, add) the high-confidence providers; existing ones keep every byte
     #[command(
-        after_help = "Examples:\n  proofgraph evidence init add-profile-page\n  proofgraph evidence init add-profile-page --write && proofgraph prove add-profile-page"
+        after_help = "Examples:\n  proofgraph evidence init add-profile-page\n  proofgraph evidence init add-profile-page --write && proofgraph prove add-profile-page\n  proofgraph evidence init add-profile-page --claims-from-specs --write\n\nThe evidence.yaml format and the capability names are in docs/evidence.md."
     )]
     Init {
         /// The change
         change: String,
-        /// Write execution.yaml instead of previewing
+        /// Write execution.yaml (and, with --claims-from-specs, create evidence.yaml) instead of previewing
         #[arg(long)]
         write: bool,
+        /// Without evidence.yaml, draft one claim per scenario of the change's delta specs (specs/**/spec.md), each requiring `test`; an existing evidence.yaml is never changed
+        #[arg(long)]
+        claims_from_specs: bool,
     },
     /// What still stands between the change and a proof run, each with its fix
     #[command(after_help = "Example:\n  proofgraph evidence doctor add-profile-page")]
@@ -419,9 +422,15 @@ impl Cli {
             CommandArgs::Evidence(EvidenceArgs::Detect { change }) => {
                 Command::EvidenceDetect { change }
             }
-            CommandArgs::Evidence(EvidenceArgs::Init { change, write }) => {
-                Command::EvidenceInit { change, write }
-            }
+            CommandArgs::Evidence(EvidenceArgs::Init {
+                change,
+                write,
+                claims_from_specs,
+            }) => Command::EvidenceInit {
+                change,
+                write,
+                claims_from_specs,
+            },
             CommandArgs::Evidence(EvidenceArgs::Doctor { change }) => {
                 Command::EvidenceDoctor { change }
             }

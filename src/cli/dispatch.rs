@@ -78,12 +78,14 @@ pub enum Command {
         /// The change.
         change: String,
     },
-    /// `evidence init <change> [--write]`.
+    /// `evidence init <change> [--write] [--claims-from-specs]`.
     EvidenceInit {
         /// The change.
         change: String,
         /// Write the file instead of previewing.
         write: bool,
+        /// Draft `evidence.yaml` from the delta specs when there is none.
+        claims_from_specs: bool,
     },
     /// `evidence doctor <change>`.
     EvidenceDoctor {
@@ -158,9 +160,14 @@ pub fn run(env: Env, global: &Global, command: Command) -> u8 {
         Command::KeyPin { keyid } => emit!(mode, key::pin(&ctx, keyid)),
         Command::Watch => emit!(mode, watch::run(&ctx)),
         Command::EvidenceDetect { change } => emit!(mode, evidence::detect(&ctx, &change)),
-        Command::EvidenceInit { change, write } => {
-            emit!(mode, evidence::init(&ctx, &change, write))
-        }
+        Command::EvidenceInit {
+            change,
+            write,
+            claims_from_specs,
+        } => emit!(
+            mode,
+            evidence::init(&ctx, &change, write, claims_from_specs)
+        ),
         Command::EvidenceDoctor { change } => emit!(mode, evidence::doctor(&ctx, &change)),
     }
 }

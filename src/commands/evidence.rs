@@ -2,20 +2,32 @@
 //!
 //! The reading of manifests, the choice of candidates and the editing of
 //! `execution.yaml` text live in the `bootstrap` library, which runs
-//! nothing and writes nothing. These commands load the change, hand it over,
-//! and (for `init --write` only) replace `execution.yaml` atomically with the
-//! text the library verified.
+//! nothing and writes nothing. These commands load the change, hand it over
+//! with what the library may not read itself (the `PATH`, the catalog's
+//! setup, the providers' latest receipts), and (for `init --write` only)
+//! replace `execution.yaml` atomically with the text the library verified,
+//! or create `evidence.yaml` from the claims drafted from the change's delta
+//! specs (`--claims-from-specs`), never replacing one that exists.
+//!
+//! A change without `evidence.yaml` has nothing to wire: each command says
+//! so with `missing_evidence` as an error (exit 3), naming where the file
+//! belongs, unless `init --claims-from-specs` drafts it.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-use bootstrap::{Candidate, Detection, Finding, Repo, Skipped, Unresolved};
+use bootstrap::{
+    Candidate, Detection, DraftClaim, Finding, Host, LastRun, Repo, Setup, Severity, Skipped,
+    Unresolved,
+};
 use proofgraph_graph::model::{Claim, Provider, Service};
+use proofgraph_sandbox::SandboxMode;
 use serde::Serialize;
 
 use crate::base::diagnostic::{self, Code, Diagnostic};
 use crate::base::paths::lossy_path;
-use crate::load::workspace::{Change, EXECUTION_FILE, Workspace};
+use crate::load::config::decode::Sink;
+use crate::load::workspace::{Change, EVIDENCE_FILE, EXECUTION_FILE, Workspace};
 use crate::present::exit::Verdict;
 use crate::present::output::{Payload, Report};
 use crate::session::context::{Context, RootOutput};
@@ -26,16 +38,32 @@ struct Loaded {
     change: Change,
     root: RootOutput,
     notes: Vec<Diagnostic>,
+    host: Host,
 }
 
 impl Loaded {
     fn repos(&self) -> Vec<Repo> {
+        let catalog = self.workspace.catalog.as_ref();
         self.workspace
             .repositories
             .values()
-            .map(|r| Repo {
-                id: r.id.clone(),
-                dir: r.dir.clone(),
+            .map(|r| {
+                let entry = catalog.and_then(|c| c.repositories.get(&r.id));
+                let setup = Setup {
+                    commands: entry
+                        .and_then(|e| e.setup.as_ref())
+                        .map(|cs| cs.iter().map(|c| c.value.clone()).collect())
+                        .unwrap_or_default(),
+                    cache: entry
+                        .and_then(|e| e.setup_cache.as_ref())
+                        .map(|cs| cs.iter().map(|c| c.value.clone()).collect())
+                        .unwrap_or_default(),
+                };
+                Repo {
+                    id: r.id.clone(),
+                    dir: r.dir.clone(),
+                    setup,
+                }
             })
             .collect()
     }
@@ -61,29 +89,109 @@ impl Loaded {
     }
 
     fn detect(&self) -> Detection {
-        bootstrap::detect(&self.repos(), &self.claims(), &self.providers())
+        self.detect_for(&self.claims())
+    }
+
+    fn detect_for(&self, claims: &[Claim]) -> Detection {
+        bootstrap::detect(&self.repos(), claims, &self.providers(), &self.host)
+    }
+
+    /// Where the change's `evidence.yaml` is, as shown.
+    fn evidence_file(&self) -> String {
+        format!("openspec/changes/{}/{EVIDENCE_FILE}", self.change.name)
+    }
+
+    /// The latest receipt of each provider, as bootstrap needs it: whether
+    /// its timeout stopped it, and after how long. Only receipts a trusted
+    /// key signed are read; the store is opened read-only and never created.
+    fn last_runs(&self, ctx: &Context) -> Vec<LastRun> {
+        let root = &self.workspace.root;
+        let pins = crate::proof::trust::Pins::new(ctx.env());
+        let trusted =
+            crate::proof::trust::inspect(&pins, root, self.workspace.catalog.as_ref()).trusted;
+        let store = crate::store::Store::open_read_only(root);
+        self.change
+            .providers
+            .values()
+            .filter_map(|w| {
+                let p = &w.provider;
+                let capability = p.capability()?;
+                let sha = store.latest(&self.change.name, &p.id.value, &capability)?;
+                let verified = crate::proof::receipt::read(&store, &sha, &trusted)?;
+                let exit = verified.proof.exit.as_ref()?;
+                Some(LastRun {
+                    provider: p.id.value.clone(),
+                    timed_out: exit.timed_out,
+                    duration_ms: verified.proof.duration_ms,
+                })
+            })
+            .collect()
     }
 }
 
+/// `missing_evidence`, as an error: bootstrap has no claims to wire.
+fn missing_evidence(loaded: &Loaded, scenarios: usize) -> Diagnostic {
+    let file = loaded.evidence_file();
+    let name = &loaded.change.name;
+    let fix = if scenarios > 0 {
+        format!(
+            "Run `proofgraph evidence init {name} --claims-from-specs` to draft {file} from the {scenarios} scenario{} of the change's delta specs, or write it by hand (docs/evidence.md).",
+            if scenarios == 1 { "" } else { "s" }
+        )
+    } else {
+        format!("Write {file} with the claims the change must prove (docs/evidence.md).")
+    };
+    Diagnostic::error(
+        Code::MissingEvidence,
+        format!(
+            "change `{name}` has no evidence.yaml, so there are no claims to wire; it belongs at `{file}`"
+        ),
+    )
+    .surface("change.evidence")
+    .fix(fix)
+}
+
 /// Loads the change; any error in it stops the command (bootstrap reasons
-/// about a change as written, not about a half-read one).
-fn load(ctx: &Context, name: &str) -> Result<Loaded, Vec<Diagnostic>> {
+/// about a change as written, not about a half-read one). Without
+/// `evidence.yaml` it stops too, unless `drafting` (`init
+/// --claims-from-specs`, which writes it).
+fn load(ctx: &Context, name: &str, drafting: bool) -> Result<Loaded, Vec<Diagnostic>> {
     let resolution = ctx.resolve_root().map_err(|d| vec![d])?;
     let workspace = Workspace::load(&resolution.root.path);
     let change_name = workspace.find_change(name).map_err(|d| vec![d])?;
     let change = workspace.load_change(&change_name);
     let mut all: Vec<Diagnostic> = resolution.notes.clone();
     all.extend(workspace.diagnostics.iter().cloned());
-    all.extend(change.diagnostics.iter().cloned());
+    all.extend(
+        change
+            .diagnostics
+            .iter()
+            .filter(|d| d.code != Code::MissingEvidence)
+            .cloned(),
+    );
+    let in_place = workspace
+        .catalog
+        .as_ref()
+        .and_then(|c| c.sandbox.as_ref())
+        .is_some_and(|m| m.value == SandboxMode::None);
+    let loaded = Loaded {
+        root: RootOutput::from(&resolution.root),
+        notes: Vec::new(),
+        host: Host::new(ctx.path_var().map(|p| p.as_os_str()), in_place),
+        workspace,
+        change,
+    };
+    if !loaded.change.has_evidence && !drafting {
+        let scenarios = bootstrap::draft_claims(&loaded.change.dir).claims.len();
+        all.push(missing_evidence(&loaded, scenarios));
+    }
     diagnostic::sort(&mut all);
     if all.iter().any(Diagnostic::is_error) {
         return Err(all);
     }
     Ok(Loaded {
-        root: RootOutput::from(&resolution.root),
         notes: all,
-        workspace,
-        change,
+        ..loaded
     })
 }
 
@@ -111,7 +219,13 @@ fn human_detection(out: &mut String, candidates: &[Candidate], unresolved: &[Unr
                     .collect::<Vec<_>>()
                     .join(" ")
             })
-            .unwrap_or_else(|| "(refused)".to_owned());
+            .unwrap_or_else(|| {
+                if c.evidence.iter().any(|e| e.starts_with("not proposed:")) {
+                    "(not proposed)".to_owned()
+                } else {
+                    "(refused)".to_owned()
+                }
+            });
         let _ = writeln!(
             out,
             "{:11} {} ({} in {}): {command}",
@@ -170,7 +284,7 @@ impl Payload for DetectPayload {
 
 /// Runs `evidence detect`: reads manifests, runs nothing, writes nothing.
 pub fn detect(ctx: &Context, name: &str) -> Report<DetectPayload> {
-    let loaded = match load(ctx, name) {
+    let loaded = match load(ctx, name, false) {
         Ok(l) => l,
         Err(all) => return Report::failed(all, Verdict::Invalid),
     };
@@ -211,8 +325,30 @@ pub struct InitPayload {
     pub unresolved: Vec<Unresolved>,
     /// The new text of `execution.yaml`.
     pub text: Option<String>,
+    /// What `--claims-from-specs` drafted (absent without the flag).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub claims_from_specs: Option<ClaimsFromSpecs>,
     /// The OpenSpec root.
     pub root: Option<RootOutput>,
+}
+
+/// The claims `init --claims-from-specs` drafted from the change's delta specs.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct ClaimsFromSpecs {
+    /// Where `evidence.yaml` is (or would be).
+    #[serde(serialize_with = "lossy_path")]
+    pub file: PathBuf,
+    /// Whether it was created (`--write`, and it did not exist).
+    pub written: bool,
+    /// Whether it already existed: then it was kept byte for byte, and the
+    /// draft is only shown.
+    pub exists: bool,
+    /// The spec files read, relative to the change directory.
+    pub specs: Vec<String>,
+    /// The drafted claims.
+    pub claims: Vec<DraftClaim>,
+    /// The drafted file's text.
+    pub text: Option<String>,
 }
 
 fn lossy_opt_path<S: serde::Serializer>(path: &Option<PathBuf>, s: S) -> Result<S::Ok, S::Error> {
@@ -225,6 +361,32 @@ fn lossy_opt_path<S: serde::Serializer>(path: &Option<PathBuf>, s: S) -> Result<
 impl Payload for InitPayload {
     fn human(&self, out: &mut String) {
         let Some(file) = &self.file else { return };
+        if let Some(drafted) = &self.claims_from_specs {
+            let n = drafted.claims.len();
+            let claims = format!("{n} claim{}", if n == 1 { "" } else { "s" });
+            let shown = drafted.file.display();
+            if drafted.exists {
+                let _ = writeln!(
+                    out,
+                    "{shown} exists and was kept as it is ({claims} drafted from the delta specs, not written)"
+                );
+            } else if drafted.written {
+                let _ = writeln!(
+                    out,
+                    "created {shown} with {claims} drafted from the delta specs: each requires `test` until you add what its scenario needs"
+                );
+            } else {
+                let _ = writeln!(
+                    out,
+                    "would create {shown} with {claims} drafted from the delta specs"
+                );
+                if let Some(text) = &drafted.text {
+                    let _ = writeln!(out, "\n--- {shown} (preview; --write to create)");
+                    out.push_str(text);
+                    out.push('\n');
+                }
+            }
+        }
         let verb = if self.written { "added" } else { "would add" };
         if self.added.is_empty() {
             let _ = writeln!(out, "nothing to add to {}", file.display());
@@ -273,14 +435,168 @@ fn replace(path: &Path, text: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// The claims drafted from the change's delta specs, checked by reading the
+/// drafted text back as `validate` reads `evidence.yaml`: the same claims,
+/// and nothing it would warn about.
+struct Draft {
+    text: String,
+    claims: Vec<Claim>,
+    drafted: bootstrap::Drafted,
+}
+
+fn draft(loaded: &Loaded) -> Result<Draft, Vec<Diagnostic>> {
+    let file = loaded.evidence_file();
+    let drafted = bootstrap::draft_claims(&loaded.change.dir);
+    let unreadable: Vec<Diagnostic> = drafted
+        .problems
+        .iter()
+        .map(|p| {
+            Diagnostic::error(Code::FileUnreadable, format!("failed to {}", p.message))
+                .surface(&format!("openspec/changes/{}/{}", loaded.change.name, p.file))
+                .fix("Make the spec file readable UTF-8 text, or write evidence.yaml by hand (docs/evidence.md).")
+        })
+        .collect();
+    if !unreadable.is_empty() {
+        return Err(unreadable);
+    }
+    if drafted.claims.is_empty() {
+        let specs = format!("openspec/changes/{}/specs/", loaded.change.name);
+        let found = if drafted.files.is_empty() {
+            format!("there is no delta spec (`spec.md`) under `{specs}`")
+        } else {
+            format!(
+                "its delta specs ({}) hold no scenario under `## ADDED Requirements` or `## MODIFIED Requirements`",
+                drafted.files.join(", ")
+            )
+        };
+        return Err(vec![
+            Diagnostic::error(
+                Code::MissingEvidence,
+                format!(
+                    "change `{}` has no evidence.yaml to wire, and {found}; it belongs at `{file}`",
+                    loaded.change.name
+                ),
+            )
+            .surface("change.evidence")
+            .fix(format!(
+                "Write {file} with the claims the change must prove (docs/evidence.md), or add `#### Scenario:` blocks to its delta specs."
+            )),
+        ]);
+    }
+    let text = bootstrap::render_evidence(&drafted.claims);
+    let refused = |why: String| {
+        vec![
+            Diagnostic::error(
+                Code::InitRefused,
+                format!("`evidence init --claims-from-specs` cannot draft {file}: {why}"),
+            )
+            .surface(&file)
+            .fix("Write evidence.yaml by hand from the change's scenarios (docs/evidence.md)."),
+        ]
+    };
+    let doc = crate::load::config::load::parse_bytes(text.as_bytes(), &file)
+        .map_err(|d| refused(d.message))?;
+    let mut sink = Sink::new(&file);
+    let decoded = crate::load::config::evidence::decode(&mut sink, &doc.root);
+    let problems = sink.into_diagnostics();
+    if let Some(d) = problems.first() {
+        return Err(refused(format!(
+            "the draft does not read back cleanly ({})",
+            d.message
+        )));
+    }
+    let claims = decoded.map(|e| e.claims).unwrap_or_default();
+    let same = claims.len() == drafted.claims.len()
+        && claims.iter().zip(&drafted.claims).all(|(c, d)| {
+            c.id.value == d.id
+                && c.scenario.as_ref().map(|s| s.value.as_str()) == Some(d.scenario.as_str())
+                && c.capabilities
+                    .iter()
+                    .map(|x| &x.value)
+                    .eq(d.capabilities.iter())
+        });
+    if !same {
+        return Err(refused("the draft reads back as other claims".to_owned()));
+    }
+    Ok(Draft {
+        text,
+        claims,
+        drafted,
+    })
+}
+
+/// Creates `path` holding `text`, never replacing a file: a temporary file
+/// in the same directory is linked into place only if nothing is there.
+fn create(path: &Path, text: &str) -> Result<(), String> {
+    let dir = path.parent().ok_or("the file has no directory")?;
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".evidence.yaml.")
+        .tempfile_in(dir)
+        .map_err(|e| format!("create a temporary file in `{}`: {e}", dir.display()))?;
+    std::io::Write::write_all(&mut tmp, text.as_bytes())
+        .map_err(|e| format!("write `{}`: {e}", tmp.path().display()))?;
+    tmp.persist_noclobber(path)
+        .map_err(|e| format!("create `{}`: {}", path.display(), e.error))?;
+    Ok(())
+}
+
 /// Runs `evidence init`: previews, or with `write` adds, the
-/// high-confidence providers. Existing providers keep every byte.
-pub fn init(ctx: &Context, name: &str, write: bool) -> Report<InitPayload> {
-    let loaded = match load(ctx, name) {
+/// high-confidence providers. Existing providers keep every byte. With
+/// `claims_from_specs`, a change without `evidence.yaml` gets one drafted
+/// from its delta specs' scenarios (previewed, or created with `write`), and
+/// the providers are detected for those claims; an existing `evidence.yaml`
+/// is never touched.
+pub fn init(
+    ctx: &Context,
+    name: &str,
+    write: bool,
+    claims_from_specs: bool,
+) -> Report<InitPayload> {
+    let loaded = match load(ctx, name, claims_from_specs) {
         Ok(l) => l,
         Err(all) => return Report::failed(all, Verdict::Invalid),
     };
-    let detection = loaded.detect();
+    let mut status = loaded.notes.clone();
+    let mut from_specs: Option<ClaimsFromSpecs> = None;
+    let mut claims = loaded.claims();
+    if claims_from_specs {
+        let exists = loaded.change.has_evidence;
+        let drafted = if exists {
+            // Shown for reference only; the file keeps every byte.
+            let drafted = bootstrap::draft_claims(&loaded.change.dir);
+            ClaimsFromSpecs {
+                file: PathBuf::from(loaded.evidence_file()),
+                written: false,
+                exists: true,
+                specs: drafted.files,
+                claims: drafted.claims,
+                text: None,
+            }
+        } else {
+            let draft = match draft(&loaded) {
+                Ok(d) => d,
+                Err(all) => {
+                    let mut all = all;
+                    all.extend(status);
+                    diagnostic::sort(&mut all);
+                    return Report::failed(all, Verdict::Invalid);
+                }
+            };
+            claims = draft.claims;
+            ClaimsFromSpecs {
+                file: PathBuf::from(loaded.evidence_file()),
+                // Set once the file is created, after everything that can
+                // refuse the command has been worked out.
+                written: false,
+                exists: false,
+                specs: draft.drafted.files,
+                claims: draft.drafted.claims,
+                text: Some(draft.text),
+            }
+        };
+        from_specs = Some(drafted);
+    }
+    let detection = loaded.detect_for(&claims);
     let path = loaded.change.dir.join(EXECUTION_FILE);
     let shown = format!("openspec/changes/{}/{EXECUTION_FILE}", loaded.change.name);
     let existing = if path.exists() {
@@ -312,10 +628,26 @@ pub fn init(ctx: &Context, name: &str, write: bool) -> Report<InitPayload> {
             );
         }
     };
-    let mut status = loaded.notes.clone();
     status.extend(detection_notes(&detection));
     let changed = !output.added.is_empty();
     let mut written = false;
+    // evidence.yaml first: the providers are wired for its claims.
+    let mut created_evidence = false;
+    if write
+        && let Some(drafted) = from_specs.as_mut().filter(|d| !d.exists)
+        && let Some(text) = &drafted.text
+    {
+        if let Err(e) = create(&loaded.change.dir.join(EVIDENCE_FILE), text) {
+            status.push(
+                Diagnostic::error(Code::FileUnreadable, format!("failed to {e}"))
+                    .surface(&loaded.evidence_file())
+                    .fix("Check that the change directory is writable and that no evidence.yaml appeared meanwhile."),
+            );
+            return Report::failed(status, Verdict::Invalid);
+        }
+        drafted.written = true;
+        created_evidence = true;
+    }
     if write && changed {
         if let Err(e) = replace(&path, &output.text) {
             status.push(
@@ -326,6 +658,8 @@ pub fn init(ctx: &Context, name: &str, write: bool) -> Report<InitPayload> {
             return Report::failed(status, Verdict::Invalid);
         }
         written = true;
+    }
+    if written || created_evidence {
         // What was written must load as cleanly as before.
         let reloaded = loaded.workspace.load_change(&loaded.change.name);
         status.extend(
@@ -352,6 +686,7 @@ pub fn init(ctx: &Context, name: &str, write: bool) -> Report<InitPayload> {
             candidates: detection.candidates,
             unresolved: detection.unresolved,
             text: changed.then_some(output.text),
+            claims_from_specs: from_specs,
             root: Some(loaded.root),
         }),
         status,
@@ -373,17 +708,27 @@ pub struct EvidenceDoctorPayload {
 impl Payload for EvidenceDoctorPayload {
     fn human(&self, out: &mut String) {
         let Some(change) = &self.change else { return };
-        if self.findings.is_empty() {
-            let _ = writeln!(
+        let plural = |n: usize, word: &str| format!("{n} {word}{}", if n == 1 { "" } else { "s" });
+        let warnings = self
+            .findings
+            .iter()
+            .filter(|f| f.severity == Severity::Warning)
+            .count();
+        let notes = self.findings.len() - warnings;
+        if warnings == 0 {
+            let _ = write!(
                 out,
                 "{change}: nothing stands between the change and a proof run"
             );
+            if notes > 0 {
+                let _ = write!(out, " ({} on stderr)", plural(notes, "note"));
+            }
+            out.push('\n');
         } else {
             let _ = writeln!(
                 out,
-                "{change}: {} finding{} (details on stderr)",
-                self.findings.len(),
-                if self.findings.len() == 1 { "" } else { "s" }
+                "{change}: {} (details on stderr)",
+                plural(warnings, "finding")
             );
         }
     }
@@ -397,14 +742,32 @@ fn locate(loaded: &Loaded, finding: &Finding) -> Diagnostic {
         .copied()
         .find(|c| c.as_str() == finding.code)
         .unwrap_or(Code::InternalError);
-    let d = Diagnostic::warning(code, finding.message.clone())
-        .fix(finding.fix.replace("<change>", loaded.change.name.as_str()));
+    let d = match finding.severity {
+        Severity::Warning => Diagnostic::warning(code, finding.message.clone()),
+        Severity::Info => Diagnostic::info(code, finding.message.clone()),
+    }
+    .fix(finding.fix.replace("<change>", loaded.change.name.as_str()));
     if let Some(w) = finding
         .provider
         .as_ref()
         .and_then(|p| loaded.change.providers.get(p))
     {
         return d.at(&w.file, w.provider.id.pos);
+    }
+    // A repository's problem (its setup): its entry in the catalog.
+    if finding.provider.is_none()
+        && finding.capability.is_none()
+        && let Some(id) = &finding.repository
+    {
+        return match loaded
+            .workspace
+            .catalog
+            .as_ref()
+            .and_then(|c| c.repositories.get(id))
+        {
+            Some(entry) => d.at(crate::load::config::catalog::FILE_NAME, entry.id.pos),
+            None => d.surface(&format!("workspace.repositories.{id}")),
+        };
     }
     let evidence = format!("openspec/changes/{}/evidence.yaml", loaded.change.name);
     let claim = finding.capability.as_ref().and_then(|cap| {
@@ -429,10 +792,12 @@ fn locate(loaded: &Loaded, finding: &Finding) -> Diagnostic {
     }
 }
 
-/// Runs `evidence doctor`: exit 0 when nothing stands in the way, 2 when
-/// something does (the change cannot be fully proven as wired).
+/// Runs `evidence doctor`: exit 0 when nothing stands in the way (notes
+/// alone, such as `setup_makes_path`, change nothing), 2 when something
+/// does (the change cannot be fully proven as wired), 3 when the change
+/// cannot be read or has no `evidence.yaml`.
 pub fn doctor(ctx: &Context, name: &str) -> Report<EvidenceDoctorPayload> {
-    let loaded = match load(ctx, name) {
+    let loaded = match load(ctx, name, false) {
         Ok(l) => l,
         Err(all) => return Report::failed(all, Verdict::Invalid),
     };
@@ -441,13 +806,15 @@ pub fn doctor(ctx: &Context, name: &str) -> Report<EvidenceDoctorPayload> {
         &loaded.claims(),
         &loaded.providers(),
         &loaded.services(),
+        &loaded.host,
+        &loaded.last_runs(ctx),
     );
     let mut status = loaded.notes.clone();
     status.extend(findings.iter().map(|f| locate(&loaded, f)));
-    let verdict = if findings.is_empty() {
-        Verdict::Success
-    } else {
+    let verdict = if findings.iter().any(|f| f.severity == Severity::Warning) {
         Verdict::Unproven
+    } else {
+        Verdict::Success
     };
     Report {
         payload: Some(EvidenceDoctorPayload {

@@ -1,4 +1,7 @@
-//! The diagnostic catalog: `docs/diagnostics.md` lists exactly the codes the
+//! The catalogs the docs keep, checked against the code. `docs/evidence.md`
+//! lists exactly the capability names `graph/src/id.rs` knows and the keys
+//! the `evidence.yaml` decoder reads. The diagnostic catalog:
+//! `docs/diagnostics.md` lists exactly the codes the
 //! code can emit, and every code is asserted emitted by at least one test:
 //! named as a literal in `assert_emits!(findings, "code")`, in the list of
 //! `assert_codes!(findings, [..])` or in `emitted("code")` (see
@@ -11,6 +14,92 @@ use std::path::PathBuf;
 use proofgraph::base::diagnostic::Code;
 
 use crate::support::repo_root;
+
+/// The first column of every table row (`| `name` | …`) under the `## `
+/// section `heading` of `docs/evidence.md`, in order, split at each table.
+fn evidence_doc_tables(heading: &str) -> Vec<Vec<String>> {
+    let text = fs_err::read_to_string(repo_root().join("docs/evidence.md"))
+        .expect("read docs/evidence.md");
+    let mut tables: Vec<Vec<String>> = Vec::new();
+    let mut inside = false;
+    let mut in_table = false;
+    let mut fenced = false;
+    for line in text.lines() {
+        if line.starts_with("```") {
+            fenced = !fenced;
+            continue;
+        }
+        if fenced {
+            continue;
+        }
+        if let Some(title) = line.strip_prefix("## ") {
+            inside = title.trim() == heading;
+            in_table = false;
+            continue;
+        }
+        if !inside {
+            continue;
+        }
+        if !line.starts_with('|') {
+            in_table = false;
+            continue;
+        }
+        if !in_table {
+            tables.push(Vec::new());
+            in_table = true;
+        }
+        if let (Some((name, _)), Some(table)) = (
+            line.strip_prefix("| `")
+                .and_then(|rest| rest.split_once('`')),
+            tables.last_mut(),
+        ) {
+            table.push(name.to_owned());
+        }
+    }
+    tables
+}
+
+#[test]
+fn the_evidence_doc_lists_exactly_the_known_capabilities() {
+    let tables = evidence_doc_tables("Capabilities");
+    assert_eq!(tables.len(), 1, "one capability table: {tables:?}");
+    let listed = &tables[0];
+    let unique: BTreeSet<&str> = listed.iter().map(String::as_str).collect();
+    assert_eq!(
+        unique.len(),
+        listed.len(),
+        "a capability listed twice: {listed:?}"
+    );
+    let known: BTreeSet<&str> = proofgraph_graph::KNOWN_CAPABILITIES.into_iter().collect();
+    let missing: Vec<_> = known.difference(&unique).collect();
+    let unknown: Vec<_> = unique.difference(&known).collect();
+    assert!(
+        missing.is_empty(),
+        "capabilities missing from docs/evidence.md: {missing:?}"
+    );
+    assert!(
+        unknown.is_empty(),
+        "docs/evidence.md lists capabilities graph/src/id.rs does not know: {unknown:?}"
+    );
+}
+
+#[test]
+fn the_evidence_doc_lists_exactly_the_fields_the_decoder_reads() {
+    use proofgraph::load::config::evidence::{CLAIM_KEYS, TOP_KEYS};
+    let tables = evidence_doc_tables("Fields");
+    assert_eq!(tables.len(), 2, "a top-level and a claim table: {tables:?}");
+    let sorted = |keys: &[&str]| {
+        let mut v: Vec<String> = keys.iter().map(|k| (*k).to_owned()).collect();
+        v.sort();
+        v
+    };
+    let mut top = tables[0].clone();
+    top.sort();
+    let mut claim = tables[1].clone();
+    claim.sort();
+    assert_eq!(top, sorted(&TOP_KEYS), "the top-level fields");
+    assert_eq!(claim, sorted(&CLAIM_KEYS), "a claim's fields");
+}
 
 fn documented_codes() -> BTreeSet<String> {
     let text = fs_err::read_to_string(repo_root().join("docs/diagnostics.md"))

@@ -244,8 +244,12 @@ providers:
 "#,
     );
     git_commit_all(&sb.work());
-    // run-tests.sh stays in the working tree but git stops tracking it.
+    // run-tests.sh stays in the working tree, but git stops tracking it and
+    // ignores it: no sandbox has it. (Untracked and not ignored, it would be
+    // an input like any file `git status` shows.)
     crate::support::git(&sb.work(), &["rm", "-q", "--cached", "run-tests.sh"]);
+    sb.write(".gitignore", "run-tests.sh\n");
+    crate::support::git(&sb.work(), &["add", ".gitignore"]);
     crate::support::git(&sb.work(), &["commit", "-q", "-m", "untrack"]);
     let doctor = run(&sb, &["evidence", "doctor", "add-x", "--json"]);
     doctor.expect_code(2);
@@ -300,5 +304,616 @@ fn init_refuses_a_file_it_cannot_edit_without_changing_it() {
             .expect("file"),
         existing,
         "a refused edit leaves the file as it was"
+    );
+}
+
+/// A change with a proposal and delta specs but no evidence.yaml.
+fn change_without_evidence(sb: &Sandbox) {
+    sb.openspec_root("");
+    sb.write("openspec/changes/add-x/proposal.md", "# Add x\n");
+    sb.write(
+        "openspec/changes/add-x/specs/profile/spec.md",
+        "## ADDED Requirements\n\n### Requirement: Profile page\nThe API SHALL serve the page.\n\n#### Scenario: Known profile\n- **WHEN** a browser opens `/profile/1`\n- **THEN** the heading is `Ada`\n\n#### Scenario: Unknown profile\n- **WHEN** a browser opens `/profile/99`\n- **THEN** the answer is 404\n\n```md\n#### Scenario: Only an example\n- WHEN this is read as structure\n```\n\n## REMOVED Requirements\n\n### Requirement: Old page\n#### Scenario: Gone\n- WHEN nothing\n",
+    );
+    sb.write(
+        "openspec/changes/add-x/specs/billing/spec.md",
+        "## MODIFIED Requirements\n\n### Requirement: Totals\n#### Scenario: Sum of lines\n- **WHEN** an invoice has two lines\n- **THEN** its total is their sum\n",
+    );
+    sb.write(
+        "Cargo.toml",
+        "[package]\nname = \"demo\"\nversion = \"0.1.0\"\nedition = \"2021\"\n",
+    );
+    sb.write("src/lib.rs", "#[test]\nfn t() {}\n");
+}
+
+/// `detect`, `init` and `doctor` on a change without evidence.yaml: not
+/// "nothing to wire" and exit 0, but `missing_evidence` naming where the
+/// file belongs, exit 3 (a configuration problem), in both formats.
+#[test]
+fn a_change_without_evidence_yaml_stops_detect_init_and_doctor() {
+    let sb = Sandbox::new();
+    change_without_evidence(&sb);
+    git_commit_all(&sb.work());
+    for command in ["detect", "init", "doctor"] {
+        let json = run(&sb, &["evidence", command, "add-x", "--json"]);
+        json.expect_code(3);
+        assert_codes!(json.status_codes(), ["missing_evidence"], "{command}");
+        let doc = json.json();
+        assert_eq!(doc["change"], Value::Null, "{command}: the null shape");
+        let d = &doc["status"][0];
+        assert_eq!(d["severity"], "error", "{command}");
+        assert!(
+            d["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("`openspec/changes/add-x/evidence.yaml`")),
+            "{command}: {d:#}"
+        );
+        assert_eq!(
+            d["fix"],
+            "Run `proofgraph evidence init add-x --claims-from-specs` to draft openspec/changes/add-x/evidence.yaml from the 3 scenarios of the change's delta specs, or write it by hand (docs/evidence.md).",
+            "{command}"
+        );
+        let human = run(&sb, &["evidence", command, "add-x"]);
+        human.expect_code(3);
+        assert!(
+            !human.stdout.contains("nothing"),
+            "{command}: {}",
+            human.stdout
+        );
+        assert!(
+            human.stderr.contains("error[missing_evidence]")
+                && human
+                    .stderr
+                    .contains("openspec/changes/add-x/evidence.yaml"),
+            "{command}: {}",
+            human.stderr
+        );
+    }
+    // Without delta specs, the fix is to write the file.
+    fs_err::remove_dir_all(sb.work().join("openspec/changes/add-x/specs")).expect("remove specs");
+    let detect = run(&sb, &["evidence", "detect", "add-x", "--json"]);
+    detect.expect_code(3);
+    assert_emits!(detect.json(), "missing_evidence");
+    assert_eq!(
+        detect.json()["status"][0]["fix"],
+        "Write openspec/changes/add-x/evidence.yaml with the claims the change must prove (docs/evidence.md)."
+    );
+    // `validate` still only warns: the change may be early.
+    let validate = run(&sb, &["validate", "add-x", "--json"]);
+    validate.expect_code(0);
+}
+
+/// `init --claims-from-specs`: one claim per scenario of the ADDED and
+/// MODIFIED requirements (not REMOVED ones, not fenced examples), previewed
+/// by default, created by `--write` (with the providers for them), and
+/// never written over an existing file.
+#[test]
+fn init_drafts_claims_from_the_delta_specs_and_never_overwrites() {
+    let sb = Sandbox::new();
+    change_without_evidence(&sb);
+    git_commit_all(&sb.work());
+    let evidence = sb.work().join("openspec/changes/add-x/evidence.yaml");
+
+    let preview = run(
+        &sb,
+        &["evidence", "init", "add-x", "--claims-from-specs", "--json"],
+    );
+    preview.expect_code(0);
+    let doc = preview.json();
+    let drafted = &doc["claims_from_specs"];
+    assert_eq!(drafted["written"], false);
+    assert_eq!(drafted["exists"], false);
+    assert_eq!(
+        drafted["specs"],
+        serde_json::json!(["specs/billing/spec.md", "specs/profile/spec.md"])
+    );
+    let ids: Vec<&str> = drafted["claims"]
+        .as_array()
+        .expect("claims")
+        .iter()
+        .filter_map(|c| c["id"].as_str())
+        .collect();
+    assert_eq!(
+        ids,
+        [
+            "totals-sum-of-lines",
+            "profile-page-known-profile",
+            "profile-page-unknown-profile"
+        ]
+    );
+    assert_eq!(
+        drafted["claims"][1]["scenario"],
+        "Known profile: WHEN a browser opens `/profile/1`; THEN the heading is `Ada`"
+    );
+    assert_eq!(
+        drafted["claims"][1]["capabilities"],
+        serde_json::json!(["test"])
+    );
+    // The providers are detected for the drafted claims.
+    assert_eq!(doc["added"], serde_json::json!(["test"]), "{doc:#}");
+    assert_eq!(doc["written"], false);
+    assert!(!evidence.exists(), "a preview writes nothing");
+    let human = run(&sb, &["evidence", "init", "add-x", "--claims-from-specs"]);
+    human.expect_code(0);
+    assert!(
+        human
+            .stdout
+            .contains("would create openspec/changes/add-x/evidence.yaml with 3 claims")
+            && human
+                .stdout
+                .contains("  - id: profile-page-unknown-profile\n"),
+        "{}",
+        human.stdout
+    );
+
+    let write = run(
+        &sb,
+        &[
+            "evidence",
+            "init",
+            "add-x",
+            "--claims-from-specs",
+            "--write",
+            "--json",
+        ],
+    );
+    write.expect_code(0);
+    let doc = write.json();
+    assert_eq!(doc["claims_from_specs"]["written"], true);
+    assert_eq!(doc["written"], true, "execution.yaml too: {doc:#}");
+    let text = fs_err::read_to_string(&evidence).expect("evidence.yaml was created");
+    assert_eq!(
+        Some(text.as_str()),
+        doc["claims_from_specs"]["text"].as_str()
+    );
+    // What was written is a valid change, wired as drafted.
+    run(&sb, &["validate", "add-x", "--strict"]).expect_code(0);
+    run(&sb, &["evidence", "doctor", "add-x"]).expect_code(0);
+
+    // Written again: the file keeps every byte, edits included.
+    let edited = format!("{text}# my own note\n");
+    sb.write("openspec/changes/add-x/evidence.yaml", &edited);
+    for args in [
+        &[
+            "evidence",
+            "init",
+            "add-x",
+            "--claims-from-specs",
+            "--write",
+            "--json",
+        ][..],
+        &["evidence", "init", "add-x", "--claims-from-specs"],
+    ] {
+        let again = run(&sb, args);
+        again.expect_code(0);
+        assert_eq!(
+            fs_err::read_to_string(&evidence).expect("evidence.yaml"),
+            edited,
+            "{args:?}"
+        );
+    }
+    let again = run(
+        &sb,
+        &["evidence", "init", "add-x", "--claims-from-specs", "--json"],
+    );
+    assert_eq!(again.json()["claims_from_specs"]["exists"], true);
+}
+
+/// A dangling symbolic link where evidence.yaml belongs is not a missing
+/// file to write through: creating it fails, and the link stays.
+#[test]
+fn init_claims_from_specs_never_writes_through_a_link() {
+    let sb = Sandbox::new();
+    change_without_evidence(&sb);
+    let link = sb.work().join("openspec/changes/add-x/evidence.yaml");
+    let target = sb.path().join("elsewhere.yaml");
+    std::os::unix::fs::symlink(&target, &link).expect("a dangling link");
+    let write = run(
+        &sb,
+        &[
+            "evidence",
+            "init",
+            "add-x",
+            "--claims-from-specs",
+            "--write",
+            "--json",
+        ],
+    );
+    write.expect_code(3);
+    assert!(!target.exists(), "nothing was written through the link");
+    assert!(
+        fs_err::symlink_metadata(&link).is_ok_and(|m| m.file_type().is_symlink()),
+        "the link is left as it was"
+    );
+}
+
+/// No scenario to draft from: `missing_evidence`, exit 3, and no file.
+#[test]
+fn init_claims_from_specs_without_scenarios_says_what_to_write() {
+    let sb = Sandbox::new();
+    change_without_evidence(&sb);
+    fs_err::remove_dir_all(sb.work().join("openspec/changes/add-x/specs")).expect("remove specs");
+    sb.write(
+        "openspec/changes/add-x/specs/x/spec.md",
+        "## ADDED Requirements\n\n### Requirement: Empty\nNo scenario yet.\n",
+    );
+    let init = run(
+        &sb,
+        &[
+            "evidence",
+            "init",
+            "add-x",
+            "--claims-from-specs",
+            "--write",
+            "--json",
+        ],
+    );
+    init.expect_code(3);
+    assert_codes!(init.status_codes(), ["missing_evidence"]);
+    assert!(
+        init.json()["status"][0]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("specs/x/spec.md") && m.contains("hold no scenario")),
+        "{}",
+        init.stdout
+    );
+    assert!(
+        !sb.work()
+            .join("openspec/changes/add-x/evidence.yaml")
+            .exists()
+    );
+}
+
+/// A directory of executable stubs, for a PATH that has exactly them.
+fn stub_bin(sb: &Sandbox, name: &str, programs: &[&str]) -> String {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = sb.path().join(name);
+    fs_err::create_dir_all(&dir).expect("bin dir");
+    for program in programs {
+        let path = dir.join(program);
+        fs_err::write(&path, "#!/bin/sh\nexit 0\n").expect("stub");
+        fs_err::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    }
+    dir.to_string_lossy().into_owned()
+}
+
+/// `detect` proposes only runners it finds on PATH; a missing one is shown
+/// with what to install. No test suite is narrowed to its manifests.
+#[test]
+fn detect_proposes_only_runners_on_path_and_never_manifest_inputs() {
+    let sb = Sandbox::new();
+    change(&sb);
+    sb.write(
+        "pyproject.toml",
+        "[project]\nname = \"demo\"\nversion = \"0.1.0\"\n\n[tool.pytest.ini_options]\ntestpaths = [\"tests\"]\n",
+    );
+    sb.write("uv.lock", "version = 1\n");
+    sb.write("demo/__init__.py", "\n");
+    sb.write("tests/test_demo.py", "def test_it():\n    pass\n");
+    git_commit_all(&sb.work());
+    let without = stub_bin(&sb, "no-uv", &["python3", "sh"]);
+    let with = stub_bin(&sb, "with-uv", &["python3", "sh", "uv"]);
+    let detect = |path: &str, json: bool| {
+        let mut args = vec!["evidence", "detect", "add-x"];
+        if json {
+            args.push("--json");
+        }
+        sb.run_with_env(&sb.work(), &args, &[("PATH", path)])
+    };
+
+    let missing = detect(&without, true);
+    missing.expect_code(0);
+    let doc = missing.json();
+    let test = doc["candidates"]
+        .as_array()
+        .and_then(|c| c.iter().find(|c| c["capability"] == "test"))
+        .expect("a test candidate");
+    assert_eq!(test["provider"], Value::Null, "not proposed: {doc:#}");
+    assert_eq!(test["recommended"], false);
+    let unresolved = doc["unresolved"]
+        .as_array()
+        .and_then(|u| u.iter().find(|u| u["capability"] == "test"))
+        .expect("test is unresolved");
+    assert_eq!(unresolved["reason"], "command_unavailable");
+    assert!(
+        unresolved["next_action"]
+            .as_str()
+            .is_some_and(|a| a.starts_with("Install uv (`pipx install uv`")),
+        "{unresolved:#}"
+    );
+    let human = detect(&without, false);
+    assert!(
+        human.stdout.contains("(not proposed)") && human.stdout.contains("`uv` is not on PATH"),
+        "{}",
+        human.stdout
+    );
+    // `init` adds nothing that could not start.
+    let init = sb.run_with_env(
+        &sb.work(),
+        &["evidence", "init", "add-x", "--json"],
+        &[("PATH", without.as_str())],
+    );
+    init.expect_code(0);
+    assert_eq!(init.json()["added"], serde_json::json!([]));
+
+    let found = detect(&with, true);
+    found.expect_code(0);
+    let doc = found.json();
+    let test = doc["candidates"]
+        .as_array()
+        .and_then(|c| c.iter().find(|c| c["capability"] == "test"))
+        .expect("a test candidate");
+    assert_eq!(test["recommended"], true, "{doc:#}");
+    assert_eq!(test["provider"]["command"][0], "uv");
+    for c in doc["candidates"].as_array().into_iter().flatten() {
+        assert!(c.get("suggested_inputs").is_none(), "{c:#}");
+        assert!(c["provider"].get("inputs").is_none(), "{c:#}");
+    }
+    assert!(
+        test["evidence"].as_array().into_iter().flatten().any(|e| e
+            .as_str()
+            .is_some_and(|e| e.contains("its inputs are the whole repository"))),
+        "{test:#}"
+    );
+}
+
+/// The honest Python wiring end to end: the repository's cached setup makes
+/// `.venv` (with the system's pytest, so no registry is needed), `detect`
+/// proposes the venv's python, and `init --write` then `prove` proves the
+/// claim with the code taken from the sandbox.
+#[test]
+fn init_write_then_prove_pytest_through_the_venv_the_setup_makes() {
+    let sb = Sandbox::new();
+    change(&sb);
+    sb.write(
+        "pyproject.toml",
+        "[project]\nname = \"demo\"\nversion = \"0.1.0\"\n\n[tool.pytest.ini_options]\ntestpaths = [\"tests\"]\n",
+    );
+    sb.write("src/demo/__init__.py", "def sum(a, b):\n    return a + b\n");
+    sb.write(
+        "tests/test_sum.py",
+        "from demo import sum\n\n\ndef test_adds():\n    assert sum(1, 2) == 3\n\n\ndef test_adds_negatives():\n    assert sum(-1, -2) == -3\n",
+    );
+    sb.write(".gitignore", ".venv/\ntest-results/\n");
+    sb.write(
+        "proofgraph.yaml",
+        "version: 1\nrepositories:\n  root:\n    path: .\n    setup: [[python3, -m, venv, --system-site-packages, .venv]]\n    setupCache: [.venv]\n",
+    );
+    git_commit_all(&sb.work());
+    let probe = std::process::Command::new("python3")
+        .args(["-c", "import pytest"])
+        .status();
+    assert!(
+        probe.is_ok_and(|s| s.success()),
+        "this test runs the real pytest: `python3 -m pip install -r tools/interop/requirements.txt`"
+    );
+    let detect = run(&sb, &["evidence", "detect", "add-x", "--json"]);
+    detect.expect_code(0);
+    let doc = detect.json();
+    let test = doc["candidates"]
+        .as_array()
+        .and_then(|c| c.iter().find(|c| c["name"] == "test"))
+        .expect("a test candidate");
+    assert_eq!(
+        test["provider"]["command"][0], ".venv/bin/python",
+        "{doc:#}"
+    );
+    assert_eq!(test["provider"]["env"]["PYTHONPATH"], "src", "{doc:#}");
+    init_then_prove(&sb, 2);
+    // The venv path is setup's: doctor says so, and asks for no `git add`.
+    let doctor = run(&sb, &["evidence", "doctor", "add-x", "--json"]);
+    doctor.expect_code(0);
+    assert_codes!(doctor.status_codes(), ["setup_makes_path"]);
+    let d = &doctor.json()["status"][0];
+    assert_eq!(d["severity"], "info");
+    // Line 3 holds the comment `init` writes above the provider it adds.
+    assert_eq!(d["target"], "openspec/changes/add-x/execution.yaml:4:3");
+    assert!(
+        !d["fix"].as_str().unwrap_or_default().contains("git add"),
+        "{d:#}"
+    );
+    let human = run(&sb, &["evidence", "doctor", "add-x"]);
+    human.expect_code(0);
+    assert_eq!(
+        human.stdout,
+        "add-x: nothing stands between the change and a proof run (1 note on stderr)\n"
+    );
+    assert!(
+        human.stderr.contains("info[setup_makes_path]"),
+        "{}",
+        human.stderr
+    );
+}
+
+/// `node_modules` that no setup installs: reported at the repository's
+/// entry in the catalog (or the workspace without one), and cleared by the
+/// documented setup.
+#[test]
+fn doctor_reports_dependencies_no_setup_installs() {
+    let sb = Sandbox::new();
+    change(&sb);
+    sb.write(
+        "package.json",
+        "{\"scripts\": {\"test\": \"vitest\"}, \"devDependencies\": {\"vitest\": \"^3.2.0\"}}\n",
+    );
+    sb.write("package-lock.json", "{}\n");
+    sb.write(
+        "openspec/changes/add-x/execution.yaml",
+        "version: 1\nproviders:\n  test:\n    adapter: test-discovery\n    command: [npm, test, --, --run, --reporter=junit, --outputFile=test-results/v.xml]\n    report: test-results/v.xml\n",
+    );
+    sb.write(".gitignore", "node_modules/\n");
+    // A local install does not reach a sandbox.
+    sb.write("node_modules/vitest/package.json", "{}\n");
+    git_commit_all(&sb.work());
+    let doctor = run(&sb, &["evidence", "doctor", "add-x", "--json"]);
+    doctor.expect_code(2);
+    assert_codes!(doctor.status_codes(), ["dependencies_not_installed"]);
+    let d = &doctor.json()["status"][0];
+    assert_eq!(d["target"], "workspace.repositories.root");
+    assert_eq!(
+        d["fix"],
+        "Add `setup: [[npm, ci, --no-audit, --no-fund]]` and `setupCache: [node_modules]` to repository `root` in proofgraph.yaml (docs/setup.md)."
+    );
+    let human = run(&sb, &["evidence", "doctor", "add-x"]);
+    human.expect_code(2);
+    assert!(
+        human.stderr.contains("warning[dependencies_not_installed]"),
+        "{}",
+        human.stderr
+    );
+    // With a catalog, at the repository's entry.
+    sb.write(
+        "proofgraph.yaml",
+        "version: 1\nrepositories:\n  root:\n    path: .\n",
+    );
+    let doctor = run(&sb, &["evidence", "doctor", "add-x", "--json"]);
+    assert_emits!(doctor.json(), "dependencies_not_installed");
+    assert_eq!(doctor.json()["status"][0]["target"], "proofgraph.yaml:3:3");
+    // Running in place, the checkout's node_modules is what runs.
+    sb.write(
+        "proofgraph.yaml",
+        "version: 1\nsandbox: none\nrepositories:\n  root:\n    path: .\n",
+    );
+    run(&sb, &["evidence", "doctor", "add-x"]).expect_code(0);
+    // The recipe clears it.
+    sb.write(
+        "proofgraph.yaml",
+        "version: 1\nrepositories:\n  root:\n    path: .\n    setup: [[npm, ci, --no-audit, --no-fund]]\n    setupCache: [node_modules]\n",
+    );
+    run(&sb, &["evidence", "doctor", "add-x"]).expect_code(0);
+}
+
+/// A program the provider runs that is on no PATH: named, with what to
+/// install; the provider's own `env.PATH` is where it is looked up.
+#[test]
+fn doctor_reports_a_program_that_is_not_on_path() {
+    let sb = Sandbox::new();
+    change(&sb);
+    sb.write("uv.lock", "version = 1\n");
+    sb.write(
+        "openspec/changes/add-x/execution.yaml",
+        "version: 1\nproviders:\n  test:\n    adapter: test-discovery\n    command: [uv, run, --no-sync, pytest, --junitxml=test-results/p.xml]\n    report: test-results/p.xml\n",
+    );
+    git_commit_all(&sb.work());
+    let without = stub_bin(&sb, "no-uv", &["python3", "sh"]);
+    let doctor = sb.run_with_env(
+        &sb.work(),
+        &["evidence", "doctor", "add-x", "--json"],
+        &[("PATH", without.as_str())],
+    );
+    doctor.expect_code(2);
+    assert_codes!(doctor.status_codes(), ["executable_not_found"]);
+    let d = &doctor.json()["status"][0];
+    assert_eq!(d["target"], "openspec/changes/add-x/execution.yaml:3:3");
+    assert!(
+        d["fix"]
+            .as_str()
+            .is_some_and(|f| f.starts_with("Install uv (`pipx install uv`")),
+        "{d:#}"
+    );
+    let tools = stub_bin(&sb, "tools", &["uv"]);
+    sb.write(
+        "openspec/changes/add-x/execution.yaml",
+        format!(
+            "version: 1\nproviders:\n  test:\n    adapter: test-discovery\n    command: [uv, run, --no-sync, pytest, --junitxml=test-results/p.xml]\n    report: test-results/p.xml\n    env: {{PATH: \"{tools}\"}}\n"
+        ),
+    );
+    let doctor = sb.run_with_env(
+        &sb.work(),
+        &["evidence", "doctor", "add-x"],
+        &[("PATH", without.as_str())],
+    );
+    doctor.expect_code(0);
+}
+
+/// A provider whose last run timed out: `doctor` suggests a `timeoutMs`
+/// from the duration its receipt records, until the timeout is raised.
+#[test]
+fn doctor_suggests_a_timeout_after_a_run_timed_out() {
+    let sb = Sandbox::new();
+    sb.openspec_root("");
+    sb.write("openspec/changes/add-x/proposal.md", "# Add x\n");
+    sb.write(
+        "openspec/changes/add-x/evidence.yaml",
+        "version: 2\nclaims:\n  - {id: fast, scenario: It is fast, capabilities: [performance]}\n",
+    );
+    sb.write(
+        "openspec/changes/add-x/execution.yaml",
+        "version: 1\nproviders:\n  performance:\n    adapter: command\n    command: [sleep, \"30\"]\n    timeoutMs: 400\n",
+    );
+    git_commit_all(&sb.work());
+    let prove = run(&sb, &["prove", "add-x", "--json"]);
+    assert_ne!(prove.code, Some(0), "{}\n{}", prove.stdout, prove.stderr);
+    let doctor = run(&sb, &["evidence", "doctor", "add-x", "--json"]);
+    doctor.expect_code(2);
+    assert_codes!(doctor.status_codes(), ["timeout_too_short"]);
+    let d = &doctor.json()["status"][0];
+    assert_eq!(d["target"], "openspec/changes/add-x/execution.yaml:3:3");
+    let fix = d["fix"].as_str().unwrap_or_default();
+    let suggested: u64 = fix
+        .strip_prefix("Set `timeoutMs: ")
+        .and_then(|rest| rest.split('`').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("a suggested timeout: {fix}"));
+    assert!(
+        suggested >= 800 && suggested.is_multiple_of(1000),
+        "twice the run, rounded up to a second: {fix}"
+    );
+    assert!(
+        d["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("timed out") && m.contains("`timeoutMs: 400`")),
+        "{d:#}"
+    );
+    // A receipt no trusted key vouches for says nothing: with the store's
+    // key unpinned, the same receipt is not read.
+    let pins = sb.config_home().join("proofgraph");
+    let kept = sb.path().join("pins-kept");
+    fs_err::rename(&pins, &kept).expect("move the pins away");
+    run(&sb, &["evidence", "doctor", "add-x"]).expect_code(0);
+    fs_err::rename(&kept, &pins).expect("restore the pins");
+    run(&sb, &["evidence", "doctor", "add-x"]).expect_code(2);
+    // Raised past the run: nothing to suggest.
+    sb.write(
+        "openspec/changes/add-x/execution.yaml",
+        format!(
+            "version: 1\nproviders:\n  performance:\n    adapter: command\n    command: [sleep, \"30\"]\n    timeoutMs: {suggested}\n"
+        ),
+    );
+    run(&sb, &["evidence", "doctor", "add-x"]).expect_code(0);
+}
+
+/// `--claims-from-specs --write` writes nothing when `init` refuses to edit
+/// execution.yaml: both files are worked out before either is written.
+#[test]
+fn init_claims_from_specs_writes_nothing_when_the_wiring_is_refused() {
+    let sb = Sandbox::new();
+    change_without_evidence(&sb);
+    let existing = "{\"version\": 1, \"x-budget\": 1e400, \"providers\": {}}\n";
+    sb.write("openspec/changes/add-x/execution.yaml", existing);
+    git_commit_all(&sb.work());
+    let init = run(
+        &sb,
+        &[
+            "evidence",
+            "init",
+            "add-x",
+            "--claims-from-specs",
+            "--write",
+            "--json",
+        ],
+    );
+    init.expect_code(3);
+    assert_codes!(init.status_codes(), ["init_refused"]);
+    assert!(
+        !sb.work()
+            .join("openspec/changes/add-x/evidence.yaml")
+            .exists(),
+        "no evidence.yaml for wiring that was refused"
+    );
+    assert_eq!(
+        fs_err::read_to_string(sb.work().join("openspec/changes/add-x/execution.yaml"))
+            .expect("file"),
+        existing
     );
 }

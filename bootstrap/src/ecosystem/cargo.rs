@@ -20,6 +20,7 @@ use std::path::Path;
 
 use serde_json::{Map, Value};
 
+use crate::host::Host;
 use crate::model::Confidence;
 use crate::proposal::{Proposal, argv, in_report_dir, report_path};
 
@@ -151,19 +152,13 @@ impl CargoFacts {
         }
     }
 
-    fn inputs(&self) -> Option<Vec<String>> {
-        let mut out = vec!["Cargo.toml".to_owned()];
-        if self.lockfile {
-            out.push("Cargo.lock".to_owned());
-        }
-        Some(out)
-    }
-
     /// Proposals for `test`.
-    pub(crate) fn test(&self) -> Vec<Proposal> {
+    pub(crate) fn test(&self, host: &Host) -> Vec<Proposal> {
         let mut out = Vec::new();
         let nextest = self.nextest();
-        let has_nextest = nextest.is_some();
+        // A nextest profile the machine cannot run leaves cargo test the
+        // recommendation (`detect` shows nextest with what to install).
+        let has_nextest = nextest.is_some() && host.finds("cargo-nextest");
         out.extend(nextest);
         let report = report_path("cargo-test.json");
         let mut cargo = argv(&["cargo", "test"]);
@@ -192,8 +187,7 @@ impl CargoFacts {
         .because(self.manifest_fact())
         .because(format!(
             "runs cargo test with libtest's JSON event stream (`-Z unstable-options --format json`, available on stable through RUSTC_BOOTSTRAP=1 in `env`) redirected to `{report}`; each test binary's `suite started` event carries its test_count"
-        ))
-        .inputs(self.inputs());
+        ));
         if self.workspace {
             p.evidence.push(
                 "`--workspace` tests every member; member manifests were not read for `harness = false`".to_owned(),
@@ -237,8 +231,7 @@ impl CargoFacts {
             .because(format!(
                 ".config/nextest.toml profile `{profile}` writes JUnit to `{path}`, which nextest puts at `{report}`"
             ))
-            .because("cargo-nextest does not run doctests".to_owned())
-            .inputs(self.inputs());
+            .because("cargo-nextest does not run doctests".to_owned());
         if self.junit_profiles.len() > 1 {
             p.grade = Confidence::Review;
             p.evidence.push(format!(
@@ -280,8 +273,7 @@ impl CargoFacts {
                 .because(self.manifest_fact())
                 .because(
                     "cargo clippy with warnings as errors; only the exit code is read".to_owned(),
-                )
-                .inputs(self.inputs()),
+                ),
         ]
     }
 }

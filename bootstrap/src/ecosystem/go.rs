@@ -65,14 +65,6 @@ impl GoFacts {
         }
     }
 
-    fn inputs(&self) -> Option<Vec<String>> {
-        let mut out = vec!["go.mod".to_owned()];
-        if self.sum {
-            out.push("go.sum".to_owned());
-        }
-        Some(out)
-    }
-
     /// Proposals for `test`.
     pub(crate) fn test(&self) -> Vec<Proposal> {
         let report = report_path("go-test.json");
@@ -87,8 +79,7 @@ impl GoFacts {
         .because(self.fact())
         .because(format!(
             "runs `go test -json ./...` with standard output redirected to `{report}`: test2json events, one per test and subtest"
-        ))
-        .inputs(self.inputs());
+        ));
         if self.work {
             p.evidence
                 .push("go.work exists: `./...` covers this module only".to_owned());
@@ -107,8 +98,7 @@ impl GoFacts {
             )
             .field("timeoutMs", Value::from(TIMEOUT_MS))
             .because(self.fact())
-            .because("go vet; only the exit code is read".to_owned())
-            .inputs(self.inputs()),
+            .because("go vet; only the exit code is read".to_owned()),
         ]
     }
 }

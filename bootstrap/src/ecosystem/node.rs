@@ -230,6 +230,24 @@ impl NodeFacts {
         })
     }
 
+    /// The setup command that installs the dependencies as the lockfile
+    /// pins them (docs/setup.md's recipes).
+    pub(crate) fn install_command(&self) -> Vec<String> {
+        match (self.pm, self.lockfile) {
+            (PackageManager::Npm, Some(_)) => argv(&["npm", "ci", "--no-audit", "--no-fund"]),
+            (PackageManager::Npm, None) => argv(&["npm", "install", "--no-audit", "--no-fund"]),
+            (PackageManager::Pnpm, _) => argv(&[
+                "pnpm",
+                "install",
+                "--frozen-lockfile",
+                "--store-dir",
+                "node_modules/.pnpm-store",
+            ]),
+            (PackageManager::Yarn, _) => argv(&["yarn", "install", "--frozen-lockfile"]),
+            (PackageManager::Bun, _) => argv(&["bun", "install", "--frozen-lockfile"]),
+        }
+    }
+
     /// The text of script `name`.
     pub(crate) fn script(&self, name: &str) -> Option<&str> {
         self.scripts
@@ -265,30 +283,12 @@ impl NodeFacts {
         })
     }
 
-    /// Files a script is known to read: `package.json`, the lockfile and
-    /// any word of the script that is an existing file. `None` when the
-    /// script has shell metacharacters.
-    fn script_inputs(&self, dir: &Path, text: &str) -> Option<Vec<String>> {
-        if has_metacharacters(text) {
-            return None;
-        }
-        let mut out = vec!["package.json".to_owned()];
-        out.extend(self.lockfile.map(str::to_owned));
-        for command in Script::parse(text).commands {
-            for word in command.iter().skip(1) {
-                out.extend(existing_file(dir, word));
-            }
-        }
-        out.dedup();
-        Some(out)
-    }
-
     fn script_fact(name: &str, text: &str) -> String {
         format!("package.json script `{name}` runs `{text}`")
     }
 
     /// Proposals for `test`.
-    pub(crate) fn test(&self, dir: &Path) -> TestProposals {
+    pub(crate) fn test(&self) -> TestProposals {
         let placeholder = self
             .script("test")
             .is_some_and(|t| t.contains("no test specified"));
@@ -349,7 +349,7 @@ impl NodeFacts {
                 let (index, _) = named[named.len() - 1];
                 let command = &script.commands[index];
                 out.proposals
-                    .push(self.scripted(dir, name, text, &script, index, command, framework));
+                    .push(self.scripted(name, text, &script, index, command, framework));
             }
             several => {
                 let what = several
@@ -374,13 +374,8 @@ impl NodeFacts {
     }
 
     /// A proposal that appends the runner's flags to script `name`.
-    #[expect(
-        clippy::too_many_arguments,
-        reason = "one call site; the pieces are distinct"
-    )]
     fn scripted(
         &self,
-        dir: &Path,
         name: &str,
         text: &str,
         script: &Script,
@@ -448,9 +443,7 @@ impl NodeFacts {
                 framework.writes(&report)
             ))
         };
-        let proposal = proposal
-            .report(&report, framework.format())
-            .inputs(self.script_inputs(dir, text));
+        let proposal = proposal.report(&report, framework.format());
         let proposal = if !self.pm_certain {
             proposal
                 .graded(Confidence::Review)
@@ -506,7 +499,7 @@ impl NodeFacts {
     }
 
     /// Proposals for `static-analysis`.
-    pub(crate) fn static_analysis(&self, dir: &Path) -> Vec<Proposal> {
+    pub(crate) fn static_analysis(&self) -> Vec<Proposal> {
         let aliases = ["check", "typecheck", "type-check", "lint"];
         let mut out = Vec::new();
         let mut safe = Vec::new();
@@ -533,8 +526,7 @@ impl NodeFacts {
                     format!("script `{name}` via {}", self.pm.name()),
                 )
                 .because(Self::script_fact(name, text))
-                .because(self.pm_evidence.clone())
-                .inputs(self.script_inputs(dir, text)),
+                .because(self.pm_evidence.clone()),
             );
         }
         if let [(only, name)] = safe.as_slice() {
@@ -584,7 +576,7 @@ impl NodeFacts {
 
     /// Command proposals from the script aliases of `capability` (never
     /// more than alternatives: a script's name is only a hint).
-    pub(crate) fn aliases(&self, dir: &Path, capability: &str) -> Vec<Proposal> {
+    pub(crate) fn aliases(&self, capability: &str) -> Vec<Proposal> {
         let names: &[&str] = match capability {
             "integration" => &["test:integration", "integration"],
             "compatibility" => &["test:compatibility", "compatibility"],
@@ -620,8 +612,7 @@ impl NodeFacts {
                 .because(Self::script_fact(name, text))
                 .because(format!(
                     "a script named `{name}` usually checks {capability}; only its exit code is read"
-                ))
-                .inputs(self.script_inputs(dir, text)),
+                )),
             })
             .collect()
     }

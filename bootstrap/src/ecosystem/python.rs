@@ -3,17 +3,22 @@
 //! `[pytest]`, `setup.cfg` `[tool:pytest]`, `conftest.py` and
 //! `requirements*.txt`. pytest writes JUnit XML itself
 //! (`--junitxml=<report>`, creating the directory), so the argv needs no
-//! shell. The interpreter comes from the lockfile: `uv run --no-sync`
-//! (`uv.lock`), `poetry run` (`poetry.lock`), `pdm run` (`pdm.lock`), else
-//! `python3 -m pytest` from PATH. None of them installs anything.
+//! shell. The interpreter is the virtual environment the repository's
+//! `setup` makes (`.venv/bin/python -m pytest`, docs/setup.md), else the
+//! lockfile's runner: `uv run --no-sync` (`uv.lock`), `poetry run`
+//! (`poetry.lock`), `pdm run` (`pdm.lock`), else `python3 -m pytest` from
+//! PATH. None of them installs anything; a runner that is not on PATH is
+//! not proposed (`detect` says what to install).
 
 use std::path::Path;
 
-use crate::model::Confidence;
+use serde_json::{Map, Value};
+
+use crate::model::{Confidence, Setup};
 use crate::proposal::{Proposal, argv, report_path};
 
 /// How Python commands are run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Runner {
     /// `uv run --no-sync`.
     Uv,
@@ -23,30 +28,51 @@ pub(crate) enum Runner {
     Pdm,
     /// `python3 -m`.
     Python,
+    /// `<venv>/bin/python -m`, the virtual environment setup makes: the
+    /// directory, and why setup makes it.
+    Venv(String, String),
 }
 
 impl Runner {
-    fn command(self, tool: &str, args: &[String]) -> Vec<String> {
+    fn command(&self, tool: &str, args: &[String]) -> Vec<String> {
         let mut out = match self {
             Runner::Uv => argv(&["uv", "run", "--no-sync", tool]),
             Runner::Poetry => argv(&["poetry", "run", tool]),
             Runner::Pdm => argv(&["pdm", "run", tool]),
             Runner::Python => argv(&["python3", "-m", tool]),
+            Runner::Venv(dir, _) => vec![
+                format!("{dir}/bin/python"),
+                "-m".to_owned(),
+                tool.to_owned(),
+            ],
         };
         out.extend(args.iter().cloned());
         out
     }
 
-    fn fact(self) -> &'static str {
+    fn fact(&self) -> String {
         match self {
-            Runner::Uv => "uv.lock → uv run --no-sync (the environment must already be synced)",
-            Runner::Poetry => "poetry.lock → poetry run",
-            Runner::Pdm => "pdm.lock → pdm run",
+            Runner::Uv => "uv.lock → uv run --no-sync (the environment must already be synced)".to_owned(),
+            Runner::Poetry => "poetry.lock → poetry run".to_owned(),
+            Runner::Pdm => "pdm.lock → pdm run".to_owned(),
             Runner::Python => {
-                "no uv.lock, poetry.lock or pdm.lock → the `python3` on PATH, which must have the tools and the project installed"
+                "no uv.lock, poetry.lock or pdm.lock → the `python3` on PATH, which must have the tools and the project installed".to_owned()
             }
+            Runner::Venv(dir, why) => format!(
+                "the repository's setup makes `{dir}` ({why}) → `{dir}/bin/python -m`, which needs no other program on PATH"
+            ),
         }
     }
+}
+
+/// The virtual environment a repository's setup makes, if any: `.venv` or
+/// `venv` holding `bin/python` in every sandbox.
+fn venv(setup: &Setup) -> Option<Runner> {
+    [".venv", "venv"].into_iter().find_map(|dir| {
+        setup
+            .makes(&format!("{dir}/bin/python"))
+            .map(|why| Runner::Venv(dir.to_owned(), why))
+    })
 }
 
 /// What the Python manifests say.
@@ -54,8 +80,9 @@ impl Runner {
 pub(crate) struct PythonFacts {
     /// Why pytest is believed to be the runner (empty: it is not).
     pub(crate) pytest: Vec<String>,
-    /// How commands run.
-    pub(crate) runner: Runner,
+    /// How commands run without a virtual environment from setup (the
+    /// lockfile's runner, else `python3`).
+    pub(crate) locked: Runner,
     /// The manifests and lockfile that exist.
     pub(crate) files: Vec<String>,
     /// Why ruff is configured, if it is.
@@ -64,6 +91,10 @@ pub(crate) struct PythonFacts {
     pub(crate) mypy: Option<String>,
     /// Test files that exist without any pytest signal.
     pub(crate) unittest_hint: Option<String>,
+    /// A `src/` layout (`src/<package>/__init__.py`) whose directory pytest
+    /// is not told about (`pythonpath`): the package is imported from
+    /// `src` only when it is installed or on `PYTHONPATH`.
+    pub(crate) src_layout: bool,
 }
 
 const REQUIREMENTS: [&str; 5] = [
@@ -95,6 +126,7 @@ impl PythonFacts {
         let mut pytest = Vec::new();
         let mut ruff = None;
         let mut mypy = None;
+        let mut pythonpath = false;
         let read = |name: &str, warnings: &mut Vec<String>| -> Option<String> {
             let path = dir.join(name);
             if !path.is_file() {
@@ -114,6 +146,10 @@ impl PythonFacts {
                 Ok(table) => {
                     let tool = table.get("tool");
                     let pytest_tool = tool.and_then(|t| t.get("pytest"));
+                    pythonpath = pytest_tool
+                        .and_then(|p| p.get("ini_options"))
+                        .and_then(|o| o.get("pythonpath"))
+                        .is_some();
                     if pytest_tool.and_then(|p| p.get("ini_options")).is_some() {
                         pytest.push("pyproject.toml has [tool.pytest.ini_options]".to_owned());
                     } else if pytest_tool.is_some() {
@@ -135,7 +171,10 @@ impl PythonFacts {
                 )),
             }
         }
-        if read("pytest.ini", warnings).is_some() {
+        if let Some(text) = read("pytest.ini", warnings) {
+            pythonpath |= text
+                .lines()
+                .any(|l| l.trim_start().starts_with("pythonpath"));
             files.push("pytest.ini".to_owned());
             pytest.push("pytest.ini exists".to_owned());
         }
@@ -193,51 +232,72 @@ impl PythonFacts {
         };
         Some(Self {
             pytest,
-            runner,
+            locked: runner,
             files,
             ruff,
             mypy,
             unittest_hint,
+            src_layout: !pythonpath && src_package(dir),
         })
     }
 
+    /// The runner: the virtual environment setup makes, else the lockfile's.
+    fn runner(&self, setup: &Setup) -> Runner {
+        venv(setup).unwrap_or_else(|| self.locked.clone())
+    }
+
     /// Proposals for `test`.
-    pub(crate) fn test(&self) -> Vec<Proposal> {
+    pub(crate) fn test(&self, setup: &Setup) -> Vec<Proposal> {
         if self.pytest.is_empty() {
             return Vec::new();
         }
+        let runner = self.runner(setup);
         let report = report_path("pytest.xml");
         let flag = format!("--junitxml={report}");
-        vec![
-            Proposal::new(
-                Confidence::High,
-                "test-discovery",
-                self.runner.command("pytest", std::slice::from_ref(&flag)),
-                "pytest",
-            )
-            .report(&report, "junit")
-            .because_all(self.pytest.iter().cloned())
-            .because(self.runner.fact().to_owned())
-            .because(format!(
-                "`{flag}`: pytest writes JUnit XML (testsuite `tests` counts) there, creating the directory"
-            ))
-            .inputs(Some(self.files.clone())),
-        ]
+        let mut p = Proposal::new(
+            Confidence::High,
+            "test-discovery",
+            runner.command("pytest", std::slice::from_ref(&flag)),
+            "pytest",
+        )
+        .report(&report, "junit")
+        .because_all(self.pytest.iter().cloned())
+        .because(runner.fact())
+        .because(format!(
+            "`{flag}`: pytest writes JUnit XML (testsuite `tests` counts) there, creating the directory"
+        ));
+        if let Runner::Venv(dir, _) = &runner {
+            // A cached setup never installs the project: its code comes from
+            // the sandbox (docs/setup.md).
+            if self.src_layout {
+                let mut env = Map::new();
+                env.insert("PYTHONPATH".to_owned(), Value::String("src".to_owned()));
+                p = p.field("env", Value::Object(env)).because(format!(
+                    "`env: {{PYTHONPATH: src}}`: the package lies under src/, and `{dir}` holds the dependencies, not the project"
+                ));
+            } else {
+                p = p.because(format!(
+                    "`{dir}/bin/python -m pytest` puts the working directory on sys.path, so the project is imported from the sandbox"
+                ));
+            }
+        }
+        vec![p]
     }
 
     /// Proposals for `static-analysis`.
-    pub(crate) fn static_analysis(&self) -> Vec<Proposal> {
+    pub(crate) fn static_analysis(&self, setup: &Setup) -> Vec<Proposal> {
+        let runner = self.runner(setup);
         let mut out = Vec::new();
         if let Some(fact) = &self.ruff {
             out.push(
                 Proposal::new(
                     Confidence::Alternative,
                     "command",
-                    self.runner.command("ruff", &argv(&["check", "."])),
+                    runner.command("ruff", &argv(&["check", "."])),
                     "ruff check",
                 )
                 .because(fact.clone())
-                .because(self.runner.fact().to_owned()),
+                .because(runner.fact()),
             );
         }
         if let Some(fact) = &self.mypy {
@@ -245,11 +305,11 @@ impl PythonFacts {
                 Proposal::new(
                     Confidence::Alternative,
                     "command",
-                    self.runner.command("mypy", &argv(&["."])),
+                    runner.command("mypy", &argv(&["."])),
                     "mypy",
                 )
                 .because(fact.clone())
-                .because(self.runner.fact().to_owned()),
+                .because(runner.fact()),
             );
         }
         out
@@ -317,6 +377,16 @@ fn pytest_dependency(table: &toml::Table) -> Option<String> {
         }
     }
     None
+}
+
+/// Whether `src/` holds a package (`src/<name>/__init__.py`).
+fn src_package(dir: &Path) -> bool {
+    let Ok(entries) = fs_err::read_dir(dir.join("src")) else {
+        return false;
+    };
+    entries
+        .flatten()
+        .any(|e| e.path().join("__init__.py").is_file())
 }
 
 /// A `test_*.py` file under `tests/` or `test/`, if one exists.

@@ -20,7 +20,7 @@ fn vite_vitest_playwright_app() {
         ),
         claim("profile-review", &["review"], None),
     ];
-    let detection = detect(&root(dir.path()), &claims, &[]);
+    let detection = detect(&root(dir.path()), &claims, &[], &host());
     insta::assert_json_snapshot!("vite_app", detection);
     let recommended: Vec<&str> = detection
         .candidates
@@ -60,7 +60,7 @@ fn jest_app_with_pnpm() {
     let dir = temp();
     jest_app(dir.path());
     let claims = [claim("invoice-total", &["test", "static-analysis"], None)];
-    let detection = detect(&root(dir.path()), &claims, &[]);
+    let detection = detect(&root(dir.path()), &claims, &[], &host());
     insta::assert_json_snapshot!("jest_app", detection);
 }
 
@@ -69,7 +69,7 @@ fn cargo_crate_uses_libtest_json() {
     let dir = temp();
     cargo_crate(dir.path());
     let claims = [claim("double", &["test"], None)];
-    let detection = detect(&root(dir.path()), &claims, &[]);
+    let detection = detect(&root(dir.path()), &claims, &[], &host());
     insta::assert_json_snapshot!("cargo_crate", detection);
 }
 
@@ -85,7 +85,7 @@ fn cargo_crate_with_a_nextest_junit_profile_prefers_nextest() {
         )],
     );
     let claims = [claim("double", &["test"], None)];
-    let detection = detect(&root(dir.path()), &claims, &[]);
+    let detection = detect(&root(dir.path()), &claims, &[], &host());
     insta::assert_json_snapshot!("cargo_nextest", detection);
 }
 
@@ -94,7 +94,7 @@ fn pytest_project() {
     let dir = temp();
     crate::layouts::pytest_project(dir.path());
     let claims = [claim("double", &["test", "static-analysis"], None)];
-    let detection = detect(&root(dir.path()), &claims, &[]);
+    let detection = detect(&root(dir.path()), &claims, &[], &host());
     insta::assert_json_snapshot!("pytest_project", detection);
 }
 
@@ -103,7 +103,7 @@ fn go_module() {
     let dir = temp();
     crate::layouts::go_module(dir.path());
     let claims = [claim("double", &["test"], None)];
-    let detection = detect(&root(dir.path()), &claims, &[]);
+    let detection = detect(&root(dir.path()), &claims, &[], &host());
     insta::assert_json_snapshot!("go_module", detection);
 }
 
@@ -120,7 +120,7 @@ fn monorepo_with_two_repositories() {
         claim("profile-page", &["browser"], Some(&["web"])),
         claim("profile-contract", &["cross-repo-contract"], None),
     ];
-    let detection = detect(&repos, &claims, &[]);
+    let detection = detect(&repos, &claims, &[], &host());
     insta::assert_json_snapshot!("monorepo", detection);
     let names: Vec<&str> = detection
         .candidates
@@ -153,7 +153,7 @@ fn risky_scripts_are_refused() {
         ],
     );
     let claims = [claim("safe", &["test", "static-analysis"], None)];
-    let detection = detect(&root(dir.path()), &claims, &[]);
+    let detection = detect(&root(dir.path()), &claims, &[], &host());
     insta::assert_json_snapshot!("risky", detection);
     assert!(
         detection
@@ -185,7 +185,7 @@ fn jest_and_vitest_together_are_ambiguous() {
         ],
     );
     let claims = [claim("c", &["test"], None)];
-    let detection = detect(&root(dir.path()), &claims, &[]);
+    let detection = detect(&root(dir.path()), &claims, &[], &host());
     insta::assert_json_snapshot!("ambiguous", detection);
     assert_eq!(detection.candidates.len(), 2);
     assert!(
@@ -212,7 +212,12 @@ fn a_script_running_two_runners_is_ambiguous() {
             r#"{"name": "x", "scripts": {"test": "jest && vitest run"}, "devDependencies": {"jest": "^29.0.0", "vitest": "^3.0.0"}}"#,
         )],
     );
-    let detection = detect(&root(dir.path()), &[claim("c", &["test"], None)], &[]);
+    let detection = detect(
+        &root(dir.path()),
+        &[claim("c", &["test"], None)],
+        &[],
+        &host(),
+    );
     assert_eq!(detection.candidates.len(), 2);
     assert!(
         detection
@@ -232,7 +237,12 @@ fn a_runner_that_is_not_last_in_the_chain_needs_review() {
             r#"{"name": "x", "scripts": {"test": "vitest run && eslint ."}, "devDependencies": {"vitest": "^3.0.0"}}"#,
         )],
     );
-    let detection = detect(&root(dir.path()), &[claim("c", &["test"], None)], &[]);
+    let detection = detect(
+        &root(dir.path()),
+        &[claim("c", &["test"], None)],
+        &[],
+        &host(),
+    );
     assert_eq!(detection.candidates.len(), 1);
     assert_eq!(detection.candidates[0].confidence, Confidence::Review);
     assert_eq!(
@@ -247,7 +257,12 @@ fn a_runner_that_is_not_last_in_the_chain_needs_review() {
             r#"{"name": "x", "scripts": {"test": "tsc --noEmit && vitest run"}, "devDependencies": {"vitest": "^3.0.0"}}"#,
         )],
     );
-    let detection = detect(&root(dir.path()), &[claim("c", &["test"], None)], &[]);
+    let detection = detect(
+        &root(dir.path()),
+        &[claim("c", &["test"], None)],
+        &[],
+        &host(),
+    );
     assert_eq!(detection.candidates[0].confidence, Confidence::High);
 }
 
@@ -261,7 +276,12 @@ fn node_test_reporter_flags_go_before_file_patterns() {
             r#"{"name": "x", "scripts": {"test": "node --test test/"}}"#,
         )],
     );
-    let detection = detect(&root(dir.path()), &[claim("c", &["test"], None)], &[]);
+    let detection = detect(
+        &root(dir.path()),
+        &[claim("c", &["test"], None)],
+        &[],
+        &host(),
+    );
     let c = &detection.candidates[0];
     assert_eq!(c.confidence, Confidence::High);
     assert_eq!(
@@ -287,7 +307,7 @@ fn a_wired_capability_gets_no_candidate() {
     vite_app(dir.path());
     let existing = [provider("test", Adapter::TestDiscovery, &["npm", "test"])];
     let claims = [claim("c", &["test", "browser"], None)];
-    let detection = detect(&root(dir.path()), &claims, &existing);
+    let detection = detect(&root(dir.path()), &claims, &existing, &host());
     let caps: Vec<&str> = detection
         .candidates
         .iter()
@@ -309,6 +329,7 @@ fn a_repository_without_a_test_runner_is_unresolved() {
         &root(dir.path()),
         &[claim("c", &["test", "mutation"], None)],
         &[],
+        &host(),
     );
     assert!(detection.candidates.is_empty());
     let reasons: Vec<(&str, UnresolvedReason)> = detection
@@ -339,7 +360,12 @@ fn an_unknown_test_command_lacks_a_structured_count() {
             r#"{"name": "x", "scripts": {"test": "./run-tests.sh"}}"#,
         )],
     );
-    let detection = detect(&root(dir.path()), &[claim("c", &["test"], None)], &[]);
+    let detection = detect(
+        &root(dir.path()),
+        &[claim("c", &["test"], None)],
+        &[],
+        &host(),
+    );
     assert_eq!(
         detection.unresolved[0].reason,
         UnresolvedReason::StructuredTestCountUnavailable
@@ -361,7 +387,12 @@ fn invalid_manifests_are_warnings() {
             ("Cargo.toml", "[package\nname="),
         ],
     );
-    let detection = detect(&root(dir.path()), &[claim("c", &["test"], None)], &[]);
+    let detection = detect(
+        &root(dir.path()),
+        &[claim("c", &["test"], None)],
+        &[],
+        &host(),
+    );
     assert_eq!(detection.warnings.len(), 2, "{:?}", detection.warnings);
     assert!(detection.warnings[0].starts_with("`package.json` is not valid JSON"));
     assert!(detection.warnings[1].starts_with("`Cargo.toml` is not valid TOML"));
@@ -386,7 +417,12 @@ fn the_package_manager_follows_the_lockfile() {
                 (lock, ""),
             ],
         );
-        let detection = detect(&root(dir.path()), &[claim("c", &["test"], None)], &[]);
+        let detection = detect(
+            &root(dir.path()),
+            &[claim("c", &["test"], None)],
+            &[],
+            &host(),
+        );
         assert_eq!(
             detection.candidates[0].provider["command"][0], argv0,
             "{lock}"
@@ -403,7 +439,12 @@ fn claims_target_only_their_repositories() {
     vite_app(&web);
     write(&docs, &[("README.md", "docs\n")]);
     let repos = [repo("web", &web), repo("docs", &docs)];
-    let detection = detect(&repos, &[claim("c", &["test"], Some(&["web"]))], &[]);
+    let detection = detect(
+        &repos,
+        &[claim("c", &["test"], Some(&["web"]))],
+        &[],
+        &host(),
+    );
     assert!(
         detection
             .candidates
@@ -412,7 +453,7 @@ fn claims_target_only_their_repositories() {
     );
     assert!(detection.unresolved.is_empty());
     // Without repositories on the claim, every repository is a target.
-    let detection = detect(&repos, &[claim("c", &["test"], None)], &[]);
+    let detection = detect(&repos, &[claim("c", &["test"], None)], &[], &host());
     assert!(
         detection
             .unresolved
@@ -432,7 +473,7 @@ fn script_aliases_are_only_alternatives() {
         )],
     );
     let claims = [claim("c", &["integration", "performance"], None)];
-    let detection = detect(&root(dir.path()), &claims, &[]);
+    let detection = detect(&root(dir.path()), &claims, &[], &host());
     let got: Vec<(&str, Confidence)> = detection
         .candidates
         .iter()
@@ -461,7 +502,12 @@ fn script_aliases_are_only_alternatives() {
 fn discovery_alone_gets_its_own_test_discovery_provider() {
     let dir = temp();
     crate::layouts::go_module(dir.path());
-    let detection = detect(&root(dir.path()), &[claim("c", &["discovery"], None)], &[]);
+    let detection = detect(
+        &root(dir.path()),
+        &[claim("c", &["discovery"], None)],
+        &[],
+        &host(),
+    );
     assert_eq!(detection.candidates.len(), 1);
     let c = &detection.candidates[0];
     assert_eq!(c.name.as_str(), "discovery");
@@ -477,7 +523,12 @@ fn an_existing_test_provider_without_a_receiver_leaves_discovery_unresolved() {
         provider("unit", Adapter::TestDiscovery, &["npm", "test"]),
         "test",
     );
-    let detection = detect(&root(dir.path()), &[claim("c", &["test"], None)], &[unit]);
+    let detection = detect(
+        &root(dir.path()),
+        &[claim("c", &["test"], None)],
+        &[unit],
+        &host(),
+    );
     assert!(detection.candidates.is_empty());
     assert_eq!(detection.unresolved.len(), 1);
     assert_eq!(detection.unresolved[0].capability.as_str(), "discovery");
@@ -486,4 +537,240 @@ fn an_existing_test_provider_without_a_receiver_leaves_discovery_unresolved() {
             .next_action
             .starts_with("Add `discoveryProvider: discovery` to provider `unit`")
     );
+}
+
+/// The one `test` candidate of a detection.
+fn test_candidate(detection: &bootstrap::Detection) -> &bootstrap::Candidate {
+    let tests: Vec<&bootstrap::Candidate> = detection
+        .candidates
+        .iter()
+        .filter(|c| c.capability.as_str() == "test")
+        .collect();
+    assert_eq!(tests.len(), 1, "{:#?}", detection.candidates);
+    tests[0]
+}
+
+fn argv(candidate: &bootstrap::Candidate) -> Vec<String> {
+    candidate.provider["command"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|w| w.as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[test]
+fn a_runner_that_is_not_on_path_is_named_with_what_to_install_never_proposed() {
+    let dir = temp();
+    crate::layouts::pytest_project(dir.path());
+    write(dir.path(), &[("uv.lock", "version = 1\n")]);
+    let claims = [claim("c", &["test"], None)];
+
+    // With uv installed, uv.lock's runner is the recommendation.
+    let with_uv = detect(&root(dir.path()), &claims, &[], &host());
+    let c = test_candidate(&with_uv);
+    assert!(c.recommended, "{c:#?}");
+    assert_eq!(argv(c)[..3], ["uv", "run", "--no-sync"]);
+
+    // Without it, nothing is proposed, and the next action says what to install.
+    let (no_uv, _bin) = host_without(&["uv"]);
+    let detection = detect(&root(dir.path()), &claims, &[], &no_uv);
+    let c = test_candidate(&detection);
+    assert!(!c.recommended && c.provider.is_null(), "{c:#?}");
+    assert!(
+        c.evidence
+            .iter()
+            .any(|e| e.contains("`uv` is not on PATH") && e.contains("pipx install uv")),
+        "{c:#?}"
+    );
+    let unresolved = detection
+        .unresolved
+        .iter()
+        .find(|u| u.capability.as_str() == "test")
+        .expect("test is unresolved");
+    assert_eq!(unresolved.reason, UnresolvedReason::CommandUnavailable);
+    assert!(
+        unresolved.next_action.starts_with("Install uv"),
+        "{unresolved:#?}"
+    );
+    // And `init` adds nothing for it.
+    let init = bootstrap::init(None, &detection).expect("init");
+    assert!(init.added.is_empty(), "{init:#?}");
+
+    // No lockfile and no python3: the same, for python3.
+    let plain = temp();
+    crate::layouts::pytest_project(plain.path());
+    let (no_python, _bin) = host_without(&["python3"]);
+    let detection = detect(&root(plain.path()), &claims, &[], &no_python);
+    assert!(test_candidate(&detection).provider.is_null());
+    assert!(
+        detection
+            .unresolved
+            .iter()
+            .any(|u| u.reason == UnresolvedReason::CommandUnavailable
+                && u.next_action.contains("Install Python 3")),
+        "{detection:#?}"
+    );
+}
+
+#[test]
+fn the_venv_the_setup_makes_runs_pytest_when_the_lockfiles_runner_is_missing() {
+    let dir = temp();
+    crate::layouts::pytest_project(dir.path());
+    write(
+        dir.path(),
+        &[
+            ("uv.lock", "version = 1\n"),
+            ("src/profile_lib/__init__.py", "\n"),
+        ],
+    );
+    let mut repos = root(dir.path());
+    repos[0].setup = bootstrap::Setup {
+        commands: vec![
+            vec!["python3".into(), "-m".into(), "venv".into(), ".venv".into()],
+            vec![".venv/bin/pip".into(), "install".into(), "pytest".into()],
+        ],
+        cache: vec![".venv".into()],
+    };
+    let (no_uv, _bin) = host_without(&["uv"]);
+    let detection = detect(&repos, &[claim("c", &["test"], None)], &[], &no_uv);
+    let c = test_candidate(&detection);
+    assert!(c.recommended, "{c:#?}");
+    assert_eq!(
+        argv(c),
+        [
+            ".venv/bin/python",
+            "-m",
+            "pytest",
+            "--junitxml=test-results/pytest.xml"
+        ]
+    );
+    assert_eq!(
+        c.provider["env"]["PYTHONPATH"], "src",
+        "a src/ layout is imported from the sandbox: {c:#?}"
+    );
+    assert!(
+        c.evidence
+            .iter()
+            .any(|e| e.contains("setup makes `.venv` (`.venv` is in its `setupCache`)")),
+        "{c:#?}"
+    );
+    assert!(detection.unresolved.is_empty(), "{detection:#?}");
+}
+
+#[test]
+fn a_nextest_profile_without_cargo_nextest_leaves_cargo_test_recommended() {
+    let dir = temp();
+    cargo_crate(dir.path());
+    write(
+        dir.path(),
+        &[(
+            ".config/nextest.toml",
+            "[profile.ci.junit]\npath = \"junit.xml\"\n",
+        )],
+    );
+    let claims = [claim("c", &["test"], None)];
+    let (no_nextest, _bin) = host_without(&["cargo-nextest"]);
+    let detection = detect(&root(dir.path()), &claims, &[], &no_nextest);
+    let tests: Vec<&bootstrap::Candidate> = detection
+        .candidates
+        .iter()
+        .filter(|c| c.capability.as_str() == "test")
+        .collect();
+    assert_eq!(tests.len(), 2, "{tests:#?}");
+    let nextest = tests
+        .iter()
+        .find(|c| c.evidence.iter().any(|e| e.contains("nextest.toml")))
+        .expect("the nextest candidate is shown");
+    assert!(nextest.provider.is_null() && !nextest.recommended);
+    assert!(
+        nextest
+            .evidence
+            .iter()
+            .any(|e| e.contains("cargo install cargo-nextest --locked"))
+    );
+    let recommended: Vec<Vec<String>> = tests
+        .iter()
+        .filter(|c| c.recommended)
+        .map(|c| argv(c))
+        .collect();
+    assert_eq!(recommended.len(), 1, "{tests:#?}");
+    assert!(
+        recommended[0].contains(&"cargo".to_owned()) && recommended[0].contains(&"test".to_owned())
+    );
+}
+
+#[test]
+fn a_missing_package_manager_is_named_with_how_to_install_it() {
+    let dir = temp();
+    jest_app(dir.path());
+    let (no_pnpm, _bin) = host_without(&["pnpm"]);
+    let detection = detect(
+        &root(dir.path()),
+        &[claim("c", &["test"], None)],
+        &[],
+        &no_pnpm,
+    );
+    assert!(
+        detection.candidates.iter().all(|c| !c.recommended),
+        "{detection:#?}"
+    );
+    let u = detection
+        .unresolved
+        .iter()
+        .find(|u| u.capability.as_str() == "test")
+        .expect("test is unresolved");
+    assert_eq!(u.reason, UnresolvedReason::CommandUnavailable);
+    assert!(u.next_action.contains("corepack enable pnpm"), "{u:#?}");
+}
+
+/// DESIGN: a provider's inputs are its whole repository unless it names
+/// what it reads; a test suite reads sources no manifest lists, so nothing
+/// is ever narrowed to the manifests — not written, not suggested.
+#[test]
+fn no_candidate_is_narrowed_to_its_manifests() {
+    type Layout = fn(&std::path::Path);
+    let layouts: [(&str, Layout); 5] = [
+        ("vite", vite_app),
+        ("jest", jest_app),
+        ("cargo", cargo_crate),
+        ("pytest", crate::layouts::pytest_project),
+        ("go", crate::layouts::go_module),
+    ];
+    let claims = [claim(
+        "c",
+        &["test", "static-analysis", "browser", "integration"],
+        None,
+    )];
+    for (name, layout) in layouts {
+        let dir = temp();
+        layout(dir.path());
+        let detection = detect(&root(dir.path()), &claims, &[], &host());
+        let json = serde_json::to_value(&detection).expect("serialise");
+        let candidates = json["candidates"].as_array().expect("candidates");
+        assert!(
+            candidates.iter().any(|c| c["capability"] == "test"),
+            "{name}: a test candidate"
+        );
+        for c in candidates {
+            assert!(
+                c.get("suggested_inputs").is_none(),
+                "{name}: no inputs are suggested: {c:#}"
+            );
+            assert!(
+                c["provider"].get("inputs").is_none(),
+                "{name}: no inputs are written: {c:#}"
+            );
+            if !c["provider"].is_null() {
+                assert!(
+                    c["evidence"].as_array().expect("evidence").iter().any(|e| e
+                        .as_str()
+                        .is_some_and(|e| e.contains("its inputs are the whole repository"))),
+                    "{name}: the evidence says why: {c:#}"
+                );
+            }
+        }
+    }
 }

@@ -49,6 +49,8 @@ fn a_command_file_outside_the_inputs_is_reported() {
         &[claim("c", &["test"], None)],
         &[test],
         &[],
+        &host(),
+        &[],
     );
     assert_eq!(codes(&findings), ["command_file_not_in_inputs"]);
     let f = &findings[0];
@@ -79,6 +81,8 @@ fn a_command_file_outside_the_inputs_is_reported() {
             &[claim("c", &["test"], None)],
             &[test],
             &[],
+            &host(),
+            &[],
         );
         assert!(findings.is_empty(), "{inputs:?}: {findings:?}");
     }
@@ -100,6 +104,8 @@ fn a_report_inside_the_inputs_is_reported() {
         &[claim("c", &["test"], None)],
         &[test],
         &[],
+        &host(),
+        &[],
     );
     assert_eq!(codes(&findings), ["report_inside_inputs"]);
     assert!(
@@ -110,7 +116,7 @@ fn a_report_inside_the_inputs_is_reported() {
 }
 
 #[test]
-fn without_inputs_a_tracked_report_or_an_untracked_command_file_is_reported() {
+fn without_inputs_a_tracked_report_or_an_ignored_command_file_is_reported() {
     let dir = temp();
     write(
         dir.path(),
@@ -118,27 +124,60 @@ fn without_inputs_a_tracked_report_or_an_untracked_command_file_is_reported() {
             ("run.sh", "true\n"),
             ("unit.json", "{}\n"),
             ("local.sh", "true\n"),
+            ("new.sh", "true\n"),
+            ("target/tool.sh", "true\n"),
+            (".gitignore", "local.sh\n"),
         ],
     );
     git(dir.path(), &["init", "--quiet"]);
-    git(dir.path(), &["add", "run.sh", "unit.json"]);
+    git(dir.path(), &["add", "run.sh", "unit.json", ".gitignore"]);
     let tracked_report = with_report(
         provider("test", Adapter::TestDiscovery, &["sh", "run.sh"]),
         "unit.json",
     );
-    let untracked_script = provider("static-analysis", Adapter::Command, &["sh", "local.sh"]);
+    let ignored_script = provider("static-analysis", Adapter::Command, &["sh", "local.sh"]);
+    let left_out = with_capability(
+        provider("lint", Adapter::Command, &["sh", "target/tool.sh"]),
+        "static-analysis",
+    );
+    // Untracked but not ignored: `git status` shows it, so every sandbox has it.
+    let untracked = with_capability(
+        provider("fmt", Adapter::Command, &["sh", "new.sh"]),
+        "static-analysis",
+    );
     let findings = doctor(
         &root(dir.path()),
         &[claim("c", &["test", "static-analysis"], None)],
-        &[tracked_report, untracked_script],
+        &[tracked_report, ignored_script, left_out, untracked],
+        &[],
+        &host(),
         &[],
     );
     assert_eq!(
         codes(&findings),
-        ["report_inside_inputs", "command_file_untracked"]
+        [
+            "report_inside_inputs",
+            "command_file_untracked",
+            "command_file_untracked"
+        ],
+        "{findings:#?}"
     );
     assert!(findings[0].fix.contains("git rm --cached unit.json"));
-    assert!(findings[1].fix.contains("git add local.sh"));
+    assert!(
+        findings[1].message.contains("git ignores it"),
+        "{findings:#?}"
+    );
+    assert!(findings[1].fix.contains("git add -f local.sh"));
+    assert!(
+        findings[2]
+            .message
+            .contains("`target/`, which sandboxes leave out"),
+        "{findings:#?}"
+    );
+    assert!(
+        findings[2].fix.contains("setupCache: [target]") && !findings[2].fix.contains("git add"),
+        "a dependency directory is setup's to make: {findings:#?}"
+    );
 }
 
 #[test]
@@ -158,7 +197,14 @@ fn provider_wiring_problems() {
         "api",
     );
     let services = [Service::new(ServiceId::parse("web").expect("valid"))];
-    let findings = doctor(&repos, &[claim("c", &["test"], None)], &[unit], &services);
+    let findings = doctor(
+        &repos,
+        &[claim("c", &["test"], None)],
+        &[unit],
+        &services,
+        &host(),
+        &[],
+    );
     assert_eq!(
         codes(&findings),
         [
@@ -180,14 +226,17 @@ fn unwired_capabilities_carry_the_best_fix() {
         claim("profile-update", &["test", "accessibility"], None),
         claim("profile-review", &["review"], None),
     ];
-    let findings = doctor(&root(dir.path()), &claims, &[], &[]);
+    let findings = doctor(&root(dir.path()), &claims, &[], &[], &host(), &[]);
     assert_eq!(
         codes(&findings),
         [
             "unwired_capability",
             "unwired_capability",
             "unwired_capability",
-            "unwired_capability"
+            "unwired_capability",
+            // The recommended provider would run where no setup installs
+            // the app's dependencies.
+            "dependencies_not_installed"
         ]
     );
     insta::assert_json_snapshot!("doctor_unwired", findings);
@@ -200,4 +249,344 @@ fn unwired_capabilities_carry_the_best_fix() {
             .contains("which proves discovery from the same run")
     );
     assert!(findings[3].fix.contains("`external` provider"));
+}
+
+fn venv_setup() -> bootstrap::Setup {
+    bootstrap::Setup {
+        commands: vec![
+            vec!["python3".into(), "-m".into(), "venv".into(), ".venv".into()],
+            vec![
+                ".venv/bin/pip".into(),
+                "install".into(),
+                "-r".into(),
+                "requirements.txt".into(),
+            ],
+        ],
+        cache: vec![".venv".into()],
+    }
+}
+
+fn venv_pytest() -> proofgraph_graph::model::Provider {
+    with_report(
+        provider(
+            "test",
+            Adapter::TestDiscovery,
+            &[".venv/bin/python", "-m", "pytest", "--junitxml=pytest.xml"],
+        ),
+        "pytest.xml",
+    )
+}
+
+/// A path the repository's setup makes is setup's, never `git add`'s:
+/// present or not in the checkout, ignored or not.
+#[test]
+fn a_path_the_setup_makes_is_said_to_be_made_by_it() {
+    let dir = temp();
+    write(
+        dir.path(),
+        &[("requirements.txt", "pytest\n"), (".gitignore", ".venv/\n")],
+    );
+    git(dir.path(), &["init", "--quiet"]);
+    git(dir.path(), &["add", "."]);
+    let claims = [claim("c", &["test"], None)];
+    let mut repos = root(dir.path());
+    repos[0].setup = venv_setup();
+    // Not made here yet: the sandbox gets it from setup.
+    let findings = doctor(&repos, &claims, &[venv_pytest()], &[], &host(), &[]);
+    assert_eq!(codes(&findings), ["setup_makes_path"], "{findings:#?}");
+    assert_eq!(findings[0].severity, bootstrap::Severity::Info);
+    assert!(
+        findings[0].message.contains("`.venv/bin/python`")
+            && findings[0]
+                .message
+                .contains("`.venv` is in its `setupCache`"),
+        "{findings:#?}"
+    );
+    assert!(!findings[0].fix.contains("git add"));
+    // Made in the checkout too (and ignored): still setup's.
+    write(dir.path(), &[(".venv/bin/python", "#!/bin/sh\n")]);
+    let findings = doctor(&repos, &claims, &[venv_pytest()], &[], &host(), &[]);
+    assert_eq!(codes(&findings), ["setup_makes_path"], "{findings:#?}");
+
+    // Without a setup, the ignored venv is in no sandbox: the fix is a setup.
+    let bare = root(dir.path());
+    let findings = doctor(&bare, &claims, &[venv_pytest()], &[], &host(), &[]);
+    assert_eq!(
+        codes(&findings),
+        ["command_file_untracked"],
+        "{findings:#?}"
+    );
+    assert!(
+        findings[0].fix.contains("setupCache: [.venv]") && !findings[0].fix.contains("git add"),
+        "{findings:#?}"
+    );
+    // And without it in the checkout either, the program is missing.
+    fs_err::remove_dir_all(dir.path().join(".venv")).expect("remove .venv");
+    let findings = doctor(&bare, &claims, &[venv_pytest()], &[], &host(), &[]);
+    assert_eq!(codes(&findings), ["executable_not_found"], "{findings:#?}");
+}
+
+#[test]
+fn dependencies_no_setup_installs_are_reported() {
+    let dir = temp();
+    write(
+        dir.path(),
+        &[
+            (
+                "package.json",
+                r#"{"scripts": {"test": "vitest"}, "devDependencies": {"vitest": "^3.2.0"}}"#,
+            ),
+            ("package-lock.json", "{}"),
+        ],
+    );
+    git(dir.path(), &["init", "--quiet"]);
+    let claims = [claim("c", &["static-analysis"], None)];
+    let lint = with_capability(
+        provider("lint", Adapter::Command, &["npm", "run", "lint"]),
+        "static-analysis",
+    );
+    let findings = doctor(
+        &root(dir.path()),
+        &claims,
+        std::slice::from_ref(&lint),
+        &[],
+        &host(),
+        &[],
+    );
+    assert_eq!(
+        codes(&findings),
+        ["dependencies_not_installed"],
+        "{findings:#?}"
+    );
+    let f = &findings[0];
+    assert!(f.message.contains("1 dependency"), "{f:#?}");
+    assert!(
+        f.message.contains("a sandbox never has `node_modules`"),
+        "{f:#?}"
+    );
+    assert_eq!(
+        f.fix,
+        "Add `setup: [[npm, ci, --no-audit, --no-fund]]` and `setupCache: [node_modules]` to repository `root` in proofgraph.yaml (docs/setup.md)."
+    );
+    // A local node_modules does not reach a sandbox…
+    write(dir.path(), &[("node_modules/vitest/package.json", "{}")]);
+    let findings = doctor(
+        &root(dir.path()),
+        &claims,
+        std::slice::from_ref(&lint),
+        &[],
+        &host(),
+        &[],
+    );
+    assert_eq!(codes(&findings), ["dependencies_not_installed"]);
+    // …but it is what a run in place uses.
+    let in_place = bootstrap::Host {
+        in_place: true,
+        ..host()
+    };
+    let findings = doctor(
+        &root(dir.path()),
+        &claims,
+        std::slice::from_ref(&lint),
+        &[],
+        &in_place,
+        &[],
+    );
+    assert!(findings.is_empty(), "{findings:#?}");
+    fs_err::remove_dir_all(dir.path().join("node_modules")).expect("remove node_modules");
+    let findings = doctor(
+        &root(dir.path()),
+        &claims,
+        std::slice::from_ref(&lint),
+        &[],
+        &in_place,
+        &[],
+    );
+    assert!(
+        findings[0]
+            .message
+            .contains("does not exist in the checkout"),
+        "{findings:#?}"
+    );
+    // A setup that installs them (cached or not) clears it.
+    for setup in [
+        bootstrap::Setup {
+            commands: vec![vec!["npm".into(), "ci".into()]],
+            cache: vec!["node_modules".into()],
+        },
+        bootstrap::Setup {
+            commands: vec![vec!["sh".into(), "-c".into(), "npm ci --no-audit".into()]],
+            cache: vec![],
+        },
+    ] {
+        let mut repos = root(dir.path());
+        repos[0].setup = setup;
+        let findings = doctor(
+            &repos,
+            &claims,
+            std::slice::from_ref(&lint),
+            &[],
+            &host(),
+            &[],
+        );
+        assert!(findings.is_empty(), "{findings:#?}");
+    }
+    // No provider runs in the repository: nothing stands in the way.
+    let findings = doctor(&root(dir.path()), &[], &[], &[], &host(), &[]);
+    assert!(findings.is_empty(), "{findings:#?}");
+    // A provider that runs no Node.js tooling needs no node_modules…
+    let clippy = with_capability(
+        provider("lint", Adapter::Command, &["cargo", "clippy"]),
+        "static-analysis",
+    );
+    let findings = doctor(&root(dir.path()), &claims, &[clippy], &[], &host(), &[]);
+    assert!(findings.is_empty(), "{findings:#?}");
+    // …one whose shell script runs it does.
+    let script = with_capability(
+        provider(
+            "lint",
+            Adapter::Command,
+            &["sh", "-c", "npx eslint . && echo ok"],
+        ),
+        "static-analysis",
+    );
+    let findings = doctor(&root(dir.path()), &claims, &[script], &[], &host(), &[]);
+    assert_eq!(
+        codes(&findings),
+        ["dependencies_not_installed"],
+        "{findings:#?}"
+    );
+}
+
+#[test]
+fn a_program_not_on_path_is_named_with_what_to_install() {
+    let dir = temp();
+    write(dir.path(), &[("uv.lock", "version = 1\n")]);
+    let test = with_report(
+        provider(
+            "test",
+            Adapter::TestDiscovery,
+            &["uv", "run", "pytest", "--junitxml=test-results/p.xml"],
+        ),
+        "test-results/p.xml",
+    );
+    let claims = [claim("c", &["test"], None)];
+    let (no_uv, _bin) = host_without(&["uv"]);
+    let findings = doctor(
+        &root(dir.path()),
+        &claims,
+        std::slice::from_ref(&test),
+        &[],
+        &no_uv,
+        &[],
+    );
+    assert_eq!(codes(&findings), ["executable_not_found"], "{findings:#?}");
+    assert!(
+        findings[0]
+            .message
+            .contains("runs `uv`, which is not on its PATH")
+    );
+    assert!(
+        findings[0].fix.starts_with("Install uv (`pipx install uv`"),
+        "{findings:#?}"
+    );
+    // The provider's own PATH is where its program is looked up.
+    let tools = bin_dir(&["uv"]);
+    let mut own = test.clone();
+    own.env = Some(
+        [(
+            proofgraph_graph::EnvName::parse("PATH").expect("an env name"),
+            proofgraph_graph::span::Spanned::new(
+                tools.path().to_string_lossy().into_owned(),
+                proofgraph_graph::span::Pos::default(),
+            ),
+        )]
+        .into_iter()
+        .collect(),
+    );
+    let findings = doctor(&root(dir.path()), &claims, &[own], &[], &no_uv, &[]);
+    assert!(findings.is_empty(), "{findings:#?}");
+    // The runner inside bootstrap's report wrapper is looked up too.
+    let (no_go, _bin) = host_without(&["go"]);
+    let wrapped = with_report(
+        provider(
+            "test",
+            Adapter::TestDiscovery,
+            &[
+                "sh",
+                "-c",
+                "mkdir -p r && exec \"$@\" > r/go.json",
+                "sh",
+                "go",
+                "test",
+                "-json",
+                "./...",
+            ],
+        ),
+        "r/go.json",
+    );
+    let findings = doctor(&root(dir.path()), &claims, &[wrapped], &[], &no_go, &[]);
+    assert_eq!(codes(&findings), ["executable_not_found"], "{findings:#?}");
+    assert!(findings[0].fix.contains("https://go.dev/dl/"));
+}
+
+#[test]
+fn a_timed_out_run_suggests_a_timeout_from_its_duration() {
+    let dir = temp();
+    write(dir.path(), &[("run.sh", "sleep 1000\n")]);
+    git(dir.path(), &["init", "--quiet"]);
+    git(dir.path(), &["add", "."]);
+    let claims = [claim("c", &["static-analysis"], None)];
+    let slow = with_capability(
+        provider("slow", Adapter::Command, &["sh", "run.sh"]),
+        "static-analysis",
+    );
+    let id = proofgraph_graph::ProviderId::parse("slow").expect("an id");
+    let timed_out = bootstrap::LastRun {
+        provider: id.clone(),
+        timed_out: true,
+        duration_ms: 120_004,
+    };
+    let findings = doctor(
+        &root(dir.path()),
+        &claims,
+        std::slice::from_ref(&slow),
+        &[],
+        &host(),
+        std::slice::from_ref(&timed_out),
+    );
+    assert_eq!(codes(&findings), ["timeout_too_short"], "{findings:#?}");
+    assert!(
+        findings[0]
+            .message
+            .contains("timed out after 120.0 s (the default `timeoutMs` of 120000)"),
+        "{findings:#?}"
+    );
+    assert!(
+        findings[0]
+            .fix
+            .starts_with("Set `timeoutMs: 300000` on provider `slow`"),
+        "{findings:#?}"
+    );
+    // Raised past the run since: nothing to say. A run that finished: nothing.
+    let mut raised = slow.clone();
+    raised.timeout_ms = Some(proofgraph_graph::span::Spanned::new(
+        300_000,
+        proofgraph_graph::span::Pos::default(),
+    ));
+    let finished = bootstrap::LastRun {
+        timed_out: false,
+        ..timed_out.clone()
+    };
+    for (p, last) in [(raised, &timed_out), (slow, &finished)] {
+        let findings = doctor(
+            &root(dir.path()),
+            &claims,
+            &[p],
+            &[],
+            &host(),
+            std::slice::from_ref(last),
+        );
+        assert!(findings.is_empty(), "{findings:#?}");
+    }
 }

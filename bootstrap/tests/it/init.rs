@@ -16,7 +16,7 @@ fn vite_detection() -> Detection {
         &["test", "browser", "static-analysis"],
         None,
     )];
-    detect(&root(dir.path()), &claims, &[])
+    detect(&root(dir.path()), &claims, &[], &host())
 }
 
 /// Asserts that `after` is `before` with one contiguous insertion, and
@@ -217,7 +217,7 @@ fn nothing_is_added_when_the_capability_is_already_wired() {
     let claims = [claim("c", &["test"], None)];
     // The file wires test under another name; the detection did not know.
     let before = "version: 1\nproviders:\n  unit:\n    adapter: test-discovery\n    capability: test\n    discoveryProvider: discovery\n    command: [npm, test]\n    report: r.json\n";
-    let detection = detect(&root(dir.path()), &claims, &[]);
+    let detection = detect(&root(dir.path()), &claims, &[], &host());
     let out = init(Some(before), &detection).expect("init");
     assert_eq!(out.text, before);
     assert!(out.added.is_empty());
@@ -237,7 +237,7 @@ fn nothing_is_added_when_the_capability_is_already_wired() {
         proofgraph_graph::ProviderId::parse("discovery").expect("valid"),
         proofgraph_graph::span::Pos::default(),
     ));
-    let detection = detect(&root(dir.path()), &claims, &[unit]);
+    let detection = detect(&root(dir.path()), &claims, &[unit], &host());
     assert!(detection.candidates.is_empty());
     assert_eq!(init(Some(before), &detection).expect("init").text, before);
 }
@@ -256,6 +256,7 @@ fn only_high_confidence_candidates_are_written() {
         &root(dir.path()),
         &[claim("c", &["test", "static-analysis"], None)],
         &[],
+        &host(),
     );
     assert!(!detection.candidates.is_empty());
     assert!(detection.candidates.iter().all(|c| !c.recommended));
@@ -274,7 +275,12 @@ fn a_monorepo_adds_test_providers_with_their_discovery_receivers() {
     vite_app(&web);
     cargo_crate(&api);
     let repos = [repo("web", &web), repo("api", &api)];
-    let detection = detect(&repos, &[claim("c", &["test"], Some(&["web", "api"]))], &[]);
+    let detection = detect(
+        &repos,
+        &[claim("c", &["test"], Some(&["web", "api"]))],
+        &[],
+        &host(),
+    );
     // The file already has a `discovery-api` of its own: `test-api` and its
     // receiver are skipped together.
     let before = "version: 1\nproviders:\n  discovery-api:\n    adapter: external\n    capability: integration\n";

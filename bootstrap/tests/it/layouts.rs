@@ -2,8 +2,9 @@
 //! projects lay them out, plus claim and provider constructors.
 
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
-use bootstrap::Repo;
+use bootstrap::{Host, Repo};
 use proofgraph_graph::model::{Claim, Provider};
 use proofgraph_graph::span::{Pos, Spanned};
 use proofgraph_graph::{Adapter, CapabilityName, ClaimId, ProviderId, RepoId};
@@ -26,18 +27,71 @@ pub(crate) fn temp() -> tempfile::TempDir {
 
 /// A repository.
 pub(crate) fn repo(id: &str, dir: &Path) -> Repo {
-    Repo {
-        id: RepoId::parse(id).expect("a valid repository id"),
-        dir: dir.to_path_buf(),
-    }
+    Repo::new(
+        RepoId::parse(id).expect("a valid repository id"),
+        dir.to_path_buf(),
+    )
 }
 
 /// The single repository of a workspace without a catalog.
 pub(crate) fn root(dir: &Path) -> Vec<Repo> {
-    vec![Repo {
-        id: RepoId::root(),
-        dir: dir.to_path_buf(),
-    }]
+    vec![Repo::new(RepoId::root(), dir.to_path_buf())]
+}
+
+/// Every program a proposal may run, as executable stubs.
+pub(crate) const PROGRAMS: [&str; 13] = [
+    "sh",
+    "node",
+    "npm",
+    "pnpm",
+    "yarn",
+    "bun",
+    "cargo",
+    "cargo-nextest",
+    "go",
+    "python3",
+    "uv",
+    "poetry",
+    "pdm",
+];
+
+/// A directory of executable stubs named `programs`.
+pub(crate) fn bin_dir(programs: &[&str]) -> tempfile::TempDir {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = temp();
+    for name in programs {
+        let path = dir.path().join(name);
+        fs_err::write(&path, "#!/bin/sh\nexit 0\n").expect("write a stub program");
+        fs_err::set_permissions(&path, std::fs::Permissions::from_mode(0o755))
+            .expect("make the stub executable");
+    }
+    dir
+}
+
+/// A host whose PATH has every program of [`PROGRAMS`], so the rule table
+/// is tested apart from what this machine has installed.
+pub(crate) fn host() -> Host {
+    static BIN: OnceLock<tempfile::TempDir> = OnceLock::new();
+    let dir = BIN.get_or_init(|| bin_dir(&PROGRAMS));
+    Host {
+        path: vec![dir.path().to_path_buf()],
+        in_place: false,
+    }
+}
+
+/// A host whose PATH has every program of [`PROGRAMS`] but `missing`.
+pub(crate) fn host_without(missing: &[&str]) -> (Host, tempfile::TempDir) {
+    let programs: Vec<&str> = PROGRAMS
+        .iter()
+        .copied()
+        .filter(|p| !missing.contains(p))
+        .collect();
+    let dir = bin_dir(&programs);
+    let host = Host {
+        path: vec![dir.path().to_path_buf()],
+        in_place: false,
+    };
+    (host, dir)
 }
 
 /// A claim requiring `caps`, naming `repos` when given.

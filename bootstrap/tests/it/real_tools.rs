@@ -43,7 +43,9 @@ fn require(program: &str, hint: &str) {
 
 /// The one recommended `test` candidate for `repos`.
 fn recommended_test(repos: &[Repo]) -> Candidate {
-    let detection = detect(repos, &[claim("c", &["test"], None)], &[]);
+    // The real PATH: these tests run the proposals with the real tools.
+    let host = bootstrap::Host::new(std::env::var_os("PATH").as_deref(), false);
+    let detection = detect(repos, &[claim("c", &["test"], None)], &[], &host);
     let mut tests: Vec<Candidate> = detection
         .candidates
         .into_iter()

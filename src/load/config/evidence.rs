@@ -24,8 +24,10 @@ pub struct Evidence {
     pub providers: Option<BTreeMap<ProviderId, Provider>>,
 }
 
-const TOP_KEYS: [&str; 3] = ["version", "claims", "providers"];
-const CLAIM_KEYS: [&str; 5] = ["id", "scenario", "impact", "capabilities", "repositories"];
+/// The keys of the document (docs/evidence.md lists each; a test checks it).
+pub const TOP_KEYS: [&str; 3] = ["version", "claims", "providers"];
+/// The keys of a claim (docs/evidence.md lists each; a test checks it).
+pub const CLAIM_KEYS: [&str; 5] = ["id", "scenario", "impact", "capabilities", "repositories"];
 
 /// Decodes a whole `evidence.yaml` document.
 pub fn decode(sink: &mut Sink, root: &Node) -> Option<Evidence> {

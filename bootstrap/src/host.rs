@@ -1,0 +1,156 @@
+//! What the machine offers: the programs on `PATH`, and whether providers
+//! run in place. The application hands these in (bootstrap reads no
+//! environment variable), so `detect` proposes only commands whose programs
+//! it finds, and `doctor` names the program a provider runs that is missing.
+//!
+//! A program is looked up as the run looks it up: a bare name in the `PATH`
+//! directories in order, an absolute entry as it is, a relative entry in the
+//! repository (the sandbox's copy of it, or what its setup makes).
+
+use std::ffi::OsStr;
+use std::path::{Path, PathBuf};
+
+use crate::model::Setup;
+
+/// The machine's programs and the workspace's way of running.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Host {
+    /// The directories of `PATH`, in order.
+    pub path: Vec<PathBuf>,
+    /// Whether providers run in place (`sandbox: none`): then the checkout's
+    /// own ignored directories (`node_modules`) are what a run sees.
+    pub in_place: bool,
+}
+
+impl Host {
+    /// A host whose `PATH` is `path` (as the environment spells it).
+    pub fn new(path: Option<&OsStr>, in_place: bool) -> Self {
+        Self {
+            path: path
+                .map(|p| std::env::split_paths(p).collect())
+                .unwrap_or_default(),
+            in_place,
+        }
+    }
+
+    /// Whether `program` (a bare name) is an executable file in an absolute
+    /// `PATH` directory.
+    pub(crate) fn finds(&self, program: &str) -> bool {
+        self.path
+            .iter()
+            .filter(|d| d.is_absolute())
+            .any(|d| is_executable(&d.join(program)))
+    }
+}
+
+/// Whether `program` can be found for a job whose `PATH` is `entries` (a
+/// provider's own `env.PATH`, split), in repository `dir` set up by `setup`.
+pub(crate) fn finds_in(entries: &[PathBuf], program: &str, dir: &Path, setup: &Setup) -> bool {
+    entries.iter().any(|entry| {
+        if entry.is_absolute() {
+            return is_executable(&entry.join(program));
+        }
+        let rel = entry.join(program);
+        is_executable(&dir.join(&rel)) || setup.makes(&rel.to_string_lossy()).is_some()
+    })
+}
+
+fn is_executable(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    fs_err::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
+/// The bare program names a command needs on `PATH`: its first word, the
+/// runner inside bootstrap's own report wrapper (`sh -c '…' sh <runner>…`),
+/// and `cargo-nextest` behind `cargo nextest`. Paths (`.venv/bin/python`)
+/// are not looked up here: they come from the repository or its setup.
+pub(crate) fn programs(argv: &[String]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    let mut rest = argv;
+    while let Some(first) = rest.first() {
+        if !first.contains('/') && !out.contains(first) {
+            out.push(first.clone());
+        }
+        if first == "cargo" && rest.get(1).map(String::as_str) == Some("nextest") {
+            out.push("cargo-nextest".to_owned());
+        }
+        if first == "sh" && rest.get(1).map(String::as_str) == Some("-c") && rest.len() > 4 {
+            rest = &rest[4..];
+            continue;
+        }
+        break;
+    }
+    out
+}
+
+/// What to install for a missing `program`, as a clause (`install uv (…)`).
+pub(crate) fn install_hint(program: &str) -> String {
+    match program {
+        "uv" => "install uv (`pipx install uv`, or https://docs.astral.sh/uv/getting-started/installation/)".to_owned(),
+        "poetry" => "install Poetry (`pipx install poetry`)".to_owned(),
+        "pdm" => "install PDM (`pipx install pdm`)".to_owned(),
+        "python3" | "python" => "install Python 3 (`apt-get install python3`, or https://www.python.org/downloads/)".to_owned(),
+        "npm" | "node" | "npx" => "install Node.js, which brings npm (https://nodejs.org/)".to_owned(),
+        "pnpm" => "install pnpm (`corepack enable pnpm`, or `npm install -g pnpm`)".to_owned(),
+        "yarn" => "install Yarn (`corepack enable yarn`, or `npm install -g yarn`)".to_owned(),
+        "bun" => "install Bun (https://bun.sh/)".to_owned(),
+        "cargo" | "rustc" => "install Rust with rustup (https://rustup.rs/)".to_owned(),
+        "cargo-nextest" => "install cargo-nextest (`cargo install cargo-nextest --locked`)".to_owned(),
+        "go" => "install Go (https://go.dev/dl/)".to_owned(),
+        "sh" => "install a POSIX shell as `sh`".to_owned(),
+        other => format!("install `{other}` or put the directory holding it on PATH"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::proposal::argv;
+
+    #[test]
+    fn programs_see_through_the_report_wrapper_and_cargo_subcommands() {
+        let wrapped = argv(&[
+            "sh",
+            "-c",
+            "mkdir -p test-results && exec \"$@\" > test-results/go.json",
+            "sh",
+            "go",
+            "test",
+            "-json",
+            "./...",
+        ]);
+        assert_eq!(programs(&wrapped), ["sh", "go"]);
+        assert_eq!(
+            programs(&argv(&["cargo", "nextest", "run"])),
+            ["cargo", "cargo-nextest"]
+        );
+        assert_eq!(
+            programs(&argv(&["uv", "run", "--no-sync", "pytest"])),
+            ["uv"]
+        );
+        assert!(programs(&argv(&[".venv/bin/python", "-m", "pytest"])).is_empty());
+        assert!(programs(&[]).is_empty());
+    }
+
+    #[test]
+    fn a_program_is_found_only_as_an_executable_file_in_an_absolute_entry() {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let bin = dir.path().join("bin");
+        fs_err::create_dir_all(&bin).expect("bin");
+        fs_err::write(bin.join("tool"), "#!/bin/sh\n").expect("tool");
+        fs_err::write(bin.join("data"), "not a program").expect("data");
+        use std::os::unix::fs::PermissionsExt;
+        fs_err::set_permissions(bin.join("tool"), std::fs::Permissions::from_mode(0o755))
+            .expect("chmod");
+        let joined =
+            std::env::join_paths([PathBuf::from("relative"), bin.clone()]).expect("a PATH");
+        let host = Host::new(Some(&joined), false);
+        assert!(host.finds("tool"));
+        assert!(!host.finds("data"), "not executable");
+        assert!(!host.finds("missing"));
+        assert!(
+            !Host::default().finds("tool"),
+            "an empty PATH finds nothing"
+        );
+    }
+}
