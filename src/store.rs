@@ -432,6 +432,29 @@ impl Store {
         Some(*actions().entry(*key).or_insert(sha))
     }
 
+    /// Every receipt an action-cache entry points at (each once, in no order): the store's
+    /// history of receipts, for a command that compares with more than the latest.
+    pub fn action_targets(&self) -> Vec<Sha256> {
+        let mut out = std::collections::BTreeSet::new();
+        let Ok(prefixes) = fs_err::read_dir(self.dir.join("ac")) else {
+            return Vec::new();
+        };
+        for prefix in prefixes.flatten() {
+            let Ok(entries) = fs_err::read_dir(prefix.path()) else {
+                continue;
+            };
+            for entry in entries.flatten() {
+                if let Some(sha) = read_pointer(&entry.path())
+                    .as_deref()
+                    .and_then(Sha256::parse)
+                {
+                    out.insert(sha);
+                }
+            }
+        }
+        out.into_iter().collect()
+    }
+
     fn ref_path(
         &self,
         change: &ChangeName,

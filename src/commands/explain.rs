@@ -54,6 +54,9 @@ pub struct ExplainPayload {
     pub receipt: Option<String>,
     /// The fingerprint that receipt was for.
     pub receipt_fingerprint: Option<String>,
+    /// Which receipt it is: the `latest` of the provider, or the `closest` to today's tree
+    /// (the one whose inputs differ least; after a revert, the one that matches again).
+    pub chosen: Option<&'static str>,
     /// The components that differ (empty when the receipt is current).
     pub changes: Vec<Change>,
     /// The input files that differ.
@@ -76,15 +79,29 @@ impl Payload for ExplainPayload {
             return;
         };
         if self.changes.is_empty() {
+            let which = if self.chosen == Some("closest") {
+                " (an earlier receipt: today's tree is back to what it proved)"
+            } else {
+                ""
+            };
             let _ = writeln!(
                 out,
-                "{provider} is current: receipt {} matches fingerprint {}.",
+                "{provider} is current: receipt {} matches fingerprint {}{which}.",
                 &receipt[..12],
                 &fp[..12]
             );
             return;
         }
-        let _ = writeln!(out, "{provider} changed since receipt {}:", &receipt[..12]);
+        let which = if self.chosen == Some("closest") {
+            " (not its latest: the receipt whose inputs are closest to today's tree)"
+        } else {
+            ""
+        };
+        let _ = writeln!(
+            out,
+            "{provider} changed since receipt {}{which}:",
+            &receipt[..12]
+        );
         for c in &self.changes {
             if c.component == "inputs" {
                 continue;
@@ -232,6 +249,59 @@ pub fn run(
             crate::proof::receipt::read(&e.store, &sha, &e.trusted)?,
         ))
     });
+    // When the latest receipt is not for today's fingerprint, the one to compare with is the
+    // receipt whose inputs are closest to today's tree (after a revert, the older one that
+    // matches again): any verified receipt of the same requirement in the store.
+    let mut chosen = "latest";
+    let latest = latest.map(|(owner, latest)| {
+        if e.fingerprints.providers.get(&owner) == Some(&latest.proof.fingerprint) {
+            return (owner, latest);
+        }
+        let now = parse_listing(&listing(
+            e.observed
+                .files
+                .get(&owner)
+                .map(Vec::as_slice)
+                .unwrap_or_default(),
+        ));
+        let distance = |r: &crate::proof::receipt::Verified| -> usize {
+            if e.fingerprints.providers.get(&owner) == Some(&r.proof.fingerprint) {
+                return 0;
+            }
+            let then = e
+                .store
+                .get(&r.proof.inputs)
+                .map(|b| parse_listing(&b))
+                .unwrap_or_default();
+            let differ = now.iter().filter(|(p, d)| then.get(*p) != Some(*d)).count();
+            1 + differ + then.keys().filter(|p| !now.contains_key(*p)).count()
+        };
+        let best = e
+            .store
+            .action_targets()
+            .iter()
+            .filter_map(|sha| crate::proof::receipt::read(&e.store, sha, &e.trusted))
+            .filter(|r| {
+                r.proof.change == latest.proof.change
+                    && r.proof.receipt == latest.proof.receipt
+                    && r.proof.capability == latest.proof.capability
+            })
+            .map(|r| {
+                (
+                    distance(&r),
+                    std::cmp::Reverse(r.proof.finished_at.clone()),
+                    r,
+                )
+            })
+            .min_by(|a, b| (a.0, &a.1).cmp(&(b.0, &b.1)));
+        match best {
+            Some((d, _, r)) if d < distance(&latest) && r.sha256 != latest.sha256 => {
+                chosen = "closest";
+                (owner, r)
+            }
+            _ => (owner, latest),
+        }
+    });
     let mut payload = ExplainPayload {
         change: Some(name),
         provider: Some(id.to_string()),
@@ -240,6 +310,7 @@ pub fn run(
         ..ExplainPayload::default()
     };
     if let Some((owner, receipt)) = latest {
+        payload.chosen = Some(chosen);
         payload.receipt = Some(receipt.sha256.to_hex());
         payload.receipt_fingerprint = Some(receipt.proof.fingerprint.to_string());
         if e.fingerprints.providers.get(&owner) != Some(&receipt.proof.fingerprint) {

@@ -274,3 +274,46 @@ fn a_long_run_says_it_is_running_and_streams_what_it_is_asked_to() {
     wrong.expect_code(3);
     assert_emits!(wrong.status_codes(), "unknown_provider");
 }
+
+/// After a revert, `explain` compares with the receipt whose inputs are closest to today's
+/// tree — the older one that matches again — and says which it chose, instead of blaming a
+/// file that is back to its old content.
+#[test]
+fn explain_compares_with_the_closest_receipt_and_says_so() {
+    let sb = Sandbox::new();
+    sb.write("a.txt", "one\n");
+    sb.write("b.txt", "b\n");
+    sb.lint_change("[\"true\"]");
+    let explain = |sb: &Sandbox| {
+        let run = sb.run(&sb.work(), &["explain", "add-x", "lint", "--json"]);
+        run.expect_code(0);
+        run.json()
+    };
+    sb.run(&sb.work(), &["prove", "add-x"]).expect_code(0);
+    sb.write("a.txt", "two\n");
+    sb.run(&sb.work(), &["prove", "add-x"]).expect_code(0);
+    // Back to the first content: the latest receipt is for `two`, the first matches again.
+    sb.write("a.txt", "one\n");
+    let doc = explain(&sb);
+    assert_eq!(doc["chosen"], "closest", "{doc}");
+    assert_eq!(doc["changes"], serde_json::json!([]), "{doc}");
+    let human = sb.run(&sb.work(), &["explain", "add-x", "lint"]).stdout;
+    assert!(
+        human.contains("lint is current") && human.contains("an earlier receipt"),
+        "{human}"
+    );
+    // One more edit elsewhere: compared with the closest, only that file is named.
+    sb.write("b.txt", "changed\n");
+    let doc = explain(&sb);
+    assert_eq!(doc["chosen"], "closest", "{doc}");
+    assert_eq!(
+        doc["inputs"]["changed"],
+        serde_json::json!(["root:b.txt"]),
+        "{doc}"
+    );
+    // With the tree at the latest receipt's inputs, it is the latest again.
+    sb.write("b.txt", "b\n");
+    sb.write("a.txt", "two\n");
+    let doc = explain(&sb);
+    assert_eq!(doc["chosen"], "latest", "{doc}");
+}
