@@ -95,8 +95,6 @@ pub(super) struct Dispatcher<'p, 'a> {
     total: usize,
     /// What is said between events (`--heartbeat`, `--stream`).
     pub(super) heartbeat: Heartbeat,
-    /// Cached setups restored before the run started: files per repository.
-    pub(super) restored: BTreeMap<RepoId, usize>,
 }
 
 /// What the loop leaves: each wanted provider's result in graph order, whether it was
@@ -144,7 +142,6 @@ impl<'p, 'a> Dispatcher<'p, 'a> {
             running: BTreeSet::new(),
             total: wanted.len(),
             heartbeat: Heartbeat::new(plan.heartbeat, plan.stream.clone()),
-            restored: BTreeMap::new(),
         };
         dispatcher.reports = dispatcher
             .builder()

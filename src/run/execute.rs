@@ -101,13 +101,6 @@ async fn execute_async(
             "Check permissions under .proofgraph/runs/.",
         )]
     })?;
-    let restored = super::setup_commands::restore_cached(
-        plan.workspace.catalog.as_ref(),
-        plan.mode,
-        plan.store,
-        &sandboxes.dirs,
-        &plan.observed.snapshots,
-    );
     let needs_run = wanted.iter().any(|id| {
         graph
             .node(*id)
@@ -129,7 +122,7 @@ async fn execute_async(
         );
     }
     // Contract digests and other commandless providers are judged in-process.
-    let mut dispatcher = Dispatcher::new(
+    let dispatcher = Dispatcher::new(
         plan,
         wanted,
         run,
@@ -139,7 +132,6 @@ async fn execute_async(
         recorder,
         diagnostics,
     );
-    dispatcher.restored = restored;
     let Dispatched {
         providers,
         interrupted,

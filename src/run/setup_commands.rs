@@ -91,29 +91,6 @@ pub(super) fn setups(
     out
 }
 
-/// Restores every cached setup the store holds into its sandbox, before the run starts
-/// (file creation is several times slower while the run's namespaces exist): how many files
-/// each repository got. What is not restored here runs as setup in the loop.
-pub(super) fn restore_cached(
-    catalog: Option<&Catalog>,
-    mode: SandboxMode,
-    store: &crate::store::Store,
-    dirs: &BTreeMap<RepoId, PathBuf>,
-    snapshots: &BTreeMap<RepoId, Snapshot>,
-) -> BTreeMap<RepoId, usize> {
-    let Some(catalog) = catalog.filter(|_| mode != SandboxMode::None) else {
-        return BTreeMap::new();
-    };
-    setups(catalog, dirs, snapshots)
-        .into_iter()
-        .filter(|s| !s.cache_dirs.is_empty())
-        .filter_map(|s| {
-            let files = crate::run::setup::restore(store, s.key.as_ref()?, &s.dir)?;
-            Some((s.repo, files))
-        })
-        .collect()
-}
-
 /// How a setup command that did not exit 0 ended.
 fn how_failed(code: Option<i32>, signal: Option<i32>, spawn_error: Option<String>) -> String {
     match (code, signal, spawn_error) {
@@ -182,7 +159,10 @@ impl Dispatcher<'_, '_> {
             inputs,
         } in all
         {
-            if let Some(files) = self.restored.remove(&repo) {
+            if !cache_dirs.is_empty()
+                && let Some(key) = &key
+                && let Some(files) = crate::run::setup::restore(self.plan.store, key, &dir)
+            {
                 self.progress(Line::SetupRestored { repo: &repo, files });
                 continue;
             }
