@@ -179,3 +179,73 @@ fn what_a_cached_setup_produced_joins_tracked_files_of_the_same_directory() {
     }
     assert_eq!(setups(&sb), 1);
 }
+
+/// docs/setup.md's cargo recipe, run: a crate with a dependency from crates.io, whose
+/// cached setup fetches it into `.cargo-home` seeing only `Cargo.toml` and `Cargo.lock`
+/// (a placeholder target lets cargo read the manifest); the provider builds and tests
+/// offline in the sandbox with the code as it is, so a broken crate never passes.
+#[test]
+fn the_cargo_recipe_fetches_dependencies_once_and_tests_the_code_as_it_is() {
+    let sb = Sandbox::new();
+    sb.openspec_root("");
+    sb.write(
+        "app/Cargo.toml",
+        "[package]\nname = \"app\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[dependencies]\nitoa = \"=1.0.15\"\n\n[workspace]\n",
+    );
+    sb.write(
+        "app/src/lib.rs",
+        "pub fn shown(n: u32) -> String {\n    itoa::Buffer::new().format(n).to_owned()\n}\n\n#[test]\nfn shows() {\n    assert_eq!(shown(42), \"42\");\n}\n",
+    );
+    sb.write("app/.gitignore", "target/\n.cargo-home/\n");
+    // rustup finds its toolchains through the real home, as the evidence tests' cargo does.
+    let home = std::env::var("HOME").expect("HOME");
+    let lock = sb
+        .cmd("cargo", &sb.work().join("app"))
+        .env("HOME", &home)
+        .args(["generate-lockfile", "--quiet"])
+        .output()
+        .expect("run cargo");
+    assert!(
+        lock.status.success(),
+        "{}",
+        String::from_utf8_lossy(&lock.stderr)
+    );
+    sb.write(
+        "proofgraph.yaml",
+        "version: 1\nrepositories:\n  app:\n    path: app\n    setup: [[sh, -c, \"mkdir -p src && touch src/lib.rs && CARGO_HOME=.cargo-home cargo fetch --locked\"]]\n    setupCache: [.cargo-home]\n",
+    );
+    sb.write(
+        "openspec/changes/x/evidence.yaml",
+        "version: 2\nclaims:\n  - {id: a, scenario: s, capabilities: [static-analysis]}\n",
+    );
+    sb.write(
+        "openspec/changes/x/execution.yaml",
+        "version: 1\nproviders:\n  test:\n    adapter: command\n    capability: static-analysis\n    repository: app\n    command: [cargo, test, --offline, --quiet]\n    env: {CARGO_HOME: .cargo-home}\n    timeoutMs: 600000\n",
+    );
+    git_commit_all(&sb.work());
+    let prove = |sb: &Sandbox| {
+        sb.run_with_env(
+            &sb.work(),
+            &["prove", "x", "--json"],
+            &[("HOME", home.as_str())],
+        )
+    };
+    let run = prove(&sb);
+    assert_eq!(run.code, Some(0), "{}\n{}", run.stdout, run.stderr);
+    sb.write(
+        "app/src/lib.rs",
+        "pub fn shown(n: u32) -> String {\n    itoa::Buffer::new().format(n + 1).to_owned()\n}\n\n#[test]\nfn shows() {\n    assert_eq!(shown(42), \"42\");\n}\n",
+    );
+    let run = prove(&sb);
+    assert_eq!(
+        run.code,
+        Some(1),
+        "a broken crate never passes: {}",
+        run.stdout
+    );
+    assert!(
+        run.stderr.contains("restored") && !run.stderr.contains("cargo fetch"),
+        "the fetch came from the cache: {}",
+        run.stderr
+    );
+}
