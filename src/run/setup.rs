@@ -22,14 +22,17 @@ use serde::{Deserialize, Serialize};
 use crate::observe::inputs::{FileEntry, Pattern, Snapshot};
 use crate::store::{Sha256, Store, sha256_hex};
 
-/// The files whose content decides what a setup produces: manifests and
-/// lockfiles, at any depth of the repository.
-pub const SETUP_INPUTS: [&str; 16] = [
+/// The files whose content decides what a setup produces: manifests, lockfiles, and the
+/// package managers' own configuration an install reads, at any depth of the repository.
+pub const SETUP_INPUTS: [&str; 23] = [
     "package.json",
     "package-lock.json",
     "npm-shrinkwrap.json",
+    ".npmrc",
     "pnpm-lock.yaml",
+    "pnpm-workspace.yaml",
     "yarn.lock",
+    ".yarnrc.yml",
     "bun.lock",
     "bun.lockb",
     "Cargo.toml",
@@ -37,9 +40,13 @@ pub const SETUP_INPUTS: [&str; 16] = [
     "go.mod",
     "go.sum",
     "pyproject.toml",
+    "uv.lock",
     "poetry.lock",
+    "pdm.lock",
     "requirements.txt",
+    "Pipfile",
     "Pipfile.lock",
+    "Gemfile",
     "Gemfile.lock",
 ];
 
@@ -238,4 +245,66 @@ pub fn restore(store: &Store, key: &str, sandbox: &Path) -> Option<usize> {
         }
     }
     Some(entries.len())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+
+    use super::*;
+    use crate::observe::inputs::{FileKind, blob_identity};
+
+    fn snapshot(paths: &[&str]) -> Snapshot {
+        Snapshot {
+            dir: PathBuf::from("/r"),
+            files: paths
+                .iter()
+                .map(|p| FileEntry {
+                    path: (*p).to_owned(),
+                    id: blob_identity(p.as_bytes()),
+                    kind: FileKind::File,
+                })
+                .collect(),
+            rehashed: 0,
+        }
+    }
+
+    #[test]
+    fn a_cached_setup_sees_manifests_lockfiles_and_their_configuration_at_any_depth_or_what_is_declared()
+     {
+        let s = snapshot(&[
+            ".npmrc",
+            "packages/ui/package.json",
+            "pnpm-workspace.yaml",
+            "pyproject.toml",
+            "src/app.ts",
+            "src/lib.py",
+            "tools/uv.lock",
+        ]);
+        let seen: Vec<&str> = inputs(None, &s).iter().map(|f| f.path.as_str()).collect();
+        assert_eq!(
+            seen,
+            [
+                ".npmrc",
+                "packages/ui/package.json",
+                "pnpm-workspace.yaml",
+                "pyproject.toml",
+                "tools/uv.lock"
+            ]
+        );
+        let declared = ["pyproject.toml".to_owned(), "src/*.py".to_owned()];
+        let seen: Vec<&str> = inputs(Some(&declared), &s)
+            .iter()
+            .map(|f| f.path.as_str())
+            .collect();
+        assert_eq!(seen, ["pyproject.toml", "src/lib.py"]);
+        // What it sees is all its key covers: another input, another key.
+        let key = |s: &Snapshot| cache_key(&[vec!["x".to_owned()]], &[], None, &inputs(None, s));
+        let mut edited = s.clone();
+        edited.files[6].id = blob_identity(b"other lock");
+        assert_ne!(key(&s), key(&edited));
+        let mut source = s.clone();
+        source.files[4].id = blob_identity(b"other source");
+        assert_eq!(key(&s), key(&source), "the source is not a setup input");
+    }
 }
