@@ -249,3 +249,97 @@ fn the_cargo_recipe_fetches_dependencies_once_and_tests_the_code_as_it_is() {
         run.stderr
     );
 }
+
+/// docs/setup.md's pnpm and yarn recipes, run: a package with a dependency from npm, whose
+/// cached setup installs it seeing only the manifest and the lockfile; pnpm's links are
+/// relative, so they resolve in every sandbox. The package's own code comes from the
+/// sandbox, so breaking it never passes.
+#[test]
+fn the_pnpm_and_yarn_recipes_install_dependencies_once_and_run_the_code_as_it_is() {
+    let bin = crate::support::tools_node_modules().join(".bin");
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    for (manager, lock, setup) in [
+        (
+            "pnpm",
+            vec!["install", "--lockfile-only"],
+            "[pnpm, install, --frozen-lockfile, --store-dir, node_modules/.pnpm-store]",
+        ),
+        (
+            "yarn",
+            vec!["install", "--ignore-scripts"],
+            "[yarn, install, --frozen-lockfile]",
+        ),
+    ] {
+        let sb = Sandbox::new();
+        sb.openspec_root("");
+        sb.write(
+            "app/package.json",
+            "{\"name\": \"app\", \"version\": \"1.0.0\", \"private\": true, \"dependencies\": {\"is-number\": \"7.0.0\"}}\n",
+        );
+        sb.write(
+            "app/index.js",
+            "const isNumber = require('is-number');\nmodule.exports = (x) => isNumber(x);\n",
+        );
+        sb.write("app/.gitignore", "node_modules/\n");
+        let made = sb
+            .cmd(bin.join(manager), &sb.work().join("app"))
+            .env("PATH", &path)
+            .args(&lock)
+            .output()
+            .expect("run the package manager");
+        assert!(
+            made.status.success(),
+            "{manager}: {}",
+            String::from_utf8_lossy(&made.stderr)
+        );
+        let _ = fs_err::remove_dir_all(sb.work().join("app/node_modules"));
+        sb.write(
+            "proofgraph.yaml",
+            format!("version: 1\nrepositories:\n  app:\n    path: app\n    setup: [{setup}]\n    setupCache: [node_modules]\n"),
+        );
+        sb.write(
+            "openspec/changes/x/evidence.yaml",
+            "version: 2\nclaims:\n  - {id: a, scenario: s, capabilities: [static-analysis]}\n",
+        );
+        sb.write(
+            "openspec/changes/x/execution.yaml",
+            "version: 1\nproviders:\n  test:\n    adapter: command\n    capability: static-analysis\n    repository: app\n    command: [node, -e, \"process.exit(require('./index.js')(5) && !require('./index.js')('x') ? 0 : 1)\"]\n",
+        );
+        git_commit_all(&sb.work());
+        let prove = |sb: &Sandbox| {
+            sb.run_with_env(
+                &sb.work(),
+                &["prove", "x", "--json"],
+                &[("PATH", path.as_str())],
+            )
+        };
+        let run = prove(&sb);
+        assert_eq!(
+            run.code,
+            Some(0),
+            "{manager}: {}\n{}",
+            run.stdout,
+            run.stderr
+        );
+        sb.write(
+            "app/index.js",
+            "const isNumber = require('is-number');\nmodule.exports = (x) => !isNumber(x);\n",
+        );
+        let run = prove(&sb);
+        assert_eq!(
+            run.code,
+            Some(1),
+            "{manager}: a broken package never passes: {}",
+            run.stdout
+        );
+        assert!(
+            run.stderr.contains("restored"),
+            "{manager}: the install came from the cache: {}",
+            run.stderr
+        );
+    }
+}
