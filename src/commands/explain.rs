@@ -253,17 +253,22 @@ pub fn run(
     // receipt whose inputs are closest to today's tree (after a revert, the older one that
     // matches again): any verified receipt of the same requirement in the store.
     let mut chosen = "latest";
+    let files_now = |owner: &ProviderId| {
+        parse_listing(&listing(
+            e.observed
+                .files
+                .get(owner)
+                .map(Vec::as_slice)
+                .unwrap_or_default(),
+        ))
+    };
+    // Today's input listing of the receipt's owner, once: the search and the diff below.
+    let mut now_listing = None;
     let latest = latest.map(|(owner, latest)| {
         if e.fingerprints.providers.get(&owner) == Some(&latest.proof.fingerprint) {
             return (owner, latest);
         }
-        let now = parse_listing(&listing(
-            e.observed
-                .files
-                .get(&owner)
-                .map(Vec::as_slice)
-                .unwrap_or_default(),
-        ));
+        let now = now_listing.insert(files_now(&owner));
         let distance = |r: &crate::proof::receipt::Verified| -> usize {
             if e.fingerprints.providers.get(&owner) == Some(&r.proof.fingerprint) {
                 return 0;
@@ -324,13 +329,7 @@ pub fn run(
             };
             payload.changes = diff(&receipt.proof.manifest, &manifest);
             if payload.changes.iter().any(|c| c.component == "inputs") {
-                let now = parse_listing(&listing(
-                    e.observed
-                        .files
-                        .get(&owner)
-                        .map(Vec::as_slice)
-                        .unwrap_or_default(),
-                ));
+                let now = now_listing.take().unwrap_or_else(|| files_now(&owner));
                 let then = e
                     .store
                     .get(&receipt.proof.inputs)

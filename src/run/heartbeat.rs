@@ -13,7 +13,7 @@ use proofgraph_graph::ProviderId;
 use super::dispatch::Dispatcher;
 use super::events::Line;
 
-/// How often the loop wakes to look, when anything is to be said between events.
+/// How often the loop wakes to read a streamed log (and, at the least, between heartbeats).
 const TICK: Duration = Duration::from_millis(250);
 
 /// The longest line shown whole; a longer one is shown in pieces of this size.
@@ -55,9 +55,13 @@ impl Heartbeat {
     }
 
     /// How long the loop may wait for an event before it looks again; `None`: as long as
-    /// it takes.
+    /// it takes. Streaming, a short while; else until the next heartbeat is due.
     pub(super) fn tick(&self) -> Option<Duration> {
-        (self.every.is_some() || self.stream.is_some()).then_some(TICK)
+        if self.stream.is_some() {
+            return Some(TICK);
+        }
+        self.every
+            .map(|every| every.saturating_sub(self.last.elapsed()).max(TICK))
     }
 
     /// `provider` started, writing its log to `log`.

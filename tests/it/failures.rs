@@ -317,3 +317,58 @@ fn explain_compares_with_the_closest_receipt_and_says_so() {
     let doc = explain(&sb);
     assert_eq!(doc["chosen"], "latest", "{doc}");
 }
+
+/// What the new ways of reading a failure show never holds a secret: the log's tail under
+/// `prove`, `--stream` while it runs, and `log`, as text and as a document — raw, and in the
+/// JSON-escaped form a runner writes into a report.
+#[test]
+fn a_secret_never_leaves_through_a_log_tail_a_stream_or_log() {
+    const SECRET: &str = "sw0rdfish-\"and-more";
+    let sb = Sandbox::new();
+    sb.openspec_root("");
+    sb.write("openspec/changes/x/proposal.md", "# x\n");
+    sb.write(
+        "openspec/changes/x/evidence.yaml",
+        "version: 2\nclaims:\n  - {id: lints, scenario: It lints, capabilities: [static-analysis]}\n",
+    );
+    sb.write(
+        "openspec/changes/x/execution.yaml",
+        "version: 1\nproviders:\n  lint:\n    adapter: command\n    capability: static-analysis\n    command: [sh, -c, \"echo \\\"token: $TOKEN\\\"; printf '%0300d\\\\n' 0; sleep 0.5; echo \\\"again $TOKEN at the end\\\"; exit 1\"]\n    envFrom: [TOKEN]\n",
+    );
+    git_commit_all(&sb.work());
+    let env = [("TOKEN", SECRET)];
+    let human = sb.run_with_env(&sb.work(), &["prove", "x", "--stream", "lint"], &env);
+    human.expect_code(1);
+    assert!(
+        human.stderr.contains("  lint | token: "),
+        "{}",
+        human.stderr
+    );
+    assert!(human.stdout.contains("  | again "), "{}", human.stdout);
+    let json = sb.run_with_env(&sb.work(), &["prove", "x", "--no-cache", "--json"], &env);
+    json.expect_code(1);
+    assert!(
+        !provider(&json.json(), "lint")["log_tail"]
+            .as_array()
+            .expect("a tail")
+            .is_empty()
+    );
+    let log = sb.run_with_env(&sb.work(), &["log", "x", "lint"], &env);
+    log.expect_code(0);
+    assert!(log.stdout.contains("token: "), "{}", log.stdout);
+    let log_json = sb.run_with_env(&sb.work(), &["log", "x", "lint", "--json"], &env);
+    log_json.expect_code(0);
+    let escaped = serde_json::to_string(SECRET).expect("JSON");
+    let escaped = escaped.trim_matches('"');
+    for text in [
+        &human.stdout,
+        &human.stderr,
+        &json.stdout,
+        &json.stderr,
+        &log.stdout,
+        &log_json.stdout,
+    ] {
+        assert!(!text.contains(SECRET) && !text.contains(escaped), "{text}");
+        assert!(!text.contains("sw0rdfish"), "{text}");
+    }
+}

@@ -45,7 +45,7 @@ impl Watcher {
         }
     }
 
-    /// Forgets every work tree's untracked files (a full snapshot dropped the watches they
+    /// Forgets work tree `t`'s untracked files (a full snapshot dropped the watches they
     /// relied on).
     pub(super) fn forget_untracked(&mut self, t: usize) {
         self.trees[t].untracked.clear();
