@@ -37,8 +37,8 @@ use crate::child::{self, CommandPlan, ExecSetup, ProbePlan, SpawnFailure};
 use crate::isolation::{self, HostPath, Namespaces};
 use crate::probe::{Expectations, parse_url};
 use crate::protocol::{
-    ProbeOutcome, ProbeRequest, Reply, Request, SpawnRequest, WireBytes, WireIsolation,
-    WireIsolationRequest, WireNetwork, encode_line, nanos,
+    OverlayRequest, ProbeOutcome, ProbeRequest, Reply, Request, SpawnRequest, WireBytes,
+    WireIsolation, WireIsolationRequest, WireNetwork, encode_line, nanos,
 };
 use crate::redact::{Redactor, redact_text};
 use crate::sys::{self, SingleThreaded, describe};
@@ -472,6 +472,15 @@ impl Init {
                 self.start_waiting();
             }
             Request::Probe(probe) => self.probe(probe),
+            Request::Overlay(overlay) => {
+                let job = overlay.job;
+                let error = if self.used_ids.insert(job) {
+                    self.overlay(overlay).err()
+                } else {
+                    Some(format!("job id {job} was already used in this run"))
+                };
+                self.reply(&Reply::Mounted { job, error });
+            }
             Request::Kill { job } => {
                 if let Some(entry) = self.jobs.get_mut(&job) {
                     entry.killed = true;
@@ -977,6 +986,39 @@ impl Init {
         opened
             .map(File::from)
             .map_err(|e| format!("open the log `{}`: {}", path.display(), describe(e)))
+    }
+
+    /// Mounts an overlay in the run's mount namespace, which every job shares.
+    fn overlay(&mut self, request: OverlayRequest) -> Result<(), String> {
+        let Some(user_namespace) = self.namespaces.as_ref().map(|ns| ns.user_namespace) else {
+            return Err("the run has no mount namespace (it runs without isolation)".to_owned());
+        };
+        let target = request.target.into_path();
+        let scratch = request.scratch.into_path();
+        let layers: Vec<PathBuf> = request
+            .layers
+            .into_iter()
+            .map(WireBytes::into_path)
+            .collect();
+        let protect: Vec<PathBuf> = request
+            .protect
+            .into_iter()
+            .map(WireBytes::into_path)
+            .collect();
+        for path in [&target, &scratch]
+            .into_iter()
+            .chain(&layers)
+            .chain(&protect)
+        {
+            self.expose_host_tmp(path)?;
+        }
+        isolation::overlay(&isolation::Overlay {
+            target: &target,
+            layers: &layers,
+            protect: &protect,
+            scratch: &scratch,
+            user_namespace,
+        })
     }
 
     /// Makes a path under the host's `/tmp` (a working directory, or a path

@@ -311,6 +311,106 @@ pub(crate) fn cover(dir: &Path) -> Result<(), String> {
     })
 }
 
+/// An overlay to mount in the run's mount namespace (see [`crate::OverlaySpec`]).
+pub(crate) struct Overlay<'a> {
+    pub(crate) target: &'a Path,
+    pub(crate) layers: &'a [PathBuf],
+    pub(crate) protect: &'a [PathBuf],
+    pub(crate) scratch: &'a Path,
+    pub(crate) user_namespace: bool,
+}
+
+/// Mounts `overlay`: each protected directory is first bound read-only over itself, then
+/// the layers (the first on top) are mounted at the target under a writable layer in the
+/// scratch directory. In a user namespace overlayfs keeps its metadata in `user.*`
+/// extended attributes (`userxattr`), the only ones it may write there.
+pub(crate) fn overlay(overlay: &Overlay<'_>) -> Result<(), String> {
+    if overlay.layers.is_empty() {
+        return Err("an overlay needs at least one layer".to_owned());
+    }
+    let option = |path: &Path| -> Result<String, String> {
+        // Overlayfs splits its options at `,` and its layers at `:`; such a path cannot be
+        // named there without escapes the kernel does not apply everywhere.
+        match path.to_str() {
+            Some(text) if !text.contains([',', ':', '\\', '\n']) => Ok(text.to_owned()),
+            _ => Err(format!(
+                "`{}` cannot be an overlay layer: its path is not UTF-8 or holds `,`, `:` or `\\`",
+                path.display()
+            )),
+        }
+    };
+    let layers = overlay
+        .layers
+        .iter()
+        .map(|p| option(p))
+        .collect::<Result<Vec<_>, _>>()?;
+    let upper = overlay.scratch.join("upper");
+    let work = overlay.scratch.join("work");
+    for dir in [&upper, &work] {
+        match nix::unistd::mkdir(dir, Mode::from_bits_truncate(0o755)) {
+            Ok(()) | Err(Errno::EEXIST) => {}
+            Err(e) => return Err(format!("create `{}`: {}", dir.display(), describe(e))),
+        }
+    }
+    for dir in overlay.protect {
+        read_only(dir)?;
+    }
+    let mut options = format!(
+        "lowerdir={},upperdir={},workdir={}",
+        layers.join(":"),
+        option(&upper)?,
+        option(&work)?
+    );
+    if overlay.user_namespace {
+        options.push_str(",userxattr");
+    }
+    mount(
+        Some("overlay"),
+        overlay.target,
+        Some("overlay"),
+        MsFlags::empty(),
+        Some(options.as_str()),
+    )
+    .map_err(|e| {
+        format!(
+            "mount an overlay on `{}`: {}",
+            overlay.target.display(),
+            describe(e)
+        )
+    })
+}
+
+/// Binds `dir` read-only over itself, keeping the flags of the mount it lies on (a
+/// remount that would drop `nosuid` or `nodev` is refused in a user namespace).
+fn read_only(dir: &Path) -> Result<(), String> {
+    use nix::sys::statvfs::{FsFlags, statvfs};
+    let fail =
+        |what: &str, e: Errno| format!("{what} `{}` read-only: {}", dir.display(), describe(e));
+    let kept = statvfs(dir).map_err(|e| fail("make", e))?.flags();
+    mount(
+        Some(dir),
+        dir,
+        None::<&str>,
+        MsFlags::MS_BIND | MsFlags::MS_REC,
+        None::<&str>,
+    )
+    .map_err(|e| fail("bind", e))?;
+    let mut flags = MsFlags::MS_BIND | MsFlags::MS_REMOUNT | MsFlags::MS_RDONLY;
+    for (has, flag) in [
+        (FsFlags::ST_NOSUID, MsFlags::MS_NOSUID),
+        (FsFlags::ST_NODEV, MsFlags::MS_NODEV),
+        (FsFlags::ST_NOEXEC, MsFlags::MS_NOEXEC),
+        (FsFlags::ST_NOATIME, MsFlags::MS_NOATIME),
+        (FsFlags::ST_NODIRATIME, MsFlags::MS_NODIRATIME),
+        (FsFlags::ST_RELATIME, MsFlags::MS_RELATIME),
+    ] {
+        if kept.contains(has) {
+            flags |= flag;
+        }
+    }
+    mount(None::<&str>, dir, None::<&str>, flags, None::<&str>).map_err(|e| fail("remount", e))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

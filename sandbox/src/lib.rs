@@ -111,7 +111,8 @@ pub use init::init_main;
 pub use parent::Run;
 pub use probe::usable_url;
 pub use types::{
-    Event, INIT_ARG, Isolation, IsolationRequest, JobId, JobSpec, Network, ProbeSpec, RunConfig,
+    Event, INIT_ARG, Isolation, IsolationRequest, JobId, JobSpec, Network, OverlaySpec, ProbeSpec,
+    RunConfig,
 };
 
 /// How a sandbox presents a repository to the commands that run in it. Serialized as its

@@ -22,11 +22,11 @@ use nix::unistd::Pid;
 use crate::error::SandboxError;
 use crate::probe::parse_url;
 use crate::protocol::{
-    ProbeRequest, Reply, Request, SpawnRequest, WireBytes, WireIsolation, WireIsolationRequest,
-    WireNetwork, encode_line, nanos,
+    OverlayRequest, ProbeRequest, Reply, Request, SpawnRequest, WireBytes, WireIsolation,
+    WireIsolationRequest, WireNetwork, encode_line, nanos,
 };
 use crate::types::{
-    Event, Isolation, IsolationRequest, JobId, JobSpec, Network, ProbeSpec, RunConfig,
+    Event, Isolation, IsolationRequest, JobId, JobSpec, Network, OverlaySpec, ProbeSpec, RunConfig,
 };
 
 /// How long the init may take to set up its namespaces and say hello.
@@ -391,6 +391,27 @@ impl Run {
         Ok(id)
     }
 
+    /// Asks for an overlay in the run's mount namespace (see [`OverlaySpec`]). Its outcome
+    /// is reported by an [`Event::Mounted`]; jobs spawned after that event see it, and so
+    /// do those already running. A run without namespaces reports why it cannot.
+    pub fn overlay(&self, overlay: &OverlaySpec) -> Result<JobId, SandboxError> {
+        check_path("overlay target", &overlay.target)?;
+        check_path("overlay scratch directory", &overlay.scratch)?;
+        for layer in overlay.layers.iter().chain(&overlay.protect) {
+            check_path("overlay layer", layer)?;
+        }
+        let id = self.next_id();
+        let wire = |p: &std::path::Path| WireBytes::from_os(p.as_os_str());
+        self.send(&Request::Overlay(OverlayRequest {
+            job: id.0,
+            target: wire(&overlay.target),
+            layers: overlay.layers.iter().map(|p| wire(p)).collect(),
+            protect: overlay.protect.iter().map(|p| wire(p)).collect(),
+            scratch: wire(&overlay.scratch),
+        }))?;
+        Ok(id)
+    }
+
     /// Kills a job's whole process tree (or stops a probe). An [`Event::Exited`] with
     /// `killed: true` follows (for a probe, an [`Event::NotReady`]), unless the job had
     /// already ended; killing an ended job does nothing. A job still waiting for a slot
@@ -595,6 +616,13 @@ fn read_replies(
                     },
                 );
             }
+            Reply::Mounted { job, error } => deliver(
+                events,
+                Event::Mounted {
+                    job: JobId(job),
+                    error,
+                },
+            ),
             Reply::Fatal { reason } => {
                 fatal.get_or_insert(format!("the init failed: {reason}"));
             }

@@ -11,6 +11,9 @@
 //! init → parent   {"ev":"exited","job":1,"code":0,"signal":null,"timed_out":false,"killed":false,
 //!                  "duration_ns":2000000,"spawn_error":null,"log_error":null}
 //! init → parent   {"ev":"ready","job":2,"attempts":3,"duration_ns":70000000}
+//! parent → init   {"op":"overlay","job":3,"target":"/w/sb/node_modules","layers":["/s/t/node_modules"],
+//!                  "protect":["/s/t/node_modules"],"scratch":"/w/overlay/1"}
+//! init → parent   {"ev":"mounted","job":3,"error":null}
 //! parent → init   {"op":"kill","job":1}      {"op":"shutdown"}
 //! init → parent   {"ev":"bye"}               (after shutdown, once every job has ended)
 //! ```
@@ -117,6 +120,17 @@ pub(crate) struct ProbeRequest {
     pub(crate) redact: Vec<WireBytes>,
 }
 
+/// An overlay to mount in the run's mount namespace.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct OverlayRequest {
+    pub(crate) job: u64,
+    pub(crate) target: WireBytes,
+    pub(crate) layers: Vec<WireBytes>,
+    #[serde(default)]
+    pub(crate) protect: Vec<WireBytes>,
+    pub(crate) scratch: WireBytes,
+}
+
 /// A line from the parent to the init.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "op", rename_all = "snake_case")]
@@ -133,6 +147,7 @@ pub(crate) enum Request {
     },
     Spawn(SpawnRequest),
     Probe(ProbeRequest),
+    Overlay(OverlayRequest),
     Kill {
         job: u64,
     },
@@ -189,6 +204,10 @@ pub(crate) enum Reply {
         job: u64,
         attempts: u32,
         reason: String,
+    },
+    Mounted {
+        job: u64,
+        error: Option<String>,
     },
     Fatal {
         reason: String,

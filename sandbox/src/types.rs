@@ -160,6 +160,26 @@ pub struct ProbeSpec {
     pub redact: Vec<Vec<u8>>,
 }
 
+/// A directory shown to the run's jobs as read-only layers under a writable one: an
+/// overlay mount in the run's mount namespace, so a job reads the layers' files where
+/// [`OverlaySpec::target`] is, and what it writes there goes to [`OverlaySpec::scratch`],
+/// never into a layer. The host (and the caller) keep seeing `target` as it was.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OverlaySpec {
+    /// The directory the jobs see the overlay at; it must exist. Absolute, without `..`.
+    pub target: PathBuf,
+    /// The read-only layers, the first one on top: where two layers have a file of the
+    /// same path, the jobs see the first one's, and directories of the same path are
+    /// merged. `target` itself may be the last layer (what is there shows through).
+    pub layers: Vec<PathBuf>,
+    /// Layers the jobs must not change even by their own path: each is also made
+    /// read-only where it lies, for the run's jobs (a store the caller keeps them in).
+    pub protect: Vec<PathBuf>,
+    /// An empty directory on a file system that is not itself an overlay, for what the
+    /// jobs write (`upper/`) and the overlay's work directory (`work/`), both created in it.
+    pub scratch: PathBuf,
+}
+
 /// Identifies a job or a probe within its run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct JobId(pub(crate) u64);
@@ -222,6 +242,15 @@ pub enum Event {
         /// What the last attempt saw (connection refused, wrong status, missing text...).
         reason: String,
     },
+    /// An overlay asked for with [`crate::Run::overlay`] is in place (`error: None`) and
+    /// seen by every job of the run, or it could not be made (why).
+    Mounted {
+        /// The request.
+        job: JobId,
+        /// Why there is no overlay: the run has no mount namespace, a path cannot be a
+        /// layer, or the kernel refused the mount.
+        error: Option<String>,
+    },
     /// The init died or broke the protocol; no further event will come.
     InitFailed {
         /// What happened, with the end of the init's stderr when it wrote any.
@@ -233,9 +262,10 @@ impl Event {
     /// The job or probe the event is about, if any.
     pub fn job(&self) -> Option<JobId> {
         match self {
-            Event::Exited { job, .. } | Event::Ready { job, .. } | Event::NotReady { job, .. } => {
-                Some(*job)
-            }
+            Event::Exited { job, .. }
+            | Event::Ready { job, .. }
+            | Event::NotReady { job, .. }
+            | Event::Mounted { job, .. } => Some(*job),
             Event::InitFailed { .. } => None,
         }
     }

@@ -13,8 +13,8 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 use proofgraph_sandbox::{
-    Event, INIT_ARG, Isolation, IsolationRequest, JobId, JobSpec, Network, ProbeSpec, Run,
-    RunConfig, SandboxError,
+    Event, INIT_ARG, Isolation, IsolationRequest, JobId, JobSpec, Network, OverlaySpec, ProbeSpec,
+    Run, RunConfig, SandboxError,
 };
 
 const INIT: &str = env!("CARGO_BIN_EXE_proofgraph-sandbox-test-init");
@@ -1053,10 +1053,10 @@ fn required_isolation_fails_and_auto_falls_back_when_namespaces_are_unavailable(
     run.shutdown().expect("shutdown");
 }
 
-#[test]
-fn an_unprivileged_caller_gets_a_user_namespace() {
+/// A run whose init is started as `nobody` (so it needs a user namespace); `scratch` is
+/// made writable for it.
+fn as_nobody(scratch: &Scratch) -> RunConfig {
     let setpriv = require("setpriv", "apt-get install -y util-linux");
-    let scratch = Scratch::new("userns");
     // `nobody` must be able to write the logs and reach the test binary.
     let mut permissions = fs_err::metadata(&scratch.dir).expect("stat").permissions();
     std::os::unix::fs::PermissionsExt::set_mode(&mut permissions, 0o777);
@@ -1076,7 +1076,7 @@ fn an_unprivileged_caller_gets_a_user_namespace() {
         Some(2),
         "`nobody` cannot execute {INIT}; the test needs the target directory to be world-readable"
     );
-    let config = RunConfig {
+    RunConfig {
         program: setpriv,
         args: vec![
             "--reuid=65534".into(),
@@ -1088,7 +1088,13 @@ fn an_unprivileged_caller_gets_a_user_namespace() {
         isolation: IsolationRequest::Required,
         job_limit: None,
         hidden: Vec::new(),
-    };
+    }
+}
+
+#[test]
+fn an_unprivileged_caller_gets_a_user_namespace() {
+    let scratch = Scratch::new("userns");
+    let config = as_nobody(&scratch);
     let (run, isolation) = Run::start(&config).expect("start as nobody");
     assert_eq!(
         isolation,
@@ -1730,4 +1736,203 @@ fn hidden_directories_are_empty_and_read_only_to_jobs() {
         assert!(!dir.join("new").exists());
     }
     let _ = fs_err::remove_dir_all(&outside);
+}
+
+// ---------------------------------------------------------------------------------------
+// Overlays
+
+/// A store layer (`store/node_modules`) and a sandbox whose `node_modules` already holds a
+/// file of its own and one of the same name as the store's.
+fn overlay_world(scratch: &Scratch) -> OverlaySpec {
+    let store = scratch.path("store/node_modules");
+    let target = scratch.path("sandbox/node_modules");
+    fs_err::create_dir_all(store.join("pkg")).expect("mkdir");
+    fs_err::create_dir_all(&target).expect("mkdir");
+    fs_err::create_dir_all(scratch.path("overlay")).expect("mkdir");
+    fs_err::write(store.join("a"), "store\n").expect("write");
+    fs_err::write(store.join("pkg/index.js"), "module.exports = 1;\n").expect("write");
+    fs_err::write(target.join("a"), "sandbox\n").expect("write");
+    fs_err::write(target.join("tracked"), "tracked\n").expect("write");
+    OverlaySpec {
+        target: target.clone(),
+        layers: vec![store.clone(), target],
+        protect: vec![store],
+        scratch: scratch.path("overlay"),
+    }
+}
+
+fn mount(run: &Run, spec: &OverlaySpec) -> Option<String> {
+    let id = run.overlay(spec).expect("ask for the overlay");
+    match Events::new(run).wait(id, Duration::from_secs(10)) {
+        Event::Mounted { error, .. } => error,
+        other => panic!("expected a mount, got {other:?}"),
+    }
+}
+
+/// What a job sees through the overlay and whether its writes (through the overlay, and
+/// straight into the store by its own path) land.
+fn through_the_overlay(store: &Path) -> String {
+    format!(
+        "cd node_modules && cat a tracked pkg/index.js && echo job > a && echo new > n && rm pkg/index.js && cat a n && \
+         (echo forged > '{store}/a') 2>/dev/null && echo store-written || echo store-read-only; \
+         (rm '{store}/pkg/index.js') 2>/dev/null && echo store-removed || echo store-kept",
+        store = store.display()
+    )
+}
+
+#[test]
+fn an_overlay_shows_the_layers_to_every_job_and_keeps_their_writes_off_them() {
+    let scratch = Scratch::new("overlay");
+    let spec = overlay_world(&scratch);
+    let run = isolated();
+    assert_eq!(mount(&run, &spec), None);
+    let sandbox = scratch.path("sandbox");
+    let script = through_the_overlay(&spec.layers[0]);
+    let event = run_to_end(
+        &run,
+        &JobSpec {
+            cwd: sandbox.clone(),
+            ..sh(&scratch, "o.log", &script)
+        },
+    );
+    assert_eq!(exit_code(&event), Some(0), "{}", scratch.read("o.log"));
+    assert_eq!(
+        scratch.read("o.log"),
+        "store\ntracked\nmodule.exports = 1;\njob\nnew\nstore-read-only\nstore-kept\n",
+        "the first layer wins, the last shows through, writes go to the scratch layer"
+    );
+    // Another job of the run sees what the first one wrote; the store is as it was.
+    let event = run_to_end(
+        &run,
+        &JobSpec {
+            cwd: sandbox.clone(),
+            ..sh(
+                &scratch,
+                "p.log",
+                "cat node_modules/a; ls node_modules/pkg | wc -l",
+            )
+        },
+    );
+    assert_eq!(exit_code(&event), Some(0));
+    assert_eq!(scratch.read("p.log"), "job\n0\n");
+    run.shutdown().expect("shutdown");
+    let store = &spec.layers[0];
+    assert_eq!(
+        fs_err::read_to_string(store.join("a")).expect("read"),
+        "store\n"
+    );
+    assert!(store.join("pkg/index.js").is_file());
+    // The host never saw the overlay: the sandbox's own files are untouched.
+    assert_eq!(
+        fs_err::read_to_string(spec.target.join("a")).expect("read"),
+        "sandbox\n"
+    );
+    assert!(!spec.target.join("n").exists());
+    assert_eq!(
+        fs_err::read_to_string(spec.scratch.join("upper/a")).expect("read"),
+        "job\n"
+    );
+    // A later run does not see it either.
+    let later = isolated();
+    let event = run_to_end(
+        &later,
+        &JobSpec {
+            cwd: sandbox,
+            ..sh(&scratch, "l.log", "cat node_modules/a")
+        },
+    );
+    assert_eq!(exit_code(&event), Some(0));
+    assert_eq!(scratch.read("l.log"), "sandbox\n");
+    later.shutdown().expect("shutdown");
+}
+
+#[test]
+fn an_overlay_works_in_a_user_namespace() {
+    let scratch = Scratch::new("overlay-userns");
+    let config = as_nobody(&scratch);
+    let spec = overlay_world(&scratch);
+    // `nobody` made the store, as the user who runs proofgraph does: only the read-only
+    // bind keeps its jobs from writing there.
+    let status = Command::new("chown")
+        .args(["-R", "65534:65534"])
+        .arg(&scratch.dir)
+        .status()
+        .expect("run chown");
+    assert!(status.success());
+    let (run, isolation) = Run::start(&config).expect("start as nobody");
+    assert_eq!(
+        isolation,
+        Isolation::Namespaces {
+            user_namespace: true
+        }
+    );
+    assert_eq!(mount(&run, &spec), None);
+    let script = through_the_overlay(&spec.layers[0]);
+    let event = run_to_end(
+        &run,
+        &JobSpec {
+            cwd: scratch.path("sandbox"),
+            ..sh(&scratch, "o.log", &script)
+        },
+    );
+    assert_eq!(exit_code(&event), Some(0), "{}", scratch.read("o.log"));
+    assert_eq!(
+        scratch.read("o.log"),
+        "store\ntracked\nmodule.exports = 1;\njob\nnew\nstore-read-only\nstore-kept\n"
+    );
+    run.shutdown().expect("shutdown");
+    assert_eq!(
+        fs_err::read_to_string(spec.layers[0].join("a")).expect("read"),
+        "store\n"
+    );
+}
+
+#[test]
+fn an_overlay_is_refused_without_namespaces_and_for_paths_it_cannot_name() {
+    let scratch = Scratch::new("overlay-refused");
+    let spec = overlay_world(&scratch);
+    let (run, isolation) = start(IsolationRequest::Disabled);
+    assert!(!isolation.is_isolated());
+    let error = mount(&run, &spec).expect("no overlay without namespaces");
+    assert!(error.contains("no mount namespace"), "{error}");
+    run.shutdown().expect("shutdown");
+
+    let run = isolated();
+    let odd = scratch.path("odd:layer");
+    fs_err::create_dir_all(&odd).expect("mkdir");
+    let error = mount(
+        &run,
+        &OverlaySpec {
+            layers: vec![odd],
+            ..spec.clone()
+        },
+    )
+    .expect("refused");
+    assert!(error.contains("cannot be an overlay layer"), "{error}");
+    let error = mount(
+        &run,
+        &OverlaySpec {
+            target: scratch.path("absent"),
+            ..spec.clone()
+        },
+    )
+    .expect("refused");
+    assert!(error.contains("mount an overlay on"), "{error}");
+    let error = mount(
+        &run,
+        &OverlaySpec {
+            layers: Vec::new(),
+            ..spec.clone()
+        },
+    )
+    .expect("refused");
+    assert!(error.contains("at least one layer"), "{error}");
+    match run.overlay(&OverlaySpec {
+        target: PathBuf::from("relative"),
+        ..spec
+    }) {
+        Err(SandboxError::InvalidPath { .. }) => {}
+        other => panic!("a relative target must be refused before the init: {other:?}"),
+    }
+    run.shutdown().expect("shutdown");
 }
