@@ -103,25 +103,27 @@ fn run() -> Result<(), String> {
         // The parent went away before saying hello.
         return Ok(());
     };
-    let (requested, parent_pid, job_limit, hidden) = match serde_json::from_slice::<Request>(&line)
-    {
-        Ok(Request::Hello {
-            isolation,
-            parent_pid,
-            job_limit,
-            hidden,
-        }) => (
-            isolation,
-            parent_pid,
-            job_limit,
-            hidden
-                .into_iter()
-                .map(WireBytes::into_path)
-                .collect::<Vec<PathBuf>>(),
-        ),
-        Ok(_) => return Err("the first request was not a hello".to_owned()),
-        Err(e) => return Err(format!("malformed hello: {e}")),
+    let paths = |all: Vec<WireBytes>| -> Vec<PathBuf> {
+        all.into_iter().map(WireBytes::into_path).collect()
     };
+    let (requested, parent_pid, job_limit, hidden, read_only) =
+        match serde_json::from_slice::<Request>(&line) {
+            Ok(Request::Hello {
+                isolation,
+                parent_pid,
+                job_limit,
+                hidden,
+                read_only,
+            }) => (
+                isolation,
+                parent_pid,
+                job_limit,
+                paths(hidden),
+                paths(read_only),
+            ),
+            Ok(_) => return Err("the first request was not a hello".to_owned()),
+            Err(e) => return Err(format!("malformed hello: {e}")),
+        };
     if getppid().as_raw() != parent_pid {
         // The parent that said hello is gone (or this is not its child): nobody to serve.
         return Err(format!(
@@ -186,6 +188,18 @@ fn run() -> Result<(), String> {
                 return Ok(());
             }
         }
+        for dir in read_only
+            .iter()
+            .filter(|d| isolation::tmp_top_entry(d).is_none())
+        {
+            if let Err(reason) = isolation::read_only(dir) {
+                write_reply(&Reply::HelloFailed {
+                    isolation_unavailable: false,
+                    reason,
+                });
+                return Ok(());
+            }
+        }
     }
     if !write_reply(&Reply::Hello { isolation }) {
         return Ok(());
@@ -203,6 +217,7 @@ fn run() -> Result<(), String> {
         held: false,
         namespaces: mode,
         hidden,
+        read_only,
         bound: HashSet::new(),
         signals,
         control,
@@ -348,6 +363,8 @@ struct Init {
     namespaces: Option<Namespaces>,
     /// Directories covered from the run's jobs (see `RunConfig::hidden`).
     hidden: Vec<PathBuf>,
+    /// Directories bound read-only for the run's jobs (see `RunConfig::read_only`).
+    read_only: Vec<PathBuf>,
     /// Entries of the host's `/tmp` already bind-mounted into the private one.
     bound: HashSet<OsString>,
     signals: SignalFd,
@@ -1000,22 +1017,12 @@ impl Init {
             .into_iter()
             .map(WireBytes::into_path)
             .collect();
-        let protect: Vec<PathBuf> = request
-            .protect
-            .into_iter()
-            .map(WireBytes::into_path)
-            .collect();
-        for path in [&target, &scratch]
-            .into_iter()
-            .chain(&layers)
-            .chain(&protect)
-        {
+        for path in [&target, &scratch].into_iter().chain(&layers) {
             self.expose_host_tmp(path)?;
         }
         isolation::overlay(&isolation::Overlay {
             target: &target,
             layers: &layers,
-            protect: &protect,
             scratch: &scratch,
             user_namespace,
         })
@@ -1052,6 +1059,11 @@ impl Init {
         for dir in &self.hidden {
             if isolation::tmp_top_entry(dir).as_ref() == Some(&entry) {
                 isolation::cover(dir)?;
+            }
+        }
+        for dir in &self.read_only {
+            if isolation::tmp_top_entry(dir).as_ref() == Some(&entry) {
+                isolation::read_only(dir)?;
             }
         }
         self.bound.insert(entry);

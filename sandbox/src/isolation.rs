@@ -315,14 +315,12 @@ pub(crate) fn cover(dir: &Path) -> Result<(), String> {
 pub(crate) struct Overlay<'a> {
     pub(crate) target: &'a Path,
     pub(crate) layers: &'a [PathBuf],
-    pub(crate) protect: &'a [PathBuf],
     pub(crate) scratch: &'a Path,
     pub(crate) user_namespace: bool,
 }
 
-/// Mounts `overlay`: each protected directory is first bound read-only over itself, then
-/// the layers (the first on top) are mounted at the target under a writable layer in the
-/// scratch directory. In a user namespace overlayfs keeps its metadata in `user.*`
+/// Mounts `overlay`: the layers (the first on top) at the target, under a writable layer in
+/// the scratch directory. In a user namespace overlayfs keeps its metadata in `user.*`
 /// extended attributes (`userxattr`), the only ones it may write there.
 pub(crate) fn overlay(overlay: &Overlay<'_>) -> Result<(), String> {
     if overlay.layers.is_empty() {
@@ -352,9 +350,6 @@ pub(crate) fn overlay(overlay: &Overlay<'_>) -> Result<(), String> {
             Err(e) => return Err(format!("create `{}`: {}", dir.display(), describe(e))),
         }
     }
-    for dir in overlay.protect {
-        read_only(dir)?;
-    }
     let mut options = format!(
         "lowerdir={},upperdir={},workdir={}",
         layers.join(":"),
@@ -381,9 +376,22 @@ pub(crate) fn overlay(overlay: &Overlay<'_>) -> Result<(), String> {
 }
 
 /// Binds `dir` read-only over itself, keeping the flags of the mount it lies on (a
-/// remount that would drop `nosuid` or `nodev` is refused in a user namespace).
-fn read_only(dir: &Path) -> Result<(), String> {
+/// remount that would drop `nosuid` or `nodev` is refused in a user namespace). A
+/// directory that does not exist is skipped.
+pub(crate) fn read_only(dir: &Path) -> Result<(), String> {
     use nix::sys::statvfs::{FsFlags, statvfs};
+    match nix::sys::stat::lstat(dir) {
+        Ok(st) if st.st_mode & libc::S_IFMT == libc::S_IFDIR => {}
+        Ok(_) => return Err(format!("`{}` is not a directory", dir.display())),
+        Err(Errno::ENOENT) => return Ok(()),
+        Err(e) => {
+            return Err(format!(
+                "make `{}` read-only: {}",
+                dir.display(),
+                describe(e)
+            ));
+        }
+    }
     let fail =
         |what: &str, e: Errno| format!("{what} `{}` read-only: {}", dir.display(), describe(e));
     let kept = statvfs(dir).map_err(|e| fail("make", e))?.flags();

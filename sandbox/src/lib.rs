@@ -15,7 +15,10 @@
 //!   reaches a service of the same run on `127.0.0.1` and nothing on the host's loopback, and
 //!   two runs can both listen on the same port;
 //! - a private **mount namespace** (propagation made private first) with a fresh `tmpfs` on
-//!   `/tmp`, shared by the run's jobs and invisible to the host and to other runs;
+//!   `/tmp`, shared by the run's jobs and invisible to the host and to other runs, where the
+//!   caller may also cover directories ([`RunConfig::hidden`]), bind them read-only
+//!   ([`RunConfig::read_only`]) and mount overlays ([`Run::overlay`]: read-only layers under
+//!   a writable one, for a cache the jobs must see but not change);
 //! - one nested **PID namespace per job**, whose PID 1 is the job's command (as a Nix
 //!   builder is): when the command exits, is killed or times out, every descendant of the
 //!   job dies, including those that called `setsid` or double-forked.

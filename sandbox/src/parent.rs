@@ -242,6 +242,11 @@ impl Run {
                 .iter()
                 .map(|p| WireBytes::from_os(p.as_os_str()))
                 .collect(),
+            read_only: config
+                .read_only
+                .iter()
+                .map(|p| WireBytes::from_os(p.as_os_str()))
+                .collect(),
         };
         let handshake = |reason: String| SandboxError::Handshake {
             program: config.program.clone(),
@@ -397,7 +402,7 @@ impl Run {
     pub fn overlay(&self, overlay: &OverlaySpec) -> Result<JobId, SandboxError> {
         check_path("overlay target", &overlay.target)?;
         check_path("overlay scratch directory", &overlay.scratch)?;
-        for layer in overlay.layers.iter().chain(&overlay.protect) {
+        for layer in &overlay.layers {
             check_path("overlay layer", layer)?;
         }
         let id = self.next_id();
@@ -406,7 +411,6 @@ impl Run {
             job: id.0,
             target: wire(&overlay.target),
             layers: overlay.layers.iter().map(|p| wire(p)).collect(),
-            protect: overlay.protect.iter().map(|p| wire(p)).collect(),
             scratch: wire(&overlay.scratch),
         }))?;
         Ok(id)

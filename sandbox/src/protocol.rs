@@ -12,7 +12,7 @@
 //!                  "duration_ns":2000000,"spawn_error":null,"log_error":null}
 //! init → parent   {"ev":"ready","job":2,"attempts":3,"duration_ns":70000000}
 //! parent → init   {"op":"overlay","job":3,"target":"/w/sb/node_modules","layers":["/s/t/node_modules"],
-//!                  "protect":["/s/t/node_modules"],"scratch":"/w/overlay/1"}
+//!                  "scratch":"/w/overlay/1"}
 //! init → parent   {"ev":"mounted","job":3,"error":null}
 //! parent → init   {"op":"kill","job":1}      {"op":"shutdown"}
 //! init → parent   {"ev":"bye"}               (after shutdown, once every job has ended)
@@ -126,8 +126,6 @@ pub(crate) struct OverlayRequest {
     pub(crate) job: u64,
     pub(crate) target: WireBytes,
     pub(crate) layers: Vec<WireBytes>,
-    #[serde(default)]
-    pub(crate) protect: Vec<WireBytes>,
     pub(crate) scratch: WireBytes,
 }
 
@@ -144,6 +142,9 @@ pub(crate) enum Request {
         /// Directories covered with an empty read-only tmpfs for the run's jobs.
         #[serde(default)]
         hidden: Vec<WireBytes>,
+        /// Directories bound read-only over themselves for the run's jobs.
+        #[serde(default)]
+        read_only: Vec<WireBytes>,
     },
     Spawn(SpawnRequest),
     Probe(ProbeRequest),

@@ -76,6 +76,12 @@ pub struct RunConfig {
     /// cannot be covered fails the run's start. Without namespaces they stay visible (the
     /// run reports [`crate::Isolation::None`]).
     pub hidden: Vec<PathBuf>,
+    /// Directories the run's jobs may read but not change (absolute, without `..`, by
+    /// their real path): with namespaces, each is bound read-only over itself in the run,
+    /// when it starts or when the `/tmp` entry it lies in is exposed. What the caller adds
+    /// there during the run shows through. A path that does not exist is skipped; one that
+    /// cannot be bound fails the run's start. Without namespaces they stay writable.
+    pub read_only: Vec<PathBuf>,
 }
 
 impl RunConfig {
@@ -90,6 +96,7 @@ impl RunConfig {
             isolation,
             job_limit: None,
             hidden: Vec::new(),
+            read_only: Vec::new(),
         }
     }
 }
@@ -163,7 +170,9 @@ pub struct ProbeSpec {
 /// A directory shown to the run's jobs as read-only layers under a writable one: an
 /// overlay mount in the run's mount namespace, so a job reads the layers' files where
 /// [`OverlaySpec::target`] is, and what it writes there goes to [`OverlaySpec::scratch`],
-/// never into a layer. The host (and the caller) keep seeing `target` as it was.
+/// never into a layer. The host (and the caller) keep seeing `target` as it was. A job can
+/// still reach a layer by its own path: list where the layers lie in
+/// [`RunConfig::read_only`] to keep it from changing them there.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OverlaySpec {
     /// The directory the jobs see the overlay at; it must exist. Absolute, without `..`.
@@ -172,9 +181,6 @@ pub struct OverlaySpec {
     /// same path, the jobs see the first one's, and directories of the same path are
     /// merged. `target` itself may be the last layer (what is there shows through).
     pub layers: Vec<PathBuf>,
-    /// Layers the jobs must not change even by their own path: each is also made
-    /// read-only where it lies, for the run's jobs (a store the caller keeps them in).
-    pub protect: Vec<PathBuf>,
     /// An empty directory on a file system that is not itself an overlay, for what the
     /// jobs write (`upper/`) and the overlay's work directory (`work/`), both created in it.
     pub scratch: PathBuf,

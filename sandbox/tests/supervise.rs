@@ -63,6 +63,7 @@ fn config(isolation: IsolationRequest) -> RunConfig {
         isolation,
         job_limit: None,
         hidden: Vec::new(),
+        read_only: Vec::new(),
     }
 }
 
@@ -1031,6 +1032,7 @@ fn required_isolation_fails_and_auto_falls_back_when_namespaces_are_unavailable(
         isolation,
         job_limit: None,
         hidden: Vec::new(),
+        read_only: Vec::new(),
     };
     match Run::start(&unavailable(IsolationRequest::Required)) {
         Err(SandboxError::IsolationUnavailable { reason }) => {
@@ -1088,6 +1090,7 @@ fn as_nobody(scratch: &Scratch) -> RunConfig {
         isolation: IsolationRequest::Required,
         job_limit: None,
         hidden: Vec::new(),
+        read_only: Vec::new(),
     }
 }
 
@@ -1573,6 +1576,7 @@ fn a_broken_init_fails_the_start_quickly_and_clearly() {
         isolation: IsolationRequest::Auto,
         job_limit: None,
         hidden: Vec::new(),
+        read_only: Vec::new(),
     };
     assert!(matches!(
         Run::start(&not_an_init),
@@ -1756,7 +1760,6 @@ fn overlay_world(scratch: &Scratch) -> OverlaySpec {
     OverlaySpec {
         target: target.clone(),
         layers: vec![store.clone(), target],
-        protect: vec![store],
         scratch: scratch.path("overlay"),
     }
 }
@@ -1770,7 +1773,7 @@ fn mount(run: &Run, spec: &OverlaySpec) -> Option<String> {
 }
 
 /// What a job sees through the overlay and whether its writes (through the overlay, and
-/// straight into the store by its own path) land.
+/// straight into the store by its own path, which the run binds read-only) land.
 fn through_the_overlay(store: &Path) -> String {
     format!(
         "cd node_modules && cat a tracked pkg/index.js && echo job > a && echo new > n && rm pkg/index.js && cat a n && \
@@ -1784,7 +1787,12 @@ fn through_the_overlay(store: &Path) -> String {
 fn an_overlay_shows_the_layers_to_every_job_and_keeps_their_writes_off_them() {
     let scratch = Scratch::new("overlay");
     let spec = overlay_world(&scratch);
-    let run = isolated();
+    let config = RunConfig {
+        read_only: vec![spec.layers[0].clone()],
+        ..config(IsolationRequest::Required)
+    };
+    let (run, isolation) = Run::start(&config).expect("start");
+    assert!(isolation.is_isolated());
     assert_eq!(mount(&run, &spec), None);
     let sandbox = scratch.path("sandbox");
     let script = through_the_overlay(&spec.layers[0]);
@@ -1849,8 +1857,11 @@ fn an_overlay_shows_the_layers_to_every_job_and_keeps_their_writes_off_them() {
 #[test]
 fn an_overlay_works_in_a_user_namespace() {
     let scratch = Scratch::new("overlay-userns");
-    let config = as_nobody(&scratch);
     let spec = overlay_world(&scratch);
+    let config = RunConfig {
+        read_only: vec![spec.layers[0].clone()],
+        ..as_nobody(&scratch)
+    };
     // `nobody` made the store, as the user who runs proofgraph does: only the read-only
     // bind keeps its jobs from writing there.
     let status = Command::new("chown")
@@ -1935,4 +1946,44 @@ fn an_overlay_is_refused_without_namespaces_and_for_paths_it_cannot_name() {
         other => panic!("a relative target must be refused before the init: {other:?}"),
     }
     run.shutdown().expect("shutdown");
+}
+
+#[test]
+fn read_only_directories_can_be_read_and_not_changed_by_jobs() {
+    let scratch = Scratch::new("read-only");
+    // One under /tmp (bound when its entry is exposed), one elsewhere (bound at start).
+    let outside = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("read-only-{}", std::process::id()));
+    let under_tmp = scratch.path("store/trees");
+    for dir in [&outside, &under_tmp] {
+        fs_err::create_dir_all(dir).expect("mkdir");
+        fs_err::write(dir.join("kept"), "kept\n").expect("write");
+    }
+    let config = RunConfig {
+        read_only: vec![outside.clone(), under_tmp.clone(), scratch.path("absent")],
+        ..config(IsolationRequest::Required)
+    };
+    let (run, isolation) = Run::start(&config).expect("start");
+    assert!(isolation.is_isolated());
+    // Added by the caller during the run: seen by the jobs, and just as read-only.
+    fs_err::write(under_tmp.join("later"), "later\n").expect("write");
+    let script = format!(
+        "for d in '{}' '{}'; do cat \"$d/kept\"; (echo x > \"$d/kept\") 2>/dev/null && echo wrote; (touch \"$d/new\") 2>/dev/null && echo made; (rm \"$d/kept\") 2>/dev/null && echo removed; done; cat '{}/later'; echo x > '{}/beside' && echo beside",
+        outside.display(),
+        under_tmp.display(),
+        under_tmp.display(),
+        scratch.dir.display()
+    );
+    let event = run_to_end(&run, &sh(&scratch, "r.log", &script));
+    assert_eq!(exit_code(&event), Some(0), "{}", scratch.read("r.log"));
+    assert_eq!(scratch.read("r.log"), "kept\nkept\nlater\nbeside\n");
+    run.shutdown().expect("shutdown");
+    for dir in [&outside, &under_tmp] {
+        assert_eq!(
+            fs_err::read_to_string(dir.join("kept")).expect("read"),
+            "kept\n"
+        );
+        assert!(!dir.join("new").exists());
+    }
+    let _ = fs_err::remove_dir_all(&outside);
 }

@@ -34,8 +34,10 @@ pub enum Line<'s> {
     SetupRestored {
         /// The repository.
         repo: &'s RepoId,
-        /// How many files were restored.
+        /// How many files the kept output holds.
         files: usize,
+        /// Why they were copied, when they were not mounted (an overlay of the store).
+        copied: Option<&'s str>,
     },
     /// A repository's setup command starts.
     SetupCommand {
@@ -110,9 +112,21 @@ pub enum Line<'s> {
 impl fmt::Display for Line<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Line::SetupRestored { repo, files } => write!(
+            Line::SetupRestored {
+                repo,
+                files,
+                copied: None,
+            } => write!(
                 f,
-                "  setup   {repo}: restored {files} files from the setup cache"
+                "  setup   {repo}: restored {files} files from the setup cache (mounted)"
+            ),
+            Line::SetupRestored {
+                repo,
+                files,
+                copied: Some(why),
+            } => write!(
+                f,
+                "  setup   {repo}: restored {files} files from the setup cache (copied: {why})"
             ),
             Line::SetupCommand { repo, argv } => {
                 write!(f, "  setup   {repo}: {}", argv.join(" "))

@@ -149,8 +149,12 @@ async fn execute_async(
 /// itself as soon as one ends; the scheduler admits up to twice as many, so one is always
 /// waiting there instead of a round trip through the loop. The signing key and the pins
 /// that make it trusted are no job's business: an isolated run covers them, so a provider
-/// can neither read the key nor move a pin.
+/// can neither read the key nor move a pin. The setup trees are read-only to it: a
+/// provider sees them through an overlay (or a copy) and cannot change them by their path.
 fn start(plan: &Plan<'_>) -> Result<(Run, Isolation), Vec<Diagnostic>> {
+    let trees = crate::run::setup::trees(plan.store);
+    let _ = fs_err::create_dir_all(&trees);
+    let read_only = fs_err::canonicalize(&trees).into_iter().collect();
     let hidden = [
         plan.store.dir().join("keys"),
         crate::proof::trust::Pins::new(plan.env).dir().to_path_buf(),
@@ -161,6 +165,7 @@ fn start(plan: &Plan<'_>) -> Result<(Run, Isolation), Vec<Diagnostic>> {
     let config = RunConfig {
         job_limit: Some(plan.jobs),
         hidden,
+        read_only,
         ..RunConfig::current_exe(plan.isolation)
     };
     Run::start(&config).map_err(|e| {

@@ -21,6 +21,7 @@ mod service_job;
 mod services;
 pub mod setup;
 mod setup_commands;
+mod setup_provide;
 mod signals;
 #[cfg(test)]
 mod testing;

@@ -6,14 +6,16 @@
 //! derivation (Nix's rule): it runs in a directory of its own that holds only its inputs —
 //! the files `setupInputs` selects, by default the ecosystems' manifests and lockfiles
 //! ([`SETUP_INPUTS`]) — so what it produces can hold dependencies but never the project.
-//! The cached directories are kept in the store under a key of the commands, the cached
-//! directories and every input's identity ([`cache_key`]), and restored into each sandbox
-//! that needs them; the project's code comes from the sandbox.
+//! The cached directories are kept in the store as a [`Tree`] under a key of the commands,
+//! the cached directories and every input's identity ([`cache_key`]); the project's code
+//! comes from the sandbox.
 //!
-//! Restoring copies each file from the store with `copy_file_range`, which the
-//! kernel turns into a reflink on filesystems that support it (btrfs, XFS) and
-//! into an in-kernel copy elsewhere. Files are never hard-linked: a provider
-//! writing into `node_modules` must not be able to change the store.
+//! Each sandbox that needs them sees them without a copy: an overlay in the run's mount
+//! namespace shows the tree, read-only, under a layer of the run's own where a provider's
+//! writes go (`Run::overlay`). Without a mount namespace (`--isolation none`, a machine
+//! without namespaces) or with `--keep-sandbox` they are copied with `copy_file_range`,
+//! never hard-linked: a provider writing into `node_modules` must not be able to change
+//! the store.
 
 use std::path::{Path, PathBuf};
 
@@ -96,6 +98,7 @@ pub fn cache_key(
     sha256_hex(text.as_bytes())
 }
 
+/// One path of a kept setup output, as `listing.json` lists it.
 #[derive(Debug, Serialize, Deserialize)]
 struct Entry {
     path: String,
@@ -104,147 +107,190 @@ struct Entry {
     target: Option<String>,
 }
 
-fn entry_path(store: &Store, key: &str) -> PathBuf {
-    store.dir().join("setup").join(key)
+/// A setup's output kept in the store, as setup left it: `setup-trees/<key>/tree/` holds
+/// the cached directories, `listing.json` every path in them with its digest, and `files`
+/// how many there are (what a run reads: the listing is for checking). They are made in a
+/// staging directory and renamed into place together, so an entry that exists is complete. A run never writes there: its jobs see the tree through an overlay
+/// (or get a copy), and the run's mount namespace binds it read-only.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Tree {
+    /// `setup-trees/<key>/tree`.
+    pub root: PathBuf,
+    /// How many paths (files and links) it holds.
+    pub files: usize,
 }
 
-/// Saves the `cache_dirs` of `sandbox` under `key`. Returns the number of
-/// files kept.
+/// Where the store keeps setup trees.
+pub fn trees(store: &Store) -> PathBuf {
+    store.dir().join("setup-trees")
+}
+
+impl Tree {
+    /// The kept output of the setup `key`, when the store has it.
+    pub fn open(store: &Store, key: &str) -> Option<Tree> {
+        let entry = trees(store).join(key);
+        let files = fs_err::read_to_string(entry.join("files")).ok()?;
+        let files = files.trim_end().parse().ok()?;
+        let root = entry.join("tree");
+        (root.is_dir() && entry.join("listing.json").is_file()).then_some(Tree { root, files })
+    }
+
+    /// Where the cached directory `dir` (as `setupCache` names it) is in the tree.
+    pub fn dir(&self, dir: &str) -> PathBuf {
+        self.root.join(dir)
+    }
+}
+
+/// Keeps the `cache_dirs` a setup produced in `workdir` under `key` in the store, moving
+/// them there (a copy across file systems). Where another run kept the same key first,
+/// its tree is the one returned.
 pub fn save(
     store: &Store,
     key: &str,
-    sandbox: &Path,
+    workdir: &Path,
     cache_dirs: &[String],
-) -> Result<usize, String> {
-    let mut entries = Vec::new();
-    for dir in cache_dirs {
-        let root = sandbox.join(dir);
-        if !root.exists() {
-            continue;
-        }
-        let mut stack = vec![root];
-        while let Some(at) = stack.pop() {
-            let items = fs_err::read_dir(&at).map_err(|e| e.to_string())?;
-            for item in items.flatten() {
-                let path = item.path();
-                let rel = path
-                    .strip_prefix(sandbox)
-                    .map_err(|e| e.to_string())?
-                    .to_string_lossy()
-                    .into_owned();
-                let ft = item.file_type().map_err(|e| e.to_string())?;
-                if ft.is_symlink() {
-                    let target = fs_err::read_link(&path).map_err(|e| e.to_string())?;
-                    entries.push(Entry {
-                        path: rel,
-                        kind: "symlink".into(),
-                        sha256: None,
-                        target: Some(target.to_string_lossy().into_owned()),
-                    });
-                } else if ft.is_dir() {
-                    stack.push(path);
-                } else if ft.is_file() {
-                    use std::os::unix::fs::PermissionsExt as _;
-                    let exec = item
-                        .metadata()
-                        .is_ok_and(|m| m.permissions().mode() & 0o111 != 0);
-                    let bytes = fs_err::read(&path).map_err(|e| e.to_string())?;
-                    let sha = store.put(&bytes).map_err(|e| e.to_string())?;
-                    entries.push(Entry {
-                        path: rel,
-                        kind: if exec {
-                            "executable".into()
-                        } else {
-                            "file".into()
-                        },
-                        sha256: Some(sha),
-                        target: None,
-                    });
-                }
-            }
-        }
-    }
-    entries.sort_by(|a, b| a.path.cmp(&b.path));
-    let listing = serde_json::to_vec(&entries).map_err(|e| e.to_string())?;
-    let sha = store.put(&listing).map_err(|e| e.to_string())?;
-    store
-        .write_atomic(&entry_path(store, key), format!("{sha}\n").as_bytes())
-        .map_err(|e| e.to_string())?;
-    Ok(entries.len())
-}
-
-/// Moves the `cache_dirs` a cached setup produced in `workdir` into `sandbox` (the same file
-/// system: renames, no copy). Where the sandbox already has a directory of that name (files
-/// git tracks there), the two are merged and what setup produced wins, as when it is
-/// restored from the store.
-pub fn hand_over(workdir: &Path, sandbox: &Path, cache_dirs: &[String]) -> std::io::Result<()> {
-    fn move_tree(src: &Path, dst: &Path) -> std::io::Result<()> {
-        let src_dir = fs_err::symlink_metadata(src)?.is_dir();
-        match fs_err::symlink_metadata(dst) {
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                if let Some(parent) = dst.parent() {
-                    fs_err::create_dir_all(parent)?;
-                }
-                fs_err::rename(src, dst)
-            }
-            Err(e) => Err(e),
-            Ok(meta) if src_dir && meta.is_dir() => {
-                for item in fs_err::read_dir(src)? {
-                    let item = item?;
-                    move_tree(&item.path(), &dst.join(item.file_name()))?;
-                }
-                Ok(())
-            }
-            Ok(meta) => {
-                if meta.is_dir() {
-                    fs_err::remove_dir_all(dst)?;
-                } else {
-                    fs_err::remove_file(dst)?;
-                }
-                fs_err::rename(src, dst)
-            }
-        }
-    }
+) -> Result<Tree, String> {
+    let trees = trees(store);
+    fs_err::create_dir_all(&trees).map_err(|e| e.to_string())?;
+    let staging = tempfile::Builder::new()
+        .prefix(".staging-")
+        .tempdir_in(&trees)
+        .map_err(|e| format!("create a staging directory in {}: {e}", trees.display()))?;
+    let tree = staging.path().join("tree");
     for dir in cache_dirs {
         let src = workdir.join(dir);
         if fs_err::symlink_metadata(&src).is_ok() {
-            move_tree(&src, &sandbox.join(dir))?;
+            merge(&src, &tree.join(dir), Transfer::Move).map_err(|e| e.to_string())?;
+        }
+    }
+    let mut entries = Vec::new();
+    if tree.exists() {
+        list(&tree, &tree, &mut entries)?;
+    }
+    entries.sort_by(|a, b| a.path.cmp(&b.path));
+    let listing = serde_json::to_vec(&entries).map_err(|e| e.to_string())?;
+    fs_err::write(staging.path().join("listing.json"), listing).map_err(|e| e.to_string())?;
+    fs_err::write(staging.path().join("files"), format!("{}\n", entries.len()))
+        .map_err(|e| e.to_string())?;
+    fs_err::create_dir_all(&tree).map_err(|e| e.to_string())?;
+    let dest = trees.join(key);
+    if fs_err::rename(staging.path(), &dest).is_err() {
+        // Another run kept the same key first: use its tree. A damaged one (its listing
+        // gone or unreadable) is set aside and replaced.
+        if let Some(tree) = Tree::open(store, key) {
+            return Ok(tree);
+        }
+        let aside = tempfile::Builder::new()
+            .prefix(".damaged-")
+            .tempdir_in(&trees)
+            .map_err(|e| e.to_string())?;
+        let _ = fs_err::rename(&dest, aside.path().join("tree"));
+        if let Err(e) = fs_err::rename(staging.path(), &dest) {
+            // What setup produced goes back where it was made, for the sandbox to take.
+            for dir in cache_dirs {
+                let _ = merge(&tree.join(dir), &workdir.join(dir), Transfer::Move);
+            }
+            return Err(e.to_string());
+        }
+    }
+    let _ = staging.keep();
+    Ok(Tree {
+        root: dest.join("tree"),
+        files: entries.len(),
+    })
+}
+
+/// Lists every file and link under `at`, with the digest of each file.
+fn list(root: &Path, at: &Path, out: &mut Vec<Entry>) -> Result<(), String> {
+    use std::os::unix::fs::PermissionsExt as _;
+    for item in fs_err::read_dir(at).map_err(|e| e.to_string())? {
+        let item = item.map_err(|e| e.to_string())?;
+        let path = item.path();
+        let rel = path
+            .strip_prefix(root)
+            .map_err(|e| e.to_string())?
+            .to_string_lossy()
+            .into_owned();
+        let meta = fs_err::symlink_metadata(&path).map_err(|e| e.to_string())?;
+        if meta.is_symlink() {
+            let target = fs_err::read_link(&path).map_err(|e| e.to_string())?;
+            out.push(Entry {
+                path: rel,
+                kind: "symlink".into(),
+                sha256: None,
+                target: Some(target.to_string_lossy().into_owned()),
+            });
+        } else if meta.is_dir() {
+            list(root, &path, out)?;
+        } else if meta.is_file() {
+            let bytes = fs_err::read(&path).map_err(|e| e.to_string())?;
+            let kind = if meta.permissions().mode() & 0o111 != 0 {
+                "executable"
+            } else {
+                "file"
+            };
+            out.push(Entry {
+                path: rel,
+                kind: kind.into(),
+                sha256: Some(Sha256::of(&bytes)),
+                target: None,
+            });
         }
     }
     Ok(())
 }
 
-/// Restores what [`save`] kept under `key` into `sandbox`. Returns `None`
-/// when there is no (intact) cache entry: then setup must run.
-pub fn restore(store: &Store, key: &str, sandbox: &Path) -> Option<usize> {
-    let text = fs_err::read_to_string(entry_path(store, key)).ok()?;
-    let listing = store.get(&Sha256::parse(text.trim())?)?;
-    let entries: Vec<Entry> = serde_json::from_slice(&listing).ok()?;
-    // Check everything first: a cache with a missing or corrupt blob is not used.
-    for e in &entries {
-        if let Some(sha) = &e.sha256
-            && !store.has(sha)
-        {
-            return None;
+/// How [`merge`] brings a tree over.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Transfer {
+    /// Renames (the same file system; across file systems it copies).
+    Move,
+    /// Copies each file with `copy_file_range` (a reflink where the file system has them);
+    /// never a hard link, so writes to the copy never reach the source.
+    Copy,
+}
+
+/// Brings `src` to `dst`. Where `dst` already has a directory of that name (files git
+/// tracks there), the two are merged and what `src` holds wins.
+pub fn merge(src: &Path, dst: &Path, how: Transfer) -> std::io::Result<()> {
+    let meta = fs_err::symlink_metadata(src)?;
+    let existing = match fs_err::symlink_metadata(dst) {
+        Ok(existing) => Some(existing),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) => return Err(e),
+    };
+    if meta.is_dir() && existing.as_ref().is_some_and(std::fs::Metadata::is_dir) {
+        for item in fs_err::read_dir(src)? {
+            let item = item?;
+            merge(&item.path(), &dst.join(item.file_name()), how)?;
         }
+        return Ok(());
     }
-    for e in &entries {
-        let dest = sandbox.join(&e.path);
-        if let Some(parent) = dest.parent() {
-            fs_err::create_dir_all(parent).ok()?;
-        }
-        match (e.kind.as_str(), &e.sha256, &e.target) {
-            ("symlink", _, Some(target)) => fs_err::os::unix::fs::symlink(target, &dest).ok()?,
-            (kind, Some(sha), _) => {
-                use std::os::unix::fs::PermissionsExt as _;
-                fs_err::copy(store.blob_path(sha), &dest).ok()?;
-                let mode = if kind == "executable" { 0o755 } else { 0o644 };
-                fs_err::set_permissions(&dest, std::fs::Permissions::from_mode(mode)).ok()?;
+    match existing {
+        Some(e) if e.is_dir() => fs_err::remove_dir_all(dst)?,
+        Some(_) => fs_err::remove_file(dst)?,
+        None => {
+            if let Some(parent) = dst.parent() {
+                fs_err::create_dir_all(parent)?;
             }
-            _ => return None,
         }
     }
-    Some(entries.len())
+    if how == Transfer::Move && fs_err::rename(src, dst).is_ok() {
+        return Ok(());
+    }
+    if meta.is_symlink() {
+        fs_err::os::unix::fs::symlink(fs_err::read_link(src)?, dst)
+    } else if meta.is_dir() {
+        fs_err::create_dir(dst)?;
+        fs_err::set_permissions(dst, meta.permissions())?;
+        for item in fs_err::read_dir(src)? {
+            let item = item?;
+            merge(&item.path(), &dst.join(item.file_name()), how)?;
+        }
+        Ok(())
+    } else {
+        fs_err::copy(src, dst).map(|_| ())
+    }
 }
 
 #[cfg(test)]

@@ -17,7 +17,9 @@ use crate::observe::inputs::Snapshot;
 use super::dispatch::Dispatcher;
 use super::events::Line;
 use super::services::last_lines;
+use super::setup_provide::Provided;
 use super::signals::Signals;
+use crate::run::setup::{Transfer, merge};
 
 /// One sandbox's setup.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -125,6 +127,63 @@ fn shown_inputs(inputs: &Snapshot) -> String {
 }
 
 impl Dispatcher<'_, '_> {
+    /// Shows a kept setup output in a sandbox, saying how; a sandbox that cannot get it
+    /// fails its repository's providers.
+    async fn provide_kept(
+        &mut self,
+        repo: &RepoId,
+        tree: &crate::run::setup::Tree,
+        dir: &std::path::Path,
+        cache_dirs: &[String],
+        rx: &mut UnboundedReceiver<Event>,
+    ) {
+        match self.provide(repo, tree, dir, cache_dirs, rx).await {
+            Ok(provided) => self.progress(Line::SetupRestored {
+                repo,
+                files: tree.files,
+                copied: match &provided {
+                    Provided::Mounted => None,
+                    Provided::Copied(why) => Some(why),
+                },
+            }),
+            Err(reason) => {
+                self.progress(Line::SetupFailed {
+                    repo,
+                    reason: &reason,
+                });
+                self.setup_failures.insert(repo.clone(), reason);
+            }
+        }
+    }
+
+    /// Moves what a cached setup produced in `workdir` into the sandbox, when the store
+    /// could not keep it.
+    fn hand_over(
+        &mut self,
+        repo: &RepoId,
+        workdir: &std::path::Path,
+        dir: &std::path::Path,
+        cache_dirs: &[String],
+    ) {
+        for name in cache_dirs {
+            let src = workdir.join(name);
+            if fs_err::symlink_metadata(&src).is_err() {
+                continue;
+            }
+            if let Err(e) = merge(&src, &dir.join(name), Transfer::Move) {
+                let reason = format!(
+                    "what setup produced could not be moved into the sandbox: failed to {e}"
+                );
+                self.progress(Line::SetupFailed {
+                    repo,
+                    reason: &reason,
+                });
+                self.setup_failures.insert(repo.clone(), reason);
+                return;
+            }
+        }
+    }
+
     /// Makes the directory a cached setup of `repo` runs in: a fresh directory under the
     /// run holding exactly its inputs, each checked against the snapshot while copied.
     fn derivation(&self, repo: &RepoId, inputs: &Snapshot) -> Result<PathBuf, String> {
@@ -159,15 +218,15 @@ impl Dispatcher<'_, '_> {
             inputs,
         } in all
         {
-            if !cache_dirs.is_empty()
-                && let Some(key) = &key
-                && let Some(files) = crate::run::setup::restore(self.plan.store, key, &dir)
-            {
-                self.progress(Line::SetupRestored { repo: &repo, files });
-                continue;
-            }
             if self.run.is_none() {
                 return true;
+            }
+            if !cache_dirs.is_empty()
+                && let Some(key) = &key
+                && let Some(tree) = crate::run::setup::Tree::open(self.plan.store, key)
+            {
+                self.provide_kept(&repo, &tree, &dir, &cache_dirs, rx).await;
+                continue;
             }
             // A cached setup runs where only its inputs are; any other in the sandbox.
             let workdir = match &inputs {
@@ -249,25 +308,22 @@ impl Dispatcher<'_, '_> {
                     self.setup_failures.insert(repo, reason);
                 }
                 None if workdir != dir => {
-                    if let Some(key) = &key
-                        && let Err(e) =
-                            crate::run::setup::save(self.plan.store, key, &workdir, &cache_dirs)
-                    {
-                        self.diagnostics.push(
-                            Diagnostic::warning(Code::StoreUnusable, format!("the setup cache of `{repo}` could not be saved: {e}"))
-                                .surface("prove.setup")
-                                .fix("Check free space under .proofgraph/; setup will run again next time."),
-                        );
-                    }
-                    if let Err(e) = crate::run::setup::hand_over(&workdir, &dir, &cache_dirs) {
-                        let reason = format!(
-                            "what setup produced could not be moved into the sandbox: failed to {e}"
-                        );
-                        self.progress(Line::SetupFailed {
-                            repo: &repo,
-                            reason: &reason,
-                        });
-                        self.setup_failures.insert(repo, reason);
+                    let kept = key.as_deref().map(|key| {
+                        crate::run::setup::save(self.plan.store, key, &workdir, &cache_dirs)
+                    });
+                    match kept {
+                        Some(Ok(tree)) => {
+                            self.provide_kept(&repo, &tree, &dir, &cache_dirs, rx).await;
+                        }
+                        Some(Err(e)) => {
+                            self.diagnostics.push(
+                                Diagnostic::warning(Code::StoreUnusable, format!("the setup cache of `{repo}` could not be saved: {e}"))
+                                    .surface("prove.setup")
+                                    .fix("Check free space under .proofgraph/; setup will run again next time."),
+                            );
+                            self.hand_over(&repo, &workdir, &dir, &cache_dirs);
+                        }
+                        None => self.hand_over(&repo, &workdir, &dir, &cache_dirs),
                     }
                 }
                 None => {}

@@ -26,6 +26,7 @@ mod sandbox;
 mod secrets;
 mod services;
 mod setup;
+mod setup_mount;
 mod snapshots;
 mod support;
 mod syntax;

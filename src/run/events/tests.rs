@@ -58,8 +58,17 @@ fn each_line_reads_as_the_executor_has_always_written_it() {
             Line::SetupRestored {
                 repo: &repo,
                 files: 3,
+                copied: None,
             },
-            "  setup   api: restored 3 files from the setup cache",
+            "  setup   api: restored 3 files from the setup cache (mounted)",
+        ),
+        (
+            Line::SetupRestored {
+                repo: &repo,
+                files: 3,
+                copied: Some("the run has no mount namespace"),
+            },
+            "  setup   api: restored 3 files from the setup cache (copied: the run has no mount namespace)",
         ),
         (
             Line::SetupCommand {
