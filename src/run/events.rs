@@ -59,6 +59,8 @@ pub enum Line<'s> {
         provider: &'s str,
         /// Since it started.
         elapsed: std::time::Duration,
+        /// The tests its output reported so far, when it reported any.
+        tally: Option<&'s crate::proof::receipt::Counts>,
     },
     /// A line its command wrote (`--stream`), redacted and with paths relative.
     Output {
@@ -133,14 +135,22 @@ impl fmt::Display for Line<'_> {
             }
             Line::SetupFailed { repo, reason } => write!(f, "  setup   {repo} failed: {reason}"),
             Line::Started { provider } => write!(f, "  run     {provider}"),
-            Line::StillRunning { provider, elapsed } => {
+            Line::StillRunning {
+                provider,
+                elapsed,
+                tally,
+            } => {
                 let secs = elapsed.as_secs();
                 let shown = if secs >= 60 {
                     format!("{}m{:02}s", secs / 60, secs % 60)
                 } else {
                     format!("{secs}s")
                 };
-                write!(f, "  ...     {provider} still running ({shown})")
+                write!(f, "  ...     {provider} still running ({shown}")?;
+                if let Some(counts) = tally {
+                    write!(f, "; so far {}", counts.shown())?;
+                }
+                write!(f, ")")
             }
             Line::Output { provider, line } => write!(f, "  {provider} | {line}"),
             Line::ServiceStarted { service } => write!(f, "  start   service {service}"),

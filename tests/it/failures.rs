@@ -275,6 +275,31 @@ fn a_long_run_says_it_is_running_and_streams_what_it_is_asked_to() {
     assert_emits!(wrong.status_codes(), "unknown_provider");
 }
 
+/// The heartbeat of a runner that reports each test as it goes (TAP here; libtest, `go
+/// test -v`, `pytest -v` and the JSON event streams alike) says how many it has seen.
+#[test]
+fn a_heartbeat_counts_the_tests_a_runner_has_reported_so_far() {
+    let sb = Sandbox::new();
+    sb.openspec_root("");
+    sb.write("openspec/changes/x/proposal.md", "# x\n");
+    sb.write(
+        "openspec/changes/x/evidence.yaml",
+        "version: 2\nclaims:\n  - {id: lints, scenario: It lints, capabilities: [static-analysis]}\n",
+    );
+    sb.write(
+        "openspec/changes/x/execution.yaml",
+        "version: 1\nproviders:\n  slow:\n    adapter: command\n    capability: static-analysis\n    command: [sh, -c, \"printf 'TAP version 13\\\\nok 1 - a\\\\nok 2 - b\\\\nnot ok 3 - c\\\\n    ok 1 - nested\\\\n'; sleep 2.5; echo done\"]\n",
+    );
+    git_commit_all(&sb.work());
+    let run = sb.run(&sb.work(), &["prove", "x", "--heartbeat", "1"]);
+    run.expect_code(0);
+    assert!(
+        run.stderr.contains("; so far 3 tests: 2 passed, 1 failed)"),
+        "{}",
+        run.stderr
+    );
+}
+
 /// After a revert, `explain` compares with the receipt whose inputs are closest to today's
 /// tree — the older one that matches again — and says which it chose, instead of blaming a
 /// file that is back to its old content.

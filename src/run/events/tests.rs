@@ -53,7 +53,29 @@ fn each_line_reads_as_the_executor_has_always_written_it() {
     let provider = ProviderId::parse("unit").expect("valid");
     let service = ServiceId::parse("web").expect("valid");
     let argv = ["npm".to_owned(), "ci".to_owned()];
+    let so_far = crate::proof::receipt::Counts {
+        total: 12,
+        passed: 10,
+        failed: 2,
+        ..Default::default()
+    };
     let cases = [
+        (
+            Line::StillRunning {
+                provider: "unit",
+                elapsed: std::time::Duration::from_secs(80),
+                tally: None,
+            },
+            "  ...     unit still running (1m20s)",
+        ),
+        (
+            Line::StillRunning {
+                provider: "unit",
+                elapsed: std::time::Duration::from_secs(5),
+                tally: Some(&so_far),
+            },
+            "  ...     unit still running (5s; so far 12 tests: 10 passed, 2 failed)",
+        ),
         (
             Line::SetupRestored {
                 repo: &repo,

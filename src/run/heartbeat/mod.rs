@@ -1,0 +1,203 @@
+//! What a long run says while it runs: a line per running provider every `--heartbeat`
+//! seconds, with the tests its output has reported so far (`tally.rs`), and, with
+//! `--stream <provider>`, the lines that provider's command writes, as they are written
+//! (read from its log, which the sandbox redacts as it writes it; each line goes through the
+//! run's rewrites and redaction again before it is shown).
+
+mod tally;
+
+use std::collections::BTreeMap;
+use std::io::{Read as _, Seek as _, SeekFrom};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use proofgraph_graph::ProviderId;
+
+use super::dispatch::Dispatcher;
+use super::events::Line;
+use crate::proof::receipt::Counts;
+
+/// How often the loop wakes to read a streamed log (and, at the least, between heartbeats).
+const TICK: Duration = Duration::from_millis(250);
+
+/// The longest line shown whole; a longer one is shown in pieces of this size.
+const MAX_LINE: usize = 4096;
+
+/// What is said between events.
+#[derive(Debug)]
+pub(super) struct Heartbeat {
+    /// How often (none: never).
+    every: Option<Duration>,
+    last: Instant,
+    /// When each running provider started, its log, and the tests it reported so far.
+    since: BTreeMap<String, Running>,
+    /// The provider whose output is passed through, and how far its log was read.
+    stream: Option<Streamed>,
+}
+
+#[derive(Debug)]
+struct Running {
+    at: Instant,
+    log: LogReader,
+    tally: Counts,
+}
+
+#[derive(Debug)]
+struct Streamed {
+    provider: ProviderId,
+    log: Option<LogReader>,
+}
+
+/// Reads a log as it grows, line by line.
+#[derive(Debug)]
+struct LogReader {
+    path: PathBuf,
+    offset: u64,
+    partial: Vec<u8>,
+}
+
+impl LogReader {
+    fn new(path: &std::path::Path) -> Self {
+        LogReader {
+            path: path.to_path_buf(),
+            offset: 0,
+            partial: Vec::new(),
+        }
+    }
+
+    /// The complete lines the log has gained since the last read (with the last line even
+    /// without its end, when `last`); a line longer than [`MAX_LINE`] comes in pieces.
+    fn lines(&mut self, last: bool) -> Vec<String> {
+        let mut added = Vec::new();
+        if let Ok(mut file) = fs_err::File::open(&self.path)
+            && file.seek(SeekFrom::Start(self.offset)).is_ok()
+            && let Ok(n) = file.read_to_end(&mut added)
+        {
+            self.offset += n as u64;
+        }
+        self.partial.extend_from_slice(&added);
+        let mut lines = Vec::new();
+        while let Some(end) = self.partial.iter().position(|b| *b == b'\n') {
+            let line: Vec<u8> = self.partial.drain(..=end).collect();
+            lines.push(String::from_utf8_lossy(&line[..line.len() - 1]).into_owned());
+        }
+        while self.partial.len() > MAX_LINE {
+            let piece: Vec<u8> = self.partial.drain(..MAX_LINE).collect();
+            lines.push(String::from_utf8_lossy(&piece).into_owned());
+        }
+        if last && !self.partial.is_empty() {
+            lines.push(String::from_utf8_lossy(&std::mem::take(&mut self.partial)).into_owned());
+        }
+        lines
+    }
+}
+
+impl Heartbeat {
+    pub(super) fn new(every: Option<Duration>, stream: Option<ProviderId>) -> Self {
+        Heartbeat {
+            every: every.filter(|d| !d.is_zero()),
+            last: Instant::now(),
+            since: BTreeMap::new(),
+            stream: stream.map(|provider| Streamed {
+                provider,
+                log: None,
+            }),
+        }
+    }
+
+    /// How long the loop may wait for an event before it looks again; `None`: as long as
+    /// it takes. Streaming, a short while; else until the next heartbeat is due.
+    pub(super) fn tick(&self) -> Option<Duration> {
+        if self.stream.is_some() {
+            return Some(TICK);
+        }
+        self.every
+            .map(|every| every.saturating_sub(self.last.elapsed()).max(TICK))
+    }
+
+    /// `provider` started, writing its log to `log`.
+    pub(super) fn started(&mut self, provider: &ProviderId, log: &std::path::Path) {
+        self.since.insert(
+            provider.to_string(),
+            Running {
+                at: Instant::now(),
+                log: LogReader::new(log),
+                tally: Counts::default(),
+            },
+        );
+        if let Some(s) = &mut self.stream
+            && s.provider == *provider
+        {
+            s.log = Some(LogReader::new(log));
+        }
+    }
+
+    /// `provider` is no longer running.
+    pub(super) fn ended(&mut self, provider: &str) {
+        self.since.remove(provider);
+    }
+
+    /// The complete lines the streamed provider's log has gained since the last read (all
+    /// of it, with the last line even without its end, when `last`).
+    fn read_stream(&mut self, last: bool) -> (String, Vec<String>) {
+        match &mut self.stream {
+            Some(Streamed {
+                provider,
+                log: Some(log),
+            }) => (provider.to_string(), log.lines(last)),
+            _ => (String::new(), Vec::new()),
+        }
+    }
+
+    /// Each running provider with how long it has run and the tests its output has
+    /// reported so far.
+    fn running(&mut self) -> Vec<(String, Duration, Counts)> {
+        self.since
+            .iter_mut()
+            .map(|(provider, running)| {
+                for line in running.log.lines(false) {
+                    tally::count(&mut running.tally, &line);
+                }
+                (
+                    provider.clone(),
+                    running.at.elapsed(),
+                    running.tally.clone(),
+                )
+            })
+            .collect()
+    }
+}
+
+impl Dispatcher<'_, '_> {
+    /// Says what is due: streamed lines, and a line per running provider once the
+    /// heartbeat's interval has passed.
+    pub(super) fn beat(&mut self) {
+        self.pass_through(false);
+        let Some(every) = self.heartbeat.every else {
+            return;
+        };
+        if self.heartbeat.last.elapsed() < every {
+            return;
+        }
+        self.heartbeat.last = Instant::now();
+        for (provider, elapsed, tally) in self.heartbeat.running() {
+            self.progress(Line::StillRunning {
+                provider: &provider,
+                elapsed,
+                tally: (tally.total > 0).then_some(&tally),
+            });
+        }
+    }
+
+    /// Shows the streamed provider's new lines (all that is left, when `last`).
+    pub(super) fn pass_through(&mut self, last: bool) {
+        let (provider, lines) = self.heartbeat.read_stream(last);
+        for line in lines {
+            let shown = self.plan.secrets.text(&line).into_owned();
+            self.progress(Line::Output {
+                provider: &provider,
+                line: &shown,
+            });
+        }
+    }
+}
