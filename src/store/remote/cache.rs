@@ -1,0 +1,162 @@
+//! A remote cache as a run uses it: one backend, every blob checked against its digest
+//! before any byte of it is returned, and a remote that failed once in a run left alone
+//! for the rest of it (one warning, not one per provider; no run waits on a dead remote
+//! twice).
+
+use std::sync::Mutex;
+
+use bazel_remote_apis::build::bazel::remote::execution::v2 as reapi;
+
+use super::backend::{Backend, BlobDigest, Capabilities, RemoteError};
+use super::config::{Protocol, Settings};
+use super::encoding::{self, Encoded, Outputs};
+use super::http::Http;
+
+/// A remote cache.
+pub struct RemoteCache {
+    backend: Box<dyn Backend>,
+    /// The failure that put it out of use for this run.
+    down: Mutex<Option<RemoteError>>,
+}
+
+/// What an upload did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Uploaded {
+    /// Blobs sent (the others were there already).
+    pub blobs: usize,
+    /// Bytes sent.
+    pub bytes: u64,
+}
+
+impl RemoteCache {
+    /// A client of the remote `settings` names. Nothing is sent yet.
+    pub fn open(settings: &Settings) -> Result<Self, RemoteError> {
+        // One crypto provider for every TLS connection of the process (rustls with ring).
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let unsupported = |reason: String| RemoteError::Unsupported {
+            remote: settings.url.clone(),
+            reason,
+        };
+        let (protocol, _tls) = Protocol::of(&settings.url).map_err(unsupported)?;
+        let backend: Box<dyn Backend> = match protocol {
+            Protocol::Http => Box::new(Http::new(settings)?),
+            Protocol::Grpc => {
+                return Err(unsupported("the gRPC backend is not built yet".to_owned()));
+            }
+        };
+        Ok(RemoteCache::with(backend))
+    }
+
+    /// A cache over `backend` (tests give one of their own).
+    pub fn with(backend: Box<dyn Backend>) -> Self {
+        RemoteCache {
+            backend,
+            down: Mutex::new(None),
+        }
+    }
+
+    /// The remote, without credentials.
+    pub fn name(&self) -> &str {
+        self.backend.name()
+    }
+
+    /// The failure that put the remote out of use for this run, if one did.
+    pub fn down(&self) -> Option<RemoteError> {
+        self.down
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Runs `call` unless the remote is down; a remote that is unavailable or refuses is
+    /// down from then on.
+    async fn guard<T>(
+        &self,
+        call: impl std::future::Future<Output = Result<T, RemoteError>>,
+    ) -> Result<T, RemoteError> {
+        if let Some(e) = self.down() {
+            return Err(e);
+        }
+        let result = call.await;
+        if let Err(e @ (RemoteError::Unavailable { .. } | RemoteError::Refused { .. })) = &result {
+            self.down
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .get_or_insert_with(|| e.clone());
+        }
+        result
+    }
+
+    /// What the server can do (and that it answers at all).
+    pub async fn capabilities(&self) -> Result<Capabilities, RemoteError> {
+        self.guard(self.backend.capabilities()).await
+    }
+
+    /// What the entry of `key` points at, if the remote has one of ours.
+    pub async fn entry(&self, key: BlobDigest) -> Result<Option<Outputs>, RemoteError> {
+        let Some(result) = self.guard(self.backend.get_action_result(key)).await? else {
+            return Ok(None);
+        };
+        encoding::outputs(&result)
+            .map(Some)
+            .map_err(|reason| RemoteError::Corrupt {
+                remote: self.name().to_owned(),
+                reason: format!("the entry {key}: {reason}"),
+            })
+    }
+
+    /// The bytes of `blob`, checked: a blob the remote does not have is `None`; one whose
+    /// size or SHA-256 is not `blob`'s (truncated, edited on the server's disk) is an error,
+    /// and none of its bytes are returned.
+    pub async fn blob(&self, blob: BlobDigest) -> Result<Option<Vec<u8>>, RemoteError> {
+        let Some(bytes) = self.guard(self.backend.read_blob(blob)).await? else {
+            return Ok(None);
+        };
+        let got = BlobDigest::of(&bytes);
+        if got != blob {
+            return Err(RemoteError::Corrupt {
+                remote: self.name().to_owned(),
+                reason: format!(
+                    "the blob {blob} came back as {} bytes with SHA-256 {}",
+                    got.size, got.sha256
+                ),
+            });
+        }
+        Ok(Some(bytes))
+    }
+
+    /// Stores an entry: the blobs it needs that the remote lacks (`blobs` holds the
+    /// outputs' bytes; the `Action`, `Command` and empty input root are added), then the
+    /// entry itself — CAS before AC, so no entry ever points at a blob not yet there.
+    pub async fn put(
+        &self,
+        encoded: &Encoded,
+        outputs: &Outputs,
+        blobs: Vec<Vec<u8>>,
+    ) -> Result<Uploaded, RemoteError> {
+        let mut all: Vec<(BlobDigest, Vec<u8>)> = blobs
+            .into_iter()
+            .chain(encoded.blobs())
+            .map(|bytes| (BlobDigest::of(&bytes), bytes))
+            .collect();
+        all.sort_by_key(|(digest, _)| *digest);
+        all.dedup_by_key(|(digest, _)| *digest);
+        let wanted: Vec<BlobDigest> = all.iter().map(|(d, _)| *d).collect();
+        let missing = self.guard(self.backend.find_missing(wanted)).await?;
+        let send: Vec<(BlobDigest, Vec<u8>)> = all
+            .into_iter()
+            .filter(|(d, _)| missing.binary_search(d).is_ok())
+            .collect();
+        let uploaded = Uploaded {
+            blobs: send.len(),
+            bytes: send.iter().map(|(d, _)| d.size).sum(),
+        };
+        if !send.is_empty() {
+            self.guard(self.backend.write_blobs(send)).await?;
+        }
+        let result: reapi::ActionResult = encoding::result(outputs);
+        self.guard(self.backend.update_action_result(encoded.key, result))
+            .await?;
+        Ok(uploaded)
+    }
+}

@@ -1,0 +1,265 @@
+//! The Bazel HTTP cache protocol: `GET`/`PUT`/`HEAD` on `{base}/cas/<sha256>` for blobs
+//! and `{base}/ac/<sha256>` for action-cache entries (a serialized `ActionResult`). Served
+//! by bazel-remote, nginx with WebDAV `PUT`, Buildbarn's HTTP frontend, and object stores
+//! behind a proxy.
+
+use std::sync::Arc;
+
+use bazel_remote_apis::build::bazel::remote::execution::v2 as reapi;
+use prost::Message as _;
+use reqwest::StatusCode;
+use tokio::sync::Semaphore;
+
+use super::backend::{Backend, BlobDigest, Capabilities, Fut, RemoteError};
+use super::config::Settings;
+
+/// How many requests one call has in flight at once.
+const IN_FLIGHT: usize = 8;
+
+/// A Bazel HTTP cache at `base` (no trailing slash).
+pub(super) struct Http {
+    name: String,
+    base: String,
+    client: reqwest::Client,
+}
+
+impl Http {
+    /// A client of the cache `settings` name (`http://` or `https://`).
+    pub(super) fn new(settings: &Settings) -> Result<Self, RemoteError> {
+        let name = settings.url.clone();
+        let mut headers = reqwest::header::HeaderMap::new();
+        for (header, value) in &settings.headers {
+            let header = reqwest::header::HeaderName::from_bytes(header.as_bytes())
+                .map_err(|_| unsupported(&name, format!("`{header}` is not a header name")))?;
+            let mut value = reqwest::header::HeaderValue::from_str(value).map_err(|_| {
+                unsupported(
+                    &name,
+                    format!("the value of header `{header}` is not a valid header value"),
+                )
+            })?;
+            value.set_sensitive(true);
+            headers.insert(header, value);
+        }
+        let client = reqwest::Client::builder()
+            .default_headers(headers)
+            .connect_timeout(settings.connect_timeout)
+            .timeout(settings.timeout)
+            .no_proxy()
+            .build()
+            .map_err(|e| unsupported(&name, format!("make an HTTP client: {e}")))?;
+        Ok(Http {
+            base: settings.url.trim_end_matches('/').to_owned(),
+            name,
+            client,
+        })
+    }
+
+    fn url(&self, tier: &str, sha256: &crate::store::Sha256) -> String {
+        format!("{}/{tier}/{sha256}", self.base)
+    }
+}
+
+fn unsupported(name: &str, reason: String) -> RemoteError {
+    RemoteError::Unsupported {
+        remote: name.to_owned(),
+        reason,
+    }
+}
+
+/// A failed request, as a kind of error; never with a header's value in it.
+fn failed(name: &str, e: &reqwest::Error) -> RemoteError {
+    let reason = if e.is_timeout() {
+        "no answer in time".to_owned()
+    } else if e.is_connect() {
+        "the connection was refused or could not be made".to_owned()
+    } else {
+        // The error's own text names the URL (never a header); its source says why.
+        match std::error::Error::source(e) {
+            Some(source) => format!("the request failed: {source}"),
+            None => "the request failed".to_owned(),
+        }
+    };
+    RemoteError::Unavailable {
+        remote: name.to_owned(),
+        reason,
+    }
+}
+
+/// A status that is not an answer.
+fn status(name: &str, method: &str, status: StatusCode) -> RemoteError {
+    let reason = format!("{method} answered {status}");
+    match status {
+        StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN => RemoteError::Refused {
+            remote: name.to_owned(),
+            reason,
+        },
+        s if s.is_server_error() || s == StatusCode::TOO_MANY_REQUESTS => {
+            RemoteError::Unavailable {
+                remote: name.to_owned(),
+                reason,
+            }
+        }
+        _ => unsupported(name, reason),
+    }
+}
+
+impl Http {
+    async fn get(&self, url: String, limit: u64) -> Result<Option<Vec<u8>>, RemoteError> {
+        let mut response = self
+            .client
+            .get(&url)
+            .send()
+            .await
+            .map_err(|e| failed(&self.name, &e))?;
+        match response.status() {
+            StatusCode::OK => {}
+            StatusCode::NOT_FOUND => return Ok(None),
+            s => return Err(status(&self.name, "GET", s)),
+        }
+        // Read at most one byte more than expected: enough to see a blob is too long.
+        let mut body = Vec::new();
+        while let Some(chunk) = response.chunk().await.map_err(|e| failed(&self.name, &e))? {
+            body.extend_from_slice(&chunk);
+            if body.len() as u64 > limit {
+                break;
+            }
+        }
+        Ok(Some(body))
+    }
+
+    async fn put(&self, url: String, body: Vec<u8>) -> Result<(), RemoteError> {
+        let response = self
+            .client
+            .put(&url)
+            .body(body)
+            .send()
+            .await
+            .map_err(|e| failed(&self.name, &e))?;
+        if response.status().is_success() {
+            Ok(())
+        } else {
+            Err(status(&self.name, "PUT", response.status()))
+        }
+    }
+}
+
+/// The largest action-cache entry read.
+const MAX_ENTRY: u64 = 1 << 20;
+
+impl Backend for Http {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn capabilities(&self) -> Fut<'_, Capabilities> {
+        // The protocol has no capabilities call; a HEAD of the empty blob shows the server
+        // answers (any status but a refusal or an error is a cache that can be used).
+        Box::pin(async move {
+            let url = self.url("cas", &crate::store::Sha256::of(&[]));
+            let response = self
+                .client
+                .head(&url)
+                .send()
+                .await
+                .map_err(|e| failed(&self.name, &e))?;
+            let s = response.status();
+            if s == StatusCode::UNAUTHORIZED || s == StatusCode::FORBIDDEN || s.is_server_error() {
+                return Err(status(&self.name, "HEAD", s));
+            }
+            Ok(Capabilities {
+                max_batch_bytes: None,
+                updates_action_cache: true,
+            })
+        })
+    }
+
+    fn get_action_result(&self, action: BlobDigest) -> Fut<'_, Option<reapi::ActionResult>> {
+        Box::pin(async move {
+            let Some(bytes) = self.get(self.url("ac", &action.sha256), MAX_ENTRY).await? else {
+                return Ok(None);
+            };
+            if bytes.len() as u64 > MAX_ENTRY {
+                return Err(RemoteError::Corrupt {
+                    remote: self.name.clone(),
+                    reason: format!(
+                        "the entry of {} is larger than {MAX_ENTRY} bytes",
+                        action.sha256
+                    ),
+                });
+            }
+            reapi::ActionResult::decode(bytes.as_slice())
+                .map(Some)
+                .map_err(|e| RemoteError::Corrupt {
+                    remote: self.name.clone(),
+                    reason: format!("the entry of {} is not an ActionResult: {e}", action.sha256),
+                })
+        })
+    }
+
+    fn update_action_result(&self, action: BlobDigest, result: reapi::ActionResult) -> Fut<'_, ()> {
+        Box::pin(async move {
+            self.put(self.url("ac", &action.sha256), result.encode_to_vec())
+                .await
+        })
+    }
+
+    fn find_missing(&self, blobs: Vec<BlobDigest>) -> Fut<'_, Vec<BlobDigest>> {
+        Box::pin(async move {
+            let limit = Arc::new(Semaphore::new(IN_FLIGHT));
+            let mut tasks = tokio::task::JoinSet::new();
+            for blob in blobs {
+                let client = self.client.clone();
+                let url = self.url("cas", &blob.sha256);
+                let limit = Arc::clone(&limit);
+                tasks.spawn(async move {
+                    let _slot = limit.acquire_owned().await;
+                    (blob, client.head(&url).send().await)
+                });
+            }
+            let mut missing = Vec::new();
+            while let Some(done) = tasks.join_next().await {
+                let Ok((blob, answer)) = done else {
+                    continue;
+                };
+                let response = answer.map_err(|e| failed(&self.name, &e))?;
+                match response.status() {
+                    StatusCode::OK => {}
+                    StatusCode::NOT_FOUND => missing.push(blob),
+                    s => return Err(status(&self.name, "HEAD", s)),
+                }
+            }
+            missing.sort();
+            Ok(missing)
+        })
+    }
+
+    fn write_blobs(&self, blobs: Vec<(BlobDigest, Vec<u8>)>) -> Fut<'_, ()> {
+        Box::pin(async move {
+            let limit = Arc::new(Semaphore::new(IN_FLIGHT));
+            let mut tasks = tokio::task::JoinSet::new();
+            for (blob, bytes) in blobs {
+                let client = self.client.clone();
+                let url = self.url("cas", &blob.sha256);
+                let limit = Arc::clone(&limit);
+                tasks.spawn(async move {
+                    let _slot = limit.acquire_owned().await;
+                    client.put(&url).body(bytes).send().await
+                });
+            }
+            while let Some(done) = tasks.join_next().await {
+                let Ok(answer) = done else {
+                    continue;
+                };
+                let response = answer.map_err(|e| failed(&self.name, &e))?;
+                if !response.status().is_success() {
+                    return Err(status(&self.name, "PUT", response.status()));
+                }
+            }
+            Ok(())
+        })
+    }
+
+    fn read_blob(&self, blob: BlobDigest) -> Fut<'_, Option<Vec<u8>>> {
+        Box::pin(async move { self.get(self.url("cas", &blob.sha256), blob.size).await })
+    }
+}

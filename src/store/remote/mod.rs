@@ -1,0 +1,16 @@
+//! The remote tier of the store: a cache shared between machines, over the protocols users
+//! already run (the Remote Execution API's CAS and ActionCache over gRPC; the Bazel HTTP
+//! cache protocol), with one encoding of a receipt for both (`encoding.rs`).
+//!
+//! Adding a protocol (S3, GCS) is one file: a [`Backend`] and a line in
+//! `RemoteCache::open`.
+
+mod backend;
+mod cache;
+mod config;
+pub mod encoding;
+mod http;
+
+pub use backend::{Backend, BlobDigest, Capabilities, Fut, RemoteError};
+pub use cache::{RemoteCache, Uploaded};
+pub use config::{CONNECT_TIMEOUT, Protocol, REQUEST_TIMEOUT, Settings};
