@@ -215,6 +215,19 @@ codes! {
     WorkspaceKeyMissing = "workspace_key_missing",
     /// The remote cache named in `proofgraph.yaml` does not answer.
     CacheUnreachable = "cache_unreachable",
+    /// The remote cache could not be reached, timed out or said it is unavailable; the
+    /// run went on with the local store.
+    RemoteCacheUnavailable = "remote_cache_unavailable",
+    /// The remote cache refused the request (credentials missing or not accepted).
+    RemoteCacheRefused = "remote_cache_refused",
+    /// The remote cache cannot serve this client (no SHA-256, a broken answer).
+    RemoteCacheUnsupported = "remote_cache_unsupported",
+    /// The remote cache served a blob or an entry that is not what was asked for.
+    RemoteCacheCorrupt = "remote_cache_corrupt",
+    /// A receipt in the remote cache is not trusted here, or binds another fingerprint.
+    RemoteReceiptUntrusted = "remote_receipt_untrusted",
+    /// Receipts could not be uploaded to the remote cache.
+    RemoteUploadFailed = "remote_upload_failed",
     /// A remote cache is configured, but this version keeps receipts local.
     CacheNotUsed = "cache_not_used",
     // Signed external results (`evidence verify-ci`).

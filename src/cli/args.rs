@@ -89,6 +89,9 @@ enum CommandArgs {
         /// How many providers may run at once [default: the number of CPUs]
         #[arg(long, short = 'j', value_name = "N")]
         jobs: Option<std::num::NonZeroUsize>,
+        /// Which cache tiers to read and write, e.g. `local:rw,remote:r` [default: PROOFGRAPH_CACHE, else proofgraph.yaml's cache.policy, else local:rw,remote:r]
+        #[arg(long, value_name = "POLICY")]
+        cache: Option<String>,
     },
     /// Run what is not yet proven, in sandboxes, and write signed receipts
     #[command(
@@ -124,6 +127,9 @@ enum CommandArgs {
         /// Pass PROVIDER's output through to stderr as its command writes it
         #[arg(long, value_name = "PROVIDER")]
         stream: Option<String>,
+        /// Which cache tiers to read and write, e.g. `local:rw,remote:r` [default: PROOFGRAPH_CACHE, else proofgraph.yaml's cache.policy, else local:rw,remote:r]
+        #[arg(long, value_name = "POLICY")]
+        cache: Option<String>,
     },
     /// Claim × capability: passed, failed, inconclusive, stale or pending
     #[command(
@@ -135,6 +141,9 @@ enum CommandArgs {
         /// The sandbox mode the fingerprints assume [default: proofgraph.yaml's, else worktree]
         #[arg(long, value_enum)]
         sandbox: Option<SandboxArg>,
+        /// Which cache tiers to read and write, e.g. `local:rw,remote:r` [default: PROOFGRAPH_CACHE, else proofgraph.yaml's cache.policy, else local:rw,remote:r]
+        #[arg(long, value_name = "POLICY")]
+        cache: Option<String>,
     },
     /// Which components of a provider's fingerprint changed since its last receipt
     #[command(after_help = "Example:\n  proofgraph explain add-profile-page test")]
@@ -352,9 +361,15 @@ impl Cli {
                 strict,
             }),
             CommandArgs::Doctor => Command::Doctor,
-            CommandArgs::Plan { change, jobs } => {
-                Command::Plan(commands::plan::PlanOptions { change, jobs })
-            }
+            CommandArgs::Plan {
+                change,
+                jobs,
+                cache,
+            } => Command::Plan(commands::plan::PlanOptions {
+                change,
+                jobs,
+                cache,
+            }),
             CommandArgs::Prove {
                 change,
                 jobs,
@@ -366,6 +381,7 @@ impl Cli {
                 shard,
                 heartbeat,
                 stream,
+                cache,
             } => Command::Prove(commands::prove::ProveOptions {
                 change,
                 jobs,
@@ -381,10 +397,16 @@ impl Cli {
                 shard,
                 heartbeat,
                 stream,
+                cache,
             }),
-            CommandArgs::Status { change, sandbox } => Command::Status {
+            CommandArgs::Status {
+                change,
+                sandbox,
+                cache,
+            } => Command::Status {
                 change,
                 sandbox: sandbox.map(SandboxArg::mode),
+                cache,
             },
             CommandArgs::Explain {
                 change,

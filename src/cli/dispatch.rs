@@ -36,6 +36,8 @@ pub enum Command {
         change: String,
         /// The sandbox mode the fingerprints assume.
         sandbox: Option<proofgraph_sandbox::SandboxMode>,
+        /// `--cache <policy>`.
+        cache: Option<String>,
     },
     /// `explain <change> <provider>`.
     Explain {
@@ -131,10 +133,23 @@ pub fn run(env: Env, global: &Global, command: Command) -> u8 {
         Command::Show { change } => emit!(mode, show::run(&ctx, &change)),
         Command::Validate(options) => emit!(mode, validate::run(&ctx, &options)),
         Command::Doctor => emit!(mode, doctor::run(&ctx)),
-        Command::Plan(options) => emit!(mode, plan::run(&ctx, &options)),
+        Command::Plan(options) => {
+            let ctx = ctx.clone().with_cache_policy(options.cache.clone());
+            emit!(mode, plan::run(&ctx, &options))
+        }
         Command::Graph { change, format } => emit!(mode, graph::run(&ctx, &change, format)),
-        Command::Prove(options) => emit!(mode, prove::run(&ctx, &options)),
-        Command::Status { change, sandbox } => emit!(mode, status::run(&ctx, &change, sandbox)),
+        Command::Prove(options) => {
+            let ctx = ctx.clone().with_cache_policy(options.cache.clone());
+            emit!(mode, prove::run(&ctx, &options))
+        }
+        Command::Status {
+            change,
+            sandbox,
+            cache,
+        } => {
+            let ctx = ctx.clone().with_cache_policy(cache);
+            emit!(mode, status::run(&ctx, &change, sandbox))
+        }
         Command::Explain {
             change,
             provider,

@@ -23,6 +23,8 @@ pub struct PlanOptions {
     pub change: String,
     /// How many providers may run at once (default: the CPU count).
     pub jobs: Option<NonZeroUsize>,
+    /// `--cache <policy>`.
+    pub cache: Option<String>,
 }
 
 /// What `prove` would do with a provider.
