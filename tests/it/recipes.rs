@@ -7,9 +7,10 @@
 //! then copied, not mounted) to look at what the provider was given.
 //!
 //! A setup gets only the caller's `PATH`, `HOME` and `LANG`, so what the package manager
-//! needs besides (uv's "never download a Python", Go's proxy) is in its configuration under
-//! the test's `HOME`, where a user would put it. The npm, pnpm, yarn classic, venv + pip
-//! and cargo recipes are run by `evidence.rs`, `setup.rs` and `real_projects.rs`.
+//! needs besides (uv's "never download a Python", Go's proxy, the certificates yarn berry
+//! trusts) is in its configuration under the test's `HOME`, where a user would put it. The
+//! npm, pnpm, yarn classic, venv + pip and cargo recipes are run by `evidence.rs`,
+//! `setup.rs` and `real_projects.rs`.
 
 use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
@@ -402,4 +403,96 @@ fn the_go_recipe_downloads_modules_once_and_tests_the_code_as_it_is() {
         kept.join(".gomodcache/example.com/greet@v1.0.0/greet.go")
             .is_file()
     );
+}
+
+const INDEX_JS: &str =
+    "const isNumber = require('is-number');\nmodule.exports = (x) => isNumber(x);\n";
+
+/// docs/setup.md's yarn berry recipe, run: yarn 4 (`@yarnpkg/cli-dist`, pinned in
+/// tools/package.json) as the `yarn` on `PATH`, a package with a dependency from npm and
+/// `nodeLinker: node-modules` in its `.yarnrc.yml`, its `yarn.lock` made by `yarn install`.
+/// `yarn install --immutable` fills `node_modules` seeing only `package.json`, `yarn.lock`
+/// and `.yarnrc.yml`; the package's code comes from the sandbox. Yarn berry reads no npm
+/// configuration: the certificates it trusts are in the `.yarnrc.yml` of the test's
+/// `HOME`, where a user keeps them.
+#[test]
+fn the_yarn_berry_recipe_installs_dependencies_once_and_runs_the_code_as_it_is() {
+    let berry = crate::support::tools_node_modules().join("@yarnpkg/cli-dist/bin/yarn.js");
+    assert!(
+        berry.is_file(),
+        "docs/setup.md's yarn berry recipe needs yarn 4.18.1 at {}; install it with `npm ci --prefix tools`",
+        berry.display()
+    );
+    let sb = Sandbox::new();
+    let path = crate::support::path_with_tool(&sb, "yarn", &berry);
+    let system_certs = Path::new("/etc/ssl/certs/ca-certificates.crt");
+    let certs = if system_certs.is_file() {
+        format!("httpsCaFilePath: {}\n", system_certs.display())
+    } else {
+        String::new()
+    };
+    write(
+        &sb.home().join(".yarnrc.yml"),
+        format!("enableTelemetry: false\n{certs}"),
+    );
+    sb.write(
+        "app/package.json",
+        "{\"name\": \"app\", \"version\": \"1.0.0\", \"private\": true, \"dependencies\": {\"is-number\": \"7.0.0\"}}\n",
+    );
+    sb.write("app/.yarnrc.yml", "nodeLinker: node-modules\n");
+    sb.write("app/index.js", INDEX_JS);
+    sb.write("app/.gitignore", "node_modules/\n.yarn/\n");
+    let version = run_ok(
+        sb.cmd(&berry, &sb.work().join("app"))
+            .env("PATH", &path)
+            .arg("--version"),
+        "yarn --version",
+    );
+    assert_eq!(version.trim(), "4.18.1", "yarn berry runs");
+    run_ok(
+        sb.cmd(&berry, &sb.work().join("app"))
+            .env("PATH", &path)
+            .arg("install"),
+        "yarn install",
+    );
+    assert!(
+        fs_err::read_to_string(sb.work().join("app/yarn.lock"))
+            .expect("yarn.lock")
+            .contains("__metadata:"),
+        "a berry lockfile"
+    );
+    fs_err::remove_dir_all(sb.work().join("app/node_modules")).expect("remove node_modules");
+    wire(
+        &sb,
+        "    setup: [[yarn, install, --immutable]]\n    setupCache: [node_modules]\n",
+        "    command: [node, -e, \"process.exit(require('./index.js')(5) && !require('./index.js')('x') ? 0 : 1)\"]\n",
+    );
+    let lib = sb.work().join("app/index.js");
+    let kept = prove_break_repair(
+        &sb,
+        &path,
+        "yarn install --immutable",
+        &|| {
+            fs_err::write(&lib, INDEX_JS.replace("=> isNumber", "=> !isNumber")).expect("break");
+        },
+        &|| fs_err::write(&lib, INDEX_JS).expect("repair"),
+    );
+    // The dependency is in the cache and in the provider's copy, linked by berry (its state
+    // file); the package is not.
+    for (what, modules) in [
+        ("the kept tree", kept_tree(&sb).join("node_modules")),
+        ("the kept sandbox", kept.join("node_modules")),
+    ] {
+        let all = paths(&modules);
+        assert!(
+            all.iter().any(|p| p == "is-number/index.js")
+                && all.iter().any(|p| p == ".yarn-state.yml"),
+            "{what} holds is-number, installed by yarn berry: {all:?}"
+        );
+        assert!(
+            !all.iter()
+                .any(|p| p.starts_with("app") || p.ends_with("/app")),
+            "{what} never holds the package: {all:?}"
+        );
+    }
 }
