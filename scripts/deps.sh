@@ -9,7 +9,7 @@ set -euo pipefail
 #   git              the repositories every test builds
 #   dot              graphviz: `graph --format dot` must render
 #   openssl          signs and verifies envelopes independently of our code
-#   go               golang-go: a real runner the wiring bootstrap's tests drive
+#   go               golang-go: a real runner the wiring bootstrap's tests drive, and the go recipe
 #   script           bsdutils: the pseudo-terminal the progress-bar test runs prove under
 #   chromium         the browser Playwright drives (never downloaded) + fonts-liberation
 #   nix-instantiate  nix-bin: evaluates the flake's own expressions offline

@@ -21,6 +21,7 @@ mod preflight;
 mod prove;
 mod real_projects;
 mod receipt;
+mod recipes;
 mod remote_http;
 mod root;
 mod sandbox;

@@ -605,6 +605,20 @@ pub(crate) fn tools_node_modules() -> PathBuf {
     repo_root().join("tools/node_modules")
 }
 
+/// The caller's `PATH` with a directory of `sb` first that holds `name`, a link to
+/// `program`: the tool a test means, whatever else on `PATH` has that name (yarn classic
+/// and yarn berry both install a `yarn` in `tools/node_modules/.bin`).
+pub(crate) fn path_with_tool(sb: &Sandbox, name: &str, program: &Path) -> String {
+    let dir = sb.path().join("tool-bin");
+    fs_err::create_dir_all(&dir).expect("create the tool directory");
+    fs_err::os::unix::fs::symlink(program, dir.join(name)).expect("link the tool");
+    format!(
+        "{}:{}",
+        dir.display(),
+        std::env::var("PATH").unwrap_or_default()
+    )
+}
+
 /// The system Chromium Playwright drives (`$PROOFGRAPH_CHROMIUM`, else
 /// Debian's `/usr/bin/chromium`). Missing, it fails the test with the
 /// install line; browsers are never downloaded.
