@@ -496,6 +496,24 @@ fn attempt(
             .any(|r| matches!(r.outcome, Outcome::Fail | Outcome::Error))
     {
         Verdict::Failed
+    } else if let Some((i, n)) = options.shard {
+        // A shard answers for its own providers: the others are other jobs' to run, and
+        // `status` after every shard gives the change's verdict.
+        let mine: std::collections::BTreeSet<String> =
+            proofgraph_graph::schedule::shard(graph, i, n)
+                .into_iter()
+                .map(|id| graph.node(id).name.clone())
+                .collect();
+        let unproven = requirements
+            .iter()
+            .flat_map(|r| &r.evidence)
+            .filter(|ev| mine.contains(&ev.provider))
+            .any(|ev| ev.state != status::State::Passed);
+        if unproven {
+            Verdict::Unproven
+        } else {
+            Verdict::Success
+        }
     } else {
         super::status::verdict(&requirements)
     };

@@ -174,7 +174,7 @@ fn missing(
                 .is_none()
             {
                 out.push(crate::proof::remote::Wanted {
-                    fingerprint: fp.clone(),
+                    fingerprint: *fp,
                     receipt: o.under.clone(),
                     capability: o.capability.clone(),
                 });

@@ -6,6 +6,7 @@
 //! a proof, and a credential never leaves the environment variable that holds it.
 
 use std::net::TcpListener;
+use std::os::unix::process::CommandExt as _;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -43,7 +44,9 @@ fn free_port() -> u16 {
 impl Nginx {
     pub(crate) fn start(sb: &Sandbox, token: Option<&str>) -> Nginx {
         let dir = sb.path().join("nginx");
-        for sub in ["data/cache", "tmp", "logs"] {
+        // `cas/` and `ac/` made first: nginx's `create_full_put_path` races with itself
+        // when concurrent PUTs make the same directory (a 500), as docs/remote-cache.md says.
+        for sub in ["data/cache/cas", "data/cache/ac", "tmp", "logs"] {
             fs_err::create_dir_all(dir.join(sub)).expect("mkdir");
         }
         let port = free_port();
@@ -56,6 +59,8 @@ impl Nginx {
         );
         fs_err::write(dir.join("nginx.conf"), conf).expect("write nginx.conf");
         let child = Command::new(nginx_binary())
+            // Its own process group: stopping it kills the master and its worker at once.
+            .process_group(0)
             .arg("-c")
             .arg(dir.join("nginx.conf"))
             .arg("-e")
@@ -82,24 +87,23 @@ impl Nginx {
         }
     }
 
+    /// What nginx logged, for a failure's message.
+    pub(crate) fn log(&self) -> String {
+        fs_err::read_to_string(self.dir.join("logs/error.log")).unwrap_or_default()
+    }
+
     /// Where blobs are kept, by SHA-256.
     pub(crate) fn cas(&self) -> PathBuf {
         self.dir.join("data/cache/cas")
     }
 
-    /// Stops it (the master and its worker) and waits for it.
+    /// Kills it — the master and its worker, the whole process group, with `SIGKILL` —
+    /// and waits for the master.
     pub(crate) fn stop(&mut self) {
         if let Some(mut child) = self.child.take() {
-            let _ = child.kill();
+            let group = format!("-{}", child.id());
+            let _ = Command::new("kill").args(["-9", "--", &group]).status();
             let _ = child.wait();
-            // The worker follows its master; make sure nothing keeps the port.
-            if let Ok(pid) = fs_err::read_to_string(self.dir.join("nginx.pid")) {
-                let _ = Command::new("kill").arg("-9").arg(pid.trim()).status();
-            }
-            let _ = Command::new("pkill")
-                .args(["-9", "-f"])
-                .arg(self.dir.join("nginx.conf"))
-                .status();
         }
     }
 }
@@ -115,7 +119,7 @@ fn ci_key(sb: &Sandbox) -> (PathBuf, String) {
     let key = keys::generate_signing_key().expect("generate a key");
     let secret = crate::support::write(
         &sb.path().join("secret/workspace.key"),
-        keys::signing_key_to_pem(&key).to_string(),
+        &*keys::signing_key_to_pem(&key),
     );
     let entry = format!(
         "trustedKeys:\n  - name: ci\n    publicKey: |\n{}",
@@ -205,7 +209,13 @@ fn what_ci_proved_and_pushed_a_fresh_clone_reuses_without_running_anything() {
     let run = prove(&sb, &ci, &[CI], &[]);
     assert_eq!(run.code, Some(0), "{}\n{}", run.stdout, run.stderr);
     assert_eq!(runs(&sb), 3);
-    assert_eq!(summary(&run, "pushed"), 3, "{}", run.stdout);
+    assert_eq!(
+        summary(&run, "pushed"),
+        3,
+        "{}\n{}",
+        run.stdout,
+        nginx.log()
+    );
     // A laptop: a clone with an empty store, the default policy (reads the remote).
     let laptop = clone(&sb, "laptop");
     let run = prove(&sb, &laptop, &[], &[]);
@@ -423,9 +433,9 @@ fn a_credential_never_leaves_its_environment_variable() {
     assert_emits!(without.status_codes(), "remote_cache_refused");
     let wrong = prove(
         &sb,
-        &laptop,
+        &clone(&sb, "wrong"),
         &[("CACHE_AUTH", "Bearer tok-wrong-value-0000000")],
-        &["--no-cache"],
+        &[],
     );
     assert_emits!(wrong.status_codes(), "remote_cache_refused");
     let with = prove(
