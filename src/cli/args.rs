@@ -127,7 +127,7 @@ enum CommandArgs {
     },
     /// Claim × capability: passed, failed, inconclusive, stale or pending
     #[command(
-        after_help = "Examples:\n  proofgraph status add-profile-page\n  proofgraph status add-profile-page --json"
+        after_help = "Examples:\n  proofgraph status add-profile-page\n  proofgraph status add-profile-page --json\n  proofgraph status add-profile-page --format markdown >> \"$GITHUB_STEP_SUMMARY\"\n  proofgraph status add-profile-page --format junit > proofgraph.xml\n\nThe exit code is the same with or without --format. CI reports: docs/ci.md."
     )]
     Status {
         /// The change
@@ -135,6 +135,9 @@ enum CommandArgs {
         /// The sandbox mode the fingerprints assume [default: proofgraph.yaml's, else worktree]
         #[arg(long, value_enum)]
         sandbox: Option<SandboxArg>,
+        /// Print a CI report instead of text: a Markdown table (a job summary) or JUnit XML (test dashboards)
+        #[arg(long, value_enum, value_name = "FORMAT", conflicts_with = "json")]
+        format: Option<StatusFormatArg>,
     },
     /// Which components of a provider's fingerprint changed since its last receipt
     #[command(after_help = "Example:\n  proofgraph explain add-profile-page test")]
@@ -317,6 +320,12 @@ impl SandboxArg {
 }
 
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
+enum StatusFormatArg {
+    Markdown,
+    Junit,
+}
+
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
 enum GraphFormat {
     Dot,
     Mermaid,
@@ -324,6 +333,24 @@ enum GraphFormat {
 }
 
 impl Cli {
+    /// Refuses what clap's own checks let through: `--json` written before the
+    /// subcommand with `status --format` after it (clap checks a subcommand's
+    /// `conflicts_with` only against arguments given after the subcommand).
+    fn checked(self) -> Result<Self, clap::Error> {
+        use clap::CommandFactory as _;
+        if let CommandArgs::Status {
+            format: Some(_), ..
+        } = &self.command
+            && self.global.json
+        {
+            return Err(Cli::command().error(
+                clap::error::ErrorKind::ArgumentConflict,
+                "the argument '--format <FORMAT>' cannot be used with '--json'",
+            ));
+        }
+        Ok(self)
+    }
+
     /// Converts parsed arguments into the options the commands take.
     fn into_command(self) -> (Global, Command) {
         let Cli {
@@ -382,9 +409,17 @@ impl Cli {
                 heartbeat,
                 stream,
             }),
-            CommandArgs::Status { change, sandbox } => Command::Status {
+            CommandArgs::Status {
+                change,
+                sandbox,
+                format,
+            } => Command::Status {
                 change,
                 sandbox: sandbox.map(SandboxArg::mode),
+                format: format.map(|f| match f {
+                    StatusFormatArg::Markdown => commands::status::Format::Markdown,
+                    StatusFormatArg::Junit => commands::status::Format::Junit,
+                }),
             },
             CommandArgs::Explain {
                 change,
@@ -467,7 +502,7 @@ pub fn main() -> ExitCode {
         proofgraph_sandbox::init_main();
     }
     let json = args.iter().skip(1).any(|a| a == "--json");
-    let cli = match Cli::try_parse_from(&args) {
+    let cli = match Cli::try_parse_from(&args).and_then(Cli::checked) {
         Ok(cli) => cli,
         Err(err) => return ExitCode::from(usage_error(&err, json)),
     };

@@ -36,6 +36,8 @@ pub enum Command {
         change: String,
         /// The sandbox mode the fingerprints assume.
         sandbox: Option<proofgraph_sandbox::SandboxMode>,
+        /// `--format markdown|junit`: a CI report instead of the text or JSON.
+        format: Option<status::Format>,
     },
     /// `explain <change> <provider>`.
     Explain {
@@ -134,7 +136,19 @@ pub fn run(env: Env, global: &Global, command: Command) -> u8 {
         Command::Plan(options) => emit!(mode, plan::run(&ctx, &options)),
         Command::Graph { change, format } => emit!(mode, graph::run(&ctx, &change, format)),
         Command::Prove(options) => emit!(mode, prove::run(&ctx, &options)),
-        Command::Status { change, sandbox } => emit!(mode, status::run(&ctx, &change, sandbox)),
+        Command::Status {
+            change,
+            sandbox,
+            format: None,
+        } => emit!(mode, status::run(&ctx, &change, sandbox)),
+        Command::Status {
+            change,
+            sandbox,
+            format: Some(format),
+        } => emit!(
+            mode,
+            status::document(&ctx, &change, format, status::run(&ctx, &change, sandbox))
+        ),
         Command::Explain {
             change,
             provider,
