@@ -21,6 +21,7 @@ mod preflight;
 mod prove;
 mod real_projects;
 mod receipt;
+mod reports;
 mod root;
 mod sandbox;
 mod secrets;
