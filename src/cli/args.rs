@@ -127,7 +127,7 @@ enum CommandArgs {
     },
     /// Claim × capability: passed, failed, inconclusive, stale or pending
     #[command(
-        after_help = "Examples:\n  proofgraph status add-profile-page\n  proofgraph status add-profile-page --json\n  proofgraph status add-profile-page --format markdown >> \"$GITHUB_STEP_SUMMARY\"\n  proofgraph status add-profile-page --format junit > proofgraph.xml\n\nThe exit code is the same with or without --format. CI reports: docs/ci.md."
+        after_help = "Examples:\n  proofgraph status add-profile-page\n  proofgraph status add-profile-page --json\n  proofgraph status add-profile-page --format markdown >> \"$GITHUB_STEP_SUMMARY\"\n  proofgraph status add-profile-page --format junit > \"$RUNNER_TEMP/proofgraph.xml\"\n\nThe exit code is the same with or without --format. Write the JUnit file outside the checkout: an untracked file there is an input. CI reports: docs/ci.md."
     )]
     Status {
         /// The change
