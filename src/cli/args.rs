@@ -133,7 +133,7 @@ enum CommandArgs {
     },
     /// Claim × capability: passed, failed, inconclusive, stale or pending
     #[command(
-        after_help = "Examples:\n  proofgraph status add-profile-page\n  proofgraph status add-profile-page --json"
+        after_help = "Examples:\n  proofgraph status add-profile-page\n  proofgraph status add-profile-page --json\n  proofgraph status add-profile-page --format markdown >> \"$GITHUB_STEP_SUMMARY\"\n  proofgraph status add-profile-page --format junit > \"$RUNNER_TEMP/proofgraph.xml\"\n\nThe exit code is the same with or without --format. Write the JUnit file outside the checkout: an untracked file there is an input. CI reports: docs/ci.md."
     )]
     Status {
         /// The change
@@ -144,6 +144,9 @@ enum CommandArgs {
         /// Which cache tiers to read and write, e.g. `local:rw,remote:r` [default: PROOFGRAPH_CACHE, else proofgraph.yaml's cache.policy, else local:rw,remote:r]
         #[arg(long, value_name = "POLICY")]
         cache: Option<String>,
+        /// Print a CI report instead of text: a Markdown table (a job summary) or JUnit XML (test dashboards)
+        #[arg(long, value_enum, value_name = "FORMAT", conflicts_with = "json")]
+        format: Option<StatusFormatArg>,
     },
     /// Which components of a provider's fingerprint changed since its last receipt
     #[command(after_help = "Example:\n  proofgraph explain add-profile-page test")]
@@ -326,6 +329,12 @@ impl SandboxArg {
 }
 
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
+enum StatusFormatArg {
+    Markdown,
+    Junit,
+}
+
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
 enum GraphFormat {
     Dot,
     Mermaid,
@@ -333,6 +342,24 @@ enum GraphFormat {
 }
 
 impl Cli {
+    /// Refuses what clap's own checks let through: `--json` written before the
+    /// subcommand with `status --format` after it (clap checks a subcommand's
+    /// `conflicts_with` only against arguments given after the subcommand).
+    fn checked(self) -> Result<Self, clap::Error> {
+        use clap::CommandFactory as _;
+        if let CommandArgs::Status {
+            format: Some(_), ..
+        } = &self.command
+            && self.global.json
+        {
+            return Err(Cli::command().error(
+                clap::error::ErrorKind::ArgumentConflict,
+                "the argument '--format <FORMAT>' cannot be used with '--json'",
+            ));
+        }
+        Ok(self)
+    }
+
     /// Converts parsed arguments into the options the commands take.
     fn into_command(self) -> (Global, Command) {
         let Cli {
@@ -403,10 +430,15 @@ impl Cli {
                 change,
                 sandbox,
                 cache,
+                format,
             } => Command::Status {
                 change,
                 sandbox: sandbox.map(SandboxArg::mode),
                 cache,
+                format: format.map(|f| match f {
+                    StatusFormatArg::Markdown => commands::status::Format::Markdown,
+                    StatusFormatArg::Junit => commands::status::Format::Junit,
+                }),
             },
             CommandArgs::Explain {
                 change,
@@ -489,7 +521,7 @@ pub fn main() -> ExitCode {
         proofgraph_sandbox::init_main();
     }
     let json = args.iter().skip(1).any(|a| a == "--json");
-    let cli = match Cli::try_parse_from(&args) {
+    let cli = match Cli::try_parse_from(&args).and_then(Cli::checked) {
         Ok(cli) => cli,
         Err(err) => return ExitCode::from(usage_error(&err, json)),
     };

@@ -38,6 +38,8 @@ pub enum Command {
         sandbox: Option<proofgraph_sandbox::SandboxMode>,
         /// `--cache <policy>`.
         cache: Option<String>,
+        /// `--format markdown|junit`: a CI report instead of the text or JSON.
+        format: Option<status::Format>,
     },
     /// `explain <change> <provider>`.
     Explain {
@@ -146,9 +148,22 @@ pub fn run(env: Env, global: &Global, command: Command) -> u8 {
             change,
             sandbox,
             cache,
+            format: None,
         } => {
             let ctx = ctx.clone().with_cache_policy(cache);
             emit!(mode, status::run(&ctx, &change, sandbox))
+        }
+        Command::Status {
+            change,
+            sandbox,
+            cache,
+            format: Some(format),
+        } => {
+            let ctx = ctx.clone().with_cache_policy(cache);
+            emit!(
+                mode,
+                status::document(&ctx, &change, format, status::run(&ctx, &change, sandbox))
+            )
         }
         Command::Explain {
             change,

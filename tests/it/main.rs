@@ -23,6 +23,7 @@ mod real_projects;
 mod receipt;
 mod recipes;
 mod remote_http;
+mod reports;
 mod root;
 mod sandbox;
 mod secrets;

@@ -511,6 +511,8 @@ fn snapshot_filters(sb: &Sandbox) -> Vec<(String, &'static str)> {
             r#""duration_ms": [DURATION]"#,
         ),
         (r"\(\d+(?:\.\d+)? ms\)".to_owned(), "([DURATION])"),
+        // JUnit's seconds (`status --format junit`).
+        (r#"\btime="\d+\.\d{3}""#.to_owned(), r#"time="[DURATION]""#),
         (r"\b(pid|process) \d+\b".to_owned(), "$1 [PID]"),
         (
             r"namespaces \(network, PID, /tmp\)(?: via a user namespace)?".to_owned(),
