@@ -213,8 +213,6 @@ codes! {
     WorkspacePinUnwritable = "workspace_pin_unwritable",
     /// `key pin`: the store has no key to pin.
     WorkspaceKeyMissing = "workspace_key_missing",
-    /// The remote cache named in `proofgraph.yaml` does not answer.
-    CacheUnreachable = "cache_unreachable",
     /// The remote cache could not be reached, timed out or said it is unavailable; the
     /// run went on with the local store.
     RemoteCacheUnavailable = "remote_cache_unavailable",
@@ -228,8 +226,6 @@ codes! {
     RemoteReceiptUntrusted = "remote_receipt_untrusted",
     /// Receipts could not be uploaded to the remote cache.
     RemoteUploadFailed = "remote_upload_failed",
-    /// A remote cache is configured, but this version keeps receipts local.
-    CacheNotUsed = "cache_not_used",
     // Signed external results (`evidence verify-ci`).
     /// `evidence verify-ci` names a provider that is not `external` with a `ci` block.
     NotExternal = "not_external",

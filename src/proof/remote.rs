@@ -43,8 +43,9 @@ pub struct Pulled {
     pub warnings: Vec<Diagnostic>,
 }
 
-/// The diagnostic of a remote failure, during `what` (`pull`, `push`).
-pub fn diagnostic(e: &RemoteError, what: &str) -> Diagnostic {
+/// The diagnostic of a remote failure, while it was to `what` (`pull`, `push`, `be
+/// checked`), reported at `cache.<surface>`.
+pub fn diagnostic(e: &RemoteError, what: &str, surface: &str) -> Diagnostic {
     let (code, fix) = match e {
         RemoteError::Unavailable { .. } => (
             Code::RemoteCacheUnavailable,
@@ -207,6 +208,24 @@ fn runtime() -> Option<tokio::runtime::Runtime> {
         .ok()
 }
 
+/// The remote's first call (capabilities), and how long it took: what `doctor` shows.
+pub fn check(
+    cache: &RemoteCache,
+) -> (
+    Result<crate::store::remote::Capabilities, RemoteError>,
+    std::time::Duration,
+) {
+    let started = std::time::Instant::now();
+    let answer = match runtime() {
+        Some(rt) => rt.block_on(cache.capabilities()),
+        None => Err(RemoteError::Unavailable {
+            remote: cache.name().to_owned(),
+            reason: "no runtime to call it from".to_owned(),
+        }),
+    };
+    (answer, started.elapsed())
+}
+
 /// Pulls the receipt of each of `wanted` (those the local store lacks: the caller says
 /// which), at most [`IN_FLIGHT`] at a time. A remote that fails is tried no further.
 pub fn pull(
@@ -224,7 +243,7 @@ pub fn pull(
     };
     rt.block_on(async {
         if let Err(e) = cache.capabilities().await {
-            pulled.warnings.push(diagnostic(&e, "pull"));
+            pulled.warnings.push(diagnostic(&e, "pull", "pull"));
             return;
         }
         for chunk in wanted.chunks(IN_FLIGHT) {
@@ -243,7 +262,7 @@ pub fn pull(
                     Ok(Some(sha)) => pulled.imported.push((w.clone(), sha)),
                     Ok(None) => {}
                     Err(e @ RemoteError::Corrupt { .. }) => {
-                        pulled.warnings.push(diagnostic(&e, "pull"));
+                        pulled.warnings.push(diagnostic(&e, "pull", "pull"));
                     }
                     Err(e) => {
                         failed.get_or_insert(e);
@@ -251,7 +270,7 @@ pub fn pull(
                 }
             }
             if let Some(e) = failed {
-                pulled.warnings.push(diagnostic(&e, "pull"));
+                pulled.warnings.push(diagnostic(&e, "pull", "pull"));
                 return;
             }
         }
@@ -347,7 +366,7 @@ async fn push_all(
         if let Some(e) = cache.down() {
             pushed.failed += 1;
             if pushed.warnings.is_empty() {
-                pushed.warnings.push(diagnostic(&e, "push"));
+                pushed.warnings.push(diagnostic(&e, "push", "push"));
             }
             continue;
         }
@@ -379,7 +398,7 @@ async fn push_all(
             .iter()
             .any(|d| d.code != Code::RemoteUploadFailed)
     {
-        pushed.warnings.push(diagnostic(&e, "push"));
+        pushed.warnings.push(diagnostic(&e, "push", "push"));
     }
 }
 

@@ -142,7 +142,7 @@ pub fn open(
     match RemoteCache::open(&settings) {
         Ok(cache) => Ok(Some(Remote { cache, policy })),
         Err(e) => {
-            notes.push(crate::proof::remote::diagnostic(&e, "be used"));
+            notes.push(crate::proof::remote::diagnostic(&e, "be used", "remote"));
             Ok(None)
         }
     }

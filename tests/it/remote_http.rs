@@ -43,6 +43,15 @@ fn free_port() -> u16 {
 
 impl Nginx {
     pub(crate) fn start(sb: &Sandbox, token: Option<&str>) -> Nginx {
+        Nginx::start_with(sb, token, true)
+    }
+
+    /// A cache that serves what it has and refuses `PUT` (405), as a read-only mirror does.
+    pub(crate) fn start_read_only(sb: &Sandbox) -> Nginx {
+        Nginx::start_with(sb, None, false)
+    }
+
+    fn start_with(sb: &Sandbox, token: Option<&str>, writable: bool) -> Nginx {
         let dir = sb.path().join("nginx");
         // `cas/` and `ac/` made first: nginx's `create_full_put_path` races with itself
         // when concurrent PUTs make the same directory (a 500), as docs/remote-cache.md says.
@@ -53,9 +62,14 @@ impl Nginx {
         let guard = token.map_or(String::new(), |t| {
             format!("      if ($http_authorization != \"Bearer {t}\") {{ return 401; }}\n")
         });
+        let dav = if writable {
+            "      dav_methods PUT;\n      create_full_put_path on;\n      dav_access user:rw group:r all:r;\n"
+        } else {
+            ""
+        };
         let d = dir.display();
         let conf = format!(
-            "user root;\nworker_processes 1;\ndaemon off;\npid {d}/nginx.pid;\nerror_log {d}/logs/error.log;\nevents {{ worker_connections 64; }}\nhttp {{\n  access_log {d}/logs/access.log;\n  client_body_temp_path {d}/tmp/body;\n  proxy_temp_path {d}/tmp/proxy;\n  fastcgi_temp_path {d}/tmp/fastcgi;\n  uwsgi_temp_path {d}/tmp/uwsgi;\n  scgi_temp_path {d}/tmp/scgi;\n  client_max_body_size 0;\n  server {{\n    listen 127.0.0.1:{port};\n    location /cache/ {{\n{guard}      root {d}/data;\n      dav_methods PUT;\n      create_full_put_path on;\n      dav_access user:rw group:r all:r;\n    }}\n  }}\n}}\n"
+            "user root;\nworker_processes 1;\ndaemon off;\npid {d}/nginx.pid;\nerror_log {d}/logs/error.log;\nevents {{ worker_connections 64; }}\nhttp {{\n  access_log {d}/logs/access.log;\n  client_body_temp_path {d}/tmp/body;\n  proxy_temp_path {d}/tmp/proxy;\n  fastcgi_temp_path {d}/tmp/fastcgi;\n  uwsgi_temp_path {d}/tmp/uwsgi;\n  scgi_temp_path {d}/tmp/scgi;\n  client_max_body_size 0;\n  server {{\n    listen 127.0.0.1:{port};\n    location /cache/ {{\n{guard}      root {d}/data;\n{dav}    }}\n  }}\n}}\n"
         );
         fs_err::write(dir.join("nginx.conf"), conf).expect("write nginx.conf");
         let child = Command::new(nginx_binary())
@@ -494,4 +508,42 @@ fn three_shards_share_one_remote_and_a_fourth_clone_runs_nothing() {
     let run = prove(&sb, &fourth, &[], &[]);
     assert_eq!(run.code, Some(0));
     assert_eq!(runs(&sb), 3, "the fourth clone ran nothing");
+}
+
+#[test]
+fn a_cache_that_refuses_writes_or_a_header_that_cannot_be_sent_is_said_and_changes_nothing() {
+    let sb = Sandbox::new();
+    let nginx = Nginx::start_read_only(&sb);
+    let (secret, trusted) = ci_key(&sb);
+    origin(
+        &sb,
+        &format!(
+            "  remote: {}\n  headersFromEnv: {{Authorization: CACHE_AUTH}}\n",
+            nginx.url
+        ),
+        &trusted,
+    );
+    let ci = clone(&sb, "ci");
+    install(&secret, &ci);
+    let run = prove(
+        &sb,
+        &ci,
+        &[CI, ("CACHE_AUTH", "Bearer a-long-enough-token")],
+        &[],
+    );
+    assert_eq!(run.code, Some(0), "{}", run.stdout);
+    assert_eq!(summary(&run, "pushed"), 0);
+    assert_eq!(summary(&run, "push_failed"), 3);
+    assert_emits!(run.status_codes(), "remote_upload_failed");
+    // A credential with a line break cannot be a header: the remote is not used at all.
+    let other = clone(&sb, "other");
+    let run = prove(
+        &sb,
+        &other,
+        &[("CACHE_AUTH", "Bearer one\ntwo-three-four")],
+        &[],
+    );
+    assert_eq!(run.code, Some(0), "{}", run.stdout);
+    assert_emits!(run.status_codes(), "remote_cache_unsupported");
+    assert!(!run.stdout.contains("two-three-four") && !run.stderr.contains("two-three-four"));
 }
