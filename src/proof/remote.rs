@@ -68,7 +68,7 @@ pub fn diagnostic(e: &RemoteError, what: &str, surface: &str) -> Diagnostic {
         code,
         format!("the remote cache could not {what}: failed to {e}"),
     )
-    .surface(&format!("cache.{what}"))
+    .surface(&format!("cache.{surface}"))
     .fix(fix)
 }
 
