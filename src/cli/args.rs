@@ -194,6 +194,9 @@ enum CommandArgs {
     /// The store's signing key, and the pin outside the store that makes it trusted
     #[command(subcommand)]
     Key(KeyArgs),
+    /// The remote cache by hand: upload or fetch a change's receipts; what the store holds
+    #[command(subcommand)]
+    Cache(CacheArgs),
     /// Draw the change's graph: providers, services, probes and their edges
     #[command(
         after_help = "Examples:\n  proofgraph graph add-profile-page --format dot | dot -Tsvg > graph.svg\n  proofgraph graph add-profile-page --format mermaid"
@@ -217,6 +220,29 @@ enum ReceiptArgs {
         /// A receipt file, or the SHA-256 of a receipt in .proofgraph/
         receipt: String,
     },
+}
+
+#[derive(Debug, Subcommand)]
+enum CacheArgs {
+    /// Upload the change's current receipts (with their logs, reports and input listings) to the remote cache
+    #[command(
+        after_help = "Example:\n  PROOFGRAPH_CACHE_AUTH=... proofgraph cache push add-profile-page"
+    )]
+    Push {
+        /// The change
+        change: String,
+    },
+    /// Fetch the receipts the remote cache has for the change's current fingerprints (checked before they are kept)
+    #[command(
+        after_help = "Example:\n  proofgraph cache pull add-profile-page && proofgraph status add-profile-page"
+    )]
+    Pull {
+        /// The change
+        change: String,
+    },
+    /// Count what the local store holds, and name the remote cache
+    #[command(after_help = "Example:\n  proofgraph cache stats --json")]
+    Stats,
 }
 
 #[derive(Debug, Subcommand)]
@@ -471,6 +497,9 @@ impl Cli {
             CommandArgs::Receipt(ReceiptArgs::Verify { receipt }) => {
                 Command::ReceiptVerify { receipt }
             }
+            CommandArgs::Cache(CacheArgs::Push { change }) => Command::CachePush { change },
+            CommandArgs::Cache(CacheArgs::Pull { change }) => Command::CachePull { change },
+            CommandArgs::Cache(CacheArgs::Stats) => Command::CacheStats,
             CommandArgs::Key(KeyArgs::Show) => Command::KeyShow,
             CommandArgs::Key(KeyArgs::Pin { keyid }) => Command::KeyPin { keyid },
             CommandArgs::Evidence(EvidenceArgs::Detect { change }) => {

@@ -5,8 +5,8 @@ use std::path::PathBuf;
 
 use crate::commands::validate::ValidateOptions;
 use crate::commands::{
-    doctor, evidence, explain, graph, hash, key, list, log, plan, prove, receipt, show, status,
-    validate, verify_ci, watch,
+    cache, doctor, evidence, explain, graph, hash, key, list, log, plan, prove, receipt, show,
+    status, validate, verify_ci, watch,
 };
 use crate::load::openspec::root::Env;
 use crate::present::output::{Mode, emit_redacted};
@@ -105,6 +105,18 @@ pub enum Command {
     },
     /// `key show`.
     KeyShow,
+    /// `cache push <change>`.
+    CachePush {
+        /// The change.
+        change: String,
+    },
+    /// `cache pull <change>`.
+    CachePull {
+        /// The change.
+        change: String,
+    },
+    /// `cache stats`.
+    CacheStats,
     /// `key pin <key id>`.
     KeyPin {
         /// The key id the user checked.
@@ -187,6 +199,9 @@ pub fn run(env: Env, global: &Global, command: Command) -> u8 {
         } => emit!(mode, verify_ci::run(&ctx, &change, &provider, &envelope)),
         Command::ReceiptVerify { receipt } => emit!(mode, receipt::verify(&ctx, &receipt)),
         Command::KeyShow => emit!(mode, key::show(&ctx)),
+        Command::CachePush { change } => emit!(mode, cache::push(&ctx, &change)),
+        Command::CachePull { change } => emit!(mode, cache::pull(&ctx, &change)),
+        Command::CacheStats => emit!(mode, cache::stats(&ctx)),
         Command::KeyPin { keyid } => emit!(mode, key::pin(&ctx, keyid)),
         Command::Watch => emit!(mode, watch::run(&ctx)),
         Command::EvidenceDetect { change } => emit!(mode, evidence::detect(&ctx, &change)),

@@ -547,3 +547,48 @@ fn a_cache_that_refuses_writes_or_a_header_that_cannot_be_sent_is_said_and_chang
     assert_emits!(run.status_codes(), "remote_cache_unsupported");
     assert!(!run.stdout.contains("two-three-four") && !run.stderr.contains("two-three-four"));
 }
+
+#[test]
+fn cache_push_uploads_what_a_laptop_proved_and_cache_pull_fetches_it() {
+    let sb = Sandbox::new();
+    let nginx = Nginx::start(&sb, None);
+    let (secret, trusted) = ci_key(&sb);
+    origin(&sb, &format!("  remote: {}\n", nginx.url), &trusted);
+    let a = clone(&sb, "a");
+    install(&secret, &a);
+    // The default policy reads the remote: proving pushes nothing.
+    let run = prove(&sb, &a, &[], &[]);
+    assert_eq!(run.code, Some(0), "{}", run.stdout);
+    assert_eq!(summary(&run, "pushed"), 0);
+    let push = sb.run(&a, &["cache", "push", CHANGE, "--json"]);
+    assert_eq!(push.code, Some(0), "{}", push.stdout);
+    assert_eq!(push.json()["pushed"], 3, "{}", push.stdout);
+    assert!(push.json()["uploaded_blobs"].as_u64().unwrap_or(0) >= 3);
+    // Pushing again sends no blob: the remote has them.
+    let again = sb.run(&a, &["cache", "push", CHANGE, "--json"]);
+    assert_eq!(again.json()["uploaded_blobs"], 0, "{}", again.stdout);
+    let b = clone(&sb, "b");
+    let pull = sb.run_with_env(
+        &b,
+        &["cache", "pull", CHANGE, "--json"],
+        &[("PROOFGRAPH_CACHE", "local:rw,remote:off")],
+    );
+    assert_eq!(pull.code, Some(0), "asking is reading: {}", pull.stdout);
+    assert_eq!(
+        pull.json()["pulled"].as_array().map(Vec::len),
+        Some(3),
+        "{}",
+        pull.stdout
+    );
+    let status = sb.run_with_env(
+        &b,
+        &["status", CHANGE, "--json"],
+        &[("PROOFGRAPH_CACHE", "local:rw,remote:off")],
+    );
+    assert_eq!(status.code, Some(0), "{}", status.stdout);
+    assert_eq!(runs(&sb), 3, "nothing ran in `b`");
+    let stats = sb.run(&b, &["cache", "stats", "--json"]);
+    assert_eq!(stats.code, Some(0));
+    assert_eq!(stats.json()["local"]["receipts"], 3, "{}", stats.stdout);
+    assert_eq!(stats.json()["remote"], nginx.url.as_str());
+}
