@@ -592,3 +592,40 @@ fn cache_push_uploads_what_a_laptop_proved_and_cache_pull_fetches_it() {
     assert_eq!(stats.json()["local"]["receipts"], 3, "{}", stats.stdout);
     assert_eq!(stats.json()["remote"], nginx.url.as_str());
 }
+
+#[test]
+fn plan_says_which_receipts_come_from_the_remote() {
+    let sb = Sandbox::new();
+    let nginx = Nginx::start(&sb, None);
+    let (secret, trusted) = ci_key(&sb);
+    origin(&sb, &format!("  remote: {}\n", nginx.url), &trusted);
+    let ci = clone(&sb, "ci");
+    install(&secret, &ci);
+    assert_eq!(prove(&sb, &ci, &[CI], &[]).code, Some(0));
+    let laptop = clone(&sb, "laptop");
+    let plan = sb.run(&laptop, &["plan", CHANGE, "--json"]);
+    assert_eq!(plan.code, Some(0), "{}", plan.stdout);
+    let nodes = plan.json()["nodes"].clone();
+    let providers: Vec<&Value> = nodes
+        .as_array()
+        .expect("nodes")
+        .iter()
+        .filter(|n| n["action"].is_string())
+        .collect();
+    assert_eq!(providers.len(), 3, "{nodes}");
+    for p in providers {
+        assert_eq!(p["action"], "reuse", "{p}");
+        let reason = p["reason"].as_str().unwrap_or_default();
+        assert!(reason.starts_with("reuse remote receipt "), "{p}");
+    }
+    // Local receipts say nothing of the kind.
+    let again = sb.run(&laptop, &["plan", CHANGE, "--json"]);
+    let reasons: Vec<Value> = again.json()["nodes"]
+        .as_array()
+        .expect("nodes")
+        .iter()
+        .filter(|n| n["action"] == "reuse")
+        .map(|n| n["reason"].clone())
+        .collect();
+    assert!(reasons.iter().all(Value::is_null), "{reasons:?}");
+}
