@@ -128,6 +128,50 @@ impl Drop for Nginx {
     }
 }
 
+/// A remote cache server a test started: nginx here, BuildGrid in `remote_grpc.rs`.
+pub(crate) trait Served {
+    /// The URL `cache.remote` names.
+    fn url(&self) -> String;
+    /// The directory its blobs are kept in (files named for their SHA-256, at any depth).
+    fn cas(&self) -> PathBuf;
+    /// Kills it.
+    fn stop(&mut self);
+    /// What it logged, for a failure's message.
+    fn log(&self) -> String;
+}
+
+impl Served for Nginx {
+    fn url(&self) -> String {
+        self.url.clone()
+    }
+    fn cas(&self) -> PathBuf {
+        Nginx::cas(self)
+    }
+    fn stop(&mut self) {
+        Nginx::stop(self);
+    }
+    fn log(&self) -> String {
+        Nginx::log(self)
+    }
+}
+
+/// Every file under `dir`, at any depth.
+pub(crate) fn files(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(at) = stack.pop() {
+        for entry in fs_err::read_dir(&at).expect("read the cas").flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                out.push(path);
+            }
+        }
+    }
+    out
+}
+
 /// A CI key pair: the private key a CI job installs, and the catalog entry that trusts it.
 fn ci_key(sb: &Sandbox) -> (PathBuf, String) {
     let key = keys::generate_signing_key().expect("generate a key");
@@ -212,44 +256,42 @@ fn summary(run: &Run, key: &str) -> u64 {
 
 const CI: (&str, &str) = ("PROOFGRAPH_CACHE", "local:rw,remote:rw");
 
-#[test]
-fn what_ci_proved_and_pushed_a_fresh_clone_reuses_without_running_anything() {
-    let sb = Sandbox::new();
-    let nginx = Nginx::start(&sb, None);
-    let (secret, trusted) = ci_key(&sb);
-    origin(&sb, &format!("  remote: {}\n", nginx.url), &trusted);
-    let ci = clone(&sb, "ci");
+/// The scenario of `what_ci_proved_and_pushed_a_fresh_clone_reuses_without_running_anything`, against any remote.
+pub(crate) fn ci_pushes_and_a_fresh_clone_reuses(sb: &Sandbox, remote: &mut dyn Served) {
+    let (secret, trusted) = ci_key(sb);
+    origin(sb, &format!("  remote: {}\n", remote.url()), &trusted);
+    let ci = clone(sb, "ci");
     install(&secret, &ci);
-    let run = prove(&sb, &ci, &[CI], &[]);
+    let run = prove(sb, &ci, &[CI], &[]);
     assert_eq!(run.code, Some(0), "{}\n{}", run.stdout, run.stderr);
-    assert_eq!(runs(&sb), 3);
+    assert_eq!(runs(sb), 3);
     assert_eq!(
         summary(&run, "pushed"),
         3,
         "{}\n{}",
         run.stdout,
-        nginx.log()
+        remote.log()
     );
     // A laptop: a clone with an empty store, the default policy (reads the remote).
-    let laptop = clone(&sb, "laptop");
-    let run = prove(&sb, &laptop, &[], &[]);
+    let laptop = clone(sb, "laptop");
+    let run = prove(sb, &laptop, &[], &[]);
     assert_eq!(run.code, Some(0), "{}\n{}", run.stdout, run.stderr);
-    assert_eq!(runs(&sb), 3, "nothing ran again: {}", run.stdout);
+    assert_eq!(runs(sb), 3, "nothing ran again: {}", run.stdout);
     assert_eq!(summary(&run, "pulled"), 3);
     for p in run.json()["providers"].as_array().expect("providers") {
         assert_eq!(p["action"], "reused", "{p}");
         assert_eq!(p["reason"], "its receipt came from the remote cache", "{p}");
     }
     // Another clone's `status` shows them passed, having pulled them.
-    let other = clone(&sb, "other");
+    let other = clone(sb, "other");
     let status = sb.run(&other, &["status", CHANGE, "--json"]);
     assert_eq!(status.code, Some(0), "{}", status.stdout);
-    assert_eq!(runs(&sb), 3);
+    assert_eq!(runs(sb), 3);
     // An edit makes a new fingerprint: the remote has nothing for it, and it runs.
     fs_err::write(laptop.join("src/lib.sh"), "echo 43\n").expect("edit");
-    let run = prove(&sb, &laptop, &[], &[]);
+    let run = prove(sb, &laptop, &[], &[]);
     assert_eq!(run.code, Some(0), "{}", run.stdout);
-    assert_eq!(runs(&sb), 6);
+    assert_eq!(runs(sb), 6);
     assert_eq!(
         summary(&run, "pushed"),
         0,
@@ -258,65 +300,82 @@ fn what_ci_proved_and_pushed_a_fresh_clone_reuses_without_running_anything() {
 }
 
 #[test]
-fn a_receipt_signed_by_a_key_this_clone_does_not_trust_is_never_reused() {
+fn what_ci_proved_and_pushed_a_fresh_clone_reuses_without_running_anything() {
     let sb = Sandbox::new();
-    let nginx = Nginx::start(&sb, None);
-    let (secret, _) = ci_key(&sb);
-    origin(&sb, &format!("  remote: {}\n", nginx.url), "");
-    let ci = clone(&sb, "ci");
+    let mut nginx = Nginx::start(&sb, None);
+    ci_pushes_and_a_fresh_clone_reuses(&sb, &mut nginx);
+}
+
+/// The scenario of `a_receipt_signed_by_a_key_this_clone_does_not_trust_is_never_reused`, against any remote.
+pub(crate) fn an_untrusted_signer(sb: &Sandbox, remote: &mut dyn Served) {
+    let (secret, _) = ci_key(sb);
+    origin(sb, &format!("  remote: {}\n", remote.url()), "");
+    let ci = clone(sb, "ci");
     install(&secret, &ci);
-    let run = prove(&sb, &ci, &[CI], &[]);
+    let run = prove(sb, &ci, &[CI], &[]);
     // The CI key is not pinned for this user and not in trustedKeys: refused locally too.
     assert_eq!(run.code, Some(3), "{}", run.stdout);
     // Prove with the clone's own key, which nobody else trusts.
     fs_err::remove_dir_all(ci.join(".proofgraph")).expect("a fresh store");
-    let run = prove(&sb, &ci, &[CI], &[]);
+    let run = prove(sb, &ci, &[CI], &[]);
     assert_eq!(run.code, Some(0), "{}", run.stdout);
     assert_eq!(summary(&run, "pushed"), 3);
-    let laptop = clone(&sb, "laptop");
-    let run = prove(&sb, &laptop, &[], &[]);
+    let laptop = clone(sb, "laptop");
+    let run = prove(sb, &laptop, &[], &[]);
     assert_eq!(run.code, Some(0), "{}", run.stdout);
-    assert_eq!(runs(&sb), 6, "every provider ran here: {}", run.stdout);
+    assert_eq!(runs(sb), 6, "every provider ran here: {}", run.stdout);
     assert_eq!(summary(&run, "pulled"), 0);
     assert_emits!(run.status_codes(), "remote_receipt_untrusted");
 }
 
 #[test]
-fn a_blob_corrupted_on_the_server_is_never_used() {
+fn a_receipt_signed_by_a_key_this_clone_does_not_trust_is_never_reused() {
     let sb = Sandbox::new();
-    let nginx = Nginx::start(&sb, None);
-    let (secret, trusted) = ci_key(&sb);
-    origin(&sb, &format!("  remote: {}\n", nginx.url), &trusted);
-    let ci = clone(&sb, "ci");
+    let mut nginx = Nginx::start(&sb, None);
+    an_untrusted_signer(&sb, &mut nginx);
+}
+
+/// The scenario of `a_blob_corrupted_on_the_server_is_never_used`, against any remote.
+pub(crate) fn a_corrupted_blob(sb: &Sandbox, remote: &mut dyn Served) {
+    let (secret, trusted) = ci_key(sb);
+    origin(sb, &format!("  remote: {}\n", remote.url()), &trusted);
+    let ci = clone(sb, "ci");
     install(&secret, &ci);
-    let run = prove(&sb, &ci, &[CI], &[]);
+    let run = prove(sb, &ci, &[CI], &[]);
     assert_eq!(run.code, Some(0), "{}", run.stdout);
     // Flip one byte of every envelope on the server's disk (they are the JSON blobs).
     let mut flipped = 0;
-    for entry in fs_err::read_dir(nginx.cas()).expect("the cas").flatten() {
-        let mut bytes = fs_err::read(entry.path()).expect("read");
+    for path in files(&remote.cas()) {
+        let mut bytes = fs_err::read(&path).expect("read");
         if bytes.starts_with(b"{\"payload\"") || bytes.starts_with(b"{\"payloadType\"") {
             let last = bytes.len() - 2;
             bytes[last] ^= 0x20;
-            fs_err::write(entry.path(), bytes).expect("write");
+            fs_err::write(&path, bytes).expect("write");
             flipped += 1;
         }
     }
     assert_eq!(flipped, 3, "three envelopes on the server");
-    let laptop = clone(&sb, "laptop");
-    let run = prove(&sb, &laptop, &[], &[]);
+    let laptop = clone(sb, "laptop");
+    let run = prove(sb, &laptop, &[], &[]);
     assert_eq!(run.code, Some(0), "{}", run.stdout);
-    assert_eq!(runs(&sb), 6, "each provider ran again: {}", run.stdout);
+    assert_eq!(runs(sb), 6, "each provider ran again: {}", run.stdout);
     assert_emits!(run.status_codes(), "remote_cache_corrupt");
     // Truncated, the same.
-    for entry in fs_err::read_dir(nginx.cas()).expect("the cas").flatten() {
-        let bytes = fs_err::read(entry.path()).expect("read");
-        fs_err::write(entry.path(), &bytes[..bytes.len() / 2]).expect("truncate");
+    for path in files(&remote.cas()) {
+        let bytes = fs_err::read(&path).expect("read");
+        fs_err::write(&path, &bytes[..bytes.len() / 2]).expect("truncate");
     }
-    let fresh = clone(&sb, "fresh");
-    let run = prove(&sb, &fresh, &[], &[]);
+    let fresh = clone(sb, "fresh");
+    let run = prove(sb, &fresh, &[], &[]);
     assert_eq!(run.code, Some(0), "{}", run.stdout);
-    assert_eq!(runs(&sb), 9);
+    assert_eq!(runs(sb), 9);
+}
+
+#[test]
+fn a_blob_corrupted_on_the_server_is_never_used() {
+    let sb = Sandbox::new();
+    let mut nginx = Nginx::start(&sb, None);
+    a_corrupted_blob(&sb, &mut nginx);
 }
 
 #[test]
@@ -375,13 +434,11 @@ fn a_remote_that_is_down_hangs_or_dies_mid_run_costs_a_warning_never_a_proof() {
     assert_eq!(without.code, Some(1));
 }
 
-#[test]
-fn a_remote_killed_in_the_middle_of_a_prove_leaves_the_proof_intact() {
-    let sb = Sandbox::new();
-    let mut nginx = Nginx::start(&sb, None);
-    let (secret, trusted) = ci_key(&sb);
-    origin(&sb, &format!("  remote: {}\n", nginx.url), &trusted);
-    let ci = clone(&sb, "ci");
+/// The scenario of `a_remote_killed_in_the_middle_of_a_prove_leaves_the_proof_intact`, against any remote.
+pub(crate) fn killed_mid_prove(sb: &Sandbox, remote: &mut dyn Served) {
+    let (secret, trusted) = ci_key(sb);
+    origin(sb, &format!("  remote: {}\n", remote.url()), &trusted);
+    let ci = clone(sb, "ci");
     install(&secret, &ci);
     // Each provider takes a while; nginx dies while they run.
     let execution = ci.join("openspec/changes/share/execution.yaml");
@@ -396,7 +453,7 @@ fn a_remote_killed_in_the_middle_of_a_prove_leaves_the_proof_intact() {
         .spawn()
         .expect("start prove");
     std::thread::sleep(Duration::from_millis(1500));
-    nginx.stop();
+    remote.stop();
     let out = child.wait_with_output().expect("prove ends");
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(0), "{stdout}");
@@ -413,6 +470,13 @@ fn a_remote_killed_in_the_middle_of_a_prove_leaves_the_proof_intact() {
     // The receipts are local: status is all passed without the remote.
     let status = sb.run(&ci, &["status", CHANGE, "--json"]);
     assert_eq!(status.code, Some(0), "{}", status.stdout);
+}
+
+#[test]
+fn a_remote_killed_in_the_middle_of_a_prove_leaves_the_proof_intact() {
+    let sb = Sandbox::new();
+    let mut nginx = Nginx::start(&sb, None);
+    killed_mid_prove(&sb, &mut nginx);
 }
 
 #[test]
@@ -485,29 +549,34 @@ fn a_credential_never_leaves_its_environment_variable() {
     }
 }
 
-#[test]
-fn three_shards_share_one_remote_and_a_fourth_clone_runs_nothing() {
-    let sb = Sandbox::new();
-    let nginx = Nginx::start(&sb, None);
-    let (secret, trusted) = ci_key(&sb);
-    origin(&sb, &format!("  remote: {}\n", nginx.url), &trusted);
+/// The scenario of `three_shards_share_one_remote_and_a_fourth_clone_runs_nothing`, against any remote.
+pub(crate) fn three_shards(sb: &Sandbox, remote: &mut dyn Served) {
+    let (secret, trusted) = ci_key(sb);
+    origin(sb, &format!("  remote: {}\n", remote.url()), &trusted);
     for i in 1..=3 {
-        let shard = clone(&sb, &format!("shard{i}"));
+        let shard = clone(sb, &format!("shard{i}"));
         install(&secret, &shard);
-        let run = prove(&sb, &shard, &[CI], &["--shard", &format!("{i}/3")]);
+        let run = prove(sb, &shard, &[CI], &["--shard", &format!("{i}/3")]);
         assert_eq!(run.code, Some(0), "shard {i}: {}", run.stdout);
     }
     let log = fs_err::read_to_string(sb.home().join("runs.log")).expect("runs");
     let mut ran: Vec<&str> = log.lines().collect();
     ran.sort_unstable();
     assert_eq!(ran, ["integration", "lint", "unit"], "each exactly once");
-    let fourth = clone(&sb, "fourth");
+    let fourth = clone(sb, "fourth");
     let status = sb.run(&fourth, &["status", CHANGE, "--json"]);
     assert_eq!(status.code, Some(0), "{}", status.stdout);
     assert_eq!(status.json()["summary"]["passed"], 3, "{}", status.stdout);
-    let run = prove(&sb, &fourth, &[], &[]);
+    let run = prove(sb, &fourth, &[], &[]);
     assert_eq!(run.code, Some(0));
-    assert_eq!(runs(&sb), 3, "the fourth clone ran nothing");
+    assert_eq!(runs(sb), 3, "the fourth clone ran nothing");
+}
+
+#[test]
+fn three_shards_share_one_remote_and_a_fourth_clone_runs_nothing() {
+    let sb = Sandbox::new();
+    let mut nginx = Nginx::start(&sb, None);
+    three_shards(&sb, &mut nginx);
 }
 
 #[test]
