@@ -243,6 +243,18 @@ enum CacheArgs {
     /// Count what the local store holds, and name the remote cache
     #[command(after_help = "Example:\n  proofgraph cache stats --json")]
     Stats,
+    /// Remove from the local store what no change needs: never a receipt current (or latest) for some change, nor a blob it names
+    #[command(
+        after_help = "Examples:\n  proofgraph cache gc\n  proofgraph cache gc --keep 7d --max-size 2G\n\nA blob younger than an hour is never removed: a prove running now writes its blobs before the entries that name them."
+    )]
+    Gc {
+        /// Keep blobs younger than this (`30d`, `12h`, `45m`, `90s`; at least 1h)
+        #[arg(long, value_name = "DURATION", default_value = "30d", value_parser = commands::cache::parse_duration)]
+        keep: std::time::Duration,
+        /// Then remove the oldest removable blobs until the rest weigh at most this (`500M`, `2G`, bytes)
+        #[arg(long, value_name = "BYTES", value_parser = commands::cache::parse_size)]
+        max_size: Option<u64>,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -500,6 +512,9 @@ impl Cli {
             CommandArgs::Cache(CacheArgs::Push { change }) => Command::CachePush { change },
             CommandArgs::Cache(CacheArgs::Pull { change }) => Command::CachePull { change },
             CommandArgs::Cache(CacheArgs::Stats) => Command::CacheStats,
+            CommandArgs::Cache(CacheArgs::Gc { keep, max_size }) => {
+                Command::CacheGc { keep, max_size }
+            }
             CommandArgs::Key(KeyArgs::Show) => Command::KeyShow,
             CommandArgs::Key(KeyArgs::Pin { keyid }) => Command::KeyPin { keyid },
             CommandArgs::Evidence(EvidenceArgs::Detect { change }) => {

@@ -117,6 +117,13 @@ pub enum Command {
     },
     /// `cache stats`.
     CacheStats,
+    /// `cache gc [--keep D] [--max-size B]`.
+    CacheGc {
+        /// Blobs younger than this stay.
+        keep: std::time::Duration,
+        /// The most the kept blobs may weigh.
+        max_size: Option<u64>,
+    },
     /// `key pin <key id>`.
     KeyPin {
         /// The key id the user checked.
@@ -202,6 +209,7 @@ pub fn run(env: Env, global: &Global, command: Command) -> u8 {
         Command::CachePush { change } => emit!(mode, cache::push(&ctx, &change)),
         Command::CachePull { change } => emit!(mode, cache::pull(&ctx, &change)),
         Command::CacheStats => emit!(mode, cache::stats(&ctx)),
+        Command::CacheGc { keep, max_size } => emit!(mode, cache::gc(&ctx, keep, max_size)),
         Command::KeyPin { keyid } => emit!(mode, key::pin(&ctx, keyid)),
         Command::Watch => emit!(mode, watch::run(&ctx)),
         Command::EvidenceDetect { change } => emit!(mode, evidence::detect(&ctx, &change)),

@@ -1,7 +1,8 @@
-//! `cache push|pull|stats`: the remote cache by hand. `push` uploads a change's current
+//! `cache push|pull|stats|gc`: the remote cache by hand, and the local store's size. `push` uploads a change's current
 //! receipts (whatever the policy says of automatic pushes: asking is writing, unless the
 //! remote is `off`); `pull` fetches what the remote has for the change's current
-//! fingerprints; `stats` counts what the local store holds and says which remote is used.
+//! fingerprints; `stats` counts what the local store holds and says which remote is used;
+//! `gc` removes from the local store what no change of the workspace needs.
 
 use std::fmt::Write as _;
 
@@ -38,6 +39,9 @@ pub struct CachePayload {
     /// Receipts pulled, by their SHA-256.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pulled: Option<Vec<Sha256>>,
+    /// `gc`: what was removed and kept.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub collected: Option<crate::store::Collected>,
     /// `stats`: what the local store holds.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub local: Option<LocalStats>,
@@ -78,6 +82,13 @@ impl Payload for CachePayload {
         }
         if let Some(pulled) = &self.pulled {
             let _ = writeln!(out, "pulled {} receipt(s)", pulled.len());
+        }
+        if let Some(c) = &self.collected {
+            let _ = writeln!(
+                out,
+                "removed {} blobs ({} bytes) and {} entries; kept {} blobs ({} bytes)",
+                c.removed, c.freed, c.entries_removed, c.kept, c.kept_bytes
+            );
         }
         if let Some(l) = &self.local {
             let _ = writeln!(
@@ -251,5 +262,102 @@ pub fn stats(ctx: &Context) -> Report<CachePayload> {
         }),
         status: Vec::new(),
         verdict: Verdict::Success,
+    }
+}
+
+/// `--keep` and `--max-size` as given: `30d`, `12h`, `45m`, `90s`; `500M`, `2G`, `1024`.
+pub fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
+    let (number, unit) = text.split_at(text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len()));
+    let n: u64 = number
+        .parse()
+        .map_err(|_| format!("`{text}` is not a duration like `30d`, `12h`, `45m` or `90s`"))?;
+    let secs = match unit {
+        "d" => n.checked_mul(86_400),
+        "h" => n.checked_mul(3_600),
+        "m" => n.checked_mul(60),
+        "s" | "" => Some(n),
+        _ => None,
+    }
+    .ok_or_else(|| format!("`{text}` is not a duration like `30d`, `12h`, `45m` or `90s`"))?;
+    Ok(std::time::Duration::from_secs(secs))
+}
+
+/// A size in bytes, with an optional `K`, `M` or `G` (powers of 1024).
+pub fn parse_size(text: &str) -> Result<u64, String> {
+    let (number, unit) = text.split_at(text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len()));
+    let n: u64 = number
+        .parse()
+        .map_err(|_| format!("`{text}` is not a size like `500M`, `2G` or `1048576`"))?;
+    match unit {
+        "" => Some(n),
+        "K" => n.checked_mul(1 << 10),
+        "M" => n.checked_mul(1 << 20),
+        "G" => n.checked_mul(1 << 30),
+        _ => None,
+    }
+    .ok_or_else(|| format!("`{text}` is not a size like `500M`, `2G` or `1048576`"))
+}
+
+/// Runs `cache gc`: removes from the local store what no change needs, keeping every
+/// receipt that is current (or the latest) for some change of the workspace, with the
+/// blobs it names. A change that cannot be evaluated stops it before anything is removed.
+pub fn gc(
+    ctx: &Context,
+    keep: std::time::Duration,
+    max_size: Option<u64>,
+) -> Report<CachePayload> {
+    let resolution = match ctx.resolve_root() {
+        Ok(r) => r,
+        Err(d) => return Report::failed(vec![d], Verdict::Invalid),
+    };
+    let workspace = crate::load::workspace::Workspace::load(&resolution.root.path);
+    let names = match workspace.change_names() {
+        Ok(names) => names,
+        Err(d) => return Report::failed(vec![d], Verdict::Invalid),
+    };
+    // Only the local store: a remote is not consulted to decide what is current here.
+    let local = asking(ctx, "local:rw,remote:off");
+    let mut protect = std::collections::HashSet::new();
+    for name in &names {
+        let e = match evaluate(&local, name.as_str(), None, Keys::Check) {
+            Ok(e) => e,
+            Err(mut all) => {
+                all.push(
+                    crate::base::diagnostic::Diagnostic::error(
+                        crate::base::diagnostic::Code::InvalidValue,
+                        format!("`cache gc` removes nothing while change `{name}` cannot be evaluated: its current receipts cannot be known"),
+                    )
+                    .surface("cache.gc")
+                    .fix("Fix the change (`proofgraph validate`), then run `cache gc` again."),
+                );
+                return Report::failed(all, Verdict::Invalid);
+            }
+        };
+        let mut shas = current(&e);
+        for (_, _, p) in e.loaded.prepared.graph.providers() {
+            for o in &p.outputs {
+                shas.extend(e.store.latest(name, &o.under, &o.capability));
+            }
+        }
+        for sha in shas {
+            protect.insert(sha);
+            if let Some(v) = crate::proof::receipt::read(&e.store, &sha, &e.trusted) {
+                protect.insert(v.proof.inputs);
+                protect.extend(v.proof.artifacts.iter().map(|a| a.sha256));
+            }
+        }
+    }
+    let store = Store::open_read_only(&workspace.root);
+    match store.collect(&protect, keep, max_size) {
+        Ok(collected) => Report {
+            payload: Some(CachePayload {
+                collected: Some(collected),
+                root: Some(RootOutput::from(&resolution.root)),
+                ..CachePayload::default()
+            }),
+            status: Vec::new(),
+            verdict: Verdict::Success,
+        },
+        Err(e) => Report::failed(vec![crate::store::diagnostic(&e)], Verdict::Invalid),
     }
 }

@@ -214,6 +214,24 @@ pub struct KeyFiles {
     pub public: PathBuf,
 }
 
+/// The youngest a blob may be and still be removed by [`Store::collect`].
+pub const MIN_GC_AGE: std::time::Duration = std::time::Duration::from_secs(3600);
+
+/// What [`Store::collect`] did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Collected {
+    /// Blobs removed.
+    pub removed: u64,
+    /// Their bytes.
+    pub freed: u64,
+    /// Blobs kept.
+    pub kept: u64,
+    /// Their bytes.
+    pub kept_bytes: u64,
+    /// Action-cache entries and refs removed with their blob.
+    pub entries_removed: u64,
+}
+
 /// An open store.
 #[derive(Debug, Clone)]
 pub struct Store {
@@ -570,6 +588,109 @@ impl Store {
             &self.key_files().public,
             keys::public_key_to_pem(key).as_bytes(),
         )
+    }
+
+    /// Removes blobs nobody needs: those not in `protect` (the caller's: every blob a
+    /// current receipt needs) and older than `keep` — never one younger than
+    /// [`MIN_GC_AGE`], whatever `keep` says, since a run writing now makes its blobs before
+    /// the entries that name them. Then, while the blobs left weigh more than `max_bytes`,
+    /// the oldest of those that may go. Entries and refs that named a removed blob go too.
+    pub fn collect(
+        &self,
+        protect: &std::collections::HashSet<Sha256>,
+        keep: std::time::Duration,
+        max_bytes: Option<u64>,
+    ) -> Result<Collected, StoreError> {
+        let keep = keep.max(MIN_GC_AGE);
+        let now = std::time::SystemTime::now();
+        let mut blobs = Vec::new();
+        let cas = self.dir.join("cas");
+        let prefixes = match fs_err::read_dir(&cas) {
+            Ok(p) => p,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Collected::default()),
+            Err(e) => return Err(io("read", &cas)(e)),
+        };
+        for prefix in prefixes.flatten() {
+            let Ok(entries) = fs_err::read_dir(prefix.path()) else {
+                continue;
+            };
+            for entry in entries.flatten() {
+                let name = format!(
+                    "{}{}",
+                    prefix.file_name().to_string_lossy(),
+                    entry.file_name().to_string_lossy()
+                );
+                let Some(sha) = Sha256::parse(&name) else {
+                    continue;
+                };
+                let Ok(meta) = entry.metadata() else {
+                    continue;
+                };
+                let age = meta
+                    .modified()
+                    .ok()
+                    .and_then(|t| now.duration_since(t).ok())
+                    .unwrap_or_default();
+                blobs.push((sha, entry.path(), meta.len(), age));
+            }
+        }
+        let mut out = Collected::default();
+        let mut removed = std::collections::HashSet::new();
+        let mut left: Vec<(Sha256, PathBuf, u64, std::time::Duration)> = Vec::new();
+        for blob in blobs {
+            if !protect.contains(&blob.0) && blob.3 > keep {
+                if fs_err::remove_file(&blob.1).is_ok() {
+                    out.removed += 1;
+                    out.freed += blob.2;
+                    removed.insert(blob.0);
+                }
+            } else {
+                left.push(blob);
+            }
+        }
+        if let Some(max) = max_bytes {
+            let mut total: u64 = left.iter().map(|b| b.2).sum();
+            // The oldest first, among those that may go.
+            left.sort_by(|a, b| b.3.cmp(&a.3));
+            let mut still = Vec::new();
+            for blob in left {
+                if total > max && !protect.contains(&blob.0) && blob.3 > MIN_GC_AGE {
+                    if fs_err::remove_file(&blob.1).is_ok() {
+                        total -= blob.2;
+                        out.removed += 1;
+                        out.freed += blob.2;
+                        removed.insert(blob.0);
+                        continue;
+                    }
+                }
+                still.push(blob);
+            }
+            left = still;
+        }
+        out.kept = left.len() as u64;
+        out.kept_bytes = left.iter().map(|b| b.2).sum();
+        // Entries naming a removed blob would name nothing.
+        let mut stack = vec![self.dir.join("ac"), self.dir.join("refs")];
+        while let Some(dir) = stack.pop() {
+            let Ok(entries) = fs_err::read_dir(&dir) else {
+                continue;
+            };
+            for entry in entries.flatten() {
+                let path = entry.path();
+                let is_dir = entry.file_type().is_ok_and(|t| t.is_dir());
+                if is_dir {
+                    stack.push(path);
+                } else if read_pointer(&path)
+                    .as_deref()
+                    .and_then(Sha256::parse)
+                    .is_some_and(|sha| removed.contains(&sha))
+                    && fs_err::remove_file(&path).is_ok()
+                {
+                    out.entries_removed += 1;
+                }
+            }
+        }
+        Ok(out)
     }
 
     /// Removes leftovers of interrupted runs: temporary files and run

@@ -13,6 +13,7 @@ mod evidence;
 mod failures;
 mod faults;
 mod fuzz;
+mod gc;
 mod layers;
 mod malformed;
 mod plan;
