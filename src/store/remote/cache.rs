@@ -10,6 +10,7 @@ use bazel_remote_apis::build::bazel::remote::execution::v2 as reapi;
 use super::backend::{Backend, BlobDigest, Capabilities, RemoteError};
 use super::config::{Protocol, Settings};
 use super::encoding::{self, Encoded, Outputs};
+use super::grpc::Grpc;
 use super::http::Http;
 
 /// A remote cache.
@@ -37,12 +38,10 @@ impl RemoteCache {
             remote: settings.url.clone(),
             reason,
         };
-        let (protocol, _tls) = Protocol::of(&settings.url).map_err(unsupported)?;
+        let (protocol, tls) = Protocol::of(&settings.url).map_err(unsupported)?;
         let backend: Box<dyn Backend> = match protocol {
             Protocol::Http => Box::new(Http::new(settings)?),
-            Protocol::Grpc => {
-                return Err(unsupported("the gRPC backend is not built yet".to_owned()));
-            }
+            Protocol::Grpc => Box::new(Grpc::new(settings, tls)?),
         };
         Ok(RemoteCache::with(backend))
     }

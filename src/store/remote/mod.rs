@@ -9,6 +9,7 @@ mod backend;
 mod cache;
 mod config;
 pub mod encoding;
+mod grpc;
 mod http;
 
 pub use backend::{Backend, BlobDigest, Capabilities, Fut, RemoteError};
