@@ -21,6 +21,8 @@ mod preflight;
 mod prove;
 mod real_projects;
 mod receipt;
+mod remote_grpc;
+mod remote_support;
 mod root;
 mod sandbox;
 mod secrets;

@@ -29,21 +29,26 @@ pub struct Uploaded {
     pub bytes: u64,
 }
 
+/// The backend of the remote `settings` name, by its URL's scheme. Nothing is sent yet, and
+/// no runtime is needed until the first call.
+pub fn backend(settings: &Settings) -> Result<Box<dyn Backend>, RemoteError> {
+    // One crypto provider for every TLS connection of the process (rustls with ring).
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let unsupported = |reason: String| RemoteError::Unsupported {
+        remote: settings.url.clone(),
+        reason,
+    };
+    let (protocol, tls) = Protocol::of(&settings.url).map_err(unsupported)?;
+    Ok(match protocol {
+        Protocol::Http => Box::new(Http::new(settings)?),
+        Protocol::Grpc => Box::new(Grpc::new(settings, tls)?),
+    })
+}
+
 impl RemoteCache {
     /// A client of the remote `settings` names. Nothing is sent yet.
     pub fn open(settings: &Settings) -> Result<Self, RemoteError> {
-        // One crypto provider for every TLS connection of the process (rustls with ring).
-        let _ = rustls::crypto::ring::default_provider().install_default();
-        let unsupported = |reason: String| RemoteError::Unsupported {
-            remote: settings.url.clone(),
-            reason,
-        };
-        let (protocol, tls) = Protocol::of(&settings.url).map_err(unsupported)?;
-        let backend: Box<dyn Backend> = match protocol {
-            Protocol::Http => Box::new(Http::new(settings)?),
-            Protocol::Grpc => Box::new(Grpc::new(settings, tls)?),
-        };
-        Ok(RemoteCache::with(backend))
+        Ok(RemoteCache::with(backend(settings)?))
     }
 
     /// A cache over `backend` (tests give one of their own).

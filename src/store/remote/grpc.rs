@@ -212,6 +212,9 @@ pub(super) fn failure(name: &str, code: Code, reason: String) -> RemoteError {
         // The call was cut off (tonic's own deadline, a connection that went away).
         | Code::Cancelled => RemoteError::Unavailable { remote, reason },
         Code::Unauthenticated | Code::PermissionDenied => RemoteError::Refused { remote, reason },
+        // The server says what it holds is damaged (BuildGrid: a blob shorter on its disk
+        // than its digest says): the blob's fault, as a digest mismatch is.
+        Code::DataLoss => RemoteError::Corrupt { remote, reason },
         _ => RemoteError::Unsupported { remote, reason },
     }
 }
@@ -390,6 +393,14 @@ impl Grpc {
 
     /// A failed call as an error; the text holds no header value.
     fn failed(&self, method: &str, status: &Status) -> RemoteError {
+        // tonic enforces the deadline each request carries (`grpc-timeout`) itself.
+        let mut source = std::error::Error::source(status);
+        while let Some(cause) = source {
+            if cause.is::<tonic::TimeoutExpired>() {
+                return self.timed_out(method);
+            }
+            source = cause.source();
+        }
         let mut reason = format!("{method} answered {}", code_name(status.code()));
         if !status.message().is_empty() {
             reason.push_str(": ");
@@ -608,7 +619,7 @@ impl Grpc {
     /// One blob through `ByteStream.Read`: at most one byte more than `blob`'s size (enough
     /// to see it is too long); the deadline applies to each chunk.
     async fn stream_read(&self, blob: BlobDigest) -> Result<Option<Vec<u8>>, RemoteError> {
-        let method = "ByteStream.Read";
+        let method = &format!("ByteStream.Read of the blob {blob}");
         let request = self.request(bytestream::ReadRequest {
             resource_name: read_resource(&self.instance, blob),
             read_offset: 0,
@@ -960,6 +971,7 @@ mod tests {
         for code in [Code::Unauthenticated, Code::PermissionDenied] {
             assert_eq!(kind(code), "refused", "{code:?}");
         }
+        assert_eq!(kind(Code::DataLoss), "corrupt");
         for code in [
             Code::InvalidArgument,
             Code::NotFound,
@@ -968,9 +980,34 @@ mod tests {
             Code::OutOfRange,
             Code::AlreadyExists,
             Code::Aborted,
-            Code::DataLoss,
         ] {
             assert_eq!(kind(code), "unsupported", "{code:?}");
+        }
+    }
+
+    #[test]
+    fn tonic_s_own_deadline_is_no_answer_in_time() {
+        let grpc = Grpc::new(&Settings::new("grpc://127.0.0.1:1"), false).expect("a client");
+        let status = Status::from_error(Box::new(tonic::TimeoutExpired(())));
+        assert_eq!(status.code(), Code::Cancelled);
+        match grpc.failed("GetActionResult", &status) {
+            RemoteError::Unavailable { reason, .. } => {
+                assert!(
+                    reason.contains("GetActionResult: no answer within"),
+                    "{reason}"
+                );
+            }
+            other => panic!("{other:?}"),
+        }
+        let connect = Status::from_error(Box::new(tonic::ConnectError("refused".into())));
+        match grpc.failed("GetCapabilities", &connect) {
+            RemoteError::Unavailable { reason, .. } => {
+                assert!(
+                    reason.contains("UNAVAILABLE") && reason.contains("refused"),
+                    "{reason}"
+                );
+            }
+            other => panic!("{other:?}"),
         }
     }
 

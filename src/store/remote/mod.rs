@@ -13,5 +13,5 @@ mod grpc;
 mod http;
 
 pub use backend::{Backend, BlobDigest, Capabilities, Fut, RemoteError};
-pub use cache::{RemoteCache, Uploaded};
+pub use cache::{RemoteCache, Uploaded, backend};
 pub use config::{CONNECT_TIMEOUT, Protocol, REQUEST_TIMEOUT, Settings};

@@ -1,0 +1,468 @@
+//! The Remote Execution API backend of the remote cache, against a real BuildGrid on a
+//! loopback port (tests/it/remote_support.rs) and against ports that refuse, never answer,
+//! or cut a stream mid-way.
+
+use std::io::{Read as _, Write as _};
+use std::net::{Shutdown, TcpListener, TcpStream};
+use std::time::{Duration, Instant};
+
+use proofgraph::store::remote::encoding::{self, Encoded, Outputs};
+use proofgraph::store::remote::{
+    BlobDigest, Capabilities, RemoteCache, RemoteError, Settings, Uploaded, backend,
+};
+use proofgraph_graph::fingerprint::Fingerprint;
+use proofgraph_graph::{CapabilityName, ProviderId};
+
+use crate::remote_support::{BuildGrid, INSTANCE};
+use crate::support::{assert_port_free, free_port};
+
+/// BuildGrid 0.4.4's batch limit (`MAX_REQUEST_SIZE`, 4 MiB - 1 KiB).
+const BUILDGRID_BATCH: u64 = 4 * 1024 * 1024 - 1024;
+
+/// A runtime like the executor's: one thread, with timers and I/O.
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a runtime")
+}
+
+/// `url` with a 1 s connect timeout and a 10 s request deadline.
+fn settings(url: &str) -> Settings {
+    let mut settings = Settings::new(url);
+    settings.connect_timeout = Duration::from_secs(1);
+    settings.timeout = Duration::from_secs(10);
+    settings
+}
+
+fn open(url: &str) -> RemoteCache {
+    RemoteCache::open(&settings(url)).expect("a gRPC cache opens without contacting it")
+}
+
+/// The key of receipt `receipt` for `unit`/`test` at a fingerprint of `seed`.
+fn key(seed: u8, receipt: &str) -> Encoded {
+    encoding::action(
+        &Fingerprint::from_hex(&format!("{seed:02x}").repeat(32)).expect("hex"),
+        &ProviderId::parse(receipt).expect("a provider id"),
+        &CapabilityName::parse("test").expect("a capability"),
+    )
+}
+
+/// `len` bytes no other call of a different `seed` gives.
+fn bytes(seed: u8, len: usize) -> Vec<u8> {
+    let mut state = u64::from(seed).wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    (0..len)
+        .map(|_| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state.to_le_bytes()[0]
+        })
+        .collect()
+}
+
+/// An entry's outputs: the envelope, the input listing and `artifacts`.
+fn entry_of(artifacts: &[Vec<u8>]) -> (Outputs, Vec<Vec<u8>>) {
+    let envelope =
+        br#"{"payloadType":"application/vnd.in-toto+json","payload":"e30=","signatures":[]}"#
+            .to_vec();
+    let inputs = b"src/lib.rs 0123\n".to_vec();
+    let outputs = Outputs {
+        envelope: BlobDigest::of(&envelope),
+        inputs: Some(BlobDigest::of(&inputs)),
+        artifacts: artifacts.iter().map(|a| BlobDigest::of(a)).collect(),
+    };
+    let mut blobs = vec![envelope, inputs];
+    blobs.extend(artifacts.iter().cloned());
+    (outputs, blobs)
+}
+
+#[track_caller]
+fn assert_unavailable(result: Result<impl std::fmt::Debug, RemoteError>, what: &str) -> String {
+    match result {
+        Err(e @ RemoteError::Unavailable { .. }) => e.to_string(),
+        other => panic!("{what}: expected Unavailable, got {other:?}"),
+    }
+}
+
+#[test]
+fn buildgrid_keeps_an_entry_and_its_blobs_through_batches_and_bytestream() {
+    let server = BuildGrid::start();
+    let rt = runtime();
+    let cache = open(&server.url);
+    let capabilities = rt.block_on(cache.capabilities()).expect("capabilities");
+    assert_eq!(
+        capabilities,
+        Capabilities {
+            max_batch_bytes: Some(BUILDGRID_BATCH),
+            updates_action_cache: true,
+        },
+        "SHA-256 offered (else a refusal), BuildGrid's batch limit, updates allowed"
+    );
+
+    // Blobs on both sides of the limit: BuildGrid refuses a batch whose blobs add up to more
+    // than its limit, so the ones at and over it can only travel by ByteStream.
+    let limit = usize::try_from(BUILDGRID_BATCH).expect("fits");
+    let artifacts = vec![
+        bytes(1, 100),
+        bytes(2, 1 << 20),
+        bytes(3, limit - 8 * 1024),
+        bytes(4, limit),
+        bytes(5, 6 << 20),
+        Vec::new(),
+    ];
+    let (outputs, blobs) = entry_of(&artifacts);
+    let encoded = key(0xab, "unit");
+    let uploaded = rt
+        .block_on(cache.put(&encoded, &outputs, blobs.clone()))
+        .expect("put");
+    // Every output, the Action and the Command; not the empty blob (the empty artifact and
+    // input root), which BuildGrid, as the Remote Execution API allows, never reports
+    // missing.
+    let expected_bytes: u64 = blobs.iter().map(|b| b.len() as u64).sum::<u64>()
+        + (encoded.action.len() + encoded.command.len()) as u64;
+    assert_eq!(
+        uploaded,
+        Uploaded {
+            blobs: blobs.len() + 2 - 1,
+            bytes: expected_bytes,
+        }
+    );
+
+    // The server holds each blob on its disk, byte for byte (checked without our reader).
+    for blob in blobs.iter().chain([&encoded.action, &encoded.command]) {
+        if blob.is_empty() {
+            continue;
+        }
+        let digest = BlobDigest::of(blob);
+        let path = server.blob_path(&digest.sha256.to_hex());
+        let stored = fs_err::read(&path).expect("the blob is on the server's disk");
+        assert!(stored == *blob, "{digest} stored as {} bytes", stored.len());
+    }
+
+    // Nothing is missing now; a second put sends nothing.
+    let direct = backend(&settings(&server.url)).expect("a backend");
+    let all: Vec<BlobDigest> = blobs.iter().map(|b| BlobDigest::of(b)).collect();
+    assert_eq!(
+        rt.block_on(direct.find_missing(all.clone())),
+        Ok(Vec::new())
+    );
+    let unknown = BlobDigest::of(b"never uploaded");
+    let mut asked = all.clone();
+    asked.push(unknown);
+    assert_eq!(rt.block_on(direct.find_missing(asked)), Ok(vec![unknown]));
+    assert_eq!(
+        rt.block_on(cache.put(&encoded, &outputs, blobs.clone())),
+        Ok(Uploaded::default())
+    );
+
+    // Another client (another machine) reads the entry and every blob back, without asking
+    // for capabilities first: the backend asks when it needs the batch limit.
+    let reader = open(&server.url);
+    let entry = rt.block_on(reader.entry(encoded.key)).expect("entry");
+    assert_eq!(entry, Some(outputs.clone()));
+    for blob in &blobs {
+        let got = rt
+            .block_on(reader.blob(BlobDigest::of(blob)))
+            .expect("a blob reads back");
+        assert!(
+            got.as_deref() == Some(blob.as_slice()),
+            "{} bytes",
+            blob.len()
+        );
+    }
+
+    // What the server does not have is None, by batch and by ByteStream alike.
+    assert_eq!(rt.block_on(reader.entry(key(0xcd, "unit").key)), Ok(None));
+    assert_eq!(rt.block_on(reader.blob(unknown)), Ok(None));
+    let big_unknown = BlobDigest {
+        size: 8 << 20,
+        ..unknown
+    };
+    assert_eq!(rt.block_on(reader.blob(big_unknown)), Ok(None));
+    assert_eq!(reader.down(), None, "nothing failed");
+
+    // An instance the server does not serve is refused, and is not taken for an outage.
+    let other = open(&server.url.replace(&format!("/{INSTANCE}"), "/other"));
+    match rt.block_on(other.capabilities()) {
+        Err(RemoteError::Unsupported { reason, .. }) => {
+            assert!(reason.contains("GetCapabilities"), "{reason}");
+        }
+        answer => panic!("an unknown instance: {answer:?}"),
+    }
+    assert_eq!(
+        other.down(),
+        None,
+        "BuildGrid was ready after {:?}",
+        server.ready_after
+    );
+}
+
+#[test]
+fn a_blob_corrupted_on_buildgrid_s_disk_is_refused() {
+    let server = BuildGrid::start();
+    let rt = runtime();
+    let cache = open(&server.url);
+    let small = [bytes(6, 4096), bytes(7, 4096)];
+    let large = [bytes(8, 5 << 20), bytes(12, 5 << 20)];
+    let (outputs, blobs) = entry_of(&[
+        small[0].clone(),
+        small[1].clone(),
+        large[0].clone(),
+        large[1].clone(),
+    ]);
+    let encoded = key(0x11, "unit");
+    rt.block_on(cache.put(&encoded, &outputs, blobs.clone()))
+        .expect("put");
+
+    // A small blob (read by batch) and a large one (read by ByteStream) each with one byte
+    // changed, and each truncated: all refused, none of their bytes returned. (BuildGrid
+    // itself notices a truncated blob on a ByteStream read and answers DATA_LOSS; the
+    // others it serves as they are, and our digest check refuses them.)
+    for (blob, what) in [
+        (&small[0], "edited"),
+        (&small[1], "truncated"),
+        (&large[0], "edited"),
+        (&large[1], "truncated"),
+    ] {
+        let path = server.blob_path(&BlobDigest::of(blob).sha256.to_hex());
+        let damaged = if what == "edited" {
+            let mut edited = blob.clone();
+            edited[100] ^= 0xff;
+            edited
+        } else {
+            blob[..blob.len() / 2].to_vec()
+        };
+        fs_err::write(&path, damaged).expect("damage the blob on the server's disk");
+    }
+    for (blob, what) in [
+        (&small[0], "small edited"),
+        (&small[1], "small truncated"),
+        (&large[0], "large edited"),
+        (&large[1], "large truncated"),
+    ] {
+        let digest = BlobDigest::of(blob);
+        match rt.block_on(cache.blob(digest)) {
+            Err(RemoteError::Corrupt { reason, .. }) => {
+                assert!(reason.contains(&digest.sha256.to_hex()), "{reason}");
+            }
+            other => panic!(
+                "the {what} blob: expected Corrupt, got {:?}",
+                other.map(|b| b.map(|b| b.len()))
+            ),
+        }
+    }
+    // A corrupt blob is the blob's fault, not the remote's: the rest still reads.
+    assert_eq!(cache.down(), None);
+    let envelope = rt
+        .block_on(cache.blob(outputs.envelope))
+        .expect("the envelope is intact");
+    assert_eq!(envelope.as_deref(), Some(blobs[0].as_slice()));
+
+    // A blob deleted from the server's disk: missing, and BuildGrid drops the entry that
+    // names it.
+    fs_err::remove_file(server.blob_path(&outputs.envelope.sha256.to_hex()))
+        .expect("delete the envelope on the server's disk");
+    assert_eq!(rt.block_on(cache.blob(outputs.envelope)), Ok(None));
+    assert_eq!(rt.block_on(cache.entry(encoded.key)), Ok(None));
+
+    // Dropped, the server is gone with its port.
+    let (pid, port) = (server.pid().expect("running"), server.port);
+    drop(server);
+    assert!(
+        !std::path::Path::new(&format!("/proc/{pid}")).exists(),
+        "BuildGrid ({pid}) survives its harness"
+    );
+    assert_port_free(port);
+}
+
+#[test]
+fn a_stopped_buildgrid_is_unavailable_within_the_connect_timeout() {
+    let mut server = BuildGrid::start();
+    let rt = runtime();
+    let cache = open(&server.url);
+    rt.block_on(cache.capabilities()).expect("capabilities");
+    let (outputs, blobs) = entry_of(&[bytes(9, 10)]);
+    let encoded = key(0x22, "unit");
+    rt.block_on(cache.put(&encoded, &outputs, blobs))
+        .expect("put");
+
+    server.stop();
+    let started = Instant::now();
+    let reason = assert_unavailable(rt.block_on(cache.capabilities()), "capabilities");
+    let took = started.elapsed();
+    assert!(took < Duration::from_secs(5), "took {took:?}: {reason}");
+    assert!(
+        matches!(cache.down(), Some(RemoteError::Unavailable { .. })),
+        "the cache is down for the rest of the run"
+    );
+    let started = Instant::now();
+    assert_unavailable(rt.block_on(cache.entry(encoded.key)), "entry once down");
+    assert!(started.elapsed() < Duration::from_secs(1), "no second wait");
+
+    // A client that never reached it: the same, from its first call.
+    let fresh = open(&server.url);
+    let started = Instant::now();
+    let reason = assert_unavailable(rt.block_on(fresh.entry(encoded.key)), "entry");
+    let took = started.elapsed();
+    assert!(took < Duration::from_secs(5), "took {took:?}: {reason}");
+    assert!(matches!(
+        fresh.down(),
+        Some(RemoteError::Unavailable { .. })
+    ));
+    assert!(reason.contains("GetActionResult"), "{reason}");
+}
+
+/// A proxy to 127.0.0.1:`upstream` that forwards `cut_after` bytes of what the server
+/// sends back and then cuts the connection: a stream dropped mid-way.
+fn cutting_proxy(upstream: u16, cut_after: usize) -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind the proxy");
+    let port = listener.local_addr().expect("its port").port();
+    std::thread::spawn(move || {
+        for client in listener.incoming() {
+            let Ok(mut client) = client else { return };
+            let Ok(mut server) = TcpStream::connect(("127.0.0.1", upstream)) else {
+                return;
+            };
+            let (Ok(mut client_in), Ok(mut server_out)) = (client.try_clone(), server.try_clone())
+            else {
+                return;
+            };
+            std::thread::spawn(move || {
+                let _ = std::io::copy(&mut client_in, &mut server_out);
+            });
+            std::thread::spawn(move || {
+                let mut buf = [0u8; 16 * 1024];
+                let mut sent = 0;
+                while sent < cut_after {
+                    let Ok(n) = server.read(&mut buf) else { break };
+                    let n = n.min(cut_after - sent);
+                    if n == 0 || client.write_all(&buf[..n]).is_err() {
+                        break;
+                    }
+                    sent += n;
+                }
+                let _ = client.shutdown(Shutdown::Both);
+                let _ = server.shutdown(Shutdown::Both);
+            });
+        }
+    });
+    port
+}
+
+#[test]
+fn a_buildgrid_cut_off_mid_stream_or_killed_is_unavailable() {
+    let mut server = BuildGrid::start();
+    let rt = runtime();
+    let cache = open(&server.url);
+    let large = bytes(10, 12 << 20);
+    let (outputs, blobs) = entry_of(std::slice::from_ref(&large));
+    let encoded = key(0x33, "unit");
+    rt.block_on(cache.put(&encoded, &outputs, blobs))
+        .expect("put");
+
+    // Through a connection that dies after 2 MiB of a 12 MiB ByteStream read: an outage,
+    // not a short blob, and no byte of it returned.
+    let proxy = cutting_proxy(server.port, 2 << 20);
+    let cut = open(&format!("grpc://127.0.0.1:{proxy}/{INSTANCE}"));
+    let started = Instant::now();
+    let reason = assert_unavailable(
+        rt.block_on(cut.blob(BlobDigest::of(&large))),
+        "a cut stream",
+    );
+    assert!(reason.contains("ByteStream.Read"), "{reason}");
+    assert!(started.elapsed() < Duration::from_secs(10));
+    assert!(matches!(cut.down(), Some(RemoteError::Unavailable { .. })));
+
+    // The server itself is fine: the large blob reads whole directly.
+    let whole = rt
+        .block_on(cache.blob(BlobDigest::of(&large)))
+        .expect("read directly");
+    assert!(whole.as_deref() == Some(large.as_slice()));
+
+    // SIGKILL: no goodbye, the next call finds nobody.
+    server.kill();
+    assert_port_free(server.port);
+    let started = Instant::now();
+    let reason = assert_unavailable(rt.block_on(cache.entry(encoded.key)), "entry after a kill");
+    assert!(started.elapsed() < Duration::from_secs(5), "{reason}");
+    assert!(matches!(
+        cache.down(),
+        Some(RemoteError::Unavailable { .. })
+    ));
+}
+
+#[test]
+fn a_refused_port_is_unavailable_at_once_and_names_no_header_value() {
+    let port = free_port();
+    let rt = runtime();
+    let canary = "Bearer pg-canary-7d1e0c";
+    let mut with_header = settings(&format!("grpc://127.0.0.1:{port}/{INSTANCE}"));
+    with_header.headers = vec![("Authorization".to_owned(), canary.to_owned())];
+    let cache = RemoteCache::open(&with_header).expect("opens");
+    let started = Instant::now();
+    let reason = assert_unavailable(rt.block_on(cache.capabilities()), "capabilities");
+    assert!(started.elapsed() < Duration::from_secs(5), "{reason}");
+    assert!(reason.contains("GetCapabilities"), "{reason}");
+    assert!(matches!(
+        cache.down(),
+        Some(RemoteError::Unavailable { .. })
+    ));
+    let entry = assert_unavailable(rt.block_on(cache.entry(key(1, "unit").key)), "entry");
+
+    // Every way in fails the same, without a header's value in any text.
+    let fresh = RemoteCache::open(&with_header).expect("opens");
+    let (outputs, blobs) = entry_of(&[bytes(11, 10)]);
+    let put = assert_unavailable(
+        rt.block_on(fresh.put(&key(1, "unit"), &outputs, blobs)),
+        "put",
+    );
+    let direct = backend(&with_header).expect("a backend");
+    let read = assert_unavailable(
+        rt.block_on(direct.read_blob(BlobDigest::of(b"x"))),
+        "read_blob",
+    );
+    for text in [&reason, &entry, &put, &read] {
+        assert!(!text.contains("pg-canary"), "{text}");
+    }
+}
+
+#[test]
+fn a_port_that_never_answers_is_unavailable_after_the_request_deadline() {
+    // The kernel completes the handshakes; nobody ever reads or writes.
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = listener.local_addr().expect("its port").port();
+    let rt = runtime();
+    let mut silent = settings(&format!("grpc://127.0.0.1:{port}"));
+    silent.timeout = Duration::from_secs(2);
+    let cache = RemoteCache::open(&silent).expect("opens");
+    let started = Instant::now();
+    let reason = assert_unavailable(rt.block_on(cache.capabilities()), "capabilities");
+    let took = started.elapsed();
+    assert!(
+        took >= Duration::from_millis(1900) && took < Duration::from_secs(10),
+        "took {took:?}: {reason}"
+    );
+    assert!(reason.contains("no answer within"), "{reason}");
+    assert!(matches!(
+        cache.down(),
+        Some(RemoteError::Unavailable { .. })
+    ));
+    drop(listener);
+}
+
+#[test]
+fn a_connection_closed_at_once_is_unavailable() {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = listener.local_addr().expect("its port").port();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            drop(stream);
+        }
+    });
+    let rt = runtime();
+    let cache = open(&format!("grpc://127.0.0.1:{port}/{INSTANCE}"));
+    let started = Instant::now();
+    let reason = assert_unavailable(rt.block_on(cache.capabilities()), "capabilities");
+    assert!(started.elapsed() < Duration::from_secs(5), "{reason}");
+}

@@ -1,0 +1,248 @@
+//! Real remote caches for the tests, on loopback ports: BuildGrid (the Remote Execution
+//! API over gRPC, from PyPI, pinned in `tools/buildgrid/requirements.txt`), started per
+//! test with a cache-only configuration and killed with its children when dropped.
+
+use std::os::unix::process::CommandExt as _;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use bazel_remote_apis::build::bazel::remote::execution::v2 as reapi;
+
+use crate::support::{free_port, repo_root};
+
+/// The instance every test server serves.
+pub(crate) const INSTANCE: &str = "main";
+
+/// How long a server may take to answer its first `GetCapabilities` (it takes ~15 s alone
+/// on 2 cores; tests start several at once).
+const READY_WITHIN: Duration = Duration::from_secs(240);
+
+/// A BuildGrid server on 127.0.0.1: CAS on disk (`cas_dir`), an in-memory LRU action cache
+/// that accepts updates, ByteStream and Capabilities; no SQL, no execution.
+pub(crate) struct BuildGrid {
+    /// `grpc://127.0.0.1:PORT/main`.
+    pub(crate) url: String,
+    /// Its port.
+    pub(crate) port: u16,
+    /// Where its blobs lie on disk: `<cas_dir>/<sha256[..2]>/<sha256[2..]>`.
+    pub(crate) cas_dir: PathBuf,
+    /// How long it took to answer its first `GetCapabilities`.
+    pub(crate) ready_after: Duration,
+    log: PathBuf,
+    child: Option<Child>,
+    /// Its configuration, storage and log (removed when dropped).
+    _dir: tempfile::TempDir,
+}
+
+/// BuildGrid's `bgd`, from the venv scripts/test.sh installs. Missing, it fails the test
+/// with the commands that install it; it is never skipped.
+pub(crate) fn bgd() -> PathBuf {
+    let venv = repo_root().join("tools/buildgrid/.venv");
+    let bgd = venv.join("bin/bgd");
+    assert!(
+        bgd.exists(),
+        "the remote-cache tests need BuildGrid at {}; install it with `./scripts/test.sh`, or: \
+         python3 -m venv tools/buildgrid/.venv && tools/buildgrid/.venv/bin/pip install -r tools/buildgrid/requirements.txt \
+         (Python 3.11 or later)",
+        bgd.display()
+    );
+    bgd
+}
+
+fn config(port: u16, store: &Path) -> String {
+    format!(
+        r#"description: proofgraph's test remote cache (cache only, no SQL).
+server:
+  - !channel
+    address: "127.0.0.1:{port}"
+    insecure-mode: true
+# gRPC's default SO_REUSEPORT would let two servers share a port: each binds its own.
+grpc-server-options:
+  grpc.so_reuseport: 0
+authorization:
+  method: none
+storages:
+  - !disk-storage &cas
+    path: {store}
+caches:
+  - !lru-action-cache &ac
+    storage: *cas
+    max-cached-refs: 4096
+    allow-updates: true
+    cache-failed-actions: true
+instances:
+  - name: {INSTANCE}
+    services:
+      - !action-cache
+        cache: *ac
+      - !cas
+        storage: *cas
+      - !bytestream
+        storage: *cas
+monitoring:
+  enabled: false
+"#,
+        store = store.display()
+    )
+}
+
+impl BuildGrid {
+    /// Starts a server and waits until it answers `GetCapabilities`.
+    pub(crate) fn start() -> Self {
+        let bgd = bgd();
+        let started = Instant::now();
+        // A port free a moment ago can be taken before the server binds it: try another.
+        for attempt in 1.. {
+            let dir = tempfile::Builder::new()
+                .prefix("pg-buildgrid-")
+                .tempdir()
+                .expect("create the server's directory");
+            let store = dir.path().join("store");
+            let log = dir.path().join("server.log");
+            let port = free_port();
+            let config_path = dir.path().join("buildgrid.yml");
+            fs_err::write(&config_path, config(port, &store)).expect("write the configuration");
+            let out = fs_err::File::create(&log).expect("create the server's log");
+            let err = out.try_clone().expect("share the log");
+            let child = Command::new(&bgd)
+                .args(["server", "start"])
+                .arg(&config_path)
+                .current_dir(dir.path())
+                .env_clear()
+                .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+                .env("HOME", dir.path())
+                .env("PYTHONUNBUFFERED", "1")
+                .stdin(Stdio::null())
+                .stdout(std::process::Stdio::from(out.into_parts().0))
+                .stderr(std::process::Stdio::from(err.into_parts().0))
+                // Its own process group: dropping it kills it and everything it started.
+                .process_group(0)
+                .spawn()
+                .unwrap_or_else(|e| panic!("start `{}`: {e}", bgd.display()));
+            let mut server = BuildGrid {
+                url: format!("grpc://127.0.0.1:{port}/{INSTANCE}"),
+                port,
+                cas_dir: store.join("cas/objects"),
+                ready_after: Duration::ZERO,
+                log,
+                child: Some(child),
+                _dir: dir,
+            };
+            match server.wait_ready(started) {
+                Ok(()) => {
+                    server.ready_after = started.elapsed();
+                    return server;
+                }
+                Err(_) if attempt < 3 && server.log().contains("Failed to bind") => drop(server),
+                Err(why) => panic!(
+                    "BuildGrid did not answer GetCapabilities on {} ({why}, after {:?}); its log:\n{}",
+                    server.url,
+                    started.elapsed(),
+                    server.log()
+                ),
+            }
+        }
+        unreachable!("the loop returns or panics")
+    }
+
+    /// Polls `GetCapabilities` until it answers; `Err` when the server exited or the
+    /// deadline passed.
+    fn wait_ready(&mut self, started: Instant) -> Result<(), String> {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("a runtime");
+        let endpoint =
+            tonic::transport::Endpoint::from_shared(format!("http://127.0.0.1:{}", self.port))
+                .expect("an endpoint")
+                .connect_timeout(Duration::from_secs(1));
+        loop {
+            if let Some(child) = self.child.as_mut()
+                && let Some(status) = child.try_wait().expect("poll the server")
+            {
+                return Err(format!("it exited with {status}"));
+            }
+            let answered = runtime.block_on(async {
+                let Ok(channel) = endpoint.connect().await else {
+                    return false;
+                };
+                let mut client = reapi::capabilities_client::CapabilitiesClient::new(channel);
+                let call = client.get_capabilities(reapi::GetCapabilitiesRequest {
+                    instance_name: INSTANCE.to_owned(),
+                });
+                matches!(
+                    tokio::time::timeout(Duration::from_secs(10), call).await,
+                    Ok(Ok(_))
+                )
+            });
+            if answered {
+                return Ok(());
+            }
+            if started.elapsed() > READY_WITHIN {
+                return Err(format!("no answer within {READY_WITHIN:?}"));
+            }
+            std::thread::sleep(Duration::from_millis(250));
+        }
+    }
+
+    /// The server's process id (its process group's too), while it runs.
+    pub(crate) fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
+    }
+
+    /// The path of the blob `sha256` (hex) on the server's disk.
+    pub(crate) fn blob_path(&self, sha256: &str) -> PathBuf {
+        self.cas_dir.join(&sha256[..2]).join(&sha256[2..])
+    }
+
+    /// What the server has logged so far.
+    pub(crate) fn log(&self) -> String {
+        fs_err::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// Stops the server as a service manager would: SIGTERM, then SIGKILL if it has not
+    /// exited within 10 s.
+    pub(crate) fn stop(&mut self) {
+        self.signal(rustix::process::Signal::TERM);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline {
+            if self.exited() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        self.kill();
+    }
+
+    /// Kills the server and everything it started (SIGKILL), at once.
+    pub(crate) fn kill(&mut self) {
+        self.signal(rustix::process::Signal::KILL);
+        if let Some(mut child) = self.child.take() {
+            let _ = child.wait();
+        }
+    }
+
+    fn exited(&mut self) -> bool {
+        self.child
+            .as_mut()
+            .is_none_or(|c| matches!(c.try_wait(), Ok(Some(_)) | Err(_)))
+    }
+
+    fn signal(&self, signal: rustix::process::Signal) {
+        let Some(child) = &self.child else { return };
+        let pid = i32::try_from(child.id())
+            .ok()
+            .and_then(rustix::process::Pid::from_raw);
+        if let Some(pid) = pid {
+            // The group may be gone already.
+            let _ = rustix::process::kill_process_group(pid, signal);
+        }
+    }
+}
+
+impl Drop for BuildGrid {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
