@@ -182,6 +182,23 @@ fn buildgrid_keeps_an_entry_and_its_blobs_through_batches_and_bytestream() {
     assert_eq!(rt.block_on(reader.blob(big_unknown)), Ok(None));
     assert_eq!(reader.down(), None, "nothing failed");
 
+    // A cache outlives the runtime that first used it (the channel is made again on the
+    // next), and serves two runtimes in turn.
+    drop(rt);
+    for _ in 0..2 {
+        let again = runtime();
+        assert_eq!(
+            again.block_on(reader.entry(encoded.key)),
+            Ok(Some(outputs.clone()))
+        );
+        let other_runtime = runtime();
+        assert_eq!(
+            other_runtime.block_on(reader.blob(outputs.envelope)),
+            Ok(Some(blobs[0].clone()))
+        );
+    }
+    let rt = runtime();
+
     // An instance the server does not serve is refused, and is not taken for an outage.
     let other = open(&server.url.replace(&format!("/{INSTANCE}"), "/other"));
     match rt.block_on(other.capabilities()) {

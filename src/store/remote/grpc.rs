@@ -9,11 +9,12 @@
 //! URL's path without its leading slash.
 //!
 //! The channel is made at the first call, on the runtime that makes it (tonic spawns its
-//! connection there): opening sends nothing and needs no runtime, and a cache is used
-//! within one runtime. Every call carries the configured headers as metadata (marked
+//! connection there), and made again when a call comes from another runtime: opening sends
+//! nothing and needs no runtime, and a cache outlives the runtime that first used it. Every
+//! call carries the configured headers as metadata (marked
 //! sensitive) and a deadline; no error text holds a header's value.
 
-use std::sync::OnceLock;
+use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
 use bazel_remote_apis::build::bazel::remote::execution::v2 as reapi;
@@ -57,8 +58,8 @@ pub(super) struct Grpc {
     name: String,
     instance: String,
     endpoint: Endpoint,
-    /// Made at the first call (see the module's documentation).
-    channel: OnceLock<Channel>,
+    /// The channel, and the runtime it lives on (see the module's documentation).
+    channel: Mutex<Option<(tokio::runtime::Id, Channel)>>,
     metadata: Vec<(AsciiMetadataKey, AsciiMetadataValue)>,
     /// The headers' values, kept out of every error text.
     secrets: Vec<String>,
@@ -354,7 +355,7 @@ impl Grpc {
             name,
             instance,
             endpoint,
-            channel: OnceLock::new(),
+            channel: Mutex::new(None),
             metadata,
             secrets: settings.headers.iter().map(|(_, v)| v.clone()).collect(),
             timeout: settings.timeout,
@@ -362,11 +363,20 @@ impl Grpc {
         })
     }
 
-    /// The channel, made on the calling runtime at the first call.
+    /// The channel of the calling runtime: made at its first call, since tonic runs a
+    /// channel's connection as a task of the runtime that made it (a channel of a runtime
+    /// that has ended, or is not being driven, would never answer).
     fn channel(&self) -> Channel {
-        self.channel
-            .get_or_init(|| self.endpoint.connect_lazy())
-            .clone()
+        let here = tokio::runtime::Handle::current().id();
+        let mut slot = self.channel.lock().unwrap_or_else(PoisonError::into_inner);
+        match &*slot {
+            Some((runtime, channel)) if *runtime == here => channel.clone(),
+            _ => {
+                let channel = self.endpoint.connect_lazy();
+                *slot = Some((here, channel.clone()));
+                channel
+            }
+        }
     }
 
     fn cas(&self) -> ContentAddressableStorageClient<Channel> {
