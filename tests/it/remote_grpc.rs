@@ -483,3 +483,64 @@ fn a_connection_closed_at_once_is_unavailable() {
     let reason = assert_unavailable(rt.block_on(cache.capabilities()), "capabilities");
     assert!(started.elapsed() < Duration::from_secs(5), "{reason}");
 }
+
+#[test]
+fn a_token_goes_as_metadata_on_every_call_and_is_never_shown() {
+    let (server, token) = BuildGrid::start_requiring_token();
+    let rt = runtime();
+    let with = |value: &str| {
+        let mut s = settings(&server.url);
+        s.headers = vec![("Authorization".to_owned(), value.to_owned())];
+        s
+    };
+
+    // With the token: every call is let through, ByteStream ones included.
+    let cache = RemoteCache::open(&with(&token)).expect("opens");
+    let caps = rt
+        .block_on(cache.capabilities())
+        .expect("capabilities with the token");
+    assert!(caps.updates_action_cache);
+    let large = bytes(13, 5 << 20);
+    let (outputs, blobs) = entry_of(std::slice::from_ref(&large));
+    let encoded = key(0x44, "unit");
+    rt.block_on(cache.put(&encoded, &outputs, blobs))
+        .expect("put with the token");
+    let reader = RemoteCache::open(&with(&token)).expect("opens");
+    assert_eq!(
+        rt.block_on(reader.entry(encoded.key)),
+        Ok(Some(outputs.clone()))
+    );
+    let got = rt
+        .block_on(reader.blob(BlobDigest::of(&large)))
+        .expect("read by ByteStream with the token");
+    assert!(got.as_deref() == Some(large.as_slice()));
+
+    // Without it, or with one whose signature is wrong: refused, and the remote is left
+    // alone for the rest of the run; no text shows the token.
+    let signature = token.rsplit('.').next().expect("a signed token");
+    let forged = format!(
+        "{}{}",
+        &token[..token.len() - signature.len()],
+        "x".repeat(43)
+    );
+    for (settings, what) in [
+        (settings(&server.url), "no token"),
+        (with(&forged), "a forged token"),
+    ] {
+        let cache = RemoteCache::open(&settings).expect("opens");
+        match rt.block_on(cache.capabilities()) {
+            Err(e @ RemoteError::Refused { .. }) => {
+                let text = e.to_string();
+                assert!(text.contains("UNAUTHENTICATED"), "{what}: {text}");
+                assert!(!text.contains(signature), "{what}: {text}");
+                assert!(!text.contains(&forged[7..]), "{what}: {text}");
+            }
+            other => panic!("{what}: expected Refused, got {other:?}"),
+        }
+        assert!(matches!(cache.down(), Some(RemoteError::Refused { .. })));
+        match rt.block_on(cache.entry(encoded.key)) {
+            Err(RemoteError::Refused { .. }) => {}
+            other => panic!("{what}: expected Refused once down, got {other:?}"),
+        }
+    }
+}

@@ -50,7 +50,16 @@ pub(crate) fn bgd() -> PathBuf {
     bgd
 }
 
-fn config(port: u16, store: &Path) -> String {
+/// The configuration: on `port`, blobs under `store`, and with `secret` (a file) every
+/// call needs an HS256 JWT signed with it.
+fn config(port: u16, store: &Path, secret: Option<&Path>) -> String {
+    let authorization = match secret {
+        None => "  method: none".to_owned(),
+        Some(secret) => format!(
+            "  method: jwt\n  algorithm: hs256\n  secret: {}",
+            secret.display()
+        ),
+    };
     format!(
         r#"description: proofgraph's test remote cache (cache only, no SQL).
 server:
@@ -61,7 +70,7 @@ server:
 grpc-server-options:
   grpc.so_reuseport: 0
 authorization:
-  method: none
+{authorization}
 storages:
   - !disk-storage &cas
     path: {store}
@@ -90,6 +99,20 @@ monitoring:
 impl BuildGrid {
     /// Starts a server and waits until it answers `GetCapabilities`.
     pub(crate) fn start() -> Self {
+        Self::start_with(None)
+    }
+
+    /// Starts a server that refuses every call without the `authorization` metadata
+    /// `token` ("Bearer <an HS256 JWT>"), which it returns too.
+    pub(crate) fn start_requiring_token() -> (Self, String) {
+        let mut secret = [0u8; 32];
+        getrandom::fill(&mut secret).expect("randomness");
+        let secret = proofgraph::store::sha256_hex(&secret);
+        let token = format!("Bearer {}", jwt_hs256(&secret));
+        (Self::start_with(Some((secret, token.clone()))), token)
+    }
+
+    fn start_with(auth: Option<(String, String)>) -> Self {
         let bgd = bgd();
         let started = Instant::now();
         // A port free a moment ago can be taken before the server binds it: try another.
@@ -102,7 +125,13 @@ impl BuildGrid {
             let log = dir.path().join("server.log");
             let port = free_port();
             let config_path = dir.path().join("buildgrid.yml");
-            fs_err::write(&config_path, config(port, &store)).expect("write the configuration");
+            let secret = auth.as_ref().map(|(secret, _)| {
+                let path = dir.path().join("jwt.secret");
+                fs_err::write(&path, secret).expect("write the secret");
+                path
+            });
+            fs_err::write(&config_path, config(port, &store, secret.as_deref()))
+                .expect("write the configuration");
             let out = fs_err::File::create(&log).expect("create the server's log");
             let err = out.try_clone().expect("share the log");
             let child = Command::new(&bgd)
@@ -129,7 +158,7 @@ impl BuildGrid {
                 child: Some(child),
                 _dir: dir,
             };
-            match server.wait_ready(started) {
+            match server.wait_ready(started, auth.as_ref().map(|(_, token)| token.as_str())) {
                 Ok(()) => {
                     server.ready_after = started.elapsed();
                     return server;
@@ -148,7 +177,7 @@ impl BuildGrid {
 
     /// Polls `GetCapabilities` until it answers; `Err` when the server exited or the
     /// deadline passed.
-    fn wait_ready(&mut self, started: Instant) -> Result<(), String> {
+    fn wait_ready(&mut self, started: Instant, token: Option<&str>) -> Result<(), String> {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
@@ -168,9 +197,15 @@ impl BuildGrid {
                     return false;
                 };
                 let mut client = reapi::capabilities_client::CapabilitiesClient::new(channel);
-                let call = client.get_capabilities(reapi::GetCapabilitiesRequest {
+                let mut request = tonic::Request::new(reapi::GetCapabilitiesRequest {
                     instance_name: INSTANCE.to_owned(),
                 });
+                if let Some(token) = token {
+                    request
+                        .metadata_mut()
+                        .insert("authorization", token.parse().expect("a metadata value"));
+                }
+                let call = client.get_capabilities(request);
                 matches!(
                     tokio::time::timeout(Duration::from_secs(10), call).await,
                     Ok(Ok(_))
@@ -245,4 +280,54 @@ impl Drop for BuildGrid {
     fn drop(&mut self) {
         self.kill();
     }
+}
+
+/// A JSON Web Token signed with HMAC-SHA256 under `secret`, valid for a day.
+fn jwt_hs256(secret: &str) -> String {
+    use base64::Engine as _;
+    let b64 = |bytes: &[u8]| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes);
+    let exp = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("after 1970")
+        .as_secs()
+        + 86_400;
+    let signed = format!(
+        "{}.{}",
+        b64(br#"{"alg":"HS256","typ":"JWT"}"#),
+        b64(format!(r#"{{"sub":"proofgraph-tests","exp":{exp}}}"#).as_bytes())
+    );
+    format!(
+        "{signed}.{}",
+        b64(&hmac_sha256(secret.as_bytes(), signed.as_bytes()))
+    )
+}
+
+/// HMAC-SHA256 (RFC 2104).
+fn hmac_sha256(key: &[u8], message: &[u8]) -> [u8; 32] {
+    use sha2::{Digest as _, Sha256};
+    let mut block = [0u8; 64];
+    if key.len() > 64 {
+        block[..32].copy_from_slice(&Sha256::digest(key));
+    } else {
+        block[..key.len()].copy_from_slice(key);
+    }
+    let pad = |byte: u8| block.map(|b| b ^ byte);
+    let inner = Sha256::new()
+        .chain_update(pad(0x36))
+        .chain_update(message)
+        .finalize();
+    Sha256::new()
+        .chain_update(pad(0x5c))
+        .chain_update(inner)
+        .finalize()
+        .into()
+}
+
+#[test]
+fn hmac_sha256_matches_rfc_4231() {
+    let mac = hmac_sha256(b"Jefe", b"what do ya want for nothing?");
+    assert_eq!(
+        proofgraph_graph::fingerprint::hex(&mac),
+        "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"
+    );
 }
