@@ -544,3 +544,22 @@ fn a_token_goes_as_metadata_on_every_call_and_is_never_shown() {
         }
     }
 }
+
+#[test]
+fn grpcs_speaks_tls_and_trusts_only_the_system_s_roots() {
+    // The harness reached this server over TLS, trusting the test CA that issued its
+    // certificate; the cache trusts the system's roots only, so it must refuse it.
+    let server = BuildGrid::start_tls();
+    assert!(server.url.starts_with("grpcs://"), "{}", server.url);
+    let rt = runtime();
+    let cache = open(&server.url);
+    let reason = assert_unavailable(
+        rt.block_on(cache.capabilities()),
+        "an untrusted certificate",
+    );
+    assert!(reason.to_lowercase().contains("certificate"), "{reason}");
+
+    // Plain gRPC to the TLS port gets nothing either: no silent downgrade.
+    let plain = open(&server.url.replacen("grpcs://", "grpc://", 1));
+    assert_unavailable(rt.block_on(plain.capabilities()), "plaintext to a TLS port");
+}

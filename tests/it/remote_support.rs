@@ -50,9 +50,18 @@ pub(crate) fn bgd() -> PathBuf {
     bgd
 }
 
-/// The configuration: on `port`, blobs under `store`, and with `secret` (a file) every
-/// call needs an HS256 JWT signed with it.
-fn config(port: u16, store: &Path, secret: Option<&Path>) -> String {
+/// The configuration: on `port`, blobs under `store`; with `secret` (a file) every call
+/// needs an HS256 JWT signed with it; with `tls` (key and certificate files) the port
+/// speaks TLS only.
+fn config(port: u16, store: &Path, secret: Option<&Path>, tls: Option<(&Path, &Path)>) -> String {
+    let channel = match tls {
+        None => "    insecure-mode: true".to_owned(),
+        Some((key, cert)) => format!(
+            "    insecure-mode: false\n    credentials:\n      tls-server-key: {}\n      tls-server-cert: {}",
+            key.display(),
+            cert.display()
+        ),
+    };
     let authorization = match secret {
         None => "  method: none".to_owned(),
         Some(secret) => format!(
@@ -65,7 +74,7 @@ fn config(port: u16, store: &Path, secret: Option<&Path>) -> String {
 server:
   - !channel
     address: "127.0.0.1:{port}"
-    insecure-mode: true
+{channel}
 # gRPC's default SO_REUSEPORT would let two servers share a port: each binds its own.
 grpc-server-options:
   grpc.so_reuseport: 0
@@ -99,7 +108,13 @@ monitoring:
 impl BuildGrid {
     /// Starts a server and waits until it answers `GetCapabilities`.
     pub(crate) fn start() -> Self {
-        Self::start_with(None)
+        Self::start_with(None, false)
+    }
+
+    /// Starts a server that speaks TLS only, with a certificate for 127.0.0.1 from a CA of
+    /// its own that no system trusts; `url` is `grpcs://127.0.0.1:PORT/main`.
+    pub(crate) fn start_tls() -> Self {
+        Self::start_with(None, true)
     }
 
     /// Starts a server that refuses every call without the `authorization` metadata
@@ -109,10 +124,13 @@ impl BuildGrid {
         getrandom::fill(&mut secret).expect("randomness");
         let secret = proofgraph::store::sha256_hex(&secret);
         let token = format!("Bearer {}", jwt_hs256(&secret));
-        (Self::start_with(Some((secret, token.clone()))), token)
+        (
+            Self::start_with(Some((secret, token.clone())), false),
+            token,
+        )
     }
 
-    fn start_with(auth: Option<(String, String)>) -> Self {
+    fn start_with(auth: Option<(String, String)>, tls: bool) -> Self {
         let bgd = bgd();
         let started = Instant::now();
         // A port free a moment ago can be taken before the server binds it: try another.
@@ -130,7 +148,11 @@ impl BuildGrid {
                 fs_err::write(&path, secret).expect("write the secret");
                 path
             });
-            fs_err::write(&config_path, config(port, &store, secret.as_deref()))
+            let cert = tls.then(|| certificate(dir.path()));
+            let files = cert
+                .as_ref()
+                .map(|(key, cert, _)| (key.as_path(), cert.as_path()));
+            fs_err::write(&config_path, config(port, &store, secret.as_deref(), files))
                 .expect("write the configuration");
             let out = fs_err::File::create(&log).expect("create the server's log");
             let err = out.try_clone().expect("share the log");
@@ -150,7 +172,10 @@ impl BuildGrid {
                 .spawn()
                 .unwrap_or_else(|e| panic!("start `{}`: {e}", bgd.display()));
             let mut server = BuildGrid {
-                url: format!("grpc://127.0.0.1:{port}/{INSTANCE}"),
+                url: format!(
+                    "{}://127.0.0.1:{port}/{INSTANCE}",
+                    if tls { "grpcs" } else { "grpc" }
+                ),
                 port,
                 cas_dir: store.join("cas/objects"),
                 ready_after: Duration::ZERO,
@@ -158,7 +183,9 @@ impl BuildGrid {
                 child: Some(child),
                 _dir: dir,
             };
-            match server.wait_ready(started, auth.as_ref().map(|(_, token)| token.as_str())) {
+            let token = auth.as_ref().map(|(_, token)| token.as_str());
+            let trusted = cert.as_ref().map(|(_, _, pem)| pem.as_str());
+            match server.wait_ready(started, token, trusted) {
                 Ok(()) => {
                     server.ready_after = started.elapsed();
                     return server;
@@ -175,27 +202,49 @@ impl BuildGrid {
         unreachable!("the loop returns or panics")
     }
 
-    /// Polls `GetCapabilities` until it answers; `Err` when the server exited or the
-    /// deadline passed.
-    fn wait_ready(&mut self, started: Instant, token: Option<&str>) -> Result<(), String> {
+    /// Polls `GetCapabilities` (with `token`, over TLS trusting `cert` when given) until
+    /// it answers; `Err` when the server exited or the deadline passed.
+    fn wait_ready(
+        &mut self,
+        started: Instant,
+        token: Option<&str>,
+        cert: Option<&str>,
+    ) -> Result<(), String> {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
             .expect("a runtime");
-        let endpoint =
-            tonic::transport::Endpoint::from_shared(format!("http://127.0.0.1:{}", self.port))
+        let scheme = if cert.is_some() { "https" } else { "http" };
+        let mut endpoint =
+            tonic::transport::Endpoint::from_shared(format!("{scheme}://127.0.0.1:{}", self.port))
                 .expect("an endpoint")
                 .connect_timeout(Duration::from_secs(1));
+        if let Some(pem) = cert {
+            let _ = rustls::crypto::ring::default_provider().install_default();
+            endpoint = endpoint
+                .tls_config(
+                    tonic::transport::ClientTlsConfig::new()
+                        .ca_certificate(tonic::transport::Certificate::from_pem(pem))
+                        .domain_name("127.0.0.1"),
+                )
+                .expect("TLS settings");
+        }
         loop {
             if let Some(child) = self.child.as_mut()
                 && let Some(status) = child.try_wait().expect("poll the server")
             {
                 return Err(format!("it exited with {status}"));
             }
-            let answered = runtime.block_on(async {
-                let Ok(channel) = endpoint.connect().await else {
-                    return false;
-                };
+            let answer: Result<(), String> = runtime.block_on(async {
+                let channel = endpoint.connect().await.map_err(|e| {
+                    let mut text = e.to_string();
+                    let mut source = std::error::Error::source(&e);
+                    while let Some(cause) = source {
+                        text = format!("{text}: {cause}");
+                        source = cause.source();
+                    }
+                    text
+                })?;
                 let mut client = reapi::capabilities_client::CapabilitiesClient::new(channel);
                 let mut request = tonic::Request::new(reapi::GetCapabilitiesRequest {
                     instance_name: INSTANCE.to_owned(),
@@ -206,16 +255,19 @@ impl BuildGrid {
                         .insert("authorization", token.parse().expect("a metadata value"));
                 }
                 let call = client.get_capabilities(request);
-                matches!(
-                    tokio::time::timeout(Duration::from_secs(10), call).await,
-                    Ok(Ok(_))
-                )
+                match tokio::time::timeout(Duration::from_secs(10), call).await {
+                    Ok(Ok(_)) => Ok(()),
+                    Ok(Err(status)) => Err(format!("{:?}: {}", status.code(), status.message())),
+                    Err(_) => Err("no answer in 10 s".to_owned()),
+                }
             });
-            if answered {
+            let Err(last) = answer else {
                 return Ok(());
-            }
+            };
             if started.elapsed() > READY_WITHIN {
-                return Err(format!("no answer within {READY_WITHIN:?}"));
+                return Err(format!(
+                    "no answer within {READY_WITHIN:?}; the last try: {last}"
+                ));
             }
             std::thread::sleep(Duration::from_millis(250));
         }
@@ -280,6 +332,88 @@ impl Drop for BuildGrid {
     fn drop(&mut self) {
         self.kill();
     }
+}
+
+/// A certificate for 127.0.0.1 made with openssl in `dir`, issued by a CA of its own that
+/// no system trusts: the key file, the certificate file and the CA's PEM.
+fn certificate(dir: &Path) -> (PathBuf, PathBuf, String) {
+    let openssl = |args: &[&str]| {
+        let out = Command::new("openssl")
+            .args(args)
+            .current_dir(dir)
+            .output()
+            .unwrap_or_else(|e| {
+                panic!("run openssl ({e}); install it with `apt-get install openssl`")
+            });
+        assert!(
+            out.status.success(),
+            "openssl {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    let ec = [
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:prime256v1",
+        "-nodes",
+    ];
+    openssl(
+        &[
+            &["req", "-x509"][..],
+            &ec,
+            &[
+                "-days",
+                "2",
+                "-subj",
+                "/CN=proofgraph test CA",
+                "-keyout",
+                "ca.key",
+                "-out",
+                "ca.crt",
+            ],
+        ]
+        .concat(),
+    );
+    openssl(
+        &[
+            &["req"][..],
+            &ec,
+            &[
+                "-subj",
+                "/CN=127.0.0.1",
+                "-keyout",
+                "server.key",
+                "-out",
+                "server.csr",
+            ],
+        ]
+        .concat(),
+    );
+    fs_err::write(
+        dir.join("server.ext"),
+        "subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n",
+    )
+    .expect("write the extensions");
+    openssl(&[
+        "x509",
+        "-req",
+        "-in",
+        "server.csr",
+        "-CA",
+        "ca.crt",
+        "-CAkey",
+        "ca.key",
+        "-CAcreateserial",
+        "-days",
+        "2",
+        "-extfile",
+        "server.ext",
+        "-out",
+        "server.crt",
+    ]);
+    let ca = fs_err::read_to_string(dir.join("ca.crt")).expect("the CA's certificate");
+    (dir.join("server.key"), dir.join("server.crt"), ca)
 }
 
 /// A JSON Web Token signed with HMAC-SHA256 under `secret`, valid for a day.
