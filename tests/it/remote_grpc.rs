@@ -330,38 +330,64 @@ fn a_stopped_buildgrid_is_unavailable_within_the_connect_timeout() {
     assert!(reason.contains("GetActionResult"), "{reason}");
 }
 
-/// A proxy to 127.0.0.1:`upstream` that forwards `cut_after` bytes of what the server
-/// sends back and then cuts the connection: a stream dropped mid-way.
-fn cutting_proxy(upstream: u16, cut_after: usize) -> u16 {
+/// What a proxy does to what the server sends back, once it has forwarded `n` bytes.
+#[derive(Clone, Copy)]
+enum Fault {
+    /// Nothing: it forwards everything.
+    None,
+    /// It cuts the connection: a stream dropped mid-way.
+    CutAfter(usize),
+    /// It forwards nothing more and keeps the connection open: a stream that stalls.
+    StallAfter(usize),
+}
+
+/// A TCP proxy to 127.0.0.1:`upstream` that forwards both ways, at most `rate` bytes a
+/// second each way when given, and applies `down` to what the server sends back and `up`
+/// to what the client sends.
+fn proxy(upstream: u16, down: Fault, up: Fault, rate: Option<u64>) -> u16 {
     let listener = TcpListener::bind("127.0.0.1:0").expect("bind the proxy");
     let port = listener.local_addr().expect("its port").port();
+    // Copies `from` into `to`, paced to `rate`, until the fault's byte count.
+    fn pump(mut from: TcpStream, mut to: TcpStream, fault: Fault, rate: Option<u64>) {
+        let limit = match fault {
+            Fault::None => usize::MAX,
+            Fault::CutAfter(n) | Fault::StallAfter(n) => n,
+        };
+        let started = Instant::now();
+        let mut buf = [0u8; 16 * 1024];
+        let mut sent = 0usize;
+        while sent < limit {
+            let Ok(n) = from.read(&mut buf) else { break };
+            let n = n.min(limit - sent);
+            if n == 0 || to.write_all(&buf[..n]).is_err() {
+                break;
+            }
+            sent += n;
+            if let Some(rate) = rate {
+                let due = Duration::from_secs_f64(sent as f64 / rate as f64);
+                if let Some(wait) = due.checked_sub(started.elapsed()) {
+                    std::thread::sleep(wait);
+                }
+            }
+        }
+        if let Fault::StallAfter(_) = fault {
+            // Hold both ends open; the test ends first.
+            std::thread::sleep(Duration::from_secs(600));
+        }
+        let _ = to.shutdown(Shutdown::Both);
+        let _ = from.shutdown(Shutdown::Both);
+    }
     std::thread::spawn(move || {
         for client in listener.incoming() {
-            let Ok(mut client) = client else { return };
-            let Ok(mut server) = TcpStream::connect(("127.0.0.1", upstream)) else {
+            let Ok(client) = client else { return };
+            let Ok(server) = TcpStream::connect(("127.0.0.1", upstream)) else {
                 return;
             };
-            let (Ok(mut client_in), Ok(mut server_out)) = (client.try_clone(), server.try_clone())
-            else {
+            let (Ok(client_in), Ok(server_out)) = (client.try_clone(), server.try_clone()) else {
                 return;
             };
-            std::thread::spawn(move || {
-                let _ = std::io::copy(&mut client_in, &mut server_out);
-            });
-            std::thread::spawn(move || {
-                let mut buf = [0u8; 16 * 1024];
-                let mut sent = 0;
-                while sent < cut_after {
-                    let Ok(n) = server.read(&mut buf) else { break };
-                    let n = n.min(cut_after - sent);
-                    if n == 0 || client.write_all(&buf[..n]).is_err() {
-                        break;
-                    }
-                    sent += n;
-                }
-                let _ = client.shutdown(Shutdown::Both);
-                let _ = server.shutdown(Shutdown::Both);
-            });
+            std::thread::spawn(move || pump(client_in, server_out, up, rate));
+            std::thread::spawn(move || pump(server, client, down, rate));
         }
     });
     port
@@ -380,7 +406,7 @@ fn a_buildgrid_cut_off_mid_stream_or_killed_is_unavailable() {
 
     // Through a connection that dies after 2 MiB of a 12 MiB ByteStream read: an outage,
     // not a short blob, and no byte of it returned.
-    let proxy = cutting_proxy(server.port, 2 << 20);
+    let proxy = proxy(server.port, Fault::CutAfter(2 << 20), Fault::None, None);
     let cut = open(&format!("grpc://127.0.0.1:{proxy}/{INSTANCE}"));
     let started = Instant::now();
     let reason = assert_unavailable(
@@ -562,4 +588,65 @@ fn grpcs_speaks_tls_and_trusts_only_the_system_s_roots() {
     // Plain gRPC to the TLS port gets nothing either: no silent downgrade.
     let plain = open(&server.url.replacen("grpcs://", "grpc://", 1));
     assert_unavailable(rt.block_on(plain.capabilities()), "plaintext to a TLS port");
+}
+
+#[test]
+fn a_bytestream_transfer_outlasts_the_deadline_while_it_moves_and_not_once_it_stalls() {
+    let server = BuildGrid::start();
+    let rt = runtime();
+    let deadline = Duration::from_secs(1);
+    let through = |port: u16| {
+        let mut s = settings(&format!("grpc://127.0.0.1:{port}/{INSTANCE}"));
+        s.timeout = deadline;
+        RemoteCache::open(&s).expect("opens")
+    };
+    // 8 MiB at 3 MiB/s each way: each 1 MiB chunk takes about a third of the deadline, the
+    // whole transfer more than twice it.
+    let slow = proxy(server.port, Fault::None, Fault::None, Some(3 << 20));
+    let large = bytes(14, 8 << 20);
+    let (outputs, blobs) = entry_of(std::slice::from_ref(&large));
+    let encoded = key(0x66, "unit");
+    let started = Instant::now();
+    rt.block_on(through(slow).put(&encoded, &outputs, blobs))
+        .expect("a slow upload that keeps moving completes");
+    let took = started.elapsed();
+    assert!(took > 2 * deadline, "the proxy paces it: {took:?}");
+    let started = Instant::now();
+    let got = rt
+        .block_on(through(slow).blob(BlobDigest::of(&large)))
+        .expect("a slow download that keeps moving completes");
+    assert!(got.as_deref() == Some(large.as_slice()));
+    let took = started.elapsed();
+    assert!(took > 2 * deadline, "the proxy paces it: {took:?}");
+
+    // The same read stalling after 2 MiB: cut at the deadline, not waited on.
+    let stalling = proxy(server.port, Fault::StallAfter(2 << 20), Fault::None, None);
+    let cache = through(stalling);
+    let started = Instant::now();
+    let reason = assert_unavailable(rt.block_on(cache.blob(BlobDigest::of(&large))), "a stall");
+    let took = started.elapsed();
+    assert!(reason.contains("no answer within"), "{reason}");
+    assert!(
+        took >= deadline && took < 10 * deadline,
+        "took {took:?}: {reason}"
+    );
+
+    // An upload stalling after 2 MiB of 4: cut too — when a chunk waits the deadline to be
+    // taken, or, when the connection's buffers took them all, once what may still be on the
+    // way has had its time (the deadline plus a second per MiB).
+    let stalling = proxy(server.port, Fault::None, Fault::StallAfter(2 << 20), None);
+    let cache = through(stalling);
+    let other = bytes(15, 4 << 20);
+    let (outputs, blobs) = entry_of(std::slice::from_ref(&other));
+    let started = Instant::now();
+    let reason = assert_unavailable(
+        rt.block_on(cache.put(&key(0x77, "unit"), &outputs, blobs)),
+        "a stalled upload",
+    );
+    let took = started.elapsed();
+    assert!(reason.contains("ByteStream.Write"), "{reason}");
+    assert!(
+        took >= deadline && took < 15 * deadline,
+        "took {took:?}: {reason}"
+    );
 }

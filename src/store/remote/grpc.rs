@@ -391,10 +391,18 @@ impl Grpc {
             .max_encoding_message_size(MAX_MESSAGE)
     }
 
-    /// `message` with the headers and the deadline.
+    /// `message` with the headers and the deadline (sent as `grpc-timeout`, which tonic
+    /// and the server both enforce).
     fn request<T>(&self, message: T) -> Request<T> {
-        let mut request = Request::new(message);
+        let mut request = self.stream_request(message);
         request.set_timeout(self.timeout);
+        request
+    }
+
+    /// `message` with the headers and no deadline for the whole call: a ByteStream call
+    /// lasts as long as its blob takes to move, and its deadline bounds each chunk instead.
+    fn stream_request<T>(&self, message: T) -> Request<T> {
+        let mut request = Request::new(message);
         for (key, value) in &self.metadata {
             request.metadata_mut().insert(key.clone(), value.clone());
         }
@@ -436,7 +444,7 @@ impl Grpc {
     fn blob_failed(
         &self,
         method: &str,
-        blob: BlobDigest,
+        blob: &str,
         status: &bazel_remote_apis::google::rpc::Status,
     ) -> RemoteError {
         let code = Code::from_i32(status.code);
@@ -515,18 +523,21 @@ impl Grpc {
             let Some(status) = response.status.filter(|s| s.code != Code::Ok as i32) else {
                 continue;
             };
-            let blob = response
-                .digest
-                .as_ref()
-                .and_then(|d| BlobDigest::from_reapi(d).ok())
-                .unwrap_or_else(|| BlobDigest::of(&[]));
-            return Err(self.blob_failed(method, blob, &status));
+            let blob = response.digest.as_ref().map_or_else(
+                || "it did not name".to_owned(),
+                |d| format!("{}/{}", d.hash, d.size_bytes),
+            );
+            return Err(self.blob_failed(method, &blob, &status));
         }
         Ok(())
     }
 
-    /// One blob through `ByteStream.Write`, in chunks; the deadline applies to each chunk,
-    /// so a large blob that keeps moving is never cut off and one that stalls is.
+    /// One blob through `ByteStream.Write`, in chunks. The deadline applies to each chunk
+    /// handed to the connection, so a large blob that keeps moving is never cut off and one
+    /// that stalls is. Once the last is handed over, the answer is awaited for the deadline
+    /// plus the time the upload took so far plus a second per MiB of the blob: the
+    /// connection's buffers can take a whole blob of several MiB at once (BuildGrid's took
+    /// 8 MiB in 15 ms), and it reaches the server only at the link's pace.
     async fn stream_write(&self, blob: BlobDigest, bytes: Vec<u8>) -> Result<(), RemoteError> {
         let method = "ByteStream.Write";
         let resource = write_resource(&self.instance, &uuid(), blob);
@@ -562,7 +573,8 @@ impl Grpc {
             true
         };
         let mut client = self.bytestream();
-        let call = client.write(self.request(ReceiverStream::new(rx)));
+        let started = std::time::Instant::now();
+        let call = client.write(self.stream_request(ReceiverStream::new(rx)));
         tokio::pin!(call);
         let answer = tokio::select! {
             answer = &mut call => answer,
@@ -573,9 +585,17 @@ impl Grpc {
                         reason: format!("{method}: the server took no data for {timeout:?}"),
                     });
                 }
-                match tokio::time::timeout(timeout, call).await {
+                let drain = timeout
+                    + started.elapsed()
+                    + Duration::from_secs_f64(blob.size as f64 / CHUNK as f64);
+                match tokio::time::timeout(drain, call).await {
                     Ok(answer) => answer,
-                    Err(_) => return Err(self.timed_out(method)),
+                    Err(_) => {
+                        return Err(RemoteError::Unavailable {
+                            remote: self.name.clone(),
+                            reason: format!("{method}: no answer within {drain:?} of the last chunk"),
+                        });
+                    }
                 }
             }
         };
@@ -617,7 +637,9 @@ impl Grpc {
         };
         match response.status {
             Some(s) if s.code == Code::NotFound as i32 => Ok(None),
-            Some(s) if s.code != Code::Ok as i32 => Err(self.blob_failed(method, blob, &s)),
+            Some(s) if s.code != Code::Ok as i32 => {
+                Err(self.blob_failed(method, &blob.to_string(), &s))
+            }
             _ if response.compressor != 0 => Err(unsupported(
                 &self.name,
                 format!("{method} sent the blob {blob} compressed, which was not asked for"),
@@ -630,7 +652,7 @@ impl Grpc {
     /// to see it is too long); the deadline applies to each chunk.
     async fn stream_read(&self, blob: BlobDigest) -> Result<Option<Vec<u8>>, RemoteError> {
         let method = &format!("ByteStream.Read of the blob {blob}");
-        let request = self.request(bytestream::ReadRequest {
+        let request = self.stream_request(bytestream::ReadRequest {
             resource_name: read_resource(&self.instance, blob),
             read_offset: 0,
             read_limit: 0,
@@ -836,6 +858,18 @@ mod tests {
             request.metadata().get("grpc-timeout").is_some(),
             "a deadline"
         );
+        let stream = with.stream_request(());
+        assert_eq!(
+            stream
+                .metadata()
+                .get("x-token")
+                .map(|v| v.as_encoded_bytes()),
+            Some(&b"s3cr3t-value"[..])
+        );
+        assert!(
+            stream.metadata().get("grpc-timeout").is_none(),
+            "no deadline for a whole ByteStream call"
+        );
 
         for (header, value) in [
             ("x-key-bin", "abc"),
@@ -1037,7 +1071,7 @@ mod tests {
         );
         let blob = grpc.blob_failed(
             "BatchUpdateBlobs",
-            BlobDigest::of(b"x"),
+            &BlobDigest::of(b"x").to_string(),
             &bazel_remote_apis::google::rpc::Status {
                 code: Code::ResourceExhausted as i32,
                 message: "quota of Bearer tok-12345 spent".into(),
