@@ -2,8 +2,7 @@
 //! already run (the Remote Execution API's CAS and ActionCache over gRPC; the Bazel HTTP
 //! cache protocol), with one encoding of a receipt for both (`encoding.rs`).
 //!
-//! Adding a protocol (S3, GCS) is one file: a [`Backend`] and a line in
-//! `RemoteCache::open`.
+//! Adding a protocol (S3, GCS) is one file: a [`Backend`] and a line in [`backend()`].
 
 mod backend;
 mod cache;
