@@ -183,9 +183,9 @@ fn buildgrid_keeps_an_entry_and_its_blobs_through_batches_and_bytestream() {
     assert_eq!(reader.down(), None, "nothing failed");
 
     // A cache outlives the runtime that first used it (the channel is made again on the
-    // next), and serves two runtimes in turn.
+    // next), and serves runtimes that take turns — more of them than it keeps channels for.
     drop(rt);
-    for _ in 0..2 {
+    for _ in 0..3 {
         let again = runtime();
         assert_eq!(
             again.block_on(reader.entry(encoded.key)),

@@ -48,6 +48,8 @@ const CHUNK: usize = 1 << 20;
 /// The largest message read: a batch at `MAX_BATCH_BYTES`, with room to see a blob that
 /// grew on the server's disk.
 const MAX_MESSAGE: usize = 32 << 20;
+/// Channels kept, one per runtime that called (older ones are dropped).
+const RUNTIMES: usize = 4;
 /// Digests asked about in one `FindMissingBlobs`.
 const FIND_PAGE: usize = 4096;
 /// The digest function of every request.
@@ -58,8 +60,8 @@ pub(super) struct Grpc {
     name: String,
     instance: String,
     endpoint: Endpoint,
-    /// The channel, and the runtime it lives on (see the module's documentation).
-    channel: Mutex<Option<(tokio::runtime::Id, Channel)>>,
+    /// A channel per runtime that called, the latest last (see the module's documentation).
+    channels: Mutex<Vec<(tokio::runtime::Id, Channel)>>,
     metadata: Vec<(AsciiMetadataKey, AsciiMetadataValue)>,
     /// The headers' values, kept out of every error text.
     secrets: Vec<String>,
@@ -355,7 +357,7 @@ impl Grpc {
             name,
             instance,
             endpoint,
-            channel: Mutex::new(None),
+            channels: Mutex::new(Vec::new()),
             metadata,
             secrets: settings.headers.iter().map(|(_, v)| v.clone()).collect(),
             timeout: settings.timeout,
@@ -366,17 +368,20 @@ impl Grpc {
     /// The channel of the calling runtime: made at its first call, since tonic runs a
     /// channel's connection as a task of the runtime that made it (a channel of a runtime
     /// that has ended, or is not being driven, would never answer).
+    /// A few are kept, so runtimes that take turns (a run's pulls, its upload thread) do
+    /// not reconnect at each turn.
     fn channel(&self) -> Channel {
         let here = tokio::runtime::Handle::current().id();
-        let mut slot = self.channel.lock().unwrap_or_else(PoisonError::into_inner);
-        match &*slot {
-            Some((runtime, channel)) if *runtime == here => channel.clone(),
-            _ => {
-                let channel = self.endpoint.connect_lazy();
-                *slot = Some((here, channel.clone()));
-                channel
-            }
+        let mut channels = self.channels.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some((_, channel)) = channels.iter().find(|(runtime, _)| *runtime == here) {
+            return channel.clone();
         }
+        let channel = self.endpoint.connect_lazy();
+        if channels.len() >= RUNTIMES {
+            channels.remove(0);
+        }
+        channels.push((here, channel.clone()));
+        channel
     }
 
     fn cas(&self) -> ContentAddressableStorageClient<Channel> {
