@@ -8,11 +8,10 @@
 //! through `ByteStream.Write` / `Read` (1 MiB chunks) above it. The instance name is the
 //! URL's path without its leading slash.
 //!
-//! The channel is made at the first call, on the runtime that makes it (tonic spawns its
-//! connection there), and made again when a call comes from another runtime: opening sends
-//! nothing and needs no runtime, and a cache outlives the runtime that first used it. Every
-//! call carries the configured headers as metadata (marked
-//! sensitive) and a deadline; no error text holds a header's value.
+//! A channel is made at the first call of each runtime, on that runtime (tonic spawns its
+//! connection there): opening sends nothing and needs no runtime, and a cache outlives the
+//! runtime that first used it. Every call carries the configured headers as metadata
+//! (marked sensitive) and a deadline; no error text holds a header's value.
 
 use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
