@@ -9,11 +9,12 @@ set -euo pipefail
 #   git              the repositories every test builds
 #   dot              graphviz: `graph --format dot` must render
 #   openssl          signs and verifies envelopes independently of our code
-#   go               golang-go: a real runner the wiring bootstrap's tests drive
+#   go               golang-go: a real runner the wiring bootstrap's tests drive, and the go recipe
 #   script           bsdutils: the pseudo-terminal the progress-bar test runs prove under
 #   chromium         the browser Playwright drives (never downloaded) + fonts-liberation
 #   nix-instantiate  nix-bin: evaluates the flake's own expressions offline
 #   node, npm        the pinned test tools (Playwright, openspec, turbo)
+#   nginx            the Bazel HTTP cache (WebDAV PUT) the remote-cache tests start
 needs=(
   "git:git"
   "dot:graphviz"
@@ -24,10 +25,12 @@ needs=(
   "nix-instantiate:nix-bin"
   "node:nodejs"
   "npm:npm"
+  "nginx:nginx"
 )
 missing=()
 for need in "${needs[@]}"; do
-  command -v "${need%%:*}" >/dev/null 2>&1 || missing+=("${need#*:}")
+  # sbin too: a user's PATH may lack it, and nginx lives there.
+  PATH="$PATH:/usr/sbin:/sbin" command -v "${need%%:*}" >/dev/null 2>&1 || missing+=("${need#*:}")
 done
 # Python: venv (pytest projects in the tests) and pip (the pinned Python test packages).
 python3 -c 'import venv, ensurepip' 2>/dev/null || missing+=(python3-venv)

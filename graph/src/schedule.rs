@@ -329,9 +329,13 @@ impl<'g> Scheduler<'g> {
     }
 }
 
-/// A deterministic partition of the providers into `count` shards: weakly
-/// connected groups of providers (so a dependency chain stays together) are
-/// assigned, largest first, to the least loaded shard (ties by name).
+/// A deterministic partition of the providers into `count` shards, stable under edits to
+/// other providers: weakly connected groups of providers (a dependency chain, or providers
+/// sharing a service, stay together) are each assigned by the BLAKE3 hash of the
+/// group's first provider name (in byte order), modulo `count`. A provider moves to another
+/// shard only when its own group changes (an edge added or removed, a member renamed) or
+/// `count` does — never because another provider's inputs, wiring or presence changed.
+/// The balance is that of a hash: even over many groups, not exact over a few.
 pub fn shard(graph: &SealedGraph, index: usize, count: NonZeroUsize) -> BTreeSet<NodeId> {
     let providers: Vec<NodeId> = graph
         .order()
@@ -366,22 +370,16 @@ pub fn shard(graph: &SealedGraph, index: usize, count: NonZeroUsize) -> BTreeSet
         let root = find(&mut parent, p.get());
         groups.entry(root).or_default().push(*p);
     }
-    let mut groups: Vec<Vec<NodeId>> = groups.into_values().collect();
-    groups.sort_by(|a, b| {
-        b.len()
-            .cmp(&a.len())
-            .then_with(|| graph.node(a[0]).name.cmp(&graph.node(b[0]).name))
-    });
-    let mut load = vec![0usize; count.get()];
     let mut out = BTreeSet::new();
-    for group in groups {
-        let (target, _) = load
-            .iter()
-            .enumerate()
-            .min_by_key(|(i, l)| (**l, *i))
-            .expect("count is non-zero");
-        load[target] += group.len();
-        if target == index {
+    for group in groups.into_values() {
+        let Some(first) = group.iter().map(|id| graph.node(*id).name.as_str()).min() else {
+            continue;
+        };
+        let hash = blake3::hash(first.as_bytes());
+        let mut word = [0u8; 8];
+        word.copy_from_slice(&hash.as_bytes()[..8]);
+        let target = u64::from_le_bytes(word) % count.get() as u64;
+        if target == index as u64 {
             out.extend(group);
         }
     }
@@ -664,6 +662,45 @@ mod tests {
                 }
             }
             prop_assert_eq!(seen, all_providers(&graph));
+        }
+    }
+
+    #[test]
+    fn a_provider_keeps_its_shard_when_other_providers_come_and_go() {
+        use crate::testing::{at, pid, provider, seal};
+        let where_is = |graph: &SealedGraph, name: &str, n: usize| -> usize {
+            let count = NonZeroUsize::new(n).expect("non-zero");
+            let id = graph.provider(&pid(name)).expect("provider");
+            (0..n)
+                .find(|i| shard(graph, *i, count).contains(&id))
+                .expect("in a shard")
+        };
+        let names = ["api", "cli", "docs", "e2e", "lint", "unit", "web"];
+        let all = seal(names.iter().map(|n| provider(n)).collect(), Vec::new());
+        // Two providers fewer, and one more, elsewhere in the change.
+        let mut fewer: Vec<_> = names
+            .iter()
+            .filter(|n| !matches!(**n, "docs" | "lint"))
+            .map(|n| provider(n))
+            .collect();
+        fewer.push(provider("zz-new"));
+        let other = seal(fewer, Vec::new());
+        for n in [2, 3, 5] {
+            for name in ["api", "cli", "e2e", "unit", "web"] {
+                assert_eq!(
+                    where_is(&all, name, n),
+                    where_is(&other, name, n),
+                    "`{name}` moved among {n} shards"
+                );
+            }
+        }
+        // A provider joined to another by `dependsOn` goes where the pair's first name is.
+        let mut unit = provider("unit");
+        unit.depends_on = Some(vec![at(pid("api"))]);
+        let joined = seal(vec![provider("api"), unit, provider("web")], Vec::new());
+        for n in [2, 3, 5] {
+            assert_eq!(where_is(&joined, "unit", n), where_is(&joined, "api", n));
+            assert_eq!(where_is(&joined, "api", n), where_is(&all, "api", n));
         }
     }
 

@@ -213,10 +213,19 @@ codes! {
     WorkspacePinUnwritable = "workspace_pin_unwritable",
     /// `key pin`: the store has no key to pin.
     WorkspaceKeyMissing = "workspace_key_missing",
-    /// The remote cache named in `proofgraph.yaml` does not answer.
-    CacheUnreachable = "cache_unreachable",
-    /// A remote cache is configured, but this version keeps receipts local.
-    CacheNotUsed = "cache_not_used",
+    /// The remote cache could not be reached, timed out or said it is unavailable; the
+    /// run went on with the local store.
+    RemoteCacheUnavailable = "remote_cache_unavailable",
+    /// The remote cache refused the request (credentials missing or not accepted).
+    RemoteCacheRefused = "remote_cache_refused",
+    /// The remote cache cannot serve this client (no SHA-256, a broken answer).
+    RemoteCacheUnsupported = "remote_cache_unsupported",
+    /// The remote cache served a blob or an entry that is not what was asked for.
+    RemoteCacheCorrupt = "remote_cache_corrupt",
+    /// A receipt in the remote cache is not trusted here, or binds another fingerprint.
+    RemoteReceiptUntrusted = "remote_receipt_untrusted",
+    /// Receipts could not be uploaded to the remote cache.
+    RemoteUploadFailed = "remote_upload_failed",
     // Signed external results (`evidence verify-ci`).
     /// `evidence verify-ci` names a provider that is not `external` with a `ci` block.
     NotExternal = "not_external",

@@ -89,6 +89,9 @@ enum CommandArgs {
         /// How many providers may run at once [default: the number of CPUs]
         #[arg(long, short = 'j', value_name = "N")]
         jobs: Option<std::num::NonZeroUsize>,
+        /// Which cache tiers to read and write, e.g. `local:rw,remote:r` [default: PROOFGRAPH_CACHE, else proofgraph.yaml's cache.policy, else local:rw,remote:r]
+        #[arg(long, value_name = "POLICY")]
+        cache: Option<String>,
     },
     /// Run what is not yet proven, in sandboxes, and write signed receipts
     #[command(
@@ -124,10 +127,13 @@ enum CommandArgs {
         /// Pass PROVIDER's output through to stderr as its command writes it
         #[arg(long, value_name = "PROVIDER")]
         stream: Option<String>,
+        /// Which cache tiers to read and write, e.g. `local:rw,remote:r` [default: PROOFGRAPH_CACHE, else proofgraph.yaml's cache.policy, else local:rw,remote:r]
+        #[arg(long, value_name = "POLICY")]
+        cache: Option<String>,
     },
     /// Claim × capability: passed, failed, inconclusive, stale or pending
     #[command(
-        after_help = "Examples:\n  proofgraph status add-profile-page\n  proofgraph status add-profile-page --json"
+        after_help = "Examples:\n  proofgraph status add-profile-page\n  proofgraph status add-profile-page --json\n  proofgraph status add-profile-page --format markdown >> \"$GITHUB_STEP_SUMMARY\"\n  proofgraph status add-profile-page --format junit > \"$RUNNER_TEMP/proofgraph.xml\"\n\nThe exit code is the same with or without --format. Write the JUnit file outside the checkout: an untracked file there is an input. CI reports: docs/ci.md."
     )]
     Status {
         /// The change
@@ -135,6 +141,12 @@ enum CommandArgs {
         /// The sandbox mode the fingerprints assume [default: proofgraph.yaml's, else worktree]
         #[arg(long, value_enum)]
         sandbox: Option<SandboxArg>,
+        /// Which cache tiers to read and write, e.g. `local:rw,remote:r` [default: PROOFGRAPH_CACHE, else proofgraph.yaml's cache.policy, else local:rw,remote:r]
+        #[arg(long, value_name = "POLICY")]
+        cache: Option<String>,
+        /// Print a CI report instead of text: a Markdown table (a job summary) or JUnit XML (test dashboards)
+        #[arg(long, value_enum, value_name = "FORMAT", conflicts_with = "json")]
+        format: Option<StatusFormatArg>,
     },
     /// Which components of a provider's fingerprint changed since its last receipt
     #[command(after_help = "Example:\n  proofgraph explain add-profile-page test")]
@@ -182,6 +194,9 @@ enum CommandArgs {
     /// The store's signing key, and the pin outside the store that makes it trusted
     #[command(subcommand)]
     Key(KeyArgs),
+    /// The remote cache by hand: upload or fetch a change's receipts; what the store holds
+    #[command(subcommand)]
+    Cache(CacheArgs),
     /// Draw the change's graph: providers, services, probes and their edges
     #[command(
         after_help = "Examples:\n  proofgraph graph add-profile-page --format dot | dot -Tsvg > graph.svg\n  proofgraph graph add-profile-page --format mermaid"
@@ -205,6 +220,29 @@ enum ReceiptArgs {
         /// A receipt file, or the SHA-256 of a receipt in .proofgraph/
         receipt: String,
     },
+}
+
+#[derive(Debug, Subcommand)]
+enum CacheArgs {
+    /// Upload the change's current receipts (with their logs, reports and input listings) to the remote cache
+    #[command(
+        after_help = "Example:\n  PROOFGRAPH_CACHE_AUTH=... proofgraph cache push add-profile-page"
+    )]
+    Push {
+        /// The change
+        change: String,
+    },
+    /// Fetch the receipts the remote cache has for the change's current fingerprints (checked before they are kept)
+    #[command(
+        after_help = "Example:\n  proofgraph cache pull add-profile-page && proofgraph status add-profile-page"
+    )]
+    Pull {
+        /// The change
+        change: String,
+    },
+    /// Count what the local store holds, and name the remote cache
+    #[command(after_help = "Example:\n  proofgraph cache stats --json")]
+    Stats,
 }
 
 #[derive(Debug, Subcommand)]
@@ -317,6 +355,12 @@ impl SandboxArg {
 }
 
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
+enum StatusFormatArg {
+    Markdown,
+    Junit,
+}
+
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
 enum GraphFormat {
     Dot,
     Mermaid,
@@ -324,6 +368,24 @@ enum GraphFormat {
 }
 
 impl Cli {
+    /// Refuses what clap's own checks let through: `--json` written before the
+    /// subcommand with `status --format` after it (clap checks a subcommand's
+    /// `conflicts_with` only against arguments given after the subcommand).
+    fn checked(self) -> Result<Self, clap::Error> {
+        use clap::CommandFactory as _;
+        if let CommandArgs::Status {
+            format: Some(_), ..
+        } = &self.command
+            && self.global.json
+        {
+            return Err(Cli::command().error(
+                clap::error::ErrorKind::ArgumentConflict,
+                "the argument '--format <FORMAT>' cannot be used with '--json'",
+            ));
+        }
+        Ok(self)
+    }
+
     /// Converts parsed arguments into the options the commands take.
     fn into_command(self) -> (Global, Command) {
         let Cli {
@@ -352,9 +414,15 @@ impl Cli {
                 strict,
             }),
             CommandArgs::Doctor => Command::Doctor,
-            CommandArgs::Plan { change, jobs } => {
-                Command::Plan(commands::plan::PlanOptions { change, jobs })
-            }
+            CommandArgs::Plan {
+                change,
+                jobs,
+                cache,
+            } => Command::Plan(commands::plan::PlanOptions {
+                change,
+                jobs,
+                cache,
+            }),
             CommandArgs::Prove {
                 change,
                 jobs,
@@ -366,6 +434,7 @@ impl Cli {
                 shard,
                 heartbeat,
                 stream,
+                cache,
             } => Command::Prove(commands::prove::ProveOptions {
                 change,
                 jobs,
@@ -381,10 +450,21 @@ impl Cli {
                 shard,
                 heartbeat,
                 stream,
+                cache,
             }),
-            CommandArgs::Status { change, sandbox } => Command::Status {
+            CommandArgs::Status {
+                change,
+                sandbox,
+                cache,
+                format,
+            } => Command::Status {
                 change,
                 sandbox: sandbox.map(SandboxArg::mode),
+                cache,
+                format: format.map(|f| match f {
+                    StatusFormatArg::Markdown => commands::status::Format::Markdown,
+                    StatusFormatArg::Junit => commands::status::Format::Junit,
+                }),
             },
             CommandArgs::Explain {
                 change,
@@ -417,6 +497,9 @@ impl Cli {
             CommandArgs::Receipt(ReceiptArgs::Verify { receipt }) => {
                 Command::ReceiptVerify { receipt }
             }
+            CommandArgs::Cache(CacheArgs::Push { change }) => Command::CachePush { change },
+            CommandArgs::Cache(CacheArgs::Pull { change }) => Command::CachePull { change },
+            CommandArgs::Cache(CacheArgs::Stats) => Command::CacheStats,
             CommandArgs::Key(KeyArgs::Show) => Command::KeyShow,
             CommandArgs::Key(KeyArgs::Pin { keyid }) => Command::KeyPin { keyid },
             CommandArgs::Evidence(EvidenceArgs::Detect { change }) => {
@@ -467,7 +550,7 @@ pub fn main() -> ExitCode {
         proofgraph_sandbox::init_main();
     }
     let json = args.iter().skip(1).any(|a| a == "--json");
-    let cli = match Cli::try_parse_from(&args) {
+    let cli = match Cli::try_parse_from(&args).and_then(Cli::checked) {
         Ok(cli) => cli,
         Err(err) => return ExitCode::from(usage_error(&err, json)),
     };

@@ -5,8 +5,8 @@ use std::path::PathBuf;
 
 use crate::commands::validate::ValidateOptions;
 use crate::commands::{
-    doctor, evidence, explain, graph, hash, key, list, log, plan, prove, receipt, show, status,
-    validate, verify_ci, watch,
+    cache, doctor, evidence, explain, graph, hash, key, list, log, plan, prove, receipt, show,
+    status, validate, verify_ci, watch,
 };
 use crate::load::openspec::root::Env;
 use crate::present::output::{Mode, emit_redacted};
@@ -36,6 +36,10 @@ pub enum Command {
         change: String,
         /// The sandbox mode the fingerprints assume.
         sandbox: Option<proofgraph_sandbox::SandboxMode>,
+        /// `--cache <policy>`.
+        cache: Option<String>,
+        /// `--format markdown|junit`: a CI report instead of the text or JSON.
+        format: Option<status::Format>,
     },
     /// `explain <change> <provider>`.
     Explain {
@@ -101,6 +105,18 @@ pub enum Command {
     },
     /// `key show`.
     KeyShow,
+    /// `cache push <change>`.
+    CachePush {
+        /// The change.
+        change: String,
+    },
+    /// `cache pull <change>`.
+    CachePull {
+        /// The change.
+        change: String,
+    },
+    /// `cache stats`.
+    CacheStats,
     /// `key pin <key id>`.
     KeyPin {
         /// The key id the user checked.
@@ -131,10 +147,36 @@ pub fn run(env: Env, global: &Global, command: Command) -> u8 {
         Command::Show { change } => emit!(mode, show::run(&ctx, &change)),
         Command::Validate(options) => emit!(mode, validate::run(&ctx, &options)),
         Command::Doctor => emit!(mode, doctor::run(&ctx)),
-        Command::Plan(options) => emit!(mode, plan::run(&ctx, &options)),
+        Command::Plan(options) => {
+            let ctx = ctx.clone().with_cache_policy(options.cache.clone());
+            emit!(mode, plan::run(&ctx, &options))
+        }
         Command::Graph { change, format } => emit!(mode, graph::run(&ctx, &change, format)),
-        Command::Prove(options) => emit!(mode, prove::run(&ctx, &options)),
-        Command::Status { change, sandbox } => emit!(mode, status::run(&ctx, &change, sandbox)),
+        Command::Prove(options) => {
+            let ctx = ctx.clone().with_cache_policy(options.cache.clone());
+            emit!(mode, prove::run(&ctx, &options))
+        }
+        Command::Status {
+            change,
+            sandbox,
+            cache,
+            format: None,
+        } => {
+            let ctx = ctx.clone().with_cache_policy(cache);
+            emit!(mode, status::run(&ctx, &change, sandbox))
+        }
+        Command::Status {
+            change,
+            sandbox,
+            cache,
+            format: Some(format),
+        } => {
+            let ctx = ctx.clone().with_cache_policy(cache);
+            emit!(
+                mode,
+                status::document(&ctx, &change, format, status::run(&ctx, &change, sandbox))
+            )
+        }
         Command::Explain {
             change,
             provider,
@@ -157,6 +199,9 @@ pub fn run(env: Env, global: &Global, command: Command) -> u8 {
         } => emit!(mode, verify_ci::run(&ctx, &change, &provider, &envelope)),
         Command::ReceiptVerify { receipt } => emit!(mode, receipt::verify(&ctx, &receipt)),
         Command::KeyShow => emit!(mode, key::show(&ctx)),
+        Command::CachePush { change } => emit!(mode, cache::push(&ctx, &change)),
+        Command::CachePull { change } => emit!(mode, cache::pull(&ctx, &change)),
+        Command::CacheStats => emit!(mode, cache::stats(&ctx)),
         Command::KeyPin { keyid } => emit!(mode, key::pin(&ctx, keyid)),
         Command::Watch => emit!(mode, watch::run(&ctx)),
         Command::EvidenceDetect { change } => emit!(mode, evidence::detect(&ctx, &change)),

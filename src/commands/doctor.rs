@@ -212,7 +212,11 @@ impl Payload for DoctorPayload {
         }
         if let Some(cache) = &self.cache {
             let _ = writeln!(out, "Remote cache");
-            let _ = writeln!(out, "  {}: {}", cache.remote, cache.detail);
+            let _ = writeln!(
+                out,
+                "  {} ({}, {}): {}",
+                cache.remote, cache.protocol, cache.policy, cache.detail
+            );
         }
     }
 }
@@ -245,7 +249,7 @@ pub fn run(ctx: &Context) -> Report<DoctorPayload> {
         &crate::proof::trust::Pins::new(ctx.env()),
         &mut status,
     );
-    let cache = machine::cache(&workspace, &mut status);
+    let cache = machine::cache(ctx, &workspace, &mut status);
     let mut ws_status = workspace.diagnostics.clone();
     diagnostic::sort(&mut ws_status);
     let workspace_health = WorkspaceHealth {

@@ -3,6 +3,7 @@
 //! Commands never print: they return a payload, diagnostics and a verdict,
 //! and [`crate::present::output`] renders them.
 
+pub mod cache;
 pub mod doctor;
 pub mod evidence;
 pub mod explain;

@@ -23,6 +23,8 @@ pub struct PlanOptions {
     pub change: String,
     /// How many providers may run at once (default: the CPU count).
     pub jobs: Option<NonZeroUsize>,
+    /// `--cache <policy>`.
+    pub cache: Option<String>,
 }
 
 /// What `prove` would do with a provider.
@@ -291,7 +293,19 @@ fn decision(
         return (PlanAction::Wait, Some("external: nothing runs; it takes a signed result (`proofgraph evidence verify-ci`)".to_owned()), Vec::new());
     }
     if let Some(receipts) = reused {
-        return (PlanAction::Reuse, None, receipts.clone());
+        // A receipt this evaluation pulled from the remote cache says where it came from.
+        let remote: Vec<String> = receipts
+            .iter()
+            .filter(|sha| e.pulled.iter().any(|(_, pulled)| pulled == *sha))
+            .map(|sha| sha.to_hex()[..12].to_owned())
+            .collect();
+        let why = (!remote.is_empty()).then(|| {
+            format!(
+                "reuse remote receipt {} (pulled from the remote cache)",
+                remote.join(", ")
+            )
+        });
+        return (PlanAction::Reuse, why, receipts.clone());
     }
     let graph = &e.loaded.prepared.graph;
     let id = &p.spec.id.value;

@@ -42,6 +42,8 @@ pub struct ProveOptions {
     pub heartbeat: u64,
     /// The provider whose output is passed through as it is written.
     pub stream: Option<String>,
+    /// `--cache <policy>`.
+    pub cache: Option<String>,
 }
 
 /// The payload of `prove`.
@@ -172,7 +174,7 @@ fn attempt(
     interrupt: &Interrupt,
     last: bool,
 ) -> Option<Report<ProvePayload>> {
-    let e = match evaluate(ctx, &options.change, options.sandbox, Keys::Sign) {
+    let mut e = match evaluate(ctx, &options.change, options.sandbox, Keys::Sign) {
         Ok(e) => e,
         Err(all) if interrupt.is_set() => return Some(interrupted_before(all)),
         Err(all) => return Some(Report::failed(all, Verdict::Invalid)),
@@ -248,10 +250,13 @@ fn attempt(
                 sha256: v.sha256,
             })
             .collect();
+        let from_remote = receipts
+            .iter()
+            .any(|sha| e.pulled.iter().any(|(_, pulled)| pulled == sha));
         providers.push(ProviderRun {
             provider: id.to_string(),
             action: ProviderAction::Reused,
-            reason: None,
+            reason: from_remote.then(|| "its receipt came from the remote cache".to_owned()),
             duration_ms: None,
             receipts: views,
             log: None,
@@ -259,6 +264,12 @@ fn attempt(
             result: None,
         });
     }
+    let pulled = e.pulled.len();
+    // Receipts this run writes are uploaded while it goes on, when the policy writes the
+    // remote.
+    let uploader = e.remote.take().filter(|r| r.policy.pushes()).map(|r| {
+        crate::proof::remote::Uploader::start(r.cache, e.store.clone(), e.trusted.clone())
+    });
     let mut diagnostics = e.loaded.notes.clone();
     diagnostics.extend(e.loaded.secret_warnings.clone());
     diagnostics.extend(e.loaded.prepared.warnings.clone());
@@ -308,6 +319,7 @@ fn attempt(
             secrets: &shown,
             heartbeat: Some(std::time::Duration::from_secs(options.heartbeat)),
             stream: stream.clone(),
+            upload: uploader.as_ref().and_then(|u| u.sender()),
             progress: &|p: Progress<'_>| match p {
                 Progress::Line(line) => bar.line(&line.to_string()),
                 Progress::Status {
@@ -436,6 +448,17 @@ fn attempt(
         }
     }
     let mut summary = super::status::summary(&requirements);
+    if pulled > 0 {
+        summary.insert("pulled", pulled);
+    }
+    if let Some(uploader) = uploader {
+        let pushed = uploader.finish();
+        summary.insert("pushed", pushed.receipts);
+        if pushed.failed > 0 {
+            summary.insert("push_failed", pushed.failed);
+        }
+        diagnostics.extend(pushed.warnings);
+    }
     summary.insert(
         "ran",
         providers
@@ -473,6 +496,24 @@ fn attempt(
             .any(|r| matches!(r.outcome, Outcome::Fail | Outcome::Error))
     {
         Verdict::Failed
+    } else if let Some((i, n)) = options.shard {
+        // A shard answers for its own providers: the others are other jobs' to run, and
+        // `status` after every shard gives the change's verdict.
+        let mine: std::collections::BTreeSet<String> =
+            proofgraph_graph::schedule::shard(graph, i, n)
+                .into_iter()
+                .map(|id| graph.node(id).name.clone())
+                .collect();
+        let unproven = requirements
+            .iter()
+            .flat_map(|r| &r.evidence)
+            .filter(|ev| mine.contains(&ev.provider))
+            .any(|ev| ev.state != status::State::Passed);
+        if unproven {
+            Verdict::Unproven
+        } else {
+            Verdict::Success
+        }
     } else {
         super::status::verdict(&requirements)
     };

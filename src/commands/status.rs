@@ -2,6 +2,12 @@
 //! inconclusive, stale or pending, from the receipts for the current
 //! fingerprints. Runs nothing. Exit 0 when everything is passed, 1 when
 //! something failed, 2 when something is not proven yet.
+//!
+//! `--format markdown|junit` renders the same requirements as a CI report
+//! ([`markdown`], [`junit`]) instead of text; the exit code does not change.
+
+pub mod junit;
+pub mod markdown;
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -9,6 +15,7 @@ use std::fmt::Write as _;
 use proofgraph_sandbox::SandboxMode;
 use serde::Serialize;
 
+use crate::base::redact::Secrets;
 use crate::decide::status::{self, Requirement, State};
 use crate::present::exit::Verdict;
 use crate::present::output::{Payload, Report};
@@ -131,5 +138,94 @@ pub fn run(ctx: &Context, change: &str, mode: Option<SandboxMode>) -> Report<Sta
         }),
         status: diagnostics,
         verdict,
+    }
+}
+
+/// The CI report formats of `status --format`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// A Markdown table, for a CI job summary (`$GITHUB_STEP_SUMMARY`).
+    Markdown,
+    /// JUnit XML, for CI test dashboards.
+    Junit,
+}
+
+/// A CI report: rendered text, written to stdout as it is (diagnostics still go to
+/// stderr).
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct StatusDocument {
+    /// The Markdown or XML text.
+    pub text: String,
+}
+
+impl Payload for StatusDocument {
+    fn human(&self, out: &mut String) {
+        out.push_str(&self.text);
+    }
+}
+
+/// Renders `status`'s report as a CI report in `format`, keeping its diagnostics and its
+/// verdict (so the exit code is the one `status` gives without `--format`). A change that
+/// cannot be evaluated still yields a well-formed document that says so, so a CI step that
+/// publishes it shows the error rather than an empty or unreadable file.
+///
+/// Every string taken from the change goes through the invocation's secrets before it is
+/// escaped: an escape a redactor cannot see through (Markdown's `\|`) never hides one.
+pub fn document(
+    ctx: &Context,
+    change: &str,
+    format: Format,
+    report: Report<StatusPayload>,
+) -> Report<StatusDocument> {
+    let secrets = ctx.secrets();
+    let text = render(change, format, &report, &secrets);
+    Report {
+        payload: Some(StatusDocument { text }),
+        status: report.status,
+        verdict: report.verdict,
+    }
+}
+
+/// The text of [`document`].
+pub fn render(
+    change: &str,
+    format: Format,
+    report: &Report<StatusPayload>,
+    secrets: &Secrets,
+) -> String {
+    match (&report.payload, format) {
+        (Some(payload), Format::Markdown) => markdown::render(payload, secrets),
+        (Some(payload), Format::Junit) => junit::render(payload, secrets),
+        (None, Format::Markdown) => markdown::refused(change, &report.status, secrets),
+        (None, Format::Junit) => junit::refused(change, &report.status, secrets),
+    }
+}
+
+/// Why a requirement is not passed, as `status` says it: its own reason, else the first
+/// its receipts give. `None` for a passed one.
+pub fn reason_of(requirement: &Requirement) -> Option<&str> {
+    if requirement.state == State::Passed {
+        return None;
+    }
+    requirement.reason.as_deref().or_else(|| {
+        requirement
+            .evidence
+            .iter()
+            .find_map(|e| e.reason.as_deref())
+    })
+}
+
+/// `1 failed, 5 passed` (the states with a count, in the order of `summary`), or
+/// `nothing to prove`.
+pub fn totals(summary: &BTreeMap<&'static str, usize>) -> String {
+    let parts: Vec<String> = summary
+        .iter()
+        .filter(|(_, n)| **n > 0)
+        .map(|(k, n)| format!("{n} {k}"))
+        .collect();
+    if parts.is_empty() {
+        "nothing to prove".to_owned()
+    } else {
+        parts.join(", ")
     }
 }

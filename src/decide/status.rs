@@ -67,6 +67,10 @@ pub struct Evidence {
     /// The test counts its current receipt records, when its report gave them.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub counts: Option<receipt::Counts>,
+    /// How long the run its current receipt records took (for CI reports; not in the
+    /// JSON document, whose shape stays as it was).
+    #[serde(skip)]
+    pub duration_ms: Option<u64>,
 }
 
 /// One claim × capability.
@@ -267,6 +271,7 @@ pub fn requirements(
                             receipt: output.under.to_string(),
                             state,
                             counts: verified.as_ref().and_then(|v| v.proof.counts.clone()),
+                            duration_ms: verified.as_ref().map(|v| v.proof.duration_ms),
                             sha256: verified.map(|v| v.sha256).or(other),
                             reason,
                         }

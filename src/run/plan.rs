@@ -57,6 +57,9 @@ pub struct Plan<'a> {
     pub heartbeat: Option<std::time::Duration>,
     /// The provider whose command's output is passed through as it is written.
     pub stream: Option<proofgraph_graph::ProviderId>,
+    /// Where each receipt goes once written, to be uploaded to the remote cache while
+    /// the run goes on (none: no remote is written).
+    pub upload: Option<std::sync::mpsc::Sender<crate::store::Sha256>>,
 }
 
 /// The result of a run.

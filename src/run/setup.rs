@@ -282,12 +282,12 @@ pub fn merge(src: &Path, dst: &Path, how: Transfer) -> std::io::Result<()> {
         fs_err::os::unix::fs::symlink(fs_err::read_link(src)?, dst)
     } else if meta.is_dir() {
         fs_err::create_dir(dst)?;
-        fs_err::set_permissions(dst, meta.permissions())?;
         for item in fs_err::read_dir(src)? {
             let item = item?;
             merge(&item.path(), &dst.join(item.file_name()), how)?;
         }
-        Ok(())
+        // The mode last: a read-only directory (Go's module cache) is filled first.
+        fs_err::set_permissions(dst, meta.permissions())
     } else {
         fs_err::copy(src, dst).map(|_| ())
     }

@@ -60,6 +60,7 @@ pub(super) struct Writer<'a> {
     mode: SandboxMode,
     run_id: &'a str,
     secrets: &'a Secrets,
+    upload: Option<std::sync::mpsc::Sender<crate::store::Sha256>>,
 }
 
 impl<'a> Writer<'a> {
@@ -74,6 +75,7 @@ impl<'a> Writer<'a> {
             mode: plan.mode,
             run_id: plan.run_id,
             secrets: plan.secrets,
+            upload: plan.upload.clone(),
         }
     }
 
@@ -208,8 +210,14 @@ impl<'a> Writer<'a> {
                     let stored = store.set_action(&key, &sha).and_then(|()| {
                         store.set_ref(self.change, &proof.receipt, &proof.capability, &sha)
                     });
-                    if let Err(e) = stored {
-                        diagnostics.push(crate::store::diagnostic(&e));
+                    match stored {
+                        Err(e) => diagnostics.push(crate::store::diagnostic(&e)),
+                        Ok(()) => {
+                            if let Some(upload) = &self.upload {
+                                // The uploader may be gone (it stopped); the receipt is local.
+                                let _ = upload.send(sha);
+                            }
+                        }
                     }
                     run.receipts.push(ReceiptView {
                         receipt: proof.receipt.clone(),

@@ -27,6 +27,8 @@ pub struct Context {
     env: Env,
     store: Option<String>,
     directory: Option<PathBuf>,
+    /// `--cache <policy>` of the command, when it takes one.
+    cache: Option<String>,
     /// The secrets of every change this invocation loaded: nothing it prints holds one.
     secrets: std::sync::Arc<std::sync::Mutex<Secrets>>,
 }
@@ -41,8 +43,20 @@ impl Context {
             env,
             store: global.store.clone(),
             directory: global.directory.clone(),
+            cache: None,
             secrets: std::sync::Arc::default(),
         }
+    }
+
+    /// The context of a command given `--cache <policy>` (or not).
+    pub fn with_cache_policy(mut self, policy: Option<String>) -> Self {
+        self.cache = policy;
+        self
+    }
+
+    /// `--cache <policy>`, when the command was given one.
+    pub fn cache_policy(&self) -> Option<&str> {
+        self.cache.as_deref()
     }
 
     /// Adds the secrets of a change this invocation loaded to those its output is

@@ -42,6 +42,10 @@ pub struct Evaluated {
     pub trusted: Vec<TrustedKey>,
     /// The workspace's signing key, for [`Keys::Sign`].
     pub signing_key: Option<ed25519_dalek::SigningKey>,
+    /// The remote cache in use, if any (not for [`Keys::Ignore`]).
+    pub remote: Option<super::remote::Remote>,
+    /// Receipts pulled from it into the local store by this evaluation.
+    pub pulled: Vec<(crate::proof::remote::Wanted, crate::store::Sha256)>,
 }
 
 impl Evaluated {
@@ -113,6 +117,33 @@ pub fn evaluate(
         }
         Keys::Ignore => (Store::open_read_only(&root), Vec::new(), None),
     };
+    let remote = match keys {
+        Keys::Ignore => None,
+        Keys::Sign | Keys::Check => super::remote::open(
+            ctx,
+            loaded.workspace.catalog.as_ref(),
+            ctx.cache_policy(),
+            &mut loaded.notes,
+        )
+        .map_err(|d| vec![d])?,
+    };
+    let mut pulled = Vec::new();
+    if let Some(r) = &remote
+        && r.policy.pulls()
+    {
+        let wanted = missing(&loaded, &fingerprints, &store);
+        if !wanted.is_empty() {
+            // Pulled receipts are kept: a store only read so far is made a real one.
+            match Store::open(&root) {
+                Ok(writable) => {
+                    let p = crate::proof::remote::pull(&r.cache, &writable, &trusted, wanted);
+                    loaded.notes.extend(p.warnings);
+                    pulled = p.imported;
+                }
+                Err(e) => loaded.notes.push(crate::store::diagnostic(&e)),
+            }
+        }
+    }
     Ok(Evaluated {
         loaded,
         mode,
@@ -121,5 +152,36 @@ pub fn evaluate(
         store,
         trusted,
         signing_key,
+        remote,
+        pulled,
     })
+}
+
+/// What each receipt of the change answers, for those the local store has no entry for.
+fn missing(
+    loaded: &Loaded,
+    fingerprints: &Fingerprints,
+    store: &Store,
+) -> Vec<crate::proof::remote::Wanted> {
+    let mut out = Vec::new();
+    for (id, _, p) in loaded.prepared.graph.providers() {
+        for o in &p.outputs {
+            let Some(fp) = fingerprints.of_receipt(id, &o.under) else {
+                continue;
+            };
+            if store
+                .action(&Store::action_key(fp, &o.under, &o.capability))
+                .is_none()
+            {
+                out.push(crate::proof::remote::Wanted {
+                    fingerprint: *fp,
+                    receipt: o.under.clone(),
+                    capability: o.capability.clone(),
+                });
+            }
+        }
+    }
+    out.sort();
+    out.dedup();
+    out
 }

@@ -4,3 +4,4 @@
 pub mod context;
 pub mod evaluate;
 pub mod load;
+pub mod remote;

@@ -1,7 +1,6 @@
 //! `doctor` beyond the root: isolation on this machine, the proof store and
 //! its keys, and a configured remote cache's reachability.
 
-use std::io::{Read as _, Write as _};
 use std::net::TcpListener;
 use std::process::Command;
 
@@ -54,38 +53,34 @@ fn doctor_reports_isolation_and_the_store_key_by_its_spki_digest() {
     assert_codes!(run.status_codes(), ["signing_key_exposed"]);
 }
 
-/// A one-connection HTTP server answering `HEAD` with 200.
-fn http_once() -> (u16, std::thread::JoinHandle<String>) {
-    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
-    let port = listener.local_addr().expect("addr").port();
-    let handle = std::thread::spawn(move || {
-        let (mut stream, _) = listener.accept().expect("accept");
-        let mut buf = [0u8; 1024];
-        let n = stream.read(&mut buf).unwrap_or(0);
-        let _ = stream.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n");
-        String::from_utf8_lossy(&buf[..n]).into_owned()
-    });
-    (port, handle)
-}
-
 #[test]
-fn a_configured_remote_cache_is_checked_and_said_to_be_unused() {
+fn a_configured_remote_cache_is_called_timed_and_its_policy_shown() {
     let sb = Sandbox::new();
     tiny_change(&sb);
-    let (port, server) = http_once();
+    let nginx = crate::remote_http::Nginx::start(&sb, None);
     sb.write(
         "proofgraph.yaml",
-        format!("version: 1\ncache:\n  remote: http://127.0.0.1:{port}/cache\n"),
+        format!("version: 1\ncache:\n  remote: {}\n", nginx.url),
     );
-    let doc = sb.run(&sb.work(), &["doctor", "--json"]).json();
-    let request = server.join().expect("server");
-    assert!(request.starts_with("HEAD /cache HTTP/1.1\r\n"), "{request}");
-    assert_eq!(doc["cache"]["reachable"], true);
-    assert_eq!(doc["cache"]["detail"], "HTTP/1.1 200 OK");
-    assert_eq!(doc["cache"]["used"], false);
-    assert_codes!(crate::support::codes(&doc["status"]), ["cache_not_used"]);
+    let run = sb.run(&sb.work(), &["doctor", "--json"]);
+    run.expect_code(0);
+    let doc = run.json();
+    assert_eq!(doc["cache"]["reachable"], true, "{doc}");
+    assert_eq!(doc["cache"]["protocol"], "http");
+    assert_eq!(
+        doc["cache"]["policy"], "local:rw,remote:r",
+        "laptops read by default"
+    );
+    assert!(doc["cache"]["latency_ms"].as_u64().is_some());
+    assert_codes!(run.status_codes(), []);
+    let ci = sb.run_with_env(
+        &sb.work(),
+        &["doctor", "--json"],
+        &[("PROOFGRAPH_CACHE", "local:rw,remote:rw")],
+    );
+    assert_eq!(ci.json()["cache"]["policy"], "local:rw,remote:rw");
 
-    // A port nobody listens on.
+    // A port nobody listens on: unreachable, said at `cache.remote`, exit 0 still.
     let closed = TcpListener::bind("127.0.0.1:0").expect("bind");
     let port = closed.local_addr().expect("addr").port();
     drop(closed);
@@ -95,7 +90,7 @@ fn a_configured_remote_cache_is_checked_and_said_to_be_unused() {
     );
     let run = sb.run(&sb.work(), &["doctor", "--json"]);
     run.expect_code(0);
-    assert_codes!(run.status_codes(), ["cache_unreachable", "cache_not_used"]);
+    assert_codes!(run.status_codes(), ["remote_cache_unavailable"]);
     let doc = run.json();
     assert_eq!(doc["cache"]["reachable"], false);
     let target = doc["status"][0]["target"].as_str().unwrap_or_default();

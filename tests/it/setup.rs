@@ -256,25 +256,24 @@ fn the_cargo_recipe_fetches_dependencies_once_and_tests_the_code_as_it_is() {
 /// sandbox, so breaking it never passes.
 #[test]
 fn the_pnpm_and_yarn_recipes_install_dependencies_once_and_run_the_code_as_it_is() {
-    let bin = crate::support::tools_node_modules().join(".bin");
-    let path = format!(
-        "{}:{}",
-        bin.display(),
-        std::env::var("PATH").unwrap_or_default()
-    );
-    for (manager, lock, setup) in [
+    let tools = crate::support::tools_node_modules();
+    for (manager, program, lock, setup) in [
         (
             "pnpm",
+            tools.join(".bin/pnpm"),
             vec!["install", "--lockfile-only"],
             "[pnpm, install, --frozen-lockfile, --store-dir, node_modules/.pnpm-store]",
         ),
         (
+            // Classic, by its path: yarn berry (tests/it/recipes.rs) is a `yarn` of tools/ too.
             "yarn",
+            tools.join("yarn/bin/yarn.js"),
             vec!["install", "--ignore-scripts"],
             "[yarn, install, --frozen-lockfile]",
         ),
     ] {
         let sb = Sandbox::new();
+        let path = crate::support::path_with_tool(&sb, manager, &program);
         sb.openspec_root("");
         sb.write(
             "app/package.json",
@@ -286,7 +285,7 @@ fn the_pnpm_and_yarn_recipes_install_dependencies_once_and_run_the_code_as_it_is
         );
         sb.write("app/.gitignore", "node_modules/\n");
         let made = sb
-            .cmd(bin.join(manager), &sb.work().join("app"))
+            .cmd(&program, &sb.work().join("app"))
             .env("PATH", &path)
             .args(&lock)
             .output()
@@ -296,6 +295,13 @@ fn the_pnpm_and_yarn_recipes_install_dependencies_once_and_run_the_code_as_it_is
             "{manager}: {}",
             String::from_utf8_lossy(&made.stderr)
         );
+        if manager == "yarn" {
+            let lock = fs_err::read_to_string(sb.work().join("app/yarn.lock")).expect("yarn.lock");
+            assert!(
+                lock.contains("# yarn lockfile v1"),
+                "yarn classic ran: {lock}"
+            );
+        }
         let _ = fs_err::remove_dir_all(sb.work().join("app/node_modules"));
         sb.write(
             "proofgraph.yaml",

@@ -1,5 +1,5 @@
-//! The command-line contract: what `prove`, `plan`, `status`, `explain`,
-//! `hash`, `doctor` and `validate` print — the `--json` document and the
+//! The command-line contract: what `prove`, `plan`, `status` (and its CI reports,
+//! `--format markdown|junit`), `explain`, `hash`, `doctor` and `validate` print — the `--json` document and the
 //! human output, stdout and stderr and the exit code — pinned by snapshots in
 //! `tests/it/snapshots/` (`it__snapshots__*.snap`).
 //!
@@ -116,7 +116,7 @@ fn redactions_are_precise() {
         "root {work}/openspec and {home}/.config/proofgraph/pins/x.json\n\
          a temporary {tmp}/.tmpAb12_c/key.pem, the repository {repo}/fixtures/valid\n\
          receipt sha256:{d64} commit {d40} run {d16} short {d12}\n\
-         \"duration_ms\": 1234, pass    test (87 ms), watch (12.5 ms)\n\
+         \"duration_ms\": 1234, pass    test (87 ms), watch (12.5 ms), <testcase time=\"0.087\">\n\
          started 2026-05-20T16:42:31.123Z ended 2026-05-20T16:42:32+02:00\n\
          kept: 12 tests, 1234567890 bytes, timed out after 1500 ms, port 4180, pid 4242\n\
          kept: deadbeef (8 hex), {d63} (63 hex), {d12}0 (13 hex), run=${{PROOFGRAPH_RUN_ID}}\n\
@@ -136,7 +136,7 @@ fn redactions_are_precise() {
         root [SANDBOX]/work/openspec and [HOME]/.config/proofgraph/pins/x.json
         a temporary [TEMP]/key.pem, the repository [REPO]/fixtures/valid
         receipt sha256:[SHA256] commit [SHA1] run [RUN_ID] short [SHORT]
-        "duration_ms": [DURATION], pass    test ([DURATION]), watch ([DURATION])
+        "duration_ms": [DURATION], pass    test ([DURATION]), watch ([DURATION]), <testcase time="[DURATION]">
         started [TIMESTAMP] ended [TIMESTAMP]
         kept: 12 tests, 1234567890 bytes, timed out after 1500 ms, port 4180, pid [PID]
         kept: deadbeef (8 hex), 123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef (63 hex), 0123456789ab0 (13 hex), run=${PROOFGRAPH_RUN_ID}
@@ -158,6 +158,16 @@ fn example_before_any_prove() {
     );
     ex.snap("example_status_fresh", &["status", CHANGE]);
     ex.snap("example_status_fresh_json", &["status", CHANGE, "--json"]);
+    ex.snap(
+        "example_status_fresh_markdown",
+        &["status", CHANGE, "--format", "markdown"],
+    )
+    .expect_code(2);
+    ex.snap(
+        "example_status_fresh_junit",
+        &["status", CHANGE, "--format", "junit"],
+    )
+    .expect_code(2);
     ex.snap("example_explain_fresh", &["explain", CHANGE, "test"]);
     ex.snap(
         "example_explain_fresh_json",
@@ -264,6 +274,17 @@ fn example_with_a_failing_provider() {
     ex.snap("failing_status", &["status", CHANGE])
         .expect_code(1);
     ex.snap("failing_status_json", &["status", CHANGE, "--json"]);
+    // The CI reports of the same state: the failure with the provider's reason.
+    ex.snap(
+        "failing_status_markdown",
+        &["status", CHANGE, "--format", "markdown"],
+    )
+    .expect_code(1);
+    ex.snap(
+        "failing_status_junit",
+        &["status", CHANGE, "--format", "junit"],
+    )
+    .expect_code(1);
     ex.snap(
         "failing_prove_again_json",
         &["prove", CHANGE, "--jobs", "1", "--json"],
@@ -290,6 +311,14 @@ fn example_with_an_invalid_execution_yaml() {
         ("invalid_plan_json", &["plan", CHANGE, "--json"]),
         ("invalid_status", &["status", CHANGE]),
         ("invalid_status_json", &["status", CHANGE, "--json"]),
+        (
+            "invalid_status_markdown",
+            &["status", CHANGE, "--format", "markdown"],
+        ),
+        (
+            "invalid_status_junit",
+            &["status", CHANGE, "--format", "junit"],
+        ),
         ("invalid_explain", &["explain", CHANGE, "test"]),
         (
             "invalid_explain_json",

@@ -511,6 +511,8 @@ fn snapshot_filters(sb: &Sandbox) -> Vec<(String, &'static str)> {
             r#""duration_ms": [DURATION]"#,
         ),
         (r"\(\d+(?:\.\d+)? ms\)".to_owned(), "([DURATION])"),
+        // JUnit's seconds (`status --format junit`).
+        (r#"\btime="\d+\.\d{3}""#.to_owned(), r#"time="[DURATION]""#),
         (r"\b(pid|process) \d+\b".to_owned(), "$1 [PID]"),
         (
             r"namespaces \(network, PID, /tmp\)(?: via a user namespace)?".to_owned(),
@@ -603,6 +605,20 @@ pub(crate) fn playwright_bin() -> PathBuf {
 pub(crate) fn tools_node_modules() -> PathBuf {
     playwright_bin();
     repo_root().join("tools/node_modules")
+}
+
+/// The caller's `PATH` with a directory of `sb` first that holds `name`, a link to
+/// `program`: the tool a test means, whatever else on `PATH` has that name (yarn classic
+/// and yarn berry both install a `yarn` in `tools/node_modules/.bin`).
+pub(crate) fn path_with_tool(sb: &Sandbox, name: &str, program: &Path) -> String {
+    let dir = sb.path().join("tool-bin");
+    fs_err::create_dir_all(&dir).expect("create the tool directory");
+    fs_err::os::unix::fs::symlink(program, dir.join(name)).expect("link the tool");
+    format!(
+        "{}:{}",
+        dir.display(),
+        std::env::var("PATH").unwrap_or_default()
+    )
 }
 
 /// The system Chromium Playwright drives (`$PROOFGRAPH_CHROMIUM`, else

@@ -2,10 +2,7 @@
 //! isolate runs, the state of the proof store and its keys, and whether a
 //! configured remote cache answers. Nothing here creates the store.
 
-use std::io::{Read as _, Write as _};
-use std::net::TcpStream;
 use std::path::Path;
-use std::time::Duration;
 
 use proofgraph_sandbox::{Isolation, IsolationRequest, Run, RunConfig};
 use serde::Serialize;
@@ -183,105 +180,91 @@ pub fn proof_store(
     }
 }
 
-/// The remote cache named in `proofgraph.yaml`.
+/// The remote cache named in `proofgraph.yaml`, as `doctor` found it.
 #[derive(Debug, Clone, Serialize)]
 pub struct CacheHealth {
-    /// The base URL.
+    /// The URL.
     pub remote: String,
-    /// Whether an HTTP server answered a `HEAD` of the base URL.
+    /// `grpc` (the Remote Execution API) or `http` (the Bazel HTTP cache protocol).
+    pub protocol: &'static str,
+    /// Whether it answered its first call (capabilities; for HTTP, a `HEAD`).
+    pub reachable: bool,
+    /// How long that call took, in milliseconds.
+    pub latency_ms: u64,
+    /// The largest batch of blobs it takes in one request, when it says.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub reachable: Option<bool>,
-    /// The status line or the error.
+    pub max_batch_bytes: Option<u64>,
+    /// Whether it takes action-cache entries from clients.
+    pub updates_action_cache: bool,
+    /// The policy in force here: which tiers are read and written.
+    pub policy: String,
+    /// What it answered, or why not.
     pub detail: String,
-    /// Whether `prove` shares receipts through it. Always `false` in this
-    /// version: receipts stay in `.proofgraph/` (the cache commands are planned).
-    pub used: bool,
 }
 
-/// Checks the remote cache when one is configured.
-pub fn cache(workspace: &Workspace, findings: &mut Vec<Diagnostic>) -> Option<CacheHealth> {
-    let remote = workspace
-        .catalog
-        .as_ref()?
-        .cache
-        .as_ref()?
-        .remote
-        .as_ref()?;
-    let (reachable, detail) = match head(&remote.value) {
-        Ok(status) => (Some(true), status),
-        Err(Unchecked(why)) => (None, why),
-        Err(Unreachable(why)) => {
-            findings.push(
-                Diagnostic::warning(
-                    Code::CacheUnreachable,
-                    format!("the remote cache `{}` does not answer: {why}", remote.value),
-                )
-                .at(crate::load::config::catalog::FILE_NAME, remote.pos)
-                .fix("Start the cache server or correct `cache.remote` in proofgraph.yaml."),
-            );
-            (Some(false), why)
+/// Checks the remote cache when one is configured: its first call, timed, with the
+/// credentials and policy a command would use.
+pub fn cache(
+    ctx: &crate::session::context::Context,
+    workspace: &Workspace,
+    findings: &mut Vec<Diagnostic>,
+) -> Option<CacheHealth> {
+    let catalog = workspace.catalog.as_ref()?;
+    let url = catalog.cache.as_ref()?.remote.as_ref()?;
+    let protocol = match crate::store::remote::Protocol::of(&url.value) {
+        Ok((crate::store::remote::Protocol::Grpc, _)) => "grpc",
+        Ok((crate::store::remote::Protocol::Http, _)) => "http",
+        // `validate` reports the URL; there is nothing to call.
+        Err(_) => return None,
+    };
+    let mut notes = Vec::new();
+    let remote = match crate::session::remote::open(ctx, Some(catalog), None, &mut notes) {
+        Ok(Some(remote)) => remote,
+        Ok(None) => {
+            findings.extend(notes);
+            return None;
+        }
+        Err(d) => {
+            findings.push(d);
+            return None;
         }
     };
-    findings.push(
-        Diagnostic::info(
-            Code::CacheNotUsed,
-            "this proofgraph does not yet push or pull receipts through the remote cache; receipts stay in `.proofgraph/`",
-        )
-        .at(crate::load::config::catalog::FILE_NAME, remote.pos),
+    findings.extend(notes);
+    let policy = format!(
+        "local:{},remote:{}",
+        access(remote.policy.local),
+        access(remote.policy.remote)
     );
-    Some(CacheHealth {
-        remote: remote.value.clone(),
-        reachable,
-        detail,
-        used: false,
-    })
+    let (answer, took) = crate::proof::remote::check(&remote.cache);
+    let latency_ms = u64::try_from(took.as_millis()).unwrap_or(u64::MAX);
+    let health = CacheHealth {
+        remote: url.value.clone(),
+        protocol,
+        reachable: answer.is_ok(),
+        latency_ms,
+        max_batch_bytes: answer.as_ref().ok().and_then(|c| c.max_batch_bytes),
+        updates_action_cache: answer.as_ref().is_ok_and(|c| c.updates_action_cache),
+        policy,
+        detail: match &answer {
+            Ok(_) => format!("answered in {latency_ms} ms"),
+            Err(e) => e.to_string(),
+        },
+    };
+    if let Err(e) = answer {
+        findings.push(
+            crate::proof::remote::diagnostic(&e, "be checked", "remote")
+                .at(crate::load::config::catalog::FILE_NAME, url.pos),
+        );
+    }
+    Some(health)
 }
 
-enum HeadError {
-    Unchecked(String),
-    Unreachable(String),
-}
-use HeadError::{Unchecked, Unreachable};
-
-/// `HEAD <url>` over plain HTTP/1.1 with short timeouts; the status line. The URL is read
-/// by the `url` crate and the answer by `httparse`.
-fn head(text: &str) -> Result<String, HeadError> {
-    let url = url::Url::parse(text)
-        .ok()
-        .filter(|u| u.scheme() == "http" && u.host_str().is_some())
-        .ok_or_else(|| Unchecked("only http:// URLs are checked for reachability".to_owned()))?;
-    let authority = &url[url::Position::BeforeHost..url::Position::AfterPort];
-    let path = &url[url::Position::BeforePath..url::Position::AfterQuery];
-    let timeout = Duration::from_secs(2);
-    let addr = url
-        .socket_addrs(|| Some(80))
-        .map_err(|e| Unreachable(format!("cannot resolve `{authority}`: {e}")))?
-        .into_iter()
-        .next()
-        .ok_or_else(|| Unreachable(format!("`{authority}` resolves to no address")))?;
-    let mut stream = TcpStream::connect_timeout(&addr, timeout)
-        .map_err(|e| Unreachable(format!("cannot connect to {addr}: {e}")))?;
-    let _ = stream.set_read_timeout(Some(timeout));
-    let _ = stream.set_write_timeout(Some(timeout));
-    let path = if path.is_empty() { "/" } else { path };
-    let request = format!(
-        "HEAD {path} HTTP/1.1\r\nHost: {authority}\r\nUser-Agent: proofgraph-doctor\r\nConnection: close\r\n\r\n"
-    );
-    stream
-        .write_all(request.as_bytes())
-        .map_err(|e| Unreachable(format!("cannot send a request: {e}")))?;
-    let mut buf = [0u8; 512];
-    let n = stream
-        .read(&mut buf)
-        .map_err(|e| Unreachable(format!("no answer: {e}")))?;
-    let text = String::from_utf8_lossy(&buf[..n]);
-    let line = text.lines().next().unwrap_or("").trim().to_owned();
-    // The status line must parse (the rest of the head may not have arrived in 512 bytes).
-    let mut headers = [httparse::EMPTY_HEADER; 32];
-    let mut response = httparse::Response::new(&mut headers);
-    let parsed = response.parse(&buf[..n]);
-    match (parsed, response.code) {
-        (Ok(_) | Err(httparse::Error::TooManyHeaders), Some(_)) => Ok(line),
-        _ => Err(Unreachable(format!("the answer is not HTTP: `{line}`"))),
+fn access(a: crate::load::config::catalog::CacheAccess) -> &'static str {
+    use crate::load::config::catalog::CacheAccess;
+    match a {
+        CacheAccess::ReadWrite => "rw",
+        CacheAccess::Read => "r",
+        CacheAccess::Write => "w",
+        CacheAccess::Off => "off",
     }
 }

@@ -8,10 +8,12 @@
 
 use std::collections::BTreeMap;
 
-use proofgraph_graph::RepoId;
+use proofgraph_graph::{EnvName, RepoId};
 use proofgraph_sandbox::SandboxMode;
 
-use super::decode::{Sink, Spanned, fields, ident_str, list, missing, nonempty_string, one_of};
+use super::decode::{
+    self, Sink, Spanned, fields, ident, ident_str, list, missing, nonempty_string, one_of,
+};
 use super::execution::{argv, check_version};
 use crate::base::diagnostic::Code;
 use crate::syntax::node::Node;
@@ -60,12 +62,22 @@ pub enum CacheAccess {
 /// The remote cache.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Cache {
-    /// The base URL of a Bazel HTTP remote cache.
+    /// The remote cache's URL: `grpc://host:port[/instance]`, `grpcs://…` (the Remote
+    /// Execution API) or `http(s)://host[:port]/prefix` (the Bazel HTTP cache protocol).
     pub remote: Option<Spanned<String>>,
+    /// The policy as written, when `policy` is given.
+    pub policy: Option<Spanned<String>>,
     /// Access to the local store.
     pub local_access: CacheAccess,
     /// Access to the remote cache.
     pub remote_access: CacheAccess,
+    /// Headers (gRPC metadata) to send, each with the environment variable holding its
+    /// value: names only, never values.
+    pub headers_from_env: Vec<(Spanned<String>, Spanned<EnvName>)>,
+    /// How long to wait for a connection, in milliseconds.
+    pub connect_timeout_ms: Option<Spanned<u64>>,
+    /// How long one request may take, in milliseconds.
+    pub timeout_ms: Option<Spanned<u64>>,
 }
 
 /// A decoded `proofgraph.yaml`.
@@ -283,14 +295,58 @@ fn trusted_key(sink: &mut Sink, node: &Node, index: usize) -> Option<TrustedKey>
 }
 
 fn cache(sink: &mut Sink, node: &Node) -> Option<Cache> {
-    let f = fields(sink, node, "`cache`", &["remote", "policy"])?;
+    let f = fields(
+        sink,
+        node,
+        "`cache`",
+        &[
+            "remote",
+            "policy",
+            "headersFromEnv",
+            "connectTimeoutMs",
+            "timeoutMs",
+        ],
+    )?;
     let remote = f
         .get("remote")
         .and_then(|n| nonempty_string(sink, n, "`remote` of `cache`"));
+    if let Some(url) = &remote
+        && let Err(problem) = crate::store::remote::Protocol::of(&url.value)
+    {
+        sink.error(
+            Code::InvalidValue,
+            url.pos,
+            format!("`remote` of `cache`: {problem}"),
+            "Write `grpc://host:port[/instance]` (or `grpcs://`) for a Remote Execution API cache, or `http(s)://host[:port]/prefix` for a Bazel HTTP cache; credentials go in `headersFromEnv`.",
+        );
+    }
+    let headers_from_env = f
+        .get("headersFromEnv")
+        .and_then(|n| headers(sink, n))
+        .unwrap_or_default();
+    let millis = |sink: &mut Sink, key: &str| {
+        let n = decode::uint(sink, f.get(key)?, &format!("`{key}` of `cache`"), true)?;
+        if n.value == 0 {
+            sink.error(
+                Code::InvalidValue,
+                n.pos,
+                format!("`{key}` of `cache` must be positive"),
+                format!("Set `{key}` to a number of milliseconds greater than 0."),
+            );
+            return None;
+        }
+        Some(n)
+    };
+    let connect_timeout_ms = millis(sink, "connectTimeoutMs");
+    let timeout_ms = millis(sink, "timeoutMs");
     let mut cache = Cache {
         remote,
+        policy: None,
         local_access: CacheAccess::ReadWrite,
-        remote_access: CacheAccess::ReadWrite,
+        remote_access: CacheAccess::Read,
+        headers_from_env,
+        connect_timeout_ms,
+        timeout_ms,
     };
     if let Some(policy) = f
         .get("policy")
@@ -299,7 +355,8 @@ fn cache(sink: &mut Sink, node: &Node) -> Option<Cache> {
         match parse_policy(&policy.value) {
             Ok((local, remote)) => {
                 cache.local_access = local.unwrap_or(CacheAccess::ReadWrite);
-                cache.remote_access = remote.unwrap_or(CacheAccess::ReadWrite);
+                cache.remote_access = remote.unwrap_or(CacheAccess::Read);
+                cache.policy = Some(policy.clone());
             }
             Err(problem) => sink.error(
                 Code::InvalidValue,
@@ -310,6 +367,52 @@ fn cache(sink: &mut Sink, node: &Node) -> Option<Cache> {
         }
     }
     Some(cache)
+}
+
+/// `headersFromEnv`: a mapping of header names to the environment variables that hold
+/// their values.
+fn headers(sink: &mut Sink, node: &Node) -> Option<Vec<(Spanned<String>, Spanned<EnvName>)>> {
+    let what = "`headersFromEnv` of `cache`";
+    let Some(entries) = node.as_map() else {
+        sink.wrong_type(
+            node,
+            what,
+            "a mapping of header names to environment variable names",
+        );
+        return None;
+    };
+    let mut out = Vec::new();
+    for (key, value) in entries {
+        let valid = !key.name.is_empty()
+            && key
+                .name
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
+        if !valid {
+            sink.error(
+                Code::InvalidValue,
+                key.pos,
+                format!("`{}` in {what} is not a header name", key.name),
+                "Name the header with letters, digits, `-` and `_` (e.g. `Authorization`).",
+            );
+            continue;
+        }
+        if let Some(env) = ident(
+            sink,
+            value,
+            &format!("`{}` of {what}", key.name),
+            EnvName::parse,
+        ) {
+            out.push((
+                Spanned {
+                    value: key.name.clone(),
+                    pos: key.pos,
+                },
+                env,
+            ));
+        }
+    }
+    Some(out)
 }
 
 /// Parses a cache policy such as `local:rw,remote:r`.

@@ -67,6 +67,7 @@ impl Fixture {
             mode: SandboxMode::Worktree,
             run_id: "run9",
             secrets: &self.secrets,
+            upload: None,
         }
     }
 

@@ -131,6 +131,7 @@ impl Http {
         let response = self
             .client
             .put(&url)
+            .header(reqwest::header::CONTENT_LENGTH, body.len())
             .body(body)
             .send()
             .await
@@ -243,7 +244,14 @@ impl Backend for Http {
                 let limit = Arc::clone(&limit);
                 tasks.spawn(async move {
                     let _slot = limit.acquire_owned().await;
-                    client.put(&url).body(bytes).send().await
+                    // Always a length, even 0: nginx's WebDAV refuses a PUT whose
+                    // empty body it was not told the size of.
+                    client
+                        .put(&url)
+                        .header(reqwest::header::CONTENT_LENGTH, bytes.len())
+                        .body(bytes)
+                        .send()
+                        .await
                 });
             }
             while let Some(done) = tasks.join_next().await {

@@ -1,0 +1,255 @@
+//! `cache push|pull|stats`: the remote cache by hand. `push` uploads a change's current
+//! receipts (whatever the policy says of automatic pushes: asking is writing, unless the
+//! remote is `off`); `pull` fetches what the remote has for the change's current
+//! fingerprints; `stats` counts what the local store holds and says which remote is used.
+
+use std::fmt::Write as _;
+
+use serde::Serialize;
+
+use crate::load::config::catalog::CacheAccess;
+use crate::present::exit::Verdict;
+use crate::present::output::{Payload, Report};
+use crate::session::context::{Context, RootOutput};
+use crate::session::evaluate::{Keys, evaluate};
+use crate::store::{Sha256, Store};
+
+/// The payload of `cache push`, `cache pull` and `cache stats`.
+#[derive(Debug, Default, Serialize)]
+pub struct CachePayload {
+    /// The change (push, pull).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub change: Option<String>,
+    /// The remote, without credentials.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub remote: Option<String>,
+    /// Receipts uploaded.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pushed: Option<usize>,
+    /// Blobs and bytes sent (the others were there).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub uploaded_blobs: Option<usize>,
+    /// Bytes sent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub uploaded_bytes: Option<u64>,
+    /// Receipts that could not be uploaded.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub failed: Option<usize>,
+    /// Receipts pulled, by their SHA-256.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pulled: Option<Vec<Sha256>>,
+    /// `stats`: what the local store holds.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub local: Option<LocalStats>,
+    /// The OpenSpec root.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub root: Option<RootOutput>,
+}
+
+/// What the local store holds.
+#[derive(Debug, Default, Serialize)]
+pub struct LocalStats {
+    /// Blobs (receipts, logs, reports, input listings).
+    pub blobs: u64,
+    /// Their bytes.
+    pub blob_bytes: u64,
+    /// Action-cache entries (receipts by what they answer).
+    pub receipts: u64,
+    /// Kept setup outputs.
+    pub setup_trees: u64,
+}
+
+impl Payload for CachePayload {
+    fn human(&self, out: &mut String) {
+        if let Some(remote) = &self.remote {
+            let _ = writeln!(out, "remote cache: {remote}");
+        }
+        if let Some(n) = self.pushed {
+            let _ = writeln!(
+                out,
+                "pushed {n} receipt{} ({} blobs, {} bytes sent)",
+                if n == 1 { "" } else { "s" },
+                self.uploaded_blobs.unwrap_or(0),
+                self.uploaded_bytes.unwrap_or(0)
+            );
+        }
+        if let Some(failed) = self.failed.filter(|n| *n > 0) {
+            let _ = writeln!(out, "{failed} not pushed (they stay local)");
+        }
+        if let Some(pulled) = &self.pulled {
+            let _ = writeln!(out, "pulled {} receipt(s)", pulled.len());
+        }
+        if let Some(l) = &self.local {
+            let _ = writeln!(
+                out,
+                "local store: {} receipts, {} blobs ({} bytes), {} setup trees",
+                l.receipts, l.blobs, l.blob_bytes, l.setup_trees
+            );
+        }
+    }
+}
+
+/// The current receipts of the change `e` evaluated: one per requirement that has one.
+fn current(e: &crate::session::evaluate::Evaluated) -> Vec<Sha256> {
+    let mut out = Vec::new();
+    for (id, _, p) in e.loaded.prepared.graph.providers() {
+        for o in &p.outputs {
+            let Some(fp) = e.fingerprints.of_receipt(id, &o.under) else {
+                continue;
+            };
+            if let Some(sha) = e
+                .store
+                .action(&Store::action_key(fp, &o.under, &o.capability))
+            {
+                out.push(sha);
+            }
+        }
+    }
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// The policy as asked for: `tier` read or written on purpose, unless `off`.
+fn asking(ctx: &Context, policy: &str) -> Context {
+    ctx.clone().with_cache_policy(Some(policy.to_owned()))
+}
+
+fn no_remote() -> Report<CachePayload> {
+    Report::failed(
+        vec![
+            crate::base::diagnostic::Diagnostic::error(
+                crate::base::diagnostic::Code::InvalidValue,
+                "no remote cache is configured (or the policy turns it off)",
+            )
+            .surface("cache.remote")
+            .fix("Add `cache: {remote: grpc://host:port}` (or an http(s):// URL) to proofgraph.yaml."),
+        ],
+        Verdict::Invalid,
+    )
+}
+
+/// Runs `cache push <change>`.
+pub fn push(ctx: &Context, change: &str) -> Report<CachePayload> {
+    let ctx = asking(ctx, "local:rw,remote:rw");
+    let mut e = match evaluate(&ctx, change, None, Keys::Check) {
+        Ok(e) => e,
+        Err(all) => return Report::failed(all, Verdict::Invalid),
+    };
+    let Some(remote) = e.remote.take() else {
+        return no_remote();
+    };
+    if remote.policy.remote == CacheAccess::Off {
+        return no_remote();
+    }
+    let shas = current(&e);
+    let pushed = crate::proof::remote::push(&remote.cache, &e.store, &e.trusted, shas);
+    let mut status = e.loaded.notes.clone();
+    status.extend(pushed.warnings);
+    let verdict = if pushed.failed > 0 {
+        Verdict::Failed
+    } else {
+        Verdict::Success
+    };
+    Report {
+        payload: Some(CachePayload {
+            change: Some(e.loaded.change.name.to_string()),
+            remote: Some(remote.cache.name().to_owned()),
+            pushed: Some(pushed.receipts),
+            uploaded_blobs: Some(pushed.uploaded.blobs),
+            uploaded_bytes: Some(pushed.uploaded.bytes),
+            failed: Some(pushed.failed),
+            root: Some(e.loaded.root.clone()),
+            ..CachePayload::default()
+        }),
+        status,
+        verdict,
+    }
+}
+
+/// Runs `cache pull <change>`.
+pub fn pull(ctx: &Context, change: &str) -> Report<CachePayload> {
+    let ctx = asking(ctx, "local:rw,remote:r");
+    let e = match evaluate(&ctx, change, None, Keys::Check) {
+        Ok(e) => e,
+        Err(all) => return Report::failed(all, Verdict::Invalid),
+    };
+    let Some(remote) = &e.remote else {
+        return no_remote();
+    };
+    Report {
+        payload: Some(CachePayload {
+            change: Some(e.loaded.change.name.to_string()),
+            remote: Some(remote.cache.name().to_owned()),
+            pulled: Some(e.pulled.iter().map(|(_, sha)| *sha).collect()),
+            root: Some(e.loaded.root.clone()),
+            ..CachePayload::default()
+        }),
+        status: e.loaded.notes.clone(),
+        verdict: Verdict::Success,
+    }
+}
+
+fn count_files(dir: &std::path::Path) -> (u64, u64) {
+    let mut files = 0;
+    let mut bytes = 0;
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(at) = stack.pop() {
+        let Ok(entries) = fs_err::read_dir(&at) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            match entry.file_type() {
+                Ok(t) if t.is_dir() => stack.push(entry.path()),
+                Ok(_) => {
+                    files += 1;
+                    bytes += entry.metadata().map(|m| m.len()).unwrap_or(0);
+                }
+                Err(_) => {}
+            }
+        }
+    }
+    (files, bytes)
+}
+
+/// Runs `cache stats`.
+pub fn stats(ctx: &Context) -> Report<CachePayload> {
+    let resolution = match ctx.resolve_root() {
+        Ok(r) => r,
+        Err(d) => return Report::failed(vec![d], Verdict::Invalid),
+    };
+    let workspace = crate::load::workspace::Workspace::load(&resolution.root.path);
+    let dir = workspace.root.join(crate::store::DIR);
+    let (blobs, blob_bytes) = count_files(&dir.join("cas"));
+    let (receipts, _) = count_files(&dir.join("ac"));
+    let setup_trees = fs_err::read_dir(crate::run::setup::trees(&Store::open_read_only(
+        &workspace.root,
+    )))
+    .map(|all| {
+        all.flatten()
+            .filter(|e| !e.file_name().to_string_lossy().starts_with('.'))
+            .count() as u64
+    })
+    .unwrap_or(0);
+    let remote = workspace
+        .catalog
+        .as_ref()
+        .and_then(|c| c.cache.as_ref())
+        .and_then(|c| c.remote.as_ref())
+        .map(|r| r.value.clone());
+    Report {
+        payload: Some(CachePayload {
+            remote,
+            local: Some(LocalStats {
+                blobs,
+                blob_bytes,
+                receipts,
+                setup_trees,
+            }),
+            root: Some(RootOutput::from(&resolution.root)),
+            ..CachePayload::default()
+        }),
+        status: Vec::new(),
+        verdict: Verdict::Success,
+    }
+}

@@ -1,0 +1,460 @@
+//! Receipts that travel: pulling the receipts a change needs from the remote cache into
+//! the local store, and pushing the receipts a run wrote.
+//!
+//! A pulled receipt counts only when its envelope verifies against a key this workspace
+//! trusts *and* it answers exactly what was asked — the fingerprint computed here, now, for
+//! the same receipt name and capability. Its blobs are checked against their digests
+//! before a byte is kept (`RemoteCache::blob`), and what is fetched besides the envelope is
+//! what the *signed* receipt names (its input listing and artifacts), never only what the
+//! unsigned entry lists. Anything else is a warning and the provider runs: a remote is
+//! never a pass on its own word, and its health never changes a verdict.
+
+use std::sync::mpsc;
+
+use proofgraph_graph::fingerprint::Fingerprint;
+use proofgraph_graph::{CapabilityName, ProviderId};
+
+use crate::attest::envelope::TrustedKey;
+use crate::base::diagnostic::{Code, Diagnostic};
+use crate::proof::receipt;
+use crate::store::remote::{BlobDigest, RemoteCache, RemoteError, Uploaded, encoding};
+use crate::store::{Sha256, Store};
+
+/// What a receipt answers: the action-cache triple.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Wanted {
+    /// The provider's fingerprint, computed here.
+    pub fingerprint: Fingerprint,
+    /// The name the receipt is kept under.
+    pub receipt: ProviderId,
+    /// The capability it vouches for.
+    pub capability: CapabilityName,
+}
+
+/// How many receipts are fetched at once.
+const IN_FLIGHT: usize = 8;
+
+/// What pulling found.
+#[derive(Debug, Default)]
+pub struct Pulled {
+    /// Receipts now in the local store, each with what it answers.
+    pub imported: Vec<(Wanted, Sha256)>,
+    /// Why entries were ignored, and whether the remote failed.
+    pub warnings: Vec<Diagnostic>,
+}
+
+/// The diagnostic of a remote failure, while it was to `what` (`pull`, `push`, `be
+/// checked`), reported at `cache.<surface>`.
+pub fn diagnostic(e: &RemoteError, what: &str, surface: &str) -> Diagnostic {
+    let (code, fix) = match e {
+        RemoteError::Unavailable { .. } => (
+            Code::RemoteCacheUnavailable,
+            "Nothing was lost: the run used the local store. Check that the cache is up (`proofgraph doctor`), or raise `cache.timeoutMs`.",
+        ),
+        RemoteError::Refused { .. } => (
+            Code::RemoteCacheRefused,
+            "Set the environment variables `cache.headersFromEnv` names to credentials the cache accepts.",
+        ),
+        RemoteError::Unsupported { .. } => (
+            Code::RemoteCacheUnsupported,
+            "Point `cache.remote` at a Remote Execution API cache that offers SHA-256, or at a Bazel HTTP cache.",
+        ),
+        RemoteError::Corrupt { .. } => (
+            Code::RemoteCacheCorrupt,
+            "The entry was ignored and the provider runs; remove the damaged blob from the cache (its digest is in the message).",
+        ),
+    };
+    Diagnostic::warning(
+        code,
+        format!("the remote cache could not {what}: failed to {e}"),
+    )
+    .surface(&format!("cache.{surface}"))
+    .fix(fix)
+}
+
+fn untrusted(wanted: &Wanted, why: String) -> Diagnostic {
+    Diagnostic::warning(
+        Code::RemoteReceiptUntrusted,
+        format!(
+            "the remote receipt for `{}` ({}) was not used: {why}",
+            wanted.receipt, wanted.capability
+        ),
+    )
+    .surface("cache.pull")
+    .fix("Trust the key that signs CI's receipts in `trustedKeys` of proofgraph.yaml, or let the provider run here.")
+}
+
+/// Fetches the receipt that answers `wanted`, checks it, and keeps it in `store` (and its
+/// input listing and artifacts, so `explain` and `log` work as for a local one). `None`:
+/// the remote has none, or one this workspace does not use (a warning in `warnings`).
+async fn pull_one(
+    cache: &RemoteCache,
+    store: &Store,
+    trusted: &[TrustedKey],
+    wanted: &Wanted,
+    warnings: &mut Vec<Diagnostic>,
+) -> Result<Option<Sha256>, RemoteError> {
+    let encoded = encoding::action(&wanted.fingerprint, &wanted.receipt, &wanted.capability);
+    let Some(outputs) = cache.entry(encoded.key).await? else {
+        return Ok(None);
+    };
+    let Some(envelope) = cache.blob(outputs.envelope).await? else {
+        warnings.push(untrusted(
+            wanted,
+            format!(
+                "its entry names an envelope ({}) the cache does not have",
+                outputs.envelope
+            ),
+        ));
+        return Ok(None);
+    };
+    let proof = match receipt::verify_bytes(&envelope, trusted) {
+        Ok((proof, _keyid)) => proof,
+        Err(receipt::Rejected::Signature(why)) => {
+            let named = receipt::named_keys(&envelope);
+            warnings.push(untrusted(
+                wanted,
+                format!(
+                    "no key this workspace trusts signed it (it names {}): {why}",
+                    if named.is_empty() {
+                        "no key".to_owned()
+                    } else {
+                        named.join(", ")
+                    }
+                ),
+            ));
+            return Ok(None);
+        }
+        Err(receipt::Rejected::NotAReceipt(why)) => {
+            warnings.push(untrusted(wanted, format!("it is not a receipt: {why}")));
+            return Ok(None);
+        }
+    };
+    if proof.fingerprint != wanted.fingerprint
+        || proof.receipt != wanted.receipt
+        || proof.capability != wanted.capability
+    {
+        warnings.push(untrusted(
+            wanted,
+            format!(
+                "it answers `{}` ({}) at fingerprint {}, not this one ({})",
+                proof.receipt, proof.capability, proof.fingerprint, wanted.fingerprint
+            ),
+        ));
+        return Ok(None);
+    }
+    // What the signed receipt names, each blob checked before it is kept.
+    let mut blobs = Vec::new();
+    let listed = |sha: &Sha256| outputs.all().into_iter().find(|d| d.sha256 == *sha);
+    let mut named: Vec<BlobDigest> = proof
+        .artifacts
+        .iter()
+        .map(|a| BlobDigest {
+            sha256: a.sha256,
+            size: a.size,
+        })
+        .collect();
+    if !store.has(&proof.inputs) {
+        match listed(&proof.inputs) {
+            Some(d) => named.push(d),
+            None => {
+                warnings.push(untrusted(
+                    wanted,
+                    "its entry does not list the input listing the receipt names".to_owned(),
+                ));
+                return Ok(None);
+            }
+        }
+    }
+    for digest in named {
+        if store.has(&digest.sha256) {
+            continue;
+        }
+        match cache.blob(digest).await? {
+            Some(bytes) => blobs.push(bytes),
+            None => {
+                warnings.push(untrusted(
+                    wanted,
+                    format!("a blob it names ({digest}) is not in the cache"),
+                ));
+                return Ok(None);
+            }
+        }
+    }
+    let kept = (|| {
+        for bytes in &blobs {
+            store.put(bytes)?;
+        }
+        let sha = store.put(&envelope)?;
+        let key = Store::action_key(&wanted.fingerprint, &wanted.receipt, &wanted.capability);
+        store.set_action(&key, &sha)?;
+        store.set_ref(&proof.change, &proof.receipt, &proof.capability, &sha)?;
+        Ok::<_, crate::store::StoreError>(sha)
+    })();
+    match kept {
+        Ok(sha) => Ok(Some(sha)),
+        Err(e) => {
+            warnings.push(crate::store::diagnostic(&e));
+            Ok(None)
+        }
+    }
+}
+
+/// A runtime of its own for a command that is not async.
+fn runtime() -> Option<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .ok()
+}
+
+/// The remote's first call (capabilities), and how long it took: what `doctor` shows.
+pub fn check(
+    cache: &RemoteCache,
+) -> (
+    Result<crate::store::remote::Capabilities, RemoteError>,
+    std::time::Duration,
+) {
+    let started = std::time::Instant::now();
+    let answer = match runtime() {
+        Some(rt) => rt.block_on(cache.capabilities()),
+        None => Err(RemoteError::Unavailable {
+            remote: cache.name().to_owned(),
+            reason: "no runtime to call it from".to_owned(),
+        }),
+    };
+    (answer, started.elapsed())
+}
+
+/// Pulls the receipt of each of `wanted` (those the local store lacks: the caller says
+/// which), at most [`IN_FLIGHT`] at a time. A remote that fails is tried no further.
+pub fn pull(
+    cache: &RemoteCache,
+    store: &Store,
+    trusted: &[TrustedKey],
+    wanted: Vec<Wanted>,
+) -> Pulled {
+    let mut pulled = Pulled::default();
+    if wanted.is_empty() {
+        return pulled;
+    }
+    let Some(rt) = runtime() else {
+        return pulled;
+    };
+    rt.block_on(async {
+        if let Err(e) = cache.capabilities().await {
+            pulled.warnings.push(diagnostic(&e, "pull", "pull"));
+            return;
+        }
+        for chunk in wanted.chunks(IN_FLIGHT) {
+            let mut calls = Vec::new();
+            for w in chunk {
+                calls.push(async move {
+                    let mut warnings = Vec::new();
+                    let got = pull_one(cache, store, trusted, w, &mut warnings).await;
+                    (w, got, warnings)
+                });
+            }
+            let mut failed = None;
+            for (w, got, warnings) in join_all(calls).await {
+                pulled.warnings.extend(warnings);
+                match got {
+                    Ok(Some(sha)) => pulled.imported.push((w.clone(), sha)),
+                    Ok(None) => {}
+                    Err(e @ RemoteError::Corrupt { .. }) => {
+                        pulled.warnings.push(diagnostic(&e, "pull", "pull"));
+                    }
+                    Err(e) => {
+                        failed.get_or_insert(e);
+                    }
+                }
+            }
+            if let Some(e) = failed {
+                pulled.warnings.push(diagnostic(&e, "pull", "pull"));
+                return;
+            }
+        }
+    });
+    pulled
+}
+
+/// Runs every future of `calls` to its end on this task, concurrently.
+async fn join_all<F: std::future::Future>(calls: Vec<F>) -> Vec<F::Output> {
+    let mut pinned: Vec<std::pin::Pin<Box<F>>> = calls.into_iter().map(Box::pin).collect();
+    let mut out: Vec<Option<F::Output>> = (0..pinned.len()).map(|_| None).collect();
+    std::future::poll_fn(|cx| {
+        let mut pending = false;
+        for (i, call) in pinned.iter_mut().enumerate() {
+            if out[i].is_none() {
+                match call.as_mut().poll(cx) {
+                    std::task::Poll::Ready(v) => out[i] = Some(v),
+                    std::task::Poll::Pending => pending = true,
+                }
+            }
+        }
+        if pending {
+            std::task::Poll::Pending
+        } else {
+            std::task::Poll::Ready(())
+        }
+    })
+    .await;
+    out.into_iter().flatten().collect()
+}
+
+/// What pushing did.
+#[derive(Debug, Default)]
+pub struct Pushed {
+    /// Receipts whose entry is now in the remote.
+    pub receipts: usize,
+    /// What was sent.
+    pub uploaded: Uploaded,
+    /// Receipts that could not be pushed, and why (the first failure of the remote stops
+    /// the rest; they stay local).
+    pub warnings: Vec<Diagnostic>,
+    /// Receipts not pushed.
+    pub failed: usize,
+}
+
+/// Uploads the receipt `sha` of `store` with everything it names.
+async fn push_one(
+    cache: &RemoteCache,
+    store: &Store,
+    trusted: &[TrustedKey],
+    sha: &Sha256,
+) -> Result<Uploaded, String> {
+    let verified = receipt::read(store, sha, trusted)
+        .ok_or_else(|| format!("receipt {sha} does not verify here; it is not pushed"))?;
+    let proof = &verified.proof;
+    let envelope = store
+        .get(sha)
+        .ok_or_else(|| format!("receipt {sha} is gone from the store"))?;
+    let mut blobs = Vec::new();
+    let mut artifacts = Vec::new();
+    for a in &proof.artifacts {
+        if let Some(bytes) = store.get(&a.sha256) {
+            artifacts.push(BlobDigest::of(&bytes));
+            blobs.push(bytes);
+        }
+    }
+    let inputs = store.get(&proof.inputs).map(|bytes| {
+        let d = BlobDigest::of(&bytes);
+        blobs.push(bytes);
+        d
+    });
+    blobs.push(envelope.clone());
+    let outputs = encoding::Outputs {
+        envelope: BlobDigest::of(&envelope),
+        inputs,
+        artifacts,
+    };
+    let encoded = encoding::action(&proof.fingerprint, &proof.receipt, &proof.capability);
+    cache
+        .put(&encoded, &outputs, blobs)
+        .await
+        .map_err(|e| e.to_string())
+}
+
+async fn push_all(
+    cache: &RemoteCache,
+    store: &Store,
+    trusted: &[TrustedKey],
+    shas: impl IntoIterator<Item = Sha256>,
+    pushed: &mut Pushed,
+) {
+    for sha in shas {
+        if let Some(e) = cache.down() {
+            pushed.failed += 1;
+            if pushed.warnings.is_empty() {
+                pushed.warnings.push(diagnostic(&e, "push", "push"));
+            }
+            continue;
+        }
+        match push_one(cache, store, trusted, &sha).await {
+            Ok(up) => {
+                pushed.receipts += 1;
+                pushed.uploaded.blobs += up.blobs;
+                pushed.uploaded.bytes += up.bytes;
+            }
+            Err(why) => {
+                pushed.failed += 1;
+                if cache.down().is_none() {
+                    pushed.warnings.push(
+                        Diagnostic::warning(
+                            Code::RemoteUploadFailed,
+                            format!("receipt {sha} was not uploaded: {why}"),
+                        )
+                        .surface("cache.push")
+                        .fix("It stays in the local store; `proofgraph cache push <change>` uploads it later."),
+                    );
+                }
+            }
+        }
+    }
+    if let Some(e) = cache.down()
+        && pushed.failed > 0
+        && !pushed
+            .warnings
+            .iter()
+            .any(|d| d.code != Code::RemoteUploadFailed)
+    {
+        pushed.warnings.push(diagnostic(&e, "push", "push"));
+    }
+}
+
+/// Uploads each receipt of `shas` (a command's `cache push`).
+pub fn push(
+    cache: &RemoteCache,
+    store: &Store,
+    trusted: &[TrustedKey],
+    shas: Vec<Sha256>,
+) -> Pushed {
+    let mut pushed = Pushed::default();
+    if let Some(rt) = runtime() {
+        rt.block_on(push_all(cache, store, trusted, shas, &mut pushed));
+    }
+    pushed
+}
+
+/// Uploads receipts while a run goes on: a thread of its own takes each receipt as it is
+/// written, so uploading never waits on the run and the run never waits on it until it
+/// ends ([`Uploader::finish`]).
+pub struct Uploader {
+    tx: Option<mpsc::Sender<Sha256>>,
+    thread: Option<std::thread::JoinHandle<Pushed>>,
+}
+
+impl Uploader {
+    /// Starts uploading to `cache` what `store` holds.
+    pub fn start(cache: RemoteCache, store: Store, trusted: Vec<TrustedKey>) -> Self {
+        let (tx, rx) = mpsc::channel::<Sha256>();
+        let thread = std::thread::Builder::new()
+            .name("upload".to_owned())
+            .spawn(move || {
+                let mut pushed = Pushed::default();
+                if let Some(rt) = runtime() {
+                    rt.block_on(push_all(&cache, &store, &trusted, rx.iter(), &mut pushed));
+                }
+                pushed
+            })
+            .ok();
+        Uploader {
+            tx: Some(tx),
+            thread,
+        }
+    }
+
+    /// Where the run sends each receipt it writes.
+    pub fn sender(&self) -> Option<mpsc::Sender<Sha256>> {
+        self.tx.clone()
+    }
+
+    /// Waits for what was sent to be uploaded (or to fail).
+    pub fn finish(mut self) -> Pushed {
+        drop(self.tx.take());
+        self.thread
+            .take()
+            .and_then(|t| t.join().ok())
+            .unwrap_or_default()
+    }
+}

@@ -1,0 +1,700 @@
+//! Receipts that travel through a real Bazel HTTP cache: Debian's nginx with WebDAV `PUT`,
+//! started on a loopback port by each test. Two clones of one repository, each with its
+//! own local store: what one proves and pushes, the other reuses without running anything
+//! — but only when the signer is trusted, the blobs are intact and the fingerprint is the
+//! one computed here. A remote that is down, dies mid-run or hangs costs a warning, never
+//! a proof, and a credential never leaves the environment variable that holds it.
+
+use std::net::TcpListener;
+use std::os::unix::process::CommandExt as _;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use proofgraph::attest::keys;
+use serde_json::Value;
+
+use crate::support::{Run, Sandbox, assert_emits, git, git_commit_all};
+
+const CHANGE: &str = "share";
+
+/// nginx serving `/cache/` from a directory of its own, with `PUT` (WebDAV) and, when a
+/// token is given, only to requests that carry it.
+pub(crate) struct Nginx {
+    dir: PathBuf,
+    child: Option<Child>,
+    pub(crate) url: String,
+}
+
+fn nginx_binary() -> PathBuf {
+    ["/usr/sbin/nginx", "/usr/bin/nginx"]
+        .iter()
+        .map(PathBuf::from)
+        .find(|p| p.is_file())
+        .expect("nginx is not installed: `apt-get install -y nginx` (scripts/deps.sh does)")
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free port")
+}
+
+impl Nginx {
+    pub(crate) fn start(sb: &Sandbox, token: Option<&str>) -> Nginx {
+        Nginx::start_with(sb, token, true)
+    }
+
+    /// A cache that serves what it has and refuses `PUT` (405), as a read-only mirror does.
+    pub(crate) fn start_read_only(sb: &Sandbox) -> Nginx {
+        Nginx::start_with(sb, None, false)
+    }
+
+    fn start_with(sb: &Sandbox, token: Option<&str>, writable: bool) -> Nginx {
+        let dir = sb.path().join("nginx");
+        // `cas/` and `ac/` made first: nginx's `create_full_put_path` races with itself
+        // when concurrent PUTs make the same directory (a 500), as docs/remote-cache.md says.
+        for sub in ["data/cache/cas", "data/cache/ac", "tmp", "logs"] {
+            fs_err::create_dir_all(dir.join(sub)).expect("mkdir");
+        }
+        let port = free_port();
+        let guard = token.map_or(String::new(), |t| {
+            format!("      if ($http_authorization != \"Bearer {t}\") {{ return 401; }}\n")
+        });
+        let dav = if writable {
+            "      dav_methods PUT;\n      create_full_put_path on;\n      dav_access user:rw group:r all:r;\n"
+        } else {
+            ""
+        };
+        let d = dir.display();
+        let conf = format!(
+            "user root;\nworker_processes 1;\ndaemon off;\npid {d}/nginx.pid;\nerror_log {d}/logs/error.log;\nevents {{ worker_connections 64; }}\nhttp {{\n  access_log {d}/logs/access.log;\n  client_body_temp_path {d}/tmp/body;\n  proxy_temp_path {d}/tmp/proxy;\n  fastcgi_temp_path {d}/tmp/fastcgi;\n  uwsgi_temp_path {d}/tmp/uwsgi;\n  scgi_temp_path {d}/tmp/scgi;\n  client_max_body_size 0;\n  server {{\n    listen 127.0.0.1:{port};\n    location /cache/ {{\n{guard}      root {d}/data;\n{dav}    }}\n  }}\n}}\n"
+        );
+        fs_err::write(dir.join("nginx.conf"), conf).expect("write nginx.conf");
+        let child = Command::new(nginx_binary())
+            // Its own process group: stopping it kills the master and its worker at once.
+            .process_group(0)
+            .arg("-c")
+            .arg(dir.join("nginx.conf"))
+            .arg("-e")
+            .arg(dir.join("logs/error.log"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start nginx");
+        let url = format!("http://127.0.0.1:{port}/cache");
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(
+                Instant::now() < deadline,
+                "nginx did not listen on {port}: {}",
+                fs_err::read_to_string(dir.join("logs/error.log")).unwrap_or_default()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Nginx {
+            dir,
+            child: Some(child),
+            url,
+        }
+    }
+
+    /// What nginx logged, for a failure's message.
+    pub(crate) fn log(&self) -> String {
+        fs_err::read_to_string(self.dir.join("logs/error.log")).unwrap_or_default()
+    }
+
+    /// Where blobs are kept, by SHA-256.
+    pub(crate) fn cas(&self) -> PathBuf {
+        self.dir.join("data/cache/cas")
+    }
+
+    /// Kills it — the master and its worker, the whole process group, with `SIGKILL` —
+    /// and waits for the master.
+    pub(crate) fn stop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let group = format!("-{}", child.id());
+            let _ = Command::new("kill").args(["-9", "--", &group]).status();
+            let _ = child.wait();
+        }
+    }
+}
+
+impl Drop for Nginx {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// A remote cache server a test started: nginx here, BuildGrid in `remote_grpc.rs`.
+pub(crate) trait Served {
+    /// The URL `cache.remote` names.
+    fn url(&self) -> String;
+    /// The directory its blobs are kept in (files named for their SHA-256, at any depth).
+    fn cas(&self) -> PathBuf;
+    /// Kills it.
+    fn stop(&mut self);
+    /// What it logged, for a failure's message.
+    fn log(&self) -> String;
+}
+
+impl Served for Nginx {
+    fn url(&self) -> String {
+        self.url.clone()
+    }
+    fn cas(&self) -> PathBuf {
+        Nginx::cas(self)
+    }
+    fn stop(&mut self) {
+        Nginx::stop(self);
+    }
+    fn log(&self) -> String {
+        Nginx::log(self)
+    }
+}
+
+/// Every file under `dir`, at any depth.
+pub(crate) fn files(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(at) = stack.pop() {
+        for entry in fs_err::read_dir(&at).expect("read the cas").flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                out.push(path);
+            }
+        }
+    }
+    out
+}
+
+/// A CI key pair: the private key a CI job installs, and the catalog entry that trusts it.
+fn ci_key(sb: &Sandbox) -> (PathBuf, String) {
+    let key = keys::generate_signing_key().expect("generate a key");
+    let secret = crate::support::write(
+        &sb.path().join("secret/workspace.key"),
+        &*keys::signing_key_to_pem(&key),
+    );
+    let entry = format!(
+        "trustedKeys:\n  - name: ci\n    publicKey: |\n{}",
+        keys::public_key_to_pem(&key.verifying_key())
+            .lines()
+            .map(|l| format!("      {l}\n"))
+            .collect::<String>()
+    );
+    (secret, entry)
+}
+
+/// The repository every clone is made from: three providers, each appending its name to
+/// `$HOME/runs.log` (so executions are counted across clones), a remote cache and the CI
+/// key trusted (`trusted`: the `trustedKeys` part of the catalog, or nothing).
+fn origin(sb: &Sandbox, cache: &str, trusted: &str) {
+    sb.openspec_root("");
+    sb.write("openspec/changes/share/proposal.md", "# share receipts\n");
+    sb.write(
+        "openspec/changes/share/evidence.yaml",
+        "version: 2\nclaims:\n  - {id: a, scenario: s, capabilities: [unit, lint, integration]}\n",
+    );
+    let mut execution = String::from("version: 1\nproviders:\n");
+    for (id, cap) in [
+        ("unit", "unit"),
+        ("lint", "lint"),
+        ("integration", "integration"),
+    ] {
+        execution.push_str(&format!(
+            "  {id}:\n    adapter: command\n    capability: {cap}\n    command: [sh, -c, \"echo {id} >> $HOME/runs.log\"]\n"
+        ));
+    }
+    sb.write("openspec/changes/share/execution.yaml", execution);
+    sb.write("src/lib.sh", "echo 42\n");
+    sb.write(
+        "proofgraph.yaml",
+        format!("version: 1\ncache:\n{cache}{trusted}"),
+    );
+    git_commit_all(&sb.work());
+}
+
+/// A clone of the origin, named `name`, beside it.
+fn clone(sb: &Sandbox, name: &str) -> PathBuf {
+    let dir = sb.path().join(name);
+    git(
+        &sb.path(),
+        &["clone", "-q", &sb.work().display().to_string(), name],
+    );
+    dir
+}
+
+/// Installs the CI key as the clone's signing key, as a CI job does from a secret.
+fn install(secret: &Path, clone: &Path) {
+    use std::os::unix::fs::PermissionsExt as _;
+    let key = crate::support::write(
+        &clone.join(".proofgraph/keys/workspace.key"),
+        fs_err::read(secret).expect("the secret"),
+    );
+    fs_err::set_permissions(&key, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+}
+
+fn runs(sb: &Sandbox) -> usize {
+    fs_err::read_to_string(sb.home().join("runs.log"))
+        .map(|s| s.lines().count())
+        .unwrap_or(0)
+}
+
+fn prove(sb: &Sandbox, dir: &Path, vars: &[(&str, &str)], extra: &[&str]) -> Run {
+    let mut args = vec!["prove", CHANGE, "--json"];
+    args.extend(extra);
+    sb.run_with_env(dir, &args, vars)
+}
+
+fn summary(run: &Run, key: &str) -> u64 {
+    run.json()["summary"][key].as_u64().unwrap_or(0)
+}
+
+const CI: (&str, &str) = ("PROOFGRAPH_CACHE", "local:rw,remote:rw");
+
+/// The scenario of `what_ci_proved_and_pushed_a_fresh_clone_reuses_without_running_anything`, against any remote.
+pub(crate) fn ci_pushes_and_a_fresh_clone_reuses(sb: &Sandbox, remote: &mut dyn Served) {
+    let (secret, trusted) = ci_key(sb);
+    origin(sb, &format!("  remote: {}\n", remote.url()), &trusted);
+    let ci = clone(sb, "ci");
+    install(&secret, &ci);
+    let run = prove(sb, &ci, &[CI], &[]);
+    assert_eq!(run.code, Some(0), "{}\n{}", run.stdout, run.stderr);
+    assert_eq!(runs(sb), 3);
+    assert_eq!(
+        summary(&run, "pushed"),
+        3,
+        "{}\n{}",
+        run.stdout,
+        remote.log()
+    );
+    // A laptop: a clone with an empty store, the default policy (reads the remote).
+    let laptop = clone(sb, "laptop");
+    let run = prove(sb, &laptop, &[], &[]);
+    assert_eq!(run.code, Some(0), "{}\n{}", run.stdout, run.stderr);
+    assert_eq!(runs(sb), 3, "nothing ran again: {}", run.stdout);
+    assert_eq!(summary(&run, "pulled"), 3);
+    for p in run.json()["providers"].as_array().expect("providers") {
+        assert_eq!(p["action"], "reused", "{p}");
+        assert_eq!(p["reason"], "its receipt came from the remote cache", "{p}");
+    }
+    // Another clone's `status` shows them passed, having pulled them.
+    let other = clone(sb, "other");
+    let status = sb.run(&other, &["status", CHANGE, "--json"]);
+    assert_eq!(status.code, Some(0), "{}", status.stdout);
+    assert_eq!(runs(sb), 3);
+    // An edit makes a new fingerprint: the remote has nothing for it, and it runs.
+    fs_err::write(laptop.join("src/lib.sh"), "echo 43\n").expect("edit");
+    let run = prove(sb, &laptop, &[], &[]);
+    assert_eq!(run.code, Some(0), "{}", run.stdout);
+    assert_eq!(runs(sb), 6);
+    assert_eq!(
+        summary(&run, "pushed"),
+        0,
+        "a laptop does not write the remote"
+    );
+}
+
+#[test]
+fn what_ci_proved_and_pushed_a_fresh_clone_reuses_without_running_anything() {
+    let sb = Sandbox::new();
+    let mut nginx = Nginx::start(&sb, None);
+    ci_pushes_and_a_fresh_clone_reuses(&sb, &mut nginx);
+}
+
+/// The scenario of `a_receipt_signed_by_a_key_this_clone_does_not_trust_is_never_reused`, against any remote.
+pub(crate) fn an_untrusted_signer(sb: &Sandbox, remote: &mut dyn Served) {
+    let (secret, _) = ci_key(sb);
+    origin(sb, &format!("  remote: {}\n", remote.url()), "");
+    let ci = clone(sb, "ci");
+    install(&secret, &ci);
+    let run = prove(sb, &ci, &[CI], &[]);
+    // The CI key is not pinned for this user and not in trustedKeys: refused locally too.
+    assert_eq!(run.code, Some(3), "{}", run.stdout);
+    // Prove with the clone's own key, which nobody else trusts.
+    fs_err::remove_dir_all(ci.join(".proofgraph")).expect("a fresh store");
+    let run = prove(sb, &ci, &[CI], &[]);
+    assert_eq!(run.code, Some(0), "{}", run.stdout);
+    assert_eq!(summary(&run, "pushed"), 3);
+    let laptop = clone(sb, "laptop");
+    let run = prove(sb, &laptop, &[], &[]);
+    assert_eq!(run.code, Some(0), "{}", run.stdout);
+    assert_eq!(runs(sb), 6, "every provider ran here: {}", run.stdout);
+    assert_eq!(summary(&run, "pulled"), 0);
+    assert_emits!(run.status_codes(), "remote_receipt_untrusted");
+}
+
+#[test]
+fn a_receipt_signed_by_a_key_this_clone_does_not_trust_is_never_reused() {
+    let sb = Sandbox::new();
+    let mut nginx = Nginx::start(&sb, None);
+    an_untrusted_signer(&sb, &mut nginx);
+}
+
+/// The scenario of `a_blob_corrupted_on_the_server_is_never_used`, against any remote.
+pub(crate) fn a_corrupted_blob(sb: &Sandbox, remote: &mut dyn Served) {
+    let (secret, trusted) = ci_key(sb);
+    origin(sb, &format!("  remote: {}\n", remote.url()), &trusted);
+    let ci = clone(sb, "ci");
+    install(&secret, &ci);
+    let run = prove(sb, &ci, &[CI], &[]);
+    assert_eq!(run.code, Some(0), "{}", run.stdout);
+    // Flip one byte of every envelope on the server's disk (they are the JSON blobs).
+    let mut flipped = 0;
+    for path in files(&remote.cas()) {
+        let mut bytes = fs_err::read(&path).expect("read");
+        if bytes.starts_with(b"{\"payload\"") || bytes.starts_with(b"{\"payloadType\"") {
+            let last = bytes.len() - 2;
+            bytes[last] ^= 0x20;
+            fs_err::write(&path, bytes).expect("write");
+            flipped += 1;
+        }
+    }
+    assert_eq!(flipped, 3, "three envelopes on the server");
+    let laptop = clone(sb, "laptop");
+    let run = prove(sb, &laptop, &[], &[]);
+    assert_eq!(run.code, Some(0), "{}", run.stdout);
+    assert_eq!(runs(sb), 6, "each provider ran again: {}", run.stdout);
+    assert_emits!(run.status_codes(), "remote_cache_corrupt");
+    // Truncated, the same.
+    for path in files(&remote.cas()) {
+        let bytes = fs_err::read(&path).expect("read");
+        fs_err::write(&path, &bytes[..bytes.len() / 2]).expect("truncate");
+    }
+    let fresh = clone(sb, "fresh");
+    let run = prove(sb, &fresh, &[], &[]);
+    assert_eq!(run.code, Some(0), "{}", run.stdout);
+    assert_eq!(runs(sb), 9);
+}
+
+#[test]
+fn a_blob_corrupted_on_the_server_is_never_used() {
+    let sb = Sandbox::new();
+    let mut nginx = Nginx::start(&sb, None);
+    a_corrupted_blob(&sb, &mut nginx);
+}
+
+#[test]
+fn a_remote_that_is_down_hangs_or_dies_mid_run_costs_a_warning_never_a_proof() {
+    let sb = Sandbox::new();
+    let mut nginx = Nginx::start(&sb, None);
+    let (secret, trusted) = ci_key(&sb);
+    // A remote that accepts connections and never answers.
+    let hole = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let hole_url = format!("http://{}/cache", hole.local_addr().expect("addr"));
+    origin(
+        &sb,
+        &format!("  remote: {}\n  timeoutMs: 1500\n", nginx.url),
+        &trusted,
+    );
+    nginx.stop();
+    let ci = clone(&sb, "ci");
+    install(&secret, &ci);
+    let started = Instant::now();
+    let run = prove(&sb, &ci, &[CI], &[]);
+    assert_eq!(run.code, Some(0), "{}", run.stdout);
+    assert_eq!(runs(&sb), 3);
+    assert_emits!(run.status_codes(), "remote_cache_unavailable");
+    // Against a remote that never answers, the deadline holds.
+    let hung = clone(&sb, "hung");
+    let catalog = fs_err::read_to_string(hung.join("proofgraph.yaml")).expect("catalog");
+    fs_err::write(
+        hung.join("proofgraph.yaml"),
+        catalog.replace(&nginx.url, &hole_url),
+    )
+    .expect("point at the hole");
+    let run = prove(&sb, &hung, &[CI], &["--no-cache"]);
+    assert_eq!(run.code, Some(0), "{}", run.stdout);
+    assert_emits!(run.status_codes(), "remote_cache_unavailable");
+    assert!(
+        started.elapsed() < Duration::from_secs(60),
+        "a dead remote is given up on: {:?}",
+        started.elapsed()
+    );
+    drop(hole);
+    // The same exit code as without a remote: a failing provider fails the same way.
+    let failing = clone(&sb, "failing");
+    fs_err::write(
+        failing.join("openspec/changes/share/execution.yaml"),
+        "version: 1\nproviders:\n  unit:\n    adapter: command\n    capability: unit\n    command: [sh, -c, \"exit 1\"]\n",
+    )
+    .expect("a failing provider");
+    let with_dead_remote = prove(&sb, &failing, &[CI], &[]);
+    let without = prove(
+        &sb,
+        &failing,
+        &[("PROOFGRAPH_CACHE", "local:rw,remote:off")],
+        &["--no-cache"],
+    );
+    assert_eq!(with_dead_remote.code, without.code);
+    assert_eq!(without.code, Some(1));
+}
+
+/// The scenario of `a_remote_killed_in_the_middle_of_a_prove_leaves_the_proof_intact`, against any remote.
+pub(crate) fn killed_mid_prove(sb: &Sandbox, remote: &mut dyn Served) {
+    let (secret, trusted) = ci_key(sb);
+    origin(sb, &format!("  remote: {}\n", remote.url()), &trusted);
+    let ci = clone(sb, "ci");
+    install(&secret, &ci);
+    // Each provider takes a while; nginx dies while they run.
+    let execution = ci.join("openspec/changes/share/execution.yaml");
+    let text = fs_err::read_to_string(&execution).expect("execution.yaml");
+    fs_err::write(&execution, text.replace("echo ", "sleep 1; echo ")).expect("slow down");
+    let child = sb
+        .proofgraph(&ci)
+        .args(["prove", CHANGE, "--json", "--jobs", "1"])
+        .env("PROOFGRAPH_CACHE", "local:rw,remote:rw")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start prove");
+    std::thread::sleep(Duration::from_millis(1500));
+    remote.stop();
+    let out = child.wait_with_output().expect("prove ends");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    let doc: Value = serde_json::from_str(&stdout).expect("json");
+    assert_eq!(doc["summary"]["passed"], 3, "{doc}");
+    let codes: Vec<&str> = doc["status"]
+        .as_array()
+        .map(|all| all.iter().filter_map(|d| d["code"].as_str()).collect())
+        .unwrap_or_default();
+    assert!(
+        codes.contains(&"remote_cache_unavailable") || codes.contains(&"remote_upload_failed"),
+        "the failed upload is reported: {codes:?}"
+    );
+    // The receipts are local: status is all passed without the remote.
+    let status = sb.run(&ci, &["status", CHANGE, "--json"]);
+    assert_eq!(status.code, Some(0), "{}", status.stdout);
+}
+
+#[test]
+fn a_remote_killed_in_the_middle_of_a_prove_leaves_the_proof_intact() {
+    let sb = Sandbox::new();
+    let mut nginx = Nginx::start(&sb, None);
+    killed_mid_prove(&sb, &mut nginx);
+}
+
+#[test]
+fn a_credential_never_leaves_its_environment_variable() {
+    let sb = Sandbox::new();
+    let token = "tok-5f3c9a1e-canary-7d2b";
+    let nginx = Nginx::start(&sb, Some(token));
+    let (secret, trusted) = ci_key(&sb);
+    origin(
+        &sb,
+        &format!(
+            "  remote: {}\n  headersFromEnv: {{Authorization: CACHE_AUTH}}\n",
+            nginx.url
+        ),
+        &trusted,
+    );
+    let bearer = format!("Bearer {token}");
+    let ci = clone(&sb, "ci");
+    install(&secret, &ci);
+    let run = prove(&sb, &ci, &[CI, ("CACHE_AUTH", bearer.as_str())], &[]);
+    assert_eq!(run.code, Some(0), "{}", run.stdout);
+    assert_eq!(
+        summary(&run, "pushed"),
+        3,
+        "the token opened the cache: {}",
+        run.stdout
+    );
+    // Without it, and with a wrong one: refused, said so, and the run goes on.
+    let laptop = clone(&sb, "laptop");
+    let without = prove(&sb, &laptop, &[], &[]);
+    assert_eq!(without.code, Some(0));
+    assert_emits!(without.status_codes(), "remote_cache_refused");
+    let wrong = prove(
+        &sb,
+        &clone(&sb, "wrong"),
+        &[("CACHE_AUTH", "Bearer tok-wrong-value-0000000")],
+        &[],
+    );
+    assert_emits!(wrong.status_codes(), "remote_cache_refused");
+    let with = prove(
+        &sb,
+        &clone(&sb, "with"),
+        &[("CACHE_AUTH", bearer.as_str())],
+        &[],
+    );
+    assert_eq!(summary(&with, "pulled"), 3, "{}", with.stdout);
+    // Nowhere: not in any output, not in any file of any store.
+    for run in [&run, &without, &wrong, &with] {
+        assert!(!run.stdout.contains(token) && !run.stderr.contains(token));
+    }
+    let mut stack = vec![sb.path()];
+    while let Some(dir) = stack.pop() {
+        for entry in fs_err::read_dir(&dir).expect("read").flatten() {
+            let path = entry.path();
+            if path.starts_with(sb.path().join("nginx")) || path.ends_with(".git") {
+                continue;
+            }
+            let meta = fs_err::symlink_metadata(&path).expect("stat");
+            if meta.is_dir() {
+                stack.push(path);
+            } else if meta.is_file() {
+                let bytes = fs_err::read(&path).unwrap_or_default();
+                assert!(
+                    !bytes.windows(token.len()).any(|w| w == token.as_bytes()),
+                    "the token is in {}",
+                    path.display()
+                );
+            }
+        }
+    }
+}
+
+/// The scenario of `three_shards_share_one_remote_and_a_fourth_clone_runs_nothing`, against any remote.
+pub(crate) fn three_shards(sb: &Sandbox, remote: &mut dyn Served) {
+    let (secret, trusted) = ci_key(sb);
+    origin(sb, &format!("  remote: {}\n", remote.url()), &trusted);
+    for i in 1..=3 {
+        let shard = clone(sb, &format!("shard{i}"));
+        install(&secret, &shard);
+        let run = prove(sb, &shard, &[CI], &["--shard", &format!("{i}/3")]);
+        assert_eq!(run.code, Some(0), "shard {i}: {}", run.stdout);
+    }
+    let log = fs_err::read_to_string(sb.home().join("runs.log")).expect("runs");
+    let mut ran: Vec<&str> = log.lines().collect();
+    ran.sort_unstable();
+    assert_eq!(ran, ["integration", "lint", "unit"], "each exactly once");
+    let fourth = clone(sb, "fourth");
+    let status = sb.run(&fourth, &["status", CHANGE, "--json"]);
+    assert_eq!(status.code, Some(0), "{}", status.stdout);
+    assert_eq!(status.json()["summary"]["passed"], 3, "{}", status.stdout);
+    let run = prove(sb, &fourth, &[], &[]);
+    assert_eq!(run.code, Some(0));
+    assert_eq!(runs(sb), 3, "the fourth clone ran nothing");
+}
+
+#[test]
+fn three_shards_share_one_remote_and_a_fourth_clone_runs_nothing() {
+    let sb = Sandbox::new();
+    let mut nginx = Nginx::start(&sb, None);
+    three_shards(&sb, &mut nginx);
+}
+
+#[test]
+fn a_cache_that_refuses_writes_or_a_header_that_cannot_be_sent_is_said_and_changes_nothing() {
+    let sb = Sandbox::new();
+    let nginx = Nginx::start_read_only(&sb);
+    let (secret, trusted) = ci_key(&sb);
+    origin(
+        &sb,
+        &format!(
+            "  remote: {}\n  headersFromEnv: {{Authorization: CACHE_AUTH}}\n",
+            nginx.url
+        ),
+        &trusted,
+    );
+    let ci = clone(&sb, "ci");
+    install(&secret, &ci);
+    let run = prove(
+        &sb,
+        &ci,
+        &[CI, ("CACHE_AUTH", "Bearer a-long-enough-token")],
+        &[],
+    );
+    assert_eq!(run.code, Some(0), "{}", run.stdout);
+    assert_eq!(summary(&run, "pushed"), 0);
+    assert_eq!(summary(&run, "push_failed"), 3);
+    assert_emits!(run.status_codes(), "remote_upload_failed");
+    // A credential with a line break cannot be a header: the remote is not used at all.
+    let other = clone(&sb, "other");
+    let run = prove(
+        &sb,
+        &other,
+        &[("CACHE_AUTH", "Bearer one\ntwo-three-four")],
+        &[],
+    );
+    assert_eq!(run.code, Some(0), "{}", run.stdout);
+    assert_emits!(run.status_codes(), "remote_cache_unsupported");
+    assert!(!run.stdout.contains("two-three-four") && !run.stderr.contains("two-three-four"));
+}
+
+#[test]
+fn cache_push_uploads_what_a_laptop_proved_and_cache_pull_fetches_it() {
+    let sb = Sandbox::new();
+    let nginx = Nginx::start(&sb, None);
+    let (secret, trusted) = ci_key(&sb);
+    origin(&sb, &format!("  remote: {}\n", nginx.url), &trusted);
+    let a = clone(&sb, "a");
+    install(&secret, &a);
+    // The default policy reads the remote: proving pushes nothing.
+    let run = prove(&sb, &a, &[], &[]);
+    assert_eq!(run.code, Some(0), "{}", run.stdout);
+    assert_eq!(summary(&run, "pushed"), 0);
+    let push = sb.run(&a, &["cache", "push", CHANGE, "--json"]);
+    assert_eq!(push.code, Some(0), "{}", push.stdout);
+    assert_eq!(push.json()["pushed"], 3, "{}", push.stdout);
+    assert!(push.json()["uploaded_blobs"].as_u64().unwrap_or(0) >= 3);
+    // Pushing again sends no blob: the remote has them.
+    let again = sb.run(&a, &["cache", "push", CHANGE, "--json"]);
+    assert_eq!(again.json()["uploaded_blobs"], 0, "{}", again.stdout);
+    let b = clone(&sb, "b");
+    let pull = sb.run_with_env(
+        &b,
+        &["cache", "pull", CHANGE, "--json"],
+        &[("PROOFGRAPH_CACHE", "local:rw,remote:off")],
+    );
+    assert_eq!(pull.code, Some(0), "asking is reading: {}", pull.stdout);
+    assert_eq!(
+        pull.json()["pulled"].as_array().map(Vec::len),
+        Some(3),
+        "{}",
+        pull.stdout
+    );
+    let status = sb.run_with_env(
+        &b,
+        &["status", CHANGE, "--json"],
+        &[("PROOFGRAPH_CACHE", "local:rw,remote:off")],
+    );
+    assert_eq!(status.code, Some(0), "{}", status.stdout);
+    assert_eq!(runs(&sb), 3, "nothing ran in `b`");
+    let stats = sb.run(&b, &["cache", "stats", "--json"]);
+    assert_eq!(stats.code, Some(0));
+    assert_eq!(stats.json()["local"]["receipts"], 3, "{}", stats.stdout);
+    assert_eq!(stats.json()["remote"], nginx.url.as_str());
+}
+
+#[test]
+fn plan_says_which_receipts_come_from_the_remote() {
+    let sb = Sandbox::new();
+    let nginx = Nginx::start(&sb, None);
+    let (secret, trusted) = ci_key(&sb);
+    origin(&sb, &format!("  remote: {}\n", nginx.url), &trusted);
+    let ci = clone(&sb, "ci");
+    install(&secret, &ci);
+    assert_eq!(prove(&sb, &ci, &[CI], &[]).code, Some(0));
+    let laptop = clone(&sb, "laptop");
+    let plan = sb.run(&laptop, &["plan", CHANGE, "--json"]);
+    assert_eq!(plan.code, Some(0), "{}", plan.stdout);
+    let nodes = plan.json()["nodes"].clone();
+    let providers: Vec<&Value> = nodes
+        .as_array()
+        .expect("nodes")
+        .iter()
+        .filter(|n| n["action"].is_string())
+        .collect();
+    assert_eq!(providers.len(), 3, "{nodes}");
+    for p in providers {
+        assert_eq!(p["action"], "reuse", "{p}");
+        let reason = p["reason"].as_str().unwrap_or_default();
+        assert!(reason.starts_with("reuse remote receipt "), "{p}");
+    }
+    // Local receipts say nothing of the kind.
+    let again = sb.run(&laptop, &["plan", CHANGE, "--json"]);
+    let reasons: Vec<Value> = again.json()["nodes"]
+        .as_array()
+        .expect("nodes")
+        .iter()
+        .filter(|n| n["action"] == "reuse")
+        .map(|n| n["reason"].clone())
+        .collect();
+    assert!(reasons.iter().all(Value::is_null), "{reasons:?}");
+}
