@@ -1,9 +1,11 @@
 //! The Remote Execution API backend of the remote cache, against a real BuildGrid on a
 //! loopback port (tests/it/remote_support.rs) and against ports that refuse, never answer,
-//! or cut a stream mid-way.
+//! or cut a stream mid-way; then `prove` with BuildGrid as the remote, in the scenarios
+//! tests/it/remote_http.rs runs against nginx.
 
 use std::io::{Read as _, Write as _};
 use std::net::{Shutdown, TcpListener, TcpStream};
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use proofgraph::store::remote::encoding::{self, Encoded, Outputs};
@@ -13,8 +15,9 @@ use proofgraph::store::remote::{
 use proofgraph_graph::fingerprint::Fingerprint;
 use proofgraph_graph::{CapabilityName, ProviderId};
 
+use crate::remote_http::{self, Served};
 use crate::remote_support::{BuildGrid, INSTANCE};
-use crate::support::{assert_port_free, free_port};
+use crate::support::{Sandbox, assert_emits, assert_port_free, free_port};
 
 /// BuildGrid 0.4.4's batch limit (`MAX_REQUEST_SIZE`, 4 MiB - 1 KiB).
 const BUILDGRID_BATCH: u64 = 4 * 1024 * 1024 - 1024;
@@ -649,4 +652,169 @@ fn a_bytestream_transfer_outlasts_the_deadline_while_it_moves_and_not_once_it_st
         took >= deadline && took < 15 * deadline,
         "took {took:?}: {reason}"
     );
+}
+
+// `prove`, `status` and `plan` with BuildGrid as the remote: the scenarios of
+// remote_http.rs, and the faults and credentials as gRPC meets them.
+
+impl Served for BuildGrid {
+    fn url(&self) -> String {
+        self.url.clone()
+    }
+    fn cas(&self) -> PathBuf {
+        self.cas_dir.clone()
+    }
+    fn stop(&mut self) {
+        self.kill();
+    }
+    fn log(&self) -> String {
+        BuildGrid::log(self)
+    }
+}
+
+#[test]
+fn prove_what_ci_pushed_to_buildgrid_a_fresh_clone_reuses_without_running_anything() {
+    let sb = Sandbox::new();
+    let mut server = BuildGrid::start();
+    remote_http::ci_pushes_and_a_fresh_clone_reuses(&sb, &mut server);
+}
+
+#[test]
+fn prove_a_receipt_in_buildgrid_signed_by_an_untrusted_key_is_never_reused() {
+    let sb = Sandbox::new();
+    let mut server = BuildGrid::start();
+    remote_http::an_untrusted_signer(&sb, &mut server);
+}
+
+#[test]
+fn prove_a_blob_corrupted_on_buildgrid_s_disk_is_never_used() {
+    let sb = Sandbox::new();
+    let mut server = BuildGrid::start();
+    remote_http::a_corrupted_blob(&sb, &mut server);
+}
+
+#[test]
+fn prove_with_buildgrid_killed_in_the_middle_leaves_the_proof_intact() {
+    let sb = Sandbox::new();
+    let mut server = BuildGrid::start();
+    remote_http::killed_mid_prove(&sb, &mut server);
+}
+
+#[test]
+fn prove_three_shards_share_buildgrid_and_a_fourth_clone_runs_nothing() {
+    let sb = Sandbox::new();
+    let mut server = BuildGrid::start();
+    remote_http::three_shards(&sb, &mut server);
+}
+
+#[test]
+fn prove_with_buildgrid_stopped_before_the_run_warns_and_exits_as_without_a_remote() {
+    let sb = Sandbox::new();
+    let mut server = BuildGrid::start();
+    let (secret, trusted) = remote_http::ci_key(&sb);
+    remote_http::origin(
+        &sb,
+        &format!("  remote: {}\n  connectTimeoutMs: 1000\n", server.url),
+        &trusted,
+    );
+    server.stop();
+    let ci = remote_http::clone(&sb, "ci");
+    remote_http::install(&secret, &ci);
+    let started = Instant::now();
+    let run = remote_http::prove(&sb, &ci, &[remote_http::CI], &[]);
+    assert_eq!(run.code, Some(0), "{}\n{}", run.stdout, run.stderr);
+    assert_eq!(remote_http::runs(&sb), 3);
+    assert_emits!(run.status_codes(), "remote_cache_unavailable");
+    assert!(
+        started.elapsed() < Duration::from_secs(60),
+        "a stopped remote is given up on: {:?}",
+        started.elapsed()
+    );
+    // A failing provider fails the same with the remote down as with none.
+    let failing = remote_http::clone(&sb, "failing");
+    fs_err::write(
+        failing.join("openspec/changes/share/execution.yaml"),
+        "version: 1\nproviders:\n  unit:\n    adapter: command\n    capability: unit\n    command: [sh, -c, \"exit 1\"]\n",
+    )
+    .expect("a failing provider");
+    let with_dead_remote = remote_http::prove(&sb, &failing, &[remote_http::CI], &[]);
+    let without = remote_http::prove(
+        &sb,
+        &failing,
+        &[("PROOFGRAPH_CACHE", "local:rw,remote:off")],
+        &["--no-cache"],
+    );
+    assert_eq!(without.code, Some(1), "{}", without.stdout);
+    assert_eq!(with_dead_remote.code, without.code);
+}
+
+#[test]
+fn prove_a_buildgrid_token_goes_as_metadata_and_never_leaves_its_variable() {
+    let sb = Sandbox::new();
+    let (server, token) = BuildGrid::start_requiring_token();
+    let (secret, trusted) = remote_http::ci_key(&sb);
+    remote_http::origin(
+        &sb,
+        &format!(
+            "  remote: {}\n  headersFromEnv: {{Authorization: CACHE_AUTH}}\n",
+            server.url
+        ),
+        &trusted,
+    );
+    let ci = remote_http::clone(&sb, "ci");
+    remote_http::install(&secret, &ci);
+    let auth = ("CACHE_AUTH", token.as_str());
+    let run = remote_http::prove(&sb, &ci, &[remote_http::CI, auth], &[]);
+    assert_eq!(run.code, Some(0), "{}\n{}", run.stdout, server.log());
+    assert_eq!(remote_http::summary(&run, "pushed"), 3, "{}", run.stdout);
+    // Without it, and with a forged one: refused, said so, and the run goes on.
+    let without = remote_http::prove(&sb, &remote_http::clone(&sb, "laptop"), &[], &[]);
+    assert_eq!(without.code, Some(0), "{}", without.stdout);
+    assert_emits!(without.status_codes(), "remote_cache_refused");
+    let forged = format!("{}x", &token[..token.len() - 1]);
+    let wrong = remote_http::prove(
+        &sb,
+        &remote_http::clone(&sb, "wrong"),
+        &[("CACHE_AUTH", forged.as_str())],
+        &[],
+    );
+    assert_eq!(wrong.code, Some(0), "{}", wrong.stdout);
+    assert_emits!(wrong.status_codes(), "remote_cache_refused");
+    let with = remote_http::prove(&sb, &remote_http::clone(&sb, "with"), &[auth], &[]);
+    assert_eq!(remote_http::summary(&with, "pulled"), 3, "{}", with.stdout);
+    assert_eq!(
+        remote_http::runs(&sb),
+        3 + 3 + 3,
+        "the two refused clones ran"
+    );
+    // The token's signature, in no output and no file of the sandbox.
+    let signature = token.rsplit('.').next().expect("a signed token");
+    let forged_signature = forged.rsplit('.').next().expect("a signed token");
+    for run in [&run, &without, &wrong, &with] {
+        for canary in [signature, forged_signature] {
+            assert!(!run.stdout.contains(canary) && !run.stderr.contains(canary));
+        }
+    }
+    let mut stack = vec![sb.path()];
+    while let Some(dir) = stack.pop() {
+        for entry in fs_err::read_dir(&dir).expect("read").flatten() {
+            let path = entry.path();
+            if path.ends_with(".git") {
+                continue;
+            }
+            let meta = fs_err::symlink_metadata(&path).expect("stat");
+            if meta.is_dir() {
+                stack.push(path);
+            } else if meta.is_file() {
+                let bytes = fs_err::read(&path).unwrap_or_default();
+                assert!(
+                    !bytes
+                        .windows(signature.len())
+                        .any(|w| w == signature.as_bytes()),
+                    "the token is in {}",
+                    path.display()
+                );
+            }
+        }
+    }
 }
