@@ -19,6 +19,18 @@ if ! python3 -c 'import securesystemslib, rfc8785, pytest, uv, junitparser' 2>/d
   python3 -m pip install --quiet --disable-pip-version-check -r tools/interop/requirements.txt
 fi
 
+# BuildGrid, the Remote Execution API server the gRPC remote-cache tests start (pinned with
+# every dependency in tools/buildgrid/requirements.txt; Python 3.11 or later), in its own venv.
+# The stamp is written only once the install succeeded, so a failed one is retried.
+if [ ! -f tools/buildgrid/.venv/installed ] || [ tools/buildgrid/requirements.txt -nt tools/buildgrid/.venv/installed ]; then
+  python3 -c 'import sys; sys.exit(sys.version_info < (3, 11))' ||
+    { echo "BuildGrid (the gRPC remote-cache tests) needs Python 3.11 or later; found $(python3 --version)" >&2; exit 1; }
+  rm -rf tools/buildgrid/.venv
+  python3 -m venv tools/buildgrid/.venv
+  tools/buildgrid/.venv/bin/pip install --quiet --disable-pip-version-check -r tools/buildgrid/requirements.txt
+  touch tools/buildgrid/.venv/installed
+fi
+
 echo "== flake (offline: name, version and lock file as cargo reads them)"
 ./scripts/check-flake.sh
 

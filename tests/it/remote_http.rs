@@ -16,7 +16,7 @@ use serde_json::Value;
 
 use crate::support::{Run, Sandbox, assert_emits, git, git_commit_all};
 
-const CHANGE: &str = "share";
+pub(crate) const CHANGE: &str = "share";
 
 /// nginx serving `/cache/` from a directory of its own, with `PUT` (WebDAV) and, when a
 /// token is given, only to requests that carry it.
@@ -173,7 +173,7 @@ pub(crate) fn files(dir: &Path) -> Vec<PathBuf> {
 }
 
 /// A CI key pair: the private key a CI job installs, and the catalog entry that trusts it.
-fn ci_key(sb: &Sandbox) -> (PathBuf, String) {
+pub(crate) fn ci_key(sb: &Sandbox) -> (PathBuf, String) {
     let key = keys::generate_signing_key().expect("generate a key");
     let secret = crate::support::write(
         &sb.path().join("secret/workspace.key"),
@@ -192,7 +192,7 @@ fn ci_key(sb: &Sandbox) -> (PathBuf, String) {
 /// The repository every clone is made from: three providers, each appending its name to
 /// `$HOME/runs.log` (so executions are counted across clones), a remote cache and the CI
 /// key trusted (`trusted`: the `trustedKeys` part of the catalog, or nothing).
-fn origin(sb: &Sandbox, cache: &str, trusted: &str) {
+pub(crate) fn origin(sb: &Sandbox, cache: &str, trusted: &str) {
     sb.openspec_root("");
     sb.write("openspec/changes/share/proposal.md", "# share receipts\n");
     sb.write(
@@ -219,7 +219,7 @@ fn origin(sb: &Sandbox, cache: &str, trusted: &str) {
 }
 
 /// A clone of the origin, named `name`, beside it.
-fn clone(sb: &Sandbox, name: &str) -> PathBuf {
+pub(crate) fn clone(sb: &Sandbox, name: &str) -> PathBuf {
     let dir = sb.path().join(name);
     git(
         &sb.path(),
@@ -229,7 +229,7 @@ fn clone(sb: &Sandbox, name: &str) -> PathBuf {
 }
 
 /// Installs the CI key as the clone's signing key, as a CI job does from a secret.
-fn install(secret: &Path, clone: &Path) {
+pub(crate) fn install(secret: &Path, clone: &Path) {
     use std::os::unix::fs::PermissionsExt as _;
     let key = crate::support::write(
         &clone.join(".proofgraph/keys/workspace.key"),
@@ -238,23 +238,23 @@ fn install(secret: &Path, clone: &Path) {
     fs_err::set_permissions(&key, std::fs::Permissions::from_mode(0o600)).expect("chmod");
 }
 
-fn runs(sb: &Sandbox) -> usize {
+pub(crate) fn runs(sb: &Sandbox) -> usize {
     fs_err::read_to_string(sb.home().join("runs.log"))
         .map(|s| s.lines().count())
         .unwrap_or(0)
 }
 
-fn prove(sb: &Sandbox, dir: &Path, vars: &[(&str, &str)], extra: &[&str]) -> Run {
+pub(crate) fn prove(sb: &Sandbox, dir: &Path, vars: &[(&str, &str)], extra: &[&str]) -> Run {
     let mut args = vec!["prove", CHANGE, "--json"];
     args.extend(extra);
     sb.run_with_env(dir, &args, vars)
 }
 
-fn summary(run: &Run, key: &str) -> u64 {
+pub(crate) fn summary(run: &Run, key: &str) -> u64 {
     run.json()["summary"][key].as_u64().unwrap_or(0)
 }
 
-const CI: (&str, &str) = ("PROOFGRAPH_CACHE", "local:rw,remote:rw");
+pub(crate) const CI: (&str, &str) = ("PROOFGRAPH_CACHE", "local:rw,remote:rw");
 
 /// The scenario of `what_ci_proved_and_pushed_a_fresh_clone_reuses_without_running_anything`, against any remote.
 pub(crate) fn ci_pushes_and_a_fresh_clone_reuses(sb: &Sandbox, remote: &mut dyn Served) {

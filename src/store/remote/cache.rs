@@ -10,6 +10,7 @@ use bazel_remote_apis::build::bazel::remote::execution::v2 as reapi;
 use super::backend::{Backend, BlobDigest, Capabilities, RemoteError};
 use super::config::{Protocol, Settings};
 use super::encoding::{self, Encoded, Outputs};
+use super::grpc::Grpc;
 use super::http::Http;
 
 /// A remote cache.
@@ -28,23 +29,26 @@ pub struct Uploaded {
     pub bytes: u64,
 }
 
+/// The backend of the remote `settings` name, by its URL's scheme. Nothing is sent yet, and
+/// no runtime is needed until the first call.
+pub fn backend(settings: &Settings) -> Result<Box<dyn Backend>, RemoteError> {
+    // One crypto provider for every TLS connection of the process (rustls with ring).
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let unsupported = |reason: String| RemoteError::Unsupported {
+        remote: settings.url.clone(),
+        reason,
+    };
+    let (protocol, tls) = Protocol::of(&settings.url).map_err(unsupported)?;
+    Ok(match protocol {
+        Protocol::Http => Box::new(Http::new(settings)?),
+        Protocol::Grpc => Box::new(Grpc::new(settings, tls)?),
+    })
+}
+
 impl RemoteCache {
     /// A client of the remote `settings` names. Nothing is sent yet.
     pub fn open(settings: &Settings) -> Result<Self, RemoteError> {
-        // One crypto provider for every TLS connection of the process (rustls with ring).
-        let _ = rustls::crypto::ring::default_provider().install_default();
-        let unsupported = |reason: String| RemoteError::Unsupported {
-            remote: settings.url.clone(),
-            reason,
-        };
-        let (protocol, _tls) = Protocol::of(&settings.url).map_err(unsupported)?;
-        let backend: Box<dyn Backend> = match protocol {
-            Protocol::Http => Box::new(Http::new(settings)?),
-            Protocol::Grpc => {
-                return Err(unsupported("the gRPC backend is not built yet".to_owned()));
-            }
-        };
-        Ok(RemoteCache::with(backend))
+        Ok(RemoteCache::with(backend(settings)?))
     }
 
     /// A cache over `backend` (tests give one of their own).

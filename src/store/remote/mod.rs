@@ -2,15 +2,15 @@
 //! already run (the Remote Execution API's CAS and ActionCache over gRPC; the Bazel HTTP
 //! cache protocol), with one encoding of a receipt for both (`encoding.rs`).
 //!
-//! Adding a protocol (S3, GCS) is one file: a [`Backend`] and a line in
-//! `RemoteCache::open`.
+//! Adding a protocol (S3, GCS) is one file: a [`Backend`] and a line in [`backend()`].
 
 mod backend;
 mod cache;
 mod config;
 pub mod encoding;
+mod grpc;
 mod http;
 
 pub use backend::{Backend, BlobDigest, Capabilities, Fut, RemoteError};
-pub use cache::{RemoteCache, Uploaded};
+pub use cache::{RemoteCache, Uploaded, backend};
 pub use config::{CONNECT_TIMEOUT, Protocol, REQUEST_TIMEOUT, Settings};
