@@ -267,7 +267,10 @@ pub fn stats(ctx: &Context) -> Report<CachePayload> {
 
 /// `--keep` and `--max-size` as given: `30d`, `12h`, `45m`, `90s`; `500M`, `2G`, `1024`.
 pub fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
-    let (number, unit) = text.split_at(text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len()));
+    let (number, unit) = text.split_at(
+        text.find(|c: char| !c.is_ascii_digit())
+            .unwrap_or(text.len()),
+    );
     let n: u64 = number
         .parse()
         .map_err(|_| format!("`{text}` is not a duration like `30d`, `12h`, `45m` or `90s`"))?;
@@ -284,7 +287,10 @@ pub fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
 
 /// A size in bytes, with an optional `K`, `M` or `G` (powers of 1024).
 pub fn parse_size(text: &str) -> Result<u64, String> {
-    let (number, unit) = text.split_at(text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len()));
+    let (number, unit) = text.split_at(
+        text.find(|c: char| !c.is_ascii_digit())
+            .unwrap_or(text.len()),
+    );
     let n: u64 = number
         .parse()
         .map_err(|_| format!("`{text}` is not a size like `500M`, `2G` or `1048576`"))?;
@@ -301,11 +307,7 @@ pub fn parse_size(text: &str) -> Result<u64, String> {
 /// Runs `cache gc`: removes from the local store what no change needs, keeping every
 /// receipt that is current (or the latest) for some change of the workspace, with the
 /// blobs it names. A change that cannot be evaluated stops it before anything is removed.
-pub fn gc(
-    ctx: &Context,
-    keep: std::time::Duration,
-    max_size: Option<u64>,
-) -> Report<CachePayload> {
+pub fn gc(ctx: &Context, keep: std::time::Duration, max_size: Option<u64>) -> Report<CachePayload> {
     let resolution = match ctx.resolve_root() {
         Ok(r) => r,
         Err(d) => return Report::failed(vec![d], Verdict::Invalid),

@@ -651,17 +651,19 @@ impl Store {
         if let Some(max) = max_bytes {
             let mut total: u64 = left.iter().map(|b| b.2).sum();
             // The oldest first, among those that may go.
-            left.sort_by(|a, b| b.3.cmp(&a.3));
+            left.sort_by_key(|b| std::cmp::Reverse(b.3));
             let mut still = Vec::new();
             for blob in left {
-                if total > max && !protect.contains(&blob.0) && blob.3 > MIN_GC_AGE {
-                    if fs_err::remove_file(&blob.1).is_ok() {
-                        total -= blob.2;
-                        out.removed += 1;
-                        out.freed += blob.2;
-                        removed.insert(blob.0);
-                        continue;
-                    }
+                if total > max
+                    && !protect.contains(&blob.0)
+                    && blob.3 > MIN_GC_AGE
+                    && fs_err::remove_file(&blob.1).is_ok()
+                {
+                    total -= blob.2;
+                    out.removed += 1;
+                    out.freed += blob.2;
+                    removed.insert(blob.0);
+                    continue;
                 }
                 still.push(blob);
             }

@@ -57,7 +57,11 @@ fn proves_without_running(sb: &Sandbox, dir: &Path) {
     let before = runs(sb);
     let run = sb.run(dir, &["prove", "x", "--json"]);
     assert_eq!(run.code, Some(0), "{}", run.stdout);
-    assert_eq!(runs(sb), before, "the current receipt was kept: nothing ran");
+    assert_eq!(
+        runs(sb),
+        before,
+        "the current receipt was kept: nothing ran"
+    );
     let log = sb.run(dir, &["log", "x", "lint"]);
     assert_eq!(log.code, Some(0), "its log was kept: {}", log.stderr);
     assert!(log.stdout.contains("echo 2"), "{}", log.stdout);
@@ -79,10 +83,19 @@ fn gc_removes_old_receipts_and_keeps_every_current_one_with_what_it_names() {
     // Three days later: the first receipt's blobs go, the current ones stay.
     age(&blobs(&sb), "3 days ago");
     let collected = gc(&sb, &["--keep", "1d"]);
-    assert!(collected["removed"].as_u64().unwrap_or(0) >= 2, "{collected}");
-    assert!(collected["entries_removed"].as_u64().unwrap_or(0) >= 1, "{collected}");
+    assert!(
+        collected["removed"].as_u64().unwrap_or(0) >= 2,
+        "{collected}"
+    );
+    assert!(
+        collected["entries_removed"].as_u64().unwrap_or(0) >= 1,
+        "{collected}"
+    );
     let left = blobs(&sb);
-    assert!(first.iter().any(|b| !left.contains(b)), "something of the first went");
+    assert!(
+        first.iter().any(|b| !left.contains(b)),
+        "something of the first went"
+    );
     proves_without_running(&sb, &sb.work());
     // Down to nothing by size: the current receipt and its blobs are all that is left.
     age(&blobs(&sb), "3 days ago");
@@ -99,7 +112,10 @@ fn gc_removes_nothing_while_a_change_cannot_be_evaluated_and_refuses_bad_flags()
     assert_eq!(sb.run(&sb.work(), &["prove", "x"]).code, Some(0));
     age(&blobs(&sb), "3 days ago");
     let before = blobs(&sb).len();
-    sb.write("openspec/changes/x/execution.yaml", "version: 1\nproviders: [not, a, map]\n");
+    sb.write(
+        "openspec/changes/x/execution.yaml",
+        "version: 1\nproviders: [not, a, map]\n",
+    );
     let run = sb.run(&sb.work(), &["cache", "gc", "--json"]);
     assert_eq!(run.code, Some(3), "{}", run.stdout);
     assert_eq!(blobs(&sb).len(), before, "nothing was removed");

@@ -132,7 +132,8 @@ impl Drop for Nginx {
 pub(crate) trait Served {
     /// The URL `cache.remote` names.
     fn url(&self) -> String;
-    /// The directory its blobs are kept in (files named for their SHA-256, at any depth).
+    /// The directory its blobs are kept in, at any depth (nginx: `<sha256>`; BuildGrid:
+    /// `<sha256[..2]>/<sha256[2..]>`).
     fn cas(&self) -> PathBuf;
     /// Kills it.
     fn stop(&mut self);
