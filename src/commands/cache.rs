@@ -154,7 +154,8 @@ pub fn push(ctx: &Context, change: &str) -> Report<CachePayload> {
         return no_remote();
     }
     let shas = current(&e);
-    let pushed = crate::proof::remote::push(&remote.cache, &e.store, &e.trusted, shas);
+    let name = remote.cache.name().to_owned();
+    let pushed = crate::proof::remote::push(remote.cache, &e.store, &e.trusted, shas);
     let mut status = e.loaded.notes.clone();
     status.extend(pushed.warnings);
     let verdict = if pushed.failed > 0 {
@@ -165,7 +166,7 @@ pub fn push(ctx: &Context, change: &str) -> Report<CachePayload> {
     Report {
         payload: Some(CachePayload {
             change: Some(e.loaded.change.name.to_string()),
-            remote: Some(remote.cache.name().to_owned()),
+            remote: Some(name),
             pushed: Some(pushed.receipts),
             uploaded_blobs: Some(pushed.uploaded.blobs),
             uploaded_bytes: Some(pushed.uploaded.bytes),

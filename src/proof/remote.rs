@@ -9,7 +9,7 @@
 //! unsigned entry lists. Anything else is a warning and the provider runs: a remote is
 //! never a pass on its own word, and its health never changes a verdict.
 
-use std::sync::mpsc;
+use std::sync::Arc;
 
 use proofgraph_graph::fingerprint::Fingerprint;
 use proofgraph_graph::{CapabilityName, ProviderId};
@@ -355,22 +355,43 @@ async fn push_one(
         .map_err(|e| e.to_string())
 }
 
+/// Uploads every receipt `rx` brings, [`IN_FLIGHT`] at a time, as they come.
 async fn push_all(
-    cache: &RemoteCache,
-    store: &Store,
-    trusted: &[TrustedKey],
-    shas: impl IntoIterator<Item = Sha256>,
-    pushed: &mut Pushed,
-) {
-    for sha in shas {
-        if let Some(e) = cache.down() {
-            pushed.failed += 1;
-            if pushed.warnings.is_empty() {
-                pushed.warnings.push(diagnostic(&e, "push", "push"));
+    cache: Arc<RemoteCache>,
+    store: Store,
+    trusted: Arc<Vec<TrustedKey>>,
+    mut rx: tokio::sync::mpsc::UnboundedReceiver<Sha256>,
+) -> Pushed {
+    // Per receipt: what was sent, or why not (`None`: the remote was down already).
+    type Done = (Sha256, Result<Uploaded, Option<String>>);
+    let mut tasks: tokio::task::JoinSet<Done> = tokio::task::JoinSet::new();
+    let mut done: Vec<Done> = Vec::new();
+    loop {
+        while tasks.len() >= IN_FLIGHT {
+            if let Some(Ok(d)) = tasks.join_next().await {
+                done.push(d);
             }
-            continue;
         }
-        match push_one(cache, store, trusted, &sha).await {
+        let Some(sha) = rx.recv().await else {
+            break;
+        };
+        let (cache, store, trusted) = (Arc::clone(&cache), store.clone(), Arc::clone(&trusted));
+        tasks.spawn(async move {
+            if cache.down().is_some() {
+                return (sha, Err(None));
+            }
+            let result = push_one(&cache, &store, &trusted, &sha).await.map_err(Some);
+            (sha, result)
+        });
+    }
+    while let Some(d) = tasks.join_next().await {
+        if let Ok(d) = d {
+            done.push(d);
+        }
+    }
+    let mut pushed = Pushed::default();
+    for (sha, result) in done {
+        match result {
             Ok(up) => {
                 pushed.receipts += 1;
                 pushed.uploaded.blobs += up.blobs;
@@ -378,7 +399,9 @@ async fn push_all(
             }
             Err(why) => {
                 pushed.failed += 1;
-                if cache.down().is_none() {
+                if let Some(why) = why
+                    && cache.down().is_none()
+                {
                     pushed.warnings.push(
                         Diagnostic::warning(
                             Code::RemoteUploadFailed,
@@ -393,49 +416,52 @@ async fn push_all(
     }
     if let Some(e) = cache.down()
         && pushed.failed > 0
-        && !pushed
-            .warnings
-            .iter()
-            .any(|d| d.code != Code::RemoteUploadFailed)
     {
         pushed.warnings.push(diagnostic(&e, "push", "push"));
     }
+    pushed
 }
 
 /// Uploads each receipt of `shas` (a command's `cache push`).
 pub fn push(
-    cache: &RemoteCache,
+    cache: RemoteCache,
     store: &Store,
     trusted: &[TrustedKey],
     shas: Vec<Sha256>,
 ) -> Pushed {
-    let mut pushed = Pushed::default();
-    if let Some(rt) = runtime() {
-        rt.block_on(push_all(cache, store, trusted, shas, &mut pushed));
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    for sha in shas {
+        let _ = tx.send(sha);
     }
-    pushed
+    drop(tx);
+    match runtime() {
+        Some(rt) => rt.block_on(push_all(
+            Arc::new(cache),
+            store.clone(),
+            Arc::new(trusted.to_vec()),
+            rx,
+        )),
+        None => Pushed::default(),
+    }
 }
 
 /// Uploads receipts while a run goes on: a thread of its own takes each receipt as it is
 /// written, so uploading never waits on the run and the run never waits on it until it
 /// ends ([`Uploader::finish`]).
 pub struct Uploader {
-    tx: Option<mpsc::Sender<Sha256>>,
+    tx: Option<tokio::sync::mpsc::UnboundedSender<Sha256>>,
     thread: Option<std::thread::JoinHandle<Pushed>>,
 }
 
 impl Uploader {
     /// Starts uploading to `cache` what `store` holds.
     pub fn start(cache: RemoteCache, store: Store, trusted: Vec<TrustedKey>) -> Self {
-        let (tx, rx) = mpsc::channel::<Sha256>();
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel::<Sha256>();
         let thread = std::thread::Builder::new()
             .name("upload".to_owned())
-            .spawn(move || {
-                let mut pushed = Pushed::default();
-                if let Some(rt) = runtime() {
-                    rt.block_on(push_all(&cache, &store, &trusted, rx.iter(), &mut pushed));
-                }
-                pushed
+            .spawn(move || match runtime() {
+                Some(rt) => rt.block_on(push_all(Arc::new(cache), store, Arc::new(trusted), rx)),
+                None => Pushed::default(),
             })
             .ok();
         Uploader {
@@ -445,7 +471,7 @@ impl Uploader {
     }
 
     /// Where the run sends each receipt it writes.
-    pub fn sender(&self) -> Option<mpsc::Sender<Sha256>> {
+    pub fn sender(&self) -> Option<tokio::sync::mpsc::UnboundedSender<Sha256>> {
         self.tx.clone()
     }
 

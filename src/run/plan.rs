@@ -59,7 +59,7 @@ pub struct Plan<'a> {
     pub stream: Option<proofgraph_graph::ProviderId>,
     /// Where each receipt goes once written, to be uploaded to the remote cache while
     /// the run goes on (none: no remote is written).
-    pub upload: Option<std::sync::mpsc::Sender<crate::store::Sha256>>,
+    pub upload: Option<tokio::sync::mpsc::UnboundedSender<crate::store::Sha256>>,
 }
 
 /// The result of a run.

@@ -60,7 +60,7 @@ pub(super) struct Writer<'a> {
     mode: SandboxMode,
     run_id: &'a str,
     secrets: &'a Secrets,
-    upload: Option<std::sync::mpsc::Sender<crate::store::Sha256>>,
+    upload: Option<tokio::sync::mpsc::UnboundedSender<crate::store::Sha256>>,
 }
 
 impl<'a> Writer<'a> {
