@@ -1951,9 +1951,9 @@ fn an_overlay_is_refused_without_namespaces_and_for_paths_it_cannot_name() {
 #[test]
 fn read_only_directories_can_be_read_and_not_changed_by_jobs() {
     let scratch = Scratch::new("read-only");
-    // One under /tmp (bound when its entry is exposed), one elsewhere (bound at start).
-    let outside = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
-        .join(format!("read-only-{}", std::process::id()));
+    // One under /tmp (bound when its entry is exposed), one elsewhere (bound at start):
+    // /var/tmp, since the target directory itself may lie under /tmp (a clone there).
+    let outside = PathBuf::from("/var/tmp").join(format!("read-only-{}", std::process::id()));
     let under_tmp = scratch.path("store/trees");
     for dir in [&outside, &under_tmp] {
         fs_err::create_dir_all(dir).expect("mkdir");
