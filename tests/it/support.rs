@@ -616,7 +616,10 @@ pub(crate) fn path_with_tool(sb: &Sandbox, name: &str, program: &Path) -> String
     fs_err::os::unix::fs::symlink(program, dir.join(name)).expect("link the tool");
     // The program's own directory is named too: a run sees a host path under /tmp only
     // when its job names it, and the link points there (a clone under /tmp, as CI's may be).
-    let real = program.parent().map(|p| p.display().to_string()).unwrap_or_default();
+    let real = program
+        .parent()
+        .map(|p| p.display().to_string())
+        .unwrap_or_default();
     format!(
         "{}:{real}:{}",
         dir.display(),
