@@ -266,10 +266,14 @@ fn attempt(
     }
     let pulled = e.pulled.len();
     // Receipts this run writes are uploaded while it goes on, when the policy writes the
-    // remote.
-    let uploader = e.remote.take().filter(|r| r.policy.pushes()).map(|r| {
-        crate::proof::remote::Uploader::start(r.cache, e.store.clone(), e.trusted.clone())
-    });
+    // remote and something runs (a no-op starts no upload thread).
+    let uploader = e
+        .remote
+        .take()
+        .filter(|r| r.policy.pushes() && !wanted.is_empty())
+        .map(|r| {
+            crate::proof::remote::Uploader::start(r.cache, e.store.clone(), e.trusted.clone())
+        });
     let mut diagnostics = e.loaded.notes.clone();
     diagnostics.extend(e.loaded.secret_warnings.clone());
     diagnostics.extend(e.loaded.prepared.warnings.clone());

@@ -20,7 +20,12 @@ const IN_FLIGHT: usize = 8;
 pub(super) struct Http {
     name: String,
     base: String,
-    client: reqwest::Client,
+    /// Made at the first request: building one loads the system's roots, which a
+    /// command that never calls the remote (a no-op prove) must not pay for.
+    client: std::sync::OnceLock<reqwest::Client>,
+    headers: reqwest::header::HeaderMap,
+    connect_timeout: std::time::Duration,
+    timeout: std::time::Duration,
 }
 
 impl Http {
@@ -40,18 +45,29 @@ impl Http {
             value.set_sensitive(true);
             headers.insert(header, value);
         }
-        let client = reqwest::Client::builder()
-            .default_headers(headers)
-            .connect_timeout(settings.connect_timeout)
-            .timeout(settings.timeout)
-            .no_proxy()
-            .build()
-            .map_err(|e| unsupported(&name, format!("make an HTTP client: {e}")))?;
         Ok(Http {
             base: settings.url.trim_end_matches('/').to_owned(),
             name,
-            client,
+            client: std::sync::OnceLock::new(),
+            headers,
+            connect_timeout: settings.connect_timeout,
+            timeout: settings.timeout,
         })
+    }
+
+    /// The client, made at the first call.
+    fn client(&self) -> Result<&reqwest::Client, RemoteError> {
+        if let Some(client) = self.client.get() {
+            return Ok(client);
+        }
+        let client = reqwest::Client::builder()
+            .default_headers(self.headers.clone())
+            .connect_timeout(self.connect_timeout)
+            .timeout(self.timeout)
+            .no_proxy()
+            .build()
+            .map_err(|e| unsupported(&self.name, format!("make an HTTP client: {e}")))?;
+        Ok(self.client.get_or_init(|| client))
     }
 
     fn url(&self, tier: &str, sha256: &crate::store::Sha256) -> String {
@@ -106,7 +122,7 @@ fn status(name: &str, method: &str, status: StatusCode) -> RemoteError {
 impl Http {
     async fn get(&self, url: String, limit: u64) -> Result<Option<Vec<u8>>, RemoteError> {
         let mut response = self
-            .client
+            .client()?
             .get(&url)
             .send()
             .await
@@ -129,7 +145,7 @@ impl Http {
 
     async fn put(&self, url: String, body: Vec<u8>) -> Result<(), RemoteError> {
         let response = self
-            .client
+            .client()?
             .put(&url)
             .header(reqwest::header::CONTENT_LENGTH, body.len())
             .body(body)
@@ -158,7 +174,7 @@ impl Backend for Http {
         Box::pin(async move {
             let url = self.url("cas", &crate::store::Sha256::of(&[]));
             let response = self
-                .client
+                .client()?
                 .head(&url)
                 .send()
                 .await
@@ -209,7 +225,7 @@ impl Backend for Http {
             let limit = Arc::new(Semaphore::new(IN_FLIGHT));
             let mut tasks = tokio::task::JoinSet::new();
             for blob in blobs {
-                let client = self.client.clone();
+                let client = self.client()?.clone();
                 let url = self.url("cas", &blob.sha256);
                 let limit = Arc::clone(&limit);
                 tasks.spawn(async move {
@@ -239,7 +255,7 @@ impl Backend for Http {
             let limit = Arc::new(Semaphore::new(IN_FLIGHT));
             let mut tasks = tokio::task::JoinSet::new();
             for (blob, bytes) in blobs {
-                let client = self.client.clone();
+                let client = self.client()?.clone();
                 let url = self.url("cas", &blob.sha256);
                 let limit = Arc::clone(&limit);
                 tasks.spawn(async move {
