@@ -3,7 +3,7 @@
 //!
 //! Like git itself, the snapshot trusts the index's stat data: a file whose
 //! `lstat` matches its index entry, and whose entry is not racily clean
-//! (modified in the same second the index was written), is identified by the
+//! (modified in the same clock tick the index was written), is identified by the
 //! blob id the index already holds; only modified or racily clean files are
 //! read and hashed (as git blobs, so a file's identity never depends on
 //! whether the index was refreshed). A repository may be its own git
@@ -363,7 +363,18 @@ fn snapshot_group(
         Err(e) => return fail_all(e.to_string()),
     };
     let options = match repo.stat_options() {
-        Ok(o) => o,
+        // Stat data is compared to the nanosecond, so a file is racily clean only when it
+        // was modified in the same clock tick the index was written, not the same second:
+        // after `git clone` every file was written in the second of the index, and a
+        // whole-second comparison would read and hash all of them again. Both times come
+        // from the same file system clock, so a file changed after the index was written
+        // in the same tick still compares racy (`<=`), and one changed in a later tick no
+        // longer matches its entry's mtime. A file system that keeps no sub-second times
+        // stores 0 in both, which compares racy: the whole-second rule again.
+        Ok(o) => gix::index::entry::stat::Options {
+            use_nsec: true,
+            ..o
+        },
         Err(e) => return fail_all(e.to_string()),
     };
     let timestamp = index.timestamp();
@@ -1010,6 +1021,55 @@ mod tests {
         let sub = snapshot(&dir.join("a"), &[]).expect("a snapshot of a subdirectory");
         let sub_paths: Vec<&str> = sub.files.iter().map(|f| f.path.as_str()).collect();
         assert_eq!(sub_paths, ["clean.txt", "edited.txt"]);
+    }
+
+    /// Sets the modification time of `path` (a file or the index).
+    fn set_mtime(path: &Path, at: std::time::SystemTime) {
+        fs_err::File::options()
+            .append(true)
+            .open(path)
+            .expect("open")
+            .file()
+            .set_modified(at)
+            .expect("set the mtime");
+    }
+
+    /// Racily clean is decided to the clock tick: a file rewritten (same size, same mtime,
+    /// ctime not trusted) in the tick the index was written is read again, while a file
+    /// written earlier in the index's second — every file of a fresh clone — is not.
+    #[test]
+    fn racily_clean_is_decided_to_the_tick() {
+        use std::time::{Duration, SystemTime};
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let dir = tmp.path();
+        git(dir, &["init", "-q"]);
+        git(dir, &["config", "core.trustctime", "false"]);
+        write(dir, "early.txt", "early\n");
+        write(dir, "same-tick.txt", "aaaa\n");
+        commit_all(dir);
+        let second = SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000);
+        let early = second + Duration::from_millis(100);
+        let tick = second + Duration::from_millis(900);
+        set_mtime(&dir.join("early.txt"), early);
+        set_mtime(&dir.join("same-tick.txt"), tick);
+        git(dir, &["update-index", "--refresh"]);
+        // Rewritten in place after the index recorded it, its stat data put back.
+        fs_err::write(dir.join("same-tick.txt"), "bbbb\n").expect("rewrite");
+        set_mtime(&dir.join("same-tick.txt"), tick);
+        set_mtime(&dir.join(".git/index"), tick);
+
+        let snap = snapshot(dir, &[]).expect("a snapshot");
+        let id = |p: &str| snap.files.iter().find(|f| f.path == p).expect(p).id;
+        assert_eq!(
+            id("same-tick.txt"),
+            git_identity(dir, "same-tick.txt"),
+            "the rewritten content, not the index's stale id"
+        );
+        assert_eq!(id("early.txt"), git_identity(dir, "early.txt"));
+        assert_eq!(
+            snap.rehashed, 1,
+            "only the file of the index's tick is read"
+        );
     }
 
     /// Several directories at once — the work tree's root, two
