@@ -437,3 +437,141 @@ impl Repositories {
         }
     }
 }
+
+/// Comparing declarations by what they say, never by where they say it: the fields (by
+/// their key in the configuration file) whose values differ between two declarations of
+/// the same claim, provider or service. What `plan --base --head` reports as wiring that
+/// changed.
+pub mod compare {
+    use super::{Claim, ClaimScope, Provider, Service, Spanned};
+    use std::collections::BTreeMap;
+
+    fn one<T>(v: &Option<Spanned<T>>) -> Option<&T> {
+        v.as_ref().map(|s| &s.value)
+    }
+
+    fn many<T>(v: &Option<Vec<Spanned<T>>>) -> Option<Vec<&T>> {
+        v.as_ref().map(|l| l.iter().map(|s| &s.value).collect())
+    }
+
+    fn map<K: Ord, T>(v: &Option<BTreeMap<K, Spanned<T>>>) -> Option<BTreeMap<&K, &T>> {
+        v.as_ref()
+            .map(|m| m.iter().map(|(k, s)| (k, &s.value)).collect())
+    }
+
+    fn scope(c: &ClaimScope) -> Option<Vec<&crate::id::ClaimId>> {
+        match c {
+            ClaimScope::Declared => None,
+            ClaimScope::Listed(l) => Some(l.iter().map(|s| &s.value).collect()),
+        }
+    }
+
+    /// The keys of a provider's declaration whose values differ.
+    pub fn provider_fields(a: &Provider, b: &Provider) -> Vec<&'static str> {
+        let mut out = Vec::new();
+        let mut check = |name: &'static str, differs: bool| {
+            if differs {
+                out.push(name);
+            }
+        };
+        check("adapter", a.adapter.value != b.adapter.value);
+        check("capability", one(&a.capability) != one(&b.capability));
+        check("command", one(&a.command) != one(&b.command));
+        check("report", one(&a.report) != one(&b.report));
+        check(
+            "reportFormat",
+            one(&a.report_format) != one(&b.report_format),
+        );
+        check("minimum", one(&a.minimum) != one(&b.minimum));
+        check(
+            "discoveryProvider",
+            one(&a.discovery_provider) != one(&b.discovery_provider),
+        );
+        check("timeoutMs", one(&a.timeout_ms) != one(&b.timeout_ms));
+        check("repository", one(&a.repository) != one(&b.repository));
+        check(
+            "repositories",
+            many(&a.repositories) != many(&b.repositories),
+        );
+        check("inputs", many(&a.inputs) != many(&b.inputs));
+        check("resources", many(&a.resources) != many(&b.resources));
+        check("dependsOn", many(&a.depends_on) != many(&b.depends_on));
+        check("env", map(&a.env) != map(&b.env));
+        check("envFrom", many(&a.env_from) != many(&b.env_from));
+        check("services", many(&a.services) != many(&b.services));
+        check("project", one(&a.project) != one(&b.project));
+        check("outputs", many(&a.outputs) != many(&b.outputs));
+        check("inputMode", one(&a.input_mode) != one(&b.input_mode));
+        check("claims", scope(&a.claims) != scope(&b.claims));
+        check("contract", map(&a.contract) != map(&b.contract));
+        check(
+            "ci",
+            a.ci.as_ref()
+                .map(|c| (&c.issuer.value, c.public_key.value.trim()))
+                != b.ci
+                    .as_ref()
+                    .map(|c| (&c.issuer.value, c.public_key.value.trim())),
+        );
+        check("network", one(&a.network) != one(&b.network));
+        check(
+            "criticalCases",
+            many(&a.critical_cases) != many(&b.critical_cases),
+        );
+        out
+    }
+
+    /// The keys of a service's declaration whose values differ.
+    pub fn service_fields(a: &Service, b: &Service) -> Vec<&'static str> {
+        let mut out = Vec::new();
+        let mut check = |name: &'static str, differs: bool| {
+            if differs {
+                out.push(name);
+            }
+        };
+        check("command", one(&a.command) != one(&b.command));
+        check("repository", one(&a.repository) != one(&b.repository));
+        check("env", map(&a.env) != map(&b.env));
+        check("envFrom", many(&a.env_from) != many(&b.env_from));
+        check("network", one(&a.network) != one(&b.network));
+        /// A readiness probe's values: URL, expected headers, body, timeout.
+        type Probe<'a> = (
+            Option<String>,
+            Option<BTreeMap<&'a String, &'a String>>,
+            Option<&'a String>,
+            Option<&'a u64>,
+        );
+        fn readiness(s: &Service) -> Option<Probe<'_>> {
+            s.readiness.as_ref().map(|r| {
+                (
+                    one(&r.url).map(ToString::to_string),
+                    map(&r.expect_header),
+                    one(&r.expect_body),
+                    one(&r.timeout_ms),
+                )
+            })
+        }
+        check("readiness", readiness(a) != readiness(b));
+        out
+    }
+
+    /// The keys of a claim's declaration whose values differ.
+    pub fn claim_fields(a: &Claim, b: &Claim) -> Vec<&'static str> {
+        let mut out = Vec::new();
+        let mut check = |name: &'static str, differs: bool| {
+            if differs {
+                out.push(name);
+            }
+        };
+        check(
+            "requires",
+            a.required_capabilities() != b.required_capabilities(),
+        );
+        check(
+            "repositories",
+            many(&a.repositories) != many(&b.repositories),
+        );
+        check("scenario", one(&a.scenario) != one(&b.scenario));
+        check("impact", one(&a.impact) != one(&b.impact));
+        out
+    }
+}

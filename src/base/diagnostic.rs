@@ -107,6 +107,9 @@ codes! {
     UnknownChange = "unknown_change",
     /// The named provider is not in the change.
     UnknownProvider = "unknown_provider",
+    /// `plan --base/--head` names a revision a repository of the workspace does not have,
+    /// or whose objects cannot be read.
+    UnknownRevision = "unknown_revision",
     /// `log` finds no kept log: no receipt yet, an adapter that runs no command, a blob gone.
     NoLog = "no_log",
     /// The change name is not a single directory name.

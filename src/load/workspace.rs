@@ -19,6 +19,11 @@ pub const EVIDENCE_FILE: &str = "evidence.yaml";
 /// The execution file name inside a change.
 pub const EXECUTION_FILE: &str = "execution.yaml";
 
+/// Reads one file of a change (`file`, named `shown` in diagnostics): `None` when it does
+/// not exist.
+pub type ReadFile<'a> =
+    dyn Fn(&str, &str) -> Option<Result<crate::load::config::load::Document, Diagnostic>> + 'a;
+
 /// A repository of the workspace.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Repository {
@@ -194,14 +199,7 @@ impl Workspace {
 
     /// Checks a change name given on the command line and that it exists.
     pub fn find_change(&self, name: &str) -> Result<ChangeName, Diagnostic> {
-        let change = ChangeName::parse(name).map_err(|err| {
-            Diagnostic::error(
-                Code::InvalidChangeName,
-                format!("`{name}` is not a change name: {}", err.problem),
-            )
-            .surface("change")
-            .fix("Pass the directory name of a change under openspec/changes/.")
-        })?;
+        let change = self.change_name(name)?;
         if name == "archive" || !self.changes_dir().join(name).is_dir() {
             let known = self.change_names().unwrap_or_default();
             let names: Vec<&str> = known.iter().map(ChangeName::as_str).collect();
@@ -222,19 +220,52 @@ impl Workspace {
         Ok(change)
     }
 
+    /// `name` as a change name (one directory name), whether or not the change exists.
+    pub fn change_name(&self, name: &str) -> Result<ChangeName, Diagnostic> {
+        ChangeName::parse(name).map_err(|err| {
+            Diagnostic::error(
+                Code::InvalidChangeName,
+                format!("`{name}` is not a change name: {}", err.problem),
+            )
+            .surface("change")
+            .fix("Pass the directory name of a change under openspec/changes/.")
+        })
+    }
+
     /// Loads a change's files into typed models, collecting every diagnostic.
     pub fn load_change(&self, name: &ChangeName) -> Change {
         let dir = self.changes_dir().join(name.as_str());
-        let shown = |file: &str| format!("openspec/changes/{name}/{file}");
-        let mut diagnostics = Vec::new();
-        let evidence_path = dir.join(EVIDENCE_FILE);
-        let execution_path = dir.join(EXECUTION_FILE);
-        let has_evidence = evidence_path.exists();
-        let has_execution = execution_path.exists();
+        self.load_change_from(
+            name,
+            &|file: &str, shown: &str| {
+                let path = dir.join(file);
+                path.exists().then(|| read_document(&path, shown))
+            },
+            "",
+        )
+    }
 
-        let evidence = if has_evidence {
+    /// Loads a change's files as [`Workspace::load_change`] does, each read by `read`
+    /// (`None`: the file does not exist) — the working tree's, or a revision's (then
+    /// `shown_prefix` is `<rev>:`, as git names a file at a revision, and starts every
+    /// file name in diagnostics).
+    pub fn load_change_from(
+        &self,
+        name: &ChangeName,
+        read: &ReadFile<'_>,
+        shown_prefix: &str,
+    ) -> Change {
+        let dir = self.changes_dir().join(name.as_str());
+        let shown = |file: &str| format!("{shown_prefix}openspec/changes/{name}/{file}");
+        let mut diagnostics = Vec::new();
+        let evidence_read = read(EVIDENCE_FILE, &shown(EVIDENCE_FILE));
+        let execution_read = read(EXECUTION_FILE, &shown(EXECUTION_FILE));
+        let has_evidence = evidence_read.is_some();
+        let has_execution = execution_read.is_some();
+
+        let evidence = if let Some(read) = evidence_read {
             let file = shown(EVIDENCE_FILE);
-            match read_document(&evidence_path, &file) {
+            match read {
                 Ok(doc) => {
                     let mut sink = Sink::new(&file);
                     let e = evidence::decode(&mut sink, &doc.root);
@@ -263,9 +294,9 @@ impl Workspace {
             None
         };
 
-        let execution = if has_execution {
+        let execution = if let Some(read) = execution_read {
             let file = shown(EXECUTION_FILE);
-            match read_document(&execution_path, &file) {
+            match read {
                 Ok(doc) => {
                     let mut sink = Sink::new(&file);
                     let e = execution::decode(&mut sink, &doc.root);

@@ -1,6 +1,7 @@
 //! Looking at the working tree: input snapshots, the watcher that answers for them, and
-//! the world a fingerprint is computed from.
+//! the world a fingerprint is computed from — or at a revision, from git's objects.
 
 pub mod inputs;
+pub mod revision;
 pub mod watch;
 pub mod world;

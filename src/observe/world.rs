@@ -14,6 +14,7 @@ use proofgraph_graph::{Adapter, ProviderId, RepoId, SealedGraph, ServiceId};
 use crate::base::diagnostic::{Code, Diagnostic};
 use crate::load::workspace::{Change, Workspace};
 use crate::observe::inputs::{self, Pattern, Snapshot};
+use crate::observe::revision::Revision;
 
 /// The files one provider reads: `repo:path` and content identity.
 pub type FileList = Vec<(String, Digest)>;
@@ -87,8 +88,8 @@ pub fn observe(
         .map(|(id, repo)| (repo.dir.as_path(), excludes[id].as_slice()))
         .collect();
     let store_dir = workspace.root.join(crate::store::DIR);
-    type Taken = Result<(inputs::Snapshot, Option<Vec<inputs::FileEntry>>), inputs::InputsError>;
-    let tracked: Vec<Taken> = match crate::observe::watch::query(&store_dir, &requests) {
+    type Answered = Result<(inputs::Snapshot, Option<Vec<inputs::FileEntry>>), inputs::InputsError>;
+    let tracked: Vec<Answered> = match crate::observe::watch::query(&store_dir, &requests) {
         Some(answered) => answered
             .into_iter()
             .map(|(s, u)| Ok((s, Some(u))))
@@ -129,6 +130,260 @@ pub fn observe(
     if !errors.is_empty() {
         return Err(errors);
     }
+    let excludes = excludes
+        .into_iter()
+        .map(|(id, exclude)| (id.clone(), exclude))
+        .collect();
+    from_snapshots(
+        workspace,
+        change,
+        graph,
+        path_var,
+        Taken {
+            snapshots,
+            untracked,
+            excludes,
+        },
+        &WorkingTree,
+    )
+}
+
+/// Observes every repository and provider of `graph` as they are at a revision: each
+/// repository's files read from git's objects at the revision its git repository is given
+/// in `revisions` (no untracked files: a checkout of a revision has none), and a program of
+/// a repository read from there too. The fingerprints computed from it are those a
+/// checkout of the revision gives.
+pub fn observe_at(
+    workspace: &Workspace,
+    change: &Change,
+    graph: &SealedGraph,
+    path_var: Option<&OsString>,
+    revisions: &BTreeMap<RepoId, &Revision>,
+) -> Result<Observed, Vec<Diagnostic>> {
+    let mut errors = Vec::new();
+    let mut snapshots = BTreeMap::new();
+    let mut excludes = BTreeMap::new();
+    for (id, repo) in &workspace.repositories {
+        let exclude = excluded_prefixes(&workspace.root, &repo.dir);
+        let Some(revision) = revisions.get(id) else {
+            continue;
+        };
+        match revision.snapshot(&repo.dir, &exclude) {
+            Ok(s) => {
+                snapshots.insert(id.clone(), s);
+            }
+            Err(err) => errors.push(
+                Diagnostic::error(
+                    Code::UnknownRevision,
+                    format!("repository `{id}` ({}) cannot be read at `{}`: {err}", repo.path, revision.rev()),
+                )
+                .surface("workspace.repositories")
+                .fix("Fetch the revision (`git fetch origin <ref>`) or name one this repository has."),
+            ),
+        }
+        excludes.insert(id.clone(), exclude);
+    }
+    if !errors.is_empty() {
+        return Err(errors);
+    }
+    let dirs: BTreeMap<PathBuf, &Revision> = workspace
+        .repositories
+        .iter()
+        .filter_map(|(id, repo)| Some((repo.dir.clone(), *revisions.get(id)?)))
+        .collect();
+    from_snapshots(
+        workspace,
+        change,
+        graph,
+        path_var,
+        Taken {
+            snapshots,
+            untracked: BTreeMap::new(),
+            excludes,
+        },
+        &AtRevision(dirs),
+    )
+}
+
+/// The snapshots an observation starts from.
+struct Taken {
+    snapshots: BTreeMap<RepoId, Snapshot>,
+    /// Per repository, the paths of its snapshot git does not track.
+    untracked: BTreeMap<RepoId, BTreeSet<String>>,
+    excludes: BTreeMap<RepoId, Vec<String>>,
+}
+
+/// Where a program of a repository is read: the working tree, or a revision.
+trait RepoFiles {
+    /// Whether `rel` (relative to the repository's `dir`) is an executable file.
+    fn is_executable(&self, dir: &Path, rel: &Path) -> bool;
+    /// The content of `rel`, through links; `None` when it cannot be read.
+    fn read(&self, dir: &Path, rel: &Path) -> Option<Vec<u8>>;
+}
+
+/// The working tree.
+struct WorkingTree;
+
+impl RepoFiles for WorkingTree {
+    fn is_executable(&self, dir: &Path, rel: &Path) -> bool {
+        is_executable(&dir.join(rel))
+    }
+    fn read(&self, dir: &Path, rel: &Path) -> Option<Vec<u8>> {
+        fs_err::read(dir.join(rel)).ok()
+    }
+}
+
+/// Each repository's directory at its revision.
+struct AtRevision<'a>(BTreeMap<PathBuf, &'a Revision>);
+
+impl AtRevision<'_> {
+    fn file(&self, dir: &Path, rel: &Path) -> Option<(Vec<u8>, inputs::FileKind)> {
+        let revision = self.0.get(dir)?;
+        let rel = rel.to_str()?;
+        // A link to a file of the repository is followed, a few levels deep, as the
+        // checkout's file system would.
+        let mut path = crate::base::paths::normalize(Path::new(rel));
+        for _ in 0..8 {
+            let (bytes, kind) = revision.read(dir, path.to_str()?).ok()??;
+            if kind != inputs::FileKind::Symlink {
+                return Some((bytes, kind));
+            }
+            let target = PathBuf::from(String::from_utf8(bytes).ok()?);
+            if target.is_absolute() {
+                return None;
+            }
+            path =
+                crate::base::paths::normalize(&path.parent().unwrap_or(Path::new("")).join(target));
+        }
+        None
+    }
+}
+
+impl RepoFiles for AtRevision<'_> {
+    fn is_executable(&self, dir: &Path, rel: &Path) -> bool {
+        matches!(self.file(dir, rel), Some((_, inputs::FileKind::Executable)))
+    }
+    fn read(&self, dir: &Path, rel: &Path) -> Option<Vec<u8>> {
+        self.file(dir, rel).map(|(bytes, _)| bytes)
+    }
+}
+
+/// How a provider selects its input files: the same rules whether they are applied to a
+/// snapshot or asked about one changed path.
+#[derive(Debug, Clone)]
+pub enum Rule {
+    /// The files of a repository that a pattern matches.
+    Pattern(RepoId, Pattern),
+    /// One file of a repository (a contract).
+    Exact(RepoId, String),
+    /// Every file of a repository.
+    All(RepoId),
+}
+
+impl Rule {
+    /// Whether this rule selects `path` of `repo`.
+    pub fn selects(&self, repo: &RepoId, path: &str) -> bool {
+        match self {
+            Rule::Pattern(r, p) => r == repo && p.matches(path),
+            Rule::Exact(r, e) => r == repo && e == path,
+            Rule::All(r) => r == repo,
+        }
+    }
+}
+
+/// A provider's input rules (`inputs`, a contract's files, or its repositories' files),
+/// or the diagnostic for an input that is not a valid glob.
+pub fn rules(
+    workspace: &Workspace,
+    change: &Change,
+    provider: &proofgraph_graph::graph::ProviderNode,
+) -> Result<Vec<Rule>, Diagnostic> {
+    let spec = &provider.spec;
+    let id = &spec.id.value;
+    let mut out = Vec::new();
+    match (&spec.inputs, spec.adapter.value) {
+        (Some(patterns), _) => {
+            let home: Vec<&RepoId> = match &provider.runs_in {
+                Some(r) => vec![r],
+                None => provider.repositories.iter().collect(),
+            };
+            for input in patterns {
+                let (scope, text) = split_scoped(&input.value);
+                let repos: Vec<&RepoId> = match scope {
+                    Some(r) => workspace
+                        .repositories
+                        .keys()
+                        .filter(|k| k.as_str() == r)
+                        .collect(),
+                    None => home.clone(),
+                };
+                let Some(pattern) = Pattern::new(text) else {
+                    return Err(Diagnostic::error(
+                        Code::InvalidValue,
+                        format!(
+                            "input `{}` of provider `{id}` is not a valid glob",
+                            input.value
+                        ),
+                    )
+                    .at(&change.execution_file, input.pos)
+                    .fix("Fix the glob (`src/**`, `*.json`), or write a plain path."));
+                };
+                out.extend(
+                    repos
+                        .into_iter()
+                        .map(|r| Rule::Pattern(r.clone(), pattern.clone())),
+                );
+            }
+        }
+        (None, Adapter::ContractDigest) => {
+            for (repo, path) in spec.contract.iter().flatten() {
+                out.push(Rule::Exact(
+                    repo.clone(),
+                    path.value.trim_start_matches("./").to_owned(),
+                ));
+            }
+        }
+        (None, _) => {
+            let repos: Vec<&RepoId> = if provider.repositories.is_empty() {
+                workspace.repositories.keys().collect()
+            } else {
+                provider.repositories.iter().collect()
+            };
+            out.extend(repos.into_iter().map(|r| Rule::All(r.clone())));
+        }
+    }
+    Ok(out)
+}
+
+/// Report paths (`repo:path`) are what commands write, emptied before each run: never
+/// inputs (a leftover report in the working tree would otherwise be an input to its own
+/// run).
+pub fn report_paths(graph: &SealedGraph) -> BTreeSet<String> {
+    graph
+        .providers()
+        .filter_map(|(_, _, p)| {
+            let repo = p.runs_in.as_ref()?;
+            let report = p.spec.report.as_ref()?;
+            Some(format!("{repo}:{}", report.value.trim_start_matches("./")))
+        })
+        .collect()
+}
+
+/// The rest of an observation, from each repository's snapshot.
+fn from_snapshots(
+    workspace: &Workspace,
+    change: &Change,
+    graph: &SealedGraph,
+    path_var: Option<&OsString>,
+    taken: Taken,
+    repo_files: &dyn RepoFiles,
+) -> Result<Observed, Vec<Diagnostic>> {
+    let Taken {
+        snapshots,
+        untracked,
+        excludes,
+    } = taken;
+    let mut errors = Vec::new();
     let mut files = BTreeMap::new();
     let mut untracked_bound = BTreeMap::new();
     let mut inputs = BTreeMap::new();
@@ -138,84 +393,39 @@ pub fn observe(
     let mut service_programs = BTreeMap::new();
     let mut warnings = Vec::new();
     let mut programs = Programs::default();
-    // Report paths are what commands write, emptied before each run: never inputs (a
-    // leftover report in the working tree would otherwise be an input to its own run).
-    let reports: std::collections::BTreeSet<String> = graph
-        .providers()
-        .filter_map(|(_, _, p)| {
-            let repo = p.runs_in.as_ref()?;
-            let report = p.spec.report.as_ref()?;
-            Some(format!("{repo}:{}", report.value.trim_start_matches("./")))
-        })
-        .collect();
+    let reports = report_paths(graph);
     for (id, _, provider) in graph.providers() {
         let spec = &provider.spec;
         let mut selected: FileList = Vec::new();
-        let repo_files = |repo: &RepoId| {
+        let repo_files_of = |repo: &RepoId| {
             snapshots
                 .get(repo)
                 .map(|s| s.files.as_slice())
                 .unwrap_or_default()
         };
-        match (&spec.inputs, spec.adapter.value) {
-            (Some(patterns), _) => {
-                let home: Vec<&RepoId> = match &provider.runs_in {
-                    Some(r) => vec![r],
-                    None => provider.repositories.iter().collect(),
-                };
-                for input in patterns {
-                    let (scope, text) = split_scoped(&input.value);
-                    let repos: Vec<&RepoId> = match scope {
-                        Some(r) => workspace
-                            .repositories
-                            .keys()
-                            .filter(|k| k.as_str() == r)
-                            .collect(),
-                        None => home.clone(),
-                    };
-                    let Some(pattern) = Pattern::new(text) else {
-                        errors.push(
-                            Diagnostic::error(
-                                Code::InvalidValue,
-                                format!(
-                                    "input `{}` of provider `{id}` is not a valid glob",
-                                    input.value
-                                ),
-                            )
-                            .at(&change.execution_file, input.pos)
-                            .fix("Fix the glob (`src/**`, `*.json`), or write a plain path."),
-                        );
-                        continue;
-                    };
-                    for repo in repos {
-                        for f in inputs::select(&pattern, repo_files(repo)) {
-                            selected.push((format!("{repo}:{}", f.path), f.id));
+        match rules(workspace, change, provider) {
+            Ok(rules) => {
+                for rule in &rules {
+                    match rule {
+                        Rule::Pattern(repo, pattern) => {
+                            for f in inputs::select(pattern, repo_files_of(repo)) {
+                                selected.push((format!("{repo}:{}", f.path), f.id));
+                            }
                         }
+                        Rule::Exact(repo, path) => {
+                            for f in repo_files_of(repo).iter().filter(|f| &f.path == path) {
+                                selected.push((format!("{repo}:{}", f.path), f.id));
+                            }
+                        }
+                        Rule::All(repo) => selected.extend(
+                            repo_files_of(repo)
+                                .iter()
+                                .map(|f| (format!("{repo}:{}", f.path), f.id)),
+                        ),
                     }
                 }
             }
-            (None, Adapter::ContractDigest) => {
-                for (repo, path) in spec.contract.iter().flatten() {
-                    let path = path.value.trim_start_matches("./");
-                    for f in repo_files(repo).iter().filter(|f| f.path == path) {
-                        selected.push((format!("{repo}:{}", f.path), f.id));
-                    }
-                }
-            }
-            (None, _) => {
-                let repos: Vec<&RepoId> = if provider.repositories.is_empty() {
-                    workspace.repositories.keys().collect()
-                } else {
-                    provider.repositories.iter().collect()
-                };
-                for repo in repos {
-                    selected.extend(
-                        repo_files(repo)
-                            .iter()
-                            .map(|f| (format!("{repo}:{}", f.path), f.id)),
-                    );
-                }
-            }
+            Err(d) => errors.push(d),
         }
         selected.retain(|(path, _)| !reports.contains(path));
         selected.sort();
@@ -241,10 +451,10 @@ pub fn observe(
                 .and_then(|r| workspace.repositories.get(r))
                 .map(|r| r.dir.as_path());
             let path = job_path(spec.env.as_ref(), path_var);
-            let found = programs.find(program, repo_dir, path.as_ref());
+            let found = programs.find(program, repo_dir, path.as_ref(), repo_files);
             match &found {
                 Some(found) => {
-                    executables.insert(id.clone(), programs.executable(found, repo_dir));
+                    executables.insert(id.clone(), programs.executable(found, repo_dir, repo_files));
                 }
                 None => warnings.push(
                     Diagnostic::warning(
@@ -268,9 +478,10 @@ pub fn observe(
             .and_then(|r| workspace.repositories.get(r))
             .map(|r| r.dir.as_path());
         let path = job_path(service.spec.env.as_ref(), path_var);
-        let found = programs.find(program, repo_dir, path.as_ref());
+        let found = programs.find(program, repo_dir, path.as_ref(), repo_files);
         if let Some(found) = &found {
-            service_executables.insert(id.clone(), programs.executable(found, repo_dir));
+            service_executables
+                .insert(id.clone(), programs.executable(found, repo_dir, repo_files));
         }
         service_programs.insert(id.clone(), found);
     }
@@ -304,10 +515,7 @@ pub fn observe(
         untracked: untracked_bound,
         programs: resolved,
         service_programs,
-        excludes: excludes
-            .into_iter()
-            .map(|(id, exclude)| (id.clone(), exclude))
-            .collect(),
+        excludes,
         warnings,
     })
 }
@@ -434,6 +642,7 @@ impl Programs {
         program: &str,
         repo_dir: Option<&Path>,
         path: Option<&OsString>,
+        files: &dyn RepoFiles,
     ) -> Option<Program> {
         let key = (
             program.to_owned(),
@@ -442,28 +651,40 @@ impl Programs {
         );
         self.found
             .entry(key)
-            .or_insert_with(|| resolve(program, repo_dir, path))
+            .or_insert_with(|| resolve(program, repo_dir, path, files))
             .clone()
     }
 
     /// The program as fingerprinted: the path the job executes (repository files as
     /// `./path`) and the digest of its content (through links; zeros when it cannot be
     /// read, e.g. a file the sandbox's setup makes).
-    fn executable(&mut self, program: &Program, repo_dir: Option<&Path>) -> Executable {
-        let (shown, file) = match program {
-            Program::Absolute(path) => (path.to_string_lossy().into_owned(), Some(path.clone())),
+    fn executable(
+        &mut self,
+        program: &Program,
+        repo_dir: Option<&Path>,
+        files: &dyn RepoFiles,
+    ) -> Executable {
+        let (shown, digest) = match program {
+            Program::Absolute(path) => (
+                path.to_string_lossy().into_owned(),
+                *self.digests.entry(path.clone()).or_insert_with_key(|file| {
+                    fs_err::read(file)
+                        .map(|bytes| Digest::of(&bytes))
+                        .unwrap_or_default()
+                }),
+            ),
             Program::InRepository(relative) => (
                 format!("./{}", relative.to_string_lossy()),
-                repo_dir.map(|d| d.join(relative)),
+                match repo_dir {
+                    Some(dir) => *self.digests.entry(dir.join(relative)).or_insert_with(|| {
+                        files
+                            .read(dir, relative)
+                            .map(|bytes| Digest::of(&bytes))
+                            .unwrap_or_default()
+                    }),
+                    None => Digest::default(),
+                },
             ),
-        };
-        let digest = match file {
-            Some(file) => *self.digests.entry(file).or_insert_with_key(|file| {
-                fs_err::read(file)
-                    .map(|bytes| Digest::of(&bytes))
-                    .unwrap_or_default()
-            }),
-            None => Digest::default(),
         };
         Executable {
             path: shown,
@@ -472,7 +693,12 @@ impl Programs {
     }
 }
 
-fn resolve(program: &str, repo_dir: Option<&Path>, path: Option<&OsString>) -> Option<Program> {
+fn resolve(
+    program: &str,
+    repo_dir: Option<&Path>,
+    path: Option<&OsString>,
+    files: &dyn RepoFiles,
+) -> Option<Program> {
     if program.contains('/') {
         let given = Path::new(program);
         if given.is_absolute() {
@@ -496,7 +722,7 @@ fn resolve(program: &str, repo_dir: Option<&Path>, path: Option<&OsString>) -> O
                 .components()
                 .filter(|c| !matches!(c, std::path::Component::CurDir))
                 .collect();
-            if is_executable(&dir.join(&relative)) {
+            if files.is_executable(dir, &relative) {
                 return Some(Program::InRepository(relative));
             }
         }

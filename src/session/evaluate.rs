@@ -85,7 +85,7 @@ pub fn evaluate(
     mode: Option<SandboxMode>,
     keys: Keys,
 ) -> Result<Evaluated, Vec<Diagnostic>> {
-    let mut loaded = load(ctx, change)?;
+    let loaded = load(ctx, change)?;
     let mode = sandbox_mode(&loaded, mode);
     let observed = observe(
         &loaded.workspace,
@@ -93,6 +93,19 @@ pub fn evaluate(
         &loaded.prepared.graph,
         ctx.path_var(),
     )?;
+    complete(ctx, loaded, mode, observed, keys)
+}
+
+/// The rest of an evaluation once the change is loaded and observed (in the working tree,
+/// or at a revision): its fingerprints, the store, the trusted keys, and what the remote
+/// cache has for fingerprints the store has no entry for.
+pub fn complete(
+    ctx: &Context,
+    mut loaded: Loaded,
+    mode: SandboxMode,
+    observed: Observed,
+    keys: Keys,
+) -> Result<Evaluated, Vec<Diagnostic>> {
     let fingerprints = loaded
         .prepared
         .graph

@@ -5,3 +5,4 @@ pub mod context;
 pub mod evaluate;
 pub mod load;
 pub mod remote;
+pub mod revision;
