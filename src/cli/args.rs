@@ -81,17 +81,32 @@ enum CommandArgs {
     Watch,
     /// Dry run: every node, its locks, dependencies, fingerprint and order
     #[command(
-        after_help = "Examples:\n  proofgraph plan add-profile-page\n  proofgraph plan add-profile-page --jobs 1 --json"
+        after_help = "Examples:\n  proofgraph plan add-profile-page\n  proofgraph plan add-profile-page --jobs 1 --json\n  proofgraph plan add-profile-page --base origin/main            # the diff to the working tree\n  proofgraph plan add-profile-page --base origin/main --head HEAD --format markdown\n\nWith --base: the verification plan of a diff (affected providers and claims, and their status at the head); exit 0 all passed, 1 failed, 2 pending or stale, 3 cannot plan. docs/plan.md."
     )]
     Plan {
         /// The change to plan
         change: String,
         /// How many providers may run at once [default: the number of CPUs]
-        #[arg(long, short = 'j', value_name = "N")]
+        #[arg(long, short = 'j', value_name = "N", conflicts_with = "base")]
         jobs: Option<std::num::NonZeroUsize>,
         /// Which cache tiers to read and write, e.g. `local:rw,remote:r` [default: PROOFGRAPH_CACHE, else proofgraph.yaml's cache.policy, else local:rw,remote:r]
         #[arg(long, value_name = "POLICY")]
         cache: Option<String>,
+        /// Plan the diff from this revision (a branch, tag, commit): what it affects and what is proven at the head
+        #[arg(long, value_name = "REV")]
+        base: Option<String>,
+        /// The head revision, read from git's objects without a checkout [default: the working tree]
+        #[arg(long, value_name = "REV", requires = "base")]
+        head: Option<String>,
+        /// Print the plan of a diff as Markdown (a pull request comment)
+        #[arg(
+            long,
+            value_enum,
+            value_name = "FORMAT",
+            conflicts_with = "json",
+            requires = "base"
+        )]
+        format: Option<PlanFormatArg>,
     },
     /// Run what is not yet proven, in sandboxes, and write signed receipts
     #[command(
@@ -373,6 +388,11 @@ enum StatusFormatArg {
 }
 
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
+enum PlanFormatArg {
+    Markdown,
+}
+
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
 enum GraphFormat {
     Dot,
     Mermaid,
@@ -386,6 +406,9 @@ impl Cli {
     fn checked(self) -> Result<Self, clap::Error> {
         use clap::CommandFactory as _;
         if let CommandArgs::Status {
+            format: Some(_), ..
+        }
+        | CommandArgs::Plan {
             format: Some(_), ..
         } = &self.command
             && self.global.json
@@ -430,11 +453,25 @@ impl Cli {
                 change,
                 jobs,
                 cache,
+                base: None,
+                ..
             } => Command::Plan(commands::plan::PlanOptions {
                 change,
                 jobs,
                 cache,
             }),
+            CommandArgs::Plan {
+                change,
+                jobs: _,
+                cache,
+                base: Some(base),
+                head,
+                format,
+            } => Command::PlanRefs {
+                options: commands::plan::refs::RefsOptions { change, base, head },
+                cache,
+                markdown: matches!(format, Some(PlanFormatArg::Markdown)),
+            },
             CommandArgs::Prove {
                 change,
                 jobs,

@@ -28,6 +28,15 @@ pub enum Command {
     Doctor,
     /// `plan <change>`.
     Plan(plan::PlanOptions),
+    /// `plan --base`: the verification plan of a diff.
+    PlanRefs {
+        /// What to compare.
+        options: plan::refs::RefsOptions,
+        /// `--cache <policy>`.
+        cache: Option<String>,
+        /// `--format markdown`.
+        markdown: bool,
+    },
     /// `prove <change>`.
     Prove(prove::ProveOptions),
     /// `status <change>`.
@@ -157,6 +166,23 @@ pub fn run(env: Env, global: &Global, command: Command) -> u8 {
         Command::Plan(options) => {
             let ctx = ctx.clone().with_cache_policy(options.cache.clone());
             emit!(mode, plan::run(&ctx, &options))
+        }
+        Command::PlanRefs {
+            options,
+            cache,
+            markdown: false,
+        } => {
+            let ctx = ctx.clone().with_cache_policy(cache);
+            emit!(mode, plan::refs::run(&ctx, &options))
+        }
+        Command::PlanRefs {
+            options,
+            cache,
+            markdown: true,
+        } => {
+            let ctx = ctx.clone().with_cache_policy(cache);
+            let report = plan::refs::run(&ctx, &options);
+            emit!(mode, plan::refs::document(report, &ctx.secrets()))
         }
         Command::Graph { change, format } => emit!(mode, graph::run(&ctx, &change, format)),
         Command::Prove(options) => {

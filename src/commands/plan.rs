@@ -2,6 +2,8 @@
 //! kind, resources, dependencies and fingerprint, in the order it would run
 //! with `--jobs N`. No process is started.
 
+pub mod refs;
+
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
 use std::num::NonZeroUsize;

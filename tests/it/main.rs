@@ -17,6 +17,7 @@ mod gc;
 mod layers;
 mod malformed;
 mod plan;
+mod plan_refs;
 mod playwright;
 mod preflight;
 mod prove;
