@@ -110,6 +110,10 @@ codes! {
     /// `plan --base/--head` names a revision a repository of the workspace does not have,
     /// or whose objects cannot be read.
     UnknownRevision = "unknown_revision",
+    /// The inputs a receipt bound could not be written as a git tree (for `rerun`).
+    InputsNotRecorded = "inputs_not_recorded",
+    /// `rerun` cannot have the inputs or the wiring a receipt recorded.
+    InputsNotRebuildable = "inputs_not_rebuildable",
     /// `log` finds no kept log: no receipt yet, an adapter that runs no command, a blob gone.
     NoLog = "no_log",
     /// The change name is not a single directory name.

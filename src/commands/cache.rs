@@ -86,8 +86,8 @@ impl Payload for CachePayload {
         if let Some(c) = &self.collected {
             let _ = writeln!(
                 out,
-                "removed {} blobs ({} bytes) and {} entries; kept {} blobs ({} bytes)",
-                c.removed, c.freed, c.entries_removed, c.kept, c.kept_bytes
+                "removed {} blobs ({} bytes), {} entries and {} input-tree refs; kept {} blobs ({} bytes)",
+                c.removed, c.freed, c.entries_removed, c.trees_removed, c.kept, c.kept_bytes
             );
         }
         if let Some(l) = &self.local {
@@ -352,15 +352,51 @@ pub fn gc(ctx: &Context, keep: std::time::Duration, max_size: Option<u64>) -> Re
     }
     let store = Store::open_read_only(&workspace.root);
     match store.collect(&protect, keep, max_size) {
-        Ok(collected) => Report {
-            payload: Some(CachePayload {
-                collected: Some(collected),
-                root: Some(RootOutput::from(&resolution.root)),
-                ..CachePayload::default()
-            }),
-            status: Vec::new(),
-            verdict: Verdict::Success,
-        },
+        Ok(mut collected) => {
+            // The input trees no receipt left in the store names.
+            let kept: std::collections::HashSet<String> = store
+                .action_targets()
+                .iter()
+                .chain(protect.iter())
+                .flat_map(|sha| crate::proof::receipt::named_trees(&store, sha))
+                .collect();
+            let mut status = Vec::new();
+            let mut dirs: Vec<&std::path::Path> = workspace
+                .repositories
+                .values()
+                .map(|r| r.dir.as_path())
+                .collect();
+            dirs.sort();
+            let mut seen = std::collections::HashSet::new();
+            for dir in dirs {
+                let Some(git_dir) = crate::observe::record::git_dir_of(dir) else {
+                    continue;
+                };
+                if !seen.insert(git_dir) {
+                    continue;
+                }
+                match crate::observe::record::prune(dir, &kept, crate::store::MIN_GC_AGE) {
+                    Ok(n) => collected.trees_removed += n as u64,
+                    Err(e) => status.push(
+                        crate::base::diagnostic::Diagnostic::warning(
+                            crate::base::diagnostic::Code::InputsNotRecorded,
+                            format!("the input trees of removed receipts could not be let go: {e}"),
+                        )
+                        .surface("cache.gc")
+                        .fix("Check that the repository's refs are writable; `cache gc` tries again next time."),
+                    ),
+                }
+            }
+            Report {
+                payload: Some(CachePayload {
+                    collected: Some(collected),
+                    root: Some(RootOutput::from(&resolution.root)),
+                    ..CachePayload::default()
+                }),
+                status,
+                verdict: Verdict::Success,
+            }
+        }
         Err(e) => Report::failed(vec![crate::store::diagnostic(&e)], Verdict::Invalid),
     }
 }

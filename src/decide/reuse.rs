@@ -243,6 +243,7 @@ mod tests {
             duration_ms: 1000,
             fingerprint: *fp,
             input_files: 1,
+            trees: std::collections::BTreeMap::new(),
             ..Proof::sample()
         }
     }

@@ -238,6 +238,70 @@ pub struct Proof {
     pub inputs: Sha256,
     /// How many input files.
     pub input_files: u64,
+    /// Per repository, the git tree of exactly the input files this run bound (kept
+    /// under `refs/proofgraph/inputs/`), from which `rerun` rebuilds its sandbox; empty
+    /// when none could be recorded (or the receipt predates them).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub trees: BTreeMap<String, String>,
+}
+
+/// The per-test outcomes a receipt's statement lists (`passedTests`, `warnedTests`,
+/// `failedTests`), read from envelope bytes whose signature the caller verified.
+pub fn tests_of(bytes: &[u8]) -> TestNames {
+    let statement = serde_json::from_slice::<serde_json::Value>(bytes)
+        .ok()
+        .and_then(|e| {
+            e["payload"]
+                .as_str()
+                .and_then(|p| crate::attest::b64::decode(p).ok())
+        })
+        .and_then(|p| serde_json::from_slice::<serde_json::Value>(&p).ok())
+        .unwrap_or_default();
+    let list = |key: &str| -> Vec<String> {
+        statement["predicate"][key]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .filter_map(|t| t.as_str().map(str::to_owned))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    TestNames {
+        passed: list("passedTests"),
+        warned: list("warnedTests"),
+        failed: list("failedTests"),
+    }
+}
+
+/// The input trees a stored receipt names (`tree id`s), read without checking its
+/// signature: for deciding what to keep (keeping more than needed is safe), never for
+/// deciding what is proven.
+pub fn named_trees(store: &Store, sha: &Sha256) -> Vec<String> {
+    let Some(bytes) = store.get(sha) else {
+        return Vec::new();
+    };
+    let Ok(envelope) = serde_json::from_slice::<serde_json::Value>(&bytes) else {
+        return Vec::new();
+    };
+    let Some(payload) = envelope["payload"]
+        .as_str()
+        .and_then(|p| crate::attest::b64::decode(p).ok())
+    else {
+        return Vec::new();
+    };
+    let Ok(statement) = serde_json::from_slice::<serde_json::Value>(&payload) else {
+        return Vec::new();
+    };
+    statement["predicate"]["proofgraph"]["trees"]
+        .as_object()
+        .map(|trees| {
+            trees
+                .values()
+                .filter_map(|t| t.as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 impl Proof {
@@ -282,6 +346,7 @@ impl Proof {
             manifest: Vec::new(),
             inputs: Sha256::parse(&"c".repeat(64)).expect("hex"),
             input_files: 2,
+            trees: std::collections::BTreeMap::new(),
         }
     }
 }

@@ -34,8 +34,10 @@ pub(super) fn start<'scope, 'env: 'scope>(
     std::thread::Builder::new()
         .name("receipts".to_owned())
         .spawn_scoped(scope, move || {
+            // Git repositories are opened on this thread, and stay on it.
+            let mut trees = crate::observe::record::Recorder::new();
             for job in jobs {
-                if to_loop.send(writer.persist(job)).is_err() {
+                if to_loop.send(writer.persist_with(job, &mut trees)).is_err() {
                     break;
                 }
             }
@@ -79,9 +81,79 @@ impl<'a> Writer<'a> {
         }
     }
 
+    /// Records, per repository, the git tree of the files `files` (`repo:path` and
+    /// identity) names, for `rerun`. A repository whose tree cannot be recorded is left
+    /// out with a warning: the receipt still holds, it just cannot be re-executed there.
+    fn record_trees(
+        &self,
+        pid: &ProviderId,
+        files: &[(String, proofgraph_graph::fingerprint::Digest)],
+        recorder: &mut crate::observe::record::Recorder,
+        diagnostics: &mut Vec<Diagnostic>,
+    ) -> BTreeMap<String, String> {
+        use crate::observe::inputs::FileKind;
+        let mut by_repo: BTreeMap<
+            &str,
+            Vec<(&str, FileKind, proofgraph_graph::fingerprint::Digest)>,
+        > = BTreeMap::new();
+        for (scoped, id) in files {
+            let Some((repo, path)) = scoped.split_once(':') else {
+                continue;
+            };
+            let kind = self
+                .observed
+                .snapshots
+                .iter()
+                .find(|(r, _)| r.as_str() == repo)
+                .and_then(|(_, s)| {
+                    s.files
+                        .binary_search_by(|f| f.path.as_str().cmp(path))
+                        .ok()
+                        .map(|i| s.files[i].kind)
+                })
+                .unwrap_or(FileKind::File);
+            by_repo.entry(repo).or_default().push((path, kind, *id));
+        }
+        let mut out = BTreeMap::new();
+        for (repo, files) in by_repo {
+            let Some(dir) = self
+                .observed
+                .snapshots
+                .iter()
+                .find(|(r, _)| r.as_str() == repo)
+                .map(|(_, s)| s.dir.clone())
+            else {
+                continue;
+            };
+            match recorder.record(&dir, &files) {
+                Ok(tree) => {
+                    out.insert(repo.to_owned(), tree.to_hex().to_string());
+                }
+                Err(e) => diagnostics.push(
+                    Diagnostic::warning(
+                        Code::InputsNotRecorded,
+                        format!("the inputs `{pid}` bound in repository `{repo}` were not recorded as a git tree, so its receipt cannot be re-executed there: {e}"),
+                    )
+                    .fix("Keep the files still while a provider runs; the next run records them."),
+                ),
+            }
+        }
+        out
+    }
+
     /// Keeps the artifacts in the store and writes one signed receipt per
     /// verdict, with its action-cache entry and ref.
+    #[cfg(test)]
     fn persist(&self, job: Persist) -> Persisted {
+        self.persist_with(job, &mut crate::observe::record::Recorder::new())
+    }
+
+    /// [`Writer::persist`], recording input trees with `trees` (opened on this thread).
+    fn persist_with(
+        &self,
+        job: Persist,
+        trees: &mut crate::observe::record::Recorder,
+    ) -> Persisted {
         let Persist {
             id,
             finished,
@@ -133,6 +205,7 @@ impl<'a> Writer<'a> {
                 };
             }
         };
+        let trees = self.record_trees(pid, files, trees, &mut diagnostics);
         // Each receipt is bound to the fingerprint of the provider it is stored under: a
         // discovery receiver's own (which includes this producer's), else this provider's.
         let mut bound: BTreeMap<ProviderId, Option<Bound>> = BTreeMap::new();
@@ -203,6 +276,7 @@ impl<'a> Writer<'a> {
                 manifest,
                 inputs,
                 input_files: files.len() as u64,
+                trees: trees.clone(),
             };
             match receipt::write(store, self.key, proof, &judged.tests, self.secrets) {
                 Ok((sha, proof)) => {

@@ -230,6 +230,8 @@ pub struct Collected {
     pub kept_bytes: u64,
     /// Action-cache entries and refs removed with their blob.
     pub entries_removed: u64,
+    /// Refs of git input trees (`refs/proofgraph/inputs/`) no receipt left names, deleted.
+    pub trees_removed: u64,
 }
 
 /// An open store.
