@@ -206,6 +206,20 @@ enum CommandArgs {
     /// Check receipts on their own
     #[command(subcommand)]
     Receipt(ReceiptArgs),
+    /// Re-execute the proof a receipt records, from the inputs it bound, and compare
+    #[command(
+        after_help = "Examples:\n  proofgraph rerun 07262d20d484f42f3fa9056836cd0b70938a0222f397250ac81007babba30540\n  proofgraph rerun receipt.dsse.json --times 5 --json\n\nExit 0 reproduced, 1 differs (result, counts, or flaky tests named), 3 when the receipt or its recorded inputs cannot be had. Writes no receipt unless --record. docs/rerun.md."
+    )]
+    Rerun {
+        /// A receipt file, or the SHA-256 of a receipt in .proofgraph/
+        receipt: String,
+        /// How many fresh runs
+        #[arg(long, value_name = "N", default_value = "1")]
+        times: std::num::NonZeroUsize,
+        /// Keep the runs' receipts in the store (signed with the workspace key)
+        #[arg(long)]
+        record: bool,
+    },
     /// The store's signing key, and the pin outside the store that makes it trusted
     #[command(subcommand)]
     Key(KeyArgs),
@@ -546,6 +560,15 @@ impl Cli {
             CommandArgs::Receipt(ReceiptArgs::Verify { receipt }) => {
                 Command::ReceiptVerify { receipt }
             }
+            CommandArgs::Rerun {
+                receipt,
+                times,
+                record,
+            } => Command::Rerun(commands::rerun::RerunOptions {
+                receipt,
+                times,
+                record,
+            }),
             CommandArgs::Cache(CacheArgs::Push { change }) => Command::CachePush { change },
             CommandArgs::Cache(CacheArgs::Pull { change }) => Command::CachePull { change },
             CommandArgs::Cache(CacheArgs::Stats) => Command::CacheStats,

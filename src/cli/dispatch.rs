@@ -5,8 +5,8 @@ use std::path::PathBuf;
 
 use crate::commands::validate::ValidateOptions;
 use crate::commands::{
-    cache, doctor, evidence, explain, graph, hash, key, list, log, plan, prove, receipt, show,
-    status, validate, verify_ci, watch,
+    cache, doctor, evidence, explain, graph, hash, key, list, log, plan, prove, receipt, rerun,
+    show, status, validate, verify_ci, watch,
 };
 use crate::load::openspec::root::Env;
 use crate::present::output::{Mode, emit_redacted};
@@ -107,6 +107,8 @@ pub enum Command {
     },
     /// `watch`.
     Watch,
+    /// `rerun <receipt>`.
+    Rerun(rerun::RerunOptions),
     /// `receipt verify <file|sha256>`.
     ReceiptVerify {
         /// A receipt file, or the SHA-256 of one in the store.
@@ -231,6 +233,7 @@ pub fn run(env: Env, global: &Global, command: Command) -> u8 {
             envelope,
         } => emit!(mode, verify_ci::run(&ctx, &change, &provider, &envelope)),
         Command::ReceiptVerify { receipt } => emit!(mode, receipt::verify(&ctx, &receipt)),
+        Command::Rerun(options) => emit!(mode, rerun::run(&ctx, &options)),
         Command::KeyShow => emit!(mode, key::show(&ctx)),
         Command::CachePush { change } => emit!(mode, cache::push(&ctx, &change)),
         Command::CachePull { change } => emit!(mode, cache::pull(&ctx, &change)),

@@ -90,6 +90,10 @@ impl Payload for ExplainPayload {
                 &receipt[..12],
                 &fp[..12]
             );
+            let _ = writeln!(
+                out,
+                "To check that it reproduces: proofgraph rerun {receipt}"
+            );
             return;
         }
         let which = if self.chosen == Some("closest") {
@@ -125,6 +129,10 @@ impl Payload for ExplainPayload {
                 }
             }
         }
+        let _ = writeln!(
+            out,
+            "To re-execute what that receipt proved, from the inputs it bound: proofgraph rerun {receipt}"
+        );
     }
 }
 

@@ -15,6 +15,7 @@ pub mod log;
 pub mod plan;
 pub mod prove;
 pub mod receipt;
+pub mod rerun;
 pub mod show;
 pub mod status;
 pub mod validate;

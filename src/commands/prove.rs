@@ -137,18 +137,6 @@ pub fn log_tail(log: &[u8], n: usize) -> Vec<String> {
     lines
 }
 
-fn run_id() -> String {
-    let mut bytes = [0u8; 8];
-    if getrandom::fill(&mut bytes).is_err() {
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap_or_default()
-            .as_nanos();
-        bytes = (nanos as u64 ^ u64::from(std::process::id())).to_be_bytes();
-    }
-    proofgraph_graph::fingerprint::hex(&bytes)
-}
-
 pub use crate::proof::receipt::RunIsolation;
 
 /// Runs `prove`. When a repository's files change between the snapshot and its sandbox
@@ -222,7 +210,7 @@ fn attempt(
         options.no_cache,
         options.shard,
     );
-    let run_id = run_id();
+    let run_id = crate::run::new_run_id();
     let jobs = options
         .jobs
         .unwrap_or_else(crate::session::load::default_jobs);

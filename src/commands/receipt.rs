@@ -3,8 +3,6 @@
 //! receipt, what it proves, and whether it still holds for the code as it is.
 
 use std::fmt::Write as _;
-use std::io::Read as _;
-use std::path::Path;
 
 use serde::Serialize;
 
@@ -16,9 +14,6 @@ use crate::proof::receipt::{self, Outcome, Rejected};
 use crate::session::context::{Context, RootOutput};
 use crate::session::evaluate::{Keys, evaluate};
 use crate::store::{self, Store};
-
-/// The largest receipt read.
-const MAX_RECEIPT_BYTES: u64 = 16 * 1024 * 1024;
 
 /// The payload of `receipt verify`.
 #[derive(Debug, Clone, Default, Serialize)]
@@ -71,19 +66,13 @@ impl Payload for ReceiptPayload {
                 "current: unknown (the change or provider is not in this workspace)"
             ),
         };
+        if let Some(sha) = &self.sha256 {
+            let _ = writeln!(
+                out,
+                "rerun: `proofgraph rerun {sha}` re-executes it from the inputs it bound"
+            );
+        }
     }
-}
-
-fn read_bytes(path: &Path) -> Result<Vec<u8>, String> {
-    let file = fs_err::File::open(path).map_err(|e| e.kind().to_string())?;
-    let mut bytes = Vec::new();
-    file.take(MAX_RECEIPT_BYTES + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|e| e.kind().to_string())?;
-    if bytes.len() as u64 > MAX_RECEIPT_BYTES {
-        return Err(format!("it is larger than {} MiB", MAX_RECEIPT_BYTES >> 20));
-    }
-    Ok(bytes)
 }
 
 /// Runs `receipt verify`: exit 0 for a valid receipt, 1 for one no trusted
@@ -101,25 +90,9 @@ pub fn verify(ctx: &Context, what: &str) -> Report<ReceiptPayload> {
         workspace.catalog.as_ref(),
     );
     let trusted = &inspection.trusted;
-    let from_store = store::Sha256::parse(what).and_then(|sha| store.get(&sha));
-    let bytes = match from_store {
-        Some(b) => b,
-        None => match read_bytes(&ctx.env().cwd.join(what)) {
-            Ok(b) => b,
-            Err(e) => {
-                return Report::failed(
-                    vec![
-                        Diagnostic::error(
-                            Code::EnvelopeUnreadable,
-                            format!("the receipt `{what}` cannot be read: {e}"),
-                        )
-                        .surface("receipt")
-                        .fix("Pass a receipt file, or the SHA-256 of a receipt in .proofgraph/ (as `status --json` lists them)."),
-                    ],
-                    Verdict::Invalid,
-                );
-            }
-        },
+    let bytes = match crate::session::receipt_file::read(ctx, &store, what) {
+        Ok(b) => b,
+        Err(d) => return Report::failed(vec![d], Verdict::Invalid),
     };
     let mut payload = ReceiptPayload {
         valid: Some(false),

@@ -170,11 +170,26 @@ impl Revision {
                 }
             }
         };
+        let mut files = self.files_of(&tree, exclude)?;
+        files.sort();
+        Ok(Snapshot {
+            dir: dir.to_path_buf(),
+            files,
+            rehashed: 0,
+        })
+    }
+
+    /// The files of `tree` (paths relative to it), leaving out any under `exclude`.
+    fn files_of(
+        &self,
+        tree: &gix::Tree<'_>,
+        exclude: &[String],
+    ) -> Result<Vec<FileEntry>, RevisionError> {
         let mut recorder = gix::traverse::tree::Recorder::default();
         tree.traverse()
             .breadthfirst(&mut recorder)
             .map_err(|e| self.read_error(e))?;
-        let mut files: Vec<FileEntry> = recorder
+        let files: Vec<FileEntry> = recorder
             .records
             .into_iter()
             .filter_map(|entry| {
@@ -197,12 +212,71 @@ impl Revision {
                 })
             })
             .collect();
+        Ok(files)
+    }
+
+    /// Every file of the whole tree the revision names (paths relative to its top), sorted.
+    pub fn files(&self) -> Result<Vec<FileEntry>, RevisionError> {
+        let root = self
+            .repo
+            .find_object(self.tree)
+            .map_err(|e| self.read_error(e))?
+            .into_tree();
+        let mut files = self.files_of(&root, &[])?;
         files.sort();
-        Ok(Snapshot {
-            dir: dir.to_path_buf(),
-            files,
-            rehashed: 0,
-        })
+        Ok(files)
+    }
+
+    /// Writes every file of the whole tree into `dest` (an empty directory): contents,
+    /// executable bits and links as a checkout makes them.
+    pub fn write_to(&self, dest: &Path) -> Result<(), RevisionError> {
+        use std::os::unix::fs::PermissionsExt as _;
+        let root = self
+            .repo
+            .find_object(self.tree)
+            .map_err(|e| self.read_error(e))?
+            .into_tree();
+        let mut recorder = gix::traverse::tree::Recorder::default();
+        root.traverse()
+            .breadthfirst(&mut recorder)
+            .map_err(|e| self.read_error(e))?;
+        for entry in recorder.records {
+            let Ok(path) = String::from_utf8(entry.filepath.into()) else {
+                continue;
+            };
+            let target = dest.join(&path);
+            let kind = entry.mode.kind();
+            if matches!(kind, gix::object::tree::EntryKind::Commit) {
+                continue;
+            }
+            if matches!(kind, gix::object::tree::EntryKind::Tree) {
+                fs_err::create_dir_all(&target).map_err(|e| self.read_error(e))?;
+                continue;
+            }
+            if let Some(parent) = target.parent() {
+                fs_err::create_dir_all(parent).map_err(|e| self.read_error(e))?;
+            }
+            let data = self
+                .repo
+                .find_object(entry.oid)
+                .map_err(|e| self.read_error(e))?
+                .detach()
+                .data;
+            match kind {
+                gix::object::tree::EntryKind::Link => {
+                    let link = String::from_utf8(data).map_err(|e| self.read_error(e))?;
+                    std::os::unix::fs::symlink(link, &target).map_err(|e| self.read_error(e))?;
+                }
+                _ => {
+                    fs_err::write(&target, &data).map_err(|e| self.read_error(e))?;
+                    if matches!(kind, gix::object::tree::EntryKind::BlobExecutable) {
+                        fs_err::set_permissions(&target, std::fs::Permissions::from_mode(0o755))
+                            .map_err(|e| self.read_error(e))?;
+                    }
+                }
+            }
+        }
+        Ok(())
     }
 
     /// The bytes and kind of `path` (relative to `dir`) at this revision, following no

@@ -205,6 +205,30 @@ pub fn observe_at(
     )
 }
 
+/// Observes every provider of `graph` over snapshots the caller took (`rerun`: the files a
+/// receipt recorded, written out where `workspace`'s repositories now point); programs of
+/// a repository are read from those directories.
+pub fn observe_snapshots(
+    workspace: &Workspace,
+    change: &Change,
+    graph: &SealedGraph,
+    path_var: Option<&OsString>,
+    snapshots: BTreeMap<RepoId, Snapshot>,
+) -> Result<Observed, Vec<Diagnostic>> {
+    from_snapshots(
+        workspace,
+        change,
+        graph,
+        path_var,
+        Taken {
+            snapshots,
+            untracked: BTreeMap::new(),
+            excludes: BTreeMap::new(),
+        },
+        &WorkingTree,
+    )
+}
+
 /// The snapshots an observation starts from.
 struct Taken {
     snapshots: BTreeMap<RepoId, Snapshot>,

@@ -28,4 +28,4 @@ mod testing;
 mod writer;
 
 pub use events::{Line, Mark, Progress, ProviderAction, ProviderRun, ReceiptView};
-pub use plan::path_rewrites;
+pub use plan::{new_run_id, path_rewrites};

@@ -92,6 +92,20 @@ impl From<Vec<Diagnostic>> for Stopped {
     }
 }
 
+/// A new run's id: 16 random hex digits (the clock and the process id when the system has
+/// no randomness to give).
+pub fn new_run_id() -> String {
+    let mut bytes = [0u8; 8];
+    if getrandom::fill(&mut bytes).is_err() {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default()
+            .as_nanos();
+        bytes = (nanos as u64 ^ u64::from(std::process::id())).to_be_bytes();
+    }
+    proofgraph_graph::fingerprint::hex(&bytes)
+}
+
 /// An error of `prove` with its fix.
 pub(super) fn diag(code: Code, message: String, fix: &str) -> Diagnostic {
     Diagnostic::error(code, message).surface("prove").fix(fix)

@@ -4,5 +4,6 @@
 pub mod context;
 pub mod evaluate;
 pub mod load;
+pub mod receipt_file;
 pub mod remote;
 pub mod revision;
