@@ -161,7 +161,8 @@ run_rounds() {
             args+=(-n "${CMD_NAMES[i]}" "${CMD_LINES[i]}")
         done
         echo "--- round $r of ${ROUNDS:-2} ($(cut -d' ' -f1 /proc/loadavg) load)"
-        hyperfine --style basic -N --warmup "$WARMUP" --runs "$RUNS" --export-json "$out.$r.json" "${args[@]}"
+        # shellcheck disable=SC2086 # HYPERFINE_ARGS is words (e.g. `-i`: a command whose exit code says something other than failure)
+        hyperfine --style basic -N ${HYPERFINE_ARGS:-} --warmup "$WARMUP" --runs "$RUNS" --export-json "$out.$r.json" "${args[@]}"
         ROUND_FILES+=("$out.$r.json")
         echo
     done

@@ -273,6 +273,12 @@ fn rerun(ctx: &Context, options: &RerunOptions) -> Result<Report<RerunPayload>, 
                 .fix("Check that .proofgraph/ is writable."),
             ]
         })?;
+    let service_repos: BTreeSet<&str> = graph
+        .services_of(node)
+        .into_iter()
+        .filter_map(|s| graph.node(s).service()?.runs_in.as_ref())
+        .map(RepoId::as_str)
+        .collect();
     let mut rebuilt = loaded.workspace.clone();
     let mut snapshots: BTreeMap<RepoId, Snapshot> = BTreeMap::new();
     let mut covered: BTreeSet<String> = BTreeSet::new();
@@ -304,6 +310,10 @@ fn rerun(ctx: &Context, options: &RerunOptions) -> Result<Report<RerunPayload>, 
         })?;
         for f in &files {
             let scoped = format!("{repo}:{}", f.path);
+            // A service's repository is recorded whole; only the bound files are listed.
+            if !listed.contains_key(&scoped) && service_repos.contains(repo.as_str()) {
+                continue;
+            }
             if listed.get(&scoped) != Some(&f.id.to_hex()) {
                 return Err(vec![unbuildable(
                     format!(

@@ -86,6 +86,7 @@ impl<'a> Writer<'a> {
     /// out with a warning: the receipt still holds, it just cannot be re-executed there.
     fn record_trees(
         &self,
+        node: proofgraph_graph::NodeId,
         pid: &ProviderId,
         files: &[(String, proofgraph_graph::fingerprint::Digest)],
         recorder: &mut crate::observe::record::Recorder,
@@ -113,6 +114,32 @@ impl<'a> Writer<'a> {
                 })
                 .unwrap_or(FileKind::File);
             by_repo.entry(repo).or_default().push((path, kind, *id));
+        }
+        // A service the provider needs reads its whole repository (its digest is in the
+        // provider's fingerprint): those files are recorded too, so a rerun can start it.
+        for service in self.graph.services_of(node) {
+            let Some(repo) = self
+                .graph
+                .node(service)
+                .service()
+                .and_then(|s| s.runs_in.as_ref())
+            else {
+                continue;
+            };
+            let Some((repo, snapshot)) = self.observed.snapshots.iter().find(|(r, _)| *r == repo)
+            else {
+                continue;
+            };
+            let entry = by_repo.entry(repo.as_str()).or_default();
+            let bound: std::collections::BTreeSet<&str> =
+                entry.iter().map(|(p, _, _)| *p).collect();
+            let extra: Vec<_> = snapshot
+                .files
+                .iter()
+                .filter(|f| !bound.contains(f.path.as_str()))
+                .map(|f| (f.path.as_str(), f.kind, f.id))
+                .collect();
+            entry.extend(extra);
         }
         let mut out = BTreeMap::new();
         for (repo, files) in by_repo {
@@ -205,7 +232,7 @@ impl<'a> Writer<'a> {
                 };
             }
         };
-        let trees = self.record_trees(pid, files, trees, &mut diagnostics);
+        let trees = self.record_trees(id, pid, files, trees, &mut diagnostics);
         // Each receipt is bound to the fingerprint of the provider it is stored under: a
         // discovery receiver's own (which includes this producer's), else this provider's.
         let mut bound: BTreeMap<ProviderId, Option<Bound>> = BTreeMap::new();

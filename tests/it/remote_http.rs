@@ -699,3 +699,45 @@ fn plan_says_which_receipts_come_from_the_remote() {
         .collect();
     assert!(reasons.iter().all(Value::is_null), "{reasons:?}");
 }
+
+/// `plan --base --head` resolves the head's evidence in the remote cache too: CI proved a
+/// branch and pushed; a laptop on `main` that never checked the branch out sees every
+/// requirement at its head passed, and no local receipt was needed.
+#[test]
+fn the_plan_of_a_diff_finds_the_heads_receipts_in_the_remote() {
+    let sb = Sandbox::new();
+    let nginx = Nginx::start(&sb, None);
+    let (secret, trusted) = ci_key(&sb);
+    origin(&sb, &format!("  remote: {}\n", nginx.url), &trusted);
+    git(&sb.work(), &["checkout", "-q", "-b", "feature"]);
+    fs_err::write(sb.work().join("src/lib.sh"), "echo 43\n").expect("edit");
+    git(&sb.work(), &["commit", "-qam", "feature"]);
+    git(&sb.work(), &["checkout", "-q", "main"]);
+    let ci = clone(&sb, "ci");
+    git(&ci, &["checkout", "-q", "feature"]);
+    install(&secret, &ci);
+    assert_eq!(prove(&sb, &ci, &[CI], &[]).code, Some(0));
+    let laptop = clone(&sb, "laptop");
+    let run = sb.run(
+        &laptop,
+        &[
+            "plan",
+            CHANGE,
+            "--base",
+            "main",
+            "--head",
+            "origin/feature",
+            "--json",
+        ],
+    );
+    let doc = run.json();
+    assert_eq!(run.code, Some(0), "{doc:#}");
+    assert_eq!(doc["summary"]["changed_paths"], 1, "{doc:#}");
+    assert_eq!(doc["summary"]["affected_providers"], 3, "{doc:#}");
+    assert_eq!(doc["summary"]["passed"], 3, "{doc:#}");
+    for p in doc["providers"].as_array().expect("providers") {
+        assert_eq!(p["status"], "passed", "{doc:#}");
+        assert!(p["receipt"].is_string(), "{doc:#}");
+    }
+    assert_eq!(runs(&sb), 3, "only CI ran anything");
+}

@@ -218,3 +218,55 @@ fn what_cannot_be_rerun_exactly_is_refused() {
     );
     assert!(run.stdout.contains("cannot be read"), "{}", run.stdout);
 }
+
+/// A provider that needs a service: the service's repository is recorded whole (its digest
+/// is in the provider's fingerprint), so a rerun starts the service as it was — here after
+/// the working tree's server was broken — while the provider's own inputs stay narrow.
+#[test]
+fn a_provider_with_a_service_reruns_against_the_recorded_service() {
+    let sb = Sandbox::new();
+    sb.openspec_root("");
+    let port = crate::support::free_port();
+    sb.write("openspec/changes/x/proposal.md", "# x\n");
+    sb.write(
+        "openspec/changes/x/evidence.yaml",
+        "version: 2\nclaims:\n  - {id: serves, scenario: s, capabilities: [integration]}\n",
+    );
+    sb.write(
+        "server.py",
+        "import http.server, sys\nclass H(http.server.BaseHTTPRequestHandler):\n    def do_GET(self):\n        body = b'answer-42'\n        self.send_response(200)\n        self.send_header('content-length', str(len(body)))\n        self.end_headers()\n        self.wfile.write(body)\n    def log_message(self, *a):\n        pass\nhttp.server.HTTPServer(('127.0.0.1', int(sys.argv[1])), H).serve_forever()\n",
+    );
+    sb.write(
+        "probe.py",
+        format!("import urllib.request\nassert urllib.request.urlopen('http://127.0.0.1:{port}/x').read() == b'answer-42'\n"),
+    );
+    sb.write(".gitignore", ".proofgraph/\n");
+    sb.write(
+        "openspec/changes/x/execution.yaml",
+        format!(
+            "version: 1\nproviders:\n  itest:\n    adapter: command\n    capability: integration\n    command: [python3, probe.py]\n    inputs: [probe.py]\n    service: api\nservices:\n  api:\n    command: [python3, server.py, \"{port}\"]\n    readiness:\n      url: http://127.0.0.1:{port}/health\n      expectBody: answer-42\n"
+        ),
+    );
+    let dir = sb.work();
+    git(&dir, &["init", "-q", "-b", "main"]);
+    git(&dir, &["add", "-A"]);
+    git(&dir, &["commit", "-q", "-m", "start"]);
+    let run = sb.run(&dir, &["prove", "x", "--json"]);
+    run.expect_code(0);
+    let doc = run.json();
+    let sha = doc["providers"][0]["receipts"][0]["sha256"]
+        .as_str()
+        .unwrap_or_else(|| panic!("a receipt: {doc:#}"))
+        .to_owned();
+    // The server in the working tree now answers something else.
+    let server = fs_err::read_to_string(dir.join("server.py")).expect("read");
+    fs_err::write(
+        dir.join("server.py"),
+        server.replace("answer-42", "answer-43"),
+    )
+    .expect("break");
+    git(&dir, &["commit", "-qam", "another answer"]);
+    let doc = rerun(&sb, &dir, &[&sha], 0);
+    assert_eq!(doc["verdict"], "reproduced", "{doc:#}");
+    assert_eq!(doc["runs"][0]["outcome"], "pass", "{doc:#}");
+}
