@@ -27,6 +27,21 @@ fn cache() -> PathBuf {
     PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("bootstrap-tools")
 }
 
+/// Holds an exclusive lock on `cache()/<name>.lock` while `install` runs: nextest runs each
+/// test in a process of its own, and two tests installing one shared tool directory at
+/// once (`npm ci` of the same lockfile) would tear each other's files out.
+fn installing<T>(name: &str, install: impl FnOnce() -> T) -> T {
+    fs_err::create_dir_all(cache()).expect("create the tools cache");
+    let lock = fs_err::File::create(cache().join(format!("{name}.lock"))).expect("the lock file");
+    // `File::lock` is newer than the crate's MSRV: flock(2) itself (released when the
+    // descriptor is closed).
+    rustix::fs::flock(lock.file(), rustix::fs::FlockOperation::LockExclusive)
+        .expect("lock the tools cache");
+    let out = install();
+    drop(lock);
+    out
+}
+
 /// Fails loudly when `program --version` (`go version`) cannot run.
 fn require(program: &str, hint: &str) {
     let arg = if program == "go" {
@@ -195,6 +210,10 @@ fn go_test_writes_test2json() {
 
 /// A virtualenv with pytest pinned, created once.
 fn pytest_venv() -> PathBuf {
+    installing("pytest", pytest_venv_unlocked)
+}
+
+fn pytest_venv_unlocked() -> PathBuf {
     require(
         "python3",
         "install Python 3 with venv (`apt-get install python3 python3-venv`)",
@@ -245,7 +264,9 @@ fn pytest_writes_junit() {
 /// that need it share one install) and linked into each generated project.
 fn node_modules() -> PathBuf {
     static INSTALLED: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
-    INSTALLED.get_or_init(install_node_modules).clone()
+    INSTALLED
+        .get_or_init(|| installing("node-tools", install_node_modules))
+        .clone()
 }
 
 fn install_node_modules() -> PathBuf {
