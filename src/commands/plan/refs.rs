@@ -646,7 +646,6 @@ fn assemble(
         }
     }
     let mut providers = Vec::new();
-    let mut state_of: BTreeMap<ProviderId, State> = BTreeMap::new();
     for (id, _, p) in graph.providers() {
         let mut states = Vec::new();
         let mut receipt = None;
@@ -665,7 +664,6 @@ fn assemble(
             }
         }
         let state = status::combine(states);
-        state_of.insert(id.clone(), state);
         let reasons = why.get(id).cloned().unwrap_or_default();
         let origin = if reasons.is_empty() {
             None
@@ -794,7 +792,6 @@ fn assemble(
         pending: count(State::Pending),
         stale: count(State::Stale),
     };
-    let _ = state_of;
     RefsPayload {
         summary: Some(summary),
         changed,
