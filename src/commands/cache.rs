@@ -86,8 +86,15 @@ impl Payload for CachePayload {
         if let Some(c) = &self.collected {
             let _ = writeln!(
                 out,
-                "removed {} blobs ({} bytes), {} entries and {} input-tree refs; kept {} blobs ({} bytes)",
-                c.removed, c.freed, c.entries_removed, c.trees_removed, c.kept, c.kept_bytes
+                "removed {} blobs ({} bytes), {} entries, {} input-tree refs and {} setup trees ({} bytes); kept {} blobs ({} bytes)",
+                c.removed,
+                c.freed,
+                c.entries_removed,
+                c.trees_removed,
+                c.setup_trees_removed,
+                c.setup_bytes_freed,
+                c.kept,
+                c.kept_bytes
             );
         }
         if let Some(l) = &self.local {
@@ -321,6 +328,9 @@ pub fn gc(ctx: &Context, keep: std::time::Duration, max_size: Option<u64>) -> Re
     // Only the local store: a remote is not consulted to decide what is current here.
     let local = asking(ctx, "local:rw,remote:off");
     let mut protect = std::collections::HashSet::new();
+    // The setup trees the repositories need now (none known without a change to observe
+    // them through: then every setup tree stays).
+    let mut setup_keys: Option<std::collections::BTreeSet<String>> = None;
     for name in &names {
         let e = match evaluate(&local, name.as_str(), None, Keys::Check) {
             Ok(e) => e,
@@ -336,6 +346,13 @@ pub fn gc(ctx: &Context, keep: std::time::Duration, max_size: Option<u64>) -> Re
                 return Report::failed(all, Verdict::Invalid);
             }
         };
+        if let Some(catalog) = &e.loaded.workspace.catalog {
+            setup_keys.get_or_insert_with(Default::default).extend(
+                crate::run::setup::current_keys(catalog, &e.observed.snapshots),
+            );
+        } else {
+            setup_keys.get_or_insert_with(Default::default);
+        }
         let mut shas = current(&e);
         for (_, _, p) in e.loaded.prepared.graph.providers() {
             for o in &p.outputs {
@@ -353,6 +370,11 @@ pub fn gc(ctx: &Context, keep: std::time::Duration, max_size: Option<u64>) -> Re
     let store = Store::open_read_only(&workspace.root);
     match store.collect(&protect, keep, max_size) {
         Ok(mut collected) => {
+            if let Some(keys) = &setup_keys {
+                let (n, bytes) = crate::run::setup::collect(&store, keys, keep);
+                collected.setup_trees_removed = n;
+                collected.setup_bytes_freed = bytes;
+            }
             // The input trees no receipt left in the store names.
             let kept: std::collections::HashSet<String> = store
                 .action_targets()

@@ -125,6 +125,95 @@ pub fn trees(store: &Store) -> PathBuf {
     store.dir().join("setup-trees")
 }
 
+/// The setup-cache keys the workspace's repositories need now, from their snapshots: one
+/// per repository whose catalog entry declares `setup` and `setupCache`.
+pub fn current_keys(
+    catalog: &crate::load::config::catalog::Catalog,
+    snapshots: &std::collections::BTreeMap<proofgraph_graph::RepoId, Snapshot>,
+) -> std::collections::BTreeSet<String> {
+    let mut out = std::collections::BTreeSet::new();
+    for (repo, entry) in &catalog.repositories {
+        let (Some(commands), Some(snapshot)) = (&entry.setup, snapshots.get(repo)) else {
+            continue;
+        };
+        let commands: Vec<Vec<String>> = commands.iter().map(|c| c.value.clone()).collect();
+        let dirs: Vec<String> = entry
+            .setup_cache
+            .iter()
+            .flatten()
+            .map(|c| c.value.clone())
+            .collect();
+        if commands.is_empty() || dirs.is_empty() {
+            continue;
+        }
+        let patterns: Option<Vec<String>> = entry
+            .setup_inputs
+            .as_ref()
+            .map(|all| all.iter().map(|p| p.value.clone()).collect());
+        let files = inputs(patterns.as_deref(), snapshot);
+        out.insert(cache_key(&commands, &dirs, patterns.as_deref(), &files));
+    }
+    out
+}
+
+/// Removes the kept setup trees whose key is not in `keep` and that were last used (or,
+/// set aside as damaged, made) longer than `older_than` ago; returns how many and their
+/// bytes. A run uses a tree it opens within the hour (`MIN_GC_AGE` bounds `older_than`),
+/// so none is removed under it.
+pub fn collect(
+    store: &Store,
+    keep: &std::collections::BTreeSet<String>,
+    older_than: std::time::Duration,
+) -> (u64, u64) {
+    let older_than = older_than.max(crate::store::MIN_GC_AGE);
+    let now = std::time::SystemTime::now();
+    let Ok(entries) = fs_err::read_dir(trees(store)) else {
+        return (0, 0);
+    };
+    let (mut removed, mut bytes) = (0, 0);
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if keep.contains(&name) {
+            continue;
+        }
+        let path = entry.path();
+        let used = fs_err::metadata(path.join("files"))
+            .or_else(|_| fs_err::metadata(&path))
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| now.duration_since(t).ok());
+        if used.is_none_or(|age| age < older_than) {
+            continue;
+        }
+        let size = size_of(&path);
+        let threads = std::thread::available_parallelism().unwrap_or(std::num::NonZeroUsize::MIN);
+        if proofgraph_sandbox::materialize::remove(&path, threads).is_ok() {
+            removed += 1;
+            bytes += size;
+        }
+    }
+    (removed, bytes)
+}
+
+/// The bytes of the regular files under `dir`, links not followed.
+fn size_of(dir: &Path) -> u64 {
+    let mut total = 0;
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let Ok(entries) = fs_err::read_dir(&d) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            match e.file_type() {
+                Ok(t) if t.is_dir() => stack.push(e.path()),
+                Ok(t) if t.is_file() => total += e.metadata().map_or(0, |m| m.len()),
+                _ => {}
+            }
+        }
+    }
+    total
+}
+
 impl Tree {
     /// The kept output of the setup `key`, when the store has it.
     pub fn open(store: &Store, key: &str) -> Option<Tree> {
@@ -138,6 +227,18 @@ impl Tree {
     /// Where the cached directory `dir` (as `setupCache` names it) is in the tree.
     pub fn dir(&self, dir: &str) -> PathBuf {
         self.root.join(dir)
+    }
+
+    /// Marks the tree used now (the modification time of its `files`), which `cache gc`
+    /// reads as its last use.
+    pub fn touch(&self) {
+        if let Some(entry) = self.root.parent()
+            && let Ok(file) = fs_err::File::options()
+                .append(true)
+                .open(entry.join("files"))
+        {
+            let _ = file.file().set_modified(std::time::SystemTime::now());
+        }
     }
 }
 

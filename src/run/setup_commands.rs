@@ -225,6 +225,7 @@ impl Dispatcher<'_, '_> {
                 && let Some(key) = &key
                 && let Some(tree) = crate::run::setup::Tree::open(self.plan.store, key)
             {
+                tree.touch();
                 self.provide_kept(&repo, &tree, &dir, &cache_dirs, rx).await;
                 continue;
             }

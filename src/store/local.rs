@@ -232,6 +232,10 @@ pub struct Collected {
     pub entries_removed: u64,
     /// Refs of git input trees (`refs/proofgraph/inputs/`) no receipt left names, deleted.
     pub trees_removed: u64,
+    /// Kept setup trees no repository needs now and not used within `--keep`, removed.
+    pub setup_trees_removed: u64,
+    /// Their bytes.
+    pub setup_bytes_freed: u64,
 }
 
 /// An open store.

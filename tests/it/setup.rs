@@ -349,3 +349,73 @@ fn the_pnpm_and_yarn_recipes_install_dependencies_once_and_run_the_code_as_it_is
         );
     }
 }
+
+/// The kept setup trees in the store, by key.
+fn kept_trees(sb: &Sandbox) -> Vec<String> {
+    let mut out: Vec<String> = fs_err::read_dir(sb.work().join(".proofgraph/setup-trees"))
+        .map(|all| {
+            all.flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| !n.starts_with('.'))
+                .collect()
+        })
+        .unwrap_or_default();
+    out.sort();
+    out
+}
+
+/// `cache gc` removes a kept setup tree that no repository needs any more (its lockfile
+/// moved on) once it has not been used for `--keep`; the one the repository needs now
+/// stays, however old, and the next run restores it instead of running setup again.
+#[test]
+fn cache_gc_removes_setup_trees_no_repository_needs() {
+    let sb = Sandbox::new();
+    workspace(&sb, "");
+    assert_eq!(prove(&sb, &[]).0, 0);
+    let first = kept_trees(&sb);
+    assert_eq!(first.len(), 1, "{first:?}");
+    sb.write(
+        "app/package.json",
+        "{\"name\": \"app\", \"version\": \"2.0.0\"}\n",
+    );
+    git_commit_all(&sb.work());
+    assert_eq!(prove(&sb, &[]).0, 0);
+    assert_eq!(setups(&sb), 2);
+    let both = kept_trees(&sb);
+    assert_eq!(both.len(), 2, "{both:?}");
+    let gc = |sb: &Sandbox| {
+        let run = sb.run(&sb.work(), &["cache", "gc", "--keep", "1d", "--json"]);
+        assert_eq!(run.code, Some(0), "{}", run.stdout);
+        run.json()["collected"].clone()
+    };
+    // Used just now: both stay.
+    assert_eq!(gc(&sb)["setup_trees_removed"], 0);
+    assert_eq!(kept_trees(&sb), both);
+    for key in &both {
+        let files = sb
+            .work()
+            .join(".proofgraph/setup-trees")
+            .join(key)
+            .join("files");
+        let ok = std::process::Command::new("touch")
+            .args(["-d", "3 days ago"])
+            .arg(&files)
+            .status()
+            .expect("touch");
+        assert!(ok.success());
+    }
+    let collected = gc(&sb);
+    assert_eq!(collected["setup_trees_removed"], 1, "{collected:#}");
+    assert!(
+        collected["setup_bytes_freed"].as_u64().unwrap_or(0) > 0,
+        "{collected:#}"
+    );
+    let left = kept_trees(&sb);
+    assert_eq!(left.len(), 1, "{left:?}");
+    assert!(
+        !first.contains(&left[0]),
+        "the tree the lockfile needs now stays: {left:?}"
+    );
+    assert_eq!(prove(&sb, &["--no-cache"]).0, 0);
+    assert_eq!(setups(&sb), 2, "restored, not run again");
+}
