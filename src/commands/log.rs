@@ -38,6 +38,10 @@ pub struct LogPayload {
 }
 
 impl Payload for LogPayload {
+    fn raw(&self) -> bool {
+        true
+    }
+
     fn human(&self, out: &mut String) {
         if let Some(log) = &self.log {
             out.push_str(log);

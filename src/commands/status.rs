@@ -159,6 +159,10 @@ pub struct StatusDocument {
 }
 
 impl Payload for StatusDocument {
+    fn raw(&self) -> bool {
+        true
+    }
+
     fn human(&self, out: &mut String) {
         out.push_str(&self.text);
     }

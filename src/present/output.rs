@@ -27,6 +27,61 @@ pub const SCHEMA_VERSION: u32 = 1;
 pub trait Payload: Serialize + Default {
     /// Renders the payload for a person.
     fn human(&self, out: &mut String);
+
+    /// Whether [`Payload::human`] is a document written as it is (a log, a CI report),
+    /// not prose: its control characters are then the document's own. Prose never writes
+    /// one a name or a report brought in (see [`printable`]).
+    fn raw(&self) -> bool {
+        false
+    }
+}
+
+/// `text` safe to show on a terminal: a colour sequence (`ESC [ … m`, as test runners
+/// print) is dropped, and every other control character but newline and tab is shown
+/// escaped (`\u{1b}`), so that a test name, a reason or a log line from a report can never
+/// move the cursor, retitle the window or write the clipboard (`ESC ] 52`) of whoever
+/// reads the output.
+pub fn printable(text: &str) -> std::borrow::Cow<'_, str> {
+    let unsafe_char = |c: char| c.is_control() && c != '\n' && c != '\t';
+    if !text.chars().any(unsafe_char) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 16);
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' && chars.peek() == Some(&'[') {
+            // A CSI sequence: parameters and intermediates, then a final byte.
+            let mut seq = String::from("\u{1b}[");
+            chars.next();
+            let mut complete = false;
+            while let Some(&n) = chars.peek() {
+                chars.next();
+                seq.push(n);
+                if ('@'..='~').contains(&n) {
+                    complete = true;
+                    break;
+                }
+                if !(' '..='?').contains(&n) {
+                    break;
+                }
+            }
+            if complete && seq.ends_with('m') {
+                continue;
+            }
+            for s in seq.chars() {
+                if unsafe_char(s) {
+                    out.extend(s.escape_unicode());
+                } else {
+                    out.push(s);
+                }
+            }
+        } else if unsafe_char(c) {
+            out.extend(c.escape_unicode());
+        } else {
+            out.push(c);
+        }
+    }
+    std::borrow::Cow::Owned(out)
 }
 
 /// What a command hands to the output layer.
@@ -100,13 +155,19 @@ pub fn emit_redacted<P: Payload>(mode: Mode, report: Report<P>, secrets: &Secret
             }
         }
         Mode::Human => {
+            let raw = report.payload.as_ref().is_some_and(Payload::raw);
             let mut text = String::new();
             if let Some(payload) = &report.payload {
                 payload.human(&mut text);
             }
             let mut status = report.status;
             status.redact(secrets);
-            write_human(&secrets.text(&text), &status)
+            let text = secrets.text(&text);
+            if raw {
+                write_human(&text, &status)
+            } else {
+                write_human(&printable(&text), &status)
+            }
         }
     };
     match result {
@@ -137,7 +198,7 @@ fn write_human(text: &str, status: &[Diagnostic]) -> io::Result<()> {
             render_diagnostic(diagnostic, &mut rendered);
         }
         let mut stderr = io::stderr().lock();
-        stderr.write_all(rendered.as_bytes())?;
+        stderr.write_all(printable(&rendered).as_bytes())?;
     }
     Ok(())
 }
@@ -226,6 +287,7 @@ impl ProgressBar {
     /// A line of progress, above the bar.
     pub fn line(&self, line: &str) {
         let line = self.secrets.text(line);
+        let line = printable(&line);
         let bar = self
             .bar
             .lock()
@@ -297,7 +359,32 @@ pub fn render_bar(done: usize, total: usize, running: &[&str], width: usize) -> 
 
 #[cfg(test)]
 mod tests {
-    use super::render_bar;
+    use super::{printable, render_bar};
+
+    #[test]
+    fn printable_drops_colours_and_escapes_every_other_control() {
+        // Nothing to do: the same text, not a copy.
+        assert!(matches!(
+            printable("plain\ttext\n"),
+            std::borrow::Cow::Borrowed(_)
+        ));
+        assert_eq!(printable("\u{1b}[31mred\u{1b}[0m ok"), "red ok");
+        assert_eq!(printable("a\u{1b}[1;32mb"), "ab");
+        // A clipboard write, a title, a bell, a cursor move, a clear: shown, not done.
+        assert_eq!(
+            printable("x\u{1b}]52;c;ZXZpbA==\u{7}y"),
+            "x\\u{1b}]52;c;ZXZpbA==\\u{7}y"
+        );
+        assert_eq!(printable("\u{1b}[2J"), "\\u{1b}[2J");
+        assert_eq!(printable("\u{1b}[10;1H"), "\\u{1b}[10;1H");
+        assert_eq!(printable("\r\u{8}"), "\\u{d}\\u{8}");
+        // A C1 control (8-bit CSI) and DEL.
+        assert_eq!(printable("\u{9b}2J\u{7f}"), "\\u{9b}2J\\u{7f}");
+        // An unfinished sequence at the end, or one broken by a control.
+        assert_eq!(printable("end\u{1b}[3"), "end\\u{1b}[3");
+        assert_eq!(printable("\u{1b}[3\u{7}m"), "\\u{1b}[3\\u{7}m");
+        assert_eq!(printable("lone \u{1b}"), "lone \\u{1b}");
+    }
 
     #[test]
     fn the_bar_fills_in_proportion_and_fits_the_width() {

@@ -1024,3 +1024,46 @@ fn an_isolated_job_cannot_read_the_signing_key_or_move_a_pin() {
         );
     }
 }
+
+/// A report's test names and a job's log are the tested code's words, not proofgraph's:
+/// whatever terminal sequences they hold — a clipboard write (`ESC ] 52`), a window title,
+/// a bell — reach a person's terminal only escaped, in `prove`, `status`, `explain` and the
+/// progress on stderr; colour sequences are dropped. `log` prints the log as it is, asked.
+#[test]
+fn terminal_sequences_from_a_report_or_a_log_never_reach_the_terminal() {
+    let sb = Sandbox::new();
+    workspace(
+        &sb,
+        "  test:\n    adapter: test-discovery\n    command: [sh, t.sh]\n    report: r.tap\n    reportFormat: tap\n",
+        &[(
+            "t.sh",
+            "printf 'TAP version 13\\n1..2\\nok 1 - fine\\nnot ok 2 - evil\\033]52;c;ZXZpbA==\\007name\\n' > r.tap\nprintf 'log \\033[31mred\\033[0m and \\033]0;title\\007\\n'\nexit 1\n",
+        )],
+    );
+    let human = sb.run(&sb.work(), &["prove", "atk"]);
+    assert_eq!(human.code, Some(1), "{}\n{}", human.stdout, human.stderr);
+    for (what, text) in [("stdout", &human.stdout), ("stderr", &human.stderr)] {
+        assert!(
+            !text.contains('\u{1b}') && !text.contains('\u{7}'),
+            "{what} holds a control character: {text:?}"
+        );
+    }
+    assert!(
+        human.stdout.contains("evil\\u{1b}]52;c;ZXZpbA==\\u{7}name"),
+        "the name is shown, escaped: {}",
+        human.stdout
+    );
+    assert!(
+        human.stdout.contains("log red and \\u{1b}]0;title"),
+        "{}",
+        human.stdout
+    );
+    let status = sb.run(&sb.work(), &["status", "atk"]);
+    assert!(!status.stdout.contains('\u{1b}'), "{:?}", status.stdout);
+    // The JSON document keeps the exact bytes (escaped as JSON does).
+    let doc = sb.run(&sb.work(), &["status", "atk", "--json"]);
+    assert!(doc.stdout.contains("\\u001b]52"), "{}", doc.stdout);
+    // `log` is the log, as it was written (redacted), when asked for.
+    let log = sb.run(&sb.work(), &["log", "atk", "test"]);
+    assert!(log.stdout.contains("\u{1b}[31mred"), "{:?}", log.stdout);
+}

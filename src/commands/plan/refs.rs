@@ -326,6 +326,10 @@ pub struct RefsDocument {
 }
 
 impl Payload for RefsDocument {
+    fn raw(&self) -> bool {
+        true
+    }
+
     fn human(&self, out: &mut String) {
         out.push_str(&self.text);
     }
