@@ -29,16 +29,7 @@ print_facts "plan --base A --head B vs turbo run build --affected --dry=json; $P
 
 W="$BENCH_TMP/monorepo"
 gen_monorepo "$W" "$PACKAGES" "$FILES"
-printf 'version: 2\nclaims:\n  - {id: packages-build, scenario: Every package builds, capabilities: [static-analysis]}\n' \
-    >"$W/openspec/changes/bench/evidence.yaml"
-{
-    echo "version: 1"
-    echo "providers:"
-    for ((p = 1; p <= PACKAGES; p++)); do
-        name=$(printf 'pkg%02d' "$p")
-        printf '  %s:\n    adapter: command\n    capability: static-analysis\n    command: [sh, -c, "exit 0"]\n    inputs: ["%s/**"]\n' "$name" "$name"
-    done
-} >"$W/openspec/changes/bench/execution.yaml"
+gen_package_change "$W" "$PACKAGES"
 git_commit_all "$W"
 git -C "$W" tag A
 

@@ -90,16 +90,7 @@ PUB=$(openssl pkey -in "$KEY" -pubout)
 
 W="$BENCH_TMP/monorepo"
 gen_monorepo "$W" "$PACKAGES" "$FILES"
-printf 'version: 2\nclaims:\n  - {id: packages-build, scenario: Every package builds, capabilities: [static-analysis]}\n' \
-    >"$W/openspec/changes/bench/evidence.yaml"
-{
-    echo "version: 1"
-    echo "providers:"
-    for ((p = 1; p <= PACKAGES; p++)); do
-        name=$(printf 'pkg%02d' "$p")
-        printf '  %s:\n    adapter: command\n    capability: static-analysis\n    command: [sh, -c, "exit 0"]\n    inputs: ["%s/**"]\n' "$name" "$name"
-    done
-} >"$W/openspec/changes/bench/execution.yaml"
+gen_package_change "$W" "$PACKAGES"
 {
     printf 'version: 1\ncache:\n  remote: http://127.0.0.1:%s/cache\ntrustedKeys:\n  - name: ci\n    publicKey: |\n' "$NPORT"
     printf '%s\n' "$PUB" | sed 's/^/      /'

@@ -22,16 +22,7 @@ print_facts "prove --no-cache, recording input trees vs not; $PACKAGES packages 
 
 W="$BENCH_TMP/monorepo"
 gen_monorepo "$W" "$PACKAGES" "$FILES"
-printf 'version: 2\nclaims:\n  - {id: packages-build, scenario: Every package builds, capabilities: [static-analysis]}\n' \
-    >"$W/openspec/changes/bench/evidence.yaml"
-{
-    echo "version: 1"
-    echo "providers:"
-    for ((p = 1; p <= PACKAGES; p++)); do
-        name=$(printf 'pkg%02d' "$p")
-        printf '  %s:\n    adapter: command\n    capability: static-analysis\n    command: [sh, -c, "exit 0"]\n    inputs: ["%s/**"]\n' "$name" "$name"
-    done
-} >"$W/openspec/changes/bench/execution.yaml"
+gen_package_change "$W" "$PACKAGES"
 git_commit_all "$W"
 # One modified file per package, so each tree needs a blob written too.
 for ((p = 1; p <= PACKAGES; p++)); do

@@ -312,6 +312,7 @@ fn attempt(
             heartbeat: Some(std::time::Duration::from_secs(options.heartbeat)),
             stream: stream.clone(),
             upload: uploader.as_ref().and_then(|u| u.sender()),
+            trees: None,
             progress: &|p: Progress<'_>| match p {
                 Progress::Line(line) => bar.line(&line.to_string()),
                 Progress::Status {

@@ -6,11 +6,10 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
-use crate::base::diagnostic::{Code, Diagnostic};
 use crate::load::workspace::Workspace;
 use crate::present::exit::Verdict;
 use crate::present::output::{Payload, Report};
-use crate::proof::receipt::{self, Outcome, Rejected};
+use crate::proof::receipt::{self, Outcome};
 use crate::session::context::{Context, RootOutput};
 use crate::session::evaluate::{Keys, evaluate};
 use crate::store::{self, Store};
@@ -103,28 +102,9 @@ pub fn verify(ctx: &Context, what: &str) -> Report<ReceiptPayload> {
     let (proof, keyid) = match receipt::verify_bytes(&bytes, trusted) {
         Ok(v) => v,
         Err(rejected) => {
-            let d = match rejected {
-                Rejected::Signature(why) => {
-                    let named = receipt::named_keys(&bytes);
-                    let names = if named.is_empty() {
-                        "it names no key".to_owned()
-                    } else {
-                        format!("it names `{}`", named.join("`, `"))
-                    };
-                    Diagnostic::error(
-                        Code::ReceiptUntrusted,
-                        format!("no key this workspace trusts signed the receipt ({names}): failed to {why}"),
-                    )
-                    .fix("Add the signer's public key to `trustedKeys` in proofgraph.yaml if you trust it; otherwise rerun the provider.")
-                }
-                Rejected::NotAReceipt(why) => Diagnostic::error(
-                    Code::StatementInvalid,
-                    format!("the signed statement is not a proofgraph receipt: {why}"),
-                )
-                .fix("Pass a receipt proofgraph wrote (an envelope from .proofgraph/cas)."),
-            };
+            let d = crate::session::receipt_file::rejected(&bytes, rejected);
             // When the store's own key is not trusted, that is why its receipts are not.
-            let mut status = vec![d.surface("receipt")];
+            let mut status = vec![d];
             status.extend(inspection.diagnostic());
             return Report {
                 payload: Some(payload),

@@ -27,7 +27,7 @@ use crate::observe::inputs::Snapshot;
 use crate::observe::revision::Revision;
 use crate::present::exit::Verdict;
 use crate::present::output::{Payload, Report};
-use crate::proof::receipt::{self, ArtifactKind, Counts, Outcome, Proof, Rejected, TestNames};
+use crate::proof::receipt::{self, ArtifactKind, Counts, Outcome, Proof, TestNames};
 use crate::run::Progress;
 use crate::run::execute;
 use crate::run::execute::{Plan, Stopped};
@@ -204,27 +204,12 @@ fn rerun(ctx: &Context, options: &RerunOptions) -> Result<Report<RerunPayload>, 
     let sha256 = crate::store::sha256_hex(&bytes);
     let proof = match receipt::verify_bytes(&bytes, &inspection.trusted) {
         Ok((proof, _)) => proof,
-        Err(Rejected::Signature(why)) => {
-            let mut all = vec![
-                Diagnostic::error(
-                    Code::ReceiptUntrusted,
-                    format!("the receipt is not signed by a key this workspace trusts, so it is not rerun: failed to {why}"),
-                )
-                .surface("receipt")
-                .fix("Rerun only receipts this workspace trusts (`proofgraph receipt verify` says whose it is)."),
-            ];
+        Err(rejected) => {
+            // A receipt not believed is not rerun; when the store's own key is not
+            // trusted, that is why.
+            let mut all = vec![crate::session::receipt_file::rejected(&bytes, rejected)];
             all.extend(inspection.diagnostic());
             return Err(all);
-        }
-        Err(Rejected::NotAReceipt(why)) => {
-            return Err(vec![
-                Diagnostic::error(
-                    Code::StatementInvalid,
-                    format!("the signed statement is not a proofgraph receipt: {why}"),
-                )
-                .surface("receipt")
-                .fix("Pass a receipt proofgraph wrote (an envelope from .proofgraph/cas)."),
-            ]);
         }
     };
     let recorded = view(&proof.run_id, &proof, receipt::tests_of(&bytes));
@@ -484,6 +469,7 @@ fn rerun(ctx: &Context, options: &RerunOptions) -> Result<Report<RerunPayload>, 
             heartbeat: None,
             stream: None,
             upload: None,
+            trees: Some(&proof.trees),
         };
         let executed = match execute::execute(&plan, &wanted) {
             Ok(executed) => executed,
@@ -491,11 +477,14 @@ fn rerun(ctx: &Context, options: &RerunOptions) -> Result<Report<RerunPayload>, 
         };
         diagnostics.extend(executed.diagnostics);
         if executed.interrupted {
-            return Err(vec![
-                Diagnostic::error(Code::Interrupted, "the rerun was interrupted".to_owned())
-                    .surface("rerun")
-                    .fix("Run it again."),
-            ]);
+            return Ok(Report::failed(
+                vec![
+                    Diagnostic::error(Code::Interrupted, "the rerun was interrupted".to_owned())
+                        .surface("rerun")
+                        .fix("Run it again."),
+                ],
+                Verdict::Interrupted,
+            ));
         }
         let written = executed
             .providers

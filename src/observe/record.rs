@@ -10,7 +10,7 @@
 //! never a tree of other content. Trees with the same files are the same object, written
 //! once.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use proofgraph_graph::fingerprint::Digest;
@@ -216,9 +216,6 @@ impl Recorder {
         Ok(tree)
     }
 }
-
-/// The recorded trees of a receipt, by repository: `repo → tree id (hex)`.
-pub type Trees = BTreeMap<String, String>;
 
 /// The git directory of the repository holding `dir`, to visit each repository once.
 pub fn git_dir_of(dir: &Path) -> Option<PathBuf> {

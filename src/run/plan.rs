@@ -60,6 +60,10 @@ pub struct Plan<'a> {
     /// Where each receipt goes once written, to be uploaded to the remote cache while
     /// the run goes on (none: no remote is written).
     pub upload: Option<tokio::sync::mpsc::UnboundedSender<crate::store::Sha256>>,
+    /// The input trees every receipt names, when they are known already (`rerun`: the
+    /// sandboxes were rebuilt from exactly these); `None` records each receipt's own into
+    /// its repositories' git (see [`crate::observe::record`]).
+    pub trees: Option<&'a std::collections::BTreeMap<String, String>>,
 }
 
 /// The result of a run.

@@ -63,6 +63,7 @@ pub(super) struct Writer<'a> {
     run_id: &'a str,
     secrets: &'a Secrets,
     upload: Option<tokio::sync::mpsc::UnboundedSender<crate::store::Sha256>>,
+    trees: Option<&'a BTreeMap<String, String>>,
 }
 
 impl<'a> Writer<'a> {
@@ -78,6 +79,7 @@ impl<'a> Writer<'a> {
             run_id: plan.run_id,
             secrets: plan.secrets,
             upload: plan.upload.clone(),
+            trees: plan.trees,
         }
     }
 
@@ -93,6 +95,12 @@ impl<'a> Writer<'a> {
         diagnostics: &mut Vec<Diagnostic>,
     ) -> BTreeMap<String, String> {
         use crate::observe::inputs::FileKind;
+        let snapshots: BTreeMap<&str, &crate::observe::inputs::Snapshot> = self
+            .observed
+            .snapshots
+            .iter()
+            .map(|(r, s)| (r.as_str(), s))
+            .collect();
         let mut by_repo: BTreeMap<
             &str,
             Vec<(&str, FileKind, proofgraph_graph::fingerprint::Digest)>,
@@ -101,12 +109,10 @@ impl<'a> Writer<'a> {
             let Some((repo, path)) = scoped.split_once(':') else {
                 continue;
             };
-            let kind = self
-                .observed
-                .snapshots
-                .iter()
-                .find(|(r, _)| r.as_str() == repo)
-                .and_then(|(_, s)| {
+            // Every bound file is a file of its repository's snapshot.
+            let kind = snapshots
+                .get(repo)
+                .and_then(|s| {
                     s.files
                         .binary_search_by(|f| f.path.as_str().cmp(path))
                         .ok()
@@ -118,19 +124,16 @@ impl<'a> Writer<'a> {
         // A service the provider needs reads its whole repository (its digest is in the
         // provider's fingerprint): those files are recorded too, so a rerun can start it.
         for service in self.graph.services_of(node) {
-            let Some(repo) = self
+            let Some((repo, snapshot)) = self
                 .graph
                 .node(service)
                 .service()
                 .and_then(|s| s.runs_in.as_ref())
+                .and_then(|r| snapshots.get_key_value(r.as_str()))
             else {
                 continue;
             };
-            let Some((repo, snapshot)) = self.observed.snapshots.iter().find(|(r, _)| *r == repo)
-            else {
-                continue;
-            };
-            let entry = by_repo.entry(repo.as_str()).or_default();
+            let entry = by_repo.entry(repo).or_default();
             let bound: std::collections::BTreeSet<&str> =
                 entry.iter().map(|(p, _, _)| *p).collect();
             let extra: Vec<_> = snapshot
@@ -143,16 +146,10 @@ impl<'a> Writer<'a> {
         }
         let mut out = BTreeMap::new();
         for (repo, files) in by_repo {
-            let Some(dir) = self
-                .observed
-                .snapshots
-                .iter()
-                .find(|(r, _)| r.as_str() == repo)
-                .map(|(_, s)| s.dir.clone())
-            else {
+            let Some(snapshot) = snapshots.get(repo) else {
                 continue;
             };
-            match recorder.record(&dir, &files) {
+            match recorder.record(&snapshot.dir, &files) {
                 Ok(tree) => {
                     out.insert(repo.to_owned(), tree.to_hex().to_string());
                 }
@@ -232,7 +229,10 @@ impl<'a> Writer<'a> {
                 };
             }
         };
-        let trees = self.record_trees(id, pid, files, trees, &mut diagnostics);
+        let trees = match self.trees {
+            Some(known) => known.clone(),
+            None => self.record_trees(id, pid, files, trees, &mut diagnostics),
+        };
         // Each receipt is bound to the fingerprint of the provider it is stored under: a
         // discovery receiver's own (which includes this producer's), else this provider's.
         let mut bound: BTreeMap<ProviderId, Option<Bound>> = BTreeMap::new();

@@ -38,3 +38,30 @@ fn read_file(path: &Path) -> Result<Vec<u8>, String> {
     }
     Ok(bytes)
 }
+
+/// Why a receipt read with [`read`] is not believed, as one diagnostic: no trusted key
+/// signed it (naming the keys it claims), or it is not a proofgraph receipt.
+pub fn rejected(bytes: &[u8], rejected: crate::proof::receipt::Rejected) -> Diagnostic {
+    use crate::proof::receipt::{self, Rejected};
+    match rejected {
+        Rejected::Signature(why) => {
+            let named = receipt::named_keys(bytes);
+            let names = if named.is_empty() {
+                "it names no key".to_owned()
+            } else {
+                format!("it names `{}`", named.join("`, `"))
+            };
+            Diagnostic::error(
+                Code::ReceiptUntrusted,
+                format!("no key this workspace trusts signed the receipt ({names}): failed to {why}"),
+            )
+            .fix("Add the signer's public key to `trustedKeys` in proofgraph.yaml if you trust it; otherwise rerun the provider.")
+        }
+        Rejected::NotAReceipt(why) => Diagnostic::error(
+            Code::StatementInvalid,
+            format!("the signed statement is not a proofgraph receipt: {why}"),
+        )
+        .fix("Pass a receipt proofgraph wrote (an envelope from .proofgraph/cas)."),
+    }
+    .surface("receipt")
+}

@@ -14,7 +14,7 @@ use super::evaluate::{Evaluated, Keys, complete};
 use super::load::Loaded;
 use crate::base::diagnostic::{Code, Diagnostic};
 use crate::load::config::load::parse_bytes;
-use crate::load::workspace::{Change, EVIDENCE_FILE, EXECUTION_FILE, Workspace};
+use crate::load::workspace::{Change, Workspace};
 use crate::observe::revision::Revision;
 
 /// One revision resolved in every git repository the workspace spans.
@@ -126,17 +126,6 @@ impl Revisions {
             &prefix,
         )
     }
-
-    /// Whether the change exists at this revision (it has either of its files).
-    pub fn has_change(&self, workspace: &Workspace, name: &ChangeName) -> bool {
-        let revision = &self.resolved[self.root];
-        [EVIDENCE_FILE, EXECUTION_FILE].iter().any(|file| {
-            matches!(
-                revision.read(&workspace.root, &format!("openspec/changes/{name}/{file}")),
-                Ok(Some(_))
-            )
-        })
-    }
 }
 
 /// Loads, seals, observes and fingerprints a change as it is at `revisions` (its files and
@@ -151,7 +140,8 @@ pub fn evaluate_at(
     revisions: &Revisions,
     keys: Keys,
 ) -> Result<Evaluated, Vec<Diagnostic>> {
-    if !revisions.has_change(&workspace, name) {
+    let change = revisions.change(&workspace, name);
+    if !change.has_evidence && !change.has_execution {
         return Err(vec![
             Diagnostic::error(
                 Code::UnknownChange,
@@ -164,7 +154,6 @@ pub fn evaluate_at(
             .fix("Name the change as it is at the head revision, or a head that has it."),
         ]);
     }
-    let change = revisions.change(&workspace, name);
     let (secrets, secret_warnings) = crate::load::secrets::of_change(&change, ctx.env());
     ctx.remember_secrets(&secrets);
     let prepared = crate::load::preflight::prepare(&workspace, &change)?;

@@ -88,6 +88,7 @@ fn a_receipt_reproduces_after_the_working_tree_moved_on() {
     git(&dir, &["commit", "-qm", "elsewhere"]);
     // Today's tree fails (and has no check.sh); the recorded one passes.
     let before = store_entries(&dir);
+    let git_before = git_state(&dir);
     let doc = rerun(&sb, &dir, &[&sha, "--times", "2"], 0);
     assert_eq!(doc["verdict"], "reproduced", "{doc:#}");
     assert_eq!(doc["runs"].as_array().map(Vec::len), Some(2), "{doc:#}");
@@ -107,10 +108,36 @@ fn a_receipt_reproduces_after_the_working_tree_moved_on() {
     assert_eq!(doc["flaky"], serde_json::json!([]), "{doc:#}");
     assert_eq!(store_entries(&dir), before, "no receipt without --record");
 
-    // --record keeps the runs' receipts.
+    // Nothing was written into git either: the runs name the recorded trees.
+    assert_eq!(
+        git_state(&dir),
+        git_before,
+        "a rerun writes no git object or ref"
+    );
+
+    // --record keeps the runs' receipts, naming the trees the original recorded.
     let doc = rerun(&sb, &dir, &[&sha, "--record"], 0);
     assert_eq!(doc["verdict"], "reproduced", "{doc:#}");
     assert!(store_entries(&dir) > before, "--record writes receipts");
+    let status = sb.run(&dir, &["status", "x", "--json"]).json();
+    let current = crate::support::requirement(&status, "ok", "test")["evidence"][0]["sha256"]
+        .as_str()
+        .expect("a current receipt")
+        .to_owned();
+    assert_ne!(current, sha, "the rerun's receipt is the current one now");
+    let trees =
+        |sha: &str| crate::support::statement(&sb, sha)["predicate"]["proofgraph"]["trees"].clone();
+    assert!(trees(&sha)["root"].is_string(), "{}", trees(&sha));
+    assert_eq!(trees(&current), trees(&sha));
+    assert_eq!(git_state(&dir), git_before);
+}
+
+/// Every object and ref of the repository at `dir`.
+fn git_state(dir: &Path) -> (String, String) {
+    (
+        git(dir, &["cat-file", "--batch-all-objects", "--batch-check"]),
+        git(dir, &["for-each-ref"]),
+    )
 }
 
 #[test]

@@ -440,6 +440,25 @@ fn few(paths: &[String]) -> String {
     }
 }
 
+/// What a list of reasons makes of a provider or claim: whether it is affected, the reasons
+/// in one sentence, and its origin (`stored` when any reason is).
+fn conclude(reasons: &[(Origin, String)]) -> (bool, Option<String>, Option<Origin>) {
+    if reasons.is_empty() {
+        return (false, None, None);
+    }
+    let text = reasons
+        .iter()
+        .map(|(_, r)| r.as_str())
+        .collect::<Vec<_>>()
+        .join("; ");
+    let origin = if reasons.iter().any(|(o, _)| *o == Origin::Stored) {
+        Origin::Stored
+    } else {
+        Origin::Derived
+    };
+    (true, Some(text), Some(origin))
+}
+
 /// Runs `plan --base`.
 pub fn run(ctx: &Context, options: &RefsOptions) -> Report<RefsPayload> {
     match plan(ctx, options) {
@@ -669,24 +688,12 @@ fn assemble(
         }
         let state = status::combine(states);
         let reasons = why.get(id).cloned().unwrap_or_default();
-        let origin = if reasons.is_empty() {
-            None
-        } else if reasons.iter().any(|(o, _)| *o == Origin::Stored) {
-            Some(Origin::Stored)
-        } else {
-            Some(Origin::Derived)
-        };
+        let (affected, reason, origin) = conclude(&reasons);
         providers.push(PlannedProvider {
             id: id.to_string(),
             capability: p.capability.to_string(),
-            affected: !reasons.is_empty(),
-            reason: (!reasons.is_empty()).then(|| {
-                reasons
-                    .iter()
-                    .map(|(_, r)| r.as_str())
-                    .collect::<Vec<_>>()
-                    .join("; ")
-            }),
+            affected,
+            reason,
             origin,
             status: state,
             fingerprint: e.fingerprints.providers.get(id).map(|f| f.0.to_hex()),
@@ -743,24 +750,12 @@ fn assemble(
             let names: Vec<String> = affected_by.iter().map(|s| (*s).clone()).collect();
             reasons.push((origin, format!("provider {} affected", few(&names))));
         }
-        let origin = if reasons.is_empty() {
-            None
-        } else if reasons.iter().any(|(o, _)| *o == Origin::Stored) {
-            Some(Origin::Stored)
-        } else {
-            Some(Origin::Derived)
-        };
+        let (affected, reason, origin) = conclude(&reasons);
         claims.push(PlannedClaim {
             id: r.claim.clone(),
             capability: r.capability.clone(),
-            affected: !reasons.is_empty(),
-            reason: (!reasons.is_empty()).then(|| {
-                reasons
-                    .iter()
-                    .map(|(_, r)| r.as_str())
-                    .collect::<Vec<_>>()
-                    .join("; ")
-            }),
+            affected,
+            reason,
             origin,
             status: r.state,
             providers: by,

@@ -68,6 +68,7 @@ impl Fixture {
             run_id: "run9",
             secrets: &self.secrets,
             upload: None,
+            trees: None,
         }
     }
 
