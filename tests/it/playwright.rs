@@ -11,7 +11,7 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::{Value, json};
 
@@ -24,9 +24,13 @@ use crate::support::{
 /// The change every browser test proves.
 pub(crate) const CHANGE: &str = "edit-profile";
 
-/// How long one `prove` may take before the test gives up on it (a passing
-/// run takes a few seconds).
-pub(crate) const PROVE_LIMIT: Duration = Duration::from_secs(45);
+/// How long one `prove` may take before the test gives up on it. A passing
+/// run takes a few seconds with warm caches; the first Chromium of a fresh
+/// machine, read from a cold disk beside a loaded suite, once needed more
+/// than 40 s just to start (Playwright's browser launch has no deadline of
+/// its own below three minutes), so the limits leave room for that and only
+/// catch a hang.
+pub(crate) const PROVE_LIMIT: Duration = Duration::from_secs(150);
 
 /// Kills whatever still carries the test's marker when the test ends, even
 /// by a panic, so that a failing test leaves nothing running.
@@ -110,7 +114,7 @@ claims:
                         "CHROMIUM_PATH": chromium_bin().display().to_string(),
                         "PG_TEST_MARKER": self.marker,
                     },
-                    "timeoutMs": 40000,
+                    "timeoutMs": 120_000,
                 },
             },
             "services": {
@@ -121,7 +125,7 @@ claims:
                         "url": format!("http://127.0.0.1:{port}/health"),
                         "expectHeader": {"x-proofgraph-run": "${PROOFGRAPH_RUN_ID}"},
                         "expectBody": "run=${PROOFGRAPH_RUN_ID}",
-                        "timeoutMs": 20000,
+                        "timeoutMs": 60_000,
                     },
                 },
             },
@@ -334,7 +338,6 @@ fn a_second_prove_reuses_the_browser_receipts_and_starts_nothing() {
     w.prove(&[]).expect_code(0);
     assert!(started_log.exists(), "the service ran the first time");
     fs_err::remove_file(&started_log).expect("remove the log");
-    let started = Instant::now();
     let again = w.prove(&[]);
     again.expect_code(0);
     let doc = again.json();
@@ -344,6 +347,5 @@ fn a_second_prove_reuses_the_browser_receipts_and_starts_nothing() {
         "a reused provider's service was started: {}",
         again.stderr
     );
-    assert!(started.elapsed() < Duration::from_secs(10));
     w.assert_nothing_left();
 }
