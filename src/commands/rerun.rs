@@ -162,6 +162,116 @@ fn unbuildable(message: String, fix: &str) -> Diagnostic {
         .fix(fix)
 }
 
+/// A recorded tree to be had in a repository that lacks it.
+struct Wanted<'a> {
+    /// The repository's directory.
+    dir: &'a std::path::Path,
+    /// Its name in the workspace.
+    repo: &'a str,
+    /// The recorded tree.
+    tree: &'a str,
+    /// The commit the receipt names for it.
+    commit: Option<&'a str>,
+    /// The receipt's input listing (`repo:path` → identity).
+    listed: &'a BTreeMap<String, String>,
+    /// For a service's repository, recorded whole: the prefixes its snapshot leaves out.
+    whole: Option<Vec<String>>,
+}
+
+/// Rebuilds a recorded tree that this repository lacks from the commit the receipt names
+/// (then from the one checked out): the same selection of that commit's files, written as
+/// a tree, must have exactly the recorded id — git's content addressing is the check, with
+/// the listing's identities — and is then kept under `refs/proofgraph/inputs/` as a
+/// recorded one. A run that bound a file no such commit holds (an uncommitted edit, an
+/// untracked file) can only be rerun where it ran, and the error names that file.
+fn rebuild(wanted: &Wanted<'_>) -> Result<Revision, Diagnostic> {
+    let Wanted {
+        dir,
+        repo,
+        tree,
+        commit,
+        listed,
+        whole,
+    } = wanted;
+    let scope = format!("{repo}:");
+    let bound: BTreeMap<&str, &str> = listed
+        .iter()
+        .filter_map(|(k, id)| Some((k.strip_prefix(&scope)?, id.as_str())))
+        .collect();
+    let mut candidates: Vec<&str> = commit.iter().copied().collect();
+    candidates.push("HEAD");
+    let mut why: Vec<String> = Vec::new();
+    let mut tried: BTreeSet<String> = BTreeSet::new();
+    for rev in candidates {
+        let revision = match Revision::resolve(dir, rev) {
+            Ok(revision) => revision,
+            Err(_) => {
+                if rev != "HEAD" {
+                    why.push(format!(
+                        "the commit it was recorded at, {rev}, is not in this repository"
+                    ));
+                }
+                continue;
+            }
+        };
+        let name = revision
+            .commit
+            .map_or_else(|| rev.to_owned(), |c| c.to_hex().to_string());
+        if !tried.insert(name.clone()) {
+            continue;
+        }
+        let keep = |path: &str| match whole {
+            Some(exclude) => !exclude.iter().any(|e| path.starts_with(e.as_str())),
+            None => bound.contains_key(path),
+        };
+        let (rebuilt, files) = revision.extract(dir, &keep).map_err(|e| {
+            unbuildable(
+                format!("the input tree {tree} of repository `{repo}` could not be rebuilt from {name}: {e}"),
+                "Check the repository's objects (`git fsck`).",
+            )
+        })?;
+        if gix::ObjectId::from_hex(tree.as_bytes()).ok() == Some(rebuilt) {
+            // The ref only spares the next rerun this work; without it the tree is had all
+            // the same.
+            let _ = crate::observe::record::keep(dir, rebuilt);
+            return Revision::resolve(dir, tree).map_err(|e| {
+                unbuildable(
+                    format!("the input tree {tree} of repository `{repo}` was rebuilt from {name} but cannot be read: {e}"),
+                    "Check the repository's objects (`git fsck`).",
+                )
+            });
+        }
+        let first = bound.iter().find_map(|(path, id)| {
+            match files.binary_search_by(|f| f.path.as_str().cmp(path)) {
+                Err(_) => Some(format!("`{path}` is not in {name}")),
+                Ok(i) if files[i].id.to_hex() != *id => Some(format!(
+                    "`{path}` in {name} is not the version the run bound"
+                )),
+                Ok(_) => None,
+            }
+        });
+        why.push(first.unwrap_or_else(|| {
+            format!("the repository's files in {name} are not those the run bound")
+        }));
+    }
+    if why.is_empty() {
+        why.push("no commit is checked out".to_owned());
+    }
+    let fix = match commit {
+        Some(c) => format!(
+            "Fetch the commit the receipt was recorded at (`git fetch origin {c}`) and rerun; inputs the run bound uncommitted can only be rerun in the workspace that proved it."
+        ),
+        None => "Rerun it in the workspace that proved it (this receipt names no commit to rebuild its inputs from).".to_owned(),
+    };
+    Err(unbuildable(
+        format!(
+            "the input tree {tree} of repository `{repo}` is not in this repository (a clone does not fetch `refs/proofgraph/inputs/`), and it cannot be rebuilt: {}",
+            why.join("; ")
+        ),
+        &fix,
+    ))
+}
+
 /// Runs `rerun`.
 pub fn run(ctx: &Context, options: &RerunOptions) -> Report<RerunPayload> {
     match rerun(ctx, options) {
@@ -281,12 +391,22 @@ fn rerun(ctx: &Context, options: &RerunOptions) -> Result<Report<RerunPayload>, 
                 "Add the repository back to proofgraph.yaml, or rerun where it is.",
             )]);
         };
-        let revision = Revision::resolve(&r.dir, tree).map_err(|e| {
-            vec![unbuildable(
-                format!("the input tree {tree} of repository `{repo}` cannot be read: {e}"),
-                "Keep `refs/proofgraph/inputs/` in the repository (a clone does not fetch them; `git gc` keeps them).",
-            )]
-        })?;
+        let revision = match Revision::resolve(&r.dir, tree) {
+            Ok(revision) => revision,
+            // Not here (a clone does not fetch `refs/proofgraph/inputs/`): rebuilt from the
+            // commit the receipt names, or the one checked out, when it holds the same files.
+            Err(_) => rebuild(&Wanted {
+                dir: &r.dir,
+                repo,
+                tree,
+                commit: proof.commits.get(repo).map(String::as_str),
+                listed: &listed,
+                whole: service_repos
+                    .contains(repo.as_str())
+                    .then(|| crate::observe::world::excluded_prefixes(&workspace.root, &r.dir)),
+            })
+            .map_err(|d| vec![d])?,
+        };
         let files = revision.files().map_err(|e| {
             vec![unbuildable(
                 format!("the input tree {tree} of repository `{repo}` cannot be read: {e}"),
@@ -429,6 +549,10 @@ fn rerun(ctx: &Context, options: &RerunOptions) -> Result<Report<RerunPayload>, 
     };
     let own = crate::attest::envelope::TrustedKey::new(key.verifying_key());
     let wanted: BTreeSet<proofgraph_graph::NodeId> = [node].into_iter().collect();
+    let recorded_inputs = crate::observe::record::Recorded {
+        trees: proof.trees.clone(),
+        commits: proof.commits.clone(),
+    };
     let mut runs = Vec::new();
     let mut diagnostics = Vec::new();
     let bar = crate::present::output::ProgressBar::new(
@@ -469,7 +593,7 @@ fn rerun(ctx: &Context, options: &RerunOptions) -> Result<Report<RerunPayload>, 
             heartbeat: None,
             stream: None,
             upload: None,
-            trees: Some(&proof.trees),
+            trees: Some(&recorded_inputs),
         };
         let executed = match execute::execute(&plan, &wanted) {
             Ok(executed) => executed,

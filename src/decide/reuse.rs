@@ -244,6 +244,7 @@ mod tests {
             fingerprint: *fp,
             input_files: 1,
             trees: std::collections::BTreeMap::new(),
+            commits: std::collections::BTreeMap::new(),
             ..Proof::sample()
         }
     }

@@ -20,6 +20,16 @@ use crate::observe::inputs::{FileKind, bytes_identity, identity};
 /// The namespace of the refs that keep recorded trees.
 pub const REF_PREFIX: &str = "refs/proofgraph/inputs/";
 
+/// What a receipt records of the files it bound, per repository (by its name in the
+/// workspace): the tree, and the commit checked out when it was recorded.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Recorded {
+    /// Per repository, the tree of exactly the bound files.
+    pub trees: std::collections::BTreeMap<String, String>,
+    /// Per repository of `trees`, the commit its work tree had checked out.
+    pub commits: std::collections::BTreeMap<String, String>,
+}
+
 /// Why a tree could not be recorded.
 #[derive(Debug, thiserror::Error)]
 pub enum RecordError {
@@ -198,23 +208,51 @@ impl Recorder {
                 .map_err(|e| fail(e.to_string()))?;
         }
         let tree = editor.write().map_err(|e| fail(e.to_string()))?.detach();
-        let name = format!("{REF_PREFIX}{}", tree.to_hex());
-        let exists = repo
-            .try_find_reference(name.as_str())
-            .map_err(|e| fail(e.to_string()))?
-            .is_some();
-        if !exists {
-            repo.reference(
-                name.as_str(),
-                tree,
-                gix::refs::transaction::PreviousValue::Any,
-                "proofgraph: the inputs a receipt bound",
-            )
-            .map_err(|e| fail(e.to_string()))?;
-        }
+        keep_in(repo, tree).map_err(fail)?;
         self.done.insert(key, tree);
         Ok(tree)
     }
+
+    /// The commit checked out in the git repository holding `dir` (its `HEAD`), which a
+    /// receipt names beside its tree so that a clone elsewhere can rebuild the tree from
+    /// it; `None` for an unborn branch or a directory in no repository.
+    pub fn head(&mut self, dir: &Path) -> Option<gix::ObjectId> {
+        let (i, _) = self.git_for(dir).ok()?;
+        self.repos[i].repo.head_id().ok().map(gix::Id::detach)
+    }
+}
+
+/// Keeps `tree` reachable under `refs/proofgraph/inputs/<tree>` in `repo`.
+fn keep_in(repo: &gix::Repository, tree: gix::ObjectId) -> Result<(), String> {
+    let name = format!("{REF_PREFIX}{}", tree.to_hex());
+    let exists = repo
+        .try_find_reference(name.as_str())
+        .map_err(|e| e.to_string())?
+        .is_some();
+    if !exists {
+        repo.reference(
+            name.as_str(),
+            tree,
+            gix::refs::transaction::PreviousValue::Any,
+            "proofgraph: the inputs a receipt bound",
+        )
+        .map_err(|e| e.to_string())?;
+    }
+    Ok(())
+}
+
+/// Keeps `tree` (already in its object database) reachable under
+/// `refs/proofgraph/inputs/<tree>` in the git repository holding `dir`, as a recorded tree
+/// is: `rerun` keeps a tree it rebuilt from a commit so.
+pub fn keep(dir: &Path, tree: gix::ObjectId) -> Result<(), RecordError> {
+    let repo = gix::discover(dir).map_err(|e| RecordError::NotARepository {
+        dir: dir.to_path_buf(),
+        message: e.to_string(),
+    })?;
+    keep_in(&repo, tree).map_err(|message| RecordError::Git {
+        workdir: dir.to_path_buf(),
+        message,
+    })
 }
 
 /// The git directory of the repository holding `dir`, to visit each repository once.
@@ -280,4 +318,62 @@ pub fn prune(
             .map_err(|e| fail(e.to_string()))?;
     }
     Ok(count)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::base::testing::{commit_all, git, write};
+    use crate::observe::revision::Revision;
+
+    /// A tree rebuilt from a commit (`rerun` in a clone that lacks the recorded one) is the
+    /// very tree the recorder made of the same files, in a directory of a monorepo, with an
+    /// executable and a link; a selection that differs by one file is another tree.
+    #[test]
+    fn a_tree_rebuilt_from_a_commit_is_the_recorded_one() {
+        use std::os::unix::fs::PermissionsExt as _;
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let top = tmp.path();
+        git(top, &["init", "-q"]);
+        write(top, "pkg/src/a.txt", "a\n");
+        write(top, "pkg/src/b.txt", "b\n");
+        write(top, "pkg/run.sh", "echo run\n");
+        fs_err::set_permissions(
+            top.join("pkg/run.sh"),
+            std::fs::Permissions::from_mode(0o755),
+        )
+        .expect("chmod");
+        std::os::unix::fs::symlink("src/a.txt", top.join("pkg/link")).expect("symlink");
+        write(top, "other/x.txt", "x\n");
+        commit_all(top);
+        let dir = top.join("pkg");
+        let snapshot = crate::observe::inputs::snapshot(&dir, &[]).expect("snapshot");
+        let bound: Vec<(&str, FileKind, Digest)> = snapshot
+            .files
+            .iter()
+            .filter(|f| f.path != "src/b.txt")
+            .map(|f| (f.path.as_str(), f.kind, f.id))
+            .collect();
+        assert_eq!(bound.len(), 3, "{:?}", snapshot.files);
+        let recorded = Recorder::new().record(&dir, &bound).expect("record");
+
+        let revision = Revision::resolve(&dir, "HEAD").expect("HEAD");
+        let selected: Vec<&str> = bound.iter().map(|(p, _, _)| *p).collect();
+        let (rebuilt, files) = revision
+            .extract(&dir, &|p| selected.contains(&p))
+            .expect("extract");
+        assert_eq!(rebuilt, recorded);
+        assert_eq!(
+            files, snapshot.files,
+            "every file of the directory, as a snapshot sees it"
+        );
+        let (other, _) = revision.extract(&dir, &|_| true).expect("extract");
+        assert_ne!(other, recorded);
+        // The recorder names the commit it was checked out at.
+        let head = git(top, &["rev-parse", "HEAD"]);
+        assert_eq!(
+            Recorder::new().head(&dir).map(|c| c.to_hex().to_string()),
+            Some(head.trim().to_owned())
+        );
+    }
 }

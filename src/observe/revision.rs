@@ -144,33 +144,11 @@ impl Revision {
     /// revision, as a snapshot of a checkout of it sees them: paths relative to `dir`,
     /// sorted, leaving out any path under one of `exclude` (prefixes relative to `dir`).
     pub fn snapshot(&self, dir: &Path, exclude: &[String]) -> Result<Snapshot, RevisionError> {
-        let prefix = self.prefix_of(dir)?;
-        let root = self
-            .repo
-            .find_object(self.tree)
-            .map_err(|e| self.read_error(e))?
-            .into_tree();
-        let tree = if prefix.is_empty() {
-            root
-        } else {
-            match root
-                .lookup_entry_by_path(prefix.trim_end_matches('/'))
-                .map_err(|e| self.read_error(e))?
-            {
-                Some(entry) if entry.mode().is_tree() => {
-                    entry.object().map_err(|e| self.read_error(e))?.into_tree()
-                }
-                // Not a directory at this revision: no files.
-                _ => {
-                    return Ok(Snapshot {
-                        dir: dir.to_path_buf(),
-                        files: Vec::new(),
-                        rehashed: 0,
-                    });
-                }
-            }
+        let mut files = match self.subtree(dir)? {
+            Some(tree) => self.files_of(&tree, exclude)?,
+            // Not a directory at this revision: no files.
+            None => Vec::new(),
         };
-        let mut files = self.files_of(&tree, exclude)?;
         files.sort();
         Ok(Snapshot {
             dir: dir.to_path_buf(),
@@ -185,11 +163,29 @@ impl Revision {
         tree: &gix::Tree<'_>,
         exclude: &[String],
     ) -> Result<Vec<FileEntry>, RevisionError> {
+        Ok(self
+            .entries_of(tree, exclude)?
+            .into_iter()
+            .map(|(path, kind, oid)| FileEntry {
+                path,
+                id: identity(&oid),
+                kind,
+            })
+            .collect())
+    }
+
+    /// The files of `tree` with their blob ids (paths relative to it), leaving out any
+    /// under `exclude`.
+    fn entries_of(
+        &self,
+        tree: &gix::Tree<'_>,
+        exclude: &[String],
+    ) -> Result<Vec<(String, FileKind, gix::ObjectId)>, RevisionError> {
         let mut recorder = gix::traverse::tree::Recorder::default();
         tree.traverse()
             .breadthfirst(&mut recorder)
             .map_err(|e| self.read_error(e))?;
-        let files: Vec<FileEntry> = recorder
+        Ok(recorder
             .records
             .into_iter()
             .filter_map(|entry| {
@@ -205,14 +201,72 @@ impl Revision {
                 if exclude.iter().any(|e| path.starts_with(e.as_str())) {
                     return None;
                 }
-                Some(FileEntry {
-                    path,
-                    id: identity(&entry.oid),
-                    kind,
-                })
+                Some((path, kind, entry.oid))
+            })
+            .collect())
+    }
+
+    /// The tree under `dir` (a directory of this repository's work tree) at this revision;
+    /// `None` when it is not a directory there.
+    fn subtree(&self, dir: &Path) -> Result<Option<gix::Tree<'_>>, RevisionError> {
+        let prefix = self.prefix_of(dir)?;
+        let root = self
+            .repo
+            .find_object(self.tree)
+            .map_err(|e| self.read_error(e))?
+            .into_tree();
+        if prefix.is_empty() {
+            return Ok(Some(root));
+        }
+        match root
+            .lookup_entry_by_path(prefix.trim_end_matches('/'))
+            .map_err(|e| self.read_error(e))?
+        {
+            Some(entry) if entry.mode().is_tree() => Ok(Some(
+                entry.object().map_err(|e| self.read_error(e))?.into_tree(),
+            )),
+            _ => Ok(None),
+        }
+    }
+
+    /// Writes into the repository's object database the tree of the files under `dir` at
+    /// this revision that `keep` selects (by their path relative to `dir`), the tree a
+    /// [`Recorder`](crate::observe::record::Recorder) makes of the same files, and returns
+    /// its id with every file under `dir` at this revision (selected or not).
+    pub fn extract(
+        &self,
+        dir: &Path,
+        keep: &dyn Fn(&str) -> bool,
+    ) -> Result<(gix::ObjectId, Vec<FileEntry>), RevisionError> {
+        let entries = match self.subtree(dir)? {
+            Some(tree) => self.entries_of(&tree, &[])?,
+            None => Vec::new(),
+        };
+        let mut editor = self
+            .repo
+            .edit_tree(gix::ObjectId::empty_tree(self.repo.object_hash()))
+            .map_err(|e| self.read_error(e))?;
+        for (path, kind, oid) in entries.iter().filter(|(p, _, _)| keep(p)) {
+            let kind = match kind {
+                FileKind::File => gix::object::tree::EntryKind::Blob,
+                FileKind::Executable => gix::object::tree::EntryKind::BlobExecutable,
+                FileKind::Symlink => gix::object::tree::EntryKind::Link,
+            };
+            editor
+                .upsert(path.as_str(), kind, *oid)
+                .map_err(|e| self.read_error(e))?;
+        }
+        let tree = editor.write().map_err(|e| self.read_error(e))?.detach();
+        let mut files: Vec<FileEntry> = entries
+            .into_iter()
+            .map(|(path, kind, oid)| FileEntry {
+                path,
+                id: identity(&oid),
+                kind,
             })
             .collect();
-        Ok(files)
+        files.sort();
+        Ok((tree, files))
     }
 
     /// Every file of the whole tree the revision names (paths relative to its top), sorted.

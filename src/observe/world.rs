@@ -43,7 +43,7 @@ pub struct Observed {
 /// The prefixes (relative to a repository) a snapshot leaves out, when the OpenSpec root is
 /// inside that repository: where change packets live, and the store (never an input, even
 /// before it has written the `.gitignore` that keeps git out of it).
-fn excluded_prefixes(root: &Path, repo_dir: &Path) -> Vec<String> {
+pub(crate) fn excluded_prefixes(root: &Path, repo_dir: &Path) -> Vec<String> {
     let (Ok(root), Ok(repo)) = (fs_err::canonicalize(root), fs_err::canonicalize(repo_dir)) else {
         return Vec::new();
     };

@@ -243,6 +243,11 @@ pub struct Proof {
     /// when none could be recorded (or the receipt predates them).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub trees: BTreeMap<String, String>,
+    /// Per repository of `trees`, the commit its work tree had checked out (`HEAD`) when
+    /// the tree was recorded: a clone that lacks the tree rebuilds it from that commit
+    /// when the run bound only what the commit holds.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub commits: BTreeMap<String, String>,
 }
 
 /// The per-test outcomes a receipt's statement lists (`passedTests`, `warnedTests`,
@@ -347,6 +352,7 @@ impl Proof {
             inputs: Sha256::parse(&"c".repeat(64)).expect("hex"),
             input_files: 2,
             trees: std::collections::BTreeMap::new(),
+            commits: std::collections::BTreeMap::new(),
         }
     }
 }

@@ -63,7 +63,7 @@ pub(super) struct Writer<'a> {
     run_id: &'a str,
     secrets: &'a Secrets,
     upload: Option<tokio::sync::mpsc::UnboundedSender<crate::store::Sha256>>,
-    trees: Option<&'a BTreeMap<String, String>>,
+    trees: Option<&'a crate::observe::record::Recorded>,
 }
 
 impl<'a> Writer<'a> {
@@ -84,8 +84,9 @@ impl<'a> Writer<'a> {
     }
 
     /// Records, per repository, the git tree of the files `files` (`repo:path` and
-    /// identity) names, for `rerun`. A repository whose tree cannot be recorded is left
-    /// out with a warning: the receipt still holds, it just cannot be re-executed there.
+    /// identity) names, and the commit checked out there, for `rerun`. A repository whose
+    /// tree cannot be recorded is left out with a warning: the receipt still holds, it just
+    /// cannot be re-executed there.
     fn record_trees(
         &self,
         node: proofgraph_graph::NodeId,
@@ -93,7 +94,7 @@ impl<'a> Writer<'a> {
         files: &[(String, proofgraph_graph::fingerprint::Digest)],
         recorder: &mut crate::observe::record::Recorder,
         diagnostics: &mut Vec<Diagnostic>,
-    ) -> BTreeMap<String, String> {
+    ) -> crate::observe::record::Recorded {
         use crate::observe::inputs::FileKind;
         let snapshots: BTreeMap<&str, &crate::observe::inputs::Snapshot> = self
             .observed
@@ -144,14 +145,19 @@ impl<'a> Writer<'a> {
                 .collect();
             entry.extend(extra);
         }
-        let mut out = BTreeMap::new();
+        let mut out = crate::observe::record::Recorded::default();
         for (repo, files) in by_repo {
             let Some(snapshot) = snapshots.get(repo) else {
                 continue;
             };
             match recorder.record(&snapshot.dir, &files) {
                 Ok(tree) => {
-                    out.insert(repo.to_owned(), tree.to_hex().to_string());
+                    out.trees
+                        .insert(repo.to_owned(), tree.to_hex().to_string());
+                    if let Some(commit) = recorder.head(&snapshot.dir) {
+                        out.commits
+                            .insert(repo.to_owned(), commit.to_hex().to_string());
+                    }
                 }
                 Err(e) => diagnostics.push(
                     Diagnostic::warning(
@@ -303,7 +309,8 @@ impl<'a> Writer<'a> {
                 manifest,
                 inputs,
                 input_files: files.len() as u64,
-                trees: trees.clone(),
+                trees: trees.trees.clone(),
+                commits: trees.commits.clone(),
             };
             match receipt::write(store, self.key, proof, &judged.tests, self.secrets) {
                 Ok((sha, proof)) => {

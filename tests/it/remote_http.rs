@@ -741,3 +741,132 @@ fn the_plan_of_a_diff_finds_the_heads_receipts_in_the_remote() {
     }
     assert_eq!(runs(&sb), 3, "only CI ran anything");
 }
+
+/// The receipt of `provider` in a prove's JSON document.
+fn receipt_sha(run: &Run, provider: &str) -> String {
+    run.json()["providers"]
+        .as_array()
+        .expect("providers")
+        .iter()
+        .find(|p| p["provider"] == provider)
+        .and_then(|p| p["receipts"][0]["sha256"].as_str())
+        .unwrap_or_else(|| panic!("no receipt of `{provider}`: {}", run.stdout))
+        .to_owned()
+}
+
+/// The refs that keep recorded input trees in the repository at `dir`.
+fn input_refs(dir: &Path) -> Vec<String> {
+    git(
+        dir,
+        &[
+            "for-each-ref",
+            "--format=%(refname)",
+            "refs/proofgraph/inputs/",
+        ],
+    )
+    .lines()
+    .map(str::to_owned)
+    .collect()
+}
+
+/// A receipt CI proved and pushed reruns on a laptop that never had its input trees (a
+/// clone fetches no `refs/proofgraph/inputs/`): the tree is rebuilt from the commit the
+/// receipt names, checked by its id, and kept. A receipt whose commit the laptop lacks, or
+/// whose run bound an uncommitted edit, is refused naming the commit or the file — and the
+/// first reruns once the commit is fetched.
+#[test]
+fn a_receipt_ci_pushed_reruns_on_a_laptop_from_the_commit_it_names() {
+    let sb = Sandbox::new();
+    let nginx = Nginx::start(&sb, None);
+    let (secret, trusted) = ci_key(&sb);
+    origin(&sb, &format!("  remote: {}\n", nginx.url), &trusted);
+    git(&sb.work(), &["checkout", "-q", "-b", "feature"]);
+    fs_err::write(sb.work().join("src/lib.sh"), "echo 43\n").expect("edit");
+    git(&sb.work(), &["commit", "-qam", "feature"]);
+    git(&sb.work(), &["checkout", "-q", "main"]);
+    let ci = clone(&sb, "ci");
+    git(&ci, &["checkout", "-q", "feature"]);
+    install(&secret, &ci);
+    let proved = prove(&sb, &ci, &[CI], &[]);
+    assert_eq!(proved.code, Some(0), "{}", proved.stdout);
+    let sha = receipt_sha(&proved, "unit");
+    assert_eq!(runs(&sb), 3);
+
+    // The laptop pulls the branch's receipts, then moves on to `main`.
+    let laptop = clone(&sb, "laptop");
+    git(&laptop, &["checkout", "-q", "feature"]);
+    let pull = sb.run(&laptop, &["cache", "pull", CHANGE, "--json"]);
+    assert_eq!(pull.code, Some(0), "{}", pull.stdout);
+    git(&laptop, &["checkout", "-q", "main"]);
+    assert!(input_refs(&laptop).is_empty(), "a clone has no input trees");
+    let rerun = sb.run(&laptop, &["rerun", &sha, "--json"]);
+    assert_eq!(rerun.code, Some(0), "{}\n{}", rerun.stdout, rerun.stderr);
+    assert_eq!(rerun.json()["verdict"], "reproduced", "{}", rerun.stdout);
+    assert_eq!(runs(&sb), 4, "the rerun ran the provider once");
+    let kept = input_refs(&laptop);
+    assert_eq!(kept.len(), 1, "the rebuilt tree is kept: {kept:?}");
+    // The rebuilt tree holds the branch's file, not the checkout's.
+    let tree = kept[0].trim_start_matches("refs/proofgraph/inputs/");
+    assert_eq!(
+        git(&laptop, &["show", &format!("{tree}:src/lib.sh")]),
+        "echo 43\n"
+    );
+
+    // CI proves a commit it never pushed: the laptop, with the same files in its working
+    // tree (so it pulls that receipt), lacks the commit to rebuild them from.
+    fs_err::write(ci.join("src/lib.sh"), "echo 44\n").expect("edit");
+    git(&ci, &["commit", "-qam", "not pushed yet"]);
+    let commit = git(&ci, &["rev-parse", "HEAD"]).trim().to_owned();
+    let proved = prove(&sb, &ci, &[CI], &[]);
+    assert_eq!(proved.code, Some(0), "{}", proved.stdout);
+    let sha = receipt_sha(&proved, "unit");
+    fs_err::write(laptop.join("src/lib.sh"), "echo 44\n").expect("edit");
+    let pull = sb.run(&laptop, &["cache", "pull", CHANGE, "--json"]);
+    assert_eq!(pull.code, Some(0), "{}", pull.stdout);
+    let refused = sb.run(&laptop, &["rerun", &sha, "--json"]);
+    assert_eq!(refused.code, Some(3), "{}", refused.stdout);
+    let message = rebuild_refusal(&refused);
+    assert!(
+        message.contains(&format!("{commit}, is not in this repository")),
+        "{message}"
+    );
+    let ran = runs(&sb);
+    // Once the commit is fetched, it reruns.
+    git(&ci, &["push", "-q", "origin", "HEAD:refs/heads/ci-only"]);
+    git(&laptop, &["fetch", "-q", "origin", "ci-only"]);
+    let rerun = sb.run(&laptop, &["rerun", &sha, "--json"]);
+    assert_eq!(rerun.code, Some(0), "{}\n{}", rerun.stdout, rerun.stderr);
+    assert_eq!(runs(&sb), ran + 1);
+
+    // A run that bound an uncommitted edit can only be rerun where it ran.
+    fs_err::write(ci.join("src/lib.sh"), "echo 45\n").expect("edit");
+    let proved = prove(&sb, &ci, &[CI], &[]);
+    assert_eq!(proved.code, Some(0), "{}", proved.stdout);
+    let sha = receipt_sha(&proved, "unit");
+    fs_err::write(laptop.join("src/lib.sh"), "echo 45\n").expect("edit");
+    let pull = sb.run(&laptop, &["cache", "pull", CHANGE, "--json"]);
+    assert_eq!(pull.code, Some(0), "{}", pull.stdout);
+    let refused = sb.run(&laptop, &["rerun", &sha, "--json"]);
+    assert_eq!(refused.code, Some(3), "{}", refused.stdout);
+    let message = rebuild_refusal(&refused);
+    let head = git(&ci, &["rev-parse", "HEAD"]).trim().to_owned();
+    assert!(
+        message.contains(&format!(
+            "`src/lib.sh` in {head} is not the version the run bound"
+        )),
+        "{message}"
+    );
+}
+
+/// The message of the one `inputs_not_rebuildable` a refused rerun gives.
+fn rebuild_refusal(run: &Run) -> String {
+    assert_emits!(run.json(), "inputs_not_rebuildable");
+    run.json()["status"]
+        .as_array()
+        .expect("status")
+        .iter()
+        .find(|d| d["code"] == "inputs_not_rebuildable")
+        .and_then(|d| d["message"].as_str())
+        .expect("a message")
+        .to_owned()
+}

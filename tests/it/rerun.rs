@@ -2,7 +2,8 @@
 //! bound — after the working tree moved on (edits, commits, another branch) — in fresh
 //! runs: a deterministic provider reproduces, a test that flips between runs is named
 //! flaky, and a receipt that is tampered with, untrusted, wired otherwise now, or whose
-//! recorded inputs are gone is refused (exit 3). Nothing is written unless `--record`.
+//! recorded inputs are gone and held by no commit is refused (exit 3). Nothing is written
+//! unless `--record`.
 
 use std::path::{Path, PathBuf};
 
@@ -221,21 +222,20 @@ fn what_cannot_be_rerun_exactly_is_refused() {
     assert!(run.stdout.contains("argv"), "{}", run.stdout);
     fs_err::write(&execution, wired).expect("wire back");
 
-    // The recorded tree is gone (its ref deleted, git's gc run).
-    let refs = git(
-        &dir,
-        &[
-            "for-each-ref",
-            "--format=%(refname)",
-            "refs/proofgraph/inputs/",
-        ],
-    );
-    for name in refs.lines() {
-        git(&dir, &["update-ref", "-d", name]);
-    }
-    git(&dir, &["reflog", "expire", "--expire=now", "--all"]);
-    git(&dir, &["gc", "--quiet", "--prune=now"]);
-    let run = sb.run(&dir, &["rerun", "--json", &sha]);
+    // The recorded tree is gone (its ref deleted, git's gc run), as in a clone: it is
+    // rebuilt from the commit the receipt names, checked by its id, and kept again.
+    drop_input_trees(&dir);
+    let doc = rerun(&sb, &dir, &[&sha], 0);
+    assert_eq!(doc["verdict"], "reproduced", "{doc:#}");
+    assert_eq!(input_refs(&dir).len(), 1, "the rebuilt tree is kept");
+
+    // A run that bound an uncommitted edit, whose tree is gone: no commit holds what it
+    // bound, and the file is named.
+    fs_err::write(dir.join("src/value.txt"), "v1\nedited, never committed\n").expect("edit");
+    let (_, dirty) = prove(&sb, &dir);
+    git(&dir, &["checkout", "--", "src/value.txt"]);
+    drop_input_trees(&dir);
+    let run = sb.run(&dir, &["rerun", "--json", &dirty]);
     run.expect_code(3);
     assert_codes!(
         run.status_codes(),
@@ -243,7 +243,40 @@ fn what_cannot_be_rerun_exactly_is_refused() {
         "{}",
         run.stdout
     );
-    assert!(run.stdout.contains("cannot be read"), "{}", run.stdout);
+    let head = git(&dir, &["rev-parse", "HEAD"]);
+    assert!(
+        run.stdout.contains(&format!(
+            "`src/value.txt` in {} is not the version the run bound",
+            head.trim()
+        )),
+        "{}",
+        run.stdout
+    );
+}
+
+/// The refs that keep recorded input trees.
+fn input_refs(dir: &Path) -> Vec<String> {
+    git(
+        dir,
+        &[
+            "for-each-ref",
+            "--format=%(refname)",
+            "refs/proofgraph/inputs/",
+        ],
+    )
+    .lines()
+    .map(str::to_owned)
+    .collect()
+}
+
+/// Deletes every recorded tree: its ref, then git's gc drops what nothing reaches.
+fn drop_input_trees(dir: &Path) {
+    for name in input_refs(dir) {
+        git(dir, &["update-ref", "-d", &name]);
+    }
+    git(dir, &["reflog", "expire", "--expire=now", "--all"]);
+    git(dir, &["gc", "--quiet", "--prune=now"]);
+    assert!(input_refs(dir).is_empty());
 }
 
 /// A provider that needs a service: the service's repository is recorded whole (its digest
