@@ -24,7 +24,8 @@
 //! 17 critical_cases, 18 contract, 19 ci, 20 claims (the resolved claim
 //! scope), 21 services (each service's wiring fingerprint), 22 depends_on
 //! (each dependency's fingerprint, input-addressed as Nix derivations are),
-//! 23 platform, 24 executable (resolved path and content digest), 25 inputs
+//! 23 platform, 24 executable (resolved path and content digest, and `runs`: the
+//! interpreters and `-c` script programs it starts, when there are any), 25 inputs
 //! (the digest of exactly the files the provider reads), 26 setup (the sandbox setup of
 //! the repository it runs in), 27 producer (for a discovery receiver, the fingerprint of
 //! the `test-discovery` provider whose run writes its receipt; absent otherwise).
@@ -40,7 +41,9 @@
 //!
 //! Version history: 1, the first; 2 added component 27 (`producer`) and the
 //! service's executable (service component 11), and identifies an untracked
-//! file by its git blob id.
+//! file by its git blob id. Within 2, the executable map gained the key `runs` (only for a
+//! program that starts others): receipts of such programs went stale once — never matched
+//! wrongly — and every other fingerprint kept its bytes.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -291,6 +294,22 @@ pub struct Executable {
     pub path: String,
     /// Its content digest.
     pub digest: Digest,
+    /// What else it is known to run, sorted by path: a script's interpreters (`#!`), and
+    /// the programs a shell's `-c` script names (each with no `runs` of its own).
+    pub runs: Vec<Executable>,
+}
+
+impl Executable {
+    /// `runs` as fingerprinted: one `path digest` line each, absent when empty.
+    fn runs_text(&self) -> Option<String> {
+        (!self.runs.is_empty()).then(|| {
+            self.runs
+                .iter()
+                .map(|r| format!("{} {}", r.path, r.digest.to_hex()))
+                .collect::<Vec<_>>()
+                .join("\n")
+        })
+    }
 }
 
 /// The digest of the files one provider reads.
@@ -965,11 +984,12 @@ impl SealedGraph {
         match world.executables.get(id) {
             Some(e) => {
                 let digest = e.digest.hex_array();
-                sink.map(
-                    24,
-                    "executable",
-                    [("digest", hex_str(&digest)), ("path", e.path.as_str())].into_iter(),
-                );
+                let runs = e.runs_text();
+                let mut entries = vec![("digest", hex_str(&digest)), ("path", e.path.as_str())];
+                if let Some(runs) = &runs {
+                    entries.push(("runs", runs.as_str()));
+                }
+                sink.map(24, "executable", entries.into_iter());
             }
             None => sink.absent(24, "executable"),
         }
@@ -1086,10 +1106,14 @@ fn service_fingerprint(s: &ServiceNode, world: &World) -> Fingerprint {
                 .service_executables
                 .get(&spec.id.value)
                 .map_or(Value::Absent, |e| {
-                    Value::Map(BTreeMap::from([
+                    let mut map = BTreeMap::from([
                         ("digest".to_owned(), e.digest.to_hex()),
                         ("path".to_owned(), e.path.clone()),
-                    ]))
+                    ]);
+                    if let Some(runs) = e.runs_text() {
+                        map.insert("runs".to_owned(), runs);
+                    }
+                    Value::Map(map)
                 }),
         ),
     ];

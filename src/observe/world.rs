@@ -7,14 +7,17 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
-use proofgraph_graph::fingerprint::{Digest, Executable, Inputs, Platform, World, inputs_digest};
+use proofgraph_graph::fingerprint::{Digest, Inputs, Platform, World, inputs_digest};
 use proofgraph_graph::preflight::split_scoped;
 use proofgraph_graph::{Adapter, ProviderId, RepoId, SealedGraph, ServiceId};
 
 use crate::base::diagnostic::{Code, Diagnostic};
 use crate::load::workspace::{Change, Workspace};
 use crate::observe::inputs::{self, Pattern, Snapshot};
+use crate::observe::programs::{Lookup, Programs, RepoFiles, WorkingTree, job_path};
 use crate::observe::revision::Revision;
+
+pub use crate::observe::programs::Program;
 
 /// The files one provider reads: `repo:path` and content identity.
 pub type FileList = Vec<(String, Digest)>;
@@ -237,26 +240,6 @@ struct Taken {
     excludes: BTreeMap<RepoId, Vec<String>>,
 }
 
-/// Where a program of a repository is read: the working tree, or a revision.
-trait RepoFiles {
-    /// Whether `rel` (relative to the repository's `dir`) is an executable file.
-    fn is_executable(&self, dir: &Path, rel: &Path) -> bool;
-    /// The content of `rel`, through links; `None` when it cannot be read.
-    fn read(&self, dir: &Path, rel: &Path) -> Option<Vec<u8>>;
-}
-
-/// The working tree.
-struct WorkingTree;
-
-impl RepoFiles for WorkingTree {
-    fn is_executable(&self, dir: &Path, rel: &Path) -> bool {
-        is_executable(&dir.join(rel))
-    }
-    fn read(&self, dir: &Path, rel: &Path) -> Option<Vec<u8>> {
-        fs_err::read(dir.join(rel)).ok()
-    }
-}
-
 /// Each repository's directory at its revision.
 struct AtRevision<'a>(BTreeMap<PathBuf, &'a Revision>);
 
@@ -416,7 +399,7 @@ fn from_snapshots(
     let mut resolved = BTreeMap::new();
     let mut service_programs = BTreeMap::new();
     let mut warnings = Vec::new();
-    let mut programs = Programs::default();
+    let mut programs = Programs::new(Some(&workspace.root.join(crate::store::DIR)));
     let reports = report_paths(graph);
     for (id, _, provider) in graph.providers() {
         let spec = &provider.spec;
@@ -475,10 +458,16 @@ fn from_snapshots(
                 .and_then(|r| workspace.repositories.get(r))
                 .map(|r| r.dir.as_path());
             let path = job_path(spec.env.as_ref(), path_var);
-            let found = programs.find(program, repo_dir, path.as_ref(), repo_files);
+            let at = Lookup {
+                repo_dir,
+                path: path.as_ref(),
+                files: repo_files,
+            };
+            let found = programs.find(program, at);
             match &found {
                 Some(found) => {
-                    executables.insert(id.clone(), programs.executable(found, repo_dir, repo_files));
+                    let argv = spec.command.as_ref().map(|c| c.value.as_slice()).unwrap_or_default();
+                    executables.insert(id.clone(), programs.identify(found, argv, at));
                 }
                 None => warnings.push(
                     Diagnostic::warning(
@@ -502,13 +491,24 @@ fn from_snapshots(
             .and_then(|r| workspace.repositories.get(r))
             .map(|r| r.dir.as_path());
         let path = job_path(service.spec.env.as_ref(), path_var);
-        let found = programs.find(program, repo_dir, path.as_ref(), repo_files);
+        let at = Lookup {
+            repo_dir,
+            path: path.as_ref(),
+            files: repo_files,
+        };
+        let found = programs.find(program, at);
         if let Some(found) = &found {
-            service_executables
-                .insert(id.clone(), programs.executable(found, repo_dir, repo_files));
+            let argv = service
+                .spec
+                .command
+                .as_ref()
+                .map(|c| c.value.as_slice())
+                .unwrap_or_default();
+            service_executables.insert(id.clone(), programs.identify(found, argv, at));
         }
         service_programs.insert(id.clone(), found);
     }
+    programs.finish();
     if !errors.is_empty() {
         return Err(errors);
     }
@@ -609,152 +609,4 @@ fn setups(workspace: &Workspace) -> BTreeMap<RepoId, Vec<String>> {
             Some((id.clone(), out))
         })
         .collect()
-}
-
-/// A command's program, found as its job will find it: resolved once, with the job's own
-/// `PATH`, and then both fingerprinted and executed exactly — never looked up again.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Program {
-    /// An absolute file: given so, or found in an absolute entry of the job's `PATH`.
-    Absolute(PathBuf),
-    /// A file of the repository (a relative path, or found in a relative `PATH` entry),
-    /// executed from the sandbox the job runs in, as that sandbox holds it.
-    InRepository(PathBuf),
-}
-
-impl Program {
-    /// The file to execute for a job whose working directory is `cwd` (its sandbox).
-    pub fn file(&self, cwd: &Path) -> PathBuf {
-        match self {
-            Program::Absolute(path) => path.clone(),
-            Program::InRepository(relative) => cwd.join(relative),
-        }
-    }
-}
-
-/// The job's `PATH`: the one its `env` declares, else the caller's (as the job's environment
-/// is made).
-fn job_path(
-    env: Option<&BTreeMap<proofgraph_graph::EnvName, proofgraph_graph::span::Spanned<String>>>,
-    caller: Option<&OsString>,
-) -> Option<OsString> {
-    env.and_then(|e| {
-        e.iter()
-            .find(|(k, _)| k.as_str() == "PATH")
-            .map(|(_, v)| OsString::from(&v.value))
-    })
-    .or_else(|| caller.cloned())
-}
-
-/// Finds programs and digests their files, each file once.
-#[derive(Default)]
-struct Programs {
-    digests: BTreeMap<PathBuf, Digest>,
-    /// (program, repository, PATH) → what it resolved to.
-    found: BTreeMap<(String, Option<PathBuf>, Option<OsString>), Option<Program>>,
-}
-
-impl Programs {
-    /// Resolves `program` as the job will: a path with a `/` is that file (relative ones in
-    /// the repository, run from the sandbox); a bare name is the first executable file in
-    /// the job's `PATH`, where an absolute entry is searched on this machine (under
-    /// isolation the job sees the same files there: what it names under `/tmp` is exposed
-    /// to it) and a relative entry in the repository. `None` when a bare name is found
-    /// nowhere.
-    fn find(
-        &mut self,
-        program: &str,
-        repo_dir: Option<&Path>,
-        path: Option<&OsString>,
-        files: &dyn RepoFiles,
-    ) -> Option<Program> {
-        let key = (
-            program.to_owned(),
-            repo_dir.map(Path::to_path_buf),
-            path.cloned(),
-        );
-        self.found
-            .entry(key)
-            .or_insert_with(|| resolve(program, repo_dir, path, files))
-            .clone()
-    }
-
-    /// The program as fingerprinted: the path the job executes (repository files as
-    /// `./path`) and the digest of its content (through links; zeros when it cannot be
-    /// read, e.g. a file the sandbox's setup makes).
-    fn executable(
-        &mut self,
-        program: &Program,
-        repo_dir: Option<&Path>,
-        files: &dyn RepoFiles,
-    ) -> Executable {
-        let (shown, digest) = match program {
-            Program::Absolute(path) => (
-                path.to_string_lossy().into_owned(),
-                *self.digests.entry(path.clone()).or_insert_with_key(|file| {
-                    fs_err::read(file)
-                        .map(|bytes| Digest::of(&bytes))
-                        .unwrap_or_default()
-                }),
-            ),
-            Program::InRepository(relative) => (
-                format!("./{}", relative.to_string_lossy()),
-                match repo_dir {
-                    Some(dir) => *self.digests.entry(dir.join(relative)).or_insert_with(|| {
-                        files
-                            .read(dir, relative)
-                            .map(|bytes| Digest::of(&bytes))
-                            .unwrap_or_default()
-                    }),
-                    None => Digest::default(),
-                },
-            ),
-        };
-        Executable {
-            path: shown,
-            digest,
-        }
-    }
-}
-
-fn resolve(
-    program: &str,
-    repo_dir: Option<&Path>,
-    path: Option<&OsString>,
-    files: &dyn RepoFiles,
-) -> Option<Program> {
-    if program.contains('/') {
-        let given = Path::new(program);
-        if given.is_absolute() {
-            return is_executable(given).then(|| Program::Absolute(given.to_path_buf()));
-        }
-        let relative: PathBuf = given
-            .components()
-            .filter(|c| !matches!(c, std::path::Component::CurDir))
-            .collect();
-        return Some(Program::InRepository(relative));
-    }
-    for entry in std::env::split_paths(path?) {
-        if entry.is_absolute() {
-            let candidate = entry.join(program);
-            if is_executable(&candidate) {
-                return Some(Program::Absolute(candidate));
-            }
-        } else if let Some(dir) = repo_dir {
-            let relative: PathBuf = entry
-                .join(program)
-                .components()
-                .filter(|c| !matches!(c, std::path::Component::CurDir))
-                .collect();
-            if files.is_executable(dir, &relative) {
-                return Some(Program::InRepository(relative));
-            }
-        }
-    }
-    None
-}
-
-fn is_executable(path: &Path) -> bool {
-    use std::os::unix::fs::PermissionsExt;
-    fs_err::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }

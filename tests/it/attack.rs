@@ -749,6 +749,115 @@ fn a_virtualenv_first_on_path_runs_its_own_python() {
     }
 }
 
+/// What a script's interpreter is, and what a shell's `-c` script starts, is part of what
+/// was proven: upgrading the interpreter `#!/usr/bin/env interp` names (as upgrading
+/// Node.js under `npx`), or a tool an `sh -c` script runs, makes the receipt stale — in
+/// each isolation — while the provider whose programs did not change is still reused.
+#[test]
+fn an_upgraded_interpreter_or_tool_of_a_shell_script_reruns_what_it_proved() {
+    let interp =
+        |version: &str| format!("#!/bin/sh\n# interpreter {version}\nexec /bin/sh \"$@\"\n");
+    let check = |version: &str| format!("#!/bin/sh\n# check {version}\nexit 0\n");
+    let tools = tool_dir(&[
+        ("interp", &interp("v1")),
+        (
+            "tool",
+            "#!/usr/bin/env interp\nprintf 'TAP version 13\\n1..1\\nok 1 - tool\\n' > out.tap\n",
+        ),
+        ("check", &check("v1")),
+    ]);
+    let path = format!(
+        "{}:{}",
+        tools.path().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let vars = [("PATH", path.as_str())];
+    let rewrite = |name: &str, content: &str| {
+        fs_err::write(tools.path().join(name), content).expect("rewrite the tool");
+    };
+    for isolation in ["auto", "none"] {
+        rewrite("interp", &interp("v1"));
+        rewrite("check", &check("v1"));
+        let sb = Sandbox::new();
+        workspace(
+            &sb,
+            "  test:\n    adapter: test-discovery\n    command: [tool]\n    report: out.tap\n  lint:\n    adapter: command\n    capability: test\n    command: [sh, -c, \"cd . && check --strict\"]\n",
+            &[],
+        );
+        let actions = |doc: &Value| -> Vec<(String, String)> {
+            ["lint", "test"]
+                .iter()
+                .map(|p| {
+                    (
+                        (*p).to_owned(),
+                        provider(doc, p)["action"].as_str().unwrap_or("").to_owned(),
+                    )
+                })
+                .collect()
+        };
+        let pair = |lint: &str, test: &str| {
+            vec![
+                ("lint".to_owned(), lint.to_owned()),
+                ("test".to_owned(), test.to_owned()),
+            ]
+        };
+        let args = ["--isolation", isolation];
+        let doc = prove(&sb, &args, &vars).json();
+        assert_eq!(
+            outcome_of(&doc, "test", "test"),
+            "pass",
+            "{isolation}: {doc:#}"
+        );
+        assert_eq!(
+            outcome_of(&doc, "lint", "test"),
+            "pass",
+            "{isolation}: {doc:#}"
+        );
+        let doc = prove(&sb, &args, &vars).json();
+        assert_eq!(
+            actions(&doc),
+            pair("reused", "reused"),
+            "{isolation}: {doc:#}"
+        );
+
+        rewrite("interp", &interp("v2"));
+        // `explain` says which component moved, naming the interpreter.
+        let explain = run_bounded(
+            &sb,
+            &sb.work(),
+            &["explain", "atk", "test", "--json"],
+            &vars,
+            std::time::Duration::from_secs(60),
+        )
+        .json();
+        let changes = explain["changes"].to_string();
+        assert!(
+            changes.contains("executable")
+                && changes.contains(&tools.path().join("interp").display().to_string()),
+            "{isolation}: {explain:#}"
+        );
+        let doc = prove(&sb, &args, &vars).json();
+        assert_eq!(
+            actions(&doc),
+            pair("reused", "ran"),
+            "{isolation}: the interpreter env found changed: {doc:#}"
+        );
+        assert_eq!(
+            outcome_of(&doc, "test", "test"),
+            "pass",
+            "{isolation}: {doc:#}"
+        );
+
+        rewrite("check", &check("v2"));
+        let doc = prove(&sb, &args, &vars).json();
+        assert_eq!(
+            actions(&doc),
+            pair("ran", "reused"),
+            "{isolation}: the tool the shell script runs changed: {doc:#}"
+        );
+    }
+}
+
 /// A program named by a relative path is the sandbox's file, recorded relative to the
 /// repository: two checkouts at different places fingerprint it alike.
 #[test]

@@ -1,0 +1,873 @@
+//! The programs a command starts, found as its job will find them, and their identity as
+//! fingerprinted (DESIGN §3: "the identity of the executable (resolved path + content
+//! digest)").
+//!
+//! The program of `argv[0]` is not all that runs. The kernel runs a script's interpreter
+//! (`#!/usr/bin/env node` — every `npx`, `playwright`, `jest` and `pytest` on `PATH` is such
+//! a script), and `sh -c "npm ci && npm test"` starts the programs its script names. Both
+//! are part of the identity ([`Executable::runs`]): upgrading Node.js changes the
+//! fingerprint of a provider that runs `npx vitest`, as it changes what was proven.
+//!
+//! - **Interpreters**, exactly as Linux runs them: the `#!` line's interpreter (an
+//!   absolute path, or a program `/usr/bin/env` finds on the job's `PATH`, `env -S` split
+//!   included), then that interpreter's own `#!`, four levels deep.
+//! - **A shell's `-c` script** (`sh`, `bash`, `dash`, `zsh`, `ksh`): the first word of each
+//!   of its simple commands (after `;`, `&&`, `||`, `|`, `&`, newlines, `(`, `{`, `if`,
+//!   `then`, `do`, `!`, `exec`, `command`, `time`, `env` and leading `NAME=value`
+//!   assignments) that is a plain word, not a shell builtin, and found as the job would
+//!   find it — with its own interpreters. Words made at run time (`$TOOL`, `` `x` ``) and
+//!   names found nowhere (a function the script defines) are not identified: this is a
+//!   reading of the script, not a shell.
+//!
+//! Content digests of files outside the repositories are remembered by their stat data
+//! (device, inode, size, and modification and change times to the nanosecond) in
+//! `.proofgraph/programs.json`, so a 100 MB interpreter is hashed once, not at every no-op
+//! run. A file changed in place changes its change time, which no user can set; a file
+//! written less than two seconds before it was hashed is not remembered (its times may not
+//! have ticked yet).
+
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+
+use proofgraph_graph::fingerprint::{Digest, Executable};
+use serde::{Deserialize, Serialize};
+
+/// A command's program, found as its job will find it: resolved once, with the job's own
+/// `PATH`, and then both fingerprinted and executed exactly — never looked up again.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Program {
+    /// An absolute file: given so, or found in an absolute entry of the job's `PATH`.
+    Absolute(PathBuf),
+    /// A file of the repository (a relative path, or found in a relative `PATH` entry),
+    /// executed from the sandbox the job runs in, as that sandbox holds it.
+    InRepository(PathBuf),
+}
+
+impl Program {
+    /// The file to execute for a job whose working directory is `cwd` (its sandbox).
+    pub fn file(&self, cwd: &Path) -> PathBuf {
+        match self {
+            Program::Absolute(path) => path.clone(),
+            Program::InRepository(relative) => cwd.join(relative),
+        }
+    }
+}
+
+/// Where a program of a repository is read: the working tree, or a revision.
+pub(super) trait RepoFiles {
+    /// Whether `rel` (relative to the repository's `dir`) is an executable file.
+    fn is_executable(&self, dir: &Path, rel: &Path) -> bool;
+    /// The content of `rel`, through links; `None` when it cannot be read.
+    fn read(&self, dir: &Path, rel: &Path) -> Option<Vec<u8>>;
+}
+
+/// The working tree.
+pub(super) struct WorkingTree;
+
+impl RepoFiles for WorkingTree {
+    fn is_executable(&self, dir: &Path, rel: &Path) -> bool {
+        is_executable(&dir.join(rel))
+    }
+    fn read(&self, dir: &Path, rel: &Path) -> Option<Vec<u8>> {
+        fs_err::read(dir.join(rel)).ok()
+    }
+}
+
+/// The job's `PATH`: the one its `env` declares, else the caller's (as the job's environment
+/// is made).
+pub(super) fn job_path(
+    env: Option<&BTreeMap<proofgraph_graph::EnvName, proofgraph_graph::span::Spanned<String>>>,
+    caller: Option<&OsString>,
+) -> Option<OsString> {
+    env.and_then(|e| {
+        e.iter()
+            .find(|(k, _)| k.as_str() == "PATH")
+            .map(|(_, v)| OsString::from(&v.value))
+    })
+    .or_else(|| caller.cloned())
+}
+
+/// How many interpreters deep a `#!` chain is followed (Linux's own limit).
+const INTERPRETER_DEPTH: usize = 4;
+
+/// How much of a file is read for its `#!` line (Linux reads 256 bytes).
+const SHEBANG_MAX: usize = 256;
+
+/// A program's file as read: how it is shown, its digest and its `#!` line.
+#[derive(Clone)]
+struct Read {
+    shown: String,
+    digest: Digest,
+    shebang: Option<String>,
+}
+
+/// A program, with the repository a relative one is read in.
+type ReadKey = (Program, Option<PathBuf>);
+
+/// Finds programs and identifies them, each file once.
+pub(super) struct Programs {
+    /// (program, the repository a relative one is read in) → how it was read.
+    read: BTreeMap<ReadKey, Read>,
+    /// (program, repository, PATH) → what it resolved to.
+    found: BTreeMap<(String, Option<PathBuf>, Option<OsString>), Option<Program>>,
+    known: Known,
+}
+
+/// Where a program is looked for, as its job will look.
+#[derive(Clone, Copy)]
+pub(super) struct Lookup<'a> {
+    /// The repository the job runs in (relative programs and `PATH` entries are its files).
+    pub repo_dir: Option<&'a Path>,
+    /// The job's `PATH`.
+    pub path: Option<&'a OsString>,
+    /// Where the repository's files are read.
+    pub files: &'a dyn RepoFiles,
+}
+
+impl Programs {
+    /// Finds and identifies programs, remembering digests in the store at `store_dir`
+    /// (`.proofgraph/`) when it exists.
+    pub(super) fn new(store_dir: Option<&Path>) -> Self {
+        Self {
+            read: BTreeMap::new(),
+            found: BTreeMap::new(),
+            known: Known::load(store_dir),
+        }
+    }
+
+    /// Resolves `program` as the job will: a path with a `/` is that file (relative ones in
+    /// the repository, run from the sandbox); a bare name is the first executable file in
+    /// the job's `PATH`, where an absolute entry is searched on this machine (under
+    /// isolation the job sees the same files there: what it names under `/tmp` is exposed
+    /// to it) and a relative entry in the repository. `None` when a bare name is found
+    /// nowhere.
+    pub(super) fn find(&mut self, program: &str, at: Lookup<'_>) -> Option<Program> {
+        let key = (
+            program.to_owned(),
+            at.repo_dir.map(Path::to_path_buf),
+            at.path.cloned(),
+        );
+        self.found
+            .entry(key)
+            .or_insert_with(|| resolve(program, at.repo_dir, at.path, at.files))
+            .clone()
+    }
+
+    /// The program as fingerprinted: the path the job executes (repository files as
+    /// `./path`), the digest of its content (through links; zeros when it cannot be read,
+    /// e.g. a file the sandbox's setup makes), and what else it runs — its interpreters
+    /// and, for a shell's `-c` script, the programs the script names (module docs).
+    pub(super) fn identify(
+        &mut self,
+        program: &Program,
+        argv: &[String],
+        at: Lookup<'_>,
+    ) -> Executable {
+        let read = self.read(program, at);
+        let mut runs = self.interpreters(read.shebang.as_deref(), at);
+        if let Some(script) = shell_script(argv) {
+            for word in script_commands(script) {
+                let Some(found) = self.find(&word, at) else {
+                    continue;
+                };
+                let command = self.read(&found, at);
+                let interpreters = self.interpreters(command.shebang.as_deref(), at);
+                runs.push(Executable {
+                    path: command.shown,
+                    digest: command.digest,
+                    runs: Vec::new(),
+                });
+                runs.extend(interpreters);
+            }
+        }
+        runs.sort_by(|a, b| (&a.path, a.digest.0).cmp(&(&b.path, b.digest.0)));
+        runs.dedup();
+        runs.retain(|r| r.path != read.shown || r.digest != read.digest);
+        Executable {
+            path: read.shown,
+            digest: read.digest,
+            runs,
+        }
+    }
+
+    /// The interpreters a `#!` line starts, each with its own `#!`, to Linux's depth.
+    fn interpreters(&mut self, shebang: Option<&str>, at: Lookup<'_>) -> Vec<Executable> {
+        let mut out = Vec::new();
+        let mut line = shebang.map(str::to_owned);
+        for _ in 0..INTERPRETER_DEPTH {
+            let Some(current) = line.take() else {
+                break;
+            };
+            let Some((interpreter, found_by_env)) = interpreter_of(&current) else {
+                break;
+            };
+            let program = if interpreter.starts_with('/') {
+                Program::Absolute(PathBuf::from(&interpreter))
+            } else {
+                Program::InRepository(PathBuf::from(&interpreter))
+            };
+            let read = self.read(&program, at);
+            line = read.shebang.clone();
+            out.push(Executable {
+                path: read.shown,
+                digest: read.digest,
+                runs: Vec::new(),
+            });
+            // `/usr/bin/env node`: env runs the program it finds on the job's PATH.
+            if let Some(name) = found_by_env
+                && let Some(target) = self.find(&name, at)
+            {
+                let read = self.read(&target, at);
+                line = read.shebang.clone();
+                out.push(Executable {
+                    path: read.shown,
+                    digest: read.digest,
+                    runs: Vec::new(),
+                });
+            }
+        }
+        out
+    }
+
+    /// Reads a program's file once: how it is shown, its digest and its `#!` line.
+    fn read(&mut self, program: &Program, at: Lookup<'_>) -> Read {
+        let key = (
+            program.clone(),
+            matches!(program, Program::InRepository(_))
+                .then(|| at.repo_dir.map(Path::to_path_buf))
+                .flatten(),
+        );
+        if let Some(read) = self.read.get(&key) {
+            return read.clone();
+        }
+        let read = match program {
+            Program::Absolute(path) => {
+                let (digest, head) = self.known.digest(path);
+                Read {
+                    shown: path.to_string_lossy().into_owned(),
+                    digest,
+                    shebang: head.as_deref().and_then(shebang_line),
+                }
+            }
+            Program::InRepository(relative) => {
+                let bytes = at.repo_dir.and_then(|dir| at.files.read(dir, relative));
+                Read {
+                    shown: format!("./{}", relative.to_string_lossy()),
+                    digest: bytes.as_deref().map(Digest::of).unwrap_or_default(),
+                    shebang: bytes.as_deref().and_then(shebang_line),
+                }
+            }
+        };
+        self.read.insert(key, read.clone());
+        read
+    }
+
+    /// Keeps the digests learned in the store (a cache: failing to write it costs a
+    /// rehash next time, nothing else).
+    pub(super) fn finish(self) {
+        self.known.save();
+    }
+}
+
+fn resolve(
+    program: &str,
+    repo_dir: Option<&Path>,
+    path: Option<&OsString>,
+    files: &dyn RepoFiles,
+) -> Option<Program> {
+    if program.contains('/') {
+        let given = Path::new(program);
+        if given.is_absolute() {
+            return is_executable(given).then(|| Program::Absolute(given.to_path_buf()));
+        }
+        let relative: PathBuf = given
+            .components()
+            .filter(|c| !matches!(c, std::path::Component::CurDir))
+            .collect();
+        return Some(Program::InRepository(relative));
+    }
+    for entry in std::env::split_paths(path?) {
+        if entry.is_absolute() {
+            let candidate = entry.join(program);
+            if is_executable(&candidate) {
+                return Some(Program::Absolute(candidate));
+            }
+        } else if let Some(dir) = repo_dir {
+            let relative: PathBuf = entry
+                .join(program)
+                .components()
+                .filter(|c| !matches!(c, std::path::Component::CurDir))
+                .collect();
+            if files.is_executable(dir, &relative) {
+                return Some(Program::InRepository(relative));
+            }
+        }
+    }
+    None
+}
+
+pub(super) fn is_executable(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    fs_err::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
+/// The `#!` line of a file's first bytes, without `#!`; `None` when it has none.
+fn shebang_line(head: &[u8]) -> Option<String> {
+    let head = &head[..head.len().min(SHEBANG_MAX)];
+    let rest = head.strip_prefix(b"#!")?;
+    let end = rest.iter().position(|b| *b == b'\n').unwrap_or(rest.len());
+    let line = String::from_utf8_lossy(&rest[..end]);
+    let line = line.trim_matches([' ', '\t', '\r']);
+    (!line.is_empty()).then(|| line.to_owned())
+}
+
+/// The interpreter a `#!` line names and, when it is `env`, the program env is asked to
+/// find. Linux passes everything after the interpreter as one argument; `env -S` splits it.
+fn interpreter_of(line: &str) -> Option<(String, Option<String>)> {
+    let (interpreter, argument) = match line.find([' ', '\t']) {
+        Some(at) => (&line[..at], line[at..].trim_matches([' ', '\t'])),
+        None => (line, ""),
+    };
+    if interpreter.is_empty() {
+        return None;
+    }
+    let is_env = Path::new(interpreter)
+        .file_name()
+        .is_some_and(|n| n == "env");
+    if !is_env || argument.is_empty() {
+        return Some((interpreter.to_owned(), None));
+    }
+    let words: Vec<&str> = if argument.starts_with("-S") || argument.starts_with("--split-string") {
+        argument
+            .trim_start_matches("--split-string")
+            .trim_start_matches("-S")
+            .split_whitespace()
+            .collect()
+    } else {
+        vec![argument]
+    };
+    let target = words
+        .into_iter()
+        .find(|w| !w.starts_with('-') && !w.contains('='))
+        .map(str::to_owned);
+    Some((interpreter.to_owned(), target))
+}
+
+/// The script of a shell's `-c` (`sh -c`, `bash -euc`, `bash -o pipefail -c`), when `argv`
+/// starts a shell with one.
+fn shell_script(argv: &[String]) -> Option<&str> {
+    let shell = Path::new(argv.first()?).file_name()?.to_str()?;
+    if !matches!(
+        shell,
+        "sh" | "bash" | "dash" | "zsh" | "ksh" | "mksh" | "ash"
+    ) {
+        return None;
+    }
+    let mut command = false;
+    let mut args = argv[1..].iter();
+    while let Some(arg) = args.next() {
+        if arg == "-o" || arg == "+o" || arg == "-O" || arg == "+O" {
+            args.next();
+        } else if arg == "--" {
+            return args.next().filter(|_| command).map(String::as_str);
+        } else if let Some(flags) = arg.strip_prefix('-').filter(|f| !f.starts_with('-')) {
+            command |= flags.contains('c');
+        } else if arg.starts_with('+') || arg.starts_with("--") {
+        } else {
+            return command.then_some(arg.as_str());
+        }
+    }
+    None
+}
+
+/// Shell builtins and keywords: never a program of the machine.
+const BUILTINS: &[&str] = &[
+    ":",
+    ".",
+    "[",
+    "[[",
+    "]]",
+    "alias",
+    "bg",
+    "bind",
+    "break",
+    "builtin",
+    "caller",
+    "case",
+    "cd",
+    "compgen",
+    "complete",
+    "continue",
+    "declare",
+    "dirs",
+    "disown",
+    "done",
+    "echo",
+    "elif",
+    "else",
+    "enable",
+    "esac",
+    "eval",
+    "exit",
+    "export",
+    "false",
+    "fc",
+    "fg",
+    "fi",
+    "for",
+    "function",
+    "getopts",
+    "hash",
+    "help",
+    "history",
+    "in",
+    "jobs",
+    "kill",
+    "let",
+    "local",
+    "logout",
+    "mapfile",
+    "popd",
+    "printf",
+    "pushd",
+    "pwd",
+    "read",
+    "readarray",
+    "readonly",
+    "return",
+    "select",
+    "set",
+    "shift",
+    "shopt",
+    "source",
+    "suspend",
+    "test",
+    "times",
+    "trap",
+    "true",
+    "type",
+    "typeset",
+    "ulimit",
+    "umask",
+    "unalias",
+    "unset",
+    "until",
+    "wait",
+    "while",
+    "}",
+    ")",
+];
+
+/// Words that start a command without being its program: the program is the next word.
+const PREFIXES: &[&str] = &[
+    "if", "then", "else", "do", "!", "{", "(", "exec", "command", "time", "nohup",
+];
+
+/// The first plain word of each simple command of a `-c` script (module docs).
+fn script_commands(script: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut segment = String::new();
+    let mut segments = Vec::new();
+    let mut quote: Option<char> = None;
+    let mut chars = script.chars().peekable();
+    while let Some(c) = chars.next() {
+        match quote {
+            Some(q) if c == q => {
+                quote = None;
+                segment.push(c);
+            }
+            Some(_) => segment.push(c),
+            None => match c {
+                '\'' | '"' => {
+                    quote = Some(c);
+                    segment.push(c);
+                }
+                '\\' => {
+                    segment.push(c);
+                    if let Some(next) = chars.next() {
+                        segment.push(next);
+                    }
+                }
+                // `2>&1`, `<&3`, `&>out`: a redirection, not a separator.
+                '&' if segment.ends_with(['>', '<']) || chars.peek() == Some(&'>') => {
+                    segment.push(c);
+                }
+                ';' | '&' | '|' | '\n' | '(' | ')' | '`' => {
+                    segments.push(std::mem::take(&mut segment));
+                }
+                '#' if segment.is_empty() || segment.ends_with([' ', '\t']) => {
+                    // A comment, to the end of the line.
+                    for c in chars.by_ref() {
+                        if c == '\n' {
+                            break;
+                        }
+                    }
+                    segments.push(std::mem::take(&mut segment));
+                }
+                _ => segment.push(c),
+            },
+        }
+    }
+    segments.push(segment);
+    for segment in segments {
+        let mut words = segment.split_whitespace().peekable();
+        let mut after_env = false;
+        while let Some(word) = words.next() {
+            let plain = word.trim_matches(['\'', '"']);
+            if PREFIXES.contains(&plain) || after_env && plain.starts_with('-') {
+                continue;
+            }
+            // `NAME=value cmd`: an assignment before the program.
+            if plain.split_once('=').is_some_and(|(name, _)| {
+                !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+            }) {
+                continue;
+            }
+            if plain.starts_with(['<', '>'])
+                || plain.starts_with(|c: char| c.is_ascii_digit()) && plain.contains('>')
+            {
+                // A redirection before the program takes the next word as its file.
+                if matches!(plain, "<" | ">" | ">>" | "2>" | "2>>" | "&>") {
+                    words.next();
+                }
+                continue;
+            }
+            let is_plain = !plain.is_empty()
+                && plain
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.' | '+' | '/'));
+            if is_plain && !BUILTINS.contains(&plain) {
+                out.push(plain.to_owned());
+                // `env [-i] [NAME=value]… program`: env runs the program too.
+                if plain == "env" || plain.ends_with("/env") {
+                    after_env = true;
+                    continue;
+                }
+            }
+            break;
+        }
+    }
+    out
+}
+
+/// A file's stat data, as remembered with its digest.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+struct Stat {
+    dev: u64,
+    ino: u64,
+    size: u64,
+    mtime: i64,
+    mtime_ns: i64,
+    ctime: i64,
+    ctime_ns: i64,
+}
+
+impl Stat {
+    fn of(meta: &std::fs::Metadata) -> Self {
+        use std::os::unix::fs::MetadataExt as _;
+        Self {
+            dev: meta.dev(),
+            ino: meta.ino(),
+            size: meta.size(),
+            mtime: meta.mtime(),
+            mtime_ns: meta.mtime_nsec(),
+            ctime: meta.ctime(),
+            ctime_ns: meta.ctime_nsec(),
+        }
+    }
+}
+
+/// One remembered digest.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct Entry {
+    stat: Stat,
+    digest: String,
+}
+
+/// The digests of program files outside the repositories, by path and stat data.
+struct Known {
+    /// `.proofgraph/programs.json`, when the store exists.
+    file: Option<PathBuf>,
+    entries: BTreeMap<PathBuf, Entry>,
+    changed: bool,
+}
+
+/// How many remembered digests are kept at most (the least recently learned go first).
+const KNOWN_MAX: usize = 4096;
+
+/// The file the digests are kept in, inside the store.
+const KNOWN_FILE: &str = "programs.json";
+
+impl Known {
+    fn load(store_dir: Option<&Path>) -> Self {
+        let file = store_dir.filter(|d| d.is_dir()).map(|d| d.join(KNOWN_FILE));
+        let entries = file
+            .as_ref()
+            .and_then(|f| fs_err::read(f).ok())
+            .and_then(|bytes| serde_json::from_slice(&bytes).ok())
+            .unwrap_or_default();
+        Self {
+            file,
+            entries,
+            changed: false,
+        }
+    }
+
+    /// The digest of the file at `path` (through links; zeros when it cannot be read) and
+    /// its first bytes.
+    fn digest(&mut self, path: &Path) -> (Digest, Option<Vec<u8>>) {
+        let Ok(meta) = fs_err::metadata(path) else {
+            return (Digest::default(), None);
+        };
+        let stat = Stat::of(&meta);
+        let head = read_head(path);
+        if let Some(entry) = self.entries.get(path)
+            && entry.stat == stat
+            && let Some(digest) = Digest::from_hex(&entry.digest)
+        {
+            return (digest, head);
+        }
+        let started = std::time::SystemTime::now();
+        let Some(digest) = hash_file(path) else {
+            return (Digest::default(), head);
+        };
+        // Only a file whose times are at least two seconds older than the hashing is
+        // remembered: a write in the same clock tick would not have moved them.
+        let settled = |secs: i64, nanos: i64| {
+            let at = std::time::UNIX_EPOCH
+                + std::time::Duration::new(
+                    u64::try_from(secs).unwrap_or(0),
+                    u32::try_from(nanos).unwrap_or(0),
+                );
+            started
+                .duration_since(at)
+                .is_ok_and(|age| age >= std::time::Duration::from_secs(2))
+        };
+        // The stat again: a file that changed while it was hashed is not remembered.
+        let unchanged = fs_err::metadata(path).is_ok_and(|m| Stat::of(&m) == stat);
+        if unchanged && settled(stat.mtime, stat.mtime_ns) && settled(stat.ctime, stat.ctime_ns) {
+            self.entries.insert(
+                path.to_path_buf(),
+                Entry {
+                    stat,
+                    digest: digest.to_hex(),
+                },
+            );
+            self.changed = true;
+        }
+        (digest, head)
+    }
+
+    fn save(mut self) {
+        let Some(file) = self.file.take() else {
+            return;
+        };
+        if !self.changed {
+            return;
+        }
+        if self.entries.len() > KNOWN_MAX {
+            // Forget files that are gone first, then any.
+            self.entries.retain(|path, _| path.exists());
+            while self.entries.len() > KNOWN_MAX {
+                self.entries.pop_first();
+            }
+        }
+        let Ok(bytes) = serde_json::to_vec(&self.entries) else {
+            return;
+        };
+        let Some(dir) = file.parent() else {
+            return;
+        };
+        if let Ok(mut tmp) = tempfile::NamedTempFile::new_in(dir) {
+            use std::io::Write as _;
+            if tmp.write_all(&bytes).is_ok() {
+                let _ = tmp.persist(&file);
+            }
+        }
+    }
+}
+
+/// The first bytes of a file, for its `#!` line.
+fn read_head(path: &Path) -> Option<Vec<u8>> {
+    use std::io::Read as _;
+    let mut file = fs_err::File::open(path).ok()?;
+    let mut head = vec![0u8; SHEBANG_MAX];
+    let mut filled = 0;
+    while filled < head.len() {
+        match file.read(&mut head[filled..]) {
+            Ok(0) => break,
+            Ok(n) => filled += n,
+            Err(_) => return None,
+        }
+    }
+    head.truncate(filled);
+    Some(head)
+}
+
+/// BLAKE3 of a file's content, read in blocks.
+fn hash_file(path: &Path) -> Option<Digest> {
+    let mut file = fs_err::File::open(path).ok()?;
+    let mut hasher = blake3::Hasher::new();
+    std::io::copy(&mut file, &mut hasher).ok()?;
+    Some(Digest(*hasher.finalize().as_bytes()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn words(v: &[&str]) -> Vec<String> {
+        v.iter().map(|s| (*s).to_owned()).collect()
+    }
+
+    #[test]
+    fn a_shebang_names_its_interpreter_and_what_env_finds() {
+        type Want<'a> = Option<(&'a str, Option<&'a str>)>;
+        let cases: [(&[u8], Want<'_>); 9] = [
+            (b"#!/bin/sh\necho", Some(("/bin/sh", None))),
+            (
+                b"#! /usr/bin/python3 -u\n",
+                Some(("/usr/bin/python3", None)),
+            ),
+            (
+                b"#!/usr/bin/env node\n",
+                Some(("/usr/bin/env", Some("node"))),
+            ),
+            (
+                b"#!/usr/bin/env node\r\n",
+                Some(("/usr/bin/env", Some("node"))),
+            ),
+            (
+                b"#!/usr/bin/env -S node --no-warnings\n",
+                Some(("/usr/bin/env", Some("node"))),
+            ),
+            (
+                b"#!/usr/bin/env -S -i PATH=/x deno run\n",
+                Some(("/usr/bin/env", Some("deno"))),
+            ),
+            (b"#!/usr/bin/env\n", Some(("/usr/bin/env", None))),
+            (b"\x7fELF\x02\x01", None),
+            (b"#!\n", None),
+        ];
+        for (head, want) in cases {
+            let got = shebang_line(head).and_then(|l| interpreter_of(&l));
+            let want = want.map(|(i, t)| (i.to_owned(), t.map(str::to_owned)));
+            assert_eq!(got, want, "{:?}", String::from_utf8_lossy(head));
+        }
+        // Linux passes the rest of the line as one argument: without -S, env looks for a
+        // program named `node --flag`.
+        let line = shebang_line(b"#!/usr/bin/env node --flag\n").expect("a line");
+        assert_eq!(
+            interpreter_of(&line),
+            Some(("/usr/bin/env".to_owned(), Some("node --flag".to_owned())))
+        );
+    }
+
+    #[test]
+    fn a_shell_c_script_is_found_among_the_shells_options() {
+        for (argv, want) in [
+            (words(&["sh", "-c", "npm test"]), Some("npm test")),
+            (words(&["/bin/bash", "-euc", "x"]), Some("x")),
+            (words(&["bash", "-o", "pipefail", "-c", "y"]), Some("y")),
+            (words(&["bash", "-e", "-c", "z", "name"]), Some("z")),
+            (words(&["bash", "script.sh"]), None),
+            (words(&["bash", "-e", "script.sh"]), None),
+            (words(&["node", "-c", "x"]), None),
+            (words(&["sh"]), None),
+        ] {
+            assert_eq!(shell_script(&argv), want, "{argv:?}");
+        }
+    }
+
+    #[test]
+    fn the_programs_of_a_script_are_the_first_plain_words_of_its_commands() {
+        for (script, want) in [
+            ("npm ci && npm test", vec!["npm", "npm"]),
+            ("exit 0", vec![]),
+            ("echo unit >> $HOME/runs.log", vec![]),
+            (
+                "cd web; NODE_ENV=test npx vitest run | tee out",
+                vec!["npx", "tee"],
+            ),
+            (
+                "if grep -q v1 f; then node a.js; else exec python3 b.py; fi",
+                vec!["grep", "node", "python3"],
+            ),
+            ("env -i PATH=/bin mytool --x", vec!["env", "mytool"]),
+            ("$TOOL run; `which x`", vec!["which"]),
+            ("./scripts/t.sh 'a; b' \"c && d\"", vec!["./scripts/t.sh"]),
+            ("# a comment\ncargo test # and another", vec!["cargo"]),
+            ("{ make; } 2>&1", vec!["make"]),
+            ("for x in a b; do jq . $x; done", vec!["jq"]),
+            ("> out.txt printf x", vec![]),
+        ] {
+            assert_eq!(script_commands(script), want, "{script:?}");
+        }
+    }
+
+    #[test]
+    fn a_remembered_digest_is_used_only_while_the_file_is_unchanged() {
+        use std::os::unix::fs::PermissionsExt as _;
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let store = tmp.path().join("store");
+        fs_err::create_dir_all(&store).expect("mkdir");
+        let tool = tmp.path().join("tool");
+        fs_err::write(&tool, "#!/bin/sh\necho one\n").expect("write");
+        fs_err::set_permissions(&tool, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+        // Old enough to be remembered.
+        let old = std::time::SystemTime::now() - std::time::Duration::from_secs(60);
+        fs_err::File::options()
+            .write(true)
+            .open(&tool)
+            .expect("open")
+            .set_modified(old)
+            .expect("set mtime");
+        // The change time cannot be set back: wait until it is two seconds old.
+        std::thread::sleep(std::time::Duration::from_millis(2100));
+        let mut known = Known::load(Some(&store));
+        let (first, head) = known.digest(&tool);
+        assert_eq!(first, Digest::of(b"#!/bin/sh\necho one\n"));
+        assert_eq!(
+            head.as_deref().and_then(shebang_line).as_deref(),
+            Some("/bin/sh")
+        );
+        assert!(known.changed, "remembered");
+        known.save();
+        let saved = fs_err::read_to_string(store.join(KNOWN_FILE)).expect("saved");
+        assert!(saved.contains(&first.to_hex()), "{saved}");
+
+        // A remembered digest whose stat data still match is used as it is: forged here to
+        // show it is not read again.
+        let mut forged: BTreeMap<PathBuf, Entry> = serde_json::from_str(&saved).expect("json");
+        forged.get_mut(&tool).expect("the tool").digest = Digest::of(b"forged").to_hex();
+        fs_err::write(
+            store.join(KNOWN_FILE),
+            serde_json::to_vec(&forged).expect("json"),
+        )
+        .expect("write");
+        let (used, _) = Known::load(Some(&store)).digest(&tool);
+        assert_eq!(used, Digest::of(b"forged"));
+
+        // The same size, the old modification time put back: the change time moved, and the
+        // file is read again.
+        fs_err::write(&tool, "#!/bin/sh\necho two\n").expect("rewrite");
+        fs_err::File::options()
+            .write(true)
+            .open(&tool)
+            .expect("open")
+            .set_modified(old)
+            .expect("set mtime");
+        let mut known = Known::load(Some(&store));
+        let (again, _) = known.digest(&tool);
+        assert_eq!(again, Digest::of(b"#!/bin/sh\necho two\n"));
+        assert!(!known.changed, "too fresh to be remembered");
+
+        // Without a store nothing is written, and a damaged file is no digest.
+        let mut none = Known::load(None);
+        assert_eq!(none.digest(&tool).0, again);
+        none.save();
+        fs_err::write(store.join(KNOWN_FILE), "{not json").expect("damage");
+        assert_eq!(Known::load(Some(&store)).digest(&tool).0, again);
+    }
+}
