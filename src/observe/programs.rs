@@ -243,11 +243,11 @@ impl Programs {
         }
         let read = match program {
             Program::Absolute(path) => {
-                let (digest, head) = self.known.digest(path);
+                let (digest, shebang) = self.known.digest(path);
                 Read {
                     shown: path.to_string_lossy().into_owned(),
                     digest,
-                    shebang: head.as_deref().and_then(shebang_line),
+                    shebang,
                 }
             }
             Program::InRepository(relative) => {
@@ -578,11 +578,13 @@ impl Stat {
     }
 }
 
-/// One remembered digest.
+/// One remembered digest, with the file's `#!` line.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 struct Entry {
     stat: Stat,
     digest: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    shebang: Option<String>,
 }
 
 /// The digests of program files outside the repositories, by path and stat data.
@@ -615,19 +617,19 @@ impl Known {
     }
 
     /// The digest of the file at `path` (through links; zeros when it cannot be read) and
-    /// its first bytes.
-    fn digest(&mut self, path: &Path) -> (Digest, Option<Vec<u8>>) {
+    /// its `#!` line.
+    fn digest(&mut self, path: &Path) -> (Digest, Option<String>) {
         let Ok(meta) = fs_err::metadata(path) else {
             return (Digest::default(), None);
         };
         let stat = Stat::of(&meta);
-        let head = read_head(path);
         if let Some(entry) = self.entries.get(path)
             && entry.stat == stat
             && let Some(digest) = Digest::from_hex(&entry.digest)
         {
-            return (digest, head);
+            return (digest, entry.shebang.clone());
         }
+        let head = read_head(path).as_deref().and_then(shebang_line);
         let started = std::time::SystemTime::now();
         let Some(digest) = hash_file(path) else {
             return (Digest::default(), head);
@@ -652,6 +654,7 @@ impl Known {
                 Entry {
                     stat,
                     digest: digest.to_hex(),
+                    shebang: head.clone(),
                 },
             );
             self.changed = true;
@@ -826,12 +829,9 @@ mod tests {
         // The change time cannot be set back: wait until it is two seconds old.
         std::thread::sleep(std::time::Duration::from_millis(2100));
         let mut known = Known::load(Some(&store));
-        let (first, head) = known.digest(&tool);
+        let (first, shebang) = known.digest(&tool);
         assert_eq!(first, Digest::of(b"#!/bin/sh\necho one\n"));
-        assert_eq!(
-            head.as_deref().and_then(shebang_line).as_deref(),
-            Some("/bin/sh")
-        );
+        assert_eq!(shebang.as_deref(), Some("/bin/sh"));
         assert!(known.changed, "remembered");
         known.save();
         let saved = fs_err::read_to_string(store.join(KNOWN_FILE)).expect("saved");
@@ -846,8 +846,9 @@ mod tests {
             serde_json::to_vec(&forged).expect("json"),
         )
         .expect("write");
-        let (used, _) = Known::load(Some(&store)).digest(&tool);
+        let (used, shebang) = Known::load(Some(&store)).digest(&tool);
         assert_eq!(used, Digest::of(b"forged"));
+        assert_eq!(shebang.as_deref(), Some("/bin/sh"), "remembered with it");
 
         // The same size, the old modification time put back: the change time moved, and the
         // file is read again.
