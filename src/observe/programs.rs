@@ -826,8 +826,28 @@ mod tests {
             .expect("open")
             .set_modified(old)
             .expect("set mtime");
+        // A link an alternatives system retargets, between two files of one size and age.
+        let other = tmp.path().join("other");
+        fs_err::write(&other, "#!/bin/sh\necho 1.0\n").expect("write");
+        fs_err::File::options()
+            .write(true)
+            .open(&other)
+            .expect("open")
+            .set_modified(old)
+            .expect("set mtime");
+        let link = tmp.path().join("current");
+        std::os::unix::fs::symlink(&tool, &link).expect("link");
         // The change time cannot be set back: wait until it is two seconds old.
         std::thread::sleep(std::time::Duration::from_millis(2100));
+        let mut known = Known::load(Some(&store));
+        assert_eq!(known.digest(&link).0, Digest::of(b"#!/bin/sh\necho one\n"));
+        fs_err::remove_file(&link).expect("unlink");
+        std::os::unix::fs::symlink(&other, &link).expect("relink");
+        assert_eq!(
+            known.digest(&link).0,
+            Digest::of(b"#!/bin/sh\necho 1.0\n"),
+            "the link leads to another file now"
+        );
         let mut known = Known::load(Some(&store));
         let (first, shebang) = known.digest(&tool);
         assert_eq!(first, Digest::of(b"#!/bin/sh\necho one\n"));

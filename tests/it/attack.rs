@@ -858,6 +858,64 @@ fn an_upgraded_interpreter_or_tool_of_a_shell_script_reruns_what_it_proved() {
     }
 }
 
+/// The same for a service: a provider's fingerprint holds its service's wiring, and that
+/// the program the service's `sh -c` script starts (itself an `#!/usr/bin/env` script) —
+/// changing either moves the fingerprint; changing a program nothing names does not.
+#[test]
+fn what_a_services_script_starts_is_in_its_users_fingerprint() {
+    let tools = tool_dir(&[
+        ("interp", "#!/bin/sh\n# v1\nexec /bin/sh \"$@\"\n"),
+        ("srv", "#!/usr/bin/env interp\n# v1\nsleep 30\n"),
+        ("unrelated", "#!/bin/sh\n# v1\n"),
+    ]);
+    let path = format!(
+        "{}:{}",
+        tools.path().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let sb = Sandbox::new();
+    workspace(
+        &sb,
+        "  test:\n    adapter: command\n    service: web\n    command: [sh, -c, \"exit 0\"]\nservices:\n  web:\n    command: [sh, -c, \"PORT=4321 exec srv --quiet\"]\n    readiness: {url: \"http://127.0.0.1:4321/health\", expectBody: \"run=${PROOFGRAPH_RUN_ID}\"}\n",
+        &[],
+    );
+    let fingerprint = || -> String {
+        let run = run_bounded(
+            &sb,
+            &sb.work(),
+            &["hash", "atk", "test", "--json"],
+            &[("PATH", path.as_str())],
+            std::time::Duration::from_secs(60),
+        );
+        let doc = run.json();
+        doc["bindings"][0]["fingerprint"]
+            .as_str()
+            .unwrap_or_else(|| panic!("a fingerprint: {doc:#}"))
+            .to_owned()
+    };
+    let first = fingerprint();
+    fs_err::write(tools.path().join("unrelated"), "#!/bin/sh\n# v2\n").expect("rewrite");
+    assert_eq!(
+        fingerprint(),
+        first,
+        "a program nothing names changes nothing"
+    );
+    fs_err::write(
+        tools.path().join("srv"),
+        "#!/usr/bin/env interp\n# v2\nsleep 30\n",
+    )
+    .expect("rewrite");
+    let second = fingerprint();
+    assert_ne!(second, first, "the service's program changed");
+    fs_err::write(
+        tools.path().join("interp"),
+        "#!/bin/sh\n# v2\nexec /bin/sh \"$@\"\n",
+    )
+    .expect("rewrite");
+    let third = fingerprint();
+    assert_ne!(third, second, "its interpreter changed");
+}
+
 /// A program named by a relative path is the sandbox's file, recorded relative to the
 /// repository: two checkouts at different places fingerprint it alike.
 #[test]
