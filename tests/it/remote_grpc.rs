@@ -594,6 +594,13 @@ fn grpcs_speaks_tls_and_trusts_only_the_system_s_roots() {
 }
 
 #[test]
+fn grpcs_to_a_cache_whose_root_the_machine_trusts_carries_receipts() {
+    let sb = crate::support::Sandbox::new();
+    let server = BuildGrid::start_tls();
+    remote_http::tls_with_a_trusted_root(&sb, &server.url, &server.ca_file());
+}
+
+#[test]
 fn a_bytestream_transfer_outlasts_the_deadline_while_it_moves_and_not_once_it_stalls() {
     let server = BuildGrid::start();
     let rt = runtime();

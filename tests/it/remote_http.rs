@@ -43,15 +43,26 @@ fn free_port() -> u16 {
 
 impl Nginx {
     pub(crate) fn start(sb: &Sandbox, token: Option<&str>) -> Nginx {
-        Nginx::start_with(sb, token, true)
+        Nginx::start_with(sb, token, true, false)
     }
 
     /// A cache that serves what it has and refuses `PUT` (405), as a read-only mirror does.
     pub(crate) fn start_read_only(sb: &Sandbox) -> Nginx {
-        Nginx::start_with(sb, None, false)
+        Nginx::start_with(sb, None, false, false)
     }
 
-    fn start_with(sb: &Sandbox, token: Option<&str>, writable: bool) -> Nginx {
+    /// A writable cache that speaks TLS only, with a certificate for 127.0.0.1 from a CA of
+    /// its own (`ca_file`); `url` is `https://127.0.0.1:PORT/cache`.
+    pub(crate) fn start_tls(sb: &Sandbox) -> Nginx {
+        Nginx::start_with(sb, None, true, true)
+    }
+
+    /// The certificate of the CA that issued a TLS server's certificate.
+    pub(crate) fn ca_file(&self) -> PathBuf {
+        self.dir.join("tls/ca.crt")
+    }
+
+    fn start_with(sb: &Sandbox, token: Option<&str>, writable: bool, tls: bool) -> Nginx {
         let dir = sb.path().join("nginx");
         // `cas/` and `ac/` made first: nginx's `create_full_put_path` races with itself
         // when concurrent PUTs make the same directory (a 500), as docs/remote-cache.md says.
@@ -68,8 +79,22 @@ impl Nginx {
             ""
         };
         let d = dir.display();
+        let (ssl, scheme) = if tls {
+            fs_err::create_dir_all(dir.join("tls")).expect("mkdir");
+            let (key, cert, _) = crate::remote_support::certificate(&dir.join("tls"));
+            (
+                format!(
+                    " ssl;\n    ssl_certificate {};\n    ssl_certificate_key {}",
+                    cert.display(),
+                    key.display()
+                ),
+                "https",
+            )
+        } else {
+            (String::new(), "http")
+        };
         let conf = format!(
-            "user root;\nworker_processes 1;\ndaemon off;\npid {d}/nginx.pid;\nerror_log {d}/logs/error.log;\nevents {{ worker_connections 64; }}\nhttp {{\n  access_log {d}/logs/access.log;\n  client_body_temp_path {d}/tmp/body;\n  proxy_temp_path {d}/tmp/proxy;\n  fastcgi_temp_path {d}/tmp/fastcgi;\n  uwsgi_temp_path {d}/tmp/uwsgi;\n  scgi_temp_path {d}/tmp/scgi;\n  client_max_body_size 0;\n  server {{\n    listen 127.0.0.1:{port};\n    location /cache/ {{\n{guard}      root {d}/data;\n{dav}    }}\n  }}\n}}\n"
+            "user root;\nworker_processes 1;\ndaemon off;\npid {d}/nginx.pid;\nerror_log {d}/logs/error.log;\nevents {{ worker_connections 64; }}\nhttp {{\n  access_log {d}/logs/access.log;\n  client_body_temp_path {d}/tmp/body;\n  proxy_temp_path {d}/tmp/proxy;\n  fastcgi_temp_path {d}/tmp/fastcgi;\n  uwsgi_temp_path {d}/tmp/uwsgi;\n  scgi_temp_path {d}/tmp/scgi;\n  client_max_body_size 0;\n  server {{\n    listen 127.0.0.1:{port}{ssl};\n    location /cache/ {{\n{guard}      root {d}/data;\n{dav}    }}\n  }}\n}}\n"
         );
         fs_err::write(dir.join("nginx.conf"), conf).expect("write nginx.conf");
         let child = Command::new(nginx_binary())
@@ -84,7 +109,7 @@ impl Nginx {
             .stderr(Stdio::null())
             .spawn()
             .expect("start nginx");
-        let url = format!("http://127.0.0.1:{port}/cache");
+        let url = format!("{scheme}://127.0.0.1:{port}/cache");
         let deadline = Instant::now() + Duration::from_secs(20);
         while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
             assert!(
@@ -869,4 +894,55 @@ fn rebuild_refusal(run: &Run) -> String {
         .and_then(|d| d["message"].as_str())
         .expect("a message")
         .to_owned()
+}
+
+/// A TLS cache (`https://`, `grpcs://`) is trusted through the machine's roots only; a
+/// machine that trusts its CA — here as OpenSSL lets one, `SSL_CERT_FILE`, which rustls reads
+/// as curl and git do — pushes and reuses through it; one that does not is refused with a
+/// warning naming the certificate, and proves locally with the same exit code.
+pub(crate) fn tls_with_a_trusted_root(sb: &Sandbox, url: &str, ca: &Path) {
+    let (secret, trusted) = ci_key(sb);
+    origin(sb, &format!("  remote: {url}\n"), &trusted);
+    let roots = ("SSL_CERT_FILE", ca.to_str().expect("utf-8"));
+    let ci = clone(sb, "ci");
+    install(&secret, &ci);
+    let run = prove(sb, &ci, &[CI, roots], &[]);
+    assert_eq!(run.code, Some(0), "{}\n{}", run.stdout, run.stderr);
+    assert_eq!(summary(&run, "pushed"), 3, "{}", run.stdout);
+    assert_eq!(runs(sb), 3);
+
+    // A laptop that trusts the CA reuses everything.
+    let laptop = clone(sb, "laptop");
+    let run = prove(sb, &laptop, &[roots], &[]);
+    assert_eq!(run.code, Some(0), "{}\n{}", run.stdout, run.stderr);
+    assert_eq!(summary(&run, "pulled"), 3, "{}", run.stdout);
+    assert_eq!(runs(sb), 3, "nothing ran again");
+
+    // One that does not: the certificate is named, nothing is believed, the proof stands.
+    let untrusting = clone(sb, "untrusting");
+    let run = prove(sb, &untrusting, &[], &[]);
+    assert_eq!(run.code, Some(0), "{}\n{}", run.stdout, run.stderr);
+    assert_eq!(summary(&run, "pulled"), 0, "{}", run.stdout);
+    assert_eq!(runs(sb), 6, "it proved locally");
+    let doc = run.json();
+    let warning = doc["status"]
+        .as_array()
+        .expect("status")
+        .iter()
+        .find(|d| d["code"] == "remote_cache_unavailable")
+        .unwrap_or_else(|| panic!("a warning: {doc:#}"));
+    assert!(
+        warning["message"]
+            .as_str()
+            .is_some_and(|m| m.to_lowercase().contains("certificate")),
+        "{warning:#}"
+    );
+}
+
+#[test]
+fn https_to_a_cache_whose_root_the_machine_trusts_carries_receipts() {
+    let sb = Sandbox::new();
+    let nginx = Nginx::start_tls(&sb);
+    assert!(nginx.url.starts_with("https://"), "{}", nginx.url);
+    tls_with_a_trusted_root(&sb, &nginx.url, &nginx.ca_file());
 }

@@ -32,7 +32,7 @@ pub(crate) struct BuildGrid {
     log: PathBuf,
     child: Option<Child>,
     /// Its configuration, storage and log (removed when dropped).
-    _dir: tempfile::TempDir,
+    dir: tempfile::TempDir,
 }
 
 /// BuildGrid's `bgd`, from the venv scripts/test.sh installs. Missing, it fails the test
@@ -117,6 +117,11 @@ impl BuildGrid {
         Self::start_with(None, true)
     }
 
+    /// The certificate of the CA that issued a TLS server's certificate.
+    pub(crate) fn ca_file(&self) -> PathBuf {
+        self.dir.path().join("ca.crt")
+    }
+
     /// Starts a server that refuses every call without the `authorization` metadata
     /// `token` ("Bearer <an HS256 JWT>"), which it returns too.
     pub(crate) fn start_requiring_token() -> (Self, String) {
@@ -181,7 +186,7 @@ impl BuildGrid {
                 ready_after: Duration::ZERO,
                 log,
                 child: Some(child),
-                _dir: dir,
+                dir,
             };
             let token = auth.as_ref().map(|(_, token)| token.as_str());
             let trusted = cert.as_ref().map(|(_, _, pem)| pem.as_str());
@@ -336,7 +341,7 @@ impl Drop for BuildGrid {
 
 /// A certificate for 127.0.0.1 made with openssl in `dir`, issued by a CA of its own that
 /// no system trusts: the key file, the certificate file and the CA's PEM.
-fn certificate(dir: &Path) -> (PathBuf, PathBuf, String) {
+pub(crate) fn certificate(dir: &Path) -> (PathBuf, PathBuf, String) {
     let openssl = |args: &[&str]| {
         let out = Command::new("openssl")
             .args(args)

@@ -87,7 +87,20 @@ fn failed(name: &str, e: &reqwest::Error) -> RemoteError {
     let reason = if e.is_timeout() {
         "no answer in time".to_owned()
     } else if e.is_connect() {
-        "the connection was refused or could not be made".to_owned()
+        // The deepest cause says which: refused, unreachable, or a certificate this
+        // machine's roots do not vouch for (`invalid peer certificate: UnknownIssuer`).
+        let mut cause: &dyn std::error::Error = e;
+        while let Some(next) = cause.source() {
+            cause = next;
+        }
+        let cause = cause.to_string();
+        if cause.to_lowercase().contains("certificate") {
+            format!("the TLS handshake failed: {cause}")
+        } else if cause.to_lowercase().contains("refused") {
+            "the connection was refused".to_owned()
+        } else {
+            format!("the connection could not be made: {cause}")
+        }
     } else {
         // The error's own text names the URL (never a header); its source says why.
         match std::error::Error::source(e) {
