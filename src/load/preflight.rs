@@ -39,9 +39,36 @@ pub fn builder(workspace: &Workspace, change: &Change) -> GraphBuilder {
     builder
 }
 
+/// Where the links a path walks through are read: the working tree, or a revision's
+/// objects (`plan --head`), so that a path escaping its repository is found where the files
+/// are.
+pub trait Links {
+    /// Where `path` (relative to the repository directory `dir`) leads when an existing
+    /// part of its literal prefix (up to the first glob character) resolves outside `dir`.
+    fn escape(&self, repo: &RepoId, dir: &Path, path: &str) -> Option<std::path::PathBuf>;
+}
+
+/// The working tree's links.
+pub struct WorkingTree;
+
+impl Links for WorkingTree {
+    fn escape(&self, _: &RepoId, dir: &Path, path: &str) -> Option<std::path::PathBuf> {
+        escape_through_symlink(dir, path)
+    }
+}
+
 /// Validates a change all the way to a sealed graph. On failure, every
 /// diagnostic (errors and warnings) is returned, sorted.
 pub fn prepare(workspace: &Workspace, change: &Change) -> Result<Prepared, Vec<Diagnostic>> {
+    prepare_with(workspace, change, &WorkingTree)
+}
+
+/// [`prepare`], with the links read from `links`.
+pub fn prepare_with(
+    workspace: &Workspace,
+    change: &Change,
+    links: &dyn Links,
+) -> Result<Prepared, Vec<Diagnostic>> {
     let mut all: Vec<Diagnostic> = workspace.diagnostics.clone();
     all.extend(change.diagnostics.iter().cloned());
     all.extend(change.coverage_diagnostics(workspace));
@@ -49,7 +76,7 @@ pub fn prepare(workspace: &Workspace, change: &Change) -> Result<Prepared, Vec<D
         diagnostic::sort(&mut all);
         return Err(all);
     }
-    all.extend(symlink_escapes(workspace, change));
+    all.extend(symlink_escapes(workspace, change, links));
     match builder(workspace, change).seal() {
         Ok(graph) if !all.iter().any(Diagnostic::is_error) => {
             diagnostic::sort(&mut all);
@@ -93,7 +120,7 @@ pub fn validate(workspace: &Workspace, change: &Change) -> Vec<Diagnostic> {
 /// Input, report and contract paths whose existing part leads out of their
 /// repository through a symlink. Lexical escapes (absolute, `..`) are the
 /// graph's own check.
-fn symlink_escapes(workspace: &Workspace, change: &Change) -> Vec<Diagnostic> {
+fn symlink_escapes(workspace: &Workspace, change: &Change, links: &dyn Links) -> Vec<Diagnostic> {
     let mut out = Vec::new();
     let default = (workspace.repositories.len() == 1)
         .then(|| workspace.repositories.keys().next())
@@ -117,13 +144,15 @@ fn symlink_escapes(workspace: &Workspace, change: &Change) -> Vec<Diagnostic> {
             paths.push((Some(repo), path.value.as_str(), path.pos, "contract path"));
         }
         for (repo, path, pos, what) in paths {
-            let Some(dir) = repo
-                .and_then(|r| workspace.repositories.get(r))
-                .map(|r| r.dir.as_path())
-            else {
+            let Some((repo, dir)) = repo.and_then(|r| {
+                workspace
+                    .repositories
+                    .get(r)
+                    .map(|found| (r, found.dir.as_path()))
+            }) else {
                 continue;
             };
-            if let Some(target) = escape_through_symlink(dir, path) {
+            if let Some(target) = links.escape(repo, dir, path) {
                 out.push(
                     Diagnostic::error(
                         Code::PathOutsideRepository,
@@ -161,7 +190,19 @@ fn escape_through_symlink(dir: &Path, path: &str) -> Option<std::path::PathBuf> 
         match fs_err::canonicalize(&at) {
             Ok(real) if !real.starts_with(&root) => return Some(real),
             Ok(_) => {}
-            Err(_) => break,
+            Err(_) => {
+                // A dangling link still leads somewhere: out of the repository is refused
+                // whether or not its target exists (as at a revision, `plan --head`).
+                if let (Ok(target), Some(parent)) = (fs_err::read_link(&at), at.parent())
+                    && let Ok(parent) = fs_err::canonicalize(parent)
+                {
+                    let leads = crate::base::paths::normalize(&parent.join(target));
+                    if !leads.starts_with(&root) {
+                        return Some(leads);
+                    }
+                }
+                break;
+            }
         }
     }
     None

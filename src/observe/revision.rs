@@ -333,6 +333,68 @@ impl Revision {
         Ok(())
     }
 
+    /// Where `path` (relative to `dir`) leads when an existing part of its literal prefix
+    /// (up to the first glob character) resolves outside `dir` through a link at this
+    /// revision — what a checkout of it would show (`preflight`'s working-tree check, read
+    /// from objects). Links are followed as the file system would, forty deep.
+    pub fn escape(&self, dir: &Path, path: &str) -> Option<PathBuf> {
+        let prefix = self.prefix_of(dir).ok()?;
+        let canonical = fs_err::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
+        let root = self.repo.find_object(self.tree).ok()?.into_tree();
+        let mut queue: std::collections::VecDeque<String> = Path::new(path)
+            .components()
+            .filter_map(|c| match c {
+                std::path::Component::Normal(part) => part.to_str().map(str::to_owned),
+                _ => None,
+            })
+            .take_while(|part| !part.contains(['*', '?', '[', '{']))
+            .collect();
+        let mut at: Vec<String> = Vec::new();
+        let mut hops = 0;
+        while let Some(part) = queue.pop_front() {
+            match part.as_str() {
+                "" | "." => continue,
+                ".." => {
+                    if at.pop().is_none() {
+                        let rest: Vec<String> = queue.into_iter().collect();
+                        return Some(dir.join("..").join(rest.join("/")));
+                    }
+                    continue;
+                }
+                _ => at.push(part),
+            }
+            let full = format!("{prefix}{}", at.join("/"));
+            let entry = root.lookup_entry_by_path(&full).ok()??;
+            match entry.mode().kind() {
+                gix::object::tree::EntryKind::Tree => {}
+                gix::object::tree::EntryKind::Link => {
+                    hops += 1;
+                    if hops > 40 {
+                        return None;
+                    }
+                    let target = String::from_utf8(entry.object().ok()?.detach().data).ok()?;
+                    at.pop();
+                    let target = if target.starts_with('/') {
+                        // An absolute link is inside only when it names the checkout itself.
+                        let Ok(inside) = Path::new(&target).strip_prefix(&canonical) else {
+                            return Some(PathBuf::from(target));
+                        };
+                        at.clear();
+                        inside.to_str()?.to_owned()
+                    } else {
+                        target
+                    };
+                    for part in target.split('/').rev() {
+                        queue.push_front(part.to_owned());
+                    }
+                }
+                // A file: nothing below it exists.
+                _ => return None,
+            }
+        }
+        None
+    }
+
     /// The bytes and kind of `path` (relative to `dir`) at this revision, following no
     /// link; `None` when there is no such file.
     pub fn read(
@@ -363,5 +425,88 @@ impl Revision {
         };
         let object = entry.object().map_err(|e| self.read_error(e))?;
         Ok(Some((object.detach().data, kind)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::base::testing::{commit_all, git, write};
+    use crate::load::preflight::{Links, WorkingTree};
+
+    /// A path escapes through a link at a revision exactly when it does in a checkout of
+    /// it: links inside and out, relative and absolute, chained, dangling, looping, a
+    /// directory of a monorepo, a glob after the literal prefix.
+    #[test]
+    fn a_link_escapes_at_a_revision_as_in_its_checkout() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let top = fs_err::canonicalize(tmp.path()).expect("canonical");
+        let repo = top.join("repo");
+        let dir = repo.join("pkg");
+        fs_err::create_dir_all(top.join("outside/deep")).expect("mkdir");
+        git(&top, &["init", "-q", "repo"]);
+        write(&dir, "src/a.txt", "a\n");
+        write(&dir, "src/deeper/b.txt", "b\n");
+        write(&dir, "file.txt", "f\n");
+        write(&repo, "sibling/c.txt", "c\n");
+        let link = |name: &str, target: &str| {
+            let at = dir.join(name);
+            fs_err::create_dir_all(at.parent().expect("parent")).expect("mkdir");
+            std::os::unix::fs::symlink(target, at).expect("symlink");
+        };
+        link("inside", "src");
+        link("out", "../../outside");
+        link("sibling", "../sibling");
+        link("abs_in", dir.join("src").to_str().expect("utf-8"));
+        link("abs_out", top.join("outside").to_str().expect("utf-8"));
+        link("src/up", "../../../outside/deep");
+        link("chain", "inside/up");
+        link("dangling_out", "../../nowhere");
+        link("dangling_in", "src/nowhere");
+        link("loop1", "loop2");
+        link("loop2", "loop1");
+        link("dot", "./src/./deeper/..");
+        commit_all(&repo);
+        let revision = Revision::resolve(&dir, "HEAD").expect("HEAD");
+        let id = proofgraph_graph::RepoId::parse("pkg").expect("id");
+        for path in [
+            "src/**",
+            "inside/a.txt",
+            "inside/deeper/**",
+            "out/x",
+            "out/**",
+            "sibling/c.txt",
+            "abs_in/a.txt",
+            "abs_out/x",
+            "src/up/x",
+            "chain/x",
+            "dangling_out/x",
+            "dangling_in/x",
+            "loop1/x",
+            "dot/a.txt",
+            "file.txt/x",
+            "missing/x",
+            "*.txt",
+            "out",
+        ] {
+            let checkout = WorkingTree.escape(&id, &dir, path).is_some();
+            let at = revision.escape(&dir, path).is_some();
+            assert_eq!(
+                at, checkout,
+                "{path}: at the revision {at}, in the checkout {checkout}"
+            );
+        }
+        // And what must be so, whatever the two say.
+        for (path, escapes) in [
+            ("inside/a.txt", false),
+            ("out/x", true),
+            ("sibling/c.txt", true),
+            ("abs_in/a.txt", false),
+            ("chain/x", true),
+            ("dangling_out/x", true),
+            ("dot/a.txt", false),
+        ] {
+            assert_eq!(revision.escape(&dir, path).is_some(), escapes, "{path}");
+        }
     }
 }

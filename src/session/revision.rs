@@ -84,6 +84,11 @@ impl Revisions {
         }
     }
 
+    /// The revision repository `repo` reads.
+    fn of(&self, repo: &RepoId) -> Option<&Revision> {
+        self.of_repo.get(repo).map(|i| &self.resolved[*i])
+    }
+
     /// Each repository's revision.
     pub fn by_repository(&self) -> BTreeMap<RepoId, &Revision> {
         self.of_repo
@@ -128,6 +133,18 @@ impl Revisions {
     }
 }
 
+/// A path escapes its repository through a link at the revision, as in a checkout of it.
+impl crate::load::preflight::Links for Revisions {
+    fn escape(
+        &self,
+        repo: &RepoId,
+        dir: &std::path::Path,
+        path: &str,
+    ) -> Option<std::path::PathBuf> {
+        self.of(repo)?.escape(dir, path)
+    }
+}
+
 /// Loads, seals, observes and fingerprints a change as it is at `revisions` (its files and
 /// its repositories' files), then opens the store and the remote as [`super::evaluate`]
 /// does. Its fingerprints are those a checkout of the revision gives.
@@ -156,7 +173,7 @@ pub fn evaluate_at(
     }
     let (secrets, secret_warnings) = crate::load::secrets::of_change(&change, ctx.env());
     ctx.remember_secrets(&secrets);
-    let prepared = crate::load::preflight::prepare(&workspace, &change)?;
+    let prepared = crate::load::preflight::prepare_with(&workspace, &change, revisions)?;
     let loaded = Loaded {
         workspace,
         change,

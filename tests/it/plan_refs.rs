@@ -10,7 +10,7 @@ use std::path::PathBuf;
 
 use serde_json::Value;
 
-use crate::support::{Sandbox, assert_codes, git};
+use crate::support::{Sandbox, assert_codes, assert_emits, git};
 
 const EXECUTION: &str = r#"version: 1
 providers:
@@ -528,4 +528,55 @@ fn a_revision_or_change_that_is_not_there_is_refused() {
     );
     run.expect_code(3);
     assert_codes!(run.status_codes(), ["unknown_change"], "{}", run.stdout);
+}
+
+/// Preflight's check for a path that leaves its repository through a link reads the head:
+/// a link a branch adds is refused in its plan as `prove` refuses it in a checkout of the
+/// branch, and a link only the working tree has does not stop the plan of a head without it.
+#[test]
+fn a_link_out_of_the_repository_is_judged_at_the_head() {
+    let h = History::new();
+    h.branch("escape");
+    std::os::unix::fs::symlink("../../../outside", h.ws().join("web/src/vendor")).expect("symlink");
+    fs_err::create_dir_all(h.sb.work().join("outside")).expect("mkdir");
+    let execution = h.ws().join("openspec/changes/add-x/execution.yaml");
+    fs_err::write(
+        &execution,
+        EXECUTION.replace(
+            "inputs: [src/**]\n    command: [sh, -c, \"exit 0\"]",
+            "inputs: [src/vendor/**]\n    command: [sh, -c, \"exit 0\"]",
+        ),
+    )
+    .expect("rewire");
+    h.step("vendor through a link", "bad");
+    // The checkout of the branch is refused by prove and by a plan of its working tree.
+    let run = h.sb.run(&h.ws(), &["prove", "add-x", "--json"]);
+    run.expect_code(3);
+    assert_emits!(
+        run.status_codes(),
+        "path_outside_repository",
+        "{}",
+        run.stdout
+    );
+
+    // On `main` (no link in the working tree), the plan of the branch is refused the same.
+    h.checkout("main");
+    assert!(!h.ws().join("web/src/vendor").exists());
+    let doc = h.plan(&["--base", "main", "--head", "bad"], 3);
+    assert_emits!(doc, "path_outside_repository", "{doc:#}");
+
+    // The other way: in the working tree `src` is a link out of the repository, where
+    // `main` has a directory; the plan of `main` reads `main`.
+    fs_err::rename(h.ws().join("web/src"), h.sb.work().join("moved-src")).expect("move");
+    std::os::unix::fs::symlink("../../outside", h.ws().join("web/src")).expect("symlink");
+    let run = h.sb.run(&h.ws(), &["prove", "add-x", "--json"]);
+    run.expect_code(3);
+    assert_emits!(
+        run.status_codes(),
+        "path_outside_repository",
+        "{}",
+        run.stdout
+    );
+    let doc = h.plan(&["--base", "s0", "--head", "main"], 2);
+    assert_eq!(doc["summary"]["changed_paths"], 0, "{doc:#}");
 }
