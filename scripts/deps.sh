@@ -15,6 +15,8 @@ set -euo pipefail
 #   nix-instantiate  nix-bin: evaluates the flake's own expressions offline
 #   node, npm        the pinned test tools (Playwright, openspec, turbo)
 #   nginx            the Bazel HTTP cache (WebDAV PUT) the remote-cache tests start
+#   zsh, fish        the shells whose completion scripts the tests source and ask (bash is there)
+#   groff            groff-base: renders the man page, warnings as errors
 needs=(
   "git:git"
   "dot:graphviz"
@@ -26,6 +28,9 @@ needs=(
   "node:nodejs"
   "npm:npm"
   "nginx:nginx"
+  "zsh:zsh"
+  "fish:fish"
+  "groff:groff-base"
 )
 missing=()
 for need in "${needs[@]}"; do

@@ -54,6 +54,7 @@ enum CommandArgs {
     #[command(after_help = "Example:\n  proofgraph show add-profile-page")]
     Show {
         /// The change (a directory under openspec/changes/)
+        #[arg(add = clap_complete::engine::ArgValueCandidates::new(change_names))]
         change: String,
     },
     /// Check a change's evidence.yaml and execution.yaml (and proofgraph.yaml)
@@ -63,6 +64,7 @@ enum CommandArgs {
     Validate {
         /// The change to validate
         #[arg(required_unless_present = "all", conflicts_with = "all")]
+        #[arg(add = clap_complete::engine::ArgValueCandidates::new(change_names))]
         change: Option<String>,
         /// Validate every change
         #[arg(long)]
@@ -85,6 +87,7 @@ enum CommandArgs {
     )]
     Plan {
         /// The change to plan
+        #[arg(add = clap_complete::engine::ArgValueCandidates::new(change_names))]
         change: String,
         /// How many providers may run at once [default: the number of CPUs]
         #[arg(long, short = 'j', value_name = "N", conflicts_with = "base")]
@@ -114,6 +117,7 @@ enum CommandArgs {
     )]
     Prove {
         /// The change to prove
+        #[arg(add = clap_complete::engine::ArgValueCandidates::new(change_names))]
         change: String,
         /// How many providers may run at once [default: the number of CPUs]
         #[arg(long, short = 'j', value_name = "N")]
@@ -152,6 +156,7 @@ enum CommandArgs {
     )]
     Status {
         /// The change
+        #[arg(add = clap_complete::engine::ArgValueCandidates::new(change_names))]
         change: String,
         /// The sandbox mode the fingerprints assume [default: proofgraph.yaml's, else worktree]
         #[arg(long, value_enum)]
@@ -167,6 +172,7 @@ enum CommandArgs {
     #[command(after_help = "Example:\n  proofgraph explain add-profile-page test")]
     Explain {
         /// The change
+        #[arg(add = clap_complete::engine::ArgValueCandidates::new(change_names))]
         change: String,
         /// The provider
         provider: String,
@@ -180,6 +186,7 @@ enum CommandArgs {
     )]
     Log {
         /// The change
+        #[arg(add = clap_complete::engine::ArgValueCandidates::new(change_names))]
         change: String,
         /// The provider
         provider: String,
@@ -193,6 +200,7 @@ enum CommandArgs {
     )]
     Hash {
         /// The change
+        #[arg(add = clap_complete::engine::ArgValueCandidates::new(change_names))]
         change: String,
         /// One provider [default: every provider]
         provider: Option<String>,
@@ -232,11 +240,133 @@ enum CommandArgs {
     )]
     Graph {
         /// The change to draw
+        #[arg(add = clap_complete::engine::ArgValueCandidates::new(change_names))]
         change: String,
         /// The picture format
         #[arg(long, value_enum, default_value = "dot")]
         format: GraphFormat,
     },
+    /// Print the shell completion script (subcommands, options, and the changes of the OpenSpec root you are in)
+    #[command(
+        after_help = "Install:\n  bash:  echo 'source <(proofgraph completions bash)' >> ~/.bashrc\n  zsh:   proofgraph completions zsh > \"${fpath[1]}/_proofgraph\"\n  fish:  proofgraph completions fish > ~/.config/fish/completions/proofgraph.fish\n\nThe script asks proofgraph at each TAB (PROOFGRAPH_COMPLETE=<shell> proofgraph -- <words>), so it stays true across upgrades."
+    )]
+    Completions {
+        /// The shell
+        #[arg(value_enum)]
+        shell: ShellName,
+    },
+    /// Print the man page (roff) of proofgraph, or of one of its commands
+    #[command(
+        after_help = "Examples:\n  proofgraph man | man -l -\n  proofgraph man prove | man -l -"
+    )]
+    Man {
+        /// A command (its own page, `proofgraph-<command>(1)`)
+        command: Option<String>,
+    },
+}
+
+/// A shell whose completion script `completions` prints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum ShellName {
+    Bash,
+    Zsh,
+    Fish,
+    Elvish,
+    Powershell,
+}
+
+/// The environment variable that makes proofgraph answer a completion request.
+const COMPLETE_VAR: &str = "PROOFGRAPH_COMPLETE";
+
+/// The completion script for `shell`: it calls `completer` back at each TAB.
+fn completion_script(shell: ShellName, completer: &str) -> Result<String, String> {
+    let name = match shell {
+        ShellName::Bash => "bash",
+        ShellName::Zsh => "zsh",
+        ShellName::Fish => "fish",
+        ShellName::Elvish => "elvish",
+        ShellName::Powershell => "powershell",
+    };
+    let shells = clap_complete::env::Shells::builtins();
+    let adapter = shells
+        .completer(name)
+        .ok_or_else(|| format!("no completion adapter for {name}"))?;
+    let mut buf = Vec::new();
+    adapter
+        .write_registration(
+            COMPLETE_VAR,
+            "proofgraph",
+            "proofgraph",
+            completer,
+            &mut buf,
+        )
+        .map_err(|e| e.to_string())?;
+    String::from_utf8(buf).map_err(|e| e.to_string())
+}
+
+/// The program a completion script calls back: as it was started when that was by a path
+/// (made absolute), else by name on `PATH`.
+fn completer_path() -> String {
+    let argv0 = std::env::args_os().next().unwrap_or_default();
+    let path = std::path::Path::new(&argv0);
+    if path.components().count() > 1 {
+        std::path::absolute(path)
+            .unwrap_or_else(|_| path.to_path_buf())
+            .to_string_lossy()
+            .into_owned()
+    } else {
+        "proofgraph".to_owned()
+    }
+}
+
+/// The man page of `proofgraph`, or of one of its commands (`proofgraph-prove`), as git
+/// has `git-commit(1)`.
+fn man_page(command: Option<&str>) -> Result<String, String> {
+    use clap::CommandFactory as _;
+    let mut top = Cli::command();
+    top.build();
+    let page = match command {
+        None => top,
+        Some(name) => top
+            .get_subcommands()
+            .find(|c| c.get_name() == name && !c.is_hide_set())
+            .cloned()
+            .ok_or_else(|| format!("there is no command `{name}`"))?
+            .name(format!("proofgraph-{name}"))
+            .bin_name(format!("proofgraph {name}"))
+            .version(env!("CARGO_PKG_VERSION")),
+    };
+    let mut buf = Vec::new();
+    clap_mangen::Man::new(page)
+        .render(&mut buf)
+        .map_err(|e| e.to_string())?;
+    String::from_utf8(buf).map_err(|e| e.to_string())
+}
+
+/// The changes of the nearest OpenSpec root above the working directory, for completion
+/// (`archive/` and hidden directories left out).
+fn change_names() -> Vec<clap_complete::engine::CompletionCandidate> {
+    let Ok(cwd) = std::env::current_dir() else {
+        return Vec::new();
+    };
+    let Some(root) = cwd.ancestors().find(|d| d.join("openspec").is_dir()) else {
+        return Vec::new();
+    };
+    let mut names: Vec<String> = fs_err::read_dir(root.join("openspec/changes"))
+        .map(|entries| {
+            entries
+                .flatten()
+                .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+                .filter_map(|e| e.file_name().into_string().ok())
+                .filter(|n| n != "archive" && !n.starts_with('.'))
+                .collect()
+        })
+        .unwrap_or_default();
+    names.sort();
+    names
+        .into_iter()
+        .map(clap_complete::engine::CompletionCandidate::new)
+        .collect()
 }
 
 #[derive(Debug, Subcommand)]
@@ -259,6 +389,7 @@ enum CacheArgs {
     )]
     Push {
         /// The change
+        #[arg(add = clap_complete::engine::ArgValueCandidates::new(change_names))]
         change: String,
     },
     /// Fetch the receipts the remote cache has for the change's current fingerprints (checked before they are kept)
@@ -267,6 +398,7 @@ enum CacheArgs {
     )]
     Pull {
         /// The change
+        #[arg(add = clap_complete::engine::ArgValueCandidates::new(change_names))]
         change: String,
     },
     /// Count what the local store holds, and name the remote cache
@@ -315,6 +447,7 @@ enum EvidenceArgs {
     #[command(after_help = "Example:\n  proofgraph evidence detect add-profile-page --json")]
     Detect {
         /// The change
+        #[arg(add = clap_complete::engine::ArgValueCandidates::new(change_names))]
         change: String,
     },
     /// Preview (or with --write, add) the high-confidence providers; existing ones keep every byte
@@ -323,6 +456,7 @@ enum EvidenceArgs {
     )]
     Init {
         /// The change
+        #[arg(add = clap_complete::engine::ArgValueCandidates::new(change_names))]
         change: String,
         /// Write execution.yaml (and, with --claims-from-specs, create evidence.yaml) instead of previewing
         #[arg(long)]
@@ -335,6 +469,7 @@ enum EvidenceArgs {
     #[command(after_help = "Example:\n  proofgraph evidence doctor add-profile-page")]
     Doctor {
         /// The change
+        #[arg(add = clap_complete::engine::ArgValueCandidates::new(change_names))]
         change: String,
     },
     /// Accept a signed CI result for an `external` provider, after checking it completely
@@ -344,6 +479,7 @@ enum EvidenceArgs {
     )]
     VerifyCi {
         /// The change
+        #[arg(add = clap_complete::engine::ArgValueCandidates::new(change_names))]
         change: String,
         /// The `external` provider the result is for
         provider: String,
@@ -431,6 +567,26 @@ impl Cli {
                 clap::error::ErrorKind::ArgumentConflict,
                 "the argument '--format <FORMAT>' cannot be used with '--json'",
             ));
+        }
+        if let CommandArgs::Man {
+            command: Some(name),
+        } = &self.command
+        {
+            let mut command = Cli::command();
+            let names: Vec<String> = command
+                .get_subcommands()
+                .filter(|c| !c.is_hide_set() && c.get_name() != "help")
+                .map(|c| c.get_name().to_owned())
+                .collect();
+            if !names.contains(name) {
+                return Err(command.error(
+                    clap::error::ErrorKind::InvalidValue,
+                    format!(
+                        "there is no command `{name}` (one of: {})",
+                        names.join(", ")
+                    ),
+                ));
+            }
         }
         Ok(self)
     }
@@ -601,6 +757,14 @@ impl Cli {
                 provider,
                 envelope,
             },
+            CommandArgs::Completions { shell } => Command::Completions {
+                shell: format!("{shell:?}").to_lowercase(),
+                script: completion_script(shell, &completer_path()),
+            },
+            CommandArgs::Man { command } => Command::Man {
+                page: man_page(command.as_deref()),
+                command,
+            },
             CommandArgs::Graph { change, format } => Command::Graph {
                 change,
                 format: match format {
@@ -623,6 +787,14 @@ pub fn main() -> ExitCode {
         .is_some_and(|a| a == proofgraph_sandbox::INIT_ARG)
     {
         proofgraph_sandbox::init_main();
+    }
+    // A completion request (`PROOFGRAPH_COMPLETE=<shell> proofgraph -- <words>`, from the
+    // script `completions` prints) is answered and nothing else happens.
+    {
+        use clap::CommandFactory as _;
+        clap_complete::CompleteEnv::with_factory(Cli::command)
+            .var(COMPLETE_VAR)
+            .complete();
     }
     let json = args.iter().skip(1).any(|a| a == "--json");
     let cli = match Cli::try_parse_from(&args).and_then(Cli::checked) {

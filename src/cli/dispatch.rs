@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use crate::commands::validate::ValidateOptions;
 use crate::commands::{
     cache, doctor, evidence, explain, graph, hash, key, list, log, plan, prove, receipt, rerun,
-    show, status, validate, verify_ci, watch,
+    shell, show, status, validate, verify_ci, watch,
 };
 use crate::load::openspec::root::Env;
 use crate::present::output::{Mode, emit_redacted};
@@ -17,6 +17,20 @@ use crate::session::context::{Context, Global};
 pub enum Command {
     /// `list`.
     List,
+    /// `completions <shell>`: the script, made by the command line.
+    Completions {
+        /// The shell.
+        shell: String,
+        /// The script, or why it could not be made.
+        script: Result<String, String>,
+    },
+    /// `man [<command>]`: the page, made by the command line.
+    Man {
+        /// The command whose page it is.
+        command: Option<String>,
+        /// The page, or why it could not be made.
+        page: Result<String, String>,
+    },
     /// `show <change>`.
     Show {
         /// The change.
@@ -162,6 +176,10 @@ pub fn run(env: Env, global: &Global, command: Command) -> u8 {
     }
     match command {
         Command::List => emit!(mode, list::run(&ctx)),
+        Command::Completions { shell, script } => {
+            emit!(mode, shell::completions(&shell, script))
+        }
+        Command::Man { command, page } => emit!(mode, shell::man(command, page)),
         Command::Show { change } => emit!(mode, show::run(&ctx, &change)),
         Command::Validate(options) => emit!(mode, validate::run(&ctx, &options)),
         Command::Doctor => emit!(mode, doctor::run(&ctx)),

@@ -36,6 +36,7 @@ mod secrets;
 mod services;
 mod setup;
 mod setup_mount;
+mod shells;
 mod snapshots;
 mod support;
 mod syntax;
