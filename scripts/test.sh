@@ -14,8 +14,9 @@ if [ ! -f tools/node_modules/.package-lock.json ] || [ tools/package-lock.json -
 fi
 
 # Python packages the tests run (securesystemslib, rfc8785 cross-checks; pytest, a real runner;
-# uv, the package manager of docs/setup.md's uv recipe; junitparser, a real JUnit reader).
-if ! python3 -c 'import securesystemslib, rfc8785, pytest, uv, junitparser' 2>/dev/null; then
+# uv, the package manager of docs/setup.md's uv recipe; junitparser, a real JUnit reader;
+# jsonschema and PyYAML, a real validator of `proofgraph schema`'s schemas).
+if ! python3 -c 'import securesystemslib, rfc8785, pytest, uv, junitparser, jsonschema, yaml' 2>/dev/null; then
   python3 -m pip install --quiet --disable-pip-version-check -r tools/interop/requirements.txt
 fi
 

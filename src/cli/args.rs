@@ -255,6 +255,15 @@ enum CommandArgs {
         #[arg(value_enum)]
         shell: ShellName,
     },
+    /// Print the JSON Schema of execution.yaml, evidence.yaml or proofgraph.yaml, for an editor
+    #[command(
+        after_help = "Examples:\n  proofgraph schema execution > .vscode/proofgraph-execution.schema.json\n  # then, first line of execution.yaml:\n  # yaml-language-server: $schema=../../../.vscode/proofgraph-execution.schema.json\n\nThe shape only: what needs the whole change (a dependsOn naming no provider, a cycle) is `validate`'s."
+    )]
+    Schema {
+        /// The file
+        #[arg(value_enum)]
+        kind: SchemaKind,
+    },
     /// Print the man page (roff) of proofgraph, or of one of its commands
     #[command(
         after_help = "Examples:\n  proofgraph man | man -l -\n  proofgraph man prove | man -l -"
@@ -263,6 +272,17 @@ enum CommandArgs {
         /// A command (its own page, `proofgraph-<command>(1)`)
         command: Option<String>,
     },
+}
+
+/// A file whose JSON Schema `schema` prints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum SchemaKind {
+    /// execution.yaml
+    Execution,
+    /// evidence.yaml
+    Evidence,
+    /// proofgraph.yaml
+    Catalog,
 }
 
 /// A shell whose completion script `completions` prints.
@@ -761,6 +781,11 @@ impl Cli {
                 shell: format!("{shell:?}").to_lowercase(),
                 script: completion_script(shell, &completer_path()),
             },
+            CommandArgs::Schema { kind } => Command::Schema(match kind {
+                SchemaKind::Execution => crate::load::config::schema::Kind::Execution,
+                SchemaKind::Evidence => crate::load::config::schema::Kind::Evidence,
+                SchemaKind::Catalog => crate::load::config::schema::Kind::Catalog,
+            }),
             CommandArgs::Man { command } => Command::Man {
                 page: man_page(command.as_deref()),
                 command,

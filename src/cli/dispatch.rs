@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use crate::commands::validate::ValidateOptions;
 use crate::commands::{
     cache, doctor, evidence, explain, graph, hash, key, list, log, plan, prove, receipt, rerun,
-    shell, show, status, validate, verify_ci, watch,
+    schema, shell, show, status, validate, verify_ci, watch,
 };
 use crate::load::openspec::root::Env;
 use crate::present::output::{Mode, emit_redacted};
@@ -24,6 +24,8 @@ pub enum Command {
         /// The script, or why it could not be made.
         script: Result<String, String>,
     },
+    /// `schema <kind>`.
+    Schema(crate::load::config::schema::Kind),
     /// `man [<command>]`: the page, made by the command line.
     Man {
         /// The command whose page it is.
@@ -180,6 +182,7 @@ pub fn run(env: Env, global: &Global, command: Command) -> u8 {
             emit!(mode, shell::completions(&shell, script))
         }
         Command::Man { command, page } => emit!(mode, shell::man(command, page)),
+        Command::Schema(kind) => emit!(mode, schema::run(kind)),
         Command::Show { change } => emit!(mode, show::run(&ctx, &change)),
         Command::Validate(options) => emit!(mode, validate::run(&ctx, &options)),
         Command::Doctor => emit!(mode, doctor::run(&ctx)),

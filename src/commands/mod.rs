@@ -16,6 +16,7 @@ pub mod plan;
 pub mod prove;
 pub mod receipt;
 pub mod rerun;
+pub mod schema;
 pub mod shell;
 pub mod show;
 pub mod status;

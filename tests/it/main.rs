@@ -32,6 +32,7 @@ mod reports;
 mod rerun;
 mod root;
 mod sandbox;
+mod schema;
 mod secrets;
 mod services;
 mod setup;

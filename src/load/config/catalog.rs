@@ -93,7 +93,18 @@ pub struct Catalog {
     pub cache: Option<Cache>,
 }
 
-const TOP_KEYS: [&str; 5] = ["version", "repositories", "sandbox", "trustedKeys", "cache"];
+/// The keys of a repository of `repositories`.
+pub(crate) const REPOSITORY_KEYS: [&str; 4] = ["path", "setup", "setupCache", "setupInputs"];
+/// The keys of `cache`.
+pub(crate) const CACHE_KEYS: [&str; 5] = [
+    "remote",
+    "policy",
+    "headersFromEnv",
+    "connectTimeoutMs",
+    "timeoutMs",
+];
+pub(crate) const TOP_KEYS: [&str; 5] =
+    ["version", "repositories", "sandbox", "trustedKeys", "cache"];
 
 /// Decodes a whole `proofgraph.yaml` document.
 pub fn decode(sink: &mut Sink, root: &Node) -> Option<Catalog> {
@@ -141,12 +152,7 @@ fn repositories(sink: &mut Sink, node: &Node) -> BTreeMap<RepoId, Repository> {
             continue;
         };
         let what = format!("repository `{}`", id.value);
-        let Some(f) = fields(
-            sink,
-            value,
-            &what,
-            &["path", "setup", "setupCache", "setupInputs"],
-        ) else {
+        let Some(f) = fields(sink, value, &what, &REPOSITORY_KEYS) else {
             continue;
         };
         let path = match f.get("path") {
@@ -295,18 +301,7 @@ fn trusted_key(sink: &mut Sink, node: &Node, index: usize) -> Option<TrustedKey>
 }
 
 fn cache(sink: &mut Sink, node: &Node) -> Option<Cache> {
-    let f = fields(
-        sink,
-        node,
-        "`cache`",
-        &[
-            "remote",
-            "policy",
-            "headersFromEnv",
-            "connectTimeoutMs",
-            "timeoutMs",
-        ],
-    )?;
+    let f = fields(sink, node, "`cache`", &CACHE_KEYS)?;
     let remote = f
         .get("remote")
         .and_then(|n| nonempty_string(sink, n, "`remote` of `cache`"));

@@ -59,7 +59,7 @@ pub const PROVIDER_KEYS: [&str; 24] = [
     "criticalCases",
 ];
 
-const SERVICE_KEYS: [&str; 6] = [
+pub(crate) const SERVICE_KEYS: [&str; 6] = [
     "command",
     "repository",
     "readiness",
@@ -67,7 +67,7 @@ const SERVICE_KEYS: [&str; 6] = [
     "envFrom",
     "network",
 ];
-const READINESS_KEYS: [&str; 4] = ["url", "expectHeader", "expectBody", "timeoutMs"];
+pub(crate) const READINESS_KEYS: [&str; 4] = ["url", "expectHeader", "expectBody", "timeoutMs"];
 
 /// Decodes a whole `execution.yaml` document.
 pub fn decode(sink: &mut Sink, root: &Node) -> Option<Execution> {

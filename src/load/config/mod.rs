@@ -6,3 +6,4 @@ pub mod decode;
 pub mod evidence;
 pub mod execution;
 pub mod load;
+pub mod schema;
