@@ -175,6 +175,7 @@ enum CommandArgs {
         #[arg(add = clap_complete::engine::ArgValueCandidates::new(change_names))]
         change: String,
         /// The provider
+        #[arg(add = clap_complete::engine::ArgValueCandidates::new(provider_names))]
         provider: String,
         /// The sandbox mode the fingerprints assume
         #[arg(long, value_enum)]
@@ -189,6 +190,7 @@ enum CommandArgs {
         #[arg(add = clap_complete::engine::ArgValueCandidates::new(change_names))]
         change: String,
         /// The provider
+        #[arg(add = clap_complete::engine::ArgValueCandidates::new(provider_names))]
         provider: String,
         /// The receipt (its SHA-256) whose log to print [default: the provider's latest]
         #[arg(long, value_name = "SHA256")]
@@ -203,6 +205,7 @@ enum CommandArgs {
         #[arg(add = clap_complete::engine::ArgValueCandidates::new(change_names))]
         change: String,
         /// One provider [default: every provider]
+        #[arg(add = clap_complete::engine::ArgValueCandidates::new(provider_names))]
         provider: Option<String>,
         /// The sandbox mode the fingerprints assume
         #[arg(long, value_enum)]
@@ -363,13 +366,53 @@ fn man_page(command: Option<&str>) -> Result<String, String> {
     String::from_utf8(buf).map_err(|e| e.to_string())
 }
 
+/// The nearest OpenSpec root above the working directory, for completion.
+fn completion_root() -> Option<PathBuf> {
+    let cwd = std::env::current_dir().ok()?;
+    cwd.ancestors()
+        .find(|d| d.join("openspec").is_dir())
+        .map(std::path::Path::to_path_buf)
+}
+
 /// The changes of the nearest OpenSpec root above the working directory, for completion
 /// (`archive/` and hidden directories left out).
 fn change_names() -> Vec<clap_complete::engine::CompletionCandidate> {
-    let Ok(cwd) = std::env::current_dir() else {
+    changes_here()
+        .into_iter()
+        .map(clap_complete::engine::CompletionCandidate::new)
+        .collect()
+}
+
+/// The providers of the change the command line being completed names (the words the
+/// shell passed after `--`): the keys of `providers` in its `execution.yaml` and
+/// `evidence.yaml`, as written (providers derived from manifests are `show`'s to list).
+fn provider_names() -> Vec<clap_complete::engine::CompletionCandidate> {
+    let Some(root) = completion_root() else {
         return Vec::new();
     };
-    let Some(root) = cwd.ancestors().find(|d| d.join("openspec").is_dir()) else {
+    let changes = changes_here();
+    let words: Vec<String> = std::env::args().skip_while(|a| a != "--").skip(1).collect();
+    let Some(change) = words.iter().find(|w| changes.contains(w)) else {
+        return Vec::new();
+    };
+    let mut names = std::collections::BTreeSet::new();
+    for file in ["execution.yaml", "evidence.yaml"] {
+        let path = root.join("openspec/changes").join(change).join(file);
+        if let Ok(doc) = crate::load::config::load::read_document(&path, file)
+            && let Some(entries) = doc.root.get("providers").and_then(|n| n.as_map())
+        {
+            names.extend(entries.iter().map(|(key, _)| key.name.clone()));
+        }
+    }
+    names
+        .into_iter()
+        .map(clap_complete::engine::CompletionCandidate::new)
+        .collect()
+}
+
+/// The names of the changes of the nearest OpenSpec root, sorted.
+fn changes_here() -> Vec<String> {
+    let Some(root) = completion_root() else {
         return Vec::new();
     };
     let mut names: Vec<String> = fs_err::read_dir(root.join("openspec/changes"))
@@ -384,9 +427,6 @@ fn change_names() -> Vec<clap_complete::engine::CompletionCandidate> {
         .unwrap_or_default();
     names.sort();
     names
-        .into_iter()
-        .map(clap_complete::engine::CompletionCandidate::new)
-        .collect()
 }
 
 #[derive(Debug, Subcommand)]
@@ -502,6 +542,7 @@ enum EvidenceArgs {
         #[arg(add = clap_complete::engine::ArgValueCandidates::new(change_names))]
         change: String,
         /// The `external` provider the result is for
+        #[arg(add = clap_complete::engine::ArgValueCandidates::new(provider_names))]
         provider: String,
         /// The DSSE envelope (JSON) CI produced
         envelope: PathBuf,

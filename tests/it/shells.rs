@@ -20,6 +20,14 @@ fn workspace(sb: &Sandbox) {
         sb.write(&format!("openspec/changes/{name}/proposal.md"), "# x\n");
     }
     sb.write(
+        "openspec/changes/add-profile/execution.yaml",
+        "version: 1\nproviders:\n  unit: {adapter: command, command: [true]}\n  lint: {adapter: command, command: [true]}\n",
+    );
+    sb.write(
+        "openspec/changes/fix-login/evidence.yaml",
+        "version: 2\nclaims: []\nproviders:\n  e2e: {adapter: command, command: [true]}\n",
+    );
+    sb.write(
         "openspec/changes/archive/2026-01-01-old/proposal.md",
         "# old\n",
     );
@@ -110,6 +118,19 @@ fn bash_completes_commands_options_and_the_changes_of_the_root_it_stands_in() {
         none.iter().all(|c| c.is_empty() || !c.starts_with("add")),
         "{none:?}"
     );
+    // The providers of the change the line names (execution.yaml and evidence.yaml).
+    let values = |line: &str| -> Vec<String> {
+        bash_complete(&sb, &sb.work(), &file, line)
+            .into_iter()
+            .filter(|c| !c.starts_with('-'))
+            .collect()
+    };
+    let providers = values("proofgraph explain add-profile ");
+    assert_eq!(providers, ["lint", "unit"], "{providers:?}");
+    let providers = values("proofgraph log fix-login ");
+    assert_eq!(providers, ["e2e"], "{providers:?}");
+    let one = bash_complete(&sb, &sb.work(), &file, "proofgraph hash add-profile u");
+    assert_eq!(one, ["unit"], "{one:?}");
     // The values of an option are completed too.
     let modes = bash_complete(
         &sb,
