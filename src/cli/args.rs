@@ -366,9 +366,27 @@ fn man_page(command: Option<&str>) -> Result<String, String> {
     String::from_utf8(buf).map_err(|e| e.to_string())
 }
 
-/// The nearest OpenSpec root above the working directory, for completion.
+/// The words of the command line being completed (what the shell passed after `--`).
+fn completion_words() -> Vec<String> {
+    std::env::args().skip_while(|a| a != "--").skip(1).collect()
+}
+
+/// The nearest OpenSpec root above the directory the line being completed runs in: the
+/// working directory, or the one its `-C <dir>` names.
 fn completion_root() -> Option<PathBuf> {
-    let cwd = std::env::current_dir().ok()?;
+    let mut cwd = std::env::current_dir().ok()?;
+    let words = completion_words();
+    let mut words = words.iter();
+    while let Some(word) = words.next() {
+        let dir = match word.strip_prefix("-C") {
+            Some("") => words.next().map(String::as_str),
+            Some(dir) => Some(dir),
+            None => None,
+        };
+        if let Some(dir) = dir {
+            cwd = cwd.join(dir);
+        }
+    }
     cwd.ancestors()
         .find(|d| d.join("openspec").is_dir())
         .map(std::path::Path::to_path_buf)
@@ -391,7 +409,7 @@ fn provider_names() -> Vec<clap_complete::engine::CompletionCandidate> {
         return Vec::new();
     };
     let changes = changes_here();
-    let words: Vec<String> = std::env::args().skip_while(|a| a != "--").skip(1).collect();
+    let words = completion_words();
     let Some(change) = words.iter().find(|w| changes.contains(w)) else {
         return Vec::new();
     };

@@ -11,7 +11,6 @@ use crate::present::exit::Verdict;
 use crate::present::output::{Payload, Report};
 use crate::proof::receipt::{self, ArtifactKind, Verified};
 use crate::session::context::{Context, RootOutput};
-use crate::session::evaluate::{Keys, evaluate};
 use crate::store::Sha256;
 
 /// The payload of `log`.
@@ -66,11 +65,17 @@ pub fn run(
     provider: &str,
     receipt: Option<&str>,
 ) -> Report<LogPayload> {
-    let e = match evaluate(ctx, change, None, Keys::Check) {
-        Ok(e) => e,
+    // The change and its store, nothing observed: a log is found by name, not by
+    // fingerprint, so the repositories' files need not be read.
+    let loaded = match crate::session::load::load(ctx, change) {
+        Ok(loaded) => loaded,
         Err(all) => return Report::failed(all, Verdict::Invalid),
     };
-    let graph = &e.loaded.prepared.graph;
+    let (store, trusted) = match crate::session::evaluate::checked_store(ctx, &loaded) {
+        Ok(found) => found,
+        Err(all) => return Report::failed(all, Verdict::Invalid),
+    };
+    let graph = &loaded.prepared.graph;
     let Some((id, p)) = ProviderId::parse(provider).ok().and_then(|id| {
         let node = graph.provider(&id)?;
         Some((id, graph.node(node).provider()?))
@@ -82,7 +87,7 @@ pub fn run(
             format!("Use one of: {}.", known.join(", ")),
         );
     };
-    let name = &e.loaded.change.name;
+    let name = &loaded.change.name;
     let found: Option<Verified> = match receipt {
         Some(text) => {
             let Some(sha) = Sha256::parse(text.trim()) else {
@@ -94,7 +99,7 @@ pub fn run(
                     ),
                 );
             };
-            let Some(verified) = receipt::read(&e.store, &sha, &e.trusted) else {
+            let Some(verified) = receipt::read(&store, &sha, &trusted) else {
                 return failed(
                     Code::NoLog,
                     format!("no verified receipt `{sha}` is in the store"),
@@ -122,8 +127,8 @@ pub fn run(
             let mut outputs: Vec<_> = p.outputs.iter().collect();
             outputs.sort_by_key(|o| o.under != id);
             outputs.iter().find_map(|o| {
-                let sha = e.store.latest(name, &o.under, &o.capability)?;
-                receipt::read(&e.store, &sha, &e.trusted)
+                let sha = store.latest(name, &o.under, &o.capability)?;
+                receipt::read(&store, &sha, &trusted)
             })
         }
     };
@@ -152,7 +157,7 @@ pub fn run(
             ),
         );
     };
-    let Some(bytes) = e.store.get(&artifact.sha256) else {
+    let Some(bytes) = store.get(&artifact.sha256) else {
         return failed(
             Code::NoLog,
             format!(
@@ -174,7 +179,7 @@ pub fn run(
             sha256: Some(artifact.sha256.to_hex()),
             bytes: Some(bytes.len() as u64),
             log: Some(String::from_utf8_lossy(&bytes).into_owned()),
-            root: Some(e.loaded.root.clone()),
+            root: Some(loaded.root.clone()),
         }),
         status: Vec::new(),
         verdict: Verdict::Success,

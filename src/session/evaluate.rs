@@ -99,6 +99,9 @@ pub fn evaluate(
 /// The rest of an evaluation once the change is loaded and observed (in the working tree,
 /// or at a revision): its fingerprints, the store, the trusted keys, and what the remote
 /// cache has for fingerprints the store has no entry for.
+///
+/// [`checked_store`] is the part of it a command that reads stored receipts by name, and
+/// needs no fingerprint, uses alone (`log`).
 pub fn complete(
     ctx: &Context,
     mut loaded: Loaded,
@@ -122,11 +125,8 @@ pub fn complete(
             (store, signing.inspection.trusted, Some(signing.key))
         }
         Keys::Check => {
-            let inspection = crate::proof::trust::inspect(&pins, &root, catalog);
-            if let Some(d) = inspection.diagnostic() {
-                return Err(vec![d]);
-            }
-            (Store::open_read_only(&root), inspection.trusted, None)
+            let (store, trusted) = checked_store(ctx, &loaded)?;
+            (store, trusted, None)
         }
         Keys::Ignore => (Store::open_read_only(&root), Vec::new(), None),
     };
@@ -197,4 +197,20 @@ fn missing(
     out.sort();
     out.dedup();
     out
+}
+
+/// The store, read only, and the keys whose receipts are trusted, as [`Keys::Check`] has
+/// them: a store key that is not trusted stops the command (exit 3) rather than showing
+/// every receipt as unverified without saying why.
+pub fn checked_store(
+    ctx: &Context,
+    loaded: &Loaded,
+) -> Result<(Store, Vec<crate::attest::envelope::TrustedKey>), Vec<Diagnostic>> {
+    let pins = crate::proof::trust::Pins::new(ctx.env());
+    let root = &loaded.workspace.root;
+    let inspection = crate::proof::trust::inspect(&pins, root, loaded.workspace.catalog.as_ref());
+    if let Some(d) = inspection.diagnostic() {
+        return Err(vec![d]);
+    }
+    Ok((Store::open_read_only(root), inspection.trusted))
 }

@@ -111,13 +111,17 @@ fn bash_completes_commands_options_and_the_changes_of_the_root_it_stands_in() {
     }
     let one = bash_complete(&sb, &sb.work(), &file, "proofgraph status fi");
     assert_eq!(one, ["fix-login"], "{one:?}");
-    // Outside any OpenSpec root there are no changes to offer, and nothing fails.
+    // Outside any OpenSpec root there are no changes to offer, and nothing fails...
     let outside = tempfile::tempdir().expect("tempdir");
     let none = bash_complete(&sb, outside.path(), &file, "proofgraph status a");
     assert!(
         none.iter().all(|c| c.is_empty() || !c.starts_with("add")),
         "{none:?}"
     );
+    // ...unless the line names a root with -C, as the command will run there.
+    let line = format!("proofgraph -C {} status a", sb.work().display());
+    let there = bash_complete(&sb, outside.path(), &file, &line);
+    assert_eq!(there, ["add-profile"], "{there:?}");
     // The providers of the change the line names (execution.yaml and evidence.yaml).
     let values = |line: &str| -> Vec<String> {
         bash_complete(&sb, &sb.work(), &file, line)
