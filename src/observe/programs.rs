@@ -70,7 +70,12 @@ impl RepoFiles for WorkingTree {
         is_executable(&dir.join(rel))
     }
     fn read(&self, dir: &Path, rel: &Path) -> Option<Vec<u8>> {
-        fs_err::read(dir.join(rel)).ok()
+        // A regular file only: a FIFO would block the observation.
+        let path = dir.join(rel);
+        fs_err::metadata(&path)
+            .ok()
+            .filter(std::fs::Metadata::is_file)?;
+        fs_err::read(path).ok()
     }
 }
 
@@ -100,6 +105,17 @@ struct Read {
     shown: String,
     digest: Digest,
     shebang: Option<String>,
+}
+
+impl Read {
+    /// The program as one of another's `runs` (which name no `runs` of their own).
+    fn ran(self) -> Executable {
+        Executable {
+            path: self.shown,
+            digest: self.digest,
+            runs: Vec::new(),
+        }
+    }
 }
 
 /// A program, with the repository a relative one is read in.
@@ -173,11 +189,7 @@ impl Programs {
                 };
                 let command = self.read(&found, at);
                 let interpreters = self.interpreters(command.shebang.as_deref(), at);
-                runs.push(Executable {
-                    path: command.shown,
-                    digest: command.digest,
-                    runs: Vec::new(),
-                });
+                runs.push(command.ran());
                 runs.extend(interpreters);
             }
         }
@@ -209,22 +221,14 @@ impl Programs {
             };
             let read = self.read(&program, at);
             line = read.shebang.clone();
-            out.push(Executable {
-                path: read.shown,
-                digest: read.digest,
-                runs: Vec::new(),
-            });
+            out.push(read.ran());
             // `/usr/bin/env node`: env runs the program it finds on the job's PATH.
             if let Some(name) = found_by_env
                 && let Some(target) = self.find(&name, at)
             {
                 let read = self.read(&target, at);
                 line = read.shebang.clone();
-                out.push(Executable {
-                    path: read.shown,
-                    digest: read.digest,
-                    runs: Vec::new(),
-                });
+                out.push(read.ran());
             }
         }
         out
@@ -619,7 +623,12 @@ impl Known {
     /// The digest of the file at `path` (through links; zeros when it cannot be read) and
     /// its `#!` line.
     fn digest(&mut self, path: &Path) -> (Digest, Option<String>) {
-        let Ok(meta) = fs_err::metadata(path) else {
+        // Only a regular file is read: a `#!` naming a FIFO or a device must never block
+        // an observation (it could not be executed as an interpreter anyway).
+        let Some(meta) = fs_err::metadata(path)
+            .ok()
+            .filter(std::fs::Metadata::is_file)
+        else {
             return (Digest::default(), None);
         };
         let stat = Stat::of(&meta);
@@ -807,6 +816,43 @@ mod tests {
         ] {
             assert_eq!(script_commands(script), want, "{script:?}");
         }
+    }
+
+    /// A `#!` naming a FIFO (or a repository program that is one) is no file to read: the
+    /// observation goes on, with no digest for it, instead of waiting for a writer forever.
+    #[test]
+    fn a_fifo_for_an_interpreter_never_blocks_the_observation() {
+        use std::os::unix::fs::PermissionsExt as _;
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let fifo = tmp.path().join("fifo");
+        let made = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .expect("mkfifo (coreutils)");
+        assert!(made.success());
+        std::os::unix::fs::symlink("fifo", tmp.path().join("local")).expect("symlink");
+        let script = tmp.path().join("tool");
+        fs_err::write(&script, format!("#!{}\n", fifo.display())).expect("write");
+        fs_err::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+        let dir = tmp.path().to_path_buf();
+        let (done, got) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut programs = Programs::new(None);
+            let at = Lookup {
+                repo_dir: Some(&dir),
+                path: None,
+                files: &WorkingTree,
+            };
+            let absolute = programs.identify(&Program::Absolute(dir.join("tool")), &[], at);
+            let relative = programs.identify(&Program::InRepository("local".into()), &[], at);
+            let _ = done.send((absolute, relative));
+        });
+        let (absolute, relative) = got
+            .recv_timeout(std::time::Duration::from_secs(30))
+            .expect("identifying returns without a writer on the FIFO");
+        assert_eq!(absolute.runs.len(), 1, "{absolute:?}");
+        assert_eq!(absolute.runs[0].digest, Digest::default());
+        assert_eq!(relative.digest, Digest::default());
     }
 
     #[test]

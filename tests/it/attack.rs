@@ -779,13 +779,24 @@ fn an_upgraded_interpreter_or_tool_of_a_shell_script_reruns_what_it_proved() {
         rewrite("interp", &interp("v1"));
         rewrite("check", &check("v1"));
         let sb = Sandbox::new();
+        // `script` is a file of the repository whose interpreter env finds on PATH.
         workspace(
             &sb,
-            "  test:\n    adapter: test-discovery\n    command: [tool]\n    report: out.tap\n  lint:\n    adapter: command\n    capability: test\n    command: [sh, -c, \"cd . && check --strict\"]\n",
-            &[],
+            "  test:\n    adapter: test-discovery\n    command: [tool]\n    report: out.tap\n  lint:\n    adapter: command\n    capability: test\n    command: [sh, -c, \"cd . && check --strict\"]\n  script:\n    adapter: command\n    capability: test\n    command: [./run.sh]\n",
+            &[("run.sh", "#!/usr/bin/env interp\nexit 0\n")],
         );
+        {
+            use std::os::unix::fs::PermissionsExt as _;
+            fs_err::set_permissions(
+                sb.work().join("run.sh"),
+                std::fs::Permissions::from_mode(0o755),
+            )
+            .expect("chmod");
+            crate::support::git(&sb.work(), &["add", "run.sh"]);
+            git_commit_all(&sb.work());
+        }
         let actions = |doc: &Value| -> Vec<(String, String)> {
-            ["lint", "test"]
+            ["lint", "script", "test"]
                 .iter()
                 .map(|p| {
                     (
@@ -795,9 +806,10 @@ fn an_upgraded_interpreter_or_tool_of_a_shell_script_reruns_what_it_proved() {
                 })
                 .collect()
         };
-        let pair = |lint: &str, test: &str| {
+        let expected = |lint: &str, script: &str, test: &str| {
             vec![
                 ("lint".to_owned(), lint.to_owned()),
+                ("script".to_owned(), script.to_owned()),
                 ("test".to_owned(), test.to_owned()),
             ]
         };
@@ -813,10 +825,15 @@ fn an_upgraded_interpreter_or_tool_of_a_shell_script_reruns_what_it_proved() {
             "pass",
             "{isolation}: {doc:#}"
         );
+        assert_eq!(
+            outcome_of(&doc, "script", "test"),
+            "pass",
+            "{isolation}: {doc:#}"
+        );
         let doc = prove(&sb, &args, &vars).json();
         assert_eq!(
             actions(&doc),
-            pair("reused", "reused"),
+            expected("reused", "reused", "reused"),
             "{isolation}: {doc:#}"
         );
 
@@ -839,7 +856,7 @@ fn an_upgraded_interpreter_or_tool_of_a_shell_script_reruns_what_it_proved() {
         let doc = prove(&sb, &args, &vars).json();
         assert_eq!(
             actions(&doc),
-            pair("reused", "ran"),
+            expected("reused", "ran", "ran"),
             "{isolation}: the interpreter env found changed: {doc:#}"
         );
         assert_eq!(
@@ -852,7 +869,7 @@ fn an_upgraded_interpreter_or_tool_of_a_shell_script_reruns_what_it_proved() {
         let doc = prove(&sb, &args, &vars).json();
         assert_eq!(
             actions(&doc),
-            pair("ran", "reused"),
+            expected("ran", "reused", "reused"),
             "{isolation}: the tool the shell script runs changed: {doc:#}"
         );
     }

@@ -10,7 +10,7 @@ use std::process::Command;
 
 use serde_json::Value;
 
-use crate::support::{Sandbox, assert_emits, git};
+use crate::support::{Sandbox, assert_emits, git, input_refs};
 
 /// `ws/` (the OpenSpec root's git repository, with `web/`) and `api/` beside it.
 fn workspace(sb: &Sandbox) -> (PathBuf, PathBuf) {
@@ -61,20 +61,6 @@ fn objects(repo: &Path, kind: &str) -> Vec<String> {
     )
     .lines()
     .filter_map(|l| l.strip_prefix(&format!("{kind} ")).map(str::to_owned))
-    .collect()
-}
-
-fn input_refs(repo: &Path) -> Vec<String> {
-    git(
-        repo,
-        &[
-            "for-each-ref",
-            "--format=%(refname)",
-            "refs/proofgraph/inputs/",
-        ],
-    )
-    .lines()
-    .map(str::to_owned)
     .collect()
 }
 

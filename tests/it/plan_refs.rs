@@ -549,7 +549,7 @@ fn a_link_out_of_the_repository_is_judged_at_the_head() {
     )
     .expect("rewire");
     h.step("vendor through a link", "bad");
-    // The checkout of the branch is refused by prove and by a plan of its working tree.
+    // `prove` refuses the checkout of the branch.
     let run = h.sb.run(&h.ws(), &["prove", "add-x", "--json"]);
     run.expect_code(3);
     assert_emits!(

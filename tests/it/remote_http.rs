@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use proofgraph::attest::keys;
 use serde_json::Value;
 
-use crate::support::{Run, Sandbox, assert_emits, git, git_commit_all};
+use crate::support::{Run, Sandbox, assert_emits, git, git_commit_all, input_refs};
 
 pub(crate) const CHANGE: &str = "share";
 
@@ -725,6 +725,21 @@ fn plan_says_which_receipts_come_from_the_remote() {
     assert!(reasons.iter().all(Value::is_null), "{reasons:?}");
 }
 
+/// The origin with a branch `feature` (one edit of `src/lib.sh`) besides `main`, and CI's
+/// clone of it on that branch, with the CI key installed.
+fn ci_on_a_branch(sb: &Sandbox, nginx: &Nginx) -> PathBuf {
+    let (secret, trusted) = ci_key(sb);
+    origin(sb, &format!("  remote: {}\n", nginx.url), &trusted);
+    git(&sb.work(), &["checkout", "-q", "-b", "feature"]);
+    fs_err::write(sb.work().join("src/lib.sh"), "echo 43\n").expect("edit");
+    git(&sb.work(), &["commit", "-qam", "feature"]);
+    git(&sb.work(), &["checkout", "-q", "main"]);
+    let ci = clone(sb, "ci");
+    git(&ci, &["checkout", "-q", "feature"]);
+    install(&secret, &ci);
+    ci
+}
+
 /// `plan --base --head` resolves the head's evidence in the remote cache too: CI proved a
 /// branch and pushed; a laptop on `main` that never checked the branch out sees every
 /// requirement at its head passed, and no local receipt was needed.
@@ -732,15 +747,7 @@ fn plan_says_which_receipts_come_from_the_remote() {
 fn the_plan_of_a_diff_finds_the_heads_receipts_in_the_remote() {
     let sb = Sandbox::new();
     let nginx = Nginx::start(&sb, None);
-    let (secret, trusted) = ci_key(&sb);
-    origin(&sb, &format!("  remote: {}\n", nginx.url), &trusted);
-    git(&sb.work(), &["checkout", "-q", "-b", "feature"]);
-    fs_err::write(sb.work().join("src/lib.sh"), "echo 43\n").expect("edit");
-    git(&sb.work(), &["commit", "-qam", "feature"]);
-    git(&sb.work(), &["checkout", "-q", "main"]);
-    let ci = clone(&sb, "ci");
-    git(&ci, &["checkout", "-q", "feature"]);
-    install(&secret, &ci);
+    let ci = ci_on_a_branch(&sb, &nginx);
     assert_eq!(prove(&sb, &ci, &[CI], &[]).code, Some(0));
     let laptop = clone(&sb, "laptop");
     let run = sb.run(
@@ -779,21 +786,6 @@ fn receipt_sha(run: &Run, provider: &str) -> String {
         .to_owned()
 }
 
-/// The refs that keep recorded input trees in the repository at `dir`.
-fn input_refs(dir: &Path) -> Vec<String> {
-    git(
-        dir,
-        &[
-            "for-each-ref",
-            "--format=%(refname)",
-            "refs/proofgraph/inputs/",
-        ],
-    )
-    .lines()
-    .map(str::to_owned)
-    .collect()
-}
-
 /// A receipt CI proved and pushed reruns on a laptop that never had its input trees (a
 /// clone fetches no `refs/proofgraph/inputs/`): the tree is rebuilt from the commit the
 /// receipt names, checked by its id, and kept. A receipt whose commit the laptop lacks, or
@@ -803,15 +795,7 @@ fn input_refs(dir: &Path) -> Vec<String> {
 fn a_receipt_ci_pushed_reruns_on_a_laptop_from_the_commit_it_names() {
     let sb = Sandbox::new();
     let nginx = Nginx::start(&sb, None);
-    let (secret, trusted) = ci_key(&sb);
-    origin(&sb, &format!("  remote: {}\n", nginx.url), &trusted);
-    git(&sb.work(), &["checkout", "-q", "-b", "feature"]);
-    fs_err::write(sb.work().join("src/lib.sh"), "echo 43\n").expect("edit");
-    git(&sb.work(), &["commit", "-qam", "feature"]);
-    git(&sb.work(), &["checkout", "-q", "main"]);
-    let ci = clone(&sb, "ci");
-    git(&ci, &["checkout", "-q", "feature"]);
-    install(&secret, &ci);
+    let ci = ci_on_a_branch(&sb, &nginx);
     let proved = prove(&sb, &ci, &[CI], &[]);
     assert_eq!(proved.code, Some(0), "{}", proved.stdout);
     let sha = receipt_sha(&proved, "unit");

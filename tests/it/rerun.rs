@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use crate::support::{Sandbox, assert_codes, git};
+use crate::support::{Sandbox, assert_codes, git, input_refs};
 
 /// A workspace whose `test` provider passes iff `src/value.txt` says `v1`, and writes a
 /// TAP report with a stable test and (with `coin`) one that fails when its run id ends in
@@ -252,21 +252,6 @@ fn what_cannot_be_rerun_exactly_is_refused() {
         "{}",
         run.stdout
     );
-}
-
-/// The refs that keep recorded input trees.
-fn input_refs(dir: &Path) -> Vec<String> {
-    git(
-        dir,
-        &[
-            "for-each-ref",
-            "--format=%(refname)",
-            "refs/proofgraph/inputs/",
-        ],
-    )
-    .lines()
-    .map(str::to_owned)
-    .collect()
 }
 
 /// Deletes every recorded tree: its ref, then git's gc drops what nothing reaches.

@@ -579,6 +579,21 @@ pub(crate) fn git(dir: &Path, args: &[&str]) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
+/// The refs that keep recorded input trees in the git repository at `dir`.
+pub(crate) fn input_refs(dir: &Path) -> Vec<String> {
+    git(
+        dir,
+        &[
+            "for-each-ref",
+            "--format=%(refname)",
+            "refs/proofgraph/inputs/",
+        ],
+    )
+    .lines()
+    .map(str::to_owned)
+    .collect()
+}
+
 /// Makes `dir` a git repository with everything in it committed.
 pub(crate) fn git_commit_all(dir: &Path) {
     if !dir.join(".git").exists() {
