@@ -27,8 +27,11 @@
 //! 23 platform, 24 executable (resolved path and content digest, and `runs`: the
 //! interpreters and `-c` script programs it starts, when there are any), 25 inputs
 //! (the digest of exactly the files the provider reads), 26 setup (the sandbox setup of
-//! the repository it runs in), 27 producer (for a discovery receiver, the fingerprint of
-//! the `test-discovery` provider whose run writes its receipt; absent otherwise).
+//! the repository it runs in: its commands, cached directories and `setupInputs`, and what
+//! it sees — a cached setup's key over its inputs' identities, an uncached one's whole
+//! repository), 27 producer (for a discovery receiver, the fingerprint of the
+//! `test-discovery` provider whose run writes its receipt; absent otherwise), 28 artifacts
+//! (the files it hands to the providers that depend on it; absent when none).
 //!
 //! The *binding* (what `proofgraph hash` prints and external signers sign)
 //! is SHA-256 over `"proofgraph/provider-binding" ‖ u32be(ENCODING_VERSION)
@@ -43,7 +46,10 @@
 //! service's executable (service component 11), and identifies an untracked
 //! file by its git blob id. Within 2, the executable map gained the key `runs` (only for a
 //! program that starts others): receipts of such programs went stale once — never matched
-//! wrongly — and every other fingerprint kept its bytes.
+//! wrongly — and every other fingerprint kept its bytes. 3: each provider runs in a world
+//! of its own (it sees exactly the files it binds and no other provider's writes), so a
+//! receipt made in a shared sandbox is not evidence of that; component 28 (`artifacts`);
+//! the setup component names what the setup saw.
 
 use std::collections::BTreeMap;
 use std::fmt;

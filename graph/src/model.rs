@@ -293,6 +293,9 @@ pub struct Provider {
     pub network: Option<Spanned<Network>>,
     /// Stable case ids the report must bind.
     pub critical_cases: Option<Vec<Spanned<String>>>,
+    /// Files it writes (patterns relative to its repository) that the providers depending
+    /// on it see: the one way one provider's output reaches another.
+    pub artifacts: Option<Vec<Spanned<String>>>,
 }
 
 impl Provider {
@@ -325,6 +328,7 @@ impl Provider {
             ci: None,
             network: None,
             critical_cases: None,
+            artifacts: None,
         }
     }
 

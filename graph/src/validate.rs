@@ -431,6 +431,9 @@ fn check_provider(declared: &Declared<'_>, p: &Provider, out: &mut Out<'_>) {
             &Spanned::new(path.to_owned(), input.pos),
         );
     }
+    for artifact in p.artifacts.iter().flatten() {
+        check_path(out, &format!("artifact of {what}"), artifact);
+    }
     check_env(out, &what, p.env.as_ref());
     // Claims.
     if let (ClaimScope::Listed(ids), Some(capability)) = (&p.claims, &capability) {

@@ -51,6 +51,7 @@ use nix::unistd::{Pid, chdir, dup2_stderr, dup2_stdin, dup2_stdout, getppid, set
 use crate::probe::{self, Expectations, Target};
 use crate::protocol::{ProbeOutcome, encode_line, nanos};
 use crate::sys::{self, describe, detach_stdio, write_all_fd};
+use crate::world::WorldPlan;
 
 /// Exit code of a command that was not found (as in a shell).
 pub(crate) const NOT_FOUND: i32 = 127;
@@ -238,6 +239,8 @@ impl CommandPlan {
 pub(crate) struct ExecSetup<'a> {
     /// The run's private network, to enter.
     pub(crate) private_net: Option<BorrowedFd<'a>>,
+    /// The job's world, to build and enter (with namespaces).
+    pub(crate) world: Option<&'a WorldPlan>,
     /// Without namespaces: the init's pid. The command then starts its own session (and so
     /// its own process group) and dies with the init.
     pub(crate) fallback_parent: Option<Pid>,
@@ -355,6 +358,14 @@ pub(crate) fn exec_command(
         failure.fail(
             CANNOT_RUN,
             format_args!("enter the run's private network: {}", Described(e)),
+        );
+    }
+    if let Some(world) = setup.world
+        && let Err((what, e)) = world.build()
+    {
+        failure.fail(
+            CANNOT_RUN,
+            format_args!("build the job's world: {what}: {}", Described(e)),
         );
     }
     if let Err(e) = chdir(plan.cwd.as_c_str()) {

@@ -19,29 +19,29 @@ use std::ffi::OsString;
 use std::fs::File;
 use std::io::Write;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
-use std::os::unix::ffi::OsStrExt as _;
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use nix::errno::Errno;
-use nix::fcntl::{AtFlags, FcntlArg, FdFlag, OFlag, fcntl, open, openat};
+use nix::fcntl::{FcntlArg, FdFlag, OFlag, fcntl, open};
 use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
 use nix::sys::prctl::set_pdeathsig;
 use nix::sys::signal::{SigSet, Signal, kill, killpg};
 use nix::sys::signalfd::{SfdFlags, SignalFd};
-use nix::sys::stat::{Mode, fstatat};
+use nix::sys::stat::Mode;
 use nix::sys::wait::{Id, WaitPidFlag, WaitStatus, waitid, waitpid};
 use nix::unistd::{ForkResult, Pid, getpid, getppid, pipe2};
 
 use crate::child::{self, CommandPlan, ExecSetup, ProbePlan, SpawnFailure};
-use crate::isolation::{self, HostPath, Namespaces};
+use crate::isolation::{self, Namespaces};
 use crate::probe::{Expectations, parse_url};
 use crate::protocol::{
-    OverlayRequest, ProbeOutcome, ProbeRequest, Reply, Request, SpawnRequest, WireBytes,
-    WireIsolation, WireIsolationRequest, WireNetwork, encode_line, nanos,
+    ProbeOutcome, ProbeRequest, Reply, Request, SpawnRequest, WireBytes, WireIsolation,
+    WireIsolationRequest, WireNetwork, encode_line, nanos,
 };
 use crate::redact::{Redactor, redact_text};
 use crate::sys::{self, SingleThreaded, describe};
+use crate::world::WorldPlan;
 
 /// Stack size for a command's process between `clone` and `exec` (its parent is suspended
 /// meanwhile and the init waits for it, so one stack serves every job).
@@ -106,24 +106,17 @@ fn run() -> Result<(), String> {
     let paths = |all: Vec<WireBytes>| -> Vec<PathBuf> {
         all.into_iter().map(WireBytes::into_path).collect()
     };
-    let (requested, parent_pid, job_limit, hidden, read_only) =
-        match serde_json::from_slice::<Request>(&line) {
-            Ok(Request::Hello {
-                isolation,
-                parent_pid,
-                job_limit,
-                hidden,
-                read_only,
-            }) => (
-                isolation,
-                parent_pid,
-                job_limit,
-                paths(hidden),
-                paths(read_only),
-            ),
-            Ok(_) => return Err("the first request was not a hello".to_owned()),
-            Err(e) => return Err(format!("malformed hello: {e}")),
-        };
+    let (requested, parent_pid, job_limit, hidden) = match serde_json::from_slice::<Request>(&line)
+    {
+        Ok(Request::Hello {
+            isolation,
+            parent_pid,
+            job_limit,
+            hidden,
+        }) => (isolation, parent_pid, job_limit, paths(hidden)),
+        Ok(_) => return Err("the first request was not a hello".to_owned()),
+        Err(e) => return Err(format!("malformed hello: {e}")),
+    };
     if getppid().as_raw() != parent_pid {
         // The parent that said hello is gone (or this is not its child): nobody to serve.
         return Err(format!(
@@ -173,34 +166,20 @@ fn run() -> Result<(), String> {
             }
         },
     };
-    // What the run's jobs must not see, covered now where it is reachable; what lies under
-    // the host's /tmp is covered when its entry is exposed.
-    if mode.is_some() {
-        for dir in hidden
-            .iter()
-            .filter(|d| isolation::tmp_top_entry(d).is_none())
-        {
-            if let Err(reason) = isolation::cover(dir) {
+    // The directory each job's root is built on, in its own mount namespace.
+    let staging = match &mode {
+        Some(_) => match isolation::staging_dir() {
+            Ok(dir) => Some(dir),
+            Err(reason) => {
                 write_reply(&Reply::HelloFailed {
                     isolation_unavailable: false,
                     reason,
                 });
                 return Ok(());
             }
-        }
-        for dir in read_only
-            .iter()
-            .filter(|d| isolation::tmp_top_entry(d).is_none())
-        {
-            if let Err(reason) = isolation::read_only(dir) {
-                write_reply(&Reply::HelloFailed {
-                    isolation_unavailable: false,
-                    reason,
-                });
-                return Ok(());
-            }
-        }
-    }
+        },
+        None => None,
+    };
     if !write_reply(&Reply::Hello { isolation }) {
         return Ok(());
     }
@@ -217,8 +196,7 @@ fn run() -> Result<(), String> {
         held: false,
         namespaces: mode,
         hidden,
-        read_only,
-        bound: HashSet::new(),
+        staging,
         signals,
         control,
         jobs: BTreeMap::new(),
@@ -229,6 +207,9 @@ fn run() -> Result<(), String> {
     let result = init.serve();
     if result.is_err() {
         init.abort_all();
+    }
+    if let Some(dir) = &init.staging {
+        let _ = fs_err::remove_dir(dir);
     }
     result
 }
@@ -361,12 +342,10 @@ struct Init {
     found: std::collections::HashMap<Vec<u8>, usize>,
     /// `None` without isolation.
     namespaces: Option<Namespaces>,
-    /// Directories covered from the run's jobs (see `RunConfig::hidden`).
+    /// Paths covered wherever a job's world would show them (see `RunConfig::hidden`).
     hidden: Vec<PathBuf>,
-    /// Directories bound read-only for the run's jobs (see `RunConfig::read_only`).
-    read_only: Vec<PathBuf>,
-    /// Entries of the host's `/tmp` already bind-mounted into the private one.
-    bound: HashSet<OsString>,
+    /// The empty directory jobs build their roots on (with namespaces).
+    staging: Option<PathBuf>,
     signals: SignalFd,
     control: Control,
     jobs: BTreeMap<u64, Job>,
@@ -489,15 +468,6 @@ impl Init {
                 self.start_waiting();
             }
             Request::Probe(probe) => self.probe(probe),
-            Request::Overlay(overlay) => {
-                let job = overlay.job;
-                let error = if self.used_ids.insert(job) {
-                    self.overlay(overlay).err()
-                } else {
-                    Some(format!("job id {job} was already used in this run"))
-                };
-                self.reply(&Reply::Mounted { job, error });
-            }
             Request::Kill { job } => {
                 if let Some(entry) = self.jobs.get_mut(&job) {
                     entry.killed = true;
@@ -813,26 +783,21 @@ impl Init {
             .into_iter()
             .map(|(k, v)| (k.into_os(), v.into_os()))
             .collect();
-        // What the job names under the host's /tmp — its directory, the program it runs,
-        // absolute paths in its argv, absolute paths in its environment's values
-        // (`:`-separated lists included) — it sees; nothing else of /tmp. Exposed before
-        // the program is looked for, so that a `PATH` entry under /tmp is searched as the
-        // job will see it.
-        let named: Vec<PathBuf> = std::iter::once(cwd.clone())
-            .chain(program.clone())
-            .chain(argv.iter().map(PathBuf::from))
-            .chain(env.iter().flat_map(|(_, v)| {
-                v.as_bytes()
-                    .split(|b| *b == b':')
-                    .map(|p| PathBuf::from(std::ffi::OsStr::from_bytes(p)))
-                    .collect::<Vec<_>>()
-            }))
-            .collect();
-        for path in &named {
-            if let Err(why) = self.expose_host_tmp(path) {
-                return refuse(self, why);
+        // Its world, planned before its process exists (which may not allocate).
+        let world = match (&self.namespaces, &self.staging) {
+            (Some(ns), Some(staging)) => {
+                match WorldPlan::new(
+                    &request.world.into_world(),
+                    &self.hidden,
+                    staging,
+                    ns.user_namespace,
+                ) {
+                    Ok(plan) => Some(plan),
+                    Err(why) => return refuse(self, format!("plan the job's world: {why}")),
+                }
             }
-        }
+            _ => None,
+        };
         let mut plan = match CommandPlan::new(argv, program, env, cwd.clone()) {
             Ok(plan) => plan,
             Err(why) => return refuse(self, why),
@@ -865,6 +830,7 @@ impl Init {
                 _ => None,
             },
             fallback_parent: self.namespaces.is_none().then_some(self.pid),
+            world: world.as_ref(),
         };
         let mut failure = SpawnFailure::new();
         let started = Instant::now();
@@ -989,85 +955,14 @@ impl Init {
         }
     }
 
-    /// Opens (creating or truncating) a log file of the host, also under `/tmp`.
+    /// Opens (creating or truncating) a log file of the host.
     fn open_log(&self, path: &Path) -> Result<File, String> {
         let flags =
             OFlag::O_WRONLY | OFlag::O_CREAT | OFlag::O_TRUNC | OFlag::O_CLOEXEC | OFlag::O_NOCTTY;
         let mode = Mode::from_bits_truncate(0o644);
-        let opened = match (&self.namespaces, isolation::host_path(path)) {
-            (Some(ns), HostPath::UnderTmp(relative)) => {
-                openat(ns.host_tmp.as_fd(), &relative, flags, mode)
-            }
-            _ => open(path, flags, mode),
-        };
-        opened
+        open(path, flags, mode)
             .map(File::from)
             .map_err(|e| format!("open the log `{}`: {}", path.display(), describe(e)))
-    }
-
-    /// Mounts an overlay in the run's mount namespace, which every job shares.
-    fn overlay(&mut self, request: OverlayRequest) -> Result<(), String> {
-        let Some(user_namespace) = self.namespaces.as_ref().map(|ns| ns.user_namespace) else {
-            return Err("the run has no mount namespace (it runs without isolation)".to_owned());
-        };
-        let target = request.target.into_path();
-        let scratch = request.scratch.into_path();
-        let layers: Vec<PathBuf> = request
-            .layers
-            .into_iter()
-            .map(WireBytes::into_path)
-            .collect();
-        for path in [&target, &scratch].into_iter().chain(&layers) {
-            self.expose_host_tmp(path)?;
-        }
-        isolation::overlay(&isolation::Overlay {
-            target: &target,
-            layers: &layers,
-            scratch: &scratch,
-            user_namespace,
-        })
-    }
-
-    /// Makes a path under the host's `/tmp` (a working directory, or a path
-    /// the job names) reachable in the private `/tmp`, by its top-level entry.
-    fn expose_host_tmp(&mut self, cwd: &Path) -> Result<(), String> {
-        let Some(ns) = &self.namespaces else {
-            return Ok(());
-        };
-        if cwd.components().any(|c| c == Component::ParentDir) {
-            return Ok(());
-        }
-        let Some(entry) = isolation::tmp_top_entry(cwd) else {
-            return Ok(());
-        };
-        if self.bound.contains(&entry) {
-            return Ok(());
-        }
-        // An entry the host does not have is one the run made in its own /tmp.
-        if fstatat(
-            ns.host_tmp.as_fd(),
-            entry.as_os_str(),
-            AtFlags::AT_SYMLINK_NOFOLLOW,
-        )
-        .is_err()
-        {
-            return Ok(());
-        }
-        isolation::bind_host_tmp_entry(&ns.host_tmp, &entry)?;
-        // What must stay hidden inside the entry just exposed is covered before any job
-        // can reach it.
-        for dir in &self.hidden {
-            if isolation::tmp_top_entry(dir).as_ref() == Some(&entry) {
-                isolation::cover(dir)?;
-            }
-        }
-        for dir in &self.read_only {
-            if isolation::tmp_top_entry(dir).as_ref() == Some(&entry) {
-                isolation::read_only(dir)?;
-            }
-        }
-        self.bound.insert(entry);
-        Ok(())
     }
 }
 

@@ -1,9 +1,9 @@
 //! Creating a run's namespaces, in the init.
 //!
 //! The init moves itself into a new **mount namespace** (and, when it is not root or root
-//! cannot, a new **user namespace** mapping only its own uid and gid): propagation is made
-//! private, the host's `/tmp` is kept open as a directory descriptor, and a fresh `tmpfs` is
-//! mounted on `/tmp`. Every job inherits that mount namespace.
+//! cannot, a new **user namespace** mapping only its own uid and gid), whose propagation is
+//! made private: what its jobs mount never reaches the host. Each job then gets a mount
+//! namespace of its own, a copy of the init's, in which its world is built (`world.rs`).
 //!
 //! The init itself stays in the host's **network namespace**. The run's private network is
 //! created by a short-lived child that unshares a network namespace and brings `lo` up; the
@@ -14,11 +14,9 @@
 //!
 //! PID namespaces are per job; see `child.rs`.
 
-use std::ffi::OsString;
 use std::os::fd::{AsFd, OwnedFd};
-use std::path::{Component, Path, PathBuf};
+use std::path::PathBuf;
 
-use nix::errno::Errno;
 use nix::fcntl::{OFlag, open};
 use nix::mount::{MsFlags, mount};
 use nix::sched::{CloneFlags, unshare};
@@ -37,8 +35,6 @@ use crate::sys::{
 pub(crate) struct Namespaces {
     /// Keeps the run's private network namespace alive; jobs `setns` into it.
     pub(crate) private_net: OwnedFd,
-    /// The host's `/tmp` (the directory under the private `tmpfs`), for paths under it.
-    pub(crate) host_tmp: OwnedFd,
     /// Whether a user namespace was created.
     pub(crate) user_namespace: bool,
 }
@@ -99,24 +95,9 @@ pub(crate) fn setup(token: &SingleThreaded) -> Result<Namespaces, String> {
         None::<&str>,
     )
     .map_err(|e| format!("make mount propagation private: {}", describe(e)))?;
-    let host_tmp = open(
-        "/tmp",
-        OFlag::O_PATH | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC,
-        Mode::empty(),
-    )
-    .map_err(|e| format!("open `/tmp`: {}", describe(e)))?;
-    mount(
-        Some("tmpfs"),
-        "/tmp",
-        Some("tmpfs"),
-        MsFlags::MS_NOSUID | MsFlags::MS_NODEV,
-        Some("mode=1777"),
-    )
-    .map_err(|e| format!("mount a private tmpfs on `/tmp`: {}", describe(e)))?;
     let private_net = private_network(token)?;
     Ok(Namespaces {
         private_net,
-        host_tmp,
         user_namespace,
     })
 }
@@ -207,69 +188,6 @@ fn private_network(token: &SingleThreaded) -> Result<OwnedFd, String> {
     }
 }
 
-/// Where a host path is found from inside the run's mount namespace, where `/tmp` is
-/// private.
-pub(crate) enum HostPath {
-    /// Not under `/tmp`: the same path works.
-    Direct,
-    /// Under `/tmp`: this path relative to the host's `/tmp` descriptor.
-    UnderTmp(PathBuf),
-}
-
-/// Classifies an absolute, normal path (no `..`).
-pub(crate) fn host_path(path: &Path) -> HostPath {
-    match path.strip_prefix("/tmp") {
-        Ok(rest) if !rest.as_os_str().is_empty() => HostPath::UnderTmp(rest.to_path_buf()),
-        _ => HostPath::Direct,
-    }
-}
-
-/// The top-level entry under `/tmp` of a path, if the path is strictly under `/tmp`.
-pub(crate) fn tmp_top_entry(path: &Path) -> Option<OsString> {
-    let mut components = path.components();
-    if components.next() != Some(Component::RootDir) {
-        return None;
-    }
-    match (components.next(), components.next()) {
-        (Some(Component::Normal(tmp)), Some(Component::Normal(top))) if tmp == "tmp" => {
-            Some(top.to_os_string())
-        }
-        _ => None,
-    }
-}
-
-/// Makes the host's `/tmp/<entry>` visible at the same path in the private `/tmp`, with a
-/// recursive bind mount.
-pub(crate) fn bind_host_tmp_entry(host_tmp: &OwnedFd, entry: &OsString) -> Result<(), String> {
-    use std::os::fd::AsRawFd;
-    let source = PathBuf::from(format!("/proc/self/fd/{}", host_tmp.as_raw_fd())).join(entry);
-    let target = Path::new("/tmp").join(entry);
-    match nix::unistd::mkdir(&target, Mode::from_bits_truncate(0o700)) {
-        Ok(()) | Err(Errno::EEXIST) => {}
-        Err(e) => {
-            return Err(format!(
-                "create `{}` in the private /tmp: {}",
-                target.display(),
-                describe(e)
-            ));
-        }
-    }
-    mount(
-        Some(&source),
-        &target,
-        None::<&str>,
-        MsFlags::MS_BIND | MsFlags::MS_REC,
-        None::<&str>,
-    )
-    .map_err(|e| {
-        format!(
-            "bind the host's `{}` into the private /tmp: {}",
-            target.display(),
-            describe(e)
-        )
-    })
-}
-
 fn write_proc(path: &str, content: &str) -> Result<(), String> {
     fs_err::write(path, content).map_err(|e| e.to_string())
 }
@@ -285,157 +203,14 @@ fn flag_names(flags: CloneFlags) -> String {
     names.join(" | ")
 }
 
-/// `EPERM: Operation not permitted`.
-/// Covers `dir` with an empty, read-only `tmpfs` in the run's mount namespace, so its jobs
-/// can neither read nor change what is there. A directory that does not exist is skipped.
-pub(crate) fn cover(dir: &Path) -> Result<(), String> {
-    match nix::sys::stat::lstat(dir) {
-        Ok(st) if st.st_mode & libc::S_IFMT == libc::S_IFDIR => {}
-        Ok(_) => return Err(format!("hide `{}`: it is not a directory", dir.display())),
-        Err(Errno::ENOENT) => return Ok(()),
-        Err(e) => return Err(format!("hide `{}`: {}", dir.display(), describe(e))),
-    }
-    mount(
-        Some("tmpfs"),
-        dir,
-        Some("tmpfs"),
-        MsFlags::MS_RDONLY | MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC,
-        Some("mode=0,size=4k"),
-    )
-    .map_err(|e| {
+/// Makes the directory jobs build their roots on (in the host's temporary directory; each
+/// job mounts a `tmpfs` there in its own mount namespace, so the directory itself stays
+/// empty). The init removes it when it exits.
+pub(crate) fn staging_dir() -> Result<PathBuf, String> {
+    nix::unistd::mkdtemp("/tmp/.proofgraph-world-XXXXXX").map_err(|e| {
         format!(
-            "hide `{}` from the run's jobs: {}",
-            dir.display(),
+            "make the directory jobs' roots are built on: {}",
             describe(e)
         )
     })
-}
-
-/// An overlay to mount in the run's mount namespace (see [`crate::OverlaySpec`]).
-pub(crate) struct Overlay<'a> {
-    pub(crate) target: &'a Path,
-    pub(crate) layers: &'a [PathBuf],
-    pub(crate) scratch: &'a Path,
-    pub(crate) user_namespace: bool,
-}
-
-/// Mounts `overlay`: the layers (the first on top) at the target, under a writable layer in
-/// the scratch directory. In a user namespace overlayfs keeps its metadata in `user.*`
-/// extended attributes (`userxattr`), the only ones it may write there.
-pub(crate) fn overlay(overlay: &Overlay<'_>) -> Result<(), String> {
-    if overlay.layers.is_empty() {
-        return Err("an overlay needs at least one layer".to_owned());
-    }
-    let option = |path: &Path| -> Result<String, String> {
-        // Overlayfs splits its options at `,` and its layers at `:`; such a path cannot be
-        // named there without escapes the kernel does not apply everywhere.
-        match path.to_str() {
-            Some(text) if !text.contains([',', ':', '\\', '\n']) => Ok(text.to_owned()),
-            _ => Err(format!(
-                "`{}` cannot be an overlay layer: its path is not UTF-8 or holds `,`, `:` or `\\`",
-                path.display()
-            )),
-        }
-    };
-    let layers = overlay
-        .layers
-        .iter()
-        .map(|p| option(p))
-        .collect::<Result<Vec<_>, _>>()?;
-    let upper = overlay.scratch.join("upper");
-    let work = overlay.scratch.join("work");
-    for dir in [&upper, &work] {
-        match nix::unistd::mkdir(dir, Mode::from_bits_truncate(0o755)) {
-            Ok(()) | Err(Errno::EEXIST) => {}
-            Err(e) => return Err(format!("create `{}`: {}", dir.display(), describe(e))),
-        }
-    }
-    let mut options = format!(
-        "lowerdir={},upperdir={},workdir={}",
-        layers.join(":"),
-        option(&upper)?,
-        option(&work)?
-    );
-    if overlay.user_namespace {
-        options.push_str(",userxattr");
-    }
-    mount(
-        Some("overlay"),
-        overlay.target,
-        Some("overlay"),
-        MsFlags::empty(),
-        Some(options.as_str()),
-    )
-    .map_err(|e| {
-        format!(
-            "mount an overlay on `{}`: {}",
-            overlay.target.display(),
-            describe(e)
-        )
-    })
-}
-
-/// Binds `dir` read-only over itself, keeping the flags of the mount it lies on (a
-/// remount that would drop `nosuid` or `nodev` is refused in a user namespace). A
-/// directory that does not exist is skipped.
-pub(crate) fn read_only(dir: &Path) -> Result<(), String> {
-    use nix::sys::statvfs::{FsFlags, statvfs};
-    match nix::sys::stat::lstat(dir) {
-        Ok(st) if st.st_mode & libc::S_IFMT == libc::S_IFDIR => {}
-        Ok(_) => return Err(format!("`{}` is not a directory", dir.display())),
-        Err(Errno::ENOENT) => return Ok(()),
-        Err(e) => {
-            return Err(format!(
-                "make `{}` read-only: {}",
-                dir.display(),
-                describe(e)
-            ));
-        }
-    }
-    let fail =
-        |what: &str, e: Errno| format!("{what} `{}` read-only: {}", dir.display(), describe(e));
-    let kept = statvfs(dir).map_err(|e| fail("make", e))?.flags();
-    mount(
-        Some(dir),
-        dir,
-        None::<&str>,
-        MsFlags::MS_BIND | MsFlags::MS_REC,
-        None::<&str>,
-    )
-    .map_err(|e| fail("bind", e))?;
-    let mut flags = MsFlags::MS_BIND | MsFlags::MS_REMOUNT | MsFlags::MS_RDONLY;
-    for (has, flag) in [
-        (FsFlags::ST_NOSUID, MsFlags::MS_NOSUID),
-        (FsFlags::ST_NODEV, MsFlags::MS_NODEV),
-        (FsFlags::ST_NOEXEC, MsFlags::MS_NOEXEC),
-        (FsFlags::ST_NOATIME, MsFlags::MS_NOATIME),
-        (FsFlags::ST_NODIRATIME, MsFlags::MS_NODIRATIME),
-        (FsFlags::ST_RELATIME, MsFlags::MS_RELATIME),
-    ] {
-        if kept.contains(has) {
-            flags |= flag;
-        }
-    }
-    mount(None::<&str>, dir, None::<&str>, flags, None::<&str>).map_err(|e| fail("remount", e))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn paths_under_tmp_are_found_through_the_host_tmp() {
-        assert!(matches!(host_path(Path::new("/tmp")), HostPath::Direct));
-        assert!(matches!(host_path(Path::new("/tmpx/a")), HostPath::Direct));
-        assert!(matches!(
-            host_path(Path::new("/tmp/a/b.log")),
-            HostPath::UnderTmp(p) if p == Path::new("a/b.log")
-        ));
-        assert_eq!(
-            tmp_top_entry(Path::new("/tmp/.tmpX/repo")),
-            Some(OsString::from(".tmpX"))
-        );
-        assert_eq!(tmp_top_entry(Path::new("/tmp")), None);
-        assert_eq!(tmp_top_entry(Path::new("/var/tmp/x")), None);
-    }
 }

@@ -9,19 +9,20 @@
 //!
 //! # Hermetic process supervision
 //!
-//! A *proof run* is one private environment shared by all of its jobs:
+//! A *proof run* is one private network shared by its jobs, and one world per job:
 //!
 //! - a private **network namespace** with only the loopback interface, brought up, so a test
 //!   reaches a service of the same run on `127.0.0.1` and nothing on the host's loopback, and
 //!   two runs can both listen on the same port;
-//! - a private **mount namespace** (propagation made private first) with a fresh `tmpfs` on
-//!   `/tmp`, shared by the run's jobs and invisible to the host and to other runs, where the
-//!   caller may also cover directories ([`RunConfig::hidden`]), bind them read-only
-//!   ([`RunConfig::read_only`]) and mount overlays ([`Run::overlay`]: read-only layers under
-//!   a writable one, for a cache the jobs must see but not change);
-//! - one nested **PID namespace per job**, whose PID 1 is the job's command (as a Nix
-//!   builder is): when the command exits, is killed or times out, every descendant of the
-//!   job dies, including those that called `setsid` or double-forked.
+//! - per job, a **mount namespace whose root is built for it** ([`World`], `world.rs`): the
+//!   system's directories read-only, the binds, overlays and private directories the caller
+//!   names, a private `/tmp`, `/run`, minimal `/dev`, fresh `/proc`; an empty read-only cover
+//!   over every [`RunConfig::hidden`] path a bind would show; then `pivot_root`, the old root
+//!   detached, every capability dropped and `no_new_privs`. Nothing of the host is reachable
+//!   but what the world names, and a job can unmount nothing of it;
+//! - per job, a **PID namespace** whose PID 1 is the job's command (as a Nix builder is):
+//!   when the command exits, is killed or times out, every descendant of the job dies,
+//!   including those that called `setsid` or double-forked.
 //!
 //! Namespaces must not be entered from a multi-threaded process, so a run is hosted by a
 //! single-threaded **init process**: the application re-executes itself with
@@ -58,22 +59,12 @@
 //! - Namespaces need root (with `CAP_SYS_ADMIN`) or unprivileged user namespaces. In a user
 //!   namespace only the caller's own uid and gid are mapped; files of other owners appear as
 //!   `nobody`.
-//! - The isolation guards against accidents (a stale server, a forgotten background process,
-//!   a test reaching the network), not against hostile code. As root, jobs keep every
-//!   capability: a job that deliberately enters another namespace (`nsenter`, `setns` on
-//!   the host's `/proc/1/ns/*`) leaves the run. In a user namespace it cannot.
-//! - `/proc` inside a job is the host's: a job sees the host's process list (it cannot
-//!   signal those processes, which are outside its PID namespace). There are no UTS, IPC or
-//!   cgroup namespaces and no resource limits. Unix-domain sockets on the filesystem outside
-//!   `/tmp` (a Docker or D-Bus socket) stay reachable: they are not part of a network
-//!   namespace.
-//! - Host paths under `/tmp` are reachable only when the job names them — as its working
-//!   directory, an absolute argv element or a path in an environment value (split at `:`);
-//!   the top-level entry under `/tmp` of each is bind-mounted — and as log paths (opened by
-//!   the init through a handle on the host's `/tmp`); other host files under `/tmp` are
-//!   hidden by the private `tmpfs`. [`RunConfig::hidden`] directories are covered by an
-//!   empty read-only `tmpfs`. Mounts made on the host after the run started are not seen by
-//!   it.
+//! - The isolation guards against accidents and against a job reaching what its world does
+//!   not name. Jobs of one run share its loopback network. There are no UTS, IPC or cgroup
+//!   namespaces and no resource limits. A Unix-domain socket is reachable only when the
+//!   world names a directory holding it.
+//! - Mounts made on the host after a job started are not seen by it; a bind shows the
+//!   mounts below its source (recursive binds).
 //! - Killing is immediate (`SIGKILL` to the job's namespace): there is no grace period for
 //!   a service to flush its output.
 //! - With namespaces a job's command is PID 1 of its namespace, with what that means in a
@@ -108,6 +99,7 @@ mod protocol;
 mod redact;
 mod sys;
 mod types;
+mod world;
 
 pub use error::SandboxError;
 pub use init::init_main;
@@ -115,7 +107,7 @@ pub use parent::Run;
 pub use probe::usable_url;
 pub use types::{
     Event, INIT_ARG, Isolation, IsolationRequest, JobId, JobSpec, Network, OverlaySpec, ProbeSpec,
-    RunConfig,
+    RunConfig, World,
 };
 
 /// How a sandbox presents a repository to the commands that run in it. Serialized as its

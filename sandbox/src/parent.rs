@@ -22,11 +22,11 @@ use nix::unistd::Pid;
 use crate::error::SandboxError;
 use crate::probe::parse_url;
 use crate::protocol::{
-    OverlayRequest, ProbeRequest, Reply, Request, SpawnRequest, WireBytes, WireIsolation,
-    WireIsolationRequest, WireNetwork, encode_line, nanos,
+    ProbeRequest, Reply, Request, SpawnRequest, WireBytes, WireIsolation, WireIsolationRequest,
+    WireNetwork, WireWorld, encode_line, nanos,
 };
 use crate::types::{
-    Event, Isolation, IsolationRequest, JobId, JobSpec, Network, OverlaySpec, ProbeSpec, RunConfig,
+    Event, Isolation, IsolationRequest, JobId, JobSpec, Network, ProbeSpec, RunConfig,
 };
 
 /// How long the init may take to set up its namespaces and say hello.
@@ -242,11 +242,6 @@ impl Run {
                 .iter()
                 .map(|p| WireBytes::from_os(p.as_os_str()))
                 .collect(),
-            read_only: config
-                .read_only
-                .iter()
-                .map(|p| WireBytes::from_os(p.as_os_str()))
-                .collect(),
         };
         let handshake = |reason: String| SandboxError::Handshake {
             program: config.program.clone(),
@@ -320,6 +315,22 @@ impl Run {
         if let Some(program) = &job.program {
             check_path("program", program)?;
         }
+        for path in job
+            .world
+            .read_only
+            .iter()
+            .chain(&job.world.writable)
+            .chain(&job.world.private)
+        {
+            check_path("path of the job's world", path)?;
+        }
+        for overlay in &job.world.overlays {
+            check_path("overlay target", &overlay.target)?;
+            check_path("overlay scratch directory", &overlay.scratch)?;
+            for layer in &overlay.layers {
+                check_path("overlay layer", layer)?;
+            }
+        }
         let id = self.next_id();
         let request = Request::Spawn(SpawnRequest {
             job: id.0,
@@ -347,6 +358,7 @@ impl Run {
                 .collect(),
             limited: job.limited,
             hold_after: job.hold_after,
+            world: WireWorld::from_world(&job.world),
         });
         self.send(&request)?;
         Ok(id)
@@ -393,26 +405,6 @@ impl Run {
                 .collect(),
         });
         self.send(&request)?;
-        Ok(id)
-    }
-
-    /// Asks for an overlay in the run's mount namespace (see [`OverlaySpec`]). Its outcome
-    /// is reported by an [`Event::Mounted`]; jobs spawned after that event see it, and so
-    /// do those already running. A run without namespaces reports why it cannot.
-    pub fn overlay(&self, overlay: &OverlaySpec) -> Result<JobId, SandboxError> {
-        check_path("overlay target", &overlay.target)?;
-        check_path("overlay scratch directory", &overlay.scratch)?;
-        for layer in &overlay.layers {
-            check_path("overlay layer", layer)?;
-        }
-        let id = self.next_id();
-        let wire = |p: &std::path::Path| WireBytes::from_os(p.as_os_str());
-        self.send(&Request::Overlay(OverlayRequest {
-            job: id.0,
-            target: wire(&overlay.target),
-            layers: overlay.layers.iter().map(|p| wire(p)).collect(),
-            scratch: wire(&overlay.scratch),
-        }))?;
         Ok(id)
     }
 
@@ -620,13 +612,6 @@ fn read_replies(
                     },
                 );
             }
-            Reply::Mounted { job, error } => deliver(
-                events,
-                Event::Mounted {
-                    job: JobId(job),
-                    error,
-                },
-            ),
             Reply::Fatal { reason } => {
                 fatal.get_or_insert(format!("the init failed: {reason}"));
             }

@@ -5,15 +5,13 @@
 //! parent → init   {"op":"hello","isolation":"auto","parent_pid":4242}
 //! init → parent   {"ev":"hello","isolation":{"kind":"namespaces","user_namespace":false}}
 //! parent → init   {"op":"spawn","job":1,"argv":["sh","-c","echo hi"],"cwd":"/w","env":[["PATH","/usr/bin"]],
-//!                  "network":"private","timeout_ns":300000000,"log":"/w/1.log","redact":["s3cr3t"]}
+//!                  "network":"private","timeout_ns":300000000,"log":"/w/1.log","redact":["s3cr3t"],
+//!                  "world":{"read_only":[],"writable":["/w"],"overlays":[],"private":[]}}
 //! parent → init   {"op":"probe","job":2,"url":"http://127.0.0.1:4180/","expect_status":null,
 //!                  "expect_headers":[],"expect_body":"ok","timeout_ns":5000000000,"log":"/w/2.log","redact":[]}
 //! init → parent   {"ev":"exited","job":1,"code":0,"signal":null,"timed_out":false,"killed":false,
 //!                  "duration_ns":2000000,"spawn_error":null,"log_error":null}
 //! init → parent   {"ev":"ready","job":2,"attempts":3,"duration_ns":70000000}
-//! parent → init   {"op":"overlay","job":3,"target":"/w/sb/node_modules","layers":["/s/t/node_modules"],
-//!                  "scratch":"/w/overlay/1"}
-//! init → parent   {"ev":"mounted","job":3,"error":null}
 //! parent → init   {"op":"kill","job":1}      {"op":"shutdown"}
 //! init → parent   {"ev":"bye"}               (after shutdown, once every job has ended)
 //! ```
@@ -105,6 +103,64 @@ pub(crate) struct SpawnRequest {
     /// When it ends, waiting jobs stay until a `resume`.
     #[serde(default)]
     pub(crate) hold_after: bool,
+    /// What it sees of the file system, with namespaces.
+    #[serde(default)]
+    pub(crate) world: WireWorld,
+}
+
+/// A job's world, on the wire (see [`crate::World`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct WireWorld {
+    pub(crate) read_only: Vec<WireBytes>,
+    pub(crate) writable: Vec<WireBytes>,
+    pub(crate) overlays: Vec<WireOverlay>,
+    pub(crate) private: Vec<WireBytes>,
+}
+
+/// An overlay of a job's world, on the wire.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct WireOverlay {
+    pub(crate) target: WireBytes,
+    pub(crate) layers: Vec<WireBytes>,
+    pub(crate) scratch: WireBytes,
+}
+
+impl WireWorld {
+    pub(crate) fn from_world(world: &crate::types::World) -> Self {
+        let wire = |p: &std::path::Path| WireBytes::from_os(p.as_os_str());
+        WireWorld {
+            read_only: world.read_only.iter().map(|p| wire(p)).collect(),
+            writable: world.writable.iter().map(|p| wire(p)).collect(),
+            overlays: world
+                .overlays
+                .iter()
+                .map(|o| WireOverlay {
+                    target: wire(&o.target),
+                    layers: o.layers.iter().map(|p| wire(p)).collect(),
+                    scratch: wire(&o.scratch),
+                })
+                .collect(),
+            private: world.private.iter().map(|p| wire(p)).collect(),
+        }
+    }
+
+    pub(crate) fn into_world(self) -> crate::types::World {
+        let paths = |all: Vec<WireBytes>| all.into_iter().map(WireBytes::into_path).collect();
+        crate::types::World {
+            read_only: paths(self.read_only),
+            writable: paths(self.writable),
+            overlays: self
+                .overlays
+                .into_iter()
+                .map(|o| crate::types::OverlaySpec {
+                    target: o.target.into_path(),
+                    layers: paths(o.layers),
+                    scratch: o.scratch.into_path(),
+                })
+                .collect(),
+            private: paths(self.private),
+        }
+    }
 }
 
 /// A probe to run.
@@ -120,15 +176,6 @@ pub(crate) struct ProbeRequest {
     pub(crate) redact: Vec<WireBytes>,
 }
 
-/// An overlay to mount in the run's mount namespace.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub(crate) struct OverlayRequest {
-    pub(crate) job: u64,
-    pub(crate) target: WireBytes,
-    pub(crate) layers: Vec<WireBytes>,
-    pub(crate) scratch: WireBytes,
-}
-
 /// A line from the parent to the init.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "op", rename_all = "snake_case")]
@@ -139,16 +186,12 @@ pub(crate) enum Request {
         /// How many limited jobs may run at once; none: no limit.
         #[serde(default)]
         job_limit: Option<u64>,
-        /// Directories covered with an empty read-only tmpfs for the run's jobs.
+        /// Paths covered with an empty read-only tmpfs wherever a job's world shows them.
         #[serde(default)]
         hidden: Vec<WireBytes>,
-        /// Directories bound read-only over themselves for the run's jobs.
-        #[serde(default)]
-        read_only: Vec<WireBytes>,
     },
     Spawn(SpawnRequest),
     Probe(ProbeRequest),
-    Overlay(OverlayRequest),
     Kill {
         job: u64,
     },
@@ -205,10 +248,6 @@ pub(crate) enum Reply {
         job: u64,
         attempts: u32,
         reason: String,
-    },
-    Mounted {
-        job: u64,
-        error: Option<String>,
     },
     Fatal {
         reason: String,
@@ -272,6 +311,16 @@ mod tests {
             redact: vec![WireBytes::from_bytes(b"s")],
             limited: true,
             hold_after: true,
+            world: WireWorld {
+                read_only: vec![WireBytes::from_bytes(b"/opt")],
+                writable: vec![WireBytes::from_bytes(b"/w")],
+                overlays: vec![WireOverlay {
+                    target: WireBytes::from_bytes(b"/w/sb"),
+                    layers: vec![WireBytes::from_bytes(b"/s")],
+                    scratch: WireBytes::from_bytes(b"/w/o"),
+                }],
+                private: vec![WireBytes::from_bytes(b"/home/u")],
+            },
         });
         let line = encode_line(&request);
         assert_eq!(line.last(), Some(&b'\n'));
@@ -282,6 +331,7 @@ mod tests {
         match serde_json::from_slice::<Request>(old) {
             Ok(Request::Spawn(spawn)) => {
                 assert!(!spawn.limited && !spawn.hold_after && spawn.program.is_none());
+                assert_eq!(spawn.world, WireWorld::default());
             }
             other => panic!("{other:?}"),
         }

@@ -13,7 +13,7 @@
 //! way round.
 #![expect(
     unsafe_code,
-    reason = "fork, clone, execve, _exit, sigaction, close_range, mmap and the interface ioctls have no safe wrapper"
+    reason = "fork, clone, execve, _exit, sigaction, close_range, mmap, mount_setattr, capset, prctl and the interface ioctls have no safe wrapper"
 )]
 
 use std::marker::PhantomData;
@@ -210,9 +210,10 @@ impl Drop for Stack {
 /// it calls `execve` or exits (`CLONE_VM | CLONE_VFORK`, what `posix_spawn` does): no page
 /// tables are copied. Returns the new process's PID once it has exec'd or exited.
 ///
-/// With `new_pid_namespace` the process is PID 1 of a new PID namespace (`CLONE_NEWPID`):
-/// when it exits, the kernel kills every process left in the namespace, and reaps them,
-/// before its parent can reap it.
+/// With `namespaces` the process is PID 1 of a new PID namespace (`CLONE_NEWPID`): when it
+/// exits, the kernel kills every process left in the namespace, and reaps them, before its
+/// parent can reap it; and it has a mount namespace of its own (`CLONE_NEWNS`, a copy of
+/// this process's), where its world is built.
 ///
 /// `child` runs on `stack` while this process waits; it must not allocate (the heap is
 /// shared, and memory it allocated would belong to nobody), should end in `execve` or
@@ -221,7 +222,7 @@ impl Drop for Stack {
 pub(crate) fn spawn_vfork(
     _proof: &SingleThreaded,
     stack: &Stack,
-    new_pid_namespace: bool,
+    namespaces: bool,
     child: &mut dyn FnMut(),
 ) -> Result<nix::unistd::Pid, Errno> {
     extern "C" fn trampoline(arg: *mut libc::c_void) -> libc::c_int {
@@ -233,8 +234,8 @@ pub(crate) fn spawn_vfork(
         127
     }
     let mut child = child;
-    let namespace = if new_pid_namespace {
-        libc::CLONE_NEWPID
+    let namespace = if namespaces {
+        libc::CLONE_NEWPID | libc::CLONE_NEWNS
     } else {
         0
     };
@@ -271,6 +272,98 @@ pub(crate) fn execve_prepared(
     // to C strings (built by `CommandPlan` from `CString`s it owns and keeps alive).
     unsafe { libc::execve(path.as_ptr(), argv.as_ptr(), envp.as_ptr()) };
     Errno::last()
+}
+
+/// `struct mount_attr` of `mount_setattr(2)`.
+#[repr(C)]
+struct MountAttr {
+    attr_set: u64,
+    attr_clr: u64,
+    propagation: u64,
+    userns_fd: u64,
+}
+
+/// Makes the mount at `path` and every mount below it read-only (`mount_setattr(2)` with
+/// `AT_RECURSIVE`, Linux 5.12). Allocates nothing.
+pub(crate) fn make_read_only_recursive(path: &std::ffi::CStr) -> Result<(), Errno> {
+    const MOUNT_ATTR_RDONLY: u64 = 0x1;
+    let attr = MountAttr {
+        attr_set: MOUNT_ATTR_RDONLY,
+        attr_clr: 0,
+        propagation: 0,
+        userns_fd: 0,
+    };
+    // SAFETY: `path` is a C string and `attr` a `struct mount_attr` of the size passed,
+    // both alive across the call, which only reads them.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_mount_setattr,
+            libc::AT_FDCWD,
+            path.as_ptr(),
+            (libc::AT_RECURSIVE | libc::AT_SYMLINK_NOFOLLOW) as libc::c_uint,
+            &raw const attr,
+            std::mem::size_of::<MountAttr>(),
+        )
+    };
+    Errno::result(rc).map(drop)
+}
+
+/// `struct __user_cap_header_struct`.
+#[repr(C)]
+struct CapHeader {
+    version: u32,
+    pid: i32,
+}
+
+/// `struct __user_cap_data_struct`.
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct CapData {
+    effective: u32,
+    permitted: u32,
+    inheritable: u32,
+}
+
+/// Drops every capability for good: each one from the bounding set (up to `last_cap`, from
+/// `/proc/sys/kernel/cap_last_cap`), the ambient set cleared, and the effective, permitted
+/// and inheritable sets emptied. A later `execve` — even of a set-user-ID program, even by
+/// uid 0 — then grants none. Allocates nothing.
+pub(crate) fn drop_all_capabilities(last_cap: u32) -> Result<(), Errno> {
+    for cap in 0..=last_cap {
+        // SAFETY: `prctl(PR_CAPBSET_DROP, cap)` takes integers only.
+        let rc = unsafe { libc::prctl(libc::PR_CAPBSET_DROP, libc::c_ulong::from(cap), 0, 0, 0) };
+        // EINVAL: a capability this kernel does not know.
+        if rc != 0 && Errno::last() != Errno::EINVAL {
+            return Err(Errno::last());
+        }
+    }
+    // SAFETY: integers only.
+    let rc = unsafe {
+        libc::prctl(
+            libc::PR_CAP_AMBIENT,
+            libc::PR_CAP_AMBIENT_CLEAR_ALL as libc::c_ulong,
+            0,
+            0,
+            0,
+        )
+    };
+    if rc != 0 && Errno::last() != Errno::EINVAL {
+        return Err(Errno::last());
+    }
+    const LINUX_CAPABILITY_VERSION_3: u32 = 0x2008_0522;
+    let header = CapHeader {
+        version: LINUX_CAPABILITY_VERSION_3,
+        pid: 0,
+    };
+    let data = [CapData {
+        effective: 0,
+        permitted: 0,
+        inheritable: 0,
+    }; 2];
+    // SAFETY: `capset` reads a version-3 header and the two data structs it implies, all
+    // alive across the call.
+    let rc = unsafe { libc::syscall(libc::SYS_capset, &raw const header, data.as_ptr()) };
+    Errno::result(rc).map(drop)
 }
 
 /// Points stdin, stdout and stderr at `/dev/null`, so a forked helper holds none of the

@@ -69,19 +69,12 @@ pub struct RunConfig {
     /// starts the next as soon as one ends (without a round trip to the caller). `None`:
     /// no limit.
     pub job_limit: Option<std::num::NonZeroUsize>,
-    /// Directories the run's jobs must not see (absolute, without `..`, by their real
-    /// path): with namespaces, each is covered by an empty read-only `tmpfs` in the run
-    /// (also where it lies in a `/tmp` entry a job exposes later), so a job can neither
-    /// read nor change what is there. A path that does not exist is skipped; one that
-    /// cannot be covered fails the run's start. Without namespaces they stay visible (the
-    /// run reports [`crate::Isolation::None`]).
+    /// Paths no job may see (absolute, without `..`, by their real path), whatever its
+    /// [`World`] names: where one lies inside something a world shows (a read-only or
+    /// writable directory, a private one), it is covered there by an empty read-only
+    /// `tmpfs`, so a job can neither read nor change what is there. Without namespaces they
+    /// stay visible (the run reports [`crate::Isolation::None`]).
     pub hidden: Vec<PathBuf>,
-    /// Directories the run's jobs may read but not change (absolute, without `..`, by
-    /// their real path): with namespaces, each is bound read-only over itself in the run,
-    /// when it starts or when the `/tmp` entry it lies in is exposed. What the caller adds
-    /// there during the run shows through. A path that does not exist is skipped; one that
-    /// cannot be bound fails the run's start. Without namespaces they stay writable.
-    pub read_only: Vec<PathBuf>,
 }
 
 impl RunConfig {
@@ -96,7 +89,6 @@ impl RunConfig {
             isolation,
             job_limit: None,
             hidden: Vec::new(),
-            read_only: Vec::new(),
         }
     }
 }
@@ -106,19 +98,21 @@ impl RunConfig {
 pub struct JobSpec {
     /// The command and its arguments. Unless [`JobSpec::program`] is given, a program name
     /// without `/` is looked up in the `PATH` of [`JobSpec::env`] (not the caller's),
-    /// relative to [`JobSpec::cwd`], once the paths the job names under `/tmp` are exposed.
+    /// relative to [`JobSpec::cwd`], in the job's world.
     pub argv: Vec<OsString>,
     /// The file to execute (absolute, without `..`), when the caller resolved `argv[0]`
-    /// itself: exactly that file is executed, with `argv` unchanged (its `argv[0]` is the
-    /// name the program sees), and nothing is searched. A file that is not there is a job
-    /// that could not start, never another program of the same name.
+    /// itself: exactly that file is executed (as the job's world shows it), with `argv`
+    /// unchanged (its `argv[0]` is the name the program sees), and nothing is searched. A
+    /// file that is not there is a job that could not start, never another program of the
+    /// same name.
     pub program: Option<PathBuf>,
-    /// The working directory; absolute, without `..`. A directory under `/tmp` of the host
-    /// stays reachable: its top-level entry under `/tmp` is bind-mounted into the run's
-    /// private `/tmp`. So do absolute paths under `/tmp` that the argv or an environment
-    /// value names (values are split at `:`, as `PATH` and `NODE_PATH` are): what a job
-    /// names, it sees; nothing else of the host's `/tmp`.
+    /// The working directory; absolute, without `..`. With namespaces it must lie in the
+    /// job's [`World`].
     pub cwd: PathBuf,
+    /// What the job sees of the file system when the run has namespaces: a root built for
+    /// it from these and the system's read-only directories, and nothing else of the host.
+    /// Ignored without namespaces (the job then sees the host as it is).
+    pub world: World,
     /// The job's entire environment; nothing is inherited.
     pub env: Vec<(OsString, OsString)>,
     /// The network namespace it runs in.
@@ -167,23 +161,75 @@ pub struct ProbeSpec {
     pub redact: Vec<Vec<u8>>,
 }
 
-/// A directory shown to the run's jobs as read-only layers under a writable one: an
-/// overlay mount in the run's mount namespace, so a job reads the layers' files where
-/// [`OverlaySpec::target`] is, and what it writes there goes to [`OverlaySpec::scratch`],
-/// never into a layer. The host (and the caller) keep seeing `target` as it was. A job can
-/// still reach a layer by its own path: list where the layers lie in
-/// [`RunConfig::read_only`] to keep it from changing them there.
+/// A directory a job sees as read-only layers under a writable one: an overlay mount in
+/// the job's own mount namespace, so the job reads the layers' files where
+/// [`OverlaySpec::target`] is, and what it writes there goes to
+/// [`OverlaySpec::scratch`]`/upper`, never into a layer. Nobody else sees the overlay: the
+/// host (and the caller) keep seeing `target` as it was, and read what the job wrote in
+/// the scratch directory (deleted files there are whiteouts: character devices 0/0).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OverlaySpec {
     /// The directory the jobs see the overlay at; it must exist. Absolute, without `..`.
     pub target: PathBuf,
-    /// The read-only layers, the first one on top: where two layers have a file of the
-    /// same path, the jobs see the first one's, and directories of the same path are
-    /// merged. `target` itself may be the last layer (what is there shows through).
+    /// The read-only layers (host directories), the first one on top: where two layers
+    /// have a file of the same path, the job sees the first one's, and directories of the
+    /// same path are merged. `target` itself may be a layer (what is there shows through).
     pub layers: Vec<PathBuf>,
-    /// An empty directory on a file system that is not itself an overlay, for what the
-    /// jobs write (`upper/`) and the overlay's work directory (`work/`), both created in it.
+    /// A directory on a file system that is not itself an overlay, for what the job writes
+    /// (`upper/`) and the overlay's work directory (`work/`), both created in it; a job
+    /// given an `upper/` that holds files sees them as its own earlier writes.
     pub scratch: PathBuf,
+}
+
+/// What a job sees of the file system when its run has namespaces: a root built for the
+/// job (a fresh `tmpfs`, entered with `pivot_root`) holding
+///
+/// - the system's directories ([`World::SYSTEM`]), read-only;
+/// - a private `/tmp` and `/run` (empty `tmpfs`), a minimal `/dev` (`null`, `zero`,
+///   `full`, `random`, `urandom`, `tty`, its own `pts` and `shm`), a `/proc` of its own PID
+///   namespace (with `sys`, `sysrq-trigger`, `irq`, `bus` and `fs` read-only) and `/sys`,
+///   read-only;
+/// - what the fields below name, each at its own path;
+///
+/// and nothing else of the host. Everything is mounted before the job's command starts,
+/// in the order of path depth (a directory before what lies in it); [`RunConfig::hidden`]
+/// paths inside any of it are covered. The job then holds no capability (every one is
+/// dropped from its bounding set, as root or in a user namespace) and runs with
+/// `no_new_privs`, so it can undo none of it: no `umount`, no remount, no set-user-ID
+/// program that gains privileges.
+///
+/// A path given here that does not exist on the host is left out; one that is a symbolic
+/// link is shown where it leads (its real path), with the link recreated at the given
+/// path.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct World {
+    /// Files and directories the job reads, at the same path, and cannot change.
+    pub read_only: Vec<PathBuf>,
+    /// Directories the job reads and changes, at the same path (running in place, a
+    /// directory it writes its results to).
+    pub writable: Vec<PathBuf>,
+    /// Directories the job sees as read-only layers under a writable one of its own.
+    pub overlays: Vec<OverlaySpec>,
+    /// Empty private directories (`tmpfs`) at these paths, writable, gone with the job
+    /// (its `HOME`, say); what the other fields place inside one is mounted in it.
+    pub private: Vec<PathBuf>,
+}
+
+impl World {
+    /// The system's read-only directories, in every world (those the host has): programs,
+    /// libraries and configuration, never a home directory or a place for data.
+    pub const SYSTEM: &'static [&'static str] = &[
+        "/usr",
+        "/bin",
+        "/sbin",
+        "/lib",
+        "/lib32",
+        "/lib64",
+        "/libx32",
+        "/etc",
+        "/opt",
+        "/nix/store",
+    ];
 }
 
 /// Identifies a job or a probe within its run.
@@ -248,15 +294,6 @@ pub enum Event {
         /// What the last attempt saw (connection refused, wrong status, missing text...).
         reason: String,
     },
-    /// An overlay asked for with [`crate::Run::overlay`] is in place (`error: None`) and
-    /// seen by every job of the run, or it could not be made (why).
-    Mounted {
-        /// The request.
-        job: JobId,
-        /// Why there is no overlay: the run has no mount namespace, a path cannot be a
-        /// layer, or the kernel refused the mount.
-        error: Option<String>,
-    },
     /// The init died or broke the protocol; no further event will come.
     InitFailed {
         /// What happened, with the end of the init's stderr when it wrote any.
@@ -268,10 +305,9 @@ impl Event {
     /// The job or probe the event is about, if any.
     pub fn job(&self) -> Option<JobId> {
         match self {
-            Event::Exited { job, .. }
-            | Event::Ready { job, .. }
-            | Event::NotReady { job, .. }
-            | Event::Mounted { job, .. } => Some(*job),
+            Event::Exited { job, .. } | Event::Ready { job, .. } | Event::NotReady { job, .. } => {
+                Some(*job)
+            }
             Event::InitFailed { .. } => None,
         }
     }

@@ -8,13 +8,12 @@ use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 use proofgraph_sandbox::{
     Event, INIT_ARG, Isolation, IsolationRequest, JobId, JobSpec, Network, OverlaySpec, ProbeSpec,
-    Run, RunConfig, SandboxError,
+    Run, RunConfig, SandboxError, World,
 };
 
 const INIT: &str = env!("CARGO_BIN_EXE_proofgraph-sandbox-test-init");
@@ -63,7 +62,6 @@ fn config(isolation: IsolationRequest) -> RunConfig {
         isolation,
         job_limit: None,
         hidden: Vec::new(),
-        read_only: Vec::new(),
     }
 }
 
@@ -100,6 +98,10 @@ fn job(scratch: &Scratch, log: &str, argv: &[&str]) -> JobSpec {
         redact: Vec::new(),
         limited: false,
         hold_after: false,
+        world: World {
+            writable: vec![scratch.dir.clone()],
+            ..World::default()
+        },
     }
 }
 
@@ -168,24 +170,15 @@ fn require(tool: &str, install: &str) -> PathBuf {
     panic!("`{tool}` is needed by this test and is not in {PATH}; install it with `{install}`");
 }
 
-/// The real python3 interpreter (not a pyenv shim, which needs the caller's environment).
+/// The system's python3 interpreter, which every job's world holds (a pyenv or venv one
+/// under a home directory is not in a world unless named).
 fn python() -> PathBuf {
-    static PYTHON: OnceLock<PathBuf> = OnceLock::new();
-    PYTHON
-        .get_or_init(|| {
-            let output = Command::new("python3")
-                .args(["-c", "import sys; print(sys.executable)"])
-                .output();
-            match output {
-                Ok(out) if out.status.success() => {
-                    PathBuf::from(String::from_utf8_lossy(&out.stdout).trim())
-                }
-                _ => panic!(
-                    "`python3` is needed by this test and was not found; install it with `apt-get install -y python3`"
-                ),
-            }
-        })
-        .clone()
+    let python = PathBuf::from("/usr/bin/python3");
+    assert!(
+        python.is_file(),
+        "`/usr/bin/python3` is needed by this test and was not found; install it with `apt-get install -y python3`"
+    );
+    python
 }
 
 /// A unique number for `sleep`, to find the test's own processes in `/proc`.
@@ -403,9 +396,9 @@ fn each_job_has_its_own_pid_namespace() {
 fn orphans_of_a_job_are_re_parented_to_its_command() {
     let scratch = Scratch::new("orphan");
     let run = isolated();
-    // `/proc` is the host's, so PIDs read there are host PIDs: the command's own, and the
-    // parent of a subshell whose parent (`sh -c ... & exit 0`) has exited. PID 1 of the
-    // namespace, the command itself, adopts it (see the crate's limitations).
+    // `/proc` is the job's own, so PIDs read there are the namespace's: the command's own
+    // (1), and the parent of a subshell whose parent (`sh -c ... & exit 0`) has exited. PID
+    // 1 of the namespace, the command itself, adopts it (see the crate's limitations).
     let script = "read -r me _ < /proc/self/stat; \
         sh -c '(sleep 0.2; read -r _ _ _ ppid _ < /proc/self/stat; echo \"$ppid\" > /tmp/ppid) & exit 0'; \
         sleep 1; read -r ppid < /tmp/ppid; echo \"command $me, orphan's parent $ppid\"; \
@@ -413,15 +406,8 @@ fn orphans_of_a_job_are_re_parented_to_its_command() {
     let event = run_to_end(&run, &sh(&scratch, "o.log", script));
     let log = scratch.read("o.log");
     assert_eq!(exit_code(&event), Some(0), "{log}");
-    // Two host PIDs were read, not two empty strings.
-    let numbers: Vec<u32> = log
-        .split(|c: char| !c.is_ascii_digit())
-        .filter_map(|n| n.parse().ok())
-        .collect();
-    assert!(
-        numbers.len() == 2 && numbers[0] > 1 && numbers[0] == numbers[1],
-        "{log}"
-    );
+    // Two PIDs were read, not two empty strings.
+    assert_eq!(log, "command 1, orphan's parent 1\n");
     run.shutdown().expect("shutdown");
 }
 
@@ -698,7 +684,7 @@ fn a_job_sees_exactly_its_environment() {
 }
 
 #[test]
-fn tmp_is_private_to_each_run_and_shared_by_its_jobs() {
+fn tmp_is_private_to_each_job() {
     let scratch = Scratch::new("tmp");
     let file = format!("/tmp/supervise-private-{}", std::process::id());
     let run_a = isolated();
@@ -713,18 +699,14 @@ fn tmp_is_private_to_each_run_and_shared_by_its_jobs() {
     );
     assert_eq!(exit_code(&write), Some(0), "{}", scratch.read("w.log"));
     assert_eq!(scratch.read("w.log"), "mine\n");
-    // Another job of the same run sees it...
-    let same = run_to_end(&run_a, &sh(&scratch, "same.log", &format!("cat {file}")));
-    assert_eq!(exit_code(&same), Some(0));
-    assert_eq!(scratch.read("same.log"), "mine\n");
-    // ...another run does not, nor does the host.
-    let other = run_to_end(
-        &run_b,
-        &sh(&scratch, "other.log", &format!("test ! -e {file}")),
-    );
-    assert_eq!(exit_code(&other), Some(0));
+    // Another job of the same run does not see it, nor does another run, nor the host.
+    for (run, log) in [(&run_a, "same.log"), (&run_b, "other.log")] {
+        let other = run_to_end(run, &sh(&scratch, log, &format!("test ! -e {file}")));
+        assert_eq!(exit_code(&other), Some(0), "{log}");
+    }
     assert!(!Path::new(&file).exists());
-    // The job's working directory is under the host's /tmp and stays the host's.
+    // The job's working directory, a writable directory of its world under the host's
+    // /tmp, stays the host's.
     let cwd = run_to_end(
         &run_b,
         &sh(&scratch, "cwd.log", "echo from-the-job > made-by-job"),
@@ -735,41 +717,83 @@ fn tmp_is_private_to_each_run_and_shared_by_its_jobs() {
     run_b.shutdown().expect("shutdown b");
 }
 
-/// A host directory under /tmp that the job names — as an argv element or in
-/// an environment value, `:`-separated lists included — is visible; one it
-/// mentions only inside a script is not.
+/// A job sees the system's directories, what its world names and nothing else of the
+/// host: not a directory beside its own, not the caller's home, not another job's files
+/// — whether the job names the path in its argv, its environment or a script.
 #[test]
-fn paths_a_job_names_under_the_host_tmp_are_visible_and_nothing_else() {
-    let scratch = Scratch::new("named");
-    let tool_dir = Scratch::new("named-tool");
-    let lib_dir = Scratch::new("named-env");
-    let hidden = Scratch::new("hidden");
-    fs_err::write(tool_dir.path("tool.sh"), "echo tool-ran\n").expect("write");
-    fs_err::write(lib_dir.path("lib.txt"), "from-env\n").expect("write");
-    fs_err::write(hidden.path("secret.txt"), "hidden\n").expect("write");
+fn a_job_sees_its_world_and_nothing_else_of_the_host() {
+    let scratch = Scratch::new("world");
+    let tools = Scratch::new("world-tools");
+    let beside = Scratch::new("world-beside");
+    fs_err::write(tools.path("tool.sh"), "echo tool-ran\n").expect("write");
+    fs_err::write(beside.path("secret.txt"), "not yours\n").expect("write");
     let run = isolated();
     let script = format!(
-        "sh \"$1\" && cat \"${{NODE_PATH#*:}}/lib.txt\" && test ! -e {}",
-        hidden.path("secret.txt").display()
+        "sh \"$1\" && test ! -e {beside} && test ! -e {beside_dir} && ls /usr/bin/env >/dev/null \
+         && ! touch {tool_copy} 2>/dev/null && ! touch /usr/x 2>/dev/null && ! touch /etc/x 2>/dev/null \
+         && test -z \"$(ls -A \"$HOME\")\" && touch \"$HOME/mine\" && echo ok",
+        beside = beside.path("secret.txt").display(),
+        beside_dir = beside.dir.display(),
+        tool_copy = tools.path("new").display(),
     );
+    let home = PathBuf::from("/root");
     let mut spec = job(
         &scratch,
-        "named.log",
+        "world.log",
         &[
             "sh",
             "-c",
             &script,
             "sh",
-            &tool_dir.path("tool.sh").display().to_string(),
+            &tools.path("tool.sh").display().to_string(),
         ],
     );
-    spec.env.push((
-        "NODE_PATH".into(),
-        format!("/usr/lib:{}", lib_dir.dir.display()).into(),
-    ));
+    spec.world.read_only.push(tools.dir.clone());
+    spec.world.private.push(home.clone());
+    spec.env.push(("HOME".into(), home.clone().into()));
+    spec.env.push(("SEE".into(), beside.dir.clone().into()));
     let ended = run_to_end(&run, &spec);
-    assert_eq!(exit_code(&ended), Some(0), "{}", scratch.read("named.log"));
-    assert_eq!(scratch.read("named.log"), "tool-ran\nfrom-env\n");
+    assert_eq!(exit_code(&ended), Some(0), "{}", scratch.read("world.log"));
+    assert_eq!(scratch.read("world.log"), "tool-ran\nok\n");
+    // The private home was the job's alone.
+    assert!(!home.join("mine").exists());
+    run.shutdown().expect("shutdown");
+}
+
+/// A job holds no capability and runs with `no_new_privs`, so it can undo nothing of its
+/// world: no unmount, no remount, no new mount, no way back to the host's root.
+#[test]
+fn a_job_holds_no_privilege_and_cannot_undo_its_world() {
+    let scratch = Scratch::new("undo");
+    let tools = Scratch::new("undo-ro");
+    fs_err::write(tools.path("kept.txt"), "kept\n").expect("write");
+    let run = isolated();
+    let ro = tools.dir.display().to_string();
+    let script = format!(
+        "grep -E '^(CapInh|CapPrm|CapEff|CapBnd|CapAmb):' /proc/self/status; \
+         grep '^NoNewPrivs:' /proc/self/status; \
+         umount {ro} 2>/dev/null && echo UNMOUNTED; \
+         mount -o remount,rw,bind {ro} 2>/dev/null && echo REMOUNTED; \
+         mount -t tmpfs none /tmp 2>/dev/null && echo MOUNTED; \
+         test -e /.old/usr && echo OLDROOT; \
+         cat {ro}/kept.txt"
+    );
+    let mut spec = sh(&scratch, "undo.log", &script);
+    spec.world.read_only.push(tools.dir.clone());
+    let ended = run_to_end(&run, &spec);
+    assert_eq!(exit_code(&ended), Some(0), "{}", scratch.read("undo.log"));
+    let log = scratch.read("undo.log");
+    for set in ["CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb"] {
+        assert!(
+            log.contains(&format!("{set}:\t0000000000000000")),
+            "{set} is not empty: {log}"
+        );
+    }
+    assert!(log.contains("NoNewPrivs:\t1"), "{log}");
+    for undone in ["UNMOUNTED", "REMOUNTED", "MOUNTED", "OLDROOT"] {
+        assert!(!log.contains(undone), "{undone}: {log}");
+    }
+    assert!(log.ends_with("kept\n"), "{log}");
     run.shutdown().expect("shutdown");
 }
 
@@ -1032,7 +1056,6 @@ fn required_isolation_fails_and_auto_falls_back_when_namespaces_are_unavailable(
         isolation,
         job_limit: None,
         hidden: Vec::new(),
-        read_only: Vec::new(),
     };
     match Run::start(&unavailable(IsolationRequest::Required)) {
         Err(SandboxError::IsolationUnavailable { reason }) => {
@@ -1090,7 +1113,6 @@ fn as_nobody(scratch: &Scratch) -> RunConfig {
         isolation: IsolationRequest::Required,
         job_limit: None,
         hidden: Vec::new(),
-        read_only: Vec::new(),
     }
 }
 
@@ -1576,7 +1598,6 @@ fn a_broken_init_fails_the_start_quickly_and_clearly() {
         isolation: IsolationRequest::Auto,
         job_limit: None,
         hidden: Vec::new(),
-        read_only: Vec::new(),
     };
     assert!(matches!(
         Run::start(&not_an_init),
@@ -1666,9 +1687,9 @@ fn a_resolved_program_runs_exactly_under_every_isolation() {
     }
 }
 
-/// A `PATH` entry under the host's `/tmp` is searched as the job sees it: exposed first.
+/// A `PATH` entry of the job's world is searched as the job sees it.
 #[test]
-fn a_path_entry_under_tmp_is_searched_after_it_is_exposed() {
+fn a_path_entry_of_the_world_is_searched() {
     let scratch = Scratch::new("path-tmp");
     let tools = tool_dir(&scratch);
     let run = isolated();
@@ -1678,7 +1699,7 @@ fn a_path_entry_under_tmp_is_searched_after_it_is_exposed() {
             OsString::from("PATH"),
             OsString::from(format!("{}:{PATH}", tools.display())),
         )],
-        // The working directory is elsewhere, so only PATH names the tools' /tmp entry.
+        // The working directory is elsewhere: the root of the job's world.
         cwd: PathBuf::from("/"),
         ..job(&scratch, "path.log", &["env"])
     };
@@ -1701,18 +1722,22 @@ fn a_path_entry_under_tmp_is_searched_after_it_is_exposed() {
 // What the run hides from its jobs
 
 #[test]
-fn hidden_directories_are_empty_and_read_only_to_jobs() {
+fn hidden_directories_are_empty_and_read_only_where_a_world_would_show_them() {
     let scratch = Scratch::new("hidden");
-    // One under /tmp (covered when its entry is exposed), one elsewhere (covered at start).
-    let outside =
-        PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("hidden-{}", std::process::id()));
-    let under_tmp = scratch.path("store/keys");
-    for dir in [&outside, &under_tmp] {
+    // One inside a read-only directory of the world, one inside a writable one.
+    let shown = scratch.path("shown");
+    let outside = shown.join("store/keys");
+    let under_writable = scratch.path("store/keys");
+    for dir in [&outside, &under_writable] {
         fs_err::create_dir_all(dir).expect("mkdir");
         fs_err::write(dir.join("workspace.key"), "SECRET KEY\n").expect("write");
     }
     let config = RunConfig {
-        hidden: vec![outside.clone(), under_tmp.clone(), scratch.path("absent")],
+        hidden: vec![
+            outside.clone(),
+            under_writable.clone(),
+            scratch.path("absent"),
+        ],
         ..config(IsolationRequest::Required)
     };
     let (run, isolation) = Run::start(&config).expect("start");
@@ -1721,38 +1746,49 @@ fn hidden_directories_are_empty_and_read_only_to_jobs() {
     let script = format!(
         "for d in '{}' '{}'; do ls -A \"$d\"; cat \"$d/workspace.key\"; touch \"$d/new\" && echo wrote; done; echo end",
         outside.display(),
-        under_tmp.display()
+        under_writable.display()
     );
-    let id = run.spawn(&sh(&scratch, "h.log", &script)).expect("spawn");
+    let mut spec = sh(&scratch, "h.log", &script);
+    spec.world.read_only.push(shown.clone());
+    let id = run.spawn(&spec).expect("spawn");
     let event = events.wait(id, Duration::from_secs(10));
     assert!(matches!(event, Event::Exited { .. }), "{event:?}");
     let log = scratch.read("h.log");
     assert!(!log.contains("SECRET KEY"), "{log}");
     assert!(!log.contains("wrote"), "{log}");
     assert!(log.ends_with("end\n"), "{log}");
+    // A world that would show a hidden directory itself cannot be built.
+    let mut spec = sh(&scratch, "bad.log", "true");
+    spec.world.read_only.push(outside.clone());
+    let id = run.spawn(&spec).expect("spawn");
+    match events.wait(id, Duration::from_secs(10)) {
+        Event::Exited {
+            spawn_error: Some(why),
+            ..
+        } => assert!(why.contains("hidden"), "{why}"),
+        other => panic!("{other:?}"),
+    }
     drop(run);
     // Outside the run, nothing changed.
-    for dir in [&outside, &under_tmp] {
+    for dir in [&outside, &under_writable] {
         assert_eq!(
             fs_err::read_to_string(dir.join("workspace.key")).expect("read"),
             "SECRET KEY\n"
         );
         assert!(!dir.join("new").exists());
     }
-    let _ = fs_err::remove_dir_all(&outside);
 }
 
 // ---------------------------------------------------------------------------------------
-// Overlays
+// Overlays: each job's own writable layer
 
 /// A store layer (`store/node_modules`) and a sandbox whose `node_modules` already holds a
-/// file of its own and one of the same name as the store's.
-fn overlay_world(scratch: &Scratch) -> OverlaySpec {
+/// file of its own and one of the same name as the store's; the job's scratch is `scratch`.
+fn overlay_world(scratch: &Scratch, job_scratch: &str) -> OverlaySpec {
     let store = scratch.path("store/node_modules");
     let target = scratch.path("sandbox/node_modules");
     fs_err::create_dir_all(store.join("pkg")).expect("mkdir");
     fs_err::create_dir_all(&target).expect("mkdir");
-    fs_err::create_dir_all(scratch.path("overlay")).expect("mkdir");
     fs_err::write(store.join("a"), "store\n").expect("write");
     fs_err::write(store.join("pkg/index.js"), "module.exports = 1;\n").expect("write");
     fs_err::write(target.join("a"), "sandbox\n").expect("write");
@@ -1760,110 +1796,92 @@ fn overlay_world(scratch: &Scratch) -> OverlaySpec {
     OverlaySpec {
         target: target.clone(),
         layers: vec![store.clone(), target],
-        scratch: scratch.path("overlay"),
+        scratch: scratch.path(job_scratch),
     }
 }
 
-fn mount(run: &Run, spec: &OverlaySpec) -> Option<String> {
-    let id = run.overlay(spec).expect("ask for the overlay");
-    match Events::new(run).wait(id, Duration::from_secs(10)) {
-        Event::Mounted { error, .. } => error,
-        other => panic!("expected a mount, got {other:?}"),
-    }
+/// A job whose world is the overlay alone (and the system), working in the sandbox.
+fn overlay_job(scratch: &Scratch, log: &str, script: &str, overlay: &OverlaySpec) -> JobSpec {
+    let mut spec = sh(scratch, log, script);
+    spec.cwd = overlay.target.clone();
+    spec.world = World {
+        overlays: vec![overlay.clone()],
+        ..World::default()
+    };
+    spec
 }
 
 /// What a job sees through the overlay and whether its writes (through the overlay, and
-/// straight into the store by its own path, which the run binds read-only) land.
+/// straight into the store by its own path, which its world does not hold) land.
 fn through_the_overlay(store: &Path) -> String {
     format!(
-        "cd node_modules && cat a tracked pkg/index.js && echo job > a && echo new > n && rm pkg/index.js && cat a n && \
-         (echo forged > '{store}/a') 2>/dev/null && echo store-written || echo store-read-only; \
+        "cat a tracked pkg/index.js && echo job > a && echo new > n && rm pkg/index.js && cat a n && \
+         (echo forged > '{store}/a') 2>/dev/null && echo store-written || echo store-unreachable; \
          (rm '{store}/pkg/index.js') 2>/dev/null && echo store-removed || echo store-kept",
         store = store.display()
     )
 }
 
-#[test]
-fn an_overlay_shows_the_layers_to_every_job_and_keeps_their_writes_off_them() {
-    let scratch = Scratch::new("overlay");
-    let spec = overlay_world(&scratch);
-    let config = RunConfig {
-        read_only: vec![spec.layers[0].clone()],
-        ..config(IsolationRequest::Required)
-    };
-    let (run, isolation) = Run::start(&config).expect("start");
-    assert!(isolation.is_isolated());
-    assert_eq!(mount(&run, &spec), None);
-    let sandbox = scratch.path("sandbox");
-    let script = through_the_overlay(&spec.layers[0]);
-    let event = run_to_end(
-        &run,
-        &JobSpec {
-            cwd: sandbox.clone(),
-            ..sh(&scratch, "o.log", &script)
-        },
-    );
+fn overlays_keep_each_jobs_writes_its_own(run: &Run, scratch: &Scratch) {
+    let first = overlay_world(scratch, "job-1");
+    let script = through_the_overlay(&first.layers[0]);
+    let event = run_to_end(run, &overlay_job(scratch, "o.log", &script, &first));
     assert_eq!(exit_code(&event), Some(0), "{}", scratch.read("o.log"));
     assert_eq!(
         scratch.read("o.log"),
-        "store\ntracked\nmodule.exports = 1;\njob\nnew\nstore-read-only\nstore-kept\n",
-        "the first layer wins, the last shows through, writes go to the scratch layer"
+        "store\ntracked\nmodule.exports = 1;\njob\nnew\nstore-unreachable\nstore-kept\n",
+        "the first layer wins, the last shows through, writes go to the job's layer"
     );
-    // Another job of the run sees what the first one wrote; the store is as it was.
+    // Another job of the run, with a layer of its own, sees none of the first one's writes.
+    let second = overlay_world(scratch, "job-2");
     let event = run_to_end(
-        &run,
-        &JobSpec {
-            cwd: sandbox.clone(),
-            ..sh(
-                &scratch,
-                "p.log",
-                "cat node_modules/a; ls node_modules/pkg | wc -l",
-            )
-        },
+        run,
+        &overlay_job(
+            scratch,
+            "p.log",
+            "cat a; ls pkg | wc -l; test ! -e n && echo no-n",
+            &second,
+        ),
     );
-    assert_eq!(exit_code(&event), Some(0));
-    assert_eq!(scratch.read("p.log"), "job\n0\n");
-    run.shutdown().expect("shutdown");
-    let store = &spec.layers[0];
+    assert_eq!(exit_code(&event), Some(0), "{}", scratch.read("p.log"));
+    assert_eq!(scratch.read("p.log"), "store\n1\nno-n\n");
+    // The store and the sandbox are as they were; the first job's writes are in its layer.
+    let store = &first.layers[0];
     assert_eq!(
         fs_err::read_to_string(store.join("a")).expect("read"),
         "store\n"
     );
     assert!(store.join("pkg/index.js").is_file());
-    // The host never saw the overlay: the sandbox's own files are untouched.
     assert_eq!(
-        fs_err::read_to_string(spec.target.join("a")).expect("read"),
+        fs_err::read_to_string(first.target.join("a")).expect("read"),
         "sandbox\n"
     );
-    assert!(!spec.target.join("n").exists());
+    assert!(!first.target.join("n").exists());
     assert_eq!(
-        fs_err::read_to_string(spec.scratch.join("upper/a")).expect("read"),
+        fs_err::read_to_string(first.scratch.join("upper/a")).expect("read"),
         "job\n"
     );
-    // A later run does not see it either.
-    let later = isolated();
-    let event = run_to_end(
-        &later,
-        &JobSpec {
-            cwd: sandbox,
-            ..sh(&scratch, "l.log", "cat node_modules/a")
-        },
-    );
-    assert_eq!(exit_code(&event), Some(0));
-    assert_eq!(scratch.read("l.log"), "sandbox\n");
-    later.shutdown().expect("shutdown");
+    // A job given the first one's layer again sees what it wrote.
+    let event = run_to_end(run, &overlay_job(scratch, "q.log", "cat a n", &first));
+    assert_eq!(exit_code(&event), Some(0), "{}", scratch.read("q.log"));
+    assert_eq!(scratch.read("q.log"), "job\nnew\n");
 }
 
 #[test]
-fn an_overlay_works_in_a_user_namespace() {
+fn each_job_writes_into_an_overlay_layer_of_its_own() {
+    let scratch = Scratch::new("overlay");
+    let run = isolated();
+    overlays_keep_each_jobs_writes_its_own(&run, &scratch);
+    run.shutdown().expect("shutdown");
+}
+
+#[test]
+fn each_job_writes_into_an_overlay_layer_of_its_own_in_a_user_namespace() {
     let scratch = Scratch::new("overlay-userns");
-    let spec = overlay_world(&scratch);
-    let config = RunConfig {
-        read_only: vec![spec.layers[0].clone()],
-        ..as_nobody(&scratch)
-    };
-    // `nobody` made the store, as the user who runs proofgraph does: only the read-only
-    // bind keeps its jobs from writing there.
+    let config = as_nobody(&scratch);
+    overlay_world(&scratch, "job-1");
+    // `nobody` made the store, as the user who runs proofgraph does: only the world keeps
+    // its jobs from writing there.
     let status = Command::new("chown")
         .args(["-R", "65534:65534"])
         .arg(&scratch.dir)
@@ -1877,71 +1895,61 @@ fn an_overlay_works_in_a_user_namespace() {
             user_namespace: true
         }
     );
-    assert_eq!(mount(&run, &spec), None);
-    let script = through_the_overlay(&spec.layers[0]);
-    let event = run_to_end(
-        &run,
-        &JobSpec {
-            cwd: scratch.path("sandbox"),
-            ..sh(&scratch, "o.log", &script)
-        },
-    );
-    assert_eq!(exit_code(&event), Some(0), "{}", scratch.read("o.log"));
-    assert_eq!(
-        scratch.read("o.log"),
-        "store\ntracked\nmodule.exports = 1;\njob\nnew\nstore-read-only\nstore-kept\n"
-    );
+    overlays_keep_each_jobs_writes_its_own(&run, &scratch);
     run.shutdown().expect("shutdown");
-    assert_eq!(
-        fs_err::read_to_string(spec.layers[0].join("a")).expect("read"),
-        "store\n"
-    );
 }
 
 #[test]
-fn an_overlay_is_refused_without_namespaces_and_for_paths_it_cannot_name() {
+fn an_overlay_it_cannot_name_or_make_is_a_job_that_could_not_start() {
     let scratch = Scratch::new("overlay-refused");
-    let spec = overlay_world(&scratch);
-    let (run, isolation) = start(IsolationRequest::Disabled);
-    assert!(!isolation.is_isolated());
-    let error = mount(&run, &spec).expect("no overlay without namespaces");
-    assert!(error.contains("no mount namespace"), "{error}");
-    run.shutdown().expect("shutdown");
-
+    let spec = overlay_world(&scratch, "job");
     let run = isolated();
+    let mut events = Events::new(&run);
     let odd = scratch.path("odd:layer");
     fs_err::create_dir_all(&odd).expect("mkdir");
-    let error = mount(
-        &run,
+    for (overlay, expected) in [
+        (
+            OverlaySpec {
+                layers: vec![odd],
+                ..spec.clone()
+            },
+            "cannot be an overlay layer",
+        ),
+        (
+            OverlaySpec {
+                layers: vec![scratch.path("absent")],
+                ..spec.clone()
+            },
+            "an overlay layer is missing",
+        ),
+        (
+            OverlaySpec {
+                layers: Vec::new(),
+                ..spec.clone()
+            },
+            "has no layer",
+        ),
+    ] {
+        let id = run
+            .spawn(&overlay_job(&scratch, "x.log", "true", &overlay))
+            .expect("spawn");
+        match events.wait(id, Duration::from_secs(10)) {
+            Event::Exited {
+                spawn_error: Some(why),
+                ..
+            } => assert!(why.contains(expected), "{why}"),
+            other => panic!("{expected}: {other:?}"),
+        }
+    }
+    match run.spawn(&overlay_job(
+        &scratch,
+        "x.log",
+        "true",
         &OverlaySpec {
-            layers: vec![odd],
-            ..spec.clone()
+            target: PathBuf::from("relative"),
+            ..spec
         },
-    )
-    .expect("refused");
-    assert!(error.contains("cannot be an overlay layer"), "{error}");
-    let error = mount(
-        &run,
-        &OverlaySpec {
-            target: scratch.path("absent"),
-            ..spec.clone()
-        },
-    )
-    .expect("refused");
-    assert!(error.contains("mount an overlay on"), "{error}");
-    let error = mount(
-        &run,
-        &OverlaySpec {
-            layers: Vec::new(),
-            ..spec.clone()
-        },
-    )
-    .expect("refused");
-    assert!(error.contains("at least one layer"), "{error}");
-    match run.overlay(&OverlaySpec {
-        target: PathBuf::from("relative"),
-        ..spec
-    }) {
+    )) {
         Err(SandboxError::InvalidPath { .. }) => {}
         other => panic!("a relative target must be refused before the init: {other:?}"),
     }
@@ -1949,34 +1957,41 @@ fn an_overlay_is_refused_without_namespaces_and_for_paths_it_cannot_name() {
 }
 
 #[test]
-fn read_only_directories_can_be_read_and_not_changed_by_jobs() {
+fn read_only_paths_can_be_read_and_not_changed_by_jobs() {
     let scratch = Scratch::new("read-only");
-    // One under /tmp (bound when its entry is exposed), one elsewhere (bound at start):
-    // /var/tmp, since the target directory itself may lie under /tmp (a clone there).
+    // One under /tmp, one elsewhere: /var/tmp, since the target directory itself may lie
+    // under /tmp (a clone there); and a single file.
     let outside = PathBuf::from("/var/tmp").join(format!("read-only-{}", std::process::id()));
     let under_tmp = scratch.path("store/trees");
     for dir in [&outside, &under_tmp] {
         fs_err::create_dir_all(dir).expect("mkdir");
         fs_err::write(dir.join("kept"), "kept\n").expect("write");
     }
-    let config = RunConfig {
-        read_only: vec![outside.clone(), under_tmp.clone(), scratch.path("absent")],
-        ..config(IsolationRequest::Required)
-    };
-    let (run, isolation) = Run::start(&config).expect("start");
-    assert!(isolation.is_isolated());
-    // Added by the caller during the run: seen by the jobs, and just as read-only.
-    fs_err::write(under_tmp.join("later"), "later\n").expect("write");
+    let single = scratch.path("single.txt");
+    fs_err::write(&single, "single\n").expect("write");
+    let run = isolated();
     let script = format!(
-        "for d in '{}' '{}'; do cat \"$d/kept\"; (echo x > \"$d/kept\") 2>/dev/null && echo wrote; (touch \"$d/new\") 2>/dev/null && echo made; (rm \"$d/kept\") 2>/dev/null && echo removed; done; cat '{}/later'; echo x > '{}/beside' && echo beside",
+        "for d in '{}' '{}'; do cat \"$d/kept\"; (echo x > \"$d/kept\") 2>/dev/null && echo wrote; (touch \"$d/new\") 2>/dev/null && echo made; (rm \"$d/kept\") 2>/dev/null && echo removed; done; cat '{single}'; (echo x > '{single}') 2>/dev/null && echo wrote-single; echo x > beside && echo beside",
         outside.display(),
         under_tmp.display(),
-        under_tmp.display(),
-        scratch.dir.display()
+        single = single.display(),
     );
-    let event = run_to_end(&run, &sh(&scratch, "r.log", &script));
+    let mut spec = sh(&scratch, "r.log", &script);
+    spec.cwd = scratch.path("out");
+    fs_err::create_dir_all(&spec.cwd).expect("mkdir");
+    spec.world = World {
+        read_only: vec![
+            outside.clone(),
+            under_tmp.clone(),
+            single.clone(),
+            scratch.path("absent"),
+        ],
+        writable: vec![spec.cwd.clone()],
+        ..World::default()
+    };
+    let event = run_to_end(&run, &spec);
     assert_eq!(exit_code(&event), Some(0), "{}", scratch.read("r.log"));
-    assert_eq!(scratch.read("r.log"), "kept\nkept\nlater\nbeside\n");
+    assert_eq!(scratch.read("r.log"), "kept\nkept\nsingle\nbeside\n");
     run.shutdown().expect("shutdown");
     for dir in [&outside, &under_tmp] {
         assert_eq!(
@@ -1985,5 +2000,6 @@ fn read_only_directories_can_be_read_and_not_changed_by_jobs() {
         );
         assert!(!dir.join("new").exists());
     }
+    assert_eq!(fs_err::read_to_string(&single).expect("read"), "single\n");
     let _ = fs_err::remove_dir_all(&outside);
 }

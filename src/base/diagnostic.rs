@@ -188,6 +188,8 @@ codes! {
     RepositoryPathAbsolute = "repository_path_absolute",
     /// A cached `setup` installs the project itself, which a cached setup never sees.
     SetupInstallsProject = "setup_installs_project",
+    /// A `hostPaths` entry is not an absolute path or one below `~`.
+    HostPathInvalid = "host_path_invalid",
     /// A repository of the workspace is not inside a git work tree.
     NotAGitRepository = "not_a_git_repository",
     /// `watch` cannot run: inotify is unusable, or another watcher answers.

@@ -291,6 +291,7 @@ fn attempt(
             &run_id,
             &e.loaded.workspace,
             e.mode,
+            wanted.len() + graph.services().count(),
         ));
         let plan = Plan {
             graph,

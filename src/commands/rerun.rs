@@ -567,6 +567,7 @@ fn rerun(ctx: &Context, options: &RerunOptions) -> Result<Report<RerunPayload>, 
             &run_id,
             &rebuilt,
             proof.sandbox,
+            wanted.len() + graph.services().count(),
         ));
         let plan = Plan {
             graph,

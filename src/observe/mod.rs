@@ -5,5 +5,6 @@ pub mod inputs;
 pub mod programs;
 pub mod record;
 pub mod revision;
+pub mod setup_inputs;
 pub mod watch;
 pub mod world;

@@ -529,8 +529,8 @@ fn from_snapshots(
         inputs,
         executables,
         service_executables,
+        setups: setups(workspace, &snapshots, &repositories),
         repositories,
-        setups: setups(workspace),
     };
     Ok(Observed {
         world,
@@ -580,8 +580,16 @@ impl Observed {
 }
 
 /// Each repository's sandbox setup, as fingerprinted: one entry per command
-/// (its argv as JSON), per cached directory and per `setupInputs` pattern.
-fn setups(workspace: &Workspace) -> BTreeMap<RepoId, Vec<String>> {
+/// (its argv as JSON), per cached directory and per `setupInputs` pattern, and what the
+/// setup sees — a cached one, the key it is kept under (the identity of every input it
+/// sees); an uncached one, which runs over the whole repository, that repository's digest —
+/// so a lockfile edit reruns every provider of the repository, even one whose `inputs`
+/// leave the lockfile out.
+fn setups(
+    workspace: &Workspace,
+    snapshots: &BTreeMap<RepoId, Snapshot>,
+    repositories: &BTreeMap<RepoId, Inputs>,
+) -> BTreeMap<RepoId, Vec<String>> {
     let Some(catalog) = &workspace.catalog else {
         return BTreeMap::new();
     };
@@ -606,6 +614,27 @@ fn setups(workspace: &Workspace) -> BTreeMap<RepoId, Vec<String>> {
                     .flatten()
                     .map(|p| format!("inputs {}", p.value)),
             );
+            let cache_dirs: Vec<String> = repo
+                .setup_cache
+                .iter()
+                .flatten()
+                .map(|d| d.value.clone())
+                .collect();
+            if !cache_dirs.is_empty()
+                && let Some(snapshot) = snapshots.get(id)
+            {
+                let patterns: Option<Vec<String>> = repo
+                    .setup_inputs
+                    .as_ref()
+                    .map(|all| all.iter().map(|p| p.value.clone()).collect());
+                let argvs: Vec<Vec<String>> = commands.iter().map(|c| c.value.clone()).collect();
+                let seen = super::setup_inputs::inputs(patterns.as_deref(), snapshot);
+                let key =
+                    super::setup_inputs::cache_key(&argvs, &cache_dirs, patterns.as_deref(), &seen);
+                out.push(format!("key {key}"));
+            } else if let Some(whole) = repositories.get(id) {
+                out.push(format!("sees {}", whole.digest));
+            }
             Some((id.clone(), out))
         })
         .collect()

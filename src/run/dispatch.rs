@@ -24,6 +24,7 @@ use super::ended::{self, Finished};
 use super::events::{Line, Progress, ProviderRun};
 use super::heartbeat::Heartbeat;
 use super::job::{ExecKey, Jobs};
+use super::layers::{ExecDirs, Files, Seen, Worlds};
 use super::plan::{Plan, diag};
 use super::recorder::{Persisted, Recorder};
 use super::sandboxes::Sandboxes;
@@ -42,6 +43,8 @@ pub(super) enum Purpose {
     /// One execution shared by these providers.
     Providers {
         key: ExecKey,
+        /// Where its repositories were, and where what it wrote is.
+        dirs: ExecDirs,
         log: PathBuf,
         /// Whether the run holds the providers waiting for a slot when it ends, even
         /// with exit status 0, until this loop has judged it and resumes them.
@@ -68,14 +71,16 @@ pub(super) struct Dispatcher<'p, 'a> {
     /// How isolated the run is (what receipts record; whether a port in use is refused).
     pub(super) isolation: RunIsolation,
     pub(super) sandboxes: Sandboxes,
+    /// Each execution's own world.
+    pub(super) worlds: Worlds,
     pub(super) jobs: BTreeMap<JobId, Purpose>,
     /// Execution key → the job running it, or its finished result.
     pub(super) executions: BTreeMap<ExecKey, Execution>,
     /// Providers attached to an execution, waiting for it.
     pub(super) waiting: BTreeMap<ExecKey, Vec<NodeId>>,
-    /// Per execution, the report paths (sandbox, path) of every wanted provider that may
-    /// be judged from it: all emptied before it starts.
-    pub(super) reports: BTreeMap<ExecKey, Vec<(PathBuf, String)>>,
+    /// Per execution, the report paths (repository, path) of every wanted provider that
+    /// may be judged from it: all emptied where it writes before it starts.
+    pub(super) reports: BTreeMap<ExecKey, Vec<(Option<RepoId>, String)>>,
     pub(super) services: BTreeMap<NodeId, JobId>,
     pub(super) probe_failures: BTreeMap<NodeId, String>,
     pub(super) service_logs: BTreeMap<NodeId, PathBuf>,
@@ -115,16 +120,18 @@ impl<'p, 'a> Dispatcher<'p, 'a> {
         run: Option<Run>,
         isolation: RunIsolation,
         sandboxes: Sandboxes,
+        worlds: Worlds,
         log_dir: PathBuf,
         recorder: Recorder,
         diagnostics: Vec<Diagnostic>,
     ) -> Self {
-        let mut dispatcher = Dispatcher {
+        Dispatcher {
             plan,
             scheduler: Scheduler::new(plan.graph, admitted(plan.jobs), wanted),
             run,
             isolation,
             sandboxes,
+            worlds,
             jobs: BTreeMap::new(),
             executions: BTreeMap::new(),
             waiting: BTreeMap::new(),
@@ -142,11 +149,80 @@ impl<'p, 'a> Dispatcher<'p, 'a> {
             running: BTreeSet::new(),
             total: wanted.len(),
             heartbeat: Heartbeat::new(plan.heartbeat, plan.stream.clone()),
+        }
+    }
+
+    /// What provider `id` sees of each repository it reads (its own, and those its inputs
+    /// name): the files its fingerprint binds, under its repository's setup.
+    pub(super) fn seen_of(&mut self, id: NodeId) -> Result<Vec<Seen>, String> {
+        let Some(p) = self.plan.graph.node(id).provider() else {
+            return Ok(Vec::new());
         };
-        dispatcher.reports = dispatcher
+        let mut by_repo: BTreeMap<RepoId, BTreeSet<String>> = BTreeMap::new();
+        if let Some(repo) = &p.runs_in {
+            by_repo.entry(repo.clone()).or_default();
+        }
+        for (scoped, _) in self
+            .plan
+            .observed
+            .files
+            .get(&p.spec.id.value)
+            .into_iter()
+            .flatten()
+        {
+            if let Some((repo, path)) = scoped.split_once(':')
+                && let Ok(repo) = RepoId::parse(repo)
+            {
+                by_repo.entry(repo).or_default().insert(path.to_owned());
+            }
+        }
+        // A program of the repository is bound by its fingerprint (its digest), whatever
+        // the provider's `inputs` say: it is in the world the provider runs in.
+        if let (Some(repo), Some(Some(crate::observe::world::Program::InRepository(rel)))) = (
+            &p.runs_in,
+            self.plan.observed.programs.get(&p.spec.id.value),
+        ) {
+            let rel = rel.to_string_lossy();
+            let rel = rel.trim_start_matches("./");
+            let known = self
+                .plan
+                .observed
+                .snapshots
+                .get(repo)
+                .is_some_and(|s| s.files.iter().any(|f| f.path == rel));
+            if known {
+                by_repo
+                    .entry(repo.clone())
+                    .or_default()
+                    .insert(rel.to_owned());
+            }
+        }
+        let mut seen = Vec::new();
+        for (repo, paths) in by_repo {
+            let all = self
+                .plan
+                .observed
+                .snapshots
+                .get(&repo)
+                .is_some_and(|s| s.files.len() == paths.len());
+            let paths: Vec<&str> = paths.iter().map(String::as_str).collect();
+            let files = if all { Files::All } else { Files::Only(&paths) };
+            seen.push(self.worlds.seen(&repo, files)?);
+        }
+        self.with_artifacts(id, seen)
+    }
+
+    /// The report paths each execution of `wanted` empties before it starts.
+    fn plan_reports(&mut self, wanted: &BTreeSet<NodeId>) {
+        let mut seen = BTreeMap::new();
+        for id in wanted {
+            if let Ok(s) = self.seen_of(*id) {
+                seen.insert(*id, s);
+            }
+        }
+        self.reports = self
             .builder()
-            .reports_by_execution(plan.graph, wanted);
-        dispatcher
+            .reports_by_execution(self.plan.graph, wanted, &seen);
     }
 
     /// Runs the setup commands, then every wanted provider the scheduler lets start, until
@@ -162,6 +238,7 @@ impl<'p, 'a> Dispatcher<'p, 'a> {
         let mut signals = Signals::listen(self.plan.interrupt);
         let mut interrupted = signals.early.is_set() || !self.setup(&mut rx, &mut signals).await;
         if !interrupted {
+            self.plan_reports(wanted);
             interrupted = self.dispatch(&mut rx, &mut signals).await;
         }
         if interrupted {
@@ -267,7 +344,12 @@ impl<'p, 'a> Dispatcher<'p, 'a> {
                 self.withdraw(&key);
             }
             (
-                Purpose::Providers { key, log, hold },
+                Purpose::Providers {
+                    key,
+                    dirs,
+                    log,
+                    hold,
+                },
                 Event::Exited {
                     code,
                     signal,
@@ -284,6 +366,7 @@ impl<'p, 'a> Dispatcher<'p, 'a> {
                 // after a wait for a slot.
                 let finished = Finished {
                     not_started,
+                    dirs,
                     ..Finished::ran(ended, log, duration, std::time::SystemTime::now())
                 };
                 self.execution_ended(key, &finished, hold);
@@ -350,10 +433,6 @@ impl<'p, 'a> Dispatcher<'p, 'a> {
             .join(format!("{:04}-{name}.log", self.next_log))
     }
 
-    pub(super) fn cwd(&self, repo: Option<&RepoId>) -> Option<PathBuf> {
-        self.builder().cwd(repo)
-    }
-
     /// What building a job reads, for this run.
     pub(super) fn builder(&self) -> Jobs<'_> {
         Jobs {
@@ -362,8 +441,10 @@ impl<'p, 'a> Dispatcher<'p, 'a> {
             secrets: self.plan.secrets,
             programs: &self.plan.observed.programs,
             service_programs: &self.plan.observed.service_programs,
-            sandboxes: &self.sandboxes.dirs,
-            log_dir: &self.log_dir,
+            sandboxes: self.worlds.snapshots(),
+            out_dir: &self.sandboxes.out,
+            host_paths: self.worlds.host_paths(),
+            home: self.worlds.home(),
         }
     }
 

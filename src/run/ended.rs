@@ -22,6 +22,8 @@ pub(super) struct Finished {
     /// Its command could not be started at all (a missing program, no permission): a
     /// configuration problem, not a result.
     pub(super) not_started: bool,
+    /// Where its repositories were, and where what it wrote is (none when it ran nothing).
+    pub(super) dirs: super::layers::ExecDirs,
 }
 
 impl Finished {
@@ -37,6 +39,7 @@ impl Finished {
             started_at: now.clone(),
             finished_at: now,
             not_started: false,
+            dirs: super::layers::ExecDirs::default(),
         }
     }
 
@@ -55,6 +58,7 @@ impl Finished {
             started_at: receipt::rfc3339(now.saturating_sub(duration)),
             finished_at: receipt::rfc3339(now),
             not_started: false,
+            dirs: super::layers::ExecDirs::default(),
         }
     }
 }

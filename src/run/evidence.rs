@@ -63,14 +63,16 @@ pub(super) fn read_written(dir: &Path, relative: &str, started: Option<SystemTim
     }
 }
 
-/// What is kept of a report's attachment: an inline body as it is, or a file the run wrote
-/// inside its own directories (a sandbox in `sandboxes`, or the run's directory `root`),
-/// read as any evidence is. `None`: nothing that can be kept (elsewhere, a link, too big).
-pub(super) fn attachment<'d>(
+/// What is kept of a report's attachment: an inline body as it is, or a file the execution
+/// wrote — in one of its repositories (`dirs`: where the job saw each, and where what it
+/// wrote there is), or in the run's directory of executions' own outputs, `out` — read as
+/// any evidence is, from where it was written. `None`: nothing that can be kept
+/// (elsewhere, not written by the execution, a link, too big).
+pub(super) fn attachment(
     attachment: Attachment,
-    home: Option<&'d Path>,
-    sandboxes: impl IntoIterator<Item = &'d PathBuf>,
-    root: &'d Path,
+    home: Option<&Path>,
+    dirs: &[(PathBuf, PathBuf)],
+    out: &Path,
 ) -> Option<Kept> {
     let name = (!attachment.name.is_empty()).then(|| attachment.name.clone());
     let content_type =
@@ -87,14 +89,13 @@ pub(super) fn attachment<'d>(
             let (base, relative) = if file.is_relative() {
                 (home?, file)
             } else {
-                sandboxes
-                    .into_iter()
-                    .map(PathBuf::as_path)
-                    .chain(std::iter::once(root))
-                    .find_map(|d| Some((d, file.strip_prefix(d).ok()?)))?
+                dirs.iter()
+                    .map(|(at, written)| (at.as_path(), written.as_path()))
+                    .chain(std::iter::once((out, out)))
+                    .find_map(|(at, written)| Some((written, file.strip_prefix(at).ok()?)))?
             };
             let written = evidence::read_beneath(base, relative, MAX_REPORT_BYTES).ok()?;
-            let shown = if base == root {
+            let shown = if base == out {
                 path.clone()
             } else {
                 relative.display().to_string()
@@ -167,16 +168,22 @@ mod tests {
     }
 
     #[test]
-    fn an_attachment_is_kept_from_its_body_or_from_a_file_of_the_run_only() {
+    fn an_attachment_is_kept_from_its_body_or_from_a_file_the_execution_wrote_only() {
         let run = tempfile::tempdir().expect("tempdir");
-        let root = run.path();
-        let sandbox = root.join("sandboxes/web");
+        let root = run.path().join("out");
+        let root = root.as_path();
+        let seen_at = run.path().join("sandboxes/web");
+        let sandbox = run.path().join("worlds/1/web/upper");
         fs_err::create_dir_all(sandbox.join("test-results")).expect("mkdir");
+        fs_err::create_dir_all(seen_at.join("test-results")).expect("mkdir");
         fs_err::write(sandbox.join("test-results/a.png"), b"png").expect("write");
+        // In the snapshot, not written by the execution: never kept.
+        fs_err::write(seen_at.join("test-results/old.png"), b"old").expect("write");
+        fs_err::create_dir_all(root).expect("mkdir");
         fs_err::write(root.join("logs.png"), b"log").expect("write");
         let outside = tempfile::tempdir().expect("tempdir");
         fs_err::write(outside.path().join("x.png"), b"secret").expect("write");
-        let sandboxes = [sandbox.clone()];
+        let sandboxes = [(seen_at.clone(), sandbox.clone())];
         let keep = |a| attachment(a, Some(&sandbox), &sandboxes, root);
         let inline = keep(attached(Some("/anywhere"), Some(b"inline"))).expect("kept");
         assert_eq!(
@@ -185,7 +192,7 @@ mod tests {
         );
         assert_eq!(inline.kind, ArtifactKind::PlaywrightAttachment);
         // In a sandbox: named relative to it; in the run's directory: as given.
-        let in_sandbox = sandbox.join("test-results/a.png").display().to_string();
+        let in_sandbox = seen_at.join("test-results/a.png").display().to_string();
         let kept = keep(attached(Some(&in_sandbox), None)).expect("kept");
         assert_eq!(kept.path.as_deref(), Some("test-results/a.png"));
         assert_eq!(kept.bytes, b"png");
@@ -195,8 +202,10 @@ mod tests {
         // Outside the run, missing, or neither a body nor a path: nothing.
         let elsewhere = outside.path().join("x.png").display().to_string();
         assert_eq!(keep(attached(Some(&elsewhere), None)), None);
-        let gone = sandbox.join("nope.png").display().to_string();
+        let gone = seen_at.join("nope.png").display().to_string();
         assert_eq!(keep(attached(Some(&gone), None)), None);
+        let old = seen_at.join("test-results/old.png").display().to_string();
+        assert_eq!(keep(attached(Some(&old), None)), None);
         assert_eq!(keep(attached(None, None)), None);
         // Made relative to the repository by the run's rewrites: the provider's own
         // sandbox, never above it, and nothing without one.

@@ -25,6 +25,7 @@ use crate::base::diagnostic::{Code, Diagnostic};
 pub use super::plan::{Executed, Plan, Stopped};
 
 use super::dispatch::{Dispatched, Dispatcher};
+use super::layers::Worlds;
 use super::plan::diag;
 use super::recorder::Recorder;
 use super::sandboxes;
@@ -113,6 +114,33 @@ async fn execute_async(
     } else {
         (None, None)
     };
+    let home = plan
+        .env
+        .var("HOME")
+        .map(std::path::PathBuf::from)
+        .filter(|h| h.is_absolute() && h.parent().is_some());
+    let worlds = Worlds::new(
+        plan.mode,
+        isolation.as_ref().is_some_and(Isolation::is_isolated),
+        &run_dir,
+        sandboxes.dirs.clone(),
+        crate::run::layers::host_paths(
+            &plan
+                .workspace
+                .catalog
+                .as_ref()
+                .map(|c| {
+                    c.host_paths
+                        .iter()
+                        .map(|p| p.value.clone())
+                        .collect::<Vec<_>>()
+                })
+                .unwrap_or_default(),
+            plan.env.var("PROOFGRAPH_HOST_PATHS").map(|v| v.as_os_str()),
+            home.as_deref(),
+        ),
+        home,
+    );
     let mut diagnostics = Vec::new();
     if let Some(Isolation::None { reason }) = &isolation {
         diagnostics.push(
@@ -128,6 +156,7 @@ async fn execute_async(
         run,
         RunIsolation::of(isolation.as_ref()),
         sandboxes,
+        worlds,
         log_dir,
         recorder,
         diagnostics,
@@ -147,16 +176,13 @@ async fn execute_async(
 
 /// Starts the run. It holds `--jobs` providers' commands at a time and starts the next one
 /// itself as soon as one ends; the scheduler admits up to twice as many, so one is always
-/// waiting there instead of a round trip through the loop. The signing key and the pins
-/// that make it trusted are no job's business: an isolated run covers them, so a provider
-/// can neither read the key nor move a pin. The setup trees are read-only to it: a
-/// provider sees them through an overlay (or a copy) and cannot change them by their path.
+/// waiting there instead of a round trip through the loop. Each job's world is built for
+/// it and holds no part of the store: the store (its keys, receipts, setup trees, other
+/// runs) and the pins that make the key trusted are hidden wherever a host path a job sees
+/// would show them, so no provider reads the key, moves a pin or rewrites what proves it.
 fn start(plan: &Plan<'_>) -> Result<(Run, Isolation), Vec<Diagnostic>> {
-    let trees = crate::run::setup::trees(plan.store);
-    let _ = fs_err::create_dir_all(&trees);
-    let read_only = fs_err::canonicalize(&trees).into_iter().collect();
     let hidden = [
-        plan.store.dir().join("keys"),
+        plan.store.dir().to_path_buf(),
         crate::proof::trust::Pins::new(plan.env).dir().to_path_buf(),
     ]
     .iter()
@@ -165,7 +191,6 @@ fn start(plan: &Plan<'_>) -> Result<(Run, Isolation), Vec<Diagnostic>> {
     let config = RunConfig {
         job_limit: Some(plan.jobs),
         hidden,
-        read_only,
         ..RunConfig::current_exe(plan.isolation)
     };
     Run::start(&config).map_err(|e| {

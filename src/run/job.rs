@@ -21,16 +21,21 @@ use crate::base::redact::Secrets;
 use crate::observe::world::Program;
 
 use super::command::{job_env, provider_argv};
+use super::layers::{ExecDirs, Seen};
 
 /// How identical executions are recognised: providers whose commands agree on all of this
-/// in one run share one execution, and each is judged from it.
+/// in one run share one execution, and each is judged from it — the same world included
+/// (what each sees of every repository), so no provider is judged from a run that saw
+/// files its fingerprint does not bind.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub(super) struct ExecKey {
     pub(super) argv: Vec<OsString>,
+    /// The working directory as the job sees it (its repository's sandbox).
     pub(super) cwd: PathBuf,
     pub(super) env: Vec<(OsString, OsString)>,
     pub(super) timeout: u64,
     pub(super) network: bool,
+    pub(super) seen: Vec<Seen>,
 }
 
 /// What building a job reads: the caller's environment, the run, and what was observed.
@@ -45,31 +50,51 @@ pub(super) struct Jobs<'a> {
     pub(super) programs: &'a BTreeMap<ProviderId, Option<Program>>,
     /// Each service's program, likewise.
     pub(super) service_programs: &'a BTreeMap<ServiceId, Option<Program>>,
-    /// Each repository's sandbox.
+    /// Where each repository is seen: its snapshot's path (or in place its own).
     pub(super) sandboxes: &'a BTreeMap<RepoId, PathBuf>,
-    /// The run's log directory (where Playwright writes its JSON).
-    pub(super) log_dir: &'a Path,
+    /// Where executions may write outside their sandboxes (Playwright's JSON report), a
+    /// directory per provider.
+    pub(super) out_dir: &'a Path,
+    /// The host paths every job sees read-only.
+    pub(super) host_paths: &'a [PathBuf],
+    /// The caller's home directory, private and empty in every job's world.
+    pub(super) home: Option<&'a Path>,
 }
 
 /// A provider's command, ready to start (see [`Jobs::prepare`]).
 #[derive(Debug)]
 pub(super) struct Prepared {
     pub(super) key: ExecKey,
-    /// The file to execute.
-    pub(super) program: PathBuf,
-    /// Where Playwright writes its JSON report, for a `playwright` provider.
+    /// The program to execute.
+    program: Program,
+    /// The repository it runs in.
+    runs_in: Option<RepoId>,
+    /// Where Playwright writes its JSON report, for a `playwright` provider, and the
+    /// directory of the provider's own it lies in (writable in its world).
     pub(super) playwright_report: Option<PathBuf>,
+    pub(super) out: Option<PathBuf>,
     redact: Vec<Vec<u8>>,
 }
 
 impl Prepared {
-    /// The job that runs it, logging to `log`; `hold`: the run holds the providers waiting
-    /// for a slot when it ends until the caller resumes it. Its key comes back beside it.
-    pub(super) fn into_job(self, log: PathBuf, hold: bool) -> (ExecKey, JobSpec) {
+    /// The job that runs it in `world`, its repositories where `dirs` says, logging to
+    /// `log`; `hold`: the run holds the providers waiting for a slot when it ends until the
+    /// caller resumes it. Its key comes back beside it.
+    pub(super) fn into_job(
+        self,
+        log: PathBuf,
+        hold: bool,
+        world: proofgraph_sandbox::World,
+        dirs: &ExecDirs,
+    ) -> (ExecKey, JobSpec) {
+        let cwd = dirs
+            .of(self.runs_in.as_ref())
+            .map_or_else(|| self.key.cwd.clone(), |d| d.at.clone());
         let job = JobSpec {
             argv: self.key.argv.clone(),
-            program: Some(self.program),
-            cwd: self.key.cwd.clone(),
+            program: Some(self.program.file(&cwd)),
+            cwd,
+            world,
             env: self.key.env.clone(),
             network: network(self.key.network),
             timeout: Some(Duration::from_millis(self.key.timeout)),
@@ -109,18 +134,17 @@ impl Jobs<'_> {
         repo.and_then(|r| self.sandboxes.get(r)).cloned()
     }
 
-    /// What starting `p`'s command takes: its execution key (identical keys share one
-    /// execution), program, and where Playwright writes its JSON. An error is why it
-    /// cannot start.
-    pub(super) fn prepare(&self, p: &ProviderNode) -> Result<Prepared, String> {
+    /// What starting `p`'s command takes, when it sees `seen` of the repositories: its
+    /// execution key (identical keys share one execution), program, and where Playwright
+    /// writes its JSON. An error is why it cannot start.
+    pub(super) fn prepare(&self, p: &ProviderNode, seen: Vec<Seen>) -> Result<Prepared, String> {
         let Some(cwd) = self.cwd(p.runs_in.as_ref()) else {
             return Err("its repository has no sandbox".to_owned());
         };
         let mut extra = vec![("PROOFGRAPH_RUN_ID", OsString::from(self.run_id))];
-        let playwright_report = (p.spec.adapter.value == Adapter::Playwright).then(|| {
-            self.log_dir
-                .join(format!("{}.playwright.json", p.spec.id.value))
-        });
+        let out = (p.spec.adapter.value == Adapter::Playwright)
+            .then(|| self.out_dir.join(p.spec.id.value.as_str()));
+        let playwright_report = out.as_ref().map(|dir| dir.join("playwright.json"));
         if let Some(path) = &playwright_report {
             extra.push(("PLAYWRIGHT_JSON_OUTPUT_FILE", path.clone().into_os_string()));
         }
@@ -142,16 +166,17 @@ impl Jobs<'_> {
             .as_ref()
             .is_some_and(|n| n.value == NetworkSetting::Host);
         // The program fingerprinted is the program executed: resolved once, with this
-        // job's PATH, when the world was observed.
+        // job's PATH, when the world was observed; it must lie in the job's world.
+        let name = program_name(p.spec.command.as_ref());
         let program = match self.programs.get(&p.spec.id.value) {
-            Some(Some(program)) => program.file(&cwd),
+            Some(Some(program)) => program.clone(),
             _ => {
-                let name = program_name(p.spec.command.as_ref());
                 return Err(format!(
                     "its command could not be started: `{name}` is not on its PATH (nor a file of its repository)"
                 ));
             }
         };
+        self.in_world(name, &program)?;
         Ok(Prepared {
             key: ExecKey {
                 argv: provider_argv(p),
@@ -159,22 +184,47 @@ impl Jobs<'_> {
                 env,
                 timeout: timeout_ms(p),
                 network,
+                seen,
             },
             program,
+            runs_in: p.runs_in.clone(),
             playwright_report,
+            out,
             redact: self.secrets.patterns().to_vec(),
         })
     }
 
-    /// The report paths (sandbox, path) of the wanted providers, grouped by the execution
-    /// each would share: every one is emptied before that execution starts, so nothing left
-    /// there is read as what it wrote.
+    /// Whether a program found outside the repositories lies in every job's world: the
+    /// system's directories or a host path the workspace names; else why not, and which
+    /// path to name.
+    pub(super) fn in_world(&self, name: &str, program: &Program) -> Result<(), String> {
+        let Program::Absolute(path) = program else {
+            return Ok(());
+        };
+        let found = if Path::new(name) == path.as_path() {
+            format!("`{name}`, which")
+        } else {
+            format!("`{name}` is `{}`, which", path.display())
+        };
+        match super::layers::outside_world(path, self.host_paths, self.home) {
+            None => Ok(()),
+            Some(suggest) => Err(format!(
+                "its command could not be started: {found} no job's world holds (a job sees the system's directories, its repositories and the `hostPaths` of proofgraph.yaml or PROOFGRAPH_HOST_PATHS); add `{suggest}` to `hostPaths`"
+            )),
+        }
+    }
+
+    /// The report paths (repository, path) of the wanted providers, grouped by the
+    /// execution each would share (`seen`: what each sees): every one is emptied where
+    /// that execution writes before it starts, so nothing left there is read as what it
+    /// wrote.
     pub(super) fn reports_by_execution(
         &self,
         graph: &SealedGraph,
         wanted: &BTreeSet<NodeId>,
-    ) -> BTreeMap<ExecKey, Vec<(PathBuf, String)>> {
-        let mut out: BTreeMap<ExecKey, Vec<(PathBuf, String)>> = BTreeMap::new();
+        seen: &BTreeMap<NodeId, Vec<Seen>>,
+    ) -> BTreeMap<ExecKey, Vec<(Option<RepoId>, String)>> {
+        let mut out: BTreeMap<ExecKey, Vec<(Option<RepoId>, String)>> = BTreeMap::new();
         for id in wanted {
             let Some(p) = graph.node(*id).provider() else {
                 continue;
@@ -182,24 +232,31 @@ impl Jobs<'_> {
             let (Some(report), true) = (&p.spec.report, p.spec.adapter.value.runs_command()) else {
                 continue;
             };
-            if let Ok(prepared) = self.prepare(p) {
-                let dir = prepared.key.cwd.clone();
+            let seen = seen.get(id).cloned().unwrap_or_default();
+            if let Ok(prepared) = self.prepare(p, seen) {
                 out.entry(prepared.key)
                     .or_default()
-                    .push((dir, report.value.clone()));
+                    .push((p.runs_in.clone(), report.value.clone()));
             }
         }
         out
     }
 
-    /// The job of one `setup` command in sandbox `dir`: the caller's PATH, HOME and LANG,
-    /// the outside network, half an hour.
-    pub(super) fn setup_job(&self, argv: &[String], dir: &Path, log: PathBuf) -> JobSpec {
+    /// The job of one `setup` command in `dir`, seeing `world`: the caller's PATH, HOME
+    /// and LANG, the outside network, half an hour.
+    pub(super) fn setup_job(
+        &self,
+        argv: &[String],
+        dir: &Path,
+        world: proofgraph_sandbox::World,
+        log: PathBuf,
+    ) -> JobSpec {
         JobSpec {
             argv: argv.iter().map(OsString::from).collect(),
             // Setup is not a provider: its command is searched in its PATH.
             program: None,
             cwd: dir.to_path_buf(),
+            world,
             env: job_env(self.env, None, None, &[]).unwrap_or_default(),
             network: Network::Host,
             timeout: Some(Duration::from_secs(30 * 60)),

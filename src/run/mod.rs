@@ -2,6 +2,7 @@
 //! repository setup. `execute` is the entry point; the files beside it each hold one part
 //! of it (see ARCHITECTURE.md's code map).
 
+mod artifacts;
 mod command;
 mod conclude;
 mod contract;
@@ -12,6 +13,7 @@ mod evidence;
 pub mod execute;
 mod heartbeat;
 mod job;
+mod layers;
 mod plan;
 mod provider;
 mod record;
@@ -21,7 +23,7 @@ mod service_job;
 mod services;
 pub mod setup;
 mod setup_commands;
-mod setup_provide;
+
 mod signals;
 #[cfg(test)]
 mod testing;

@@ -126,6 +126,7 @@ pub fn path_rewrites(
     run_id: &str,
     workspace: &crate::load::workspace::Workspace,
     mode: proofgraph_sandbox::SandboxMode,
+    executions: usize,
 ) -> Vec<(String, String)> {
     let mut stores = vec![store.dir().to_path_buf()];
     stores.extend(fs_err::canonicalize(store.dir()).ok());
@@ -133,10 +134,15 @@ pub fn path_rewrites(
     for base in stores {
         let run = base.join("runs").join(run_id);
         for repo in workspace.repositories.keys() {
+            // Without a mount namespace each execution works in a copy of its own.
+            let copies = (1..=executions).map(|n| super::layers::copy_dir(&run, n, repo));
             for dir in [
                 run.join("sandboxes").join(repo.as_str()),
                 run.join("setup").join(repo.as_str()),
-            ] {
+            ]
+            .into_iter()
+            .chain(copies)
+            {
                 let dir = dir.display().to_string();
                 out.push((format!("{dir}/"), String::new()));
                 out.push((dir, ".".to_owned()));

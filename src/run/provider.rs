@@ -67,6 +67,7 @@ impl Dispatcher<'_, '_> {
                 started_at,
                 finished_at: receipt::now_rfc3339(),
                 not_started: false,
+                dirs: super::layers::ExecDirs::default(),
             };
             let ok = self.record(id, &finished);
             self.finish(id, ok);
@@ -96,7 +97,11 @@ impl Dispatcher<'_, '_> {
         if let Some(reason) = refusal(p, has_inputs, setup_failed.map(String::as_str)) {
             return fail_now(self, reason);
         }
-        let prepared = match self.builder().prepare(p) {
+        let seen = match self.seen_of(id) {
+            Ok(seen) => seen,
+            Err(reason) => return fail_now(self, reason),
+        };
+        let prepared = match self.builder().prepare(p, seen) {
             Ok(prepared) => prepared,
             Err(reason) => return not_started(self, reason),
         };
@@ -118,8 +123,21 @@ impl Dispatcher<'_, '_> {
         // every provider that may be judged from it is emptied before it starts (without
         // following a link). Removing them while other jobs run is safe: no two different
         // commands declare one report path (preflight's `report_path_collision`).
-        for (dir, report) in self.reports.get(&prepared.key).into_iter().flatten() {
-            let _ = evidence::remove_beneath(dir, Path::new(report));
+        let (world, dirs) = match self
+            .worlds
+            .world(&prepared.key.seen, prepared.out.as_deref())
+        {
+            Ok(made) => made,
+            Err(reason) => {
+                return fail_now(self, format!("its world could not be made: {reason}"));
+            }
+        };
+        // (In an overlay the execution's own layer starts empty; in a copy or in place a
+        // tracked file may be there.)
+        for (repo, report) in self.reports.get(&prepared.key).into_iter().flatten() {
+            if let Some(dir) = dirs.of(repo.as_ref()) {
+                let _ = evidence::remove_beneath(&dir.written, Path::new(report));
+            }
         }
         if let Some(path) = &prepared.playwright_report {
             let _ = fs_err::remove_file(path);
@@ -132,7 +150,7 @@ impl Dispatcher<'_, '_> {
         // for another inherits that one's choice; at worst, one more provider starts after
         // a failure judged from a report: it runs and is recorded as usual.)
         let hold = !judge::judged_by_exit_status(p);
-        let (key, spec) = prepared.into_job(log.clone(), hold);
+        let (key, spec) = prepared.into_job(log.clone(), hold, world, &dirs);
         let Some(run) = &self.run else {
             return fail_now(self, "no run was started".to_owned());
         };
@@ -148,6 +166,7 @@ impl Dispatcher<'_, '_> {
                     job,
                     Purpose::Providers {
                         key: key.clone(),
+                        dirs,
                         log,
                         hold,
                     },
@@ -182,6 +201,16 @@ impl Dispatcher<'_, '_> {
             .insert(key.clone(), Execution::Done(finished.clone()));
         for id in self.waiting.remove(&key).unwrap_or_default() {
             let ok = self.record(id, finished);
+            if ok {
+                let repo = self
+                    .plan
+                    .graph
+                    .node(id)
+                    .provider()
+                    .and_then(|p| p.runs_in.clone());
+                let written = finished.dirs.of(repo.as_ref()).map(|d| d.written.clone());
+                self.keep_artifacts(id, written.as_deref());
+            }
             self.finish(id, ok);
         }
         // The run held the providers waiting in it (this one is judged from more than its

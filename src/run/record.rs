@@ -4,6 +4,8 @@
 //! to the receipt writer. Judging stays on the loop because it decides whether
 //! dependents may start.
 
+use std::path::PathBuf;
+
 use proofgraph_graph::graph::ProviderNode;
 use proofgraph_graph::{Adapter, NodeId, SealedGraph};
 use proofgraph_sandbox::SandboxMode;
@@ -128,11 +130,13 @@ impl Dispatcher<'_, '_> {
             return false;
         };
         let pid = &p.spec.id.value;
+        // What the execution wrote is read where it landed: its own layer (or copy, or in
+        // place the repository), never a directory another job could have written.
+        let written = finished.dirs.of(p.runs_in.as_ref());
         let declared = |report: &str| {
-            self.cwd(p.runs_in.as_ref())
-                .map_or(ReportFile::NotExpected, |d| {
-                    read_written(&d, report, finished.started)
-                })
+            written.map_or(ReportFile::NotExpected, |d| {
+                read_written(&d.written, report, finished.started)
+            })
         };
         let report_file = match report_source(p, &finished.ended) {
             ReportSource::None => ReportFile::NotExpected,
@@ -142,8 +146,8 @@ impl Dispatcher<'_, '_> {
                 _ => ReportFile::NotExpected,
             },
             ReportSource::PlaywrightLog => read_written(
-                &self.log_dir,
-                &format!("{pid}.playwright.json"),
+                &self.sandboxes.out.join(pid.as_str()),
+                "playwright.json",
                 finished.started,
             ),
             ReportSource::Undeclared => ReportFile::Missing("(no `report` declared)".to_owned()),
@@ -184,15 +188,18 @@ impl Dispatcher<'_, '_> {
             let path = p.spec.report.as_ref().map(|r| r.value.clone());
             kept.push(Kept::new(ArtifactKind::StructuredReport, path, bytes));
         }
-        let home = self.cwd(p.runs_in.as_ref());
-        kept.extend(attachments.into_iter().filter_map(|a| {
-            attachment(
-                a,
-                home.as_deref(),
-                self.sandboxes.dirs.values(),
-                &self.sandboxes.root,
-            )
-        }));
+        let dirs: Vec<(PathBuf, PathBuf)> = finished
+            .dirs
+            .repos
+            .values()
+            .map(|d| (d.at.clone(), d.written.clone()))
+            .collect();
+        let home = written.map(|d| d.written.as_path());
+        kept.extend(
+            attachments
+                .into_iter()
+                .filter_map(|a| attachment(a, home, &dirs, &self.sandboxes.out)),
+        );
         if p.spec.adapter.value == Adapter::ContractDigest {
             for (shown, bytes) in contract::artifacts(p, plan.workspace) {
                 let artifact = Kept::new(ArtifactKind::ContractArtifact, Some(shown), bytes);

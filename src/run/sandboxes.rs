@@ -21,6 +21,8 @@ use super::plan::{Stopped, diag};
 pub(super) struct Sandboxes {
     pub(super) dirs: BTreeMap<RepoId, PathBuf>,
     pub(super) root: PathBuf,
+    /// Where executions write outside their sandboxes, a directory per provider (`out/`).
+    pub(super) out: PathBuf,
     keep: bool,
 }
 
@@ -49,6 +51,7 @@ pub(super) fn make(
     let mut out = Sandboxes {
         dirs: BTreeMap::new(),
         root: run_dir.to_path_buf(),
+        out: run_dir.join("out"),
         keep,
     };
     for repo in repos {

@@ -35,7 +35,12 @@ impl Jobs<'_> {
     /// The file a service executes from `cwd`, or why it cannot start.
     pub(super) fn service_program(&self, s: &ServiceNode, cwd: &Path) -> Result<PathBuf, String> {
         match self.service_programs.get(&s.spec.id.value) {
-            Some(Some(program)) => Ok(program.file(cwd)),
+            Some(Some(program)) => {
+                let name = program_name(s.spec.command.as_ref());
+                self.in_world(name, program)
+                    .map_err(|why| format!("service `{}`: {why}", s.spec.id.value))?;
+                Ok(program.file(cwd))
+            }
             _ => Err(format!(
                 "service `{}` could not be started: `{}` is not on its PATH (nor a file of its repository)",
                 s.spec.id.value,
@@ -49,6 +54,7 @@ impl Jobs<'_> {
         &self,
         s: &ServiceNode,
         cwd: PathBuf,
+        world: proofgraph_sandbox::World,
         env: JobEnv,
         program: PathBuf,
         log: PathBuf,
@@ -67,6 +73,7 @@ impl Jobs<'_> {
                 .unwrap_or_default(),
             program: Some(program),
             cwd,
+            world,
             env,
             network: network(host),
             timeout: None,
@@ -168,7 +175,9 @@ mod tests {
                 programs: &self.programs,
                 service_programs: &self.services,
                 sandboxes: &self.sandboxes,
-                log_dir: Path::new("/runs/r/logs"),
+                out_dir: Path::new("/runs/r/out"),
+                host_paths: &[],
+                home: None,
             }
         }
     }
@@ -188,7 +197,19 @@ mod tests {
         assert!(env.contains(&("PROOFGRAPH_RUN_ID".into(), "run7".into())));
         let program = jobs.service_program(node, &cwd).expect("found");
         assert_eq!(program, PathBuf::from("/sb/root/node_modules/.bin/node"));
-        let job = jobs.service_job(node, cwd.clone(), env.clone(), program, "/l".into());
+        let world = proofgraph_sandbox::World {
+            private: vec![PathBuf::from("/home/u")],
+            ..proofgraph_sandbox::World::default()
+        };
+        let job = jobs.service_job(
+            node,
+            cwd.clone(),
+            world.clone(),
+            env.clone(),
+            program,
+            "/l".into(),
+        );
+        assert_eq!(job.world, world);
         assert_eq!(
             job.argv,
             [OsString::from("node"), OsString::from("server.js")]

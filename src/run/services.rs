@@ -93,11 +93,28 @@ impl Dispatcher<'_, '_> {
             self.scheduler.complete(id, Step::Failed);
             return;
         }
-        let Some(cwd) = self.cwd(s.runs_in.as_ref()) else {
-            self.probe_failures
-                .insert(id, format!("service `{}` has no sandbox", s.spec.id.value));
-            self.scheduler.complete(id, Step::Failed);
-            return;
+        // Its own world: its repository (all of it) under that repository's setup, and a
+        // writable layer no provider sees.
+        let made = match &s.runs_in {
+            Some(repo) => self
+                .worlds
+                .seen(repo, super::layers::Files::All)
+                .and_then(|seen| self.worlds.world(&[seen], None)),
+            None => Err("it has no repository".to_owned()),
+        };
+        let (world, cwd) = match made {
+            Ok((world, dirs)) => match dirs.of(s.runs_in.as_ref()) {
+                Some(dir) => (world, dir.at.clone()),
+                None => (world, std::path::PathBuf::from("/")),
+            },
+            Err(reason) => {
+                self.probe_failures.insert(
+                    id,
+                    format!("service `{}` has no sandbox: {reason}", s.spec.id.value),
+                );
+                self.scheduler.complete(id, Step::Failed);
+                return;
+            }
         };
         let env = match self.builder().service_env(s) {
             Ok(env) => env,
@@ -117,7 +134,7 @@ impl Dispatcher<'_, '_> {
                 return;
             }
         };
-        let spec = self.builder().service_job(s, cwd, env, program, log);
+        let spec = self.builder().service_job(s, cwd, world, env, program, log);
         let Some(run) = &self.run else { return };
         match run.spawn(&spec) {
             Ok(job) => {

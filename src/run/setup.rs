@@ -21,82 +21,10 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::observe::inputs::{FileEntry, Pattern, Snapshot};
-use crate::store::{Sha256, Store, sha256_hex};
+use crate::observe::inputs::Snapshot;
+use crate::store::{Sha256, Store};
 
-/// The files whose content decides what a setup produces: manifests, lockfiles, and the
-/// package managers' own configuration an install reads, at any depth of the repository.
-pub const SETUP_INPUTS: [&str; 23] = [
-    "package.json",
-    "package-lock.json",
-    "npm-shrinkwrap.json",
-    ".npmrc",
-    "pnpm-lock.yaml",
-    "pnpm-workspace.yaml",
-    "yarn.lock",
-    ".yarnrc.yml",
-    "bun.lock",
-    "bun.lockb",
-    "Cargo.toml",
-    "Cargo.lock",
-    "go.mod",
-    "go.sum",
-    "pyproject.toml",
-    "uv.lock",
-    "poetry.lock",
-    "pdm.lock",
-    "requirements.txt",
-    "Pipfile",
-    "Pipfile.lock",
-    "Gemfile",
-    "Gemfile.lock",
-];
-
-/// The files a cached setup sees: those `patterns` (a repository's `setupInputs`) select,
-/// or, without patterns, every file named as a manifest or lockfile in [`SETUP_INPUTS`], at
-/// any depth. A pattern that is not a valid glob selects nothing (`validate` reports it).
-pub fn inputs<'s>(patterns: Option<&[String]>, snapshot: &'s Snapshot) -> Vec<&'s FileEntry> {
-    match patterns {
-        Some(patterns) => {
-            let patterns: Vec<Pattern> = patterns.iter().filter_map(|p| Pattern::new(p)).collect();
-            snapshot
-                .files
-                .iter()
-                .filter(|f| patterns.iter().any(|p| p.matches(&f.path)))
-                .collect()
-        }
-        None => snapshot
-            .files
-            .iter()
-            .filter(|f| SETUP_INPUTS.contains(&f.path.rsplit('/').next().unwrap_or(&f.path)))
-            .collect(),
-    }
-}
-
-/// The cache key of a repository's setup: its commands, the cached directories, the
-/// declared `setupInputs` patterns and the identity of every file they select (what the
-/// setup sees, and all it sees: [`inputs`]).
-pub fn cache_key(
-    setup: &[Vec<String>],
-    cache_dirs: &[String],
-    patterns: Option<&[String]>,
-    inputs: &[&FileEntry],
-) -> String {
-    let mut text = String::from("proofgraph/setup-cache/v2\n");
-    for argv in setup {
-        text.push_str(&format!("argv {}\n", serde_json::Value::from(argv.clone())));
-    }
-    for dir in cache_dirs {
-        text.push_str(&format!("cache {dir}\n"));
-    }
-    for pattern in patterns.into_iter().flatten() {
-        text.push_str(&format!("pattern {pattern}\n"));
-    }
-    for f in inputs {
-        text.push_str(&format!("input {} {}\n", f.path, f.id));
-    }
-    sha256_hex(text.as_bytes())
-}
+pub use crate::observe::setup_inputs::{SETUP_INPUTS, cache_key, inputs};
 
 /// One path of a kept setup output, as `listing.json` lists it.
 #[derive(Debug, Serialize, Deserialize)]
@@ -399,7 +327,7 @@ mod tests {
     use std::path::PathBuf;
 
     use super::*;
-    use crate::observe::inputs::{FileKind, blob_identity};
+    use crate::observe::inputs::{FileEntry, FileKind, blob_identity};
 
     fn snapshot(paths: &[&str]) -> Snapshot {
         Snapshot {

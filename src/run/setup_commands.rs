@@ -17,9 +17,7 @@ use crate::observe::inputs::Snapshot;
 use super::dispatch::Dispatcher;
 use super::events::Line;
 use super::services::last_lines;
-use super::setup_provide::Provided;
 use super::signals::Signals;
-use crate::run::setup::{Transfer, merge};
 
 /// One sandbox's setup.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -127,61 +125,16 @@ fn shown_inputs(inputs: &Snapshot) -> String {
 }
 
 impl Dispatcher<'_, '_> {
-    /// Shows a kept setup output in a sandbox, saying how; a sandbox that cannot get it
-    /// fails its repository's providers.
-    async fn provide_kept(
-        &mut self,
-        repo: &RepoId,
-        tree: &crate::run::setup::Tree,
-        dir: &std::path::Path,
-        cache_dirs: &[String],
-        rx: &mut UnboundedReceiver<Event>,
-    ) {
-        match self.provide(repo, tree, dir, cache_dirs, rx).await {
-            Ok(provided) => self.progress(Line::SetupRestored {
-                repo,
-                files: tree.files,
-                copied: match &provided {
-                    Provided::Mounted => None,
-                    Provided::Copied(why) => Some(why),
-                },
-            }),
-            Err(reason) => {
-                self.progress(Line::SetupFailed {
-                    repo,
-                    reason: &reason,
-                });
-                self.setup_failures.insert(repo.clone(), reason);
-            }
-        }
-    }
-
-    /// Moves what a cached setup produced in `workdir` into the sandbox, when the store
-    /// could not keep it.
-    fn hand_over(
-        &mut self,
-        repo: &RepoId,
-        workdir: &std::path::Path,
-        dir: &std::path::Path,
-        cache_dirs: &[String],
-    ) {
-        for name in cache_dirs {
-            let src = workdir.join(name);
-            if fs_err::symlink_metadata(&src).is_err() {
-                continue;
-            }
-            if let Err(e) = merge(&src, &dir.join(name), Transfer::Move) {
-                let reason = format!(
-                    "what setup produced could not be moved into the sandbox: failed to {e}"
-                );
-                self.progress(Line::SetupFailed {
-                    repo,
-                    reason: &reason,
-                });
-                self.setup_failures.insert(repo.clone(), reason);
-                return;
-            }
-        }
+    /// Puts a kept setup tree on top of `repo` for every execution of the run (a layer of
+    /// their overlays, or copied into their private copies), saying so.
+    fn provide_kept(&mut self, repo: &RepoId, tree: &crate::run::setup::Tree) {
+        self.worlds.set_up(repo, tree.root.clone());
+        let copied = (!self.worlds.isolated()).then_some("the run has no mount namespace");
+        self.progress(Line::SetupRestored {
+            repo,
+            files: tree.files,
+            copied,
+        });
     }
 
     /// Makes the directory a cached setup of `repo` runs in: a fresh directory under the
@@ -211,7 +164,7 @@ impl Dispatcher<'_, '_> {
         let all = setups(catalog, &self.sandboxes.dirs, &self.plan.observed.snapshots);
         for Setup {
             repo,
-            dir,
+            dir: _,
             commands,
             cache_dirs,
             key,
@@ -226,28 +179,37 @@ impl Dispatcher<'_, '_> {
                 && let Some(tree) = crate::run::setup::Tree::open(self.plan.store, key)
             {
                 tree.touch();
-                self.provide_kept(&repo, &tree, &dir, &cache_dirs, rx).await;
+                self.provide_kept(&repo, &tree);
                 continue;
             }
-            // A cached setup runs where only its inputs are; any other in the sandbox.
-            let workdir = match &inputs {
-                Some(inputs) => match self.derivation(&repo, inputs) {
-                    Ok(workdir) => workdir,
-                    Err(reason) => {
-                        self.progress(Line::SetupFailed {
-                            repo: &repo,
-                            reason: &reason,
-                        });
-                        self.setup_failures.insert(repo, reason);
-                        continue;
-                    }
-                },
-                None => dir.clone(),
+            // A cached setup runs where only its inputs are; any other over the repository,
+            // writing into a layer of its own that every later execution of it sees.
+            let prepared = match &inputs {
+                Some(inputs) => self
+                    .derivation(&repo, inputs)
+                    .map(|workdir| (self.worlds.derivation_world(&workdir), workdir, None)),
+                None => self
+                    .worlds
+                    .setup_world(&repo)
+                    .map_err(|e| format!("the world its setup runs in could not be made: {e}")),
+            };
+            let (world, workdir, layer) = match prepared {
+                Ok(prepared) => prepared,
+                Err(reason) => {
+                    self.progress(Line::SetupFailed {
+                        repo: &repo,
+                        reason: &reason,
+                    });
+                    self.setup_failures.insert(repo, reason);
+                    continue;
+                }
             };
             let mut failed = None;
             for argv in &commands {
                 let log = self.log_path(&format!("setup-{repo}"));
-                let spec = self.builder().setup_job(argv, &workdir, log.clone());
+                let spec = self
+                    .builder()
+                    .setup_job(argv, &workdir, world.clone(), log.clone());
                 self.progress(Line::SetupCommand { repo: &repo, argv });
                 let spawned = match &self.run {
                     Some(run) => run.spawn(&spec),
@@ -308,26 +270,28 @@ impl Dispatcher<'_, '_> {
                     });
                     self.setup_failures.insert(repo, reason);
                 }
-                None if workdir != dir => {
+                None if inputs.is_some() => {
                     let kept = key.as_deref().map(|key| {
                         crate::run::setup::save(self.plan.store, key, &workdir, &cache_dirs)
                     });
                     match kept {
-                        Some(Ok(tree)) => {
-                            self.provide_kept(&repo, &tree, &dir, &cache_dirs, rx).await;
-                        }
+                        Some(Ok(tree)) => self.provide_kept(&repo, &tree),
                         Some(Err(e)) => {
                             self.diagnostics.push(
                                 Diagnostic::warning(Code::StoreUnusable, format!("the setup cache of `{repo}` could not be saved: {e}"))
                                     .surface("prove.setup")
                                     .fix("Check free space under .proofgraph/; setup will run again next time."),
                             );
-                            self.hand_over(&repo, &workdir, &dir, &cache_dirs);
+                            self.worlds.set_up(&repo, workdir.clone());
                         }
-                        None => self.hand_over(&repo, &workdir, &dir, &cache_dirs),
+                        None => self.worlds.set_up(&repo, workdir.clone()),
                     }
                 }
-                None => {}
+                None => {
+                    if let Some(layer) = layer {
+                        self.worlds.set_up(&repo, layer);
+                    }
+                }
             }
         }
         true
@@ -384,6 +348,7 @@ mod tests {
             sandbox: None,
             trusted_keys: Vec::new(),
             cache: None,
+            host_paths: Vec::new(),
         };
         let dirs: BTreeMap<RepoId, PathBuf> = ["api", "web", "cli", "docs", "elsewhere"]
             .map(|r| (repo(r), PathBuf::from(format!("/sb/{r}"))))

@@ -544,6 +544,16 @@ impl Store {
         })
     }
 
+    /// Where the artifacts a provider handed to its dependents are kept, for the run
+    /// whose fingerprint is `fingerprint` (`artifacts/<hex>`, a directory renamed into
+    /// place complete; absent until one is kept).
+    pub fn artifact_tree(
+        &self,
+        fingerprint: &proofgraph_graph::fingerprint::Fingerprint,
+    ) -> PathBuf {
+        self.dir.join("artifacts").join(fingerprint.to_string())
+    }
+
     /// A fresh directory for one run's sandboxes and logs.
     pub fn run_dir(&self, run_id: &str) -> Result<PathBuf, StoreError> {
         let dir = self.dir.join("runs").join(run_id);

@@ -629,7 +629,7 @@ fn planned_executable(sb: &Sandbox, vars: &[(&str, &str)], provider: &str) -> Va
 fn a_tool_directory_under_tmp_first_on_path_is_what_runs_and_what_is_fingerprinted() {
     let tools = tool_dir(&[(
         "env",
-        "#!/bin/sh\necho \"ran the tool\" > \"$MARK\"\nprintf 'TAP version 13\\n1..1\\nok 1 - tool\\n' > out.tap\n",
+        "#!/bin/sh\necho \"ran the tool\" >> \"$MARK\"\nprintf 'TAP version 13\\n1..1\\nok 1 - tool\\n' > out.tap\n",
     )]);
     let path = format!(
         "{}:{}",
@@ -638,15 +638,33 @@ fn a_tool_directory_under_tmp_first_on_path_is_what_runs_and_what_is_fingerprint
     );
     for isolation in ["auto", "none"] {
         let sb = Sandbox::new();
-        let mark = sb.path().join("mark");
+        let mark = sb.channel("mark");
         workspace(
             &sb,
             "  test:\n    adapter: test-discovery\n    command: [env]\n    report: out.tap\n    envFrom: [MARK]\n",
             &[],
         );
+        // A program outside every job's world cannot start, and says what to name.
+        let unnamed = prove(
+            &sb,
+            &["--isolation", isolation],
+            &[("PATH", path.as_str()), ("MARK", mark.env())],
+        );
+        unnamed.expect_code(3);
+        let unnamed = unnamed.json();
+        let (outcome, reason) = outcome(&unnamed, "test", "test");
+        assert_eq!(outcome, "error", "{isolation}");
+        assert!(
+            reason.contains("which no job's world holds")
+                && reason.ends_with(&format!("add `{}` to `hostPaths`", tools.path().display())),
+            "{isolation}: {reason}"
+        );
+        assert_eq!(mark.read(), "", "{isolation}: nothing ran");
+        let named = sb.host_paths_with(&[tools.path()]);
         let vars = [
             ("PATH", path.as_str()),
-            ("MARK", mark.to_str().expect("utf-8")),
+            ("MARK", mark.env()),
+            ("PROOFGRAPH_HOST_PATHS", named.as_str()),
         ];
         let doc = prove(&sb, &["--isolation", isolation], &vars).json();
         assert_eq!(
@@ -654,11 +672,7 @@ fn a_tool_directory_under_tmp_first_on_path_is_what_runs_and_what_is_fingerprint
             "pass",
             "{isolation}: {doc:#}"
         );
-        assert_eq!(
-            fs_err::read_to_string(&mark).expect("the tool ran"),
-            "ran the tool\n",
-            "{isolation}"
-        );
+        assert_eq!(mark.read(), "ran the tool\n", "{isolation}");
         let executable = planned_executable(&sb, &vars, "test");
         assert_eq!(
             executable,
@@ -677,7 +691,7 @@ fn the_jobs_own_path_decides_and_a_shim_is_what_runs() {
         "#!/bin/sh\necho shim >> \"$MARK\"\nexec /usr/bin/env -i PATH=/usr/bin:/bin python3 \"$@\"\n",
     )]);
     let sb = Sandbox::new();
-    let mark = sb.path().join("mark");
+    let mark = sb.channel("mark");
     let path = format!("{}:/usr/local/bin:/usr/bin:/bin", shims.path().display());
     workspace(
         &sb,
@@ -686,13 +700,14 @@ fn the_jobs_own_path_decides_and_a_shim_is_what_runs() {
         ),
         &[],
     );
-    let vars = [("MARK", mark.to_str().expect("utf-8"))];
+    let named = sb.host_paths_with(&[shims.path()]);
+    let vars = [
+        ("MARK", mark.env()),
+        ("PROOFGRAPH_HOST_PATHS", named.as_str()),
+    ];
     let doc = prove(&sb, &[], &vars).json();
     assert_eq!(outcome_of(&doc, "test", "test"), "pass", "{doc:#}");
-    assert_eq!(
-        fs_err::read_to_string(&mark).expect("the shim ran"),
-        "shim\n"
-    );
+    assert_eq!(mark.read(), "shim\n");
     let executable = planned_executable(&sb, &vars, "test");
     assert_eq!(
         executable,
@@ -733,7 +748,11 @@ fn a_virtualenv_first_on_path_runs_its_own_python() {
             ),
             &[],
         );
-        let vars = [("PATH", path.as_str())];
+        let named = sb.host_paths_with(&[venvs.path()]);
+        let vars = [
+            ("PATH", path.as_str()),
+            ("PROOFGRAPH_HOST_PATHS", named.as_str()),
+        ];
         let doc = prove(&sb, &["--isolation", isolation], &vars).json();
         assert_eq!(
             outcome_of(&doc, "lint", "test"),
@@ -771,7 +790,6 @@ fn an_upgraded_interpreter_or_tool_of_a_shell_script_reruns_what_it_proved() {
         tools.path().display(),
         std::env::var("PATH").unwrap_or_default()
     );
-    let vars = [("PATH", path.as_str())];
     let rewrite = |name: &str, content: &str| {
         fs_err::write(tools.path().join(name), content).expect("rewrite the tool");
     };
@@ -779,6 +797,11 @@ fn an_upgraded_interpreter_or_tool_of_a_shell_script_reruns_what_it_proved() {
         rewrite("interp", &interp("v1"));
         rewrite("check", &check("v1"));
         let sb = Sandbox::new();
+        let named = sb.host_paths_with(&[tools.path()]);
+        let vars = [
+            ("PATH", path.as_str()),
+            ("PROOFGRAPH_HOST_PATHS", named.as_str()),
+        ];
         // `script` is a file of the repository whose interpreter env finds on PATH.
         workspace(
             &sb,
@@ -1087,7 +1110,7 @@ fn a_failing_run_with_enough_tests_still_proves_discovery_and_status_agrees() {
 #[test]
 fn a_receiver_that_differs_from_its_producer_is_run_through_it() {
     let sb = Sandbox::new();
-    let runs = sb.path().join("runs.log");
+    let runs = sb.channel("runs");
     // Another environment, and no report collision: the receiver never runs its command.
     receiver_workspace(&sb, 0, "    envFrom: [RUNS]\n");
     let validate = run_bounded(
@@ -1098,13 +1121,14 @@ fn a_receiver_that_differs_from_its_producer_is_run_through_it() {
         std::time::Duration::from_secs(60),
     );
     assert_eq!(validate.code, Some(0), "{}", validate.stdout);
-    let vars = [("RUNS", runs.to_str().expect("utf-8"))];
+    let vars = [("RUNS", runs.env())];
     let doc = prove(&sb, &[], &vars).json();
     assert_eq!(outcome_of(&doc, "test-web", "test"), "pass", "{doc:#}");
     assert_eq!(provider(&doc, "discovery-web")["action"], "produced");
     assert_eq!(states(&doc)["c/discovery"], "passed", "{doc:#}");
-    assert!(
-        !runs.exists(),
+    assert_eq!(
+        runs.read(),
+        "",
         "the receiver's own command (with RUNS) never ran"
     );
     // The receiver's wiring is part of its fingerprint: changing its minimum reruns the
@@ -1126,29 +1150,74 @@ fn a_receiver_that_differs_from_its_producer_is_run_through_it() {
     assert_eq!(states(&status(&sb, &vars))["c/discovery"], "failed");
 }
 
+/// A dependent sees what a provider it depends on wrote only through a declared artifact:
+/// depending on a receiver is depending on its producer, whose run writes the report; the
+/// dependent starts after it and sees the report only once the producer names it in
+/// `artifacts`. A dependent that runs while its dependency is reused gets the artifacts
+/// the store kept; when the store lost them, the dependency runs again to make them.
 #[test]
-fn depending_on_a_receiver_waits_for_its_producer() {
+fn depending_on_a_receiver_waits_for_its_producer_and_sees_only_its_artifacts() {
     let sb = Sandbox::new();
-    let order = sb.path().join("order.log");
-    receiver_workspace(
-        &sb,
-        0,
-        "  after:\n    adapter: command\n    capability: static-analysis\n    dependsOn: [discovery-web]\n    command: [sh, -c, 'test -f results/web.tap && echo after >> \"$ORDER\"']\n    envFrom: [ORDER]\n",
+    let order = sb.channel("order");
+    let after = |tag: &str| {
+        format!(
+            "  after:\n    adapter: command\n    capability: static-analysis\n    dependsOn: [discovery-web]\n    command: [sh, -c, 'test -f results/web.tap && echo after-{tag} >> \"$ORDER\"']\n    envFrom: [ORDER]\n"
+        )
+    };
+    receiver_workspace(&sb, 0, &after("1"));
+    let vars = [("ORDER", order.env())];
+    // Without artifacts, what the producer wrote is its own.
+    let doc = prove(&sb, &["--jobs", "2"], &vars).json();
+    assert_eq!(
+        outcome_of(&doc, "after", "static-analysis"),
+        "fail",
+        "{doc:#}"
     );
-    let vars = [("ORDER", order.to_str().expect("utf-8"))];
+    assert_eq!(order.take(), "");
+    let path = sb.work().join("openspec/changes/atk/execution.yaml");
+    let declare = |text: &str| {
+        text.replacen(
+            "    discoveryProvider: discovery-web\n",
+            "    discoveryProvider: discovery-web\n    artifacts: [results/**]\n",
+            1,
+        )
+    };
+    let text = fs_err::read_to_string(&path).expect("read");
+    fs_err::write(&path, declare(&text)).expect("write");
+    git_commit_all(&sb.work());
     let doc = prove(&sb, &["--jobs", "2"], &vars).json();
     assert_eq!(
         outcome_of(&doc, "after", "static-analysis"),
         "pass",
         "{doc:#}"
     );
+    assert_eq!(provider(&doc, "test-web")["action"], "ran", "{doc:#}");
+    assert_eq!(order.take(), "after-1\n");
+    // The dependent alone changes: its dependency is reused, its artifacts come from the
+    // store.
+    let text = fs_err::read_to_string(&path).expect("read");
+    fs_err::write(&path, text.replace("after-1", "after-2")).expect("write");
+    let doc = prove(&sb, &["--jobs", "2"], &vars).json();
+    assert_eq!(provider(&doc, "test-web")["action"], "reused", "{doc:#}");
     assert_eq!(
-        fs_err::read_to_string(&order).expect("after ran"),
-        "after\n"
+        outcome_of(&doc, "after", "static-analysis"),
+        "pass",
+        "{doc:#}"
     );
+    assert_eq!(order.take(), "after-2\n");
+    // The store lost them: the dependency runs again to make them.
+    fs_err::remove_dir_all(sb.work().join(".proofgraph/artifacts")).expect("remove");
+    let text = fs_err::read_to_string(&path).expect("read");
+    fs_err::write(&path, text.replace("after-2", "after-3")).expect("write");
+    let doc = prove(&sb, &["--jobs", "2"], &vars).json();
+    assert_eq!(provider(&doc, "test-web")["action"], "ran", "{doc:#}");
+    assert_eq!(
+        outcome_of(&doc, "after", "static-analysis"),
+        "pass",
+        "{doc:#}"
+    );
+    assert_eq!(order.take(), "after-3\n");
 }
-
-// Class 13: the store behind a symbolic link into /tmp.
 
 #[test]
 fn a_store_linked_into_tmp_works_under_every_isolation() {
@@ -1183,8 +1252,18 @@ fn an_isolated_job_cannot_read_the_signing_key_or_move_a_pin() {
     let sb = Sandbox::new();
     workspace(
         &sb,
-        "  test:\n    adapter: test-discovery\n    command: [sh, -c, \"cat \\\"$STORE\\\"/keys/workspace.key; ls -A \\\"$STORE\\\"/keys; touch \\\"$PINS\\\"/forged && echo pinned; printf 'TAP version 13\\\\n1..1\\\\nok 1 - a\\\\n' > out.tap\"]\n    report: out.tap\n    envFrom: [STORE, PINS]\n",
-        &[],
+        "  test:\n    adapter: test-discovery\n    command: [sh, steal.sh]\n    report: out.tap\n    envFrom: [STORE, PINS]\n",
+        &[(
+            "steal.sh",
+            "cat \"$STORE\"/keys/workspace.key\nls -A \"$STORE\"/keys\n\
+             touch \"$PINS\"/forged && echo pinned\n\
+             umount \"$STORE\"/keys 2>/dev/null && echo pinned-unmounted\n\
+             umount -l \"$STORE\" 2>/dev/null && echo pinned-unmounted-store\n\
+             for d in ac cas refs; do test -d \"$STORE/$d\" && echo pinned-saw-$d; done\n\
+             cat \"$STORE\"/programs.json 2>/dev/null && echo pinned-read-programs\n\
+             echo '{}' > \"$STORE\"/programs.json\n\
+             printf 'TAP version 13\\n1..1\\nok 1 - a\\n' > out.tap\n",
+        )],
     );
     // A first prove makes the key and its pin.
     let store = sb.work().join(".proofgraph");
@@ -1196,8 +1275,23 @@ fn an_isolated_job_cannot_read_the_signing_key_or_move_a_pin() {
     let doc = prove(&sb, &[], &vars).json();
     assert_eq!(doc["isolation"], "namespaces", "{doc:#}");
     assert_eq!(outcome_of(&doc, "test", "test"), "pass", "{doc:#}");
+    // Again, with the store full: its cache, receipts and program table exist now. (A write
+    // to the store's path lands in the job's own `/tmp` when the store lies below `/tmp`.)
+    assert!(store.join("ac").is_dir());
+    let again = prove(&sb, &["--no-cache"], &vars).json();
+    assert_eq!(outcome_of(&again, "test", "test"), "pass", "{again:#}");
+    let third = prove(&sb, &["--no-cache"], &vars).json();
+    assert_eq!(outcome_of(&third, "test", "test"), "pass", "{third:#}");
+    assert!(store.join("programs.json").is_file());
     let key = fs_err::read(store.join("keys/workspace.key")).expect("the key");
     assert!(!pins.join("forged").exists(), "a job wrote into the pins");
+    assert!(
+        !matches!(
+            fs_err::read_to_string(store.join("programs.json")).as_deref(),
+            Ok("{}\n")
+        ),
+        "a job rewrote the store's program table"
+    );
     // The job's log (kept in the store) shows neither the key nor a pin it wrote.
     for blob in store_blobs(&sb) {
         assert!(!contains(&blob, &key), "the signing key reached the store");

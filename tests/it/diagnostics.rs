@@ -175,7 +175,10 @@ fn catalog_mistakes_are_reported_together() {
             "invalid_value",
             "invalid_value",
             "missing_field",
-            "trusted_key_invalid"
+            "trusted_key_invalid",
+            "host_path_invalid",
+            "host_path_invalid",
+            "host_path_invalid"
         ]
     );
     let message = catalog["issues"][4]["message"].as_str().unwrap_or_default();
@@ -183,6 +186,19 @@ fn catalog_mistakes_are_reported_together() {
         message.contains("\\n"),
         "a literal \\n in the PEM is named: {message}"
     );
+    // Each refused host path is named with its reason, and the one below `~` passes.
+    let reasons: Vec<&str> = catalog["issues"].as_array().expect("issues")[5..]
+        .iter()
+        .map(|i| i["message"].as_str().unwrap_or_default())
+        .collect();
+    for (issue, (path, why)) in reasons.iter().zip([
+        ("relative/toolchain", "neither absolute nor below `~`"),
+        ("/", "the whole file system"),
+        ("~/a/../b", "`..` component"),
+    ]) {
+        assert!(issue.contains(path) && issue.contains(why), "{issue}");
+    }
+    assert_eq!(reasons.len(), 3, "{reasons:?}");
 }
 
 #[test]

@@ -91,8 +91,9 @@ fn assert_every_pass_was_observed(sb: &Sandbox, runs_log: &str) {
         status.stdout,
         status.stderr
     );
-    let completions: BTreeSet<String> = fs_err::read_to_string(runs_log)
-        .unwrap_or_default()
+    let completions: BTreeSet<String> = sb
+        .channel("runs")
+        .read()
         .lines()
         .map(|l| l.trim_end_matches(" done").to_owned())
         .collect();
@@ -220,8 +221,9 @@ fn assert_no_false_pass(sb: &Sandbox, runs_log: &str, good_id: &str) -> usize {
         status.stdout,
         status.stderr
     );
-    let completions: BTreeSet<String> = fs_err::read_to_string(runs_log)
-        .unwrap_or_default()
+    let completions: BTreeSet<String> = sb
+        .channel("runs")
+        .read()
         .lines()
         .map(str::to_owned)
         .collect();
@@ -323,7 +325,7 @@ fn kill_9_at_random_moments_never_corrupts_or_lies() {
     let sb = Sandbox::new();
     let marker = format!("pg-fault-marker-{}", std::process::id());
     flag_workspace(&sb, &marker);
-    let runs_log = sb.path().join("runs.log").display().to_string();
+    let runs_log = sb.channel("runs").env().to_owned();
     let good_id = listed_id("good\n");
     let editor = Editor::start(&sb);
     // A small deterministic generator for the kill moments (0–900 ms).
@@ -397,7 +399,7 @@ fn concurrent_proves_share_the_store_without_corrupting_it() {
     let sb = Sandbox::new();
     let marker = format!("pg-concurrent-marker-{}", std::process::id());
     slow_workspace(&sb, &marker);
-    let runs_log = sb.path().join("runs.log").display().to_string();
+    let runs_log = sb.channel("runs").env().to_owned();
     let children: Vec<_> = (0..3).map(|_| spawn_prove(&sb, &runs_log)).collect();
     for child in children {
         let out = child.wait_with_output().expect("wait for prove");
@@ -418,7 +420,7 @@ fn concurrent_proves_share_the_store_without_corrupting_it() {
         );
     }
     assert_every_pass_was_observed(&sb, &runs_log);
-    let before = fs_err::read_to_string(&runs_log).expect("runs log");
+    let before = sb.channel("runs").read();
     let again = sb.run_with_env(
         &sb.work(),
         &["prove", "slow", "--json"],
@@ -426,7 +428,7 @@ fn concurrent_proves_share_the_store_without_corrupting_it() {
     );
     again.expect_code(0);
     assert_eq!(
-        fs_err::read_to_string(&runs_log).expect("runs log"),
+        sb.channel("runs").read(),
         before,
         "after concurrent proves, a fourth reruns nothing"
     );
@@ -443,7 +445,7 @@ fn sigint_stops_every_process_and_exits_130() {
     let sb = Sandbox::new();
     let marker = format!("pg-sigint-marker-{}", std::process::id());
     slow_workspace(&sb, &marker);
-    let runs_log = sb.path().join("runs.log").display().to_string();
+    let runs_log = sb.channel("runs").env().to_owned();
     let child = spawn_prove(&sb, &runs_log);
     let started = Instant::now();
     while !catches_sigint(&child) {
@@ -503,7 +505,7 @@ fn a_signal_at_any_moment_gives_130_and_one_document() {
     let sb = Sandbox::new();
     let marker = format!("pg-early-signal-{}", std::process::id());
     slow_workspace(&sb, &marker);
-    let runs_log = sb.path().join("runs.log").display().to_string();
+    let runs_log = sb.channel("runs").env().to_owned();
     let signal = |child: &std::process::Child, name: &str| {
         let status = Command::new("kill")
             .args([&format!("-{name}"), &nix_pid(child)])

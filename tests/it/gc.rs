@@ -9,6 +9,7 @@ use std::process::Command;
 use crate::support::{Sandbox, git_commit_all};
 
 fn workspace(sb: &Sandbox) {
+    sb.home_channel("runs.log");
     sb.openspec_root("");
     sb.write("openspec/changes/x/proposal.md", "# x\n");
     sb.write(
@@ -40,9 +41,7 @@ fn age(paths: &[PathBuf], age: &str) {
 }
 
 fn runs(sb: &Sandbox) -> usize {
-    fs_err::read_to_string(sb.home().join("runs.log"))
-        .map(|s| s.lines().count())
-        .unwrap_or(0)
+    sb.home_channel("runs.log").lines()
 }
 
 fn gc(sb: &Sandbox, args: &[&str]) -> serde_json::Value {

@@ -236,17 +236,37 @@ fn a_file_that_moved_during_the_run_is_never_recorded_as_bound() {
     let sb = Sandbox::new();
     let (ws, _api) = workspace(&sb);
     let app = ws.join("web/src/app.js");
+    // The job cannot touch the work tree (its world holds a snapshot): the user edits the
+    // file while the job runs, between the job's "started" and the test's "go".
+    let started = sb.channel("started");
+    let go = sb.channel("go");
     sb.write(
         "ws/openspec/changes/x/execution.yaml",
         format!(
-            "version: 1\nproviders:\n  web-test:\n    adapter: command\n    repository: web\n    inputs: [src/**]\n    command: [sh, -c, \"echo '// saved meanwhile' >> {}\"]\n  api-all:\n    adapter: command\n    repository: api\n    command: [sh, -c, \"exit 0\"]\n",
-            app.display()
+            "version: 1\nproviders:\n  web-test:\n    adapter: command\n    repository: web\n    inputs: [src/**]\n    command: [sh, -c, \"echo started >> {}; read -r go < {}\"]\n  api-all:\n    adapter: command\n    repository: api\n    command: [sh, -c, \"exit 0\"]\n",
+            started.env(),
+            go.env()
         ),
     );
     git(&ws, &["commit", "-qam", "wiring"]);
     // Modified before the run, so its blob must be read again to be recorded.
     fs_err::write(&app, "console.log('edited');\n").expect("edit");
-    let run = sb.run(&ws, &["prove", "x", "--json"]);
+    let child = sb
+        .proofgraph(&ws)
+        .args(["prove", "x", "--json"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start prove");
+    started.wait_for_line();
+    fs_err::write(&app, "console.log('edited');\n// saved meanwhile\n").expect("edit meanwhile");
+    go.send("go");
+    let output = child.wait_with_output().expect("prove ends");
+    let run = crate::support::Run {
+        code: output.status.code(),
+        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+    };
     let doc = run.json();
     assert_emits!(run.status_codes(), "inputs_not_recorded", "{doc:#}");
     let message = doc["status"]

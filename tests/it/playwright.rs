@@ -331,19 +331,22 @@ fn a_second_prove_reuses_the_browser_receipts_and_starts_nothing() {
     let w = BrowserWorld::new("pw-reuse");
     // Only the proven claim, so that the run passes and is reusable.
     w.only_profile_update();
-    let started_log = w.sb.path().join("service-started.log");
+    let started_log = w.sb.channel("service-started");
     let mut execution = w.scoped(w.execution());
-    execution["services"]["web"]["env"]["READY_LOG"] = json!(started_log.display().to_string());
+    execution["services"]["web"]["env"]["READY_LOG"] = json!(started_log.env());
     w.wire(&execution);
     w.prove(&[]).expect_code(0);
-    assert!(started_log.exists(), "the service ran the first time");
-    fs_err::remove_file(&started_log).expect("remove the log");
+    assert!(
+        !started_log.take().is_empty(),
+        "the service ran the first time"
+    );
     let again = w.prove(&[]);
     again.expect_code(0);
     let doc = again.json();
     assert_eq!(provider(&doc, "browser")["action"], "reused", "{doc:#}");
-    assert!(
-        !started_log.exists(),
+    assert_eq!(
+        started_log.read(),
+        "",
         "a reused provider's service was started: {}",
         again.stderr
     );

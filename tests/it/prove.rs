@@ -99,14 +99,7 @@ providers:
 fn prove(sb: &Sandbox, extra: &[&str]) -> Run {
     let mut args = vec!["prove", "add-x", "--json"];
     args.extend(extra);
-    sb.run_with_env(
-        &sb.work(),
-        &args,
-        &[(
-            "RUNS_LOG",
-            sb.path().join("runs.log").to_str().expect("utf-8 path"),
-        )],
-    )
+    sb.run_with_env(&sb.work(), &args, &[("RUNS_LOG", sb.channel("runs").env())])
 }
 
 /// Which providers ran (by action) in a prove document.
@@ -123,9 +116,7 @@ fn ran(doc: &Value) -> Vec<String> {
 }
 
 fn executions(sb: &Sandbox) -> usize {
-    fs_err::read_to_string(sb.path().join("runs.log"))
-        .map(|s| s.lines().count())
-        .unwrap_or(0)
+    sb.channel("runs").lines()
 }
 
 #[test]
@@ -359,10 +350,7 @@ fn a_canary_secret_reaches_no_receipt_log_or_output() {
         &sb.work(),
         &["prove", "add-x", "--json"],
         &[
-            (
-                "RUNS_LOG",
-                sb.path().join("runs.log").to_str().expect("utf-8"),
-            ),
+            ("RUNS_LOG", sb.channel("runs").env()),
             ("API_TOKEN", canary),
         ],
     );
@@ -371,12 +359,8 @@ fn a_canary_secret_reaches_no_receipt_log_or_output() {
         !run.stdout.contains(canary) && !run.stderr.contains(canary),
         "the canary reached the output"
     );
-    // The command really saw it (it wrote it to a file outside the store).
-    assert!(
-        fs_err::read_to_string(sb.path().join("runs.log"))
-            .expect("runs log")
-            .contains(canary)
-    );
+    // The command really saw it (it wrote it to the test, outside the store).
+    assert!(sb.channel("runs").read().contains(canary));
     let mut found = Vec::new();
     scan(
         &sb.work().join(".proofgraph"),
@@ -604,7 +588,7 @@ fn setup_runs_in_fresh_sandboxes_and_its_cache_is_reused() {
     sb.openspec_root("");
     sb.write(
         "proofgraph.yaml",
-        "version: 1\nrepositories:\n  app:\n    path: app\n    setup: [[sh, -c, \"mkdir -p deps && echo installed > deps/lib.txt && echo setup >> $HOME/setup-runs.log\"]]\n    setupCache: [deps]\n",
+        format!("version: 1\nrepositories:\n  app:\n    path: app\n    setup: [[sh, -c, \"mkdir -p deps && echo installed > deps/lib.txt && echo setup >> {}\"]]\n    setupCache: [deps]\n", sb.channel("setups").env()),
     );
     sb.write("app/src/main.txt", "v1\n");
     sb.write("app/package-lock.json", "{\"lockfileVersion\": 3}\n");
@@ -617,11 +601,7 @@ fn setup_runs_in_fresh_sandboxes_and_its_cache_is_reused() {
         "version: 1\nproviders:\n  integration:\n    adapter: command\n    repository: app\n    command: [sh, -c, \"grep -q installed deps/lib.txt\"]\n",
     );
     git_commit_all(&sb.work());
-    let setups = || {
-        fs_err::read_to_string(sb.home().join("setup-runs.log"))
-            .map(|s| s.lines().count())
-            .unwrap_or(0)
-    };
+    let setups = || sb.channel("setups").lines();
     sb.run(&sb.work(), &["prove", "x", "--json"]).expect_code(0);
     assert_eq!(setups(), 1);
     // A source edit reruns the provider; setup comes from the cache.
@@ -678,15 +658,12 @@ fn progress_is_a_bar_on_a_terminal_and_plain_lines_otherwise() {
         "{} prove add-x --no-cache",
         env!("CARGO_BIN_EXE_proofgraph")
     );
-    let runs_log = sb.path().join("runs.log");
+    let runs = sb.channel("runs");
     let tty = sb.command_with_env(
         "script",
         &sb.work(),
         &["-qec", &command, "/dev/null"],
-        &[
-            ("RUNS_LOG", runs_log.to_str().expect("utf-8 path")),
-            ("COLUMNS", "100"),
-        ],
+        &[("RUNS_LOG", runs.env()), ("COLUMNS", "100")],
     );
     assert_eq!(
         tty.code,
@@ -831,8 +808,7 @@ fn after_a_failure_the_provider_waiting_in_the_run_never_runs() {
     assert_eq!(action("b-waits"), "blocked", "{doc}");
     assert_eq!(action("c-later"), "blocked", "{doc}");
     // Only the failing one ever executed.
-    let log = fs_err::read_to_string(sb.path().join("runs.log")).unwrap_or_default();
-    assert_eq!(log, "a-fails\n");
+    assert_eq!(sb.channel("runs").read(), "a-fails\n");
 }
 
 /// A provider judged from its report holds the one waiting in the run even when its
@@ -856,14 +832,12 @@ fn a_failure_judged_from_a_report_stops_the_run_before_the_waiting_provider_star
     let action = |name: &str| action_of(&doc, name);
     assert_eq!(action("a-short"), "ran", "{doc}");
     assert_eq!(action("b-waits"), "blocked", "{doc}");
-    let log = fs_err::read_to_string(sb.path().join("runs.log")).unwrap_or_default();
+    let log = sb.channel("runs").take();
     assert_eq!(log, "a-short\n", "only the short suite executed");
     // With --keep-going the run goes on after judging it.
-    let _ = fs_err::remove_file(sb.path().join("runs.log"));
     let run = prove(&sb, &["--jobs", "1", "--keep-going"]);
     run.expect_code(1);
-    let log = fs_err::read_to_string(sb.path().join("runs.log")).unwrap_or_default();
-    assert_eq!(log, "a-short\nb-waits\n");
+    assert_eq!(sb.channel("runs").read(), "a-short\nb-waits\n");
 }
 
 /// A custom script's summary-only JSON report (no runner format) is sniffed: its integer
@@ -1148,13 +1122,8 @@ wait $w
     };
     let mut args: Vec<&str> = unshare.to_vec();
     args.extend(["sh", "-c", script, "sh", env!("CARGO_BIN_EXE_proofgraph")]);
-    let runs_log = sb.path().join("runs.log");
-    let run = sb.command_with_env(
-        "unshare",
-        &sb.work(),
-        &args,
-        &[("RUNS_LOG", runs_log.to_str().expect("utf-8 path"))],
-    );
+    let runs = sb.channel("runs");
+    let run = sb.command_with_env("unshare", &sb.work(), &args, &[("RUNS_LOG", runs.env())]);
     let log = fs_err::read_to_string(sb.path().join("watch.log")).unwrap_or_default();
     assert_eq!(
         run.code,

@@ -63,13 +63,14 @@ fn prove(sb: &Sandbox, path: &str, args: &[&str]) -> (Run, Value) {
     (run, doc)
 }
 
-/// The sandbox `--keep-sandbox` kept for `app`.
-fn kept_sandbox(sb: &Sandbox, doc: &Value) -> PathBuf {
+/// The private copy of `app` the one execution of a run without a mount namespace was
+/// given, as `--keep-sandbox` kept it.
+fn kept_copy(sb: &Sandbox, doc: &Value) -> PathBuf {
     let run = doc["run_id"].as_str().expect("a run id");
     sb.work()
         .join(".proofgraph/runs")
         .join(run)
-        .join("sandboxes/app")
+        .join("copies/1/app")
 }
 
 /// The one tree the setup cache keeps.
@@ -151,16 +152,23 @@ fn prove_break_repair(
     let (run, doc) = prove(sb, path, &[]);
     assert_eq!(run.code, Some(0), "{}\n{}", run.stdout, run.stderr);
     assert_ne!(provider(&doc, "test")["action"], "ran", "{doc}");
-    // Without receipts and with the sandbox kept, the cached directory is copied into the
-    // sandbox, still without running setup, and the provider passes from the copy too.
-    let (run, doc) = prove(sb, path, &["--no-cache", "--keep-sandbox"]);
+    // Without receipts and without a mount namespace, the cached directory is copied into
+    // the execution's private copy, still without running setup, and the provider passes
+    // from the copy too.
+    let (run, doc) = prove(
+        sb,
+        path,
+        &["--no-cache", "--isolation", "none", "--keep-sandbox"],
+    );
     assert_eq!(run.code, Some(0), "{}\n{}", run.stdout, run.stderr);
     assert!(
-        run.stderr.contains("from the setup cache (copied") && !run.stderr.contains(setup),
+        run.stderr
+            .contains("from the setup cache (copied: the run has no mount namespace)")
+            && !run.stderr.contains(setup),
         "{}",
         run.stderr
     );
-    kept_sandbox(sb, &doc)
+    kept_copy(sb, &doc)
 }
 
 /// The `uv` binary of PyPI's `uv` package (pinned in tools/interop/requirements.txt),
@@ -226,6 +234,8 @@ fn the_uv_recipe_syncs_dependencies_once_and_tests_the_code_as_it_is() {
             sb.home().join(".cache/uv").display()
         ),
     );
+    // A job's home is empty but for what is named: uv's configuration is.
+    sb.name_host_path(&sb.config_home().join("uv"));
     sb.write(
         "app/pyproject.toml",
         "[project]\nname = \"greeting\"\nversion = \"0.1.0\"\nrequires-python = \">=3.9\"\ndependencies = [\"six==1.16.0\"]\n\n[dependency-groups]\ndev = [\"pytest==8.3.4\"]\n\n[build-system]\nrequires = [\"setuptools>=61\"]\nbuild-backend = \"setuptools.build_meta\"\n",
@@ -261,7 +271,7 @@ fn the_uv_recipe_syncs_dependencies_once_and_tests_the_code_as_it_is() {
     // package — no `greeting` dist-info, no `.pth` pointing at `src`.
     for (what, venv) in [
         ("the kept tree", kept_tree(&sb).join(".venv")),
-        ("the kept sandbox", kept.join(".venv")),
+        ("the copy the provider was given", kept.join(".venv")),
     ] {
         let all = paths(&venv);
         let site: Vec<&String> = all
@@ -361,6 +371,10 @@ fn the_go_recipe_downloads_modules_once_and_tests_the_code_as_it_is() {
         ],
         "go env -w",
     );
+    // What `go env -w` wrote is the user's Go configuration, in their home: a job's home
+    // holds it once named, and the module proxy it points at, as a user names them.
+    sb.name_host_path(&sb.home().join(".config/go"));
+    sb.name_host_path(&proxy);
     go(&["mod", "tidy"], "go mod tidy");
     assert!(
         fs_err::read_to_string(sb.work().join("app/go.sum"))
@@ -435,6 +449,8 @@ fn the_yarn_berry_recipe_installs_dependencies_once_and_runs_the_code_as_it_is()
         &sb.home().join(".yarnrc.yml"),
         format!("enableTelemetry: false\n{certs}"),
     );
+    // A job's home is empty but for what is named: the user's yarn configuration is.
+    sb.name_host_path(&sb.home().join(".yarnrc.yml"));
     sb.write(
         "app/package.json",
         "{\"name\": \"app\", \"version\": \"1.0.0\", \"private\": true, \"dependencies\": {\"is-number\": \"7.0.0\"}}\n",
@@ -481,7 +497,7 @@ fn the_yarn_berry_recipe_installs_dependencies_once_and_runs_the_code_as_it_is()
     // file); the package is not.
     for (what, modules) in [
         ("the kept tree", kept_tree(&sb).join("node_modules")),
-        ("the kept sandbox", kept.join("node_modules")),
+        ("the copy the provider was given", kept.join("node_modules")),
     ] {
         let all = paths(&modules);
         assert!(

@@ -219,6 +219,7 @@ pub(crate) fn ci_key(sb: &Sandbox) -> (PathBuf, String) {
 /// `$HOME/runs.log` (so executions are counted across clones), a remote cache and the CI
 /// key trusted (`trusted`: the `trustedKeys` part of the catalog, or nothing).
 pub(crate) fn origin(sb: &Sandbox, cache: &str, trusted: &str) {
+    sb.home_channel("runs.log");
     sb.openspec_root("");
     sb.write("openspec/changes/share/proposal.md", "# share receipts\n");
     sb.write(
@@ -265,9 +266,7 @@ pub(crate) fn install(secret: &Path, clone: &Path) {
 }
 
 pub(crate) fn runs(sb: &Sandbox) -> usize {
-    fs_err::read_to_string(sb.home().join("runs.log"))
-        .map(|s| s.lines().count())
-        .unwrap_or(0)
+    sb.home_channel("runs.log").lines()
 }
 
 pub(crate) fn prove(sb: &Sandbox, dir: &Path, vars: &[(&str, &str)], extra: &[&str]) -> Run {
@@ -585,7 +584,7 @@ pub(crate) fn three_shards(sb: &Sandbox, remote: &mut dyn Served) {
         let run = prove(sb, &shard, &[CI], &["--shard", &format!("{i}/3")]);
         assert_eq!(run.code, Some(0), "shard {i}: {}", run.stdout);
     }
-    let log = fs_err::read_to_string(sb.home().join("runs.log")).expect("runs");
+    let log = sb.home_channel("runs.log").read();
     let mut ran: Vec<&str> = log.lines().collect();
     ran.sort_unstable();
     assert_eq!(ran, ["integration", "lint", "unit"], "each exactly once");

@@ -50,14 +50,15 @@ providers:
 
 /// Path → (type, link target) as the command saw it, and the content of `a.txt`.
 fn look(sb: &Sandbox, mode: &str) -> (BTreeMap<String, String>, String) {
-    let listing = sb.path().join(format!("listing-{mode}"));
+    let listing = sb.channel(&format!("listing-{mode}"));
     let run = sb.run_with_env(
         &sb.work(),
         &["prove", "add-x", "--sandbox", mode, "--json"],
-        &[("LISTING", listing.to_str().expect("utf-8 path"))],
+        &[("LISTING", listing.env())],
     );
     run.expect_code(0);
-    let text = fs_err::read_to_string(&listing).expect("the command wrote its listing");
+    let text = listing.read();
+    assert!(!text.is_empty(), "the command wrote its listing");
     let (entries, content) = text
         .split_once("uncommitted")
         .map(|(l, c)| (l.to_owned(), format!("uncommitted{c}")))

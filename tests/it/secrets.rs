@@ -278,9 +278,9 @@ impl World {
         }
     }
 
-    /// Where the job records the secret it saw (outside the store).
+    /// Where the job records the secret it saw (outside the store): a channel to the test.
     fn seen_log(&self) -> std::path::PathBuf {
-        self.sb.path().join("seen.log")
+        std::path::PathBuf::from(self.sb.channel("seen").env())
     }
 
     /// A file outside the run holding the provider's secret (read by a service or setup).
@@ -292,6 +292,8 @@ impl World {
         let sb = &self.sb;
         sb.openspec_root("");
         fs_err::write(self.secret_file(), &self.secret).expect("write the secret file");
+        // The service and the setup read it from the host: their worlds hold it when named.
+        sb.name_host_path(&self.secret_file());
         sb.write("gen.py", GEN);
         sb.write("server.py", SERVER);
         let (report, out) = case
@@ -508,7 +510,7 @@ impl World {
 
     /// The job really saw the secret: it recorded it outside the store.
     fn assert_job_saw_it(&self) {
-        let seen = fs_err::read_to_string(self.seen_log()).unwrap_or_default();
+        let seen = self.sb.channel("seen").read();
         assert!(
             seen.contains(&self.secret),
             "the job never saw the secret (seen.log: {seen:?})"

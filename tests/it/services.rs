@@ -67,18 +67,23 @@ fn read_lines(path: &Path) -> Vec<String> {
         .unwrap_or_default()
 }
 
-/// The wiring with the run's own service logging its requests to `log`.
-fn logged_execution(w: &BrowserWorld, log: &Path) -> Value {
+/// The wiring with the run's own service logging its requests to the channel `log`.
+fn logged_execution(w: &BrowserWorld, log: &crate::support::Channel) -> Value {
     let mut execution = w.execution();
-    execution["services"]["web"]["env"]["REQUEST_LOG"] = json!(log.display().to_string());
+    execution["services"]["web"]["env"]["REQUEST_LOG"] = json!(log.env());
     execution
+}
+
+/// What the run's service logged to its channel, a line each.
+fn logged(log: &crate::support::Channel) -> Vec<String> {
+    log.read().lines().map(str::to_owned).collect()
 }
 
 #[test]
 fn an_isolated_run_never_reaches_a_foreign_server_on_its_port() {
     let w = BrowserWorld::new("svc-foreign-iso");
     let foreign = Foreign::start(&w);
-    let own = w.sb.path().join("own-requests.log");
+    let own = w.sb.channel("own-requests");
     w.only_profile_update();
     w.wire(&w.scoped(logged_execution(&w, &own)));
     let run = w.prove(&[]);
@@ -95,7 +100,7 @@ fn an_isolated_run_never_reaches_a_foreign_server_on_its_port() {
         );
     }
     assert!(states(&doc).values().all(|s| s == "passed"), "{doc:#}");
-    let own_requests = read_lines(&own);
+    let own_requests = logged(&own);
     assert!(
         own_requests
             .iter()
@@ -121,7 +126,7 @@ fn an_isolated_run_never_reaches_a_foreign_server_on_its_port() {
 fn without_isolation_a_foreign_server_on_the_port_is_refused() {
     let w = BrowserWorld::new("svc-foreign-none");
     let foreign = Foreign::start(&w);
-    let own = w.sb.path().join("own-requests.log");
+    let own = w.sb.channel("own-requests");
     w.wire(&logged_execution(&w, &own));
     let run = w.prove(&["--isolation", "none"]);
     let doc = run.json();
@@ -150,7 +155,7 @@ fn without_isolation_a_foreign_server_on_the_port_is_refused() {
         .collect();
     assert_eq!(from_providers, Vec::<String>::new());
     assert_eq!(
-        read_lines(&own),
+        logged(&own),
         Vec::<String>::new(),
         "the run's service never served"
     );
@@ -190,10 +195,10 @@ fn probes_that_cannot_tell_servers_apart_are_refused_before_anything_runs() {
             json!({"url": "http://127.0.0.1:0/health", "expectBody": "run=${PROOFGRAPH_RUN_ID}"}),
         ),
     ];
-    let started = w.sb.path().join("started.log");
+    let started = w.sb.channel("started");
     for (code, readiness) in cases {
         let mut execution = w.execution();
-        execution["services"]["web"]["env"]["READY_LOG"] = json!(started.display().to_string());
+        execution["services"]["web"]["env"]["READY_LOG"] = json!(started.env());
         execution["services"]["web"]["readiness"] = readiness;
         w.wire(&execution);
         let run = w.prove(&[]);
@@ -212,7 +217,7 @@ fn probes_that_cannot_tell_servers_apart_are_refused_before_anything_runs() {
             target.contains("execution.yaml:"),
             "{code} names the file and position: {target}"
         );
-        assert!(!started.exists(), "{code}: the service was started");
+        assert_eq!(started.read(), "", "{code}: the service was started");
         w.assert_nothing_left();
     }
 }
@@ -260,7 +265,7 @@ fn a_service_that_crashes_on_start_fails_the_browser_fast_saying_why() {
 #[test]
 fn a_service_that_never_shows_its_identity_is_never_ready() {
     let w = BrowserWorld::new("svc-identity");
-    let own = w.sb.path().join("own-requests.log");
+    let own = w.sb.channel("own-requests");
     let mut execution = logged_execution(&w, &own);
     // The server answers 200 with `x-app: profile-web`; the probe wants another app.
     execution["services"]["web"]["readiness"] = json!({
@@ -281,7 +286,7 @@ fn a_service_that_never_shows_its_identity_is_never_ready() {
         "{reason}"
     );
     assert_eq!(provider(&doc, "browser")["action"], "ran");
-    let requests = read_lines(&own);
+    let requests = logged(&own);
     assert!(!requests.is_empty(), "the probe asked the service");
     assert!(
         requests.iter().all(|r| r.ends_with(" proofgraph-probe")),

@@ -14,7 +14,8 @@ fn workspace(sb: &Sandbox, extra: &str) {
     sb.write(
         "proofgraph.yaml",
         format!(
-            "version: 1\nrepositories:\n  app:\n    path: app\n    setup: [[sh, -c, \"mkdir -p deps && find . -path ./deps -prune -o -type f -print | sort > deps/seen && cp -R src deps/ 2>/dev/null; echo run >> $HOME/setup-runs.log\"]]\n    setupCache: [deps]\n{extra}"
+            "version: 1\nrepositories:\n  app:\n    path: app\n    setup: [[sh, -c, \"mkdir -p deps && find . -path ./deps -prune -o -type f -print | sort > deps/seen && cp -R src deps/ 2>/dev/null; echo run >> {}\"]]\n    setupCache: [deps]\n{extra}",
+            sb.channel("setups").env()
         ),
     );
     sb.write("app/src/lib.sh", "answer() { echo 42; }\n");
@@ -40,21 +41,24 @@ fn prove(sb: &Sandbox, extra: &[&str]) -> (i32, Value) {
 }
 
 fn setups(sb: &Sandbox) -> usize {
-    fs_err::read_to_string(sb.home().join("setup-runs.log"))
-        .map(|s| s.lines().count())
-        .unwrap_or(0)
+    sb.channel("setups").lines()
 }
 
-/// What setup saw, from the sandbox kept by `--keep-sandbox`.
-fn seen(doc: &Value, sb: &Sandbox) -> Vec<String> {
-    let run = doc["run_id"].as_str().expect("a run id");
-    let path = sb
-        .work()
-        .join(".proofgraph/runs")
-        .join(run)
-        .join("sandboxes/app/deps/seen");
-    fs_err::read_to_string(path)
-        .expect("setup's listing is in the sandbox")
+/// What the latest setup saw, from the tree the store keeps of what it produced.
+fn seen(sb: &Sandbox) -> Vec<String> {
+    let trees = sb.work().join(".proofgraph/setup-trees");
+    let newest = fs_err::read_dir(&trees)
+        .expect("the store keeps setup trees")
+        .flatten()
+        .filter(|e| !e.file_name().to_string_lossy().starts_with('.'))
+        .max_by_key(|e| {
+            fs_err::metadata(e.path().join("files"))
+                .and_then(|m| m.modified())
+                .ok()
+        })
+        .expect("a setup tree");
+    fs_err::read_to_string(newest.path().join("tree/deps/seen"))
+        .expect("setup's listing is in its tree")
         .lines()
         .map(str::to_owned)
         .collect()
@@ -68,10 +72,7 @@ fn a_cached_setup_sees_only_manifests_and_lockfiles_so_a_broken_library_never_pa
     assert_eq!(code, 0, "{doc}");
     assert_eq!(setups(&sb), 1);
     // Manifests and lockfiles at any depth, nothing else: not the source, not the docs.
-    assert_eq!(
-        seen(&doc, &sb),
-        ["./package.json", "./tools/pnpm-lock.yaml"]
-    );
+    assert_eq!(seen(&sb), ["./package.json", "./tools/pnpm-lock.yaml"]);
     // Break the library: the provider reruns with the cache restored (setup does not run
     // again) and fails, because the cache never held the library.
     sb.write("app/src/lib.sh", "answer() { echo 41; }\n");
@@ -105,10 +106,7 @@ fn declared_setup_inputs_are_all_a_cached_setup_sees_and_all_its_key_covers() {
     git_commit_all(&sb.work());
     let (code, doc) = prove(&sb, &["--keep-sandbox"]);
     assert_eq!(code, 0, "{doc}");
-    assert_eq!(
-        seen(&doc, &sb),
-        ["./package.json", "./requirements/test.txt"]
-    );
+    assert_eq!(seen(&sb), ["./package.json", "./requirements/test.txt"]);
     // The lockfile is not declared: editing it keeps the cache.
     sb.write("app/tools/pnpm-lock.yaml", "lockfileVersion: '9.1'\n");
     prove(&sb, &[]);
@@ -119,7 +117,7 @@ fn declared_setup_inputs_are_all_a_cached_setup_sees_and_all_its_key_covers() {
     assert_eq!(code, 0, "{doc}");
     assert_eq!(setups(&sb), 2);
     assert_eq!(
-        seen(&doc, &sb),
+        seen(&sb),
         [
             "./package.json",
             "./requirements/dev.txt",

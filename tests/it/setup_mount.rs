@@ -1,7 +1,8 @@
-//! A kept setup output is shown to each sandbox without a copy — an overlay of the store in
-//! the run's mount namespace — and nothing a provider does reaches the store: not a write
-//! through the sandbox, not a delete, not a write to the store's own path. Without a mount
-//! namespace, or with `--keep-sandbox`, it is copied, and the progress says why.
+//! A kept setup output is shown to each provider without a copy — a read-only layer of its
+//! world, under a writable layer of its own — and nothing a provider does reaches the store:
+//! not a write through its world, not a delete, not a write to the store's own path.
+//! Without a mount namespace it is copied into each execution's private copy, and the
+//! progress says why.
 
 use crate::support::{Sandbox, git_commit_all};
 
@@ -12,7 +13,7 @@ fn workspace(sb: &Sandbox, forge: bool) {
     sb.openspec_root("");
     sb.write(
         "proofgraph.yaml",
-        "version: 1\nrepositories:\n  app:\n    path: app\n    setup: [[sh, -c, \"mkdir -p deps/sub && echo v1 > deps/lib.txt && echo x > deps/sub/f && echo run >> $HOME/setup-runs.log\"]]\n    setupCache: [deps]\n",
+        format!("version: 1\nrepositories:\n  app:\n    path: app\n    setup: [[sh, -c, \"mkdir -p deps/sub && echo v1 > deps/lib.txt && echo x > deps/sub/f && echo run >> {}\"]]\n    setupCache: [deps]\n", sb.channel("setups").env()),
     );
     sb.write("app/package.json", "{\"name\": \"app\"}\n");
     sb.write("app/src/lib.sh", "echo 42\n");
@@ -33,9 +34,7 @@ fn workspace(sb: &Sandbox, forge: bool) {
 }
 
 fn setups(sb: &Sandbox) -> usize {
-    fs_err::read_to_string(sb.home().join("setup-runs.log"))
-        .map(|s| s.lines().count())
-        .unwrap_or(0)
+    sb.channel("setups").lines()
 }
 
 /// The store's copy of `deps/lib.txt`, read on the host.
@@ -101,7 +100,7 @@ fn a_kept_setup_is_mounted_and_no_write_of_a_provider_reaches_it() {
 }
 
 #[test]
-fn without_a_mount_namespace_or_with_keep_sandbox_the_tree_is_copied_and_says_why() {
+fn without_a_mount_namespace_the_tree_is_copied_and_says_why() {
     let sb = Sandbox::new();
     workspace(&sb, false);
     let runs = twice(&sb, &["--isolation", "none"]);
@@ -111,25 +110,37 @@ fn without_a_mount_namespace_or_with_keep_sandbox_the_tree_is_copied_and_says_wh
             "{stderr}"
         );
     }
+}
+
+/// `--keep-sandbox` keeps the run's directory: the snapshot as it was made, and what each
+/// execution wrote in a layer of its own — the tree itself is never copied.
+#[test]
+fn with_keep_sandbox_each_executions_writes_are_kept_in_its_own_layer() {
     let sb = Sandbox::new();
     workspace(&sb, true);
     let run = sb.run(&sb.work(), &["prove", "x", "--keep-sandbox", "--json"]);
     assert_eq!(run.code, Some(0), "{}\n{}", run.stdout, run.stderr);
     assert!(
         run.stderr
-            .contains("(copied: --keep-sandbox keeps a complete sandbox)"),
+            .contains("app: restored 2 files from the setup cache (mounted)"),
         "{}",
         run.stderr
     );
-    // The kept sandbox is complete: what setup produced is there, as the provider left it.
     let id = run.json()["run_id"].as_str().expect("a run id").to_owned();
-    let deps = sb
-        .work()
-        .join(".proofgraph/runs")
-        .join(id)
-        .join("sandboxes/app/deps");
+    let dir = sb.work().join(".proofgraph/runs").join(id);
+    assert!(
+        !dir.join("sandboxes/app/deps").exists(),
+        "the snapshot holds what git shows, nothing setup made"
+    );
+    let layers: Vec<_> = fs_err::read_dir(dir.join("worlds"))
+        .expect("the executions' layers are kept")
+        .flatten()
+        .map(|e| e.path().join("app/upper/deps/lib.txt"))
+        .filter(|p| p.is_file())
+        .collect();
+    assert_eq!(layers.len(), 1, "one execution wrote lib.txt");
     assert_eq!(
-        fs_err::read_to_string(deps.join("lib.txt")).expect("read"),
+        fs_err::read_to_string(&layers[0]).expect("read"),
         "changed\n"
     );
     assert_eq!(kept(&sb), "v1\n");

@@ -53,6 +53,8 @@ impl Example {
         git_commit_all(&sb.work());
         let bin = sb.path().join("bin");
         fs_err::create_dir_all(&bin).expect("create bin/");
+        // A job's world holds it only when named (as a CI job names its toolchain).
+        sb.name_host_path(&bin);
         // The toolchain this test suite was built with (rustup's proxy, asked in the
         // test's own environment, resolves it).
         let sysroot = std::process::Command::new("rustc")

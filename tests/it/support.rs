@@ -17,6 +17,10 @@ pub(crate) fn repo_root() -> PathBuf {
 /// developer's own OpenSpec registry.
 pub(crate) struct Sandbox {
     dir: tempfile::TempDir,
+    /// The channels made so far, by name (see [`Sandbox::channel`]).
+    channels: std::cell::RefCell<BTreeMap<PathBuf, std::rc::Rc<Channel>>>,
+    /// Host paths the test named for its jobs' worlds (see [`Sandbox::name_host_path`]).
+    named: std::cell::RefCell<Vec<PathBuf>>,
 }
 
 impl Sandbox {
@@ -25,7 +29,11 @@ impl Sandbox {
             .prefix("pg-it-")
             .tempdir()
             .expect("create a temporary directory");
-        let sandbox = Self { dir };
+        let sandbox = Self {
+            dir,
+            channels: std::cell::RefCell::new(BTreeMap::new()),
+            named: std::cell::RefCell::new(Vec::new()),
+        };
         for d in ["work", "home", "home/.local/share", "home/.config"] {
             fs_err::create_dir_all(sandbox.path().join(d)).expect("create sandbox directories");
         }
@@ -56,6 +64,63 @@ impl Sandbox {
     /// The isolated `$XDG_CONFIG_HOME`.
     pub(crate) fn config_home(&self) -> PathBuf {
         self.home().join(".config")
+    }
+
+    /// What `PROOFGRAPH_HOST_PATHS` names for every program a test starts: the machine's
+    /// toolchains ([`toolchains`]) and the directory of the test's channels.
+    fn host_paths(&self) -> std::ffi::OsString {
+        let mut paths = toolchains();
+        if !paths.is_empty() {
+            paths.push(":");
+        }
+        paths.push(self.path().join("channels"));
+        for path in self.named.borrow().iter() {
+            paths.push(":");
+            paths.push(path);
+        }
+        paths
+    }
+
+    /// Names `path` in `PROOFGRAPH_HOST_PATHS` for every program this test starts from
+    /// now on: its jobs see it, read-only (a tool the test made, as a user names one).
+    pub(crate) fn name_host_path(&self, path: &Path) {
+        self.named.borrow_mut().push(path.to_path_buf());
+    }
+
+    /// `PROOFGRAPH_HOST_PATHS` naming `extra` too (a test's own tools), for `run_with_env`.
+    pub(crate) fn host_paths_with(&self, extra: &[&Path]) -> String {
+        let mut paths = self.host_paths();
+        for path in extra {
+            paths.push(":");
+            paths.push(path);
+        }
+        paths.into_string().expect("UTF-8 paths")
+    }
+
+    /// The channel named `name` that the jobs of this test write lines to and the test
+    /// reads (see [`Channel`]), made the first time it is asked for.
+    pub(crate) fn channel(&self, name: &str) -> std::rc::Rc<Channel> {
+        self.channel_at(&self.path().join("channels").join(name))
+    }
+
+    /// The channel at `name` in the test's home directory (see [`Channel`]), named as a
+    /// host path so that a job whose home is that directory finds it at `$HOME/<name>`
+    /// (a job's home is otherwise empty).
+    pub(crate) fn home_channel(&self, name: &str) -> std::rc::Rc<Channel> {
+        let path = self.home().join(name);
+        let known = self.channels.borrow().contains_key(&path);
+        if !known {
+            self.name_host_path(&path);
+        }
+        self.channel_at(&path)
+    }
+
+    fn channel_at(&self, path: &Path) -> std::rc::Rc<Channel> {
+        let mut channels = self.channels.borrow_mut();
+        channels
+            .entry(path.to_path_buf())
+            .or_insert_with(|| std::rc::Rc::new(Channel::new(path)))
+            .clone()
     }
 
     /// Writes `content` to `rel` under `work/`, creating directories.
@@ -112,6 +177,9 @@ impl Sandbox {
     /// - `HOME` and every XDG base directory lie in the sandbox, so no test
     ///   reads or writes the developer's OpenSpec registry, key pins or git
     ///   configuration.
+    /// - `PROOFGRAPH_HOST_PATHS` names the toolchains this machine installed under its
+    ///   home directory (see [`toolchains`]), as a CI job names its own, so that jobs
+    ///   find the `python3`, `cargo` or `node` that `PATH` finds.
     /// - Fixed settings: `OPENSPEC_TELEMETRY=0`, `NO_COLOR=1`, a terminal
     ///   width of 80 columns (`COLUMNS`), `TZ=UTC`, no system git
     ///   configuration, and stdin from `/dev/null`.
@@ -133,6 +201,7 @@ impl Sandbox {
             .env("COLUMNS", "80")
             .env("TZ", "UTC")
             .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("PROOFGRAPH_HOST_PATHS", self.host_paths())
             .stdin(Stdio::null());
         cmd
     }
@@ -629,8 +698,10 @@ pub(crate) fn path_with_tool(sb: &Sandbox, name: &str, program: &Path) -> String
     let dir = sb.path().join("tool-bin");
     fs_err::create_dir_all(&dir).expect("create the tool directory");
     fs_err::os::unix::fs::symlink(program, dir.join(name)).expect("link the tool");
-    // The program's own directory is named too: a run sees a host path under /tmp only
-    // when its job names it, and the link points there (a clone under /tmp, as CI's may be).
+    // Jobs see the link's directory and the tools' packages it leads into: a job's world
+    // holds a host path only when it is named.
+    sb.name_host_path(&dir);
+    sb.name_host_path(&tools_node_modules());
     let real = program
         .parent()
         .map(|p| p.display().to_string())
@@ -883,4 +954,133 @@ pub(crate) fn cas(sb: &Sandbox, sha: &str) -> Vec<u8> {
             .join(&sha[2..]),
     )
     .expect("a stored blob")
+}
+
+/// The toolchains this machine installed under the home directory of whoever runs the
+/// tests, as `PROOFGRAPH_HOST_PATHS` names them: the directory under the home of each
+/// `PATH` entry that lies there (`~/.pyenv` for `~/.pyenv/shims`), and rustup's own
+/// beside its proxies (`~/.rustup` with `~/.cargo`); and the repository's pinned test tools.
+/// A job's world holds nothing else of the home directory.
+pub(crate) fn toolchains() -> std::ffi::OsString {
+    let Some(home) = std::env::var_os("HOME").map(PathBuf::from) else {
+        return std::ffi::OsString::new();
+    };
+    let mut dirs: Vec<PathBuf> = Vec::new();
+    for entry in std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()) {
+        if let Ok(rest) = entry.strip_prefix(&home)
+            && let Some(first) = rest.components().next()
+        {
+            let dir = home.join(first);
+            if !dirs.contains(&dir) {
+                dirs.push(dir);
+            }
+        }
+    }
+    if dirs.contains(&home.join(".cargo")) && home.join(".rustup").is_dir() {
+        dirs.push(home.join(".rustup"));
+    }
+    // The pinned test tools (Playwright, pnpm, yarn, openspec, turbo), installed by
+    // `npm ci --prefix tools`, run from there.
+    let tools = repo_root().join("tools/node_modules");
+    if tools.is_dir() {
+        dirs.push(tools);
+    }
+    std::env::join_paths(dirs).unwrap_or_default()
+}
+
+/// How a test sees what its jobs did: a FIFO in a directory every job's world holds
+/// read-only (`PROOFGRAPH_HOST_PATHS`). A job's world lets it change nothing of the host,
+/// but a FIFO is written through a read-only mount, so `echo ran >> "$RUNS"` reaches the
+/// test and nothing else: the test holds the FIFO open for reading (and writing, so that
+/// no writer ever waits for a reader or sees the end), and [`Channel::read`] takes what is
+/// there. Keep the channel until the last prove that writes to it has ended: a FIFO
+/// nobody reads blocks its writers. Lines under 4 KiB arrive whole (`PIPE_BUF`).
+pub(crate) struct Channel {
+    path: PathBuf,
+    fifo: fs_err::File,
+    seen: std::cell::RefCell<Vec<u8>>,
+}
+
+impl Channel {
+    fn new(path: &Path) -> Self {
+        use fs_err::os::unix::fs::OpenOptionsExt as _;
+        if let Some(dir) = path.parent() {
+            fs_err::create_dir_all(dir).expect("create the channels' directory");
+        }
+        let made = Command::new("mkfifo")
+            .arg(path)
+            .status()
+            .expect("run mkfifo (coreutils)");
+        assert!(made.success(), "mkfifo {}", path.display());
+        let fifo = fs_err::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(path)
+            .expect("open the channel");
+        Channel {
+            path: path.to_path_buf(),
+            fifo,
+            seen: std::cell::RefCell::new(Vec::new()),
+        }
+    }
+
+    /// The path as text, for an environment variable.
+    pub(crate) fn env(&self) -> &str {
+        self.path.to_str().expect("a UTF-8 path")
+    }
+
+    /// Everything written so far (by programs that have ended: what a running one has
+    /// yet to write is not there).
+    pub(crate) fn read(&self) -> String {
+        use std::io::Read as _;
+        let mut seen = self.seen.borrow_mut();
+        let mut chunk = [0u8; 65536];
+        loop {
+            match (&self.fifo).read(&mut chunk) {
+                Ok(0) => break,
+                Ok(n) => seen.extend_from_slice(&chunk[..n]),
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(_) => break,
+            }
+        }
+        String::from_utf8_lossy(&seen).into_owned()
+    }
+
+    /// Writes `line` for a job that reads the channel (`read -r go < "$GO"` waits for it).
+    pub(crate) fn send(&self, line: &str) {
+        use std::io::Write as _;
+        (&self.fifo)
+            .write_all(format!("{line}\n").as_bytes())
+            .expect("write to the channel");
+    }
+
+    /// Waits until a line was written (a running job's), up to a minute.
+    pub(crate) fn wait_for_line(&self) -> String {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        loop {
+            let text = self.read();
+            if text.contains('\n') {
+                return text;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "no line on {} within a minute",
+                self.path.display()
+            );
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    }
+
+    /// How many lines were written so far.
+    pub(crate) fn lines(&self) -> usize {
+        self.read().lines().count()
+    }
+
+    /// Everything written so far, forgotten: the next read starts empty.
+    pub(crate) fn take(&self) -> String {
+        let text = self.read();
+        self.seen.borrow_mut().clear();
+        text
+    }
 }

@@ -108,8 +108,10 @@ fn workspace(sb: &Sandbox, v: &Variant) {
     git_commit_all(&sb.work());
 }
 
-fn runs_log(sb: &Sandbox) -> std::path::PathBuf {
-    sb.path().join("runs.log")
+/// Where each execution writes a line (a channel: a job's world lets it write nothing of
+/// the host's).
+fn runs_log(sb: &Sandbox) -> std::rc::Rc<crate::support::Channel> {
+    sb.channel("runs")
 }
 
 fn prove(sb: &Sandbox, v: &Variant) -> Run {
@@ -118,11 +120,7 @@ fn prove(sb: &Sandbox, v: &Variant) -> Run {
         args.extend(["--sandbox", mode]);
     }
     let log = runs_log(sb);
-    sb.run_with_env(
-        &sb.work(),
-        &args,
-        &[("RUNS_LOG", log.to_str().expect("utf-8 path"))],
-    )
+    sb.run_with_env(&sb.work(), &args, &[("RUNS_LOG", log.env())])
 }
 
 /// One receipt as the run reported it and as it is stored (signed) in the store.
@@ -173,9 +171,7 @@ fn run(v: &Variant, code: i32) -> Vec<(Written, Written)> {
         "{ctx}: {:?}",
         run.status_codes()
     );
-    let executions = fs_err::read_to_string(runs_log(&sb))
-        .map(|s| s.lines().count())
-        .unwrap_or(0);
+    let executions = runs_log(&sb).lines();
     assert_eq!(executions, 1, "{ctx}: the shared command runs once");
     let pairs: Vec<(&str, &str)> = if v.shared {
         vec![("test", "discovery"), ("test-b", "discovery-b")]
@@ -505,6 +501,6 @@ fn a_minimum_or_timeout_no_receipt_can_carry_is_refused_before_anything_runs() {
                 .is_some_and(|m| m.contains("must be at most 9007199254740991 (2^53-1)")),
             "{finding:#}"
         );
-        assert!(!runs_log(&sb).exists(), "{key}: nothing ran");
+        assert_eq!(runs_log(&sb).lines(), 0, "{key}: nothing ran");
     }
 }

@@ -56,6 +56,7 @@ fn hold_run(dir: PathBuf, marker: OsString) -> ! {
         redact: Vec::new(),
         limited: false,
         hold_after: false,
+        world: proofgraph_sandbox::World::default(),
     };
     if run.spawn(&job).is_err() {
         std::process::exit(4);

@@ -91,6 +91,9 @@ pub struct Catalog {
     pub trusted_keys: Vec<TrustedKey>,
     /// The remote cache, if any.
     pub cache: Option<Cache>,
+    /// Host paths every job's world holds, read-only (`~/…` is the caller's home
+    /// directory): toolchains installed outside the system's directories.
+    pub host_paths: Vec<Spanned<String>>,
 }
 
 /// The keys of a repository of `repositories`.
@@ -103,8 +106,14 @@ pub(crate) const CACHE_KEYS: [&str; 5] = [
     "connectTimeoutMs",
     "timeoutMs",
 ];
-pub(crate) const TOP_KEYS: [&str; 5] =
-    ["version", "repositories", "sandbox", "trustedKeys", "cache"];
+pub(crate) const TOP_KEYS: [&str; 6] = [
+    "version",
+    "repositories",
+    "sandbox",
+    "trustedKeys",
+    "cache",
+    "hostPaths",
+];
 
 /// Decodes a whole `proofgraph.yaml` document.
 pub fn decode(sink: &mut Sink, root: &Node) -> Option<Catalog> {
@@ -129,12 +138,49 @@ pub fn decode(sink: &mut Sink, root: &Node) -> Option<Catalog> {
         .and_then(|n| list(sink, n, "`trustedKeys`", trusted_key))
         .unwrap_or_default();
     let cache = top.get("cache").and_then(|n| cache(sink, n));
+    let host_paths = top
+        .get("hostPaths")
+        .and_then(|n| super::decode::string_list(sink, n, "`hostPaths`"))
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|p| host_path(sink, p))
+        .collect();
     Some(Catalog {
         repositories,
         sandbox,
         trusted_keys,
         cache,
+        host_paths,
     })
+}
+
+/// Whether a `hostPaths` entry names a host path as every machine can read it: absolute
+/// (`/opt/toolchain`) or below the home directory (`~`, `~/.rustup`), without `.` or
+/// `..` components and not the whole file system.
+fn host_path(sink: &mut Sink, path: &Spanned<String>) -> bool {
+    let text = path.value.as_str();
+    let rest = if text == "~" {
+        Some("")
+    } else {
+        text.strip_prefix("~/").or_else(|| text.strip_prefix('/'))
+    };
+    let why = match rest {
+        None => Some("it is neither absolute nor below `~`"),
+        Some(rest) if rest.split('/').any(|c| c == "." || c == "..") => {
+            Some("it has a `.` or `..` component")
+        }
+        Some("") if text != "~" => Some("it is the whole file system"),
+        Some(_) => None,
+    };
+    if let Some(why) = why {
+        sink.error(
+            Code::HostPathInvalid,
+            path.pos,
+            format!("`hostPaths` names `{text}`, which a job's world cannot hold: {why}"),
+            "Name a directory by its absolute path (`/opt/toolchain`) or below the home directory (`~/.rustup`).",
+        );
+    }
+    why.is_none()
 }
 
 fn repositories(sink: &mut Sink, node: &Node) -> BTreeMap<RepoId, Repository> {

@@ -32,7 +32,7 @@ pub struct Execution {
 }
 
 /// The keys a provider accepts.
-pub const PROVIDER_KEYS: [&str; 24] = [
+pub const PROVIDER_KEYS: [&str; 25] = [
     "adapter",
     "capability",
     "command",
@@ -57,6 +57,7 @@ pub const PROVIDER_KEYS: [&str; 24] = [
     "ci",
     "network",
     "criticalCases",
+    "artifacts",
 ];
 
 pub(crate) const SERVICE_KEYS: [&str; 6] = [
@@ -300,6 +301,9 @@ fn decode_provider(sink: &mut Sink, id: Spanned<ProviderId>, node: &Node) -> Opt
     let critical_cases = f
         .get("criticalCases")
         .and_then(|n| decode::string_list(sink, n, &field("criticalCases")));
+    let artifacts = f
+        .get("artifacts")
+        .and_then(|n| decode::string_list(sink, n, &field("artifacts")));
 
     let adapter = adapter?;
     check_adapter_fields(sink, &what, adapter.value, &f);
@@ -350,6 +354,7 @@ fn decode_provider(sink: &mut Sink, id: Spanned<ProviderId>, node: &Node) -> Opt
         ci,
         network,
         critical_cases,
+        artifacts,
     })
 }
 

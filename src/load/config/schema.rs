@@ -126,6 +126,7 @@ fn provider() -> Value {
         ),
         "network": one_of_names(Network::NAMES.iter().map(|(n, _)| *n)),
         "criticalCases": texts(),
+        "artifacts": texts(),
     });
     object(
         "A provider: what proves a capability (docs/execution.md).",
@@ -256,6 +257,7 @@ fn catalog() -> Value {
             "sandbox": one_of_names(SandboxMode::ALL.iter().map(|m| m.as_str())),
             "trustedKeys": {"type": "array", "items": trusted},
             "cache": cache,
+            "hostPaths": texts(),
         },
         "required": ["version"],
         "additionalProperties": false,

@@ -17,6 +17,29 @@ struct Fixture {
     programs: BTreeMap<ProviderId, Option<Program>>,
     services: BTreeMap<ServiceId, Option<Program>>,
     sandboxes: BTreeMap<RepoId, PathBuf>,
+    host_paths: Vec<PathBuf>,
+}
+
+/// What a provider sees of the root repository: the snapshot only.
+fn whole() -> Vec<Seen> {
+    vec![Seen {
+        repo: RepoId::root(),
+        layers: vec![PathBuf::from("/sb/root")],
+    }]
+}
+
+/// The execution's repositories: the root one seen at the snapshot's path, written to
+/// a layer of its own.
+fn dirs() -> ExecDirs {
+    ExecDirs {
+        repos: BTreeMap::from([(
+            RepoId::root(),
+            super::super::layers::ExecDir {
+                at: PathBuf::from("/sb/root"),
+                written: PathBuf::from("/runs/r/worlds/1/root/upper"),
+            },
+        )]),
+    }
 }
 
 impl Fixture {
@@ -30,6 +53,7 @@ impl Fixture {
                 .collect(),
             services: BTreeMap::new(),
             sandboxes: BTreeMap::from([(RepoId::root(), PathBuf::from("/sb/root"))]),
+            host_paths: Vec::new(),
         }
     }
 
@@ -41,7 +65,9 @@ impl Fixture {
             programs: &self.programs,
             service_programs: &self.services,
             sandboxes: &self.sandboxes,
-            log_dir: Path::new("/runs/r/logs"),
+            out_dir: Path::new("/runs/r/out"),
+            host_paths: &self.host_paths,
+            home: Some(Path::new("/home/u")),
         }
     }
 }
@@ -58,13 +84,28 @@ fn a_prepared_job_runs_the_observed_program_in_its_sandbox_with_its_settings() {
         .insert(pid("browser"), Some(Program::InRepository("bin/pw".into())));
     let prepared = fixture
         .jobs()
-        .prepare(node(&graph, "browser"))
+        .prepare(node(&graph, "browser"), whole())
         .expect("prepared");
-    let report = PathBuf::from("/runs/r/logs/browser.playwright.json");
+    let report = PathBuf::from("/runs/r/out/browser/playwright.json");
     assert_eq!(prepared.playwright_report.as_ref(), Some(&report));
-    let (key, job) = prepared.into_job(PathBuf::from("/runs/r/logs/1.log"), true);
+    assert_eq!(
+        prepared.out.as_deref(),
+        Some(Path::new("/runs/r/out/browser"))
+    );
+    let world = proofgraph_sandbox::World {
+        writable: vec![PathBuf::from("/runs/r/out/browser")],
+        ..proofgraph_sandbox::World::default()
+    };
+    let (key, job) = prepared.into_job(
+        PathBuf::from("/runs/r/logs/1.log"),
+        true,
+        world.clone(),
+        &dirs(),
+    );
     assert_eq!(job.program, Some(PathBuf::from("/sb/root/bin/pw")));
     assert_eq!(job.cwd, PathBuf::from("/sb/root"));
+    assert_eq!(job.world, world);
+    assert_eq!(key.seen, whole());
     assert_eq!(job.argv, key.argv);
     assert_eq!(job.env, key.env);
     assert!(vars(&job.env).contains(&(
@@ -88,11 +129,13 @@ fn a_provider_that_cannot_start_says_why() {
     fixture.programs.insert(pid("lost"), None);
     let jobs = fixture.jobs();
     assert_eq!(
-        jobs.prepare(node(&graph, "needs")).expect_err("no GONE"),
+        jobs.prepare(node(&graph, "needs"), whole())
+            .expect_err("no GONE"),
         "`envFrom` names GONE but the environment does not set it"
     );
     assert_eq!(
-        jobs.prepare(node(&graph, "lost")).expect_err("no program"),
+        jobs.prepare(node(&graph, "lost"), whole())
+            .expect_err("no program"),
         "its command could not be started: `nowhere` is not on its PATH (nor a file of its repository)"
     );
     let no_sandbox = Fixture {
@@ -102,7 +145,7 @@ fn a_provider_that_cannot_start_says_why() {
     assert_eq!(
         no_sandbox
             .jobs()
-            .prepare(node(&graph, "needs"))
+            .prepare(node(&graph, "needs"), whole())
             .expect_err("no sandbox"),
         "its repository has no sandbox"
     );
@@ -110,9 +153,14 @@ fn a_provider_that_cannot_start_says_why() {
     let graph = seal(vec![provider("p", Adapter::Command, &["t"])], Vec::new());
     let (key, job) = Fixture::new(&graph)
         .jobs()
-        .prepare(node(&graph, "p"))
+        .prepare(node(&graph, "p"), whole())
         .expect("prepared")
-        .into_job(PathBuf::from("/l"), false);
+        .into_job(
+            PathBuf::from("/l"),
+            false,
+            proofgraph_sandbox::World::default(),
+            &dirs(),
+        );
     assert_eq!((key.timeout, key.network), (120_000, false));
     assert_eq!(job.network, Network::Private);
     assert!(!job.hold_after);
@@ -152,11 +200,67 @@ fn providers_sharing_a_command_share_one_execution_key() {
     let graph = sharing();
     let fixture = Fixture::new(&graph);
     let jobs = fixture.jobs();
-    let key = |id: &str| jobs.prepare(node(&graph, id)).expect("prepared").key;
+    let key = |id: &str| {
+        jobs.prepare(node(&graph, id), whole())
+            .expect("prepared")
+            .key
+    };
     assert_eq!(key("a"), key("b"));
     assert_eq!(key("a"), key("d"));
     // Another environment is another execution.
     assert_ne!(key("a"), key("c"));
+    // So is another world: the same command seeing other files is not the same run.
+    let narrowed = vec![Seen {
+        repo: RepoId::root(),
+        layers: vec![PathBuf::from("/runs/r/views/1/root")],
+    }];
+    let other = jobs
+        .prepare(node(&graph, "b"), narrowed)
+        .expect("prepared")
+        .key;
+    assert_ne!(key("a"), other);
+}
+
+#[test]
+fn a_program_outside_every_jobs_world_cannot_start_and_says_what_to_name() {
+    let graph = seal(
+        vec![provider("p", Adapter::Command, &["cargo", "test"])],
+        Vec::new(),
+    );
+    let mut fixture = Fixture::new(&graph);
+    let home_tool = Program::Absolute("/home/u/.cargo/bin/cargo".into());
+    fixture.programs.insert(pid("p"), Some(home_tool));
+    let why = fixture
+        .jobs()
+        .prepare(node(&graph, "p"), whole())
+        .expect_err("outside");
+    assert!(
+        why.contains("`cargo` is `/home/u/.cargo/bin/cargo`, which no job's world holds")
+            && why.ends_with("add `~/.cargo` to `hostPaths`"),
+        "{why}"
+    );
+    // Named, it starts; a system program or one of the repository always does.
+    fixture.host_paths.push(PathBuf::from("/home/u/.cargo"));
+    assert!(fixture.jobs().prepare(node(&graph, "p"), whole()).is_ok());
+    for program in [
+        Program::Absolute("/usr/bin/env".into()),
+        Program::InRepository("bin/tool".into()),
+    ] {
+        fixture.host_paths.clear();
+        fixture.programs.insert(pid("p"), Some(program));
+        assert!(fixture.jobs().prepare(node(&graph, "p"), whole()).is_ok());
+    }
+    fixture
+        .programs
+        .insert(pid("p"), Some(Program::Absolute("/srv/tools/bin/x".into())));
+    let why = fixture
+        .jobs()
+        .prepare(node(&graph, "p"), whole())
+        .expect_err("outside");
+    assert!(
+        why.ends_with("add `/srv/tools/bin` to `hostPaths`"),
+        "{why}"
+    );
 }
 
 #[test]
@@ -165,27 +269,32 @@ fn every_report_path_judged_from_an_execution_is_emptied_before_it() {
     let fixture = Fixture::new(&graph);
     let jobs = fixture.jobs();
     let wanted: BTreeSet<NodeId> = graph.providers().map(|(_, n, _)| n).collect();
-    let reports = jobs.reports_by_execution(&graph, &wanted);
-    let key = |id: &str| jobs.prepare(node(&graph, id)).expect("prepared").key;
-    let dir = PathBuf::from("/sb/root");
+    let seen: BTreeMap<NodeId, Vec<Seen>> = wanted.iter().map(|id| (*id, whole())).collect();
+    let reports = jobs.reports_by_execution(&graph, &wanted, &seen);
+    let key = |id: &str| {
+        jobs.prepare(node(&graph, id), whole())
+            .expect("prepared")
+            .key
+    };
+    let repo = Some(RepoId::root());
     let mut shared = reports.get(&key("a")).cloned().expect("a's execution");
     shared.sort();
     assert_eq!(
         shared,
         [
-            (dir.clone(), "out/a.json".to_owned()),
-            (dir.clone(), "out/b.json".to_owned())
+            (repo.clone(), "out/a.json".to_owned()),
+            (repo.clone(), "out/b.json".to_owned())
         ]
     );
     assert_eq!(
         reports.get(&key("c")),
-        Some(&vec![(dir, "out/c.json".to_owned())])
+        Some(&vec![(repo, "out/c.json".to_owned())])
     );
     // `d` declares none and `e` runs no command: two executions in all.
     assert_eq!(reports.len(), 2);
     // Only the wanted providers' reports: without `b`, only `a`'s.
     let only_a: BTreeSet<NodeId> = [graph.provider(&pid("a")).expect("a")].into();
-    let reports = jobs.reports_by_execution(&graph, &only_a);
+    let reports = jobs.reports_by_execution(&graph, &only_a, &seen);
     assert_eq!(reports.get(&key("a")).map(Vec::len), Some(1));
 }
 
@@ -193,11 +302,17 @@ fn every_report_path_judged_from_an_execution_is_emptied_before_it() {
 fn a_setup_command_is_searched_on_path_with_the_outside_network() {
     let graph = seal(Vec::new(), Vec::new());
     let fixture = Fixture::new(&graph);
+    let world = proofgraph_sandbox::World {
+        writable: vec![PathBuf::from("/sb/root")],
+        ..proofgraph_sandbox::World::default()
+    };
     let job = fixture.jobs().setup_job(
         &["npm".to_owned(), "ci".to_owned()],
         Path::new("/sb/root"),
+        world.clone(),
         PathBuf::from("/l"),
     );
+    assert_eq!(job.world, world);
     assert_eq!(job.argv, [OsString::from("npm"), OsString::from("ci")]);
     assert_eq!(job.program, None);
     assert_eq!(job.network, Network::Host);

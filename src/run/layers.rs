@@ -1,0 +1,489 @@
+//! Each execution in a world of its own: what a job sees of the repositories it reads, and
+//! where what it writes lands.
+//!
+//! A run materialises each repository it needs once, checked byte for byte against the
+//! snapshot its fingerprints were computed from (`sandboxes.rs`): the *snapshot*, which no
+//! job ever writes. An execution sees each repository it reads as layers, top first:
+//!
+//! 1. what its repository's setup made (a kept setup tree, or an uncached setup's writes);
+//! 2. its *view* of the repository: the whole snapshot when the provider binds every file of
+//!    it, else a tree of hard links to exactly the files it binds (made once per run for each
+//!    such set of files), so a file its inputs leave out is not there.
+//!
+//! With a mount namespace each repository is an overlay at the snapshot's own path, whose
+//! writable layer is the execution's alone (`<run>/worlds/<n>/<repo>/upper`): no job sees
+//! another's writes, and what a job wrote is read from its layer, never from a shared
+//! directory. Without one (namespaces unavailable, or `--isolation none`) each execution
+//! gets a private copy of its layers (`<run>/copies/<n>/<repo>`). Running in place
+//! (`--sandbox none`) the job writes into the repository itself.
+//!
+//! Every job's world also holds, read-only, the host paths the workspace names
+//! (`hostPaths` in `proofgraph.yaml`, `PROOFGRAPH_HOST_PATHS`), and a private, empty home
+//! directory at its `HOME`.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use proofgraph_graph::RepoId;
+use proofgraph_sandbox::{OverlaySpec, SandboxMode, World};
+
+use crate::run::setup::{Transfer, merge};
+
+/// What one execution sees of one repository: its layers, the top one first.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub(super) struct Seen {
+    pub(super) repo: RepoId,
+    pub(super) layers: Vec<PathBuf>,
+}
+
+/// Where an execution saw one repository, and where what it wrote there is now.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct ExecDir {
+    /// The directory the job saw the repository at.
+    pub(super) at: PathBuf,
+    /// Where its writes are on the host: its overlay's writable layer, its private copy, or
+    /// (in place) the repository itself.
+    pub(super) written: PathBuf,
+}
+
+/// Where one execution's repositories were.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(super) struct ExecDirs {
+    pub(super) repos: BTreeMap<RepoId, ExecDir>,
+}
+
+impl ExecDirs {
+    /// The directory the job saw `repo` at and where what it wrote there is.
+    pub(super) fn of(&self, repo: Option<&RepoId>) -> Option<&ExecDir> {
+        repo.and_then(|r| self.repos.get(r))
+    }
+}
+
+/// The worlds of one run's executions.
+#[derive(Debug)]
+pub(super) struct Worlds {
+    mode: SandboxMode,
+    /// Whether the run has mount namespaces (overlays), else copies.
+    isolated: bool,
+    run_dir: PathBuf,
+    /// Each repository's snapshot (in place: the repository's own directory).
+    snapshots: BTreeMap<RepoId, PathBuf>,
+    /// Narrowed views made so far, by repository and set of files.
+    views: BTreeMap<(RepoId, [u8; 32]), PathBuf>,
+    /// What setup put on top of a repository.
+    setup: BTreeMap<RepoId, PathBuf>,
+    /// Host paths every job sees, read-only.
+    host_paths: Vec<PathBuf>,
+    /// The private home directory of every job.
+    home: Option<PathBuf>,
+    next: usize,
+}
+
+/// The files of `repo` an execution binds: every one of its snapshot, or these.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Files<'a> {
+    All,
+    Only(&'a [&'a str]),
+}
+
+impl Worlds {
+    pub(super) fn new(
+        mode: SandboxMode,
+        isolated: bool,
+        run_dir: &Path,
+        snapshots: BTreeMap<RepoId, PathBuf>,
+        host_paths: Vec<PathBuf>,
+        home: Option<PathBuf>,
+    ) -> Self {
+        Worlds {
+            mode,
+            isolated,
+            run_dir: run_dir.to_path_buf(),
+            snapshots,
+            views: BTreeMap::new(),
+            setup: BTreeMap::new(),
+            host_paths,
+            home,
+            next: 0,
+        }
+    }
+
+    /// Where each repository is seen (its snapshot's path, or in place its own).
+    pub(super) fn snapshots(&self) -> &BTreeMap<RepoId, PathBuf> {
+        &self.snapshots
+    }
+
+    /// The host paths every job sees.
+    pub(super) fn host_paths(&self) -> &[PathBuf] {
+        &self.host_paths
+    }
+
+    /// The private home directory of every job.
+    pub(super) fn home(&self) -> Option<&Path> {
+        self.home.as_deref()
+    }
+
+    /// Whether executions see their repositories through overlays (else private copies).
+    pub(super) fn isolated(&self) -> bool {
+        self.isolated
+    }
+
+    /// Whether jobs run in place.
+    pub(super) fn in_place(&self) -> bool {
+        self.mode == SandboxMode::None
+    }
+
+    /// Puts what setup made on top of `repo` for every execution from now on.
+    pub(super) fn set_up(&mut self, repo: &RepoId, layer: PathBuf) {
+        self.setup.insert(repo.clone(), layer);
+    }
+
+    /// What an execution binding `files` of `repo` sees of it: its setup's layer over its
+    /// view (the snapshot, or the hard-linked tree of exactly those files, made here the
+    /// first time it is asked for).
+    pub(super) fn seen(&mut self, repo: &RepoId, files: Files<'_>) -> Result<Seen, String> {
+        let Some(snapshot) = self.snapshots.get(repo).cloned() else {
+            return Err(format!("repository `{repo}` has no sandbox in this run"));
+        };
+        let view = match files {
+            _ if self.in_place() => snapshot,
+            Files::All => snapshot,
+            Files::Only(paths) => self.narrowed(repo, &snapshot, paths)?,
+        };
+        let mut layers: Vec<PathBuf> = self.setup.get(repo).cloned().into_iter().collect();
+        layers.push(view);
+        Ok(Seen {
+            repo: repo.clone(),
+            layers,
+        })
+    }
+
+    fn narrowed(
+        &mut self,
+        repo: &RepoId,
+        snapshot: &Path,
+        paths: &[&str],
+    ) -> Result<PathBuf, String> {
+        let mut hasher = blake3::Hasher::new();
+        for path in paths {
+            hasher.update(path.as_bytes());
+            hasher.update(b"\0");
+        }
+        let key = *hasher.finalize().as_bytes();
+        if let Some(dir) = self.views.get(&(repo.clone(), key)) {
+            return Ok(dir.clone());
+        }
+        let dest = self
+            .run_dir
+            .join("views")
+            .join(format!("{}", self.views.len() + 1))
+            .join(repo.as_str());
+        let failed = |e: std::io::Error| {
+            format!("the view of `{repo}` holding only its inputs could not be made: {e}")
+        };
+        fs_err::create_dir_all(&dest).map_err(failed)?;
+        for path in paths {
+            let target = dest.join(path);
+            if let Some(parent) = target.parent() {
+                fs_err::create_dir_all(parent).map_err(failed)?;
+            }
+            // A hard link of the checked snapshot's file (a link's own inode for a link):
+            // nothing writes either, jobs see both through their overlays only.
+            fs_err::hard_link(snapshot.join(path), &target).map_err(failed)?;
+        }
+        self.views.insert((repo.clone(), key), dest.clone());
+        Ok(dest)
+    }
+
+    /// The world of a new execution that sees `seen` (`out`: a directory of its own it
+    /// may write, for a report the runner writes outside the sandbox), and where its
+    /// repositories are. `name` names its directories in the run (a provider or service).
+    pub(super) fn world(
+        &mut self,
+        seen: &[Seen],
+        out: Option<&Path>,
+    ) -> Result<(World, ExecDirs), String> {
+        self.next += 1;
+        let n = self.next;
+        let mut world = World {
+            read_only: self.host_paths.clone(),
+            private: self.home.iter().cloned().collect(),
+            ..World::default()
+        };
+        if let Some(out) = out {
+            fs_err::create_dir_all(out).map_err(|e| e.to_string())?;
+            world.writable.push(out.to_path_buf());
+        }
+        let mut dirs = ExecDirs::default();
+        for Seen { repo, layers } in seen {
+            let Some(at) = self.snapshots.get(repo).cloned() else {
+                return Err(format!("repository `{repo}` has no sandbox in this run"));
+            };
+            let written = if self.in_place() {
+                world.writable.push(at.clone());
+                at.clone()
+            } else if self.isolated {
+                let scratch = self
+                    .run_dir
+                    .join("worlds")
+                    .join(n.to_string())
+                    .join(repo.as_str());
+                fs_err::create_dir_all(&scratch).map_err(|e| e.to_string())?;
+                world.overlays.push(OverlaySpec {
+                    target: at.clone(),
+                    layers: layers.clone(),
+                    scratch: scratch.clone(),
+                });
+                scratch.join("upper")
+            } else {
+                let copy = copy_dir(&self.run_dir, n, repo);
+                for layer in layers.iter().rev() {
+                    merge(layer, &copy, Transfer::Copy).map_err(|e| {
+                        format!("the private copy of `{repo}` could not be made: {e}")
+                    })?;
+                }
+                world.writable.push(copy.clone());
+                dirs.repos.insert(
+                    repo.clone(),
+                    ExecDir {
+                        at: copy.clone(),
+                        written: copy,
+                    },
+                );
+                continue;
+            };
+            dirs.repos.insert(repo.clone(), ExecDir { at, written });
+        }
+        Ok((world, dirs))
+    }
+
+    /// The world a repository's uncached setup runs in: the repository's snapshot under a
+    /// layer of its own (`<run>/setup-layers/<repo>`), which becomes every later
+    /// execution's top layer of that repository (`set_up`); without a mount namespace,
+    /// the snapshot itself, in place.
+    pub(super) fn setup_world(
+        &mut self,
+        repo: &RepoId,
+    ) -> Result<(World, PathBuf, Option<PathBuf>), String> {
+        let Some(at) = self.snapshots.get(repo).cloned() else {
+            return Err(format!("repository `{repo}` has no sandbox in this run"));
+        };
+        let mut world = World {
+            read_only: self.host_paths.clone(),
+            private: self.home.iter().cloned().collect(),
+            ..World::default()
+        };
+        if !self.isolated {
+            world.writable.push(at.clone());
+            return Ok((world, at, None));
+        }
+        let scratch = self.run_dir.join("setup-layers").join(repo.as_str());
+        fs_err::create_dir_all(&scratch).map_err(|e| e.to_string())?;
+        world.overlays.push(OverlaySpec {
+            target: at.clone(),
+            layers: vec![at.clone()],
+            scratch: scratch.clone(),
+        });
+        Ok((world, at, Some(scratch.join("upper"))))
+    }
+
+    /// The world of a cached setup: the directory holding exactly its inputs, writable.
+    pub(super) fn derivation_world(&self, dir: &Path) -> World {
+        World {
+            read_only: self.host_paths.clone(),
+            writable: vec![dir.to_path_buf()],
+            private: self.home.iter().cloned().collect(),
+            ..World::default()
+        }
+    }
+}
+
+/// Where execution `n`'s private copy of `repo` is made when the run has no mount
+/// namespace (its jobs' paths there are rewritten as the snapshot's are).
+pub(super) fn copy_dir(run_dir: &Path, n: usize, repo: &RepoId) -> PathBuf {
+    run_dir
+        .join("copies")
+        .join(n.to_string())
+        .join(repo.as_str())
+}
+
+/// The host paths every job of the workspace sees read-only: the catalog's `hostPaths`
+/// and `PROOFGRAPH_HOST_PATHS` (`:`-separated), `~` being the caller's home directory.
+/// A `~` path without a home directory to expand it to is left out.
+pub(super) fn host_paths(
+    declared: &[String],
+    variable: Option<&std::ffi::OsStr>,
+    home: Option<&Path>,
+) -> Vec<PathBuf> {
+    let from_env = variable
+        .map(|v| {
+            std::env::split_paths(v)
+                .filter(|p| !p.as_os_str().is_empty())
+                .map(|p| p.to_string_lossy().into_owned())
+                .collect::<Vec<_>>()
+        })
+        .unwrap_or_default();
+    declared
+        .iter()
+        .chain(&from_env)
+        .filter_map(|text| expand(text, home))
+        .collect()
+}
+
+/// Whether a program's file lies outside every job's world (the system's directories and
+/// `host_paths`), as found and where its links lead: `None` when it lies inside, else the
+/// host path to name for it (`~/<dir>` below the home directory, else its directory).
+pub(super) fn outside_world(
+    program: &Path,
+    host_paths: &[PathBuf],
+    home: Option<&Path>,
+) -> Option<String> {
+    let real_host_paths: Vec<PathBuf> = host_paths
+        .iter()
+        .filter_map(|p| fs_err::canonicalize(p).ok())
+        .collect();
+    let inside = |path: &Path| {
+        World::SYSTEM.iter().any(|dir| path.starts_with(dir))
+            || host_paths
+                .iter()
+                .chain(&real_host_paths)
+                .any(|dir| path.starts_with(dir))
+    };
+    let real = fs_err::canonicalize(program).unwrap_or_else(|_| program.to_path_buf());
+    if inside(program) && inside(&real) {
+        return None;
+    }
+    let outside = if inside(program) { &real } else { program };
+    if let Some(home) = home
+        && let Ok(rest) = outside.strip_prefix(home)
+        && let Some(first) = rest.components().next()
+    {
+        return Some(format!("~/{}", first.as_os_str().to_string_lossy()));
+    }
+    Some(outside.parent().unwrap_or(outside).display().to_string())
+}
+
+/// `~` and `~/…` against `home`; an absolute path as it is; anything else nothing.
+fn expand(text: &str, home: Option<&Path>) -> Option<PathBuf> {
+    if text == "~" {
+        return home.map(Path::to_path_buf);
+    }
+    if let Some(rest) = text.strip_prefix("~/") {
+        return home.map(|h| h.join(rest));
+    }
+    let path = Path::new(text);
+    path.is_absolute().then(|| path.to_path_buf())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn repo(id: &str) -> RepoId {
+        RepoId::parse(id).expect("valid")
+    }
+
+    #[test]
+    fn host_paths_expand_the_home_directory_and_keep_absolute_paths() {
+        let home = Path::new("/home/u");
+        let got = host_paths(
+            &[
+                "~/.rustup".to_owned(),
+                "/opt/x".to_owned(),
+                "rel".to_owned(),
+                "~".to_owned(),
+            ],
+            Some(std::ffi::OsStr::new("/nix/var:~/.pyenv::")),
+            Some(home),
+        );
+        assert_eq!(
+            got,
+            [
+                "/home/u/.rustup",
+                "/opt/x",
+                "/home/u",
+                "/nix/var",
+                "/home/u/.pyenv"
+            ]
+            .map(PathBuf::from)
+        );
+        assert_eq!(
+            host_paths(&["~/.x".to_owned()], None, None),
+            Vec::<PathBuf>::new()
+        );
+    }
+
+    #[test]
+    fn a_narrowed_view_holds_exactly_its_files_and_is_made_once() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let snapshot = dir.path().join("sandboxes/root");
+        fs_err::create_dir_all(snapshot.join("src")).expect("mkdir");
+        for f in ["a.txt", "src/b.txt", "src/c.txt"] {
+            fs_err::write(snapshot.join(f), f).expect("write");
+        }
+        let mut worlds = Worlds::new(
+            SandboxMode::Worktree,
+            true,
+            dir.path(),
+            BTreeMap::from([(repo("root"), snapshot.clone())]),
+            Vec::new(),
+            None,
+        );
+        let seen = worlds
+            .seen(&repo("root"), Files::Only(&["src/b.txt"]))
+            .expect("seen");
+        let view = &seen.layers[0];
+        assert_ne!(view, &snapshot);
+        assert!(view.join("src/b.txt").is_file());
+        assert!(!view.join("src/c.txt").exists() && !view.join("a.txt").exists());
+        let again = worlds
+            .seen(&repo("root"), Files::Only(&["src/b.txt"]))
+            .expect("seen");
+        assert_eq!(again, seen);
+        // Every file: the snapshot itself; setup's layer on top of it from then on.
+        let all = worlds.seen(&repo("root"), Files::All).expect("seen");
+        assert_eq!(all.layers, std::slice::from_ref(&snapshot));
+        worlds.set_up(&repo("root"), dir.path().join("tree"));
+        let all = worlds.seen(&repo("root"), Files::All).expect("seen");
+        assert_eq!(all.layers, [dir.path().join("tree"), snapshot.clone()]);
+    }
+
+    #[test]
+    fn each_execution_writes_into_a_layer_or_a_copy_of_its_own() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let snapshot = dir.path().join("sandboxes/root");
+        fs_err::create_dir_all(&snapshot).expect("mkdir");
+        fs_err::write(snapshot.join("a.txt"), "a").expect("write");
+        for isolated in [true, false] {
+            let mut worlds = Worlds::new(
+                SandboxMode::Copy,
+                isolated,
+                &dir.path().join(format!("run-{isolated}")),
+                BTreeMap::from([(repo("root"), snapshot.clone())]),
+                vec![PathBuf::from("/opt/tools")],
+                Some(PathBuf::from("/home/u")),
+            );
+            let seen = [worlds.seen(&repo("root"), Files::All).expect("seen")];
+            let (one, dirs_one) = worlds.world(&seen, None).expect("world");
+            let (_, dirs_two) = worlds.world(&seen, None).expect("world");
+            let (a, b) = (
+                &dirs_one.repos[&repo("root")],
+                &dirs_two.repos[&repo("root")],
+            );
+            assert_ne!(a.written, b.written, "isolated: {isolated}");
+            assert_eq!(one.read_only, [PathBuf::from("/opt/tools")]);
+            assert_eq!(one.private, [PathBuf::from("/home/u")]);
+            if isolated {
+                assert_eq!(a.at, snapshot);
+                assert_eq!(one.overlays.len(), 1);
+            } else {
+                assert_eq!(a.at, a.written);
+                assert_eq!(
+                    fs_err::read_to_string(a.at.join("a.txt")).expect("copied"),
+                    "a"
+                );
+                assert_eq!(one.writable, std::slice::from_ref(&a.at));
+            }
+        }
+    }
+}
