@@ -198,6 +198,15 @@ impl CommandPlan {
 }
 
 impl CommandPlan {
+    /// The addresses of the prepared `argv` and environment arrays, as `execve` is given
+    /// them (the exec filter lets exactly this call through unrecorded).
+    pub(crate) fn exec_arrays(&self) -> (u64, u64) {
+        (
+            self.argv_ptrs.as_ptr() as u64,
+            self.env_ptrs.as_ptr() as u64,
+        )
+    }
+
     /// What a `PATH` search depends on (the `PATH` value and the bare name), when the
     /// program is searched for at all.
     pub(crate) fn search_key(&self) -> Option<&[u8]> {
@@ -244,6 +253,9 @@ pub(crate) struct ExecSetup<'a> {
     /// Without namespaces: the init's pid. The command then starts its own session (and so
     /// its own process group) and dies with the init.
     pub(crate) fallback_parent: Option<Pid>,
+    /// With a world: the filter that records the job's executions, and the socket its
+    /// listener is handed to the init on (see `exec_record.rs`).
+    pub(crate) record: Option<(&'a crate::exec_record::ExecFilter, BorrowedFd<'a>)>,
 }
 
 /// Why a command could not be started, written by the command's process before it exits
@@ -413,6 +425,14 @@ pub(crate) fn exec_command(
     }
     if let Some(why) = &plan.no_candidate {
         failure.fail(NOT_FOUND, format_args!("{why}"));
+    }
+    // Last before `exec`: from here on every `execve` of the job but its own first one is
+    // stopped until the init has recorded it. Where the kernel refuses the filter, the job
+    // runs unrecorded and the init, given no listener, says so.
+    if let Some((filter, socket)) = setup.record
+        && let Ok(listener) = sys::seccomp_listener(filter.program())
+    {
+        let _ = sys::send_fd(socket, listener);
     }
     let mut denied = None;
     let mut other = None;

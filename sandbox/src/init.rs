@@ -28,16 +28,18 @@ use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
 use nix::sys::prctl::set_pdeathsig;
 use nix::sys::signal::{SigSet, Signal, kill, killpg};
 use nix::sys::signalfd::{SfdFlags, SignalFd};
+use nix::sys::socket::{AddressFamily, SockFlag, SockType, socketpair};
 use nix::sys::stat::Mode;
 use nix::sys::wait::{Id, WaitPidFlag, WaitStatus, waitid, waitpid};
 use nix::unistd::{ForkResult, Pid, getpid, getppid, pipe2};
 
 use crate::child::{self, CommandPlan, ExecSetup, ProbePlan, SpawnFailure};
+use crate::exec_record::{Digests, ExecFilter, Recorder};
 use crate::isolation::{self, Namespaces};
 use crate::probe::{Expectations, parse_url};
 use crate::protocol::{
     ProbeOutcome, ProbeRequest, Reply, Request, SpawnRequest, WireBytes, WireIsolation,
-    WireIsolationRequest, WireNetwork, encode_line, nanos,
+    WireIsolationRequest, WireNetwork, WireRecorded, encode_line, nanos,
 };
 use crate::redact::{Redactor, redact_text};
 use crate::sys::{self, SingleThreaded, describe};
@@ -201,6 +203,7 @@ fn run() -> Result<(), String> {
         control,
         jobs: BTreeMap::new(),
         used_ids: HashSet::new(),
+        digests: Digests::default(),
         stopping: false,
         bye: false,
     };
@@ -296,6 +299,10 @@ struct Job {
     kill_sent: bool,
     secrets: Vec<Vec<u8>>,
     kind: Kind,
+    /// What the job executes, recorded (with a world, where the kernel allowed the filter).
+    recorder: Option<Recorder>,
+    /// The listener hung up (every process of the job is gone): not polled any more.
+    recorder_closed: bool,
 }
 
 enum Kind {
@@ -321,6 +328,8 @@ enum Source {
     Signals,
     Out(u64),
     Result(u64),
+    /// An exec notification of a job, or (`false`) its listener hung up.
+    Exec(u64, bool),
 }
 
 struct Init {
@@ -350,6 +359,8 @@ struct Init {
     control: Control,
     jobs: BTreeMap<u64, Job>,
     used_ids: HashSet<u64>,
+    /// The digests of executed files, for every job of the run.
+    digests: Digests,
     /// Every job is being killed; the init exits when none is left.
     stopping: bool,
     /// A shutdown was requested: say `bye` before exiting.
@@ -407,6 +418,12 @@ impl Init {
                     }
                 }
             }
+            if let Some(recorder) = &job.recorder
+                && !job.recorder_closed
+            {
+                fds.push(PollFd::new(recorder.listener(), PollFlags::POLLIN));
+                sources.push(Source::Exec(*id, true));
+            }
         }
         match poll(&mut fds, timeout) {
             Ok(_) | Err(Errno::EINTR) => {}
@@ -415,8 +432,16 @@ impl Init {
         Ok(fds
             .iter()
             .zip(sources)
-            .filter(|(fd, _)| fd.revents().is_some_and(|r| !r.is_empty()))
-            .map(|(_, source)| source)
+            .filter_map(|(fd, source)| {
+                let revents = fd.revents().filter(|r| !r.is_empty())?;
+                Some(match source {
+                    // A listener with no notification but a hang-up: the job is gone.
+                    Source::Exec(id, _) if !revents.contains(PollFlags::POLLIN) => {
+                        Source::Exec(id, false)
+                    }
+                    other => other,
+                })
+            })
             .collect())
     }
 
@@ -452,6 +477,14 @@ impl Init {
             Source::Result(id) => {
                 if let Some(job) = self.jobs.get_mut(&id) {
                     job.read_status(false);
+                }
+            }
+            Source::Exec(id, notified) => {
+                if let Some(job) = self.jobs.get_mut(&id) {
+                    match (&mut job.recorder, notified) {
+                        (Some(recorder), true) => recorder.on_notification(&mut self.digests),
+                        _ => job.recorder_closed = true,
+                    }
                 }
             }
         }
@@ -539,6 +572,7 @@ impl Init {
             spawn_error: None,
             log_error: None,
             started: false,
+            executed: None,
         });
     }
 
@@ -686,6 +720,16 @@ impl Init {
         let duration = job.started.elapsed();
         job.read_output(true);
         job.read_status(true);
+        let executed = job.recorder.take().map(|recorder| {
+            let (files, gaps) = recorder.into_parts();
+            WireRecorded {
+                files: files
+                    .into_iter()
+                    .map(|e| (WireBytes::from_os(e.path.as_os_str()), e.digest))
+                    .collect(),
+                gaps: gaps.iter().map(|g| redact_text(&job.secrets, g)).collect(),
+            }
+        });
         let reply = match job.kind {
             Kind::Command {
                 spawn_failure,
@@ -707,6 +751,7 @@ impl Init {
                     spawn_error: spawn_failure.map(|(_, why)| redact_text(&job.secrets, &why)),
                     log_error,
                     started: true,
+                    executed,
                 }
             }
             Kind::Probe { result_buf, .. } => {
@@ -824,6 +869,24 @@ impl Init {
         if let Err(e) = set_nonblocking(&out_read) {
             return refuse(self, format!("configure a pipe: {}", describe(e)));
         }
+        // With a world, what the job executes is recorded: its process hands the init a
+        // seccomp listener over this socket before it execs.
+        let (argv_at, env_at) = plan.exec_arrays();
+        let filter = world
+            .as_ref()
+            .and_then(|_| ExecFilter::new(argv_at, env_at));
+        let record_socket = match &filter {
+            Some(_) => match socketpair(
+                AddressFamily::Unix,
+                SockType::SeqPacket,
+                None,
+                SockFlag::SOCK_CLOEXEC,
+            ) {
+                Ok(pair) => Some(pair),
+                Err(e) => return refuse(self, format!("create a socket: {}", describe(e))),
+            },
+            None => None,
+        };
         let setup = ExecSetup {
             private_net: match &self.namespaces {
                 Some(ns) if request.network == WireNetwork::Private => Some(ns.private_net.as_fd()),
@@ -831,6 +894,10 @@ impl Init {
             },
             fallback_parent: self.namespaces.is_none().then_some(self.pid),
             world: world.as_ref(),
+            record: filter
+                .as_ref()
+                .zip(record_socket.as_ref())
+                .map(|(f, (_, child_end))| (f, child_end.as_fd())),
         };
         let mut failure = SpawnFailure::new();
         let started = Instant::now();
@@ -841,6 +908,12 @@ impl Init {
             &mut || child::exec_command(&plan, out_write.as_fd(), &mut failure, &setup),
         );
         drop(out_write);
+        // The job has exec'd (or failed to start): its listener, if its process made one,
+        // is waiting in the socket.
+        let recorder = record_socket.and_then(|(init_end, child_end)| {
+            drop(child_end);
+            sys::recv_fd(init_end.as_fd()).map(Recorder::new)
+        });
         let child = match spawned {
             Ok(child) => child,
             Err(e) => return refuse(self, format!("start the job: {}", describe(e))),
@@ -871,6 +944,8 @@ impl Init {
                     log_error: None,
                 },
                 secrets,
+                recorder_closed: recorder.is_none(),
+                recorder,
             },
         );
     }
@@ -949,6 +1024,8 @@ impl Init {
                             result: Some(result_read),
                             result_buf: Vec::new(),
                         },
+                        recorder: None,
+                        recorder_closed: true,
                     },
                 );
             }
@@ -1029,6 +1106,7 @@ fn refusal(job: u64, secrets: &[Vec<u8>], why: &str) -> Reply {
         spawn_error: Some(redact_text(secrets, why)),
         log_error: None,
         started: true,
+        executed: None,
     }
 }
 

@@ -90,6 +90,7 @@
 mod child;
 mod error;
 pub mod evidence;
+mod exec_record;
 mod init;
 mod isolation;
 pub mod materialize;
@@ -106,8 +107,8 @@ pub use init::init_main;
 pub use parent::Run;
 pub use probe::usable_url;
 pub use types::{
-    Event, INIT_ARG, Isolation, IsolationRequest, JobId, JobSpec, Network, OverlaySpec, ProbeSpec,
-    RunConfig, World,
+    Event, Executed, INIT_ARG, Isolation, IsolationRequest, JobId, JobSpec, Network, OverlaySpec,
+    ProbeSpec, Recorded, RunConfig, World,
 };
 
 /// How a sandbox presents a repository to the commands that run in it. Serialized as its

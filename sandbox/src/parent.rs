@@ -568,6 +568,7 @@ fn read_replies(
                 spawn_error,
                 log_error,
                 started,
+                executed,
             } => {
                 deliver(
                     events,
@@ -581,6 +582,7 @@ fn read_replies(
                         spawn_error,
                         log_error,
                         started,
+                        executed: executed.map(crate::protocol::WireRecorded::into_recorded),
                     },
                 );
             }

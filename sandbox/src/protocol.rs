@@ -238,6 +238,9 @@ pub(crate) enum Reply {
         /// False for a limited job cancelled (or stopped) while it waited for a slot.
         #[serde(default = "started_default")]
         started: bool,
+        /// What the job executed, when recorded: (path, digest) pairs and the gaps.
+        #[serde(default)]
+        executed: Option<WireRecorded>,
     },
     Ready {
         job: u64,
@@ -253,6 +256,29 @@ pub(crate) enum Reply {
         reason: String,
     },
     Bye,
+}
+
+/// [`crate::Recorded`] on the wire.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct WireRecorded {
+    pub(crate) files: Vec<(WireBytes, String)>,
+    pub(crate) gaps: Vec<String>,
+}
+
+impl WireRecorded {
+    pub(crate) fn into_recorded(self) -> crate::types::Recorded {
+        crate::types::Recorded {
+            files: self
+                .files
+                .into_iter()
+                .map(|(path, digest)| crate::types::Executed {
+                    path: path.into_path(),
+                    digest,
+                })
+                .collect(),
+            gaps: self.gaps,
+        }
+    }
 }
 
 fn started_default() -> bool {

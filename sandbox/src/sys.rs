@@ -13,7 +13,7 @@
 //! way round.
 #![expect(
     unsafe_code,
-    reason = "fork, clone, execve, _exit, sigaction, close_range, mmap, mount_setattr, capset, prctl and the interface ioctls have no safe wrapper"
+    reason = "fork, clone, execve, _exit, sigaction, close_range, mmap, mount_setattr, capset, prctl, seccomp, SCM_RIGHTS, process_vm_readv, openat2 and the ioctls have no safe wrapper"
 )]
 
 use std::marker::PhantomData;
@@ -407,4 +407,200 @@ pub(crate) fn read_to_end_blocking(fd: BorrowedFd<'_>, limit: usize) -> Vec<u8> 
 /// An errno as messages show it: its name and its description.
 pub(crate) fn describe(errno: Errno) -> String {
     format!("{errno:?}: {}", errno.desc())
+}
+
+/// Installs `filter` as a seccomp filter of the calling thread with a user-notification
+/// listener (`SECCOMP_FILTER_FLAG_NEW_LISTENER`, Linux 5.0), and returns the listener
+/// descriptor (close-on-exec). The caller has set `no_new_privs`. Allocates nothing.
+pub(crate) fn seccomp_listener(filter: &[libc::sock_filter]) -> Result<i32, Errno> {
+    let prog = libc::sock_fprog {
+        len: u16::try_from(filter.len()).map_err(|_| Errno::E2BIG)?,
+        filter: filter.as_ptr().cast_mut(),
+    };
+    // SAFETY: `prog` points at `filter`, which outlives the call; the kernel copies the
+    // program and never writes through the pointer.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_seccomp,
+            libc::SECCOMP_SET_MODE_FILTER,
+            libc::SECCOMP_FILTER_FLAG_NEW_LISTENER,
+            &raw const prog,
+        )
+    };
+    let fd = Errno::result(rc)?;
+    i32::try_from(fd).map_err(|_| Errno::EBADF)
+}
+
+/// Sends the descriptor `fd` over the Unix socket `sock` (`SCM_RIGHTS`, one byte of data).
+/// Allocates nothing.
+pub(crate) fn send_fd(sock: BorrowedFd<'_>, fd: i32) -> Result<(), Errno> {
+    #[repr(C, align(8))]
+    struct Control([u8; 64]);
+    let mut control = Control([0; 64]);
+    let mut byte = [0u8; 1];
+    let mut iov = libc::iovec {
+        iov_base: byte.as_mut_ptr().cast(),
+        iov_len: 1,
+    };
+    // SAFETY: `msghdr` is plain data; all-zero is a valid empty header.
+    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    msg.msg_iov = &raw mut iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control.0.as_mut_ptr().cast();
+    // SAFETY: CMSG_SPACE is arithmetic on its argument.
+    msg.msg_controllen = unsafe { libc::CMSG_SPACE(4) } as usize;
+    // SAFETY: `msg_control` points at 64 aligned bytes, more than CMSG_SPACE(4); the first
+    // header is inside them and its data has room for one `int`.
+    unsafe {
+        let cmsg = libc::CMSG_FIRSTHDR(&raw const msg);
+        (*cmsg).cmsg_level = libc::SOL_SOCKET;
+        (*cmsg).cmsg_type = libc::SCM_RIGHTS;
+        (*cmsg).cmsg_len = libc::CMSG_LEN(4) as usize;
+        std::ptr::write_unaligned(libc::CMSG_DATA(cmsg).cast::<i32>(), fd);
+    }
+    // SAFETY: `msg` and everything it points at live across the call.
+    let rc = unsafe { libc::sendmsg(sock.as_raw_fd(), &raw const msg, libc::MSG_NOSIGNAL) };
+    Errno::result(rc).map(drop)
+}
+
+/// Receives one descriptor sent with [`send_fd`], if one is waiting.
+pub(crate) fn recv_fd(sock: BorrowedFd<'_>) -> Option<std::os::fd::OwnedFd> {
+    use std::os::fd::FromRawFd as _;
+    #[repr(C, align(8))]
+    struct Control([u8; 64]);
+    let mut control = Control([0; 64]);
+    let mut byte = [0u8; 1];
+    let mut iov = libc::iovec {
+        iov_base: byte.as_mut_ptr().cast(),
+        iov_len: 1,
+    };
+    // SAFETY: plain data, all-zero is valid.
+    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    msg.msg_iov = &raw mut iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control.0.as_mut_ptr().cast();
+    msg.msg_controllen = control.0.len();
+    // SAFETY: `msg` and its buffers live across the call.
+    let rc = unsafe {
+        libc::recvmsg(
+            sock.as_raw_fd(),
+            &raw mut msg,
+            libc::MSG_DONTWAIT | libc::MSG_CMSG_CLOEXEC,
+        )
+    };
+    if rc <= 0 {
+        return None;
+    }
+    // SAFETY: the kernel filled `msg_control` with `msg_controllen` bytes of headers; the
+    // CMSG macros stay inside them.
+    unsafe {
+        let cmsg = libc::CMSG_FIRSTHDR(&raw const msg);
+        if cmsg.is_null()
+            || (*cmsg).cmsg_level != libc::SOL_SOCKET
+            || (*cmsg).cmsg_type != libc::SCM_RIGHTS
+        {
+            return None;
+        }
+        let fd = std::ptr::read_unaligned(libc::CMSG_DATA(cmsg).cast::<i32>());
+        (fd >= 0).then(|| std::os::fd::OwnedFd::from_raw_fd(fd))
+    }
+}
+
+/// The next seccomp user notification of `listener` (`SECCOMP_IOCTL_NOTIF_RECV`).
+pub(crate) fn notif_recv(listener: BorrowedFd<'_>) -> Result<libc::seccomp_notif, Errno> {
+    // SAFETY: plain data; the kernel requires it zeroed.
+    let mut notif: libc::seccomp_notif = unsafe { std::mem::zeroed() };
+    // SAFETY: the ioctl writes one `seccomp_notif` into `notif`.
+    let rc = unsafe {
+        libc::ioctl(
+            listener.as_raw_fd(),
+            libc::SECCOMP_IOCTL_NOTIF_RECV,
+            &raw mut notif,
+        )
+    };
+    Errno::result(rc).map(|_| notif)
+}
+
+/// Lets the system call of notification `id` go on as if no filter had stopped it
+/// (`SECCOMP_USER_NOTIF_FLAG_CONTINUE`).
+pub(crate) fn notif_continue(listener: BorrowedFd<'_>, id: u64) -> Result<(), Errno> {
+    let resp = libc::seccomp_notif_resp {
+        id,
+        val: 0,
+        error: 0,
+        flags: libc::SECCOMP_USER_NOTIF_FLAG_CONTINUE as u32,
+    };
+    // SAFETY: the ioctl reads one `seccomp_notif_resp`.
+    let rc = unsafe {
+        libc::ioctl(
+            listener.as_raw_fd(),
+            libc::SECCOMP_IOCTL_NOTIF_SEND,
+            &raw const resp,
+        )
+    };
+    Errno::result(rc).map(drop)
+}
+
+/// Whether notification `id` is still pending: its process has not died (and so its pid
+/// was not reused) since the notification was received.
+pub(crate) fn notif_id_valid(listener: BorrowedFd<'_>, id: u64) -> bool {
+    // SAFETY: the ioctl reads one `u64`.
+    let rc = unsafe {
+        libc::ioctl(
+            listener.as_raw_fd(),
+            libc::SECCOMP_IOCTL_NOTIF_ID_VALID,
+            &raw const id,
+        )
+    };
+    rc == 0
+}
+
+/// Reads up to `buf.len()` bytes at `addr` of process `pid` (`process_vm_readv`).
+pub(crate) fn read_process_memory(pid: i32, addr: u64, buf: &mut [u8]) -> Result<usize, Errno> {
+    let local = libc::iovec {
+        iov_base: buf.as_mut_ptr().cast(),
+        iov_len: buf.len(),
+    };
+    let remote = libc::iovec {
+        iov_base: usize::try_from(addr).map_err(|_| Errno::EFAULT)? as *mut libc::c_void,
+        iov_len: buf.len(),
+    };
+    // SAFETY: `local` describes `buf`, writable for its length; `remote` is only read by the
+    // kernel in the other process, checked there.
+    let rc = unsafe { libc::process_vm_readv(pid, &raw const local, 1, &raw const remote, 1, 0) };
+    Errno::result(rc).map(|n| usize::try_from(n).unwrap_or(0))
+}
+
+/// Opens `path` for reading as if `root` were `/` (`openat2` with `RESOLVE_IN_ROOT`,
+/// Linux 5.6): absolute links and `..` stay inside it. Never blocks on a FIFO.
+pub(crate) fn open_in_root(
+    root: BorrowedFd<'_>,
+    path: &std::ffi::CStr,
+) -> Result<std::os::fd::OwnedFd, Errno> {
+    use std::os::fd::FromRawFd as _;
+    /// `struct open_how` of `openat2(2)` (libc's is non-exhaustive).
+    #[repr(C)]
+    struct OpenHow {
+        flags: u64,
+        mode: u64,
+        resolve: u64,
+    }
+    let how = OpenHow {
+        flags: (libc::O_RDONLY | libc::O_CLOEXEC | libc::O_NONBLOCK | libc::O_NOCTTY) as u64,
+        mode: 0,
+        resolve: libc::RESOLVE_IN_ROOT,
+    };
+    // SAFETY: `path` is a C string and `how` a valid `open_how`, both alive across the call.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_openat2,
+            root.as_raw_fd(),
+            path.as_ptr(),
+            &raw const how,
+            std::mem::size_of::<OpenHow>(),
+        )
+    };
+    let fd = i32::try_from(Errno::result(rc)?).map_err(|_| Errno::EBADF)?;
+    // SAFETY: the kernel just returned this descriptor; nothing else owns it.
+    Ok(unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) })
 }

@@ -249,6 +249,26 @@ impl fmt::Display for JobId {
     }
 }
 
+/// A file a job executed, with its content digest (BLAKE3, hex) when the kernel was about to
+/// run it.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
+pub struct Executed {
+    /// Where the job's world had it (links resolved).
+    pub path: PathBuf,
+    /// BLAKE3 of its content, hex.
+    pub digest: String,
+}
+
+/// What a job executed: each file once (a script's interpreters and a program's loader
+/// included), in the order first seen, and what could not be recorded.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Recorded {
+    /// The files executed.
+    pub files: Vec<Executed>,
+    /// Executions that could not be recorded (a path that could not be read), described.
+    pub gaps: Vec<String>,
+}
+
 /// Something that happened in a run.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Event {
@@ -275,6 +295,10 @@ pub enum Event {
         /// False when a [`JobSpec::limited`] job never started: cancelled
         /// ([`crate::Run::cancel`]) or stopped while it waited for a slot.
         started: bool,
+        /// What its process tree executed after its own command (every `execve`), when
+        /// the job ran in a world (namespaces) on an architecture where that is recorded;
+        /// `None` when nothing was recorded.
+        executed: Option<Recorded>,
     },
     /// A probe saw what it expected.
     Ready {

@@ -1141,6 +1141,13 @@ fn an_unprivileged_caller_gets_a_user_namespace() {
         scratch.read("u.log")
     );
     assert_eq!(scratch.read("u.log"), "65534\ntmp-ok\nisolated\n");
+    // What it executed is recorded as for root (`id` through bash).
+    let ran = executed(&event).expect("recorded in a user namespace too");
+    let id = fs_err::canonicalize(require("id", "apt-get install -y coreutils"))
+        .expect("id")
+        .display()
+        .to_string();
+    assert!(ran.iter().any(|(p, _)| *p == id), "{ran:?}");
     let host = JobSpec {
         network: Network::Host,
         ..job(&scratch, "h.log", &["bash", "-c", &script])
@@ -2002,4 +2009,130 @@ fn read_only_paths_can_be_read_and_not_changed_by_jobs() {
     }
     assert_eq!(fs_err::read_to_string(&single).expect("read"), "single\n");
     let _ = fs_err::remove_dir_all(&outside);
+}
+
+// ---------------------------------------------------------------------------------------
+// Recording what a job executes.
+
+fn executed(event: &Event) -> Option<Vec<(String, String)>> {
+    match event {
+        Event::Exited { executed, .. } => executed.as_ref().map(|r| {
+            r.files
+                .iter()
+                .map(|e| (e.path.display().to_string(), e.digest.clone()))
+                .collect()
+        }),
+        other => panic!("expected an exit, got {other:?}"),
+    }
+}
+
+fn blake3_hex(path: &Path) -> String {
+    blake3::hash(&fs_err::read(path).expect("read"))
+        .to_hex()
+        .to_string()
+}
+
+/// Every program the job's tree executes after its own command is recorded with the digest
+/// of what ran — through a shell, `env`, a relative path, `execveat` via a descriptor, a
+/// script's `#!` interpreter — and the job's own first exec is not (its caller knows it).
+#[test]
+fn every_exec_of_a_jobs_tree_is_recorded_with_its_digest() {
+    let scratch = Scratch::new("exec-record");
+    let script = scratch.path("tool.sh");
+    fs_err::write(&script, "#!/bin/sh\nexit 0\n").expect("write");
+    fs_err::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+        .expect("chmod");
+    let python = python();
+    let run = isolated();
+    let mut spec = sh(
+        &scratch,
+        "exec.log",
+        &format!(
+            "/usr/bin/env true; cd {dir} && ./tool.sh; \
+             {py} -c 'import os; fd = os.open(\"/usr/bin/true\", os.O_RDONLY); os.execve(fd, [\"true\"], {{}})'",
+            dir = scratch.dir.display(),
+            py = python.display()
+        ),
+    );
+    spec.world.read_only.push(scratch.dir.clone());
+    let ended = run_to_end(&run, &spec);
+    assert_eq!(exit_code(&ended), Some(0), "{}", scratch.read("exec.log"));
+    let files = executed(&ended).expect("recorded in a world");
+    let paths: Vec<&str> = files.iter().map(|(p, _)| p.as_str()).collect();
+    let real = |p: &str| {
+        fs_err::canonicalize(p)
+            .expect("exists")
+            .display()
+            .to_string()
+    };
+    for wanted in [
+        real("/usr/bin/env"),
+        real("/usr/bin/true"),
+        script.display().to_string(),
+        real("/bin/sh"),
+        real(&python.display().to_string()),
+    ] {
+        assert!(paths.contains(&wanted.as_str()), "{wanted} in {paths:?}");
+    }
+    // A dynamically linked program's loader is recorded too.
+    assert!(
+        paths.iter().any(|p| p.contains("ld-linux")),
+        "the loader in {paths:?}"
+    );
+    // The digest is of the bytes that ran.
+    let (_, digest) = files
+        .iter()
+        .find(|(p, _)| *p == script.display().to_string())
+        .expect("the script");
+    assert_eq!(*digest, blake3_hex(&script));
+    // The job's own command (`sh -c`, started by the init) is not among them unless the
+    // script executed it again: it is the caller's resolved program.
+    assert_eq!(
+        files.iter().filter(|(p, _)| *p == real("/bin/sh")).count(),
+        1,
+        "{paths:?}"
+    );
+    run.shutdown().expect("shutdown");
+}
+
+/// A program replaced while the run goes on is recorded as what ran each time.
+#[test]
+fn a_program_replaced_between_two_execs_is_recorded_twice() {
+    let scratch = Scratch::new("exec-replace");
+    let tool = scratch.path("tool");
+    fs_err::write(&tool, "#!/bin/sh\necho one\n").expect("write");
+    fs_err::set_permissions(&tool, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+        .expect("chmod");
+    let run = isolated();
+    let first = blake3_hex(&tool);
+    // Run from a shell (a job's own first exec is its caller's to record).
+    let mut spec = sh(&scratch, "two.log", &format!("{} && true", tool.display()));
+    spec.world.read_only.push(scratch.dir.clone());
+    let ended = run_to_end(&run, &spec);
+    let one = executed(&ended).expect("recorded");
+    fs_err::write(&tool, "#!/bin/sh\necho two\n").expect("write");
+    let ended = run_to_end(&run, &spec);
+    let two = executed(&ended).expect("recorded");
+    let digest_of = |files: &[(String, String)]| {
+        files
+            .iter()
+            .find(|(p, _)| *p == tool.display().to_string())
+            .map(|(_, d)| d.clone())
+    };
+    assert_eq!(digest_of(&one), Some(first));
+    assert_eq!(digest_of(&two), Some(blake3_hex(&tool)));
+    run.shutdown().expect("shutdown");
+}
+
+/// Without a world nothing is recorded, and the event says so (`None`), never an empty list
+/// that would read as "ran nothing".
+#[test]
+fn without_namespaces_nothing_is_claimed_recorded() {
+    let scratch = Scratch::new("exec-none");
+    let (run, isolation) = start(IsolationRequest::Disabled);
+    assert!(!isolation.is_isolated());
+    let ended = run_to_end(&run, &sh(&scratch, "none.log", "/usr/bin/env true"));
+    assert_eq!(exit_code(&ended), Some(0));
+    assert_eq!(executed(&ended), None);
+    run.shutdown().expect("shutdown");
 }
