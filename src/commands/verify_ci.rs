@@ -238,6 +238,7 @@ pub fn run(ctx: &Context, change: &str, provider: &str, envelope: &Path) -> Repo
             input_files: files.len() as u64,
             trees: std::collections::BTreeMap::new(),
             commits: std::collections::BTreeMap::new(),
+            executed: None,
         };
         let written = receipt::write(&e.store, &key, proof, &tests, &e.loaded.secrets)
             .map_err(|err| err.to_string())

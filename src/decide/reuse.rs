@@ -41,8 +41,9 @@ pub fn wanted(
                 && in_shard.as_ref().is_none_or(|s| s.contains(node))
         })
         .collect();
+    let programs = crate::observe::programs::CurrentPrograms::load(store.dir());
     let proven = |(_, _, p): &(&ProviderId, NodeId, &ProviderNode)| {
-        crate::decide::status::is_proven(p, fingerprints, store, trusted, change)
+        crate::decide::status::is_proven(p, fingerprints, store, trusted, change, &programs)
     };
     // Reading and verifying each provider's receipts (an Ed25519 signature
     // check each) is most of a no-op prove after the snapshot: on every core.
@@ -55,6 +56,7 @@ pub fn wanted(
             .map(Option::flatten)
             .collect()
     };
+    programs.save();
     let mut run = BTreeSet::new();
     let mut reused = BTreeMap::new();
     for ((id, node, _), proven) in candidates.iter().zip(results) {

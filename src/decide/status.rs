@@ -339,6 +339,7 @@ pub fn is_proven(
     store: &Store,
     trusted: &[TrustedKey],
     change: &ChangeName,
+    programs: &crate::observe::programs::CurrentPrograms,
 ) -> Option<Vec<Sha256>> {
     let mut receipts = Vec::new();
     for output in &provider.outputs {
@@ -352,6 +353,29 @@ pub fn is_proven(
             &output.capability,
         );
         if found.state != State::Passed {
+            return None;
+        }
+        // A pass made in place is never reused (its job could see and change everything);
+        // an imported CI result (`external`) ran elsewhere and says so.
+        if let Some(v) = &found.verified
+            && v.proof.sandbox == proofgraph_sandbox::SandboxMode::None
+            && v.proof.adapter != "external"
+        {
+            return None;
+        }
+        // Every program its job executed is still the file that ran.
+        if let Some(executed) = found
+            .verified
+            .as_ref()
+            .and_then(|v| v.proof.executed.as_ref())
+            && programs
+                .first_changed(
+                    executed
+                        .iter()
+                        .map(|e| (e.path.as_str(), e.digest.as_str())),
+                )
+                .is_some()
+        {
             return None;
         }
         receipts.extend(found.verified.map(|v| v.sha256));

@@ -248,6 +248,10 @@ fn receipt_statement() -> Statement {
         input_files: 12,
         trees: std::collections::BTreeMap::new(),
         commits: std::collections::BTreeMap::new(),
+        executed: Some(vec![receipt::ExecutedProgram {
+            path: "/usr/bin/node".to_owned(),
+            digest: hex(5),
+        }]),
     };
     let tests = TestNames {
         passed: vec!["a > passes".to_owned()],

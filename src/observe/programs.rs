@@ -60,6 +60,8 @@ pub(super) trait RepoFiles {
     fn is_executable(&self, dir: &Path, rel: &Path) -> bool;
     /// The content of `rel`, through links; `None` when it cannot be read.
     fn read(&self, dir: &Path, rel: &Path) -> Option<Vec<u8>>;
+    /// The text of the link `rel`; `None` when it is not a link or cannot be read.
+    fn link(&self, dir: &Path, rel: &Path) -> Option<PathBuf>;
 }
 
 /// The working tree.
@@ -76,6 +78,9 @@ impl RepoFiles for WorkingTree {
             .ok()
             .filter(std::fs::Metadata::is_file)?;
         fs_err::read(path).ok()
+    }
+    fn link(&self, dir: &Path, rel: &Path) -> Option<PathBuf> {
+        fs_err::read_link(dir.join(rel)).ok()
     }
 }
 
@@ -697,6 +702,49 @@ impl Known {
                 let _ = tmp.persist(&file);
             }
         }
+    }
+}
+
+/// The programs receipts recorded as executed, compared with what is here now: each file's
+/// BLAKE3, remembered by stat data in the store's program table (which no job can write),
+/// so a 100 MB interpreter is read once, not at every no-op `prove`. Shared by the threads
+/// that check receipts.
+pub struct CurrentPrograms {
+    known: std::sync::Mutex<Known>,
+}
+
+impl CurrentPrograms {
+    /// The table of the store at `store_dir`.
+    pub fn load(store_dir: &Path) -> Self {
+        CurrentPrograms {
+            known: std::sync::Mutex::new(Known::load(Some(store_dir))),
+        }
+    }
+
+    /// The first program of `recorded` (path, BLAKE3 hex) that is no longer the file that
+    /// ran — changed, gone, or never read (an empty digest) — if any.
+    pub fn first_changed<'a>(
+        &self,
+        recorded: impl IntoIterator<Item = (&'a str, &'a str)>,
+    ) -> Option<&'a str> {
+        let mut known = self
+            .known
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        recorded.into_iter().find_map(|(path, digest)| {
+            let (now, _) = known.digest(Path::new(path));
+            (digest.is_empty() || now == Digest::default() || now.to_hex() != digest)
+                .then_some(path)
+        })
+    }
+
+    /// Keeps what was learnt in the store's table.
+    pub fn save(self) {
+        let known = self
+            .known
+            .into_inner()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        known.save();
     }
 }
 

@@ -273,6 +273,106 @@ impl RepoFiles for AtRevision<'_> {
     fn read(&self, dir: &Path, rel: &Path) -> Option<Vec<u8>> {
         self.file(dir, rel).map(|(bytes, _)| bytes)
     }
+    fn link(&self, dir: &Path, rel: &Path) -> Option<PathBuf> {
+        use std::os::unix::ffi::OsStringExt as _;
+        let revision = self.0.get(dir)?;
+        match revision.read(dir, rel.to_str()?).ok()?? {
+            (bytes, inputs::FileKind::Symlink) => {
+                Some(PathBuf::from(std::ffi::OsString::from_vec(bytes)))
+            }
+            _ => None,
+        }
+    }
+}
+
+/// How many files the links among one provider's inputs may add (a link to a huge
+/// directory is bound whole up to this, then refused).
+const LINK_TARGETS_MAX: usize = 1_000_000;
+
+/// What the links among `selected` lead to: a link binds the bytes it resolves to, so its
+/// target — a file, or every file below a directory, of a repository of the workspace — is
+/// an input too, followed through further links eight levels deep. A target outside every
+/// repository adds nothing (the sandbox refuses such a link when it is made).
+fn link_targets(
+    selected: &FileList,
+    snapshots: &BTreeMap<RepoId, Snapshot>,
+    workspace: &Workspace,
+    repo_files: &dyn RepoFiles,
+) -> FileList {
+    let repo_of = |name: &str| snapshots.keys().find(|r| r.as_str() == name).cloned();
+    let kind_of = |repo: &RepoId, path: &str| {
+        let files = &snapshots.get(repo)?.files;
+        let at = files.binary_search_by(|f| f.path.as_str().cmp(path)).ok()?;
+        Some(files[at].kind)
+    };
+    let mut seen: BTreeSet<String> = selected.iter().map(|(p, _)| p.clone()).collect();
+    let mut todo: Vec<(RepoId, String, usize)> = selected
+        .iter()
+        .filter_map(|(scoped, _)| {
+            let (repo, path) = scoped.split_once(':')?;
+            let repo = repo_of(repo)?;
+            (kind_of(&repo, path) == Some(inputs::FileKind::Symlink))
+                .then(|| (repo, path.to_owned(), 0))
+        })
+        .collect();
+    let mut out = FileList::new();
+    while let Some((repo, path, depth)) = todo.pop() {
+        let Some(dir) = workspace.repositories.get(&repo).map(|r| r.dir.as_path()) else {
+            continue;
+        };
+        let Some(target) = repo_files.link(dir, Path::new(&path)) else {
+            continue;
+        };
+        let parent = Path::new(&path).parent().unwrap_or(Path::new(""));
+        let resolved = crate::base::paths::normalize(&if target.is_absolute() {
+            target
+        } else {
+            dir.join(parent).join(target)
+        });
+        // The repository that holds it (the innermost, when one is nested in another).
+        let Some((owner, rel)) = workspace
+            .repositories
+            .iter()
+            .filter_map(|(id, r)| {
+                let rel = resolved.strip_prefix(&r.dir).ok()?.to_str()?.to_owned();
+                Some((id.clone(), rel, r.dir.components().count()))
+            })
+            .max_by_key(|(_, _, depth)| *depth)
+            .map(|(id, rel, _)| (id, rel))
+        else {
+            continue;
+        };
+        let Some(snapshot) = snapshots.get(&owner) else {
+            continue;
+        };
+        let files = &snapshot.files;
+        // `rel` itself and every file below it: they sort between `rel` and `rel0` (`0`
+        // follows `/`), among names such as `rel-x` that are left out.
+        let below = format!("{rel}/");
+        let (start, end) = if rel.is_empty() {
+            (0, files.len())
+        } else {
+            let end_key = format!("{rel}0");
+            (
+                files.partition_point(|f| f.path.as_str() < rel.as_str()),
+                files.partition_point(|f| f.path.as_str() < end_key.as_str()),
+            )
+        };
+        for f in files[start..end]
+            .iter()
+            .filter(|f| rel.is_empty() || f.path == rel || f.path.starts_with(&below))
+        {
+            let scoped = format!("{owner}:{}", f.path);
+            if out.len() >= LINK_TARGETS_MAX || !seen.insert(scoped.clone()) {
+                continue;
+            }
+            if f.kind == inputs::FileKind::Symlink && depth < 8 {
+                todo.push((owner.clone(), f.path.clone(), depth + 1));
+            }
+            out.push((scoped, f.id));
+        }
+    }
+    out
 }
 
 /// How a provider selects its input files: the same rules whether they are applied to a
@@ -434,6 +534,9 @@ fn from_snapshots(
             }
             Err(d) => errors.push(d),
         }
+        selected.retain(|(path, _)| !reports.contains(path));
+        let targets = link_targets(&selected, &snapshots, workspace, repo_files);
+        selected.extend(targets);
         selected.retain(|(path, _)| !reports.contains(path));
         selected.sort();
         selected.dedup();

@@ -248,6 +248,22 @@ pub struct Proof {
     /// when the run bound only what the commit holds.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub commits: BTreeMap<String, String>,
+    /// The programs from outside the run's own directories that the job's processes
+    /// executed (every `execve`, a script's interpreters and a program's loader
+    /// included), each with the BLAKE3 of what ran; `None` when the run could not record
+    /// them (no namespaces). Reuse requires every one unchanged. An execution that could
+    /// not be read is listed with an empty digest, which nothing matches.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub executed: Option<Vec<ExecutedProgram>>,
+}
+
+/// A program a job executed, as its receipt binds it.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct ExecutedProgram {
+    /// Where it was (absolute, links resolved).
+    pub path: String,
+    /// BLAKE3 of its content when it ran, hex; empty when it could not be read.
+    pub digest: String,
 }
 
 /// The per-test outcomes a receipt's statement lists (`passedTests`, `warnedTests`,
@@ -353,6 +369,7 @@ impl Proof {
             input_files: 2,
             trees: std::collections::BTreeMap::new(),
             commits: std::collections::BTreeMap::new(),
+            executed: None,
         }
     }
 }

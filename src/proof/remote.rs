@@ -314,18 +314,25 @@ pub struct Pushed {
     pub warnings: Vec<Diagnostic>,
     /// Receipts not pushed.
     pub failed: usize,
+    /// Receipts kept on this machine by rule: made in place (`--sandbox none`), where the
+    /// job could see and change anything, they never leave it.
+    pub kept_local: usize,
 }
 
-/// Uploads the receipt `sha` of `store` with everything it names.
+/// Uploads the receipt `sha` of `store` with everything it names (`None`: kept on this
+/// machine by rule, see [`Pushed::kept_local`]).
 async fn push_one(
     cache: &RemoteCache,
     store: &Store,
     trusted: &[TrustedKey],
     sha: &Sha256,
-) -> Result<Uploaded, String> {
+) -> Result<Option<Uploaded>, String> {
     let verified = receipt::read(store, sha, trusted)
         .ok_or_else(|| format!("receipt {sha} does not verify here; it is not pushed"))?;
     let proof = &verified.proof;
+    if proof.sandbox == proofgraph_sandbox::SandboxMode::None && proof.adapter != "external" {
+        return Ok(None);
+    }
     let envelope = store
         .get(sha)
         .ok_or_else(|| format!("receipt {sha} is gone from the store"))?;
@@ -352,6 +359,7 @@ async fn push_one(
     cache
         .put(&encoded, &outputs, blobs)
         .await
+        .map(Some)
         .map_err(|e| e.to_string())
 }
 
@@ -363,7 +371,7 @@ async fn push_all(
     mut rx: tokio::sync::mpsc::UnboundedReceiver<Sha256>,
 ) -> Pushed {
     // Per receipt: what was sent, or why not (`None`: the remote was down already).
-    type Done = (Sha256, Result<Uploaded, Option<String>>);
+    type Done = (Sha256, Result<Option<Uploaded>, Option<String>>);
     let mut tasks: tokio::task::JoinSet<Done> = tokio::task::JoinSet::new();
     let mut done: Vec<Done> = Vec::new();
     loop {
@@ -392,7 +400,8 @@ async fn push_all(
     let mut pushed = Pushed::default();
     for (sha, result) in done {
         match result {
-            Ok(up) => {
+            Ok(None) => pushed.kept_local += 1,
+            Ok(Some(up)) => {
                 pushed.receipts += 1;
                 pushed.uploaded.blobs += up.blobs;
                 pushed.uploaded.bytes += up.bytes;

@@ -60,7 +60,7 @@ pub(super) enum Purpose {
 #[derive(Debug, Clone)]
 pub(super) enum Execution {
     Running,
-    Done(Finished),
+    Done(Box<Finished>),
 }
 
 /// The state of one run, owned by its loop.
@@ -357,16 +357,31 @@ impl<'p, 'a> Dispatcher<'p, 'a> {
                     killed,
                     duration,
                     spawn_error,
+                    executed,
                     ..
                 },
             ) => {
                 let not_started = spawn_error.is_some();
                 let ended = ended::ended(code, signal, timed_out, killed, spawn_error);
+                let own: Vec<&std::path::Path> = [self.sandboxes.root.as_path()]
+                    .into_iter()
+                    .chain(self.worlds.home())
+                    .collect();
                 // The run measured the command from its start, which may have come
                 // after a wait for a slot.
                 let finished = Finished {
                     not_started,
                     dirs,
+                    executed: executed.as_ref().map(|r| {
+                        // As the world shows them: where their links lead.
+                        let shared: Vec<std::path::PathBuf> = self
+                            .worlds
+                            .host_paths()
+                            .iter()
+                            .map(|p| fs_err::canonicalize(p).unwrap_or_else(|_| p.clone()))
+                            .collect();
+                        ended::executed(r, &own, &shared)
+                    }),
                     ..Finished::ran(ended, log, duration, std::time::SystemTime::now())
                 };
                 self.execution_ended(key, &finished, hold);

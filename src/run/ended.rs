@@ -24,6 +24,9 @@ pub(super) struct Finished {
     pub(super) not_started: bool,
     /// Where its repositories were, and where what it wrote is (none when it ran nothing).
     pub(super) dirs: super::layers::ExecDirs,
+    /// What its processes executed from outside the run's own directories, as the
+    /// receipt binds it; `None` when not recorded.
+    pub(super) executed: Option<Vec<receipt::ExecutedProgram>>,
 }
 
 impl Finished {
@@ -40,6 +43,7 @@ impl Finished {
             finished_at: now,
             not_started: false,
             dirs: super::layers::ExecDirs::default(),
+            executed: None,
         }
     }
 
@@ -59,8 +63,42 @@ impl Finished {
             finished_at: receipt::rfc3339(now),
             not_started: false,
             dirs: super::layers::ExecDirs::default(),
+            executed: None,
         }
     }
+}
+
+/// What a job executed, as a receipt binds it: each program outside `own` (the run's own
+/// directories, whose files the fingerprint binds, and the job's private ones — its home,
+/// `/tmp`, `/run`, `/dev`, `/proc` — whose files the job made), unless a host path (`shared`)
+/// holds it, sorted. An execution that could not be read is kept with an empty digest, so a
+/// receipt holding it is never reused.
+pub(super) fn executed(
+    recorded: &proofgraph_sandbox::Recorded,
+    own: &[&std::path::Path],
+    shared: &[PathBuf],
+) -> Vec<receipt::ExecutedProgram> {
+    const PRIVATE: [&str; 6] = ["/tmp", "/var/tmp", "/run", "/dev", "/proc", "/sys"];
+    let mut out: Vec<receipt::ExecutedProgram> = recorded
+        .files
+        .iter()
+        .filter(|e| {
+            shared.iter().any(|dir| e.path.starts_with(dir))
+                || !(own.iter().any(|dir| e.path.starts_with(dir))
+                    || PRIVATE.iter().any(|dir| e.path.starts_with(dir)))
+        })
+        .map(|e| receipt::ExecutedProgram {
+            path: e.path.to_string_lossy().into_owned(),
+            digest: e.digest.clone(),
+        })
+        .chain(recorded.gaps.iter().map(|gap| receipt::ExecutedProgram {
+            path: gap.clone(),
+            digest: String::new(),
+        }))
+        .collect();
+    out.sort();
+    out.dedup();
+    out
 }
 
 /// How a command the run reported `Exited` ended: it could not start, it was killed on

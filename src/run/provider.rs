@@ -68,6 +68,8 @@ impl Dispatcher<'_, '_> {
                 finished_at: receipt::now_rfc3339(),
                 not_started: false,
                 dirs: super::layers::ExecDirs::default(),
+                // Judged in-process: it executed nothing.
+                executed: Some(Vec::new()),
             };
             let ok = self.record(id, &finished);
             self.finish(id, ok);
@@ -111,7 +113,7 @@ impl Dispatcher<'_, '_> {
                 return;
             }
             Some(Execution::Done(finished)) => {
-                let finished = finished.clone();
+                let finished = (**finished).clone();
                 let ok = self.record(id, &finished);
                 self.finish(id, ok);
                 return;
@@ -198,7 +200,7 @@ impl Dispatcher<'_, '_> {
     /// goes on unless it is stopping.
     pub(super) fn execution_ended(&mut self, key: ExecKey, finished: &Finished, hold: bool) {
         self.executions
-            .insert(key.clone(), Execution::Done(finished.clone()));
+            .insert(key.clone(), Execution::Done(Box::new(finished.clone())));
         for id in self.waiting.remove(&key).unwrap_or_default() {
             let ok = self.record(id, finished);
             if ok {

@@ -311,6 +311,7 @@ impl<'a> Writer<'a> {
                 input_files: files.len() as u64,
                 trees: trees.trees.clone(),
                 commits: trees.commits.clone(),
+                executed: finished.executed.clone(),
             };
             match receipt::write(store, self.key, proof, &judged.tests, self.secrets) {
                 Ok((sha, proof)) => {

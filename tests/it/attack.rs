@@ -1345,3 +1345,172 @@ fn terminal_sequences_from_a_report_or_a_log_never_reach_the_terminal() {
     let log = sb.run(&sb.work(), &["log", "atk", "test"]);
     assert!(log.stdout.contains("\u{1b}[31mred"), "{:?}", log.stdout);
 }
+
+// Programs chosen at run time: what a job's processes execute is recorded (every
+// `execve`, in the sandbox), bound by its receipt, and checked before reuse.
+
+/// A tool found on `PATH` through a wrapper that no reading of the argv can see through —
+/// a shell's `exec "$@"`, `env`, `env X=1`, `timeout`, `nice`, `\tool`, a name made at run
+/// time — is bound by the receipt: when the tool changes, every provider that ran it runs
+/// again and sees the new one (here, one that fails), never a reuse of the old pass.
+#[test]
+fn a_program_chosen_at_run_time_is_bound_whatever_wraps_it() {
+    let tools = tool_dir(&[("mytool", "#!/bin/sh\nexit 0\n")]);
+    let sb = Sandbox::new();
+    let path = format!("{}:/usr/local/bin:/usr/bin:/bin", tools.path().display());
+    let wrappers = [
+        r#"[sh, -c, 'exec "$@"', sh, mytool]"#,
+        "[env, mytool]",
+        "[env, X=1, mytool]",
+        r#"[timeout, "9", mytool]"#,
+        "[nice, mytool]",
+        r#"[sh, -c, "timeout 9 mytool"]"#,
+        r#"[sh, -c, "\\mytool"]"#,
+        r#"[sh, -c, "T=my; ${T}tool"]"#,
+    ];
+    let mut providers = String::new();
+    for (i, argv) in wrappers.iter().enumerate() {
+        providers.push_str(&format!(
+            "  w{i}:\n    adapter: command\n    capability: test\n    command: {argv}\n    env: {{PATH: \"{path}\"}}\n"
+        ));
+    }
+    workspace(&sb, &providers, &[]);
+    let named = sb.host_paths_with(&[tools.path()]);
+    let vars = [("PROOFGRAPH_HOST_PATHS", named.as_str())];
+    let names: Vec<String> = (0..wrappers.len()).map(|i| format!("w{i}")).collect();
+    let first = prove(&sb, &[], &vars).json();
+    for (name, argv) in names.iter().zip(wrappers) {
+        assert_eq!(
+            outcome_of(&first, name, "test"),
+            "pass",
+            "{argv}: {first:#}"
+        );
+        // The receipt names the tool with the digest of what ran.
+        let sha = receipt(&first, name, "test")["sha256"]
+            .as_str()
+            .expect("stored")
+            .to_owned();
+        let executed =
+            crate::support::statement(&sb, &sha)["predicate"]["proofgraph"]["executed"].clone();
+        let tool = tools.path().join("mytool").display().to_string();
+        assert!(
+            executed
+                .as_array()
+                .is_some_and(|all| all.iter().any(|e| e["path"] == tool.as_str())),
+            "{argv}: {executed:#}"
+        );
+    }
+    let again = prove(&sb, &[], &vars).json();
+    for name in &names {
+        assert_eq!(provider(&again, name)["action"], "reused", "{again:#}");
+    }
+    // The tool changes (as a toolchain upgrade does): the old passes are not reused.
+    fs_err::write(tools.path().join("mytool"), "#!/bin/sh\nexit 1\n").expect("write");
+    let changed = prove(&sb, &["--keep-going"], &vars).json();
+    for (name, argv) in names.iter().zip(wrappers) {
+        assert_eq!(
+            provider(&changed, name)["action"],
+            "ran",
+            "{argv}: {changed:#}"
+        );
+        assert_eq!(
+            outcome_of(&changed, name, "test"),
+            "fail",
+            "{argv}: {changed:#}"
+        );
+    }
+    // And what a fresh run says is what the reuse said.
+    let fresh = prove(&sb, &["--no-cache", "--keep-going"], &vars).json();
+    for name in &names {
+        assert_eq!(outcome_of(&fresh, name, "test"), "fail", "{fresh:#}");
+    }
+}
+
+/// A pass made in place (`--sandbox none`), where the job could see and change anything,
+/// is never reused, and never pushed.
+#[test]
+fn a_pass_made_in_place_is_never_reused() {
+    let sb = Sandbox::new();
+    workspace(
+        &sb,
+        "  lint:\n    adapter: command\n    capability: test\n    command: [sh, -c, \"exit 0\"]\n",
+        &[],
+    );
+    let first = prove(&sb, &["--sandbox", "none"], &[]).json();
+    assert_eq!(outcome_of(&first, "lint", "test"), "pass", "{first:#}");
+    // Neither in place again nor in a sandbox (the fingerprint is the same in every mode).
+    for extra in [&["--sandbox", "none"][..], &[]] {
+        let again = prove(&sb, extra, &[]).json();
+        assert_eq!(
+            provider(&again, "lint")["action"],
+            "ran",
+            "{extra:?}: {again:#}"
+        );
+    }
+    // A sandboxed pass is reused as ever.
+    let reused = prove(&sb, &[], &[]).json();
+    assert_eq!(provider(&reused, "lint")["action"], "reused", "{reused:#}");
+}
+
+/// A link among a provider's inputs binds what it leads to: with narrowed `inputs`, a test
+/// that reads `tests/expected.txt -> ../data/expected.txt` (or a file below a linked
+/// directory) sees the target in its world, and a change of the target runs it again —
+/// never a reuse of the pass made with the old bytes.
+#[test]
+fn a_link_among_the_inputs_binds_the_bytes_it_leads_to() {
+    let sb = Sandbox::new();
+    workspace(
+        &sb,
+        "  test:\n    adapter: command\n    capability: test\n    inputs: [\"tests/**\"]\n    command: [sh, tests/check.sh]\n",
+        &[
+            (
+                "tests/check.sh",
+                "grep -qx pass tests/expected.txt && grep -qx pass tests/more/verdict.txt\n",
+            ),
+            ("data/expected.txt", "pass\n"),
+            ("data/dir/verdict.txt", "pass\n"),
+        ],
+    );
+    std::os::unix::fs::symlink("../data/expected.txt", sb.work().join("tests/expected.txt"))
+        .expect("link");
+    std::os::unix::fs::symlink("../data/dir", sb.work().join("tests/more")).expect("link");
+    git_commit_all(&sb.work());
+    let first = prove(&sb, &[], &[]).json();
+    assert_eq!(outcome_of(&first, "test", "test"), "pass", "{first:#}");
+    for (target, name) in [
+        ("data/expected.txt", "a linked file"),
+        ("data/dir/verdict.txt", "a file below a linked directory"),
+    ] {
+        sb.write(target, "fail\n");
+        git_commit_all(&sb.work());
+        let changed = prove(&sb, &[], &[]).json();
+        assert_eq!(
+            provider(&changed, "test")["action"],
+            "ran",
+            "{name}: {changed:#}"
+        );
+        assert_eq!(
+            outcome_of(&changed, "test", "test"),
+            "fail",
+            "{name}: {changed:#}"
+        );
+        sb.write(target, "pass\n");
+        git_commit_all(&sb.work());
+    }
+    // The targets restored: the first pass is current again. And a file outside the inputs
+    // that no link leads to still moves nothing.
+    let restored = prove(&sb, &[], &[]).json();
+    assert_eq!(
+        provider(&restored, "test")["action"],
+        "reused",
+        "{restored:#}"
+    );
+    sb.write("data/unrelated.txt", "y\n");
+    git_commit_all(&sb.work());
+    let unrelated = prove(&sb, &[], &[]).json();
+    assert_eq!(
+        provider(&unrelated, "test")["action"],
+        "reused",
+        "{unrelated:#}"
+    );
+}

@@ -45,3 +45,4 @@ mod trust;
 mod truth_reports;
 mod untracked;
 mod verify_ci;
+mod worlds;
