@@ -108,17 +108,24 @@ fn run() -> Result<(), String> {
     let paths = |all: Vec<WireBytes>| -> Vec<PathBuf> {
         all.into_iter().map(WireBytes::into_path).collect()
     };
-    let (requested, parent_pid, job_limit, hidden) = match serde_json::from_slice::<Request>(&line)
-    {
-        Ok(Request::Hello {
-            isolation,
-            parent_pid,
-            job_limit,
-            hidden,
-        }) => (isolation, parent_pid, job_limit, paths(hidden)),
-        Ok(_) => return Err("the first request was not a hello".to_owned()),
-        Err(e) => return Err(format!("malformed hello: {e}")),
-    };
+    let (requested, parent_pid, job_limit, hidden, record_executions) =
+        match serde_json::from_slice::<Request>(&line) {
+            Ok(Request::Hello {
+                isolation,
+                parent_pid,
+                job_limit,
+                hidden,
+                record_executions,
+            }) => (
+                isolation,
+                parent_pid,
+                job_limit,
+                paths(hidden),
+                record_executions,
+            ),
+            Ok(_) => return Err("the first request was not a hello".to_owned()),
+            Err(e) => return Err(format!("malformed hello: {e}")),
+        };
     if getppid().as_raw() != parent_pid {
         // The parent that said hello is gone (or this is not its child): nobody to serve.
         return Err(format!(
@@ -204,6 +211,7 @@ fn run() -> Result<(), String> {
         jobs: BTreeMap::new(),
         used_ids: HashSet::new(),
         digests: Digests::default(),
+        record_executions,
         stopping: false,
         bye: false,
     };
@@ -361,6 +369,8 @@ struct Init {
     used_ids: HashSet<u64>,
     /// The digests of executed files, for every job of the run.
     digests: Digests,
+    /// Whether jobs' executions are recorded (`RunConfig::record_executions`).
+    record_executions: bool,
     /// Every job is being killed; the init exits when none is left.
     stopping: bool,
     /// A shutdown was requested: say `bye` before exiting.
@@ -874,6 +884,7 @@ impl Init {
         let (argv_at, env_at) = plan.exec_arrays();
         let filter = world
             .as_ref()
+            .filter(|_| self.record_executions)
             .and_then(|_| ExecFilter::new(argv_at, env_at));
         let record_socket = match &filter {
             Some(_) => match socketpair(

@@ -242,6 +242,7 @@ impl Run {
                 .iter()
                 .map(|p| WireBytes::from_os(p.as_os_str()))
                 .collect(),
+            record_executions: config.record_executions,
         };
         let handshake = |reason: String| SandboxError::Handshake {
             program: config.program.clone(),

@@ -189,6 +189,9 @@ pub(crate) enum Request {
         /// Paths covered with an empty read-only tmpfs wherever a job's world shows them.
         #[serde(default)]
         hidden: Vec<WireBytes>,
+        /// Whether jobs' executions are recorded.
+        #[serde(default = "started_default")]
+        record_executions: bool,
     },
     Spawn(SpawnRequest),
     Probe(ProbeRequest),

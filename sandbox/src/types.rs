@@ -75,6 +75,9 @@ pub struct RunConfig {
     /// `tmpfs`, so a job can neither read nor change what is there. Without namespaces they
     /// stay visible (the run reports [`crate::Isolation::None`]).
     pub hidden: Vec<PathBuf>,
+    /// Whether what jobs execute is recorded ([`Event::Exited`]'s `executed`): always, for
+    /// a run whose receipts bind it; `false` only to measure what recording costs.
+    pub record_executions: bool,
 }
 
 impl RunConfig {
@@ -89,6 +92,7 @@ impl RunConfig {
             isolation,
             job_limit: None,
             hidden: Vec::new(),
+            record_executions: true,
         }
     }
 }

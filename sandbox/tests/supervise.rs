@@ -62,6 +62,7 @@ fn config(isolation: IsolationRequest) -> RunConfig {
         isolation,
         job_limit: None,
         hidden: Vec::new(),
+        record_executions: true,
     }
 }
 
@@ -1056,6 +1057,7 @@ fn required_isolation_fails_and_auto_falls_back_when_namespaces_are_unavailable(
         isolation,
         job_limit: None,
         hidden: Vec::new(),
+        record_executions: true,
     };
     match Run::start(&unavailable(IsolationRequest::Required)) {
         Err(SandboxError::IsolationUnavailable { reason }) => {
@@ -1113,6 +1115,7 @@ fn as_nobody(scratch: &Scratch) -> RunConfig {
         isolation: IsolationRequest::Required,
         job_limit: None,
         hidden: Vec::new(),
+        record_executions: true,
     }
 }
 
@@ -1605,6 +1608,7 @@ fn a_broken_init_fails_the_start_quickly_and_clearly() {
         isolation: IsolationRequest::Auto,
         job_limit: None,
         hidden: Vec::new(),
+        record_executions: true,
     };
     assert!(matches!(
         Run::start(&not_an_init),

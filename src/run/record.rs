@@ -106,6 +106,62 @@ pub(super) fn judge_execution(
     judged
 }
 
+/// How much of the end of a log is searched for the names of left-out files.
+const LOG_TAIL: u64 = 256 * 1024;
+
+/// The files of the repositories (`repo:path`) that the end of `log` names — as a path
+/// relative to the repository, or below the directory the job saw it at — and that are not
+/// among `bound` (the provider's inputs), at most three.
+fn left_out_named(
+    log: &std::path::Path,
+    dirs: &super::layers::ExecDirs,
+    snapshots: &std::collections::BTreeMap<
+        proofgraph_graph::RepoId,
+        crate::observe::inputs::Snapshot,
+    >,
+    bound: &[(String, proofgraph_graph::fingerprint::Digest)],
+) -> Vec<String> {
+    use std::io::{Read as _, Seek as _};
+    let Ok(mut file) = fs_err::File::open(log) else {
+        return Vec::new();
+    };
+    let size = file.metadata().map(|m| m.len()).unwrap_or(0);
+    let _ = file.seek(std::io::SeekFrom::Start(size.saturating_sub(LOG_TAIL)));
+    let mut tail = Vec::new();
+    let _ = file.take(LOG_TAIL).read_to_end(&mut tail);
+    let text = String::from_utf8_lossy(&tail);
+    let bound: std::collections::BTreeSet<&str> = bound.iter().map(|(p, _)| p.as_str()).collect();
+    let mut out: Vec<String> = Vec::new();
+    for token in text.split(|c: char| c.is_whitespace() || "'\"`()[]{},;<>=".contains(c)) {
+        let token = token.trim_end_matches([':', '.']);
+        if token.is_empty() || out.len() >= 3 {
+            continue;
+        }
+        for (repo, snapshot) in snapshots {
+            let at = dirs
+                .repos
+                .get(repo)
+                .map(|d| d.at.to_string_lossy().into_owned());
+            let rel = match at.as_deref().and_then(|at| token.strip_prefix(at)) {
+                Some(rest) => rest.trim_start_matches('/'),
+                None => token.trim_start_matches("./"),
+            };
+            let scoped = format!("{repo}:{rel}");
+            if !rel.is_empty()
+                && !bound.contains(scoped.as_str())
+                && !out.contains(&scoped)
+                && snapshot
+                    .files
+                    .binary_search_by(|f| f.path.as_str().cmp(rel))
+                    .is_ok()
+            {
+                out.push(scoped);
+            }
+        }
+    }
+    out
+}
+
 /// Whether every verdict passed, the mark printed (`pass`, else the worst outcome), and
 /// the first reason a verdict gives.
 pub(super) fn summary(judged: &Judged, finished: &Finished) -> (bool, Mark, Option<String>) {
@@ -164,6 +220,37 @@ impl Dispatcher<'_, '_> {
             Vec::new()
         };
         let mut judged = judge_execution(graph, p, finished, &report_file, &moved);
+        // A provider whose narrowed `inputs` leave out a file it needs does not see it: when
+        // it did not pass and its log names such a file, the reason says so.
+        if p.spec.inputs.is_some()
+            && judged.verdicts.iter().any(|v| v.outcome != Outcome::Pass)
+            && let Some(log) = &finished.log
+        {
+            let bound = plan
+                .observed
+                .files
+                .get(pid)
+                .map(Vec::as_slice)
+                .unwrap_or_default();
+            let named = left_out_named(log, &finished.dirs, &plan.observed.snapshots, bound);
+            if !named.is_empty() {
+                let shown: Vec<String> = named.iter().map(|n| format!("`{n}`")).collect();
+                let hint = format!(
+                    "its log names {}, which its `inputs` leave out, so its world does not hold it: list every file it reads in `inputs`",
+                    shown.join(", ")
+                );
+                for v in judged
+                    .verdicts
+                    .iter_mut()
+                    .filter(|v| v.outcome != Outcome::Pass)
+                {
+                    v.reason = Some(match v.reason.take() {
+                        Some(r) => format!("{r}; {hint}"),
+                        None => hint.clone(),
+                    });
+                }
+            }
+        }
         // Everything the run established is redacted once, here: what is printed, signed
         // and stored below is derived from this.
         let attachments = plan

@@ -1514,3 +1514,25 @@ fn a_link_among_the_inputs_binds_the_bytes_it_leads_to() {
         "{unrelated:#}"
     );
 }
+
+/// A file a test needs but its narrowed `inputs` leave out is not in its world: the test
+/// fails (never passes with a file its receipt does not bind), and the reason names it.
+#[test]
+fn a_file_the_inputs_leave_out_is_missing_and_named() {
+    let sb = Sandbox::new();
+    workspace(
+        &sb,
+        "  test:\n    adapter: command\n    capability: test\n    inputs: [\"tests/**\"]\n    command: [sh, tests/check.sh]\n",
+        &[
+            ("tests/check.sh", "cat data/fixture.txt\n"),
+            ("data/fixture.txt", "pass\n"),
+        ],
+    );
+    let doc = prove(&sb, &[], &[]).json();
+    let (outcome, reason) = outcome(&doc, "test", "test");
+    assert_eq!(outcome, "fail", "{doc:#}");
+    assert!(
+        reason.contains(":data/fixture.txt`") && reason.contains("`inputs` leave out"),
+        "{reason}"
+    );
+}

@@ -226,7 +226,8 @@ fn example_prove_then_reuse_json() {
 
 /// The other sandboxes: `copy` proves the same in a copy of the tree, `none`
 /// in the working tree itself; both say which in the header and in the
-/// document.
+/// document. The second prove reuses the copy's passes, and runs the in-place
+/// ones again (a pass made in place is never reused).
 #[test]
 fn example_prove_in_the_other_sandboxes() {
     for mode in ["copy", "none"] {

@@ -618,9 +618,13 @@ fn assemble(
                     let Ok(repo) = RepoId::parse(&c.repository) else {
                         return false;
                     };
+                    // By its rules, or bound another way: a link's target among its files.
+                    let bound = e.observed.files.get(id);
                     let selects = |path: &str| {
-                        !reports.contains(&format!("{repo}:{path}"))
-                            && rules.iter().any(|r: &Rule| r.selects(&repo, path))
+                        let scoped = format!("{repo}:{path}");
+                        !reports.contains(&scoped)
+                            && (rules.iter().any(|r: &Rule| r.selects(&repo, path))
+                                || bound.is_some_and(|f| f.iter().any(|(p, _)| *p == scoped)))
                     };
                     selects(&c.path) || c.from.as_deref().is_some_and(selects)
                 })
