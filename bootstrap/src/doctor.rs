@@ -7,6 +7,7 @@
 //! |---|---|
 //! | `unwired_capability` | a required capability (per named repository, or anywhere) has no provider; the fix is the recommended candidate or the unresolved next action |
 //! | `command_file_not_in_inputs` | a provider with `inputs` runs an argv token that is a file in its repository, and no input covers it (paths its setup makes excepted) |
+//! | `runner_files_not_in_inputs` | a provider with `inputs` runs a test runner (`node --test`, pytest, vitest, jest, `go test`, `cargo test`) and the repository tracks files that runner looks for (its tests, its configuration, the manifest) that no input covers: its world will not hold them |
 //! | `command_file_untracked` | a provider without `inputs` runs a file no sandbox has: git ignores it, or it lies in a directory sandboxes leave out (`node_modules`, `target`, …); the fix names a setup for dependency directories, never `git add` of what setup should make |
 //! | `setup_makes_path` (info) | a provider runs a path its repository's setup makes (in a `setupCache` directory, or named by an uncached setup command): git need not hold it |
 //! | `report_inside_inputs` | a provider's report is covered by its inputs (or, without inputs, tracked by git): each run would change its own inputs |
@@ -168,6 +169,96 @@ fn unwired(gap: &Gap, detection: &crate::model::Detection) -> Finding {
     }
 }
 
+/// A test runner a command starts, known by the files it looks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Runner {
+    NodeTest,
+    Pytest,
+    JavaScript,
+    GoTest,
+    CargoTest,
+}
+
+impl Runner {
+    /// The runner `argv` starts, read from its words (through `npx`, `python -m`, a shell).
+    fn of(argv: &[String]) -> Option<Self> {
+        let words: Vec<&str> = argv
+            .iter()
+            .flat_map(|a| a.split_whitespace())
+            .map(|w| w.rsplit('/').next().unwrap_or(w))
+            .collect();
+        let has = |w: &str| words.contains(&w);
+        let after = |first: &str, second: &str| {
+            words
+                .windows(2)
+                .any(|pair| pair[0] == first && pair[1] == second)
+        };
+        if words.iter().any(|w| w.starts_with("node")) && has("--test") {
+            Some(Runner::NodeTest)
+        } else if has("pytest") || has("py.test") {
+            Some(Runner::Pytest)
+        } else if has("vitest") || has("jest") {
+            Some(Runner::JavaScript)
+        } else if after("go", "test") {
+            Some(Runner::GoTest)
+        } else if after("cargo", "test") || after("cargo", "nextest") {
+            Some(Runner::CargoTest)
+        } else {
+            None
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Runner::NodeTest => "`node --test`",
+            Runner::Pytest => "pytest",
+            Runner::JavaScript => "a JavaScript test runner",
+            Runner::GoTest => "`go test`",
+            Runner::CargoTest => "`cargo test`",
+        }
+    }
+
+    /// Whether the runner looks for `path` (relative to the repository): a test file by its
+    /// runner's default name patterns, its configuration, or its manifest. Nothing under
+    /// `node_modules/`.
+    fn looks_for(self, path: &str) -> bool {
+        if path.split('/').any(|c| c == "node_modules") {
+            return false;
+        }
+        let name = path.rsplit('/').next().unwrap_or(path);
+        let (stem, ext) = name.rsplit_once('.').unwrap_or((name, ""));
+        let js = matches!(ext, "js" | "mjs" | "cjs");
+        let js_or_ts = js || matches!(ext, "ts" | "mts" | "cts" | "jsx" | "tsx");
+        match self {
+            Runner::NodeTest => {
+                name == "package.json"
+                    || (js
+                        && (stem.ends_with(".test")
+                            || stem.ends_with("-test")
+                            || stem.ends_with("_test")
+                            || stem.starts_with("test-")
+                            || stem == "test"
+                            || path.starts_with("test/")
+                            || path.contains("/test/")))
+            }
+            Runner::Pytest => {
+                matches!(
+                    name,
+                    "conftest.py" | "pytest.ini" | "pyproject.toml" | "setup.cfg" | "tox.ini"
+                ) || (ext == "py" && (stem.starts_with("test_") || stem.ends_with("_test")))
+            }
+            Runner::JavaScript => {
+                name == "package.json"
+                    || stem.starts_with("vitest.config")
+                    || stem.starts_with("jest.config")
+                    || (js_or_ts && (stem.ends_with(".test") || stem.ends_with(".spec")))
+            }
+            Runner::GoTest => matches!(name, "go.mod" | "go.sum") || ext == "go",
+            Runner::CargoTest => matches!(name, "Cargo.toml" | "Cargo.lock") || ext == "rs",
+        }
+    }
+}
+
 fn provider_findings(
     p: &Provider,
     repos: &[Repo],
@@ -220,6 +311,36 @@ fn provider_findings(
         match &p.inputs {
             Some(inputs) => {
                 let inputs: Vec<String> = inputs.iter().map(|i| i.value.clone()).collect();
+                if let Some(runner) = Runner::of(&command.value)
+                    && let Some(tree) = tree(trees, repo)
+                {
+                    let left: Vec<&str> = tree
+                        .tracked()
+                        .filter(|f| runner.looks_for(f))
+                        .filter(|f| {
+                            covering(&inputs, repo.id.as_str(), repo.id.as_str(), f).is_none()
+                        })
+                        .collect();
+                    if !left.is_empty() {
+                        let shown: Vec<String> =
+                            left.iter().take(3).map(|f| format!("`{f}`")).collect();
+                        out.push(finding(
+                            "runner_files_not_in_inputs",
+                            format!(
+                                "provider `{id}` runs {}, which looks for {} file{} of repository `{}` that its `inputs` leave out ({}{}): its world will not hold them",
+                                runner.name(),
+                                left.len(),
+                                if left.len() == 1 { "" } else { "s" },
+                                repo.id,
+                                shown.join(", "),
+                                if left.len() > 3 { ", …" } else { "" }
+                            ),
+                            format!(
+                                "Add patterns that cover them to the `inputs` of provider `{id}`, or drop `inputs` to bind the whole repository."
+                            ),
+                        ));
+                    }
+                }
                 for file in files {
                     if covering(&inputs, repo.id.as_str(), repo.id.as_str(), &file).is_none() {
                         out.push(finding(

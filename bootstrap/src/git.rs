@@ -76,6 +76,11 @@ impl Tree {
     }
 
     /// Whether git tracks `rel` (relative to the directory).
+    /// Every tracked file below the directory, by its path relative to it.
+    pub(crate) fn tracked(&self) -> impl Iterator<Item = &str> {
+        self.tracked.iter().map(String::as_str)
+    }
+
     pub(crate) fn is_tracked(&self, rel: &str) -> bool {
         self.tracked.contains(rel)
     }

@@ -257,6 +257,8 @@ codes! {
     InitRefused = "init_refused",
     /// A command runs a workspace file that the provider's `inputs` do not cover.
     CommandFileNotInInputs = "command_file_not_in_inputs",
+    /// A test runner looks for files the provider's narrowed `inputs` leave out.
+    RunnerFilesNotInInputs = "runner_files_not_in_inputs",
     /// A command runs a file git does not track, so sandboxes will not have it.
     CommandFileUntracked = "command_file_untracked",
     /// A provider's report is written inside the files it hashes.

@@ -917,3 +917,44 @@ fn init_claims_from_specs_writes_nothing_when_the_wiring_is_refused() {
         existing
     );
 }
+
+/// Narrowed `inputs` that leave out files the runner looks for — a test beside the listed
+/// ones, the manifest — are named before a run: the provider's world will not hold them.
+#[test]
+fn doctor_names_the_tests_a_runner_would_find_outside_the_inputs() {
+    let sb = Sandbox::new();
+    change(&sb);
+    sb.write("package.json", "{\"name\": \"x\"}\n");
+    sb.write("lib/index.js", "module.exports = 1;\n");
+    sb.write("tests/a.test.js", "require('node:test')('a', () => {});\n");
+    sb.write("extra.test.js", "require('node:test')('b', () => {});\n");
+    sb.write(
+        "openspec/changes/add-x/execution.yaml",
+        "version: 1\nproviders:\n  test:\n    adapter: test-discovery\n    command: [node, --test, --test-reporter=tap, --test-reporter-destination=out.tap]\n    inputs: [\"lib/**\", \"tests/**\"]\n    report: out.tap\n",
+    );
+    git_commit_all(&sb.work());
+    let doctor = run(&sb, &["evidence", "doctor", "add-x", "--json"]);
+    assert_codes!(doctor.status_codes(), ["runner_files_not_in_inputs"]);
+    let doc = doctor.json();
+    let message = doc["status"][0]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("`extra.test.js`") && message.contains("`package.json`"),
+        "{message}"
+    );
+    assert!(!message.contains("tests/a.test.js"), "covered: {message}");
+    // Covered, nothing to say.
+    sb.write(
+        "openspec/changes/add-x/execution.yaml",
+        "version: 1\nproviders:\n  test:\n    adapter: test-discovery\n    command: [node, --test, --test-reporter=tap, --test-reporter-destination=out.tap]\n    inputs: [\"lib/**\", \"tests/**\", \"*.test.js\", package.json]\n    report: out.tap\n",
+    );
+    git_commit_all(&sb.work());
+    let doctor = run(&sb, &["evidence", "doctor", "add-x", "--json"]);
+    assert!(
+        !doctor
+            .status_codes()
+            .iter()
+            .any(|c| c == "runner_files_not_in_inputs"),
+        "{:?}",
+        doctor.status_codes()
+    );
+}

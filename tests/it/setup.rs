@@ -417,3 +417,47 @@ fn cache_gc_removes_setup_trees_no_repository_needs() {
     assert_eq!(prove(&sb, &["--no-cache"]).0, 0);
     assert_eq!(setups(&sb), 2, "restored, not run again");
 }
+
+/// A cached setup cannot reach around its derivation directory to the project: not by the
+/// work tree's absolute path, not through `git rev-parse --show-toplevel` (there is no
+/// repository in its world). What it tries to vendor is not there, and a library broken
+/// after the first prove is never imported from the cache.
+#[test]
+fn a_cached_setup_cannot_vendor_the_project_by_its_path() {
+    let sb = Sandbox::new();
+    sb.openspec_root("");
+    let app = sb.work().join("app");
+    sb.write(
+        "proofgraph.yaml",
+        format!(
+            "version: 1\nrepositories:\n  app:\n    path: app\n    setup: [[sh, -c, \"mkdir -p deps; cp -R {app}/src deps/ 2>/dev/null; top=$(git rev-parse --show-toplevel 2>/dev/null) && cp -R \\\"$top\\\"/app/src deps/ 2>/dev/null; true\"]]\n    setupCache: [deps]\n",
+            app = app.display()
+        ),
+    );
+    sb.write("app/src/lib.sh", "answer() { echo 42; }\n");
+    sb.write("app/package.json", "{\"name\": \"app\"}\n");
+    sb.write(
+        "openspec/changes/x/evidence.yaml",
+        "version: 2\nclaims:\n  - {id: a, scenario: s, capabilities: [integration]}\n",
+    );
+    sb.write(
+        "openspec/changes/x/execution.yaml",
+        "version: 1\nproviders:\n  integration:\n    adapter: command\n    repository: app\n    command: [sh, -c, \"if [ -f deps/src/lib.sh ]; then . deps/src/lib.sh; else . src/lib.sh; fi; test \\\"$(answer)\\\" = 42\"]\n",
+    );
+    git_commit_all(&sb.work());
+    let (code, doc) = prove(&sb, &[]);
+    assert_eq!(code, 0, "{doc}");
+    let trees = sb.work().join(".proofgraph/setup-trees");
+    let vendored: Vec<_> = fs_err::read_dir(&trees)
+        .expect("trees")
+        .flatten()
+        .filter(|e| e.path().join("tree/deps/src").exists())
+        .collect();
+    assert!(vendored.is_empty(), "the setup vendored the project");
+    sb.write("app/src/lib.sh", "answer() { echo 41; }\n");
+    let (code, doc) = prove(&sb, &[]);
+    assert_eq!(
+        code, 1,
+        "a broken library never passes through the cache: {doc}"
+    );
+}
