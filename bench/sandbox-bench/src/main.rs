@@ -24,7 +24,9 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use proofgraph::observe::inputs::{self, Pattern, Snapshot};
-use proofgraph_sandbox::{Event, IsolationRequest, JobSpec, Network, Run, RunConfig, materialize};
+use proofgraph_sandbox::{
+    Event, IsolationRequest, JobSpec, Network, Run, RunConfig, World, materialize,
+};
 
 type Error = Box<dyn std::error::Error>;
 
@@ -162,6 +164,12 @@ fn run_jobs(n: usize, jobs: usize, logs: &Path, isolation: IsolationRequest) -> 
         redact: Vec::new(),
         limited: true,
         hold_after: false,
+        // The job's world: the system's directories and its working directory, as a
+        // provider's holds its repository.
+        world: World {
+            writable: vec![logs.to_path_buf()],
+            ..World::default()
+        },
     };
     let slots = std::num::NonZeroUsize::new(jobs.max(1)).ok_or("no slot")?;
     let config = RunConfig {
