@@ -113,6 +113,7 @@ pub use error::SandboxError;
 pub use init::init_main;
 pub use parent::Run;
 pub use probe::usable_url;
+pub use redact::{MARKER, MIN_PREFIX, Redactor, redact_all};
 pub use types::{
     Event, INIT_ARG, Isolation, IsolationRequest, JobId, JobSpec, Network, OverlaySpec, ProbeSpec,
     RunConfig,
