@@ -193,7 +193,10 @@ impl Dispatcher<'_, '_> {
     pub(super) fn pass_through(&mut self, last: bool) {
         let (provider, lines) = self.heartbeat.read_stream(last);
         for line in lines {
-            let shown = self.plan.secrets.text(&line).into_owned();
+            let shown = self.plan.secrets.text(&line);
+            let shown =
+                String::from_utf8_lossy(&self.plan.secrets.without_base64(shown.as_bytes()))
+                    .into_owned();
             self.progress(Line::Output {
                 provider: &provider,
                 line: &shown,
