@@ -23,6 +23,10 @@ const TICK: Duration = Duration::from_millis(250);
 /// The longest line shown whole; a longer one is shown in pieces of this size.
 const MAX_LINE: usize = 4096;
 
+/// How much of a log one read takes: a log that grew by gigabytes since the last look is
+/// read in pieces, never held whole.
+const READ: usize = 1 << 20;
+
 /// What is said between events.
 #[derive(Debug)]
 pub(super) struct Heartbeat {
@@ -65,30 +69,44 @@ impl LogReader {
         }
     }
 
-    /// The complete lines the log has gained since the last read (with the last line even
-    /// without its end, when `last`); a line longer than [`MAX_LINE`] comes in pieces.
-    fn lines(&mut self, last: bool) -> Vec<String> {
-        let mut added = Vec::new();
+    /// The complete lines of the next (at most) [`READ`] bytes the log has gained since
+    /// the last read, and whether there may be more to read now; with `last`, once there
+    /// is not, the last line even without its end. A line longer than [`MAX_LINE`] comes
+    /// in pieces.
+    fn lines(&mut self, last: bool) -> (Vec<String>, bool) {
+        let mut lines = Vec::new();
+        let mut more = false;
         if let Ok(mut file) = fs_err::File::open(&self.path)
             && file.seek(SeekFrom::Start(self.offset)).is_ok()
-            && let Ok(n) = file.read_to_end(&mut added)
         {
+            let start = self.partial.len();
+            self.partial.resize(start + READ, 0);
+            let n = loop {
+                match file.read(&mut self.partial[start..]) {
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                    read => break read.unwrap_or(0),
+                }
+            };
+            self.partial.truncate(start + n);
             self.offset += n as u64;
+            more = n == READ;
         }
-        self.partial.extend_from_slice(&added);
-        let mut lines = Vec::new();
-        while let Some(end) = self.partial.iter().position(|b| *b == b'\n') {
-            let line: Vec<u8> = self.partial.drain(..=end).collect();
-            lines.push(String::from_utf8_lossy(&line[..line.len() - 1]).into_owned());
+        let mut taken = 0;
+        loop {
+            let rest = &self.partial[taken..];
+            let piece = match memchr::memchr(b'\n', rest) {
+                Some(end) if end <= MAX_LINE => (end, end + 1),
+                _ if rest.len() > MAX_LINE => (MAX_LINE, MAX_LINE),
+                _ => break,
+            };
+            lines.push(String::from_utf8_lossy(&rest[..piece.0]).into_owned());
+            taken += piece.1;
         }
-        while self.partial.len() > MAX_LINE {
-            let piece: Vec<u8> = self.partial.drain(..MAX_LINE).collect();
-            lines.push(String::from_utf8_lossy(&piece).into_owned());
-        }
-        if last && !self.partial.is_empty() {
+        self.partial.drain(..taken);
+        if last && !more && !self.partial.is_empty() {
             lines.push(String::from_utf8_lossy(&std::mem::take(&mut self.partial)).into_owned());
         }
-        lines
+        (lines, more)
     }
 }
 
@@ -137,15 +155,18 @@ impl Heartbeat {
         self.since.remove(provider);
     }
 
-    /// The complete lines the streamed provider's log has gained since the last read (all
-    /// of it, with the last line even without its end, when `last`).
-    fn read_stream(&mut self, last: bool) -> (String, Vec<String>) {
+    /// The complete lines of the next piece of the streamed provider's log, and whether
+    /// there may be more (see [`LogReader::lines`]).
+    fn read_stream(&mut self, last: bool) -> (String, Vec<String>, bool) {
         match &mut self.stream {
             Some(Streamed {
                 provider,
                 log: Some(log),
-            }) => (provider.to_string(), log.lines(last)),
-            _ => (String::new(), Vec::new()),
+            }) => {
+                let (lines, more) = log.lines(last);
+                (provider.to_string(), lines, more)
+            }
+            _ => (String::new(), Vec::new(), false),
         }
     }
 
@@ -155,8 +176,14 @@ impl Heartbeat {
         self.since
             .iter_mut()
             .map(|(provider, running)| {
-                for line in running.log.lines(false) {
-                    tally::count(&mut running.tally, &line);
+                loop {
+                    let (lines, more) = running.log.lines(false);
+                    for line in lines {
+                        tally::count(&mut running.tally, &line);
+                    }
+                    if !more {
+                        break;
+                    }
                 }
                 (
                     provider.clone(),
@@ -191,16 +218,21 @@ impl Dispatcher<'_, '_> {
 
     /// Shows the streamed provider's new lines (all that is left, when `last`).
     pub(super) fn pass_through(&mut self, last: bool) {
-        let (provider, lines) = self.heartbeat.read_stream(last);
-        for line in lines {
-            let shown = self.plan.secrets.text(&line);
-            let shown =
-                String::from_utf8_lossy(&self.plan.secrets.without_base64(shown.as_bytes()))
-                    .into_owned();
-            self.progress(Line::Output {
-                provider: &provider,
-                line: &shown,
-            });
+        loop {
+            let (provider, lines, more) = self.heartbeat.read_stream(last);
+            for line in lines {
+                let shown = self.plan.secrets.text(&line);
+                let shown =
+                    String::from_utf8_lossy(&self.plan.secrets.without_base64(shown.as_bytes()))
+                        .into_owned();
+                self.progress(Line::Output {
+                    provider: &provider,
+                    line: &shown,
+                });
+            }
+            if !more {
+                break;
+            }
         }
     }
 }

@@ -12,6 +12,7 @@ mod evidence;
 pub mod execute;
 mod heartbeat;
 mod job;
+mod kept_log;
 mod plan;
 mod provider;
 mod record;

@@ -384,6 +384,7 @@ mod tests {
             sandbox: None,
             trusted_keys: Vec::new(),
             cache: None,
+            logs: None,
         };
         let dirs: BTreeMap<RepoId, PathBuf> = ["api", "web", "cli", "docs", "elsewhere"]
             .map(|r| (repo(r), PathBuf::from(format!("/sb/{r}"))))

@@ -361,7 +361,7 @@ impl<'a> Writer<'a> {
         for kept in kept {
             // A secret's base64 is replaced below like any form of it, but a job that
             // prints one is encoding the secret itself: the next encoding would pass.
-            if self.secrets.base64_in(&kept.bytes) {
+            if kept.base64 || self.secrets.base64_in(&kept.bytes) {
                 let what = match kept.kind {
                     ArtifactKind::CommandLog => "output".to_owned(),
                     kind => match &kept.path {
@@ -394,6 +394,7 @@ impl<'a> Writer<'a> {
                     size: bytes.len() as u64,
                     name: kept.name,
                     content_type: kept.content_type,
+                    whole: kept.whole,
                 }),
                 Err(e) if kept.kind == ArtifactKind::CommandLog => {
                     diagnostics.push(crate::store::diagnostic(&e));

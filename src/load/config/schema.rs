@@ -244,6 +244,17 @@ fn catalog() -> Value {
         }),
         &[],
     );
+    let logs = object(
+        "How much of each job's log a receipt keeps (docs/execution.md).",
+        json!({
+            "keepBytes": {
+                "type": "integer",
+                "minimum": super::catalog::MIN_LOG_KEEP_BYTES,
+                "maximum": super::catalog::MAX_LOG_KEEP_BYTES,
+            },
+        }),
+        &[],
+    );
     json!({
         "type": "object",
         "properties": {
@@ -256,6 +267,7 @@ fn catalog() -> Value {
             "sandbox": one_of_names(SandboxMode::ALL.iter().map(|m| m.as_str())),
             "trustedKeys": {"type": "array", "items": trusted},
             "cache": cache,
+            "logs": logs,
         },
         "required": ["version"],
         "additionalProperties": false,
@@ -338,6 +350,10 @@ mod tests {
         assert_eq!(
             keys(&catalog()["properties"]["cache"]),
             sorted(&super::super::catalog::CACHE_KEYS)
+        );
+        assert_eq!(
+            keys(&catalog()["properties"]["logs"]),
+            sorted(&super::super::catalog::LOGS_KEYS)
         );
     }
 }
