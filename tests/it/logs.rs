@@ -94,6 +94,9 @@ fn a_long_log_keeps_its_head_and_tail_with_the_whole_size_and_digest() {
     let log = sb.run(&sb.work(), &["log", "x", "test"]);
     log.expect_code(0);
     assert_eq!(log.stdout, text);
+    let json = sb.run(&sb.work(), &["log", "x", "test", "--json"]).json();
+    assert_eq!(json["whole"], artifact["whole"], "{json:#}");
+    assert_eq!(json["bytes"], artifact["size"], "{json:#}");
 }
 
 #[test]
@@ -107,6 +110,8 @@ fn a_log_within_the_bound_is_kept_whole_without_a_whole() {
     assert!(artifact.get("whole").is_none(), "{artifact}");
     let kept = cas(&sb, artifact["sha256"].as_str().expect("sha256"));
     assert_eq!(kept, printed(1000));
+    let json = sb.run(&sb.work(), &["log", "x", "test", "--json"]).json();
+    assert!(json.get("whole").is_none(), "{json:#}");
 }
 
 #[test]
