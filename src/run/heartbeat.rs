@@ -236,3 +236,59 @@ impl Dispatcher<'_, '_> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every line `reader` has, read as `running` and `pass_through` read: piece after
+    /// piece while there may be more.
+    fn drain(reader: &mut LogReader, last: bool) -> (Vec<String>, usize) {
+        let (mut all, mut calls) = (Vec::new(), 0);
+        loop {
+            let (lines, more) = reader.lines(last);
+            calls += 1;
+            all.extend(lines);
+            if !more {
+                return (all, calls);
+            }
+        }
+    }
+
+    #[test]
+    fn a_log_is_read_in_pieces_and_every_line_comes_once_in_order() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("job.log");
+        let lines: Vec<String> = (0..300_000).map(|i| format!("line {i}")).collect();
+        let mut text = lines.join("\n");
+        text.push('\n');
+        assert!(text.len() > 3 * READ);
+        fs_err::write(&path, &text).expect("write");
+        let mut reader = LogReader::new(&path);
+        let (got, calls) = drain(&mut reader, false);
+        assert_eq!(got, lines);
+        assert!(calls > 3, "{calls} reads: one piece at a time");
+        // The log grows: only what is new comes, and the last line without its end only
+        // when asked for.
+        let mut file = fs_err::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .expect("open");
+        std::io::Write::write_all(&mut file, b"more\nunfinished").expect("append");
+        assert_eq!(drain(&mut reader, false).0, ["more"]);
+        assert_eq!(drain(&mut reader, true).0, ["unfinished"]);
+        assert!(drain(&mut reader, true).0.is_empty());
+    }
+
+    #[test]
+    fn a_line_longer_than_the_longest_shown_comes_in_pieces() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("job.log");
+        let long = "x".repeat(2 * MAX_LINE + 10);
+        fs_err::write(&path, format!("{long}\nshort\n")).expect("write");
+        let (got, _) = drain(&mut LogReader::new(&path), false);
+        let sizes: Vec<usize> = got.iter().map(String::len).collect();
+        assert_eq!(sizes, [MAX_LINE, MAX_LINE, 10, 5]);
+        assert_eq!(got.concat(), format!("{long}short"));
+    }
+}
