@@ -320,7 +320,7 @@ enum Kind {
         spawn_failure: Option<(i32, String)>,
         log: File,
         log_path: PathBuf,
-        redactor: Redactor,
+        redactor: Box<Redactor>,
         log_error: Option<String>,
     },
     Probe {
@@ -951,7 +951,7 @@ impl Init {
                     spawn_failure: failure.reported(),
                     log,
                     log_path,
-                    redactor: Redactor::new(&secrets),
+                    redactor: Box::new(Redactor::new(&secrets)),
                     log_error: None,
                 },
                 secrets,

@@ -106,6 +106,7 @@ pub use error::SandboxError;
 pub use init::init_main;
 pub use parent::Run;
 pub use probe::usable_url;
+pub use redact::{MARKER, MIN_PREFIX, Redactor, redact_all};
 pub use types::{
     Event, Executed, INIT_ARG, Isolation, IsolationRequest, JobId, JobSpec, Network, OverlaySpec,
     ProbeSpec, Recorded, RunConfig, World,

@@ -7,19 +7,121 @@
 //! input is split: exactly what [`redact_all`] gives for the whole stream. At a position
 //! where several secrets match, the longest wins, and matching resumes after it.
 //!
+//! **The end of a stream.** A job killed (or a log cut) half-way through printing a secret
+//! leaves its first bytes at the end. When the stream ends with a proper prefix of a secret
+//! at least [`MIN_PREFIX`] bytes long (after the last whole secret), that prefix is replaced
+//! too: fewer bytes than that are not told apart from text that merely starts like one.
+//!
+//! **Cost.** The automaton (leftmost-longest Aho-Corasick, a DFA: one table lookup per
+//! byte) runs at about 0.5 GB/s on a log whatever the number of secrets; a log is mostly
+//! not secrets, so where it can, a vectorised literal search (Teddy, `aho_corasick::packed`,
+//! over the secrets or, when there are more than it takes, their distinct first bytes)
+//! finds where a secret may start at several GB/s and the automaton only confirms there,
+//! anchored. Only the undecided end (under the longest secret) is copied and kept between
+//! reads. `cargo bench -p proofgraph-sandbox --bench redact` measures it (BENCHMARKS.md).
+//!
 //! Caveat: a secret that is itself a substring of the marker `[redacted]` (say `act`)
 //! appears in the log as part of every marker.
 
-use aho_corasick::{AhoCorasick, MatchKind};
+use aho_corasick::{AhoCorasick, AhoCorasickKind, Anchored, Input, Match, MatchKind, StartKind};
 
 /// What replaces each secret.
-pub(crate) const MARKER: &[u8] = b"[redacted]";
+pub const MARKER: &[u8] = b"[redacted]";
 
-/// A streaming redactor for one output stream.
-#[derive(Debug)]
-pub(crate) struct Redactor {
+/// The shortest prefix of a secret that is redacted at the end of a stream.
+pub const MIN_PREFIX: usize = 8;
+
+/// Above this many secrets (with their forms), the automaton is a non-contiguous NFA
+/// rather than a DFA: a DFA's table grows with the secrets times the alphabet, and its
+/// construction with it.
+const MAX_DFA_SECRETS: usize = 2_000;
+
+/// The most literals the vectorised search is given (Teddy's limit; past 64 it is slower,
+/// still faster than the automaton alone).
+const MAX_CANDIDATES: usize = 128;
+
+/// The shortest prefix of the secrets the vectorised search looks for: shorter ones are
+/// found so often in ordinary text that the automaton alone is faster.
+const MIN_CANDIDATE_PREFIX: usize = 4;
+
+/// Finds secrets, leftmost-longest.
+#[derive(Debug, Clone)]
+struct Finder {
+    /// Every secret at once, leftmost-longest, searched unanchored or anchored.
+    exact: AhoCorasick,
+    /// Where a secret may start: the secrets, or their distinct prefixes (see
+    /// [`Finder::new`]); `None` when there would be too many for the vectorised search.
+    candidates: Option<aho_corasick::packed::Searcher>,
+}
+
+impl Finder {
+    fn new(secrets: &[Vec<u8>]) -> Self {
+        let kind = if secrets.len() <= MAX_DFA_SECRETS {
+            AhoCorasickKind::DFA
+        } else {
+            AhoCorasickKind::NoncontiguousNFA
+        };
+        // Building fails only when the automaton would need more than 2^31 states; the
+        // secrets are environment values, which the kernel bounds to a few MiB in all
+        // (ARG_MAX), so it cannot fail here.
+        let exact = AhoCorasick::builder()
+            .match_kind(MatchKind::LeftmostLongest)
+            .start_kind(StartKind::Both)
+            .kind(Some(kind))
+            .build(secrets)
+            .expect("secrets bounded by ARG_MAX fit an Aho-Corasick automaton");
+        // The secrets themselves when few enough, else their distinct prefixes of the
+        // longest length that keeps them few enough: a position where a secret starts is
+        // a position where its prefix does.
+        let mut literals: Option<Vec<&[u8]>> = None;
+        for len in [usize::MAX, 16, 12, 8, 6, MIN_CANDIDATE_PREFIX] {
+            let mut prefixes: Vec<&[u8]> = secrets.iter().map(|s| &s[..s.len().min(len)]).collect();
+            prefixes.sort_unstable();
+            prefixes.dedup();
+            if prefixes.len() <= MAX_CANDIDATES {
+                literals = Some(prefixes);
+                break;
+            }
+        }
+        let candidates = literals.and_then(|literals| {
+            aho_corasick::packed::Config::new()
+                .match_kind(aho_corasick::packed::MatchKind::LeftmostFirst)
+                .heuristic_pattern_limits(false)
+                .builder()
+                .extend(literals)
+                .build()
+        });
+        Finder { exact, candidates }
+    }
+
+    /// The leftmost-longest secret in `buf` that starts at or after `from`.
+    fn find(&self, buf: &[u8], from: usize) -> Option<Match> {
+        let Some(candidates) = &self.candidates else {
+            return self.exact.find(Input::new(buf).range(from..));
+        };
+        let mut at = from;
+        while at < buf.len() {
+            let candidate = candidates.find_in(buf, aho_corasick::Span::from(at..buf.len()))?;
+            let input = Input::new(buf)
+                .range(candidate.start()..)
+                .anchored(Anchored::Yes);
+            if let Some(found) = self.exact.find(input) {
+                return Some(found);
+            }
+            at = candidate.start() + 1;
+        }
+        None
+    }
+}
+
+/// A streaming redactor for one output stream: bytes in ([`Redactor::push`]), the same
+/// bytes with every secret replaced by [`MARKER`] out, as soon as they are decided.
+#[derive(Debug, Clone)]
+pub struct Redactor {
     /// Every secret at once, leftmost-longest (`None` when there is none).
-    finder: Option<AhoCorasick>,
+    finder: Option<Finder>,
+    /// The secrets, for the prefix at the end of the stream.
+    secrets: Vec<Vec<u8>>,
     /// The longest secret's length.
     longest: usize,
     /// Bytes received but not yet decided.
@@ -28,44 +130,62 @@ pub(crate) struct Redactor {
 
 impl Redactor {
     /// A redactor for these secrets; empty secrets are ignored.
-    pub(crate) fn new(secrets: &[Vec<u8>]) -> Self {
-        let secrets: Vec<&[u8]> = secrets
-            .iter()
-            .filter(|s| !s.is_empty())
-            .map(Vec::as_slice)
-            .collect();
-        let longest = secrets.iter().map(|s| s.len()).max().unwrap_or(0);
-        // Building fails only when the automaton would need more than 2^31 states; the
-        // secrets are environment values, which the kernel bounds to a few MiB in all
-        // (ARG_MAX), so it cannot fail here.
-        let finder = (!secrets.is_empty()).then(|| {
-            AhoCorasick::builder()
-                .match_kind(MatchKind::LeftmostLongest)
-                .build(&secrets)
-                .expect("secrets bounded by ARG_MAX fit an Aho-Corasick automaton")
-        });
+    pub fn new(secrets: &[Vec<u8>]) -> Self {
+        let mut secrets: Vec<Vec<u8>> = secrets.iter().filter(|s| !s.is_empty()).cloned().collect();
+        secrets.sort();
+        secrets.dedup();
+        let longest = secrets.iter().map(Vec::len).max().unwrap_or(0);
+        let finder = (!secrets.is_empty()).then(|| Finder::new(&secrets));
         Redactor {
             finder,
+            secrets,
             longest,
             pending: Vec::new(),
         }
     }
 
     /// Takes more input and appends to `out` everything that is decided.
-    pub(crate) fn push(&mut self, data: &[u8], out: &mut Vec<u8>) {
+    pub fn push(&mut self, data: &[u8], out: &mut Vec<u8>) {
         if self.finder.is_none() {
             out.extend_from_slice(data);
             return;
         }
-        self.pending.extend_from_slice(data);
-        let decided = self.scan(false, out);
-        self.pending.drain(..decided);
+        if self.pending.is_empty() {
+            // Nothing held back: `data` is scanned where it is, and only its undecided end
+            // is copied.
+            let decided = self.scan(data, false, out);
+            self.pending.extend_from_slice(&data[decided..]);
+        } else {
+            let mut pending = std::mem::take(&mut self.pending);
+            pending.extend_from_slice(data);
+            let decided = self.scan(&pending, false, out);
+            pending.drain(..decided);
+            self.pending = pending;
+        }
     }
 
-    /// Ends the stream: appends the rest of the input, redacted, to `out`.
-    pub(crate) fn finish(&mut self, out: &mut Vec<u8>) {
-        let decided = self.scan(true, out);
-        self.pending.drain(..decided);
+    /// Ends the stream: appends the rest of the input, redacted, to `out` (a trailing
+    /// prefix of a secret of at least [`MIN_PREFIX`] bytes too).
+    pub fn finish(&mut self, out: &mut Vec<u8>) {
+        let pending = std::mem::take(&mut self.pending);
+        let decided = self.scan(&pending, true, out);
+        debug_assert_eq!(decided, pending.len(), "the end decides everything");
+    }
+
+    /// How many bytes at the end of `rest` are a proper prefix of a secret, at least
+    /// [`MIN_PREFIX`] long (the longest such); 0 when none is.
+    fn trailing_prefix(&self, rest: &[u8]) -> usize {
+        let mut found = 0;
+        for secret in &self.secrets {
+            let most = rest.len().min(secret.len() - 1);
+            for len in (MIN_PREFIX.max(found + 1)..=most).rev() {
+                if rest.ends_with(&secret[..len]) {
+                    found = len;
+                    break;
+                }
+            }
+        }
+        found
     }
 
     /// Redacts `pending` from its start, writing to `out`; returns how many bytes of
@@ -74,8 +194,7 @@ impl Redactor {
     /// when every secret that could start there is wholly in `pending` — the last
     /// `longest - 1` bytes wait for more input — so the output does not depend on how the
     /// stream was split.
-    fn scan(&self, last: bool, out: &mut Vec<u8>) -> usize {
-        let buf = &self.pending;
+    fn scan(&self, buf: &[u8], last: bool, out: &mut Vec<u8>) -> usize {
         let Some(finder) = &self.finder else {
             out.extend_from_slice(buf);
             return buf.len();
@@ -86,7 +205,7 @@ impl Redactor {
             buf.len().saturating_sub(self.longest.saturating_sub(1))
         };
         let mut emitted = 0;
-        for found in finder.find_iter(buf.as_slice()) {
+        while let Some(found) = finder.find(buf, emitted) {
             if found.start() >= safe {
                 break;
             }
@@ -95,13 +214,21 @@ impl Redactor {
             emitted = found.end();
         }
         let decided = emitted.max(safe);
-        out.extend_from_slice(&buf[emitted..decided]);
+        if last {
+            let cut = decided - self.trailing_prefix(&buf[emitted..decided]);
+            out.extend_from_slice(&buf[emitted..cut]);
+            if cut < decided {
+                out.extend_from_slice(MARKER);
+            }
+        } else {
+            out.extend_from_slice(&buf[emitted..decided]);
+        }
         decided
     }
 }
 
 /// Redacts a whole buffer at once.
-pub(crate) fn redact_all(secrets: &[Vec<u8>], data: &[u8]) -> Vec<u8> {
+pub fn redact_all(secrets: &[Vec<u8>], data: &[u8]) -> Vec<u8> {
     let mut redactor = Redactor::new(secrets);
     let mut out = Vec::with_capacity(data.len());
     redactor.push(data, &mut out);
@@ -171,18 +298,33 @@ mod tests {
     fn reference(secrets: &[Vec<u8>], data: &[u8]) -> Vec<u8> {
         let mut sorted: Vec<&Vec<u8>> = secrets.iter().filter(|s| !s.is_empty()).collect();
         sorted.sort_by_key(|s| std::cmp::Reverse(s.len()));
-        let (mut out, mut pos) = (Vec::new(), 0);
+        let (mut out, mut pos, mut after_last) = (Vec::new(), 0, 0);
         while pos < data.len() {
             match sorted.iter().find(|s| data[pos..].starts_with(s)) {
                 Some(secret) => {
                     out.extend_from_slice(MARKER);
                     pos += secret.len();
+                    after_last = out.len();
                 }
                 None => {
                     out.push(data[pos]);
                     pos += 1;
                 }
             }
+        }
+        // The longest proper prefix (of at least MIN_PREFIX bytes) of a secret that the
+        // text after the last whole secret ends with.
+        let rest = out[after_last..].to_vec();
+        let prefix = (MIN_PREFIX..=rest.len())
+            .rev()
+            .find(|&len| {
+                let end = &rest[rest.len() - len..];
+                sorted.iter().any(|s| s.len() > len && s.starts_with(end))
+            })
+            .unwrap_or(0);
+        if prefix > 0 {
+            out.truncate(out.len() - prefix);
+            out.extend_from_slice(MARKER);
         }
         out
     }
@@ -198,8 +340,9 @@ mod tests {
             (state >> 33) % bound
         };
         for _ in 0..2_000 {
+            // Some longer than MIN_PREFIX, so that streams end with prefixes of them.
             let secrets: Vec<Vec<u8>> = (0..=next(5))
-                .map(|_| (0..=next(6)).map(|_| b"abc"[next(3) as usize]).collect())
+                .map(|_| (0..=next(13)).map(|_| b"abc"[next(3) as usize]).collect())
                 .collect();
             let data: Vec<u8> = (0..next(60)).map(|_| b"abcx"[next(4) as usize]).collect();
             let expected = reference(&secrets, &data);
@@ -224,6 +367,41 @@ mod tests {
     }
 
     #[test]
+    fn many_secrets_searched_by_their_prefixes_or_by_the_automaton_alone_agree_with_the_rule() {
+        let mut state: u64 = 0x2545_f491_4f6c_dd1d;
+        let mut next = |bound: u64| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state % bound
+        };
+        for round in 0..40 {
+            // More secrets than the vectorised search takes: with few shared prefixes (it
+            // looks for those), or many distinct ones (the automaton alone).
+            let shared = round % 2 == 0;
+            let heads = [b"abcabc".as_slice(), b"cbacba", b"aabbcc"];
+            let secrets: Vec<Vec<u8>> = (0..300)
+                .map(|_| {
+                    let mut s = if shared {
+                        heads[next(3) as usize].to_vec()
+                    } else {
+                        Vec::new()
+                    };
+                    s.extend((0..4 + next(6)).map(|_| b"abcd"[next(4) as usize]));
+                    s
+                })
+                .collect();
+            let finder = Finder::new(&secrets);
+            assert_eq!(finder.candidates.is_some(), shared, "round {round}");
+            let data: Vec<u8> = (0..400).map(|_| b"abcdx"[next(5) as usize]).collect();
+            let expected = reference(&secrets, &data);
+            assert_eq!(redact_all(&secrets, &data), expected, "round {round}");
+            let chunks: Vec<&[u8]> = data.chunks(1 + next(30) as usize).collect();
+            assert_eq!(streamed(&secrets, &chunks), expected, "round {round}");
+        }
+    }
+
+    #[test]
     fn the_longest_secret_at_a_position_wins() {
         let secrets = vec![b"ab".to_vec(), b"abcd".to_vec()];
         assert_eq!(
@@ -237,9 +415,44 @@ mod tests {
     }
 
     #[test]
-    fn an_unfinished_prefix_is_released_at_the_end() {
-        let secrets = vec![b"password".to_vec()];
+    fn a_short_unfinished_prefix_is_released_at_the_end() {
+        let secrets = vec![b"password-1234".to_vec()];
         assert_eq!(streamed(&secrets, &[b"pass", b"wor"]), b"passwor".to_vec());
+    }
+
+    #[test]
+    fn a_prefix_of_eight_bytes_or_more_at_the_end_is_redacted() {
+        let secrets = vec![b"password-1234".to_vec(), b"other".to_vec()];
+        for cut in MIN_PREFIX..b"password-1234".len() {
+            let text = [b"log: ".as_slice(), &b"password-1234"[..cut]].concat();
+            let expected = b"log: [redacted]".to_vec();
+            assert_eq!(redact_all(&secrets, &text), expected, "cut at {cut}");
+            let bytes: Vec<&[u8]> = text.chunks(1).collect();
+            assert_eq!(
+                streamed(&secrets, &bytes),
+                expected,
+                "cut at {cut}, byte by byte"
+            );
+        }
+        // After a whole one too, but not under 8 bytes, and not in the middle of the stream.
+        assert_eq!(
+            redact_all(&secrets, b"password-1234password"),
+            b"[redacted][redacted]".to_vec()
+        );
+        assert_eq!(
+            redact_all(&secrets, b"password-1234passwor"),
+            b"[redacted]passwor".to_vec()
+        );
+        assert_eq!(
+            redact_all(&secrets, b"password-12 and more"),
+            b"password-12 and more".to_vec()
+        );
+        // The longest prefix of any secret is the one taken.
+        let nested = vec![b"abcdefgh-long-secret".to_vec(), b"xxabcdefgh-1".to_vec()];
+        assert_eq!(
+            redact_all(&nested, b"zz abcdefgh-long-se"),
+            b"zz [redacted]".to_vec()
+        );
     }
 
     #[test]

@@ -308,6 +308,8 @@ codes! {
     SecretInEnv = "secret_in_env",
     /// An `envFrom` value too short to be redacted; it may appear in output.
     SecretTooShort = "secret_too_short",
+    /// A job's log or report held the base64 of a secret (replaced in what is kept).
+    SecretEncodedBase64 = "secret_encoded_base64",
     /// A path that is absolute, climbs with `..` or escapes through a symlink.
     PathOutsideRepository = "path_outside_repository",
     /// `claims` lists a claim that does not exist or does not need the provider.

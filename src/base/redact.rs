@@ -19,9 +19,24 @@
 //! JSON string escapes and XML character references (and each of those twice), finds the
 //! secrets in each reading, and replaces the bytes each occurrence came from — whole
 //! escape sequences — with the marker, so a JSON string or an XML attribute stays one.
+//! URLs: percent-encoding (`%2F` or `%2f`, any mix of the two, whatever set of characters
+//! the encoder left alone) and form-encoding (`+` for a space) are two more decodings read
+//! through the same way. Shells: a value quoted for a shell — inside `'…'` with `'\''` or
+//! `'"'"'` for its quotes (bash's `${x@Q}`, Python's `shlex.quote`), inside `"…"`,
+//! backslash-escaped (bash's `printf %q`) or inside `$'…'` (bash, for bytes that are not
+//! printable ASCII) — is looked for as those literal forms.
 //! The sandbox redacts while the job runs and cannot look back, so it gets a list of
-//! fixed forms instead ([`Secrets::patterns`]); logs are redacted again, completely,
-//! before they are stored.
+//! fixed forms instead ([`Secrets::patterns`]: raw, the JSON and XML writers' escapes, the
+//! percent- and form-encodings of the usual URL encoders in either hex case, the shell
+//! forms); logs are redacted again, completely, before they are stored.
+//!
+//! **Base64.** The base64 of a value (standard or URL-safe alphabet, at any of the three
+//! alignments it can take inside a longer encoded text: the characters that depend on the
+//! value alone) is a check, not a decoding: wherever [`Secrets::base64_in`] finds one in a
+//! job's log or report, the run warns (`secret_encoded_base64`) — a job that prints it is
+//! encoding the secret itself, and a slightly different encoding (a prefix, a compression)
+//! would pass. In a log it is also replaced ([`Secrets::without_base64`]); a report keeps
+//! it, since its base64 is data the report's reader decodes (and redacts decoded).
 //!
 //! **Short values.** A value shorter than [`MIN_SECRET_BYTES`] is not a secret here:
 //! redacting `true` or `1234` would mangle every report and log in which those bytes
@@ -32,8 +47,8 @@
 //! **What is guaranteed.** After [`Secrets::bytes`], no secret occurs in the result, nor in
 //! any of the decodings above: the result is checked, redacted again where a replacement
 //! made a new occurrence (a secret that overlaps the marker), and replaced as a whole by
-//! [`FALLBACK`] if that does not converge. A job that encodes a secret otherwise (base64,
-//! reversed) on purpose is not stopped by this; see `docs/threat-model.md`.
+//! [`FALLBACK`] if that does not converge. A job that encodes a secret otherwise (reversed,
+//! compressed, encrypted) on purpose is not stopped by this; see `docs/threat-model.md`.
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
@@ -64,8 +79,10 @@ const DEPTH: usize = 2;
 pub struct Secrets {
     /// Distinct, at least [`MIN_SECRET_BYTES`] long, sorted.
     values: Vec<Vec<u8>>,
-    /// Finds `values` (absent when there are none).
+    /// Finds `values` and their shell-quoted forms (absent when there are none).
     finder: Option<AhoCorasick>,
+    /// Finds the base64 of `values` alone (absent when there are none).
+    base64: Option<AhoCorasick>,
     /// What replaces each occurrence.
     marker: &'static str,
     /// The values and their usual escaped forms, for the sandbox's streaming redactor.
@@ -102,7 +119,16 @@ impl Secrets {
         if values.is_empty() {
             return Self::none();
         }
-        let finder = AhoCorasick::new(&values).ok();
+        let encoded: Vec<Vec<u8>> = values.iter().flat_map(|v| base64_forms(v)).collect();
+        let mut searched: Vec<Vec<u8>> = values.clone();
+        searched.extend(values.iter().flat_map(|v| shell_forms(v)));
+        searched.sort();
+        searched.dedup();
+        let finder = AhoCorasick::new(&searched).ok();
+        let base64 = aho_corasick::AhoCorasick::builder()
+            .match_kind(aho_corasick::MatchKind::LeftmostLongest)
+            .build(&encoded)
+            .ok();
         let marker = MARKERS
             .into_iter()
             .find(|m| {
@@ -117,6 +143,7 @@ impl Secrets {
         Secrets {
             values,
             finder,
+            base64,
             marker,
             patterns,
             rewrites: Vec::new(),
@@ -230,6 +257,78 @@ impl Secrets {
                 Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
             }),
         }
+    }
+
+    /// Whether the base64 of a secret occurs in `data` (the run warns: see the module
+    /// documentation). Looks at `data` as it is, not through decodings.
+    pub fn base64_in(&self, data: &[u8]) -> bool {
+        self.base64.as_ref().is_some_and(|f| f.is_match(data))
+    }
+
+    /// `data` with the base64 of every secret replaced by the marker: for a job's log,
+    /// which nothing decodes. A report keeps its base64 (a Playwright attachment's body is
+    /// decoded, redacted and encoded again; replacing a piece of it would lose the
+    /// attachment); the run warns about both.
+    pub fn without_base64<'a>(&self, data: &'a [u8]) -> Cow<'a, [u8]> {
+        match &self.base64 {
+            Some(finder) if finder.is_match(data) => {
+                let mut out = Vec::with_capacity(data.len());
+                finder.replace_all_with_bytes(data, &mut out, |_, _, dst| {
+                    dst.extend_from_slice(self.marker.as_bytes());
+                    true
+                });
+                Cow::Owned(out)
+            }
+            _ => Cow::Borrowed(data),
+        }
+    }
+
+    /// The longest base64 form [`Secrets::base64_in`] looks for (0 when none): a stream
+    /// searched in pieces carries this many bytes less one from each piece to the next.
+    pub fn base64_longest(&self) -> usize {
+        self.values
+            .iter()
+            .flat_map(|v| base64_forms(v))
+            .map(|f| f.len())
+            .max()
+            .unwrap_or(0)
+    }
+
+    /// How many bytes at the end of `data` are a proper prefix, at least
+    /// [`MIN_SECRET_BYTES`] long, of a secret in one of its [`Secrets::patterns`] forms (or
+    /// its base64): what a cut made after them may have left of a secret (the longest
+    /// such; 0 when none).
+    pub fn cut_at_end(&self, data: &[u8]) -> usize {
+        self.cut_forms()
+            .filter_map(|form| {
+                (MIN_SECRET_BYTES..form.len().min(data.len() + 1))
+                    .rev()
+                    .find(|&len| data.ends_with(&form[..len]))
+            })
+            .max()
+            .unwrap_or(0)
+    }
+
+    /// How many bytes at the start of `data` are a proper suffix, at least
+    /// [`MIN_SECRET_BYTES`] long, of a secret in one of its forms: [`Secrets::cut_at_end`]
+    /// for what follows a cut.
+    pub fn cut_at_start(&self, data: &[u8]) -> usize {
+        self.cut_forms()
+            .filter_map(|form| {
+                (MIN_SECRET_BYTES..form.len().min(data.len() + 1))
+                    .rev()
+                    .find(|&len| data.starts_with(&form[form.len() - len..]))
+            })
+            .max()
+            .unwrap_or(0)
+    }
+
+    /// Every form a cut may split: [`Secrets::patterns`] and the base64 forms.
+    fn cut_forms(&self) -> impl Iterator<Item = Vec<u8>> + '_ {
+        self.patterns
+            .iter()
+            .cloned()
+            .chain(self.values.iter().flat_map(|v| base64_forms(v)))
     }
 
     /// Whether a secret occurs in `data`, raw or escaped.
@@ -399,6 +498,12 @@ fn occurrences(finder: &AhoCorasick, data: &[u8]) -> Vec<(usize, usize)> {
     spans
 }
 
+/// A decoding: the decoded text and its escapes, `None` when it has nothing to decode.
+type Decoding = fn(&[u8]) -> Option<(Vec<u8>, Vec<Escape>)>;
+
+/// The decodings a secret is looked for through (nested up to [`DEPTH`]).
+const DECODINGS: [Decoding; 4] = [json_decode, xml_decode, percent_decode, form_decode];
+
 /// [`occurrences`] in one window.
 fn occurrences_in(finder: &AhoCorasick, data: &[u8]) -> Vec<(usize, usize)> {
     let mut spans: Vec<(usize, usize)> = finder
@@ -409,7 +514,7 @@ fn occurrences_in(finder: &AhoCorasick, data: &[u8]) -> Vec<(usize, usize)> {
     // way from `data` to it. A decoding that decoded nothing is the text it came from.
     type Layers = Vec<std::rc::Rc<Vec<Escape>>>;
     let mut readings: Vec<(Vec<u8>, Layers)> = Vec::new();
-    for decode in [json_decode, xml_decode] {
+    for decode in DECODINGS {
         if let Some((text, escapes)) = decode(data).filter(|(_, e)| !e.is_empty()) {
             readings.push((text, vec![std::rc::Rc::new(escapes)]));
         }
@@ -418,7 +523,7 @@ fn occurrences_in(finder: &AhoCorasick, data: &[u8]) -> Vec<(usize, usize)> {
     for _ in 1..DEPTH {
         let from = readings.len();
         for i in previous {
-            for decode in [json_decode, xml_decode] {
+            for decode in DECODINGS {
                 if let Some((text, escapes)) = decode(&readings[i].0).filter(|(_, e)| !e.is_empty())
                 {
                     let mut layers = readings[i].1.clone();
@@ -639,6 +744,75 @@ fn xml_decode(input: &[u8]) -> Option<(Vec<u8>, Vec<Escape>)> {
     Some((text, escapes))
 }
 
+/// The value of an ASCII hex digit, either case.
+fn hex_digit(b: u8) -> Option<u8> {
+    match b {
+        b'0'..=b'9' => Some(b - b'0'),
+        b'a'..=b'f' => Some(b - b'a' + 10),
+        b'A'..=b'F' => Some(b - b'A' + 10),
+        _ => None,
+    }
+}
+
+/// `input` with percent-encoding (`%2F`, `%2f`) decoded, and with `plus` a `+` as a space
+/// too (form-encoding); anything else, a `%` not followed by two hex digits included, is
+/// kept as it is. Decodes bytes, not characters: `%C3%A9` is two escapes of one byte each.
+fn url_decode(input: &[u8], plus: bool) -> Option<(Vec<u8>, Vec<Escape>)> {
+    let mut text = Vec::with_capacity(input.len());
+    let mut escapes = Vec::new();
+    let mut i = 0;
+    while i < input.len() {
+        let next = if plus {
+            memchr::memchr2(b'%', b'+', &input[i..])
+        } else {
+            memchr::memchr(b'%', &input[i..])
+        };
+        let Some(offset) = next else {
+            text.extend_from_slice(&input[i..]);
+            break;
+        };
+        text.extend_from_slice(&input[i..i + offset]);
+        i += offset;
+        let decoded = if input[i] == b'+' {
+            Some((b' ', 1))
+        } else {
+            input
+                .get(i + 1..i + 3)
+                .and_then(|h| Some((hex_digit(h[0])? << 4 | hex_digit(h[1])?, 3)))
+        };
+        match decoded {
+            Some((byte, len)) => {
+                escapes.push(Escape {
+                    at: text.len(),
+                    len: 1,
+                    source: i,
+                    source_len: len,
+                });
+                text.push(byte);
+                i += len;
+            }
+            None => {
+                text.push(input[i]);
+                i += 1;
+            }
+        }
+    }
+    Some((text, escapes))
+}
+
+/// [`url_decode`] of percent-encoding alone; `None` when there is no `%`.
+fn percent_decode(input: &[u8]) -> Option<(Vec<u8>, Vec<Escape>)> {
+    memchr::memchr(b'%', input)?;
+    url_decode(input, false)
+}
+
+/// [`url_decode`] of form-encoding (`+` for a space); `None` when there is no `+` (the
+/// reading would be [`percent_decode`]'s).
+fn form_decode(input: &[u8]) -> Option<(Vec<u8>, Vec<Escape>)> {
+    memchr::memchr(b'+', input)?;
+    url_decode(input, true)
+}
+
 // The forms writers usually give a secret, for the streaming redactor.
 
 /// `value` and the forms JSON and XML writers give it: serde_json's and JavaScript's,
@@ -646,6 +820,12 @@ fn xml_decode(input: &[u8]) -> Option<(Vec<u8>, Vec<Escape>)> {
 /// escaping (named entities or numeric references, quotes and control characters).
 fn encoded_forms(value: &[u8]) -> Vec<Vec<u8>> {
     let mut forms = vec![value.to_vec()];
+    for set in URL_SETS {
+        for upper in [true, false] {
+            forms.push(url_encode(value, set, upper));
+        }
+    }
+    forms.extend(shell_forms(value));
     let Ok(text) = std::str::from_utf8(value) else {
         return forms;
     };
@@ -661,6 +841,162 @@ fn encoded_forms(value: &[u8]) -> Vec<Vec<u8>> {
     for style in [XmlStyle::Text, XmlStyle::Attribute, XmlStyle::Numeric] {
         forms.push(xml_escape(text, style).into_bytes());
     }
+    forms
+}
+
+/// What a URL encoder leaves as it is, and whether it writes a space as `+`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct UrlSet {
+    /// Kept besides ASCII letters and digits.
+    keeps: &'static [u8],
+    /// A space is `+` (form-encoding).
+    plus: bool,
+}
+
+/// The usual URL encoders: RFC 3986's unreserved characters alone (Python's
+/// `quote(safe="")`, Go's `PathEscape` for most values, curl's `--data-urlencode`),
+/// JavaScript's `encodeURIComponent` and `encodeURI`, Python's `quote` (keeps `/`), and
+/// form-encoding as Python's `quote_plus` and Go's `QueryEscape`, and as the WHATWG's
+/// `URLSearchParams` write it.
+const URL_SETS: [UrlSet; 6] = [
+    UrlSet {
+        keeps: b"-._~",
+        plus: false,
+    },
+    UrlSet {
+        keeps: b"-._~!'()*",
+        plus: false,
+    },
+    UrlSet {
+        keeps: b"-._~!'()*#$&+,/:;=?@",
+        plus: false,
+    },
+    UrlSet {
+        keeps: b"-._~/",
+        plus: false,
+    },
+    UrlSet {
+        keeps: b"-._~",
+        plus: true,
+    },
+    UrlSet {
+        keeps: b"-._*",
+        plus: true,
+    },
+];
+
+/// `value` percent-encoded as `set` says, with `upper` or lower case hex digits.
+fn url_encode(value: &[u8], set: UrlSet, upper: bool) -> Vec<u8> {
+    let digits: &[u8; 16] = if upper {
+        b"0123456789ABCDEF"
+    } else {
+        b"0123456789abcdef"
+    };
+    let mut out = Vec::with_capacity(value.len() * 3);
+    for &b in value {
+        if b.is_ascii_alphanumeric() || set.keeps.contains(&b) {
+            out.push(b);
+        } else if b == b' ' && set.plus {
+            out.push(b'+');
+        } else {
+            out.extend_from_slice(&[
+                b'%',
+                digits[usize::from(b >> 4)],
+                digits[usize::from(b & 15)],
+            ]);
+        }
+    }
+    out
+}
+
+/// The forms a shell-quoting writer gives `value` (what stands between the quotes):
+/// inside single quotes with each `'` as `'\''` (bash's `${x@Q}`) or `'"'"'` (Python's
+/// `shlex.quote`); inside double quotes (`\` before `"`, `\`, `$`, `` ` ``);
+/// backslash-escaped as bash's `printf %q` writes it; and inside bash's `$'…'`.
+fn shell_forms(value: &[u8]) -> Vec<Vec<u8>> {
+    let replace = |from: u8, to: &[u8]| -> Vec<u8> {
+        let mut out = Vec::with_capacity(value.len() + 8);
+        for &b in value {
+            if b == from {
+                out.extend_from_slice(to);
+            } else {
+                out.push(b);
+            }
+        }
+        out
+    };
+    let mut double = Vec::with_capacity(value.len() + 8);
+    let mut backslashed = Vec::with_capacity(value.len() + 8);
+    for (i, &b) in value.iter().enumerate() {
+        if matches!(b, b'"' | b'\\' | b'$' | b'`') {
+            double.push(b'\\');
+        }
+        double.push(b);
+        let special =
+            b" \t\n'\"\\|&;()<>!{}*[]?^$`,".contains(&b) || (i == 0 && matches!(b, b'#' | b'~'));
+        if special {
+            backslashed.push(b'\\');
+        }
+        backslashed.push(b);
+    }
+    vec![
+        replace(b'\'', b"'\\''"),
+        replace(b'\'', b"'\"'\"'"),
+        double,
+        backslashed,
+        ansi_c(value),
+    ]
+}
+
+/// `value` as bash writes it inside `$'…'` (its `printf %q` and `${x@Q}` for a value with
+/// a byte that is not printable ASCII, or any non-ASCII byte in the C locale): `\'`,
+/// `\\`, the usual letter escapes, and every other such byte as three octal digits.
+fn ansi_c(value: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(value.len() * 2);
+    for &b in value {
+        match b {
+            b'\'' => out.extend_from_slice(b"\\'"),
+            b'\\' => out.extend_from_slice(b"\\\\"),
+            b'\n' => out.extend_from_slice(b"\\n"),
+            b'\t' => out.extend_from_slice(b"\\t"),
+            b'\r' => out.extend_from_slice(b"\\r"),
+            0x07 => out.extend_from_slice(b"\\a"),
+            0x08 => out.extend_from_slice(b"\\b"),
+            0x0b => out.extend_from_slice(b"\\v"),
+            0x0c => out.extend_from_slice(b"\\f"),
+            0x1b => out.extend_from_slice(b"\\E"),
+            b' '..=b'~' => out.push(b),
+            _ => out.extend_from_slice(format!("\\{b:03o}").as_bytes()),
+        }
+    }
+    out
+}
+
+/// The base64 of `value` that depends on it alone, in the standard and URL-safe
+/// alphabets: at each of the three alignments it can take in a longer encoded text
+/// (starting 0, 2 or 1 bytes into its own first group of three), the whole groups of
+/// three bytes it fills (four characters each). Every one is at least 8 characters, as
+/// values are at least [`MIN_SECRET_BYTES`] long.
+fn base64_forms(value: &[u8]) -> Vec<Vec<u8>> {
+    use base64::Engine as _;
+    let mut forms = Vec::new();
+    for skip in [0, 1, 2] {
+        let Some(rest) = value.get(skip..) else {
+            continue;
+        };
+        let whole = &rest[..rest.len() / 3 * 3];
+        if whole.len() < 6 {
+            continue;
+        }
+        for engine in [
+            &base64::engine::general_purpose::STANDARD_NO_PAD,
+            &base64::engine::general_purpose::URL_SAFE_NO_PAD,
+        ] {
+            forms.push(engine.encode(whole).into_bytes());
+        }
+    }
+    forms.sort();
+    forms.dedup();
     forms
 }
 
@@ -878,6 +1214,120 @@ mod tests {
         ] {
             assert!(p.iter().any(|x| x == form), "{form} missing from {p:?}");
         }
+    }
+
+    #[test]
+    fn a_secret_is_replaced_percent_and_form_encoded_in_either_hex_case() {
+        let raw = "p/a ss&w+rd=é?";
+        let s = secrets(&[raw]);
+        let encoded = |set: UrlSet, upper: bool| {
+            String::from_utf8(url_encode(raw.as_bytes(), set, upper)).expect("ASCII")
+        };
+        let mut forms = Vec::new();
+        for set in URL_SETS {
+            forms.push(encoded(set, true));
+            forms.push(encoded(set, false));
+        }
+        // Hex digits of both cases in one value, and an encoder that leaves `/` and `=`.
+        forms.push("p%2fa%20ss%26w%2Brd=%C3%a9%3F".to_owned());
+        forms.push("p/a+ss%26w%2brd=%c3%a9?".to_owned());
+        // Percent-encoded, then written in a JSON string.
+        forms.push(json_escape(&encoded(URL_SETS[0], true), JsonStyle::Plain));
+        for form in &forms {
+            let text = format!("GET /x?token={form}&next=1");
+            assert_eq!(
+                redacted(&s, &text),
+                "GET /x?token=[redacted]&next=1",
+                "form {form:?}"
+            );
+        }
+        // The streaming redactor gets each encoder's forms in both cases.
+        for set in URL_SETS {
+            for upper in [true, false] {
+                let form = url_encode(raw.as_bytes(), set, upper);
+                assert!(
+                    s.patterns().contains(&form),
+                    "{:?}",
+                    String::from_utf8_lossy(&form)
+                );
+            }
+        }
+        // A `%` that is no escape, and a `+` that is no space, are themselves.
+        let plain = "100% of 1+1 ok %zz";
+        assert_eq!(redacted(&s, plain), plain);
+    }
+
+    #[test]
+    fn a_secret_quoted_for_a_shell_is_replaced() {
+        let raw = "it's a \"$ecret\" `x` \\ |&;";
+        let s = secrets(&[raw]);
+        // As bash's `${x@Q}`, Python's `shlex.quote`, a double-quoted string and bash's
+        // `printf %q` write it (written here by hand).
+        for form in [
+            "'it'\\''s a \"$ecret\" `x` \\ |&;'",
+            "'it'\"'\"'s a \"$ecret\" `x` \\ |&;'",
+            "\"it's a \\\"\\$ecret\\\" \\`x\\` \\\\ |&;\"",
+            "it\\'s\\ a\\ \\\"\\$ecret\\\"\\ \\`x\\`\\ \\\\\\ \\|\\&\\;",
+        ] {
+            let out = redacted(&s, &format!("+ curl -H {form} https://x"));
+            assert!(!out.contains("ecret"), "{form} -> {out}");
+            assert!(
+                s.patterns().iter().any(|p| {
+                    let p = String::from_utf8_lossy(p);
+                    form.contains(p.as_ref()) && p.contains("ecret")
+                }),
+                "no pattern for {form}"
+            );
+        }
+    }
+
+    #[test]
+    fn base64_of_a_secret_is_found_at_every_alignment_and_replaced_in_logs() {
+        use base64::Engine as _;
+        let raw = "hunter2-secret-value";
+        let s = secrets(&[raw]);
+        for engine in [
+            &base64::engine::general_purpose::STANDARD,
+            &base64::engine::general_purpose::URL_SAFE_NO_PAD,
+        ] {
+            // Alone, and inside a longer value at each alignment (HTTP basic auth's
+            // `user:password`).
+            for before in ["", "u:", "us:", "use:"] {
+                let encoded = engine.encode(format!("{before}{raw}"));
+                let text = format!("Authorization: Basic {encoded}\n");
+                assert!(s.base64_in(text.as_bytes()), "{before:?} {encoded}");
+                let out = s.without_base64(text.as_bytes()).into_owned();
+                assert!(out.windows(10).any(|w| w == b"[redacted]"), "{out:?}");
+                assert!(!s.base64_in(&out), "{out:?}");
+                // A check, not a decoding: what redacts everything else leaves it.
+                assert_eq!(redacted(&s, &text), text);
+            }
+        }
+        assert!(!s.base64_in(b"aHVudGVy unrelated base64 text"));
+        assert!(s.base64_longest() >= 8);
+        assert!(!Secrets::none().base64_in(b"anything"));
+        // Not given to the streaming redactor: the run's own pass over the log finds it,
+        // to warn.
+        let encoded = base64::engine::general_purpose::STANDARD_NO_PAD.encode(raw);
+        assert!(!s.patterns().iter().any(|p| p == encoded.as_bytes()));
+    }
+
+    #[test]
+    fn what_a_cut_leaves_of_a_secret_is_measured_at_either_side() {
+        let s = secrets(&["password-1234-abcd"]);
+        assert_eq!(s.cut_at_end(b"log: password-1"), 10);
+        assert_eq!(s.cut_at_end(b"log: passwor"), 0, "under 8 bytes");
+        assert_eq!(
+            s.cut_at_end(b"log: password-1234-abcd"),
+            0,
+            "whole, not cut"
+        );
+        assert_eq!(s.cut_at_start(b"-1234-abcd and on"), 10);
+        assert_eq!(s.cut_at_start(b"-abcd and on"), 0);
+        // A JSON-escaped form is a form too.
+        let quoted = secrets(&["pass\"word-1234"]);
+        assert_eq!(quoted.cut_at_end(b"{\"t\":\"pass\\\"wor"), 9);
+        assert_eq!(Secrets::none().cut_at_end(b"anything at all"), 0);
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! `proofgraph log <change> <provider> [--receipt <sha256>]`: the log a provider's command
 //! wrote, as its receipt keeps it in the store (redacted, with paths relative to the
-//! repository) — by default the one of its latest receipt, its own before a discovery
+//! repository; a log longer than `logs.keepBytes` as its head and tail, with the whole's size
+//! and SHA-256) — by default the one of its latest receipt, its own before a discovery
 //! receiver's.
 
 use proofgraph_graph::ProviderId;
@@ -32,6 +33,10 @@ pub struct LogPayload {
     pub log: Option<String>,
     /// Its size in bytes.
     pub bytes: Option<u64>,
+    /// When the log was longer than `logs.keepBytes`, so that `log` is its head and tail:
+    /// the whole log's size and SHA-256, as the receipt records them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub whole: Option<receipt::Whole>,
     /// The OpenSpec root.
     pub root: Option<RootOutput>,
 }
@@ -178,6 +183,7 @@ pub fn run(
             finished_at: Some(found.proof.finished_at.clone()),
             sha256: Some(artifact.sha256.to_hex()),
             bytes: Some(bytes.len() as u64),
+            whole: artifact.whole,
             log: Some(String::from_utf8_lossy(&bytes).into_owned()),
             root: Some(loaded.root.clone()),
         }),

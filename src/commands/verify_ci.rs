@@ -230,6 +230,7 @@ pub fn run(ctx: &Context, change: &str, provider: &str, envelope: &Path) -> Repo
                 size: bytes.len() as u64,
                 name: None,
                 content_type: None,
+                whole: None,
             }],
             fingerprint: binding.fingerprint,
             binding: crate::store::Sha256::from_bytes(binding.sha256),

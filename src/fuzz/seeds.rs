@@ -236,6 +236,7 @@ fn receipt_statement() -> Statement {
             size: 10,
             name: Some("trace".to_owned()),
             content_type: Some("application/zip".to_owned()),
+            whole: None,
         }],
         fingerprint: Fingerprint::from_hex(&hex(3)).expect("a fingerprint"),
         binding: Sha256::parse(BINDING).expect("a digest"),

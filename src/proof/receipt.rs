@@ -128,6 +128,19 @@ pub struct Artifact {
     /// Its MIME type, when known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub content_type: Option<String>,
+    /// When the store keeps only the head and tail of a longer file (a command log over
+    /// `logs.keepBytes`): the whole file's size and SHA-256.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub whole: Option<Whole>,
+}
+
+/// The size and SHA-256 of a whole file of which an [`Artifact`] keeps a part.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Whole {
+    /// Its size in bytes.
+    pub size: u64,
+    /// Its SHA-256 (of the bytes the sandbox wrote, redacted as they were written).
+    pub sha256: Sha256,
 }
 
 /// Test counts from the structured report.
@@ -819,6 +832,7 @@ mod tests {
                 size: 4,
                 name: Some("shot hunter2\"-value".to_owned()),
                 content_type: None,
+                whole: None,
             }],
             ..proof()
         };

@@ -448,6 +448,17 @@ impl<'p, 'a> Dispatcher<'p, 'a> {
             .join(format!("{:04}-{name}.log", self.next_log))
     }
 
+    /// How many bytes of a job's log its receipt keeps (`logs.keepBytes` of the catalog).
+    pub(super) fn log_keep_bytes(&self) -> u64 {
+        self.plan
+            .workspace
+            .catalog
+            .as_ref()
+            .and_then(|c| c.logs.as_ref())
+            .and_then(|l| l.keep_bytes.as_ref())
+            .map_or(super::kept_log::DEFAULT_KEEP_BYTES, |k| k.value)
+    }
+
     /// What building a job reads, for this run.
     pub(super) fn builder(&self) -> Jobs<'_> {
         Jobs {

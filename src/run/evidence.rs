@@ -21,6 +21,10 @@ pub(super) struct Kept {
     pub(super) name: Option<String>,
     pub(super) content_type: Option<String>,
     pub(super) bytes: Vec<u8>,
+    /// When `bytes` are the head and tail of a longer file: the whole's size and digest.
+    pub(super) whole: Option<crate::proof::receipt::Whole>,
+    /// The base64 of a secret occurs in the file (in parts `bytes` may not hold).
+    pub(super) base64: bool,
 }
 
 impl Kept {
@@ -31,6 +35,8 @@ impl Kept {
             name: None,
             content_type: None,
             bytes,
+            whole: None,
+            base64: false,
         }
     }
 }

@@ -23,6 +23,10 @@ const TICK: Duration = Duration::from_millis(250);
 /// The longest line shown whole; a longer one is shown in pieces of this size.
 const MAX_LINE: usize = 4096;
 
+/// How much of a log one read takes: a log that grew by gigabytes since the last look is
+/// read in pieces, never held whole.
+const READ: usize = 1 << 20;
+
 /// What is said between events.
 #[derive(Debug)]
 pub(super) struct Heartbeat {
@@ -65,30 +69,44 @@ impl LogReader {
         }
     }
 
-    /// The complete lines the log has gained since the last read (with the last line even
-    /// without its end, when `last`); a line longer than [`MAX_LINE`] comes in pieces.
-    fn lines(&mut self, last: bool) -> Vec<String> {
-        let mut added = Vec::new();
+    /// The complete lines of the next (at most) [`READ`] bytes the log has gained since
+    /// the last read, and whether there may be more to read now; with `last`, once there
+    /// is not, the last line even without its end. A line longer than [`MAX_LINE`] comes
+    /// in pieces.
+    fn lines(&mut self, last: bool) -> (Vec<String>, bool) {
+        let mut lines = Vec::new();
+        let mut more = false;
         if let Ok(mut file) = fs_err::File::open(&self.path)
             && file.seek(SeekFrom::Start(self.offset)).is_ok()
-            && let Ok(n) = file.read_to_end(&mut added)
         {
+            let start = self.partial.len();
+            self.partial.resize(start + READ, 0);
+            let n = loop {
+                match file.read(&mut self.partial[start..]) {
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                    read => break read.unwrap_or(0),
+                }
+            };
+            self.partial.truncate(start + n);
             self.offset += n as u64;
+            more = n == READ;
         }
-        self.partial.extend_from_slice(&added);
-        let mut lines = Vec::new();
-        while let Some(end) = self.partial.iter().position(|b| *b == b'\n') {
-            let line: Vec<u8> = self.partial.drain(..=end).collect();
-            lines.push(String::from_utf8_lossy(&line[..line.len() - 1]).into_owned());
+        let mut taken = 0;
+        loop {
+            let rest = &self.partial[taken..];
+            let piece = match memchr::memchr(b'\n', rest) {
+                Some(end) if end <= MAX_LINE => (end, end + 1),
+                _ if rest.len() > MAX_LINE => (MAX_LINE, MAX_LINE),
+                _ => break,
+            };
+            lines.push(String::from_utf8_lossy(&rest[..piece.0]).into_owned());
+            taken += piece.1;
         }
-        while self.partial.len() > MAX_LINE {
-            let piece: Vec<u8> = self.partial.drain(..MAX_LINE).collect();
-            lines.push(String::from_utf8_lossy(&piece).into_owned());
-        }
-        if last && !self.partial.is_empty() {
+        self.partial.drain(..taken);
+        if last && !more && !self.partial.is_empty() {
             lines.push(String::from_utf8_lossy(&std::mem::take(&mut self.partial)).into_owned());
         }
-        lines
+        (lines, more)
     }
 }
 
@@ -137,15 +155,18 @@ impl Heartbeat {
         self.since.remove(provider);
     }
 
-    /// The complete lines the streamed provider's log has gained since the last read (all
-    /// of it, with the last line even without its end, when `last`).
-    fn read_stream(&mut self, last: bool) -> (String, Vec<String>) {
+    /// The complete lines of the next piece of the streamed provider's log, and whether
+    /// there may be more (see [`LogReader::lines`]).
+    fn read_stream(&mut self, last: bool) -> (String, Vec<String>, bool) {
         match &mut self.stream {
             Some(Streamed {
                 provider,
                 log: Some(log),
-            }) => (provider.to_string(), log.lines(last)),
-            _ => (String::new(), Vec::new()),
+            }) => {
+                let (lines, more) = log.lines(last);
+                (provider.to_string(), lines, more)
+            }
+            _ => (String::new(), Vec::new(), false),
         }
     }
 
@@ -155,8 +176,14 @@ impl Heartbeat {
         self.since
             .iter_mut()
             .map(|(provider, running)| {
-                for line in running.log.lines(false) {
-                    tally::count(&mut running.tally, &line);
+                loop {
+                    let (lines, more) = running.log.lines(false);
+                    for line in lines {
+                        tally::count(&mut running.tally, &line);
+                    }
+                    if !more {
+                        break;
+                    }
                 }
                 (
                     provider.clone(),
@@ -191,13 +218,77 @@ impl Dispatcher<'_, '_> {
 
     /// Shows the streamed provider's new lines (all that is left, when `last`).
     pub(super) fn pass_through(&mut self, last: bool) {
-        let (provider, lines) = self.heartbeat.read_stream(last);
-        for line in lines {
-            let shown = self.plan.secrets.text(&line).into_owned();
-            self.progress(Line::Output {
-                provider: &provider,
-                line: &shown,
-            });
+        loop {
+            let (provider, lines, more) = self.heartbeat.read_stream(last);
+            for line in lines {
+                let shown = self.plan.secrets.text(&line);
+                let shown =
+                    String::from_utf8_lossy(&self.plan.secrets.without_base64(shown.as_bytes()))
+                        .into_owned();
+                self.progress(Line::Output {
+                    provider: &provider,
+                    line: &shown,
+                });
+            }
+            if !more {
+                break;
+            }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every line `reader` has, read as `running` and `pass_through` read: piece after
+    /// piece while there may be more.
+    fn drain(reader: &mut LogReader, last: bool) -> (Vec<String>, usize) {
+        let (mut all, mut calls) = (Vec::new(), 0);
+        loop {
+            let (lines, more) = reader.lines(last);
+            calls += 1;
+            all.extend(lines);
+            if !more {
+                return (all, calls);
+            }
+        }
+    }
+
+    #[test]
+    fn a_log_is_read_in_pieces_and_every_line_comes_once_in_order() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("job.log");
+        let lines: Vec<String> = (0..300_000).map(|i| format!("line {i}")).collect();
+        let mut text = lines.join("\n");
+        text.push('\n');
+        assert!(text.len() > 3 * READ);
+        fs_err::write(&path, &text).expect("write");
+        let mut reader = LogReader::new(&path);
+        let (got, calls) = drain(&mut reader, false);
+        assert_eq!(got, lines);
+        assert!(calls > 3, "{calls} reads: one piece at a time");
+        // The log grows: only what is new comes, and the last line without its end only
+        // when asked for.
+        let mut file = fs_err::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .expect("open");
+        std::io::Write::write_all(&mut file, b"more\nunfinished").expect("append");
+        assert_eq!(drain(&mut reader, false).0, ["more"]);
+        assert_eq!(drain(&mut reader, true).0, ["unfinished"]);
+        assert!(drain(&mut reader, true).0.is_empty());
+    }
+
+    #[test]
+    fn a_line_longer_than_the_longest_shown_comes_in_pieces() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("job.log");
+        let long = "x".repeat(2 * MAX_LINE + 10);
+        fs_err::write(&path, format!("{long}\nshort\n")).expect("write");
+        let (got, _) = drain(&mut LogReader::new(&path), false);
+        let sizes: Vec<usize> = got.iter().map(String::len).collect();
+        assert_eq!(sizes, [MAX_LINE, MAX_LINE, 10, 5]);
+        assert_eq!(got.concat(), format!("{long}short"));
     }
 }

@@ -13,6 +13,7 @@ mod evidence;
 pub mod execute;
 mod heartbeat;
 mod job;
+mod kept_log;
 mod layers;
 mod plan;
 mod provider;

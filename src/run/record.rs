@@ -20,6 +20,7 @@ use super::ended::Finished;
 use super::events::{Line, Mark, ProviderAction, ProviderRun};
 use super::evidence::{ArtifactKind, Kept, attachment, read_written};
 use super::job;
+use super::kept_log;
 use super::plan::diag;
 use super::recorder::Persist;
 
@@ -265,9 +266,12 @@ impl Dispatcher<'_, '_> {
         // from elsewhere) and a contract's artifacts, in that order.
         let mut kept = Vec::new();
         if let Some(log) = &finished.log
-            && let Ok(bytes) = fs_err::read(log)
+            && let Ok(log) = kept_log::read(log, self.log_keep_bytes(), plan.secrets)
         {
-            kept.push(Kept::new(ArtifactKind::CommandLog, None, bytes));
+            let mut artifact = Kept::new(ArtifactKind::CommandLog, None, log.bytes);
+            artifact.whole = log.whole;
+            artifact.base64 = log.base64;
+            kept.push(artifact);
         }
         if let ReportFile::Bytes(_, bytes) = report_file
             && !bytes.is_empty()

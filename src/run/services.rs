@@ -36,12 +36,33 @@ fn answers(url: &ReadinessUrl, port: u16) -> bool {
         .any(|addr| std::net::TcpStream::connect_timeout(&addr, Duration::from_millis(300)).is_ok())
 }
 
-/// The last `n` non-empty lines of a log, joined with ` | `.
+/// How much of the end of a log [`last_lines`] reads: a log is never read whole.
+const LAST_LINES_BYTES: u64 = 64 << 10;
+
+/// The last `n` non-empty lines of a log (of its last [`LAST_LINES_BYTES`]), joined with
+/// ` | `.
 pub(super) fn last_lines(log: &Path, n: usize) -> String {
-    let text = fs_err::read(log)
-        .map(|b| String::from_utf8_lossy(&b).into_owned())
-        .unwrap_or_default();
-    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    use std::io::{Read as _, Seek as _};
+    let mut end = Vec::new();
+    let mut cut = false;
+    if let Ok(mut file) = fs_err::File::open(log)
+        && let Ok(len) = file.metadata().map(|m| m.len())
+    {
+        let from = len.saturating_sub(LAST_LINES_BYTES);
+        cut = from > 0;
+        if file.seek(std::io::SeekFrom::Start(from)).is_err()
+            || file.take(LAST_LINES_BYTES).read_to_end(&mut end).is_err()
+        {
+            end.clear();
+        }
+    }
+    let text = String::from_utf8_lossy(&end);
+    let mut lines: Vec<&str> = text.lines().collect();
+    if cut && !lines.is_empty() {
+        // The first line read is a piece of one.
+        lines.remove(0);
+    }
+    lines.retain(|l| !l.trim().is_empty());
     lines[lines.len().saturating_sub(n)..].join(" | ")
 }
 
@@ -307,5 +328,12 @@ mod tests {
         assert_eq!(last_lines(&log, 2), "three | four");
         assert_eq!(last_lines(&log, 9), "one | two | three | four");
         assert_eq!(last_lines(&dir.path().join("none.log"), 5), "");
+        // A long log: only its end is read, and the piece of a line it starts in is not
+        // shown.
+        let long = dir.path().join("long.log");
+        let mut text = "x".repeat(3 * LAST_LINES_BYTES as usize);
+        text.push_str("\nend one\nend two\n");
+        fs_err::write(&long, text).expect("write");
+        assert_eq!(last_lines(&long, 5), "end one | end two");
     }
 }

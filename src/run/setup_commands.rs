@@ -349,6 +349,7 @@ mod tests {
             trusted_keys: Vec::new(),
             cache: None,
             host_paths: Vec::new(),
+            logs: None,
         };
         let dirs: BTreeMap<RepoId, PathBuf> = ["api", "web", "cli", "docs", "elsewhere"]
             .map(|r| (repo(r), PathBuf::from(format!("/sb/{r}"))))

@@ -203,7 +203,7 @@ impl<'a> Writer<'a> {
         };
         let pid = &p.spec.id.value;
         let store = self.store;
-        let artifacts = self.keep(kept, &mut diagnostics);
+        let artifacts = self.keep(pid, kept, &mut diagnostics);
         run.log = artifacts
             .iter()
             .find(|a| a.kind == ArtifactKind::CommandLog)
@@ -352,12 +352,41 @@ impl<'a> Writer<'a> {
 
     /// Keeps each artifact in the store, redacted; a log that cannot be kept is reported
     /// (a report or attachment that cannot be kept is still judged from).
-    fn keep(&self, kept: Vec<Kept>, diagnostics: &mut Vec<Diagnostic>) -> Vec<Artifact> {
+    fn keep(
+        &self,
+        pid: &ProviderId,
+        kept: Vec<Kept>,
+        diagnostics: &mut Vec<Diagnostic>,
+    ) -> Vec<Artifact> {
         let mut artifacts = Vec::new();
         for kept in kept {
+            // A secret's base64 is replaced below like any form of it, but a job that
+            // prints one is encoding the secret itself: the next encoding would pass.
+            if kept.base64 || self.secrets.base64_in(&kept.bytes) {
+                let what = match kept.kind {
+                    ArtifactKind::CommandLog => "output".to_owned(),
+                    kind => match &kept.path {
+                        Some(path) => format!("{} `{path}`", kind.as_str()),
+                        None => kind.as_str().to_owned(),
+                    },
+                };
+                diagnostics.push(
+                    Diagnostic::warning(
+                        Code::SecretEncodedBase64,
+                        format!("the {what} of `{pid}` holds the base64 of a secret (an `envFrom` value); a job that encodes a secret can encode it in ways no redaction follows (a log's is replaced by the marker; a report keeps its base64, which its reader decodes)"),
+                    )
+                    .fix("Find where the command prints or reports an encoded credential (an `Authorization: Basic` header, a dumped config) and stop it; see docs/execution.md#secrets."),
+                );
+            }
             // What is stored holds no secret: logs were redacted as they were written, but
             // only of the forms a stream redactor knows; reports and attachments not yet.
+            // A log's base64 of a secret goes too (nothing decodes a log).
             let bytes = self.secrets.bytes(&kept.bytes);
+            let bytes = if kept.kind == ArtifactKind::CommandLog {
+                std::borrow::Cow::Owned(self.secrets.without_base64(&bytes).into_owned())
+            } else {
+                bytes
+            };
             match self.store.put(&bytes) {
                 Ok(sha) => artifacts.push(Artifact {
                     kind: kept.kind,
@@ -366,6 +395,7 @@ impl<'a> Writer<'a> {
                     size: bytes.len() as u64,
                     name: kept.name,
                     content_type: kept.content_type,
+                    whole: kept.whole,
                 }),
                 Err(e) if kept.kind == ArtifactKind::CommandLog => {
                     diagnostics.push(crate::store::diagnostic(&e));

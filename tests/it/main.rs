@@ -16,6 +16,7 @@ mod fuzz;
 mod gc;
 mod input_trees;
 mod layers;
+mod logs;
 mod malformed;
 mod plan;
 mod plan_refs;

@@ -950,6 +950,145 @@ fn a_value_too_short_to_redact_is_reported_not_silently_leaked() {
     );
 }
 
+/// Prints the secret (`$API_TOKEN`) the ways URL encoders, shells and JSON writers write
+/// it, each in pieces flushed apart (so that the sandbox's reads split it), with its base64
+/// inside an `Authorization: Basic` value, and ends the stream with the first 12 bytes of
+/// it (a job cut off mid-secret); records what it printed in the file `--log=` names.
+const ENCODINGS: &str = r#"import base64, json, os, re, shlex, subprocess, sys, time, urllib.parse
+t = os.environ["API_TOKEN"]
+def bash(script, locale):
+    env = dict(os.environ, LC_ALL=locale)
+    return subprocess.run(["bash", "-c", script], capture_output=True, text=True, env=env).stdout.strip()
+forms = {
+    "quote": urllib.parse.quote(t, safe=""),
+    "quote-lower": re.sub("%[0-9A-F]{2}", lambda m: m.group(0).lower(), urllib.parse.quote(t, safe="")),
+    "quote-path": urllib.parse.quote(t),
+    "quote_plus": urllib.parse.quote_plus(t),
+    "shlex": shlex.quote(t),
+    "bash-q": bash('printf %q "$API_TOKEN"', "C.UTF-8"),
+    "bash-Q": bash('echo "${API_TOKEN@Q}"', "C.UTF-8"),
+    "bash-q-c": bash('printf %q "$API_TOKEN"', "C"),
+    "json": json.dumps(t),
+}
+out = sys.stdout.buffer
+for name, form in forms.items():
+    data = ("%s: %s\n" % (name, form)).encode()
+    half = len(data) // 2
+    out.write(data[:half]); out.flush(); time.sleep(0.02)
+    out.write(data[half:]); out.flush()
+basic = base64.b64encode(("user:" + t).encode()).decode()
+out.write(("Authorization: Basic %s\n" % basic).encode())
+out.write(("last words: " + t)[:12 + len("last words: ")].encode())
+out.flush()
+with open(sys.argv[1][len("--log="):], "w", encoding="utf-8") as f:
+    f.write(t + "\n" + json.dumps(forms) + "\n" + basic + "\n")
+"#;
+
+/// A secret in the forms URL encoders (percent-encoding in both hex cases, form-encoding),
+/// shells (`printf %q`, `${x@Q}`, `shlex.quote`) and JSON writers give it, printed in
+/// pieces that the sandbox reads apart, never reaches the kept log, stdout or the store;
+/// nor do the first bytes of it that a stream ends with; its base64 is replaced and warned
+/// about (`secret_encoded_base64`).
+#[test]
+fn a_secret_in_url_shell_and_json_encodings_never_leaves() {
+    // A space, quotes, a slash, `&`, `$`, `=` and non-ASCII: each encoder changes it.
+    let secret = "tok en/'q\"$x&y=z-é9f2c";
+    let w = World::new(secret);
+    let sb = &w.sb;
+    sb.openspec_root("");
+    sb.write("enc.py", ENCODINGS);
+    sb.write("openspec/changes/add-x/proposal.md", "# Add x\n");
+    sb.write(
+        "openspec/changes/add-x/evidence.yaml",
+        "version: 2\nclaims:\n  - {id: works, scenario: It works, capabilities: [integration]}\n",
+    );
+    sb.write(
+        "openspec/changes/add-x/execution.yaml",
+        format!(
+            "version: 1\nproviders:\n  test:\n    adapter: command\n    capability: integration\n    command: [python3, enc.py, \"--log={}\"]\n    envFrom: [API_TOKEN]\n",
+            w.seen_log().display()
+        ),
+    );
+    git_commit_all(&sb.work());
+    let prove = w.run(&["prove", "add-x", "--json"]);
+    prove.expect_code(0);
+    w.assert_job_saw_it();
+    let seen = fs_err::read_to_string(w.seen_log()).expect("seen");
+    let printed: serde_json::Map<String, Value> =
+        serde_json::from_str(seen.lines().nth(1).expect("the forms")).expect("JSON");
+    let basic = seen.lines().nth(2).expect("the base64").to_owned();
+    // Each form differs from the raw secret and from the others' overlap with it.
+    assert!(
+        printed.values().all(|f| f.as_str() != Some(secret)),
+        "{printed:?}"
+    );
+    assert_emits!(
+        prove.status_codes(),
+        "secret_encoded_base64",
+        "{}",
+        prove.stdout
+    );
+    let log = w.run(&["log", "add-x", "test"]);
+    log.expect_code(0);
+    for (name, form) in &printed {
+        let form = form.as_str().expect("a string");
+        assert!(
+            !log.stdout.contains(form),
+            "{name} {form:?} in {}",
+            log.stdout
+        );
+        let line = log
+            .stdout
+            .lines()
+            .find(|l| l.starts_with(&format!("{name}: ")))
+            .unwrap_or_default();
+        // The quotes around a shell-quoted value stay; what is between them goes.
+        assert!(
+            [
+                "[redacted]",
+                "'[redacted]'",
+                "$'[redacted]'",
+                "\"[redacted]\""
+            ]
+            .iter()
+            .any(|shown| line == format!("{name}: {shown}")),
+            "{name}: {}",
+            log.stdout
+        );
+    }
+    assert!(!log.stdout.contains(&basic), "{}", log.stdout);
+    assert!(
+        log.stdout.contains("Authorization: Basic "),
+        "{}",
+        log.stdout
+    );
+    // The stream's last 12 bytes were the secret's first 12.
+    assert!(
+        log.stdout.trim_end().ends_with("last words: [redacted]"),
+        "{}",
+        log.stdout
+    );
+    let prefix: String = secret.chars().take(9).collect();
+    assert!(!log.stdout.contains(&prefix), "{}", log.stdout);
+    // Nowhere else either: every output, every stored file, in every form the test knows.
+    let mut found = w.leaks(&prove, false);
+    let mut files = Vec::new();
+    walk(&sb.work().join(".proofgraph"), &mut files);
+    for file in files {
+        let bytes = fs_err::read(&file).unwrap_or_default();
+        for form in printed
+            .values()
+            .filter_map(Value::as_str)
+            .chain([basic.as_str(), prefix.as_str()])
+        {
+            if bytes.windows(form.len()).any(|w| w == form.as_bytes()) {
+                found.push(format!("{file}: holds {form:?}"));
+            }
+        }
+    }
+    assert!(found.is_empty(), "the secret leaked:\n{found:#?}");
+}
+
 // The property: random secrets, random placements, every format.
 
 fn secret_strategy() -> impl Strategy<Value = String> {

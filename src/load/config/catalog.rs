@@ -80,6 +80,21 @@ pub struct Cache {
     pub timeout_ms: Option<Spanned<u64>>,
 }
 
+/// How much of each job's log a receipt keeps (`logs`).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Logs {
+    /// A log longer than this many bytes is kept as its first and last halves of it, with
+    /// the whole's size and SHA-256 (`run::kept_log`).
+    pub keep_bytes: Option<Spanned<u64>>,
+}
+
+/// The smallest `logs.keepBytes`: a few lines at each end.
+pub const MIN_LOG_KEEP_BYTES: u64 = 1 << 10;
+
+/// The largest `logs.keepBytes`: what is kept is held in memory (and redacted there)
+/// before it is stored, which is what the bound is for.
+pub const MAX_LOG_KEEP_BYTES: u64 = 64 << 20;
+
 /// A decoded `proofgraph.yaml`.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Catalog {
@@ -94,6 +109,8 @@ pub struct Catalog {
     /// Host paths every job's world holds, read-only (`~/…` is the caller's home
     /// directory): toolchains installed outside the system's directories.
     pub host_paths: Vec<Spanned<String>>,
+    /// How much of each job's log is kept.
+    pub logs: Option<Logs>,
 }
 
 /// The keys of a repository of `repositories`.
@@ -106,13 +123,16 @@ pub(crate) const CACHE_KEYS: [&str; 5] = [
     "connectTimeoutMs",
     "timeoutMs",
 ];
-pub(crate) const TOP_KEYS: [&str; 6] = [
+/// The keys of `logs`.
+pub(crate) const LOGS_KEYS: [&str; 1] = ["keepBytes"];
+pub(crate) const TOP_KEYS: [&str; 7] = [
     "version",
     "repositories",
     "sandbox",
     "trustedKeys",
     "cache",
     "hostPaths",
+    "logs",
 ];
 
 /// Decodes a whole `proofgraph.yaml` document.
@@ -145,12 +165,14 @@ pub fn decode(sink: &mut Sink, root: &Node) -> Option<Catalog> {
         .into_iter()
         .filter(|p| host_path(sink, p))
         .collect();
+    let logs = top.get("logs").and_then(|n| logs(sink, n));
     Some(Catalog {
         repositories,
         sandbox,
         trusted_keys,
         cache,
         host_paths,
+        logs,
     })
 }
 
@@ -181,6 +203,29 @@ fn host_path(sink: &mut Sink, path: &Spanned<String>) -> bool {
         );
     }
     why.is_none()
+}
+
+fn logs(sink: &mut Sink, node: &Node) -> Option<Logs> {
+    let f = fields(sink, node, "`logs`", &LOGS_KEYS)?;
+    let keep_bytes = f.get("keepBytes").and_then(|n| {
+        let n = decode::uint(sink, n, "`keepBytes` of `logs`", true)?;
+        if !(MIN_LOG_KEEP_BYTES..=MAX_LOG_KEEP_BYTES).contains(&n.value) {
+            sink.error(
+                Code::InvalidValue,
+                n.pos,
+                format!(
+                    "`keepBytes` of `logs` is {}, outside {MIN_LOG_KEEP_BYTES}..={MAX_LOG_KEEP_BYTES}",
+                    n.value
+                ),
+                format!(
+                    "Set `keepBytes` to a number of bytes from {MIN_LOG_KEEP_BYTES} (1 KiB) to {MAX_LOG_KEEP_BYTES} (64 MiB); a longer log keeps its first and last halves of it."
+                ),
+            );
+            return None;
+        }
+        Some(n)
+    });
+    Some(Logs { keep_bytes })
 }
 
 fn repositories(sink: &mut Sink, node: &Node) -> BTreeMap<RepoId, Repository> {

@@ -245,6 +245,17 @@ fn catalog() -> Value {
         }),
         &[],
     );
+    let logs = object(
+        "How much of each job's log a receipt keeps (docs/execution.md).",
+        json!({
+            "keepBytes": {
+                "type": "integer",
+                "minimum": super::catalog::MIN_LOG_KEEP_BYTES,
+                "maximum": super::catalog::MAX_LOG_KEEP_BYTES,
+            },
+        }),
+        &[],
+    );
     json!({
         "type": "object",
         "properties": {
@@ -258,6 +269,7 @@ fn catalog() -> Value {
             "trustedKeys": {"type": "array", "items": trusted},
             "cache": cache,
             "hostPaths": texts(),
+            "logs": logs,
         },
         "required": ["version"],
         "additionalProperties": false,
@@ -340,6 +352,10 @@ mod tests {
         assert_eq!(
             keys(&catalog()["properties"]["cache"]),
             sorted(&super::super::catalog::CACHE_KEYS)
+        );
+        assert_eq!(
+            keys(&catalog()["properties"]["logs"]),
+            sorted(&super::super::catalog::LOGS_KEYS)
         );
     }
 }
