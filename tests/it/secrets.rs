@@ -1013,7 +1013,8 @@ fn a_secret_in_url_shell_and_json_encodings_never_leaves() {
     let prove = w.run(&["prove", "add-x", "--json"]);
     prove.expect_code(0);
     w.assert_job_saw_it();
-    let seen = fs_err::read_to_string(w.seen_log()).expect("seen");
+    // The job wrote what it printed to the `seen` channel (a FIFO: read it as a channel).
+    let seen = sb.channel("seen").read();
     let printed: serde_json::Map<String, Value> =
         serde_json::from_str(seen.lines().nth(1).expect("the forms")).expect("JSON");
     let basic = seen.lines().nth(2).expect("the base64").to_owned();
