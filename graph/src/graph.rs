@@ -356,6 +356,26 @@ impl SealedGraph {
             .collect()
     }
 
+    /// The providers whose declared `artifacts` `node` is given: each it depends on
+    /// (`dependsOn`), or for a discovery receiver it depends on, that receiver's producer
+    /// (whose run makes them), when it declares `artifacts`; sorted, each once.
+    pub fn artifact_sources(&self, node: NodeId) -> Vec<NodeId> {
+        let mut out: Vec<NodeId> = self
+            .incoming(node)
+            .into_iter()
+            .filter(|(_, kind)| *kind == EdgeKind::DependsOn)
+            .flat_map(|(dep, _)| std::iter::once(dep).chain(self.producers_of(dep)))
+            .filter(|source| {
+                self.node(*source)
+                    .provider()
+                    .is_some_and(|p| p.spec.artifacts.is_some())
+            })
+            .collect();
+        out.sort();
+        out.dedup();
+        out
+    }
+
     /// The services a provider needs (through their probes).
     pub fn services_of(&self, provider: NodeId) -> Vec<NodeId> {
         self.incoming(provider)

@@ -431,24 +431,39 @@ pub(crate) fn seccomp_listener(filter: &[libc::sock_filter]) -> Result<i32, Errn
     i32::try_from(fd).map_err(|_| Errno::EBADF)
 }
 
+/// The control buffer of a message carrying one descriptor (aligned for `cmsghdr`).
+#[repr(C, align(8))]
+struct Control([u8; 64]);
+
+/// The one data byte of such a message.
+fn one_byte(byte: &mut [u8; 1]) -> libc::iovec {
+    libc::iovec {
+        iov_base: byte.as_mut_ptr().cast(),
+        iov_len: 1,
+    }
+}
+
+/// A `msghdr` of the data `iov` and the first `control_len` bytes of `control`; both must
+/// outlive its use.
+fn message(iov: &mut libc::iovec, control: &mut Control, control_len: usize) -> libc::msghdr {
+    // SAFETY: `msghdr` is plain data; all-zero is a valid empty header.
+    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    msg.msg_iov = iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control.0.as_mut_ptr().cast();
+    msg.msg_controllen = control_len.min(control.0.len());
+    msg
+}
+
 /// Sends the descriptor `fd` over the Unix socket `sock` (`SCM_RIGHTS`, one byte of data).
 /// Allocates nothing.
 pub(crate) fn send_fd(sock: BorrowedFd<'_>, fd: i32) -> Result<(), Errno> {
-    #[repr(C, align(8))]
-    struct Control([u8; 64]);
     let mut control = Control([0; 64]);
     let mut byte = [0u8; 1];
-    let mut iov = libc::iovec {
-        iov_base: byte.as_mut_ptr().cast(),
-        iov_len: 1,
-    };
-    // SAFETY: `msghdr` is plain data; all-zero is a valid empty header.
-    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
-    msg.msg_iov = &raw mut iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = control.0.as_mut_ptr().cast();
+    let mut iov = one_byte(&mut byte);
     // SAFETY: CMSG_SPACE is arithmetic on its argument.
-    msg.msg_controllen = unsafe { libc::CMSG_SPACE(4) } as usize;
+    let space = unsafe { libc::CMSG_SPACE(4) } as usize;
+    let msg = message(&mut iov, &mut control, space);
     // SAFETY: `msg_control` points at 64 aligned bytes, more than CMSG_SPACE(4); the first
     // header is inside them and its data has room for one `int`.
     unsafe {
@@ -466,20 +481,10 @@ pub(crate) fn send_fd(sock: BorrowedFd<'_>, fd: i32) -> Result<(), Errno> {
 /// Receives one descriptor sent with [`send_fd`], if one is waiting.
 pub(crate) fn recv_fd(sock: BorrowedFd<'_>) -> Option<std::os::fd::OwnedFd> {
     use std::os::fd::FromRawFd as _;
-    #[repr(C, align(8))]
-    struct Control([u8; 64]);
     let mut control = Control([0; 64]);
     let mut byte = [0u8; 1];
-    let mut iov = libc::iovec {
-        iov_base: byte.as_mut_ptr().cast(),
-        iov_len: 1,
-    };
-    // SAFETY: plain data, all-zero is valid.
-    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
-    msg.msg_iov = &raw mut iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = control.0.as_mut_ptr().cast();
-    msg.msg_controllen = control.0.len();
+    let mut iov = one_byte(&mut byte);
+    let mut msg = message(&mut iov, &mut control, 64);
     // SAFETY: `msg` and its buffers live across the call.
     let rc = unsafe {
         libc::recvmsg(

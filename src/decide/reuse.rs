@@ -74,31 +74,21 @@ pub fn wanted(
     // the store no longer holds runs again to make them (and so on, up the chain).
     let mut todo: Vec<NodeId> = run.iter().copied().collect();
     while let Some(node) = todo.pop() {
-        for (dep, kind) in graph.incoming(node) {
-            if kind != proofgraph_graph::graph::EdgeKind::DependsOn {
+        for source in graph.artifact_sources(node) {
+            let Some(p) = graph.node(source).provider() else {
+                continue;
+            };
+            let kept = fingerprints
+                .providers
+                .get(&p.spec.id.value)
+                .is_some_and(|f| store.artifact_tree(f).is_dir());
+            // A receiver runs through its producer, which is among the sources.
+            if kept || run.contains(&source) || !graph.producers_of(source).is_empty() {
                 continue;
             }
-            let mut sources = vec![dep];
-            sources.extend(graph.producers_of(dep));
-            for source in sources {
-                let Some(p) = graph.node(source).provider() else {
-                    continue;
-                };
-                let kept = fingerprints
-                    .providers
-                    .get(&p.spec.id.value)
-                    .is_some_and(|f| store.artifact_tree(f).is_dir());
-                if p.spec.artifacts.is_none() || kept || run.contains(&source) {
-                    continue;
-                }
-                // A receiver runs through its producer, which is among the sources.
-                if !graph.producers_of(source).is_empty() {
-                    continue;
-                }
-                reused.remove(&p.spec.id.value);
-                run.insert(source);
-                todo.push(source);
-            }
+            reused.remove(&p.spec.id.value);
+            run.insert(source);
+            todo.push(source);
         }
     }
     (run, reused)

@@ -12,7 +12,6 @@
 
 use std::path::{Path, PathBuf};
 
-use proofgraph_graph::graph::EdgeKind;
 use proofgraph_graph::pattern::Pattern;
 use proofgraph_graph::{NodeId, RepoId};
 
@@ -99,35 +98,20 @@ impl Dispatcher<'_, '_> {
     /// artifacts, with the repository they are of and the store's directory for them.
     pub(super) fn artifact_sources(&self, id: NodeId) -> Vec<(String, RepoId, PathBuf)> {
         let graph = self.plan.graph;
-        let mut out = Vec::new();
-        for (dep, kind) in graph.incoming(id) {
-            if kind != EdgeKind::DependsOn {
-                continue;
-            }
-            let mut sources = vec![dep];
-            sources.extend(graph.producers_of(dep));
-            for source in sources {
-                let Some(p) = graph.node(source).provider() else {
-                    continue;
-                };
-                let (Some(_), Some(repo)) = (&p.spec.artifacts, &p.runs_in) else {
-                    continue;
-                };
-                let Some(fingerprint) = self.plan.fingerprints.providers.get(&p.spec.id.value)
-                else {
-                    continue;
-                };
-                let entry = (
+        graph
+            .artifact_sources(id)
+            .into_iter()
+            .filter_map(|source| {
+                let p = graph.node(source).provider()?;
+                let repo = p.runs_in.as_ref()?;
+                let fingerprint = self.plan.fingerprints.providers.get(&p.spec.id.value)?;
+                Some((
                     p.spec.id.value.to_string(),
                     repo.clone(),
                     self.plan.store.artifact_tree(fingerprint),
-                );
-                if !out.contains(&entry) {
-                    out.push(entry);
-                }
-            }
-        }
-        out
+                ))
+            })
+            .collect()
     }
 
     /// `seen` with the artifacts provider `id` depends on on top of their repositories

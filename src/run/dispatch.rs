@@ -372,16 +372,9 @@ impl<'p, 'a> Dispatcher<'p, 'a> {
                 let finished = Finished {
                     not_started,
                     dirs,
-                    executed: executed.as_ref().map(|r| {
-                        // As the world shows them: where their links lead.
-                        let shared: Vec<std::path::PathBuf> = self
-                            .worlds
-                            .host_paths()
-                            .iter()
-                            .map(|p| fs_err::canonicalize(p).unwrap_or_else(|_| p.clone()))
-                            .collect();
-                        ended::executed(r, &own, &shared)
-                    }),
+                    executed: executed
+                        .as_ref()
+                        .map(|r| ended::executed(r, &own, self.worlds.real_host_paths())),
                     ..Finished::ran(ended, log, duration, std::time::SystemTime::now())
                 };
                 self.execution_ended(key, &finished, hold);

@@ -74,6 +74,8 @@ pub(super) struct Worlds {
     setup: BTreeMap<RepoId, PathBuf>,
     /// Host paths every job sees, read-only.
     host_paths: Vec<PathBuf>,
+    /// `host_paths`, links resolved (computed once for the run).
+    real_host_paths: Vec<PathBuf>,
     /// The private home directory of every job.
     home: Option<PathBuf>,
     next: usize,
@@ -102,6 +104,10 @@ impl Worlds {
             snapshots,
             views: BTreeMap::new(),
             setup: BTreeMap::new(),
+            real_host_paths: host_paths
+                .iter()
+                .map(|p| fs_err::canonicalize(p).unwrap_or_else(|_| p.clone()))
+                .collect(),
             host_paths,
             home,
             next: 0,
@@ -116,6 +122,11 @@ impl Worlds {
     /// The host paths every job sees.
     pub(super) fn host_paths(&self) -> &[PathBuf] {
         &self.host_paths
+    }
+
+    /// The host paths as a job's world shows them: where their links lead.
+    pub(super) fn real_host_paths(&self) -> &[PathBuf] {
+        &self.real_host_paths
     }
 
     /// The private home directory of every job.

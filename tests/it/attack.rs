@@ -1427,7 +1427,7 @@ fn a_program_chosen_at_run_time_is_bound_whatever_wraps_it() {
 }
 
 /// A pass made in place (`--sandbox none`), where the job could see and change anything,
-/// is never reused, and never pushed.
+/// is never reused (and never pushed: `remote_http::a_pass_made_in_place_is_never_pushed`).
 #[test]
 fn a_pass_made_in_place_is_never_reused() {
     let sb = Sandbox::new();

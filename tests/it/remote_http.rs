@@ -929,3 +929,28 @@ fn https_to_a_cache_whose_root_the_machine_trusts_carries_receipts() {
     assert!(nginx.url.starts_with("https://"), "{}", nginx.url);
     tls_with_a_trusted_root(&sb, &nginx.url, &nginx.ca_file());
 }
+
+/// A pass made in place (`--sandbox none`) never leaves the machine: not while proving with
+/// a writable remote, not by `cache push`; a fresh clone finds nothing and runs everything.
+#[test]
+fn a_pass_made_in_place_is_never_pushed() {
+    let sb = Sandbox::new();
+    let nginx = Nginx::start(&sb, None);
+    let (secret, trusted) = ci_key(&sb);
+    origin(&sb, &format!("  remote: {}\n", nginx.url), &trusted);
+    let ci = clone(&sb, "ci");
+    install(&secret, &ci);
+    let run = prove(&sb, &ci, &[CI], &["--sandbox", "none"]);
+    assert_eq!(run.code, Some(0), "{}\n{}", run.stdout, run.stderr);
+    assert_eq!(runs(&sb), 3);
+    assert_eq!(summary(&run, "pushed"), 0, "{}", run.stdout);
+    let push = sb.run_with_env(&ci, &["cache", "push", CHANGE, "--json"], &[CI]);
+    assert_eq!(push.code, Some(0), "{}", push.stdout);
+    assert_eq!(push.json()["pushed"], 0, "{}", push.stdout);
+    assert_eq!(push.json()["uploaded_blobs"], 0, "{}", push.stdout);
+    let laptop = clone(&sb, "laptop");
+    let run = prove(&sb, &laptop, &[], &[]);
+    assert_eq!(run.code, Some(0), "{}", run.stdout);
+    assert_eq!(summary(&run, "pulled"), 0, "{}", run.stdout);
+    assert_eq!(runs(&sb), 6, "everything ran on the laptop");
+}

@@ -10,12 +10,21 @@ use crate::support::{Sandbox, git_commit_all, provider};
 /// and copies whatever of the project it finds into `deps/`; the provider runs the library
 /// from `deps/` when setup put it there, else from the sandbox's `src/`.
 fn workspace(sb: &Sandbox, extra: &str) {
+    let setup = format!(
+        "mkdir -p deps && find . -path ./deps -prune -o -type f -print | sort > deps/seen && cp -R src deps/ 2>/dev/null; echo run >> {}",
+        sb.channel("setups").env()
+    );
+    workspace_with_setup(sb, &setup, extra);
+}
+
+/// A repository `app` whose cached setup runs `setup` (a shell script) and keeps `deps`,
+/// and a provider that sources `deps/src/lib.sh` when setup left one, else `src/lib.sh`.
+fn workspace_with_setup(sb: &Sandbox, setup: &str, extra: &str) {
     sb.openspec_root("");
     sb.write(
         "proofgraph.yaml",
         format!(
-            "version: 1\nrepositories:\n  app:\n    path: app\n    setup: [[sh, -c, \"mkdir -p deps && find . -path ./deps -prune -o -type f -print | sort > deps/seen && cp -R src deps/ 2>/dev/null; echo run >> {}\"]]\n    setupCache: [deps]\n{extra}",
-            sb.channel("setups").env()
+            "version: 1\nrepositories:\n  app:\n    path: app\n    setup: [[sh, -c, {setup:?}]]\n    setupCache: [deps]\n{extra}"
         ),
     );
     sb.write("app/src/lib.sh", "answer() { echo 42; }\n");
@@ -425,26 +434,12 @@ fn cache_gc_removes_setup_trees_no_repository_needs() {
 #[test]
 fn a_cached_setup_cannot_vendor_the_project_by_its_path() {
     let sb = Sandbox::new();
-    sb.openspec_root("");
     let app = sb.work().join("app");
-    sb.write(
-        "proofgraph.yaml",
-        format!(
-            "version: 1\nrepositories:\n  app:\n    path: app\n    setup: [[sh, -c, \"mkdir -p deps; cp -R {app}/src deps/ 2>/dev/null; top=$(git rev-parse --show-toplevel 2>/dev/null) && cp -R \\\"$top\\\"/app/src deps/ 2>/dev/null; true\"]]\n    setupCache: [deps]\n",
-            app = app.display()
-        ),
+    let setup = format!(
+        "mkdir -p deps; cp -R {}/src deps/ 2>/dev/null; top=$(git rev-parse --show-toplevel 2>/dev/null) && cp -R \"$top\"/app/src deps/ 2>/dev/null; true",
+        app.display()
     );
-    sb.write("app/src/lib.sh", "answer() { echo 42; }\n");
-    sb.write("app/package.json", "{\"name\": \"app\"}\n");
-    sb.write(
-        "openspec/changes/x/evidence.yaml",
-        "version: 2\nclaims:\n  - {id: a, scenario: s, capabilities: [integration]}\n",
-    );
-    sb.write(
-        "openspec/changes/x/execution.yaml",
-        "version: 1\nproviders:\n  integration:\n    adapter: command\n    repository: app\n    command: [sh, -c, \"if [ -f deps/src/lib.sh ]; then . deps/src/lib.sh; else . src/lib.sh; fi; test \\\"$(answer)\\\" = 42\"]\n",
-    );
-    git_commit_all(&sb.work());
+    workspace_with_setup(&sb, &setup, "");
     let (code, doc) = prove(&sb, &[]);
     assert_eq!(code, 0, "{doc}");
     let trees = sb.work().join(".proofgraph/setup-trees");
