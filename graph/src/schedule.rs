@@ -67,19 +67,106 @@ pub enum Action {
 }
 
 /// The scheduler's state.
+///
+/// Every decision costs what it touches, never a walk over the whole graph: the graph's
+/// shape is read once into adjacency lists, and each change of a node's state (all go
+/// through one method) keeps the derived sets and counts current — which providers are
+/// waiting with every dependency satisfied, which services and probes wait, which nodes
+/// hold resources, how many providers run, and per service how many users could still
+/// want it. A run of N providers therefore costs O(N log N) in the scheduler, whatever
+/// `--jobs` is; the one exception is a provider that waits for a resource another holds,
+/// which is looked at again at each poll until it starts.
 #[derive(Debug, Clone)]
 pub struct Scheduler<'g> {
     graph: &'g SealedGraph,
     jobs: usize,
     states: Vec<State>,
     halted: bool,
+    /// Each node's place in the stable order.
+    position: Vec<u32>,
+    /// Per node: the providers it depends on (`dependsOn` and discovery edges).
+    needs: Vec<Vec<NodeId>>,
+    /// Per node: the nodes that list it in `needs`.
+    unlocks: Vec<Vec<NodeId>>,
+    /// Per provider: the probes of the services it needs.
+    probes: Vec<Vec<NodeId>>,
+    /// Per probe: its services.
+    probed: Vec<Vec<NodeId>>,
+    /// Per provider: the services it needs; per service: the providers needing it.
+    services_of: Vec<Vec<NodeId>>,
+    users: Vec<Vec<NodeId>>,
+    /// Per node: every node an edge leads to (what a failure blocks).
+    outgoing: Vec<Vec<NodeId>>,
+    /// Every service, in order.
+    services: Vec<NodeId>,
+    /// Per node: how many of its `needs` are not satisfied yet.
+    unmet: Vec<u32>,
+    /// Positions of the waiting providers whose `needs` are all satisfied.
+    ready: BTreeSet<u32>,
+    /// Positions of the waiting services and probes.
+    waiting_others: BTreeSet<u32>,
+    /// Nodes running or up (they hold their resources).
+    holding: BTreeSet<NodeId>,
+    /// Providers running.
+    running_providers: usize,
+    /// Per service: its users waiting with their `needs` satisfied (it is wanted now).
+    ready_users: Vec<u32>,
+    /// Per service: its users waiting or running (it must stay up).
+    live_users: Vec<u32>,
+}
+
+/// Whether a dependency in this state lets its dependents start.
+fn satisfies(state: State) -> bool {
+    matches!(state, State::Succeeded | State::NotNeeded)
 }
 
 impl<'g> Scheduler<'g> {
     /// A scheduler that will run the `wanted` providers with at most `jobs`
     /// providers at a time.
     pub fn new(graph: &'g SealedGraph, jobs: NonZeroUsize, wanted: &BTreeSet<NodeId>) -> Self {
-        let mut states = vec![State::NotNeeded; graph.len()];
+        let n = graph.len();
+        let mut position = vec![0u32; n];
+        for (i, id) in graph.order().iter().enumerate() {
+            position[id.get()] = u32::try_from(i).expect("fewer than 2^32 nodes");
+        }
+        let mut needs = vec![Vec::new(); n];
+        let mut unlocks = vec![Vec::new(); n];
+        let mut probes = vec![Vec::new(); n];
+        let mut probed = vec![Vec::new(); n];
+        let mut outgoing = vec![Vec::new(); n];
+        for (from, to, kind) in graph.edges() {
+            outgoing[from.get()].push(to);
+            match kind {
+                EdgeKind::DependsOn | EdgeKind::Discovery => {
+                    needs[to.get()].push(from);
+                    unlocks[from.get()].push(to);
+                }
+                EdgeKind::Ready => probes[to.get()].push(from),
+                EdgeKind::Starts => probed[to.get()].push(from),
+            }
+        }
+        // `edges` is sorted by (from, to, kind): two kinds between one pair count once.
+        for list in needs.iter_mut().chain(&mut unlocks).chain(&mut outgoing) {
+            list.dedup();
+        }
+        let mut services_of = vec![Vec::new(); n];
+        let mut users = vec![Vec::new(); n];
+        for (_, id, _) in graph.providers() {
+            let mut mine = graph.services_of(id);
+            mine.sort();
+            mine.dedup();
+            for service in &mine {
+                users[service.get()].push(id);
+            }
+            services_of[id.get()] = mine;
+        }
+        let services: Vec<NodeId> = graph
+            .order()
+            .iter()
+            .copied()
+            .filter(|id| graph.node(*id).service().is_some())
+            .collect();
+        let mut states = vec![State::NotNeeded; n];
         for id in graph.order() {
             if graph.node(*id).provider().is_some() && wanted.contains(id) {
                 states[id.get()] = State::Waiting;
@@ -87,22 +174,64 @@ impl<'g> Scheduler<'g> {
         }
         // A service (and its probe) is needed when a wanted provider needs it.
         for id in graph.order() {
-            if states[id.get()] != State::Waiting {
+            if states[id.get()] != State::Waiting || graph.node(*id).provider().is_none() {
                 continue;
             }
-            for service in graph.services_of(*id) {
+            for service in &services_of[id.get()] {
                 states[service.get()] = State::Waiting;
-                for (probe, _) in graph.outgoing(service) {
+                for probe in &outgoing[service.get()] {
                     states[probe.get()] = State::Waiting;
                 }
             }
         }
-        Self {
+        let mut s = Self {
             graph,
             jobs: jobs.get(),
             states,
             halted: false,
+            position,
+            needs,
+            unlocks,
+            probes,
+            probed,
+            services_of,
+            users,
+            outgoing,
+            services,
+            unmet: vec![0; n],
+            ready: BTreeSet::new(),
+            waiting_others: BTreeSet::new(),
+            holding: BTreeSet::new(),
+            running_providers: 0,
+            ready_users: vec![0; n],
+            live_users: vec![0; n],
+        };
+        for id in graph.order() {
+            let i = id.get();
+            s.unmet[i] = u32::try_from(
+                s.needs[i]
+                    .iter()
+                    .filter(|d| !satisfies(s.states[d.get()]))
+                    .count(),
+            )
+            .expect("fewer than 2^32 edges");
+            if s.states[i] != State::Waiting {
+                continue;
+            }
+            if s.is_provider(*id) {
+                if s.unmet[i] == 0 {
+                    s.ready.insert(s.position[i]);
+                }
+                let ready = s.unmet[i] == 0;
+                for service in &s.services_of[i] {
+                    s.live_users[service.get()] += 1;
+                    s.ready_users[service.get()] += u32::from(ready);
+                }
+            } else {
+                s.waiting_others.insert(s.position[i]);
+            }
         }
+        s
     }
 
     /// The state of a node.
@@ -119,54 +248,133 @@ impl<'g> Scheduler<'g> {
         self.graph.node(id).provider().is_some()
     }
 
-    fn running_providers(&self) -> usize {
-        self.graph
-            .order()
-            .iter()
-            .filter(|id| self.is_provider(**id) && self.state(**id) == State::Running)
-            .count()
+    /// The one way a node's state changes: every set and count derived from the states is
+    /// brought up to date here.
+    fn set(&mut self, id: NodeId, next: State) {
+        let i = id.get();
+        let before = self.states[i];
+        if before == next {
+            return;
+        }
+        let provider = self.is_provider(id);
+        let was_ready = provider && before == State::Waiting && self.unmet[i] == 0;
+        let was_live = provider && matches!(before, State::Waiting | State::Running);
+        self.states[i] = next;
+        let is_ready = provider && next == State::Waiting && self.unmet[i] == 0;
+        let is_live = provider && matches!(next, State::Waiting | State::Running);
+        if provider {
+            self.user_changed(id, was_ready, is_ready, was_live, is_live);
+            if before == State::Running {
+                self.running_providers -= 1;
+            }
+            if next == State::Running {
+                self.running_providers += 1;
+            }
+        } else if before == State::Waiting {
+            self.waiting_others.remove(&self.position[i]);
+        } else if next == State::Waiting {
+            self.waiting_others.insert(self.position[i]);
+        }
+        let holds = |s: State| matches!(s, State::Running | State::Up);
+        if holds(before) && !holds(next) {
+            self.holding.remove(&id);
+        } else if !holds(before) && holds(next) {
+            self.holding.insert(id);
+        }
+        if satisfies(before) != satisfies(next) {
+            let now = satisfies(next);
+            for k in 0..self.unlocks[i].len() {
+                let dependent = self.unlocks[i][k];
+                let d = dependent.get();
+                let waiting = self.states[d] == State::Waiting && self.is_provider(dependent);
+                let was = waiting && self.unmet[d] == 0;
+                if now {
+                    self.unmet[d] -= 1;
+                } else {
+                    self.unmet[d] += 1;
+                }
+                let is = waiting && self.unmet[d] == 0;
+                self.user_changed(dependent, was, is, waiting, waiting);
+            }
+        }
     }
 
-    /// Whether the providers this one depends on (not services) are satisfied.
-    fn provider_deps_satisfied(&self, id: NodeId) -> bool {
-        self.graph
-            .incoming(id)
-            .iter()
-            .all(|(from, kind)| match kind {
-                EdgeKind::DependsOn | EdgeKind::Discovery => {
-                    matches!(self.state(*from), State::Succeeded | State::NotNeeded)
-                }
-                EdgeKind::Ready | EdgeKind::Starts => true,
-            })
+    /// Keeps `ready` and the per-service counts of a provider current.
+    fn user_changed(
+        &mut self,
+        id: NodeId,
+        was_ready: bool,
+        is_ready: bool,
+        was_live: bool,
+        is_live: bool,
+    ) {
+        let i = id.get();
+        if was_ready != is_ready {
+            if is_ready {
+                self.ready.insert(self.position[i]);
+            } else {
+                self.ready.remove(&self.position[i]);
+            }
+        }
+        for service in &self.services_of[i] {
+            let s = service.get();
+            match (was_ready, is_ready) {
+                (false, true) => self.ready_users[s] += 1,
+                (true, false) => self.ready_users[s] -= 1,
+                _ => {}
+            }
+            match (was_live, is_live) {
+                (false, true) => self.live_users[s] += 1,
+                (true, false) => self.live_users[s] -= 1,
+                _ => {}
+            }
+        }
     }
 
     fn probes_ready(&self, id: NodeId) -> bool {
-        self.graph
-            .incoming(id)
+        self.probes[id.get()]
             .iter()
-            .filter(|(_, kind)| *kind == EdgeKind::Ready)
-            .all(|(probe, _)| self.state(*probe) == State::Succeeded)
+            .all(|probe| self.state(*probe) == State::Succeeded)
     }
 
-    fn holding(&self) -> Vec<NodeId> {
-        self.graph
-            .order()
-            .iter()
-            .copied()
-            .filter(|id| matches!(self.state(*id), State::Running | State::Up))
-            .collect()
-    }
-
-    fn resources_free(&self, id: NodeId, also: &[NodeId]) -> bool {
+    fn resources_free(&self, id: NodeId) -> bool {
         let mine = self.graph.node(id).resources();
-        if mine.is_empty() {
-            return true;
+        mine.is_empty()
+            || self
+                .holding
+                .iter()
+                .filter(|other| **other != id)
+                .all(|other| !resource::sets_conflict(mine, self.graph.node(*other).resources()))
+    }
+
+    /// Whether the waiting node `id` may start now.
+    fn startable(&self, id: NodeId) -> bool {
+        match &self.graph.node(id).kind {
+            NodeKind::Provider(_) => {
+                self.running_providers < self.jobs
+                    && self.probes_ready(id)
+                    && self.resources_free(id)
+            }
+            NodeKind::Service(_) => self.ready_users[id.get()] > 0 && self.resources_free(id),
+            NodeKind::Probe(_) => self.probed[id.get()]
+                .iter()
+                .all(|service| self.state(*service) == State::Up),
         }
-        self.holding()
-            .iter()
-            .chain(also)
-            .filter(|other| **other != id)
-            .all(|other| !resource::sets_conflict(mine, self.graph.node(*other).resources()))
+    }
+
+    /// The next candidate at or after `from`, in order: a waiting service or probe, or
+    /// (while a provider slot is free) a waiting provider with its dependencies satisfied.
+    fn next_candidate(&self, from: u32) -> Option<u32> {
+        let other = self.waiting_others.range(from..).next().copied();
+        let provider = if self.running_providers < self.jobs {
+            self.ready.range(from..).next().copied()
+        } else {
+            None
+        };
+        match (other, provider) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
     }
 
     /// The nodes that may start now, and the services that may stop, in
@@ -176,69 +384,26 @@ impl<'g> Scheduler<'g> {
         if self.halted {
             return actions;
         }
-        let mut started: Vec<NodeId> = Vec::new();
-        let mut providers = self.running_providers();
-        for &id in self.graph.order() {
-            if self.state(id) != State::Waiting {
-                continue;
-            }
-            let ready = match &self.graph.node(id).kind {
-                NodeKind::Provider(_) => {
-                    providers < self.jobs
-                        && self.provider_deps_satisfied(id)
-                        && self.probes_ready(id)
-                        && self.resources_free(id, &started)
-                }
-                NodeKind::Service(_) => {
-                    self.service_wanted_now(id) && self.resources_free(id, &started)
-                }
-                NodeKind::Probe(_) => self
-                    .graph
-                    .incoming(id)
-                    .iter()
-                    .all(|(service, _)| self.state(*service) == State::Up),
-            };
-            if ready {
-                if self.is_provider(id) {
-                    providers += 1;
-                }
-                self.states[id.get()] = State::Running;
-                started.push(id);
+        let mut from = 0;
+        while let Some(at) = self.next_candidate(from) {
+            let id = self.graph.order()[at as usize];
+            if self.startable(id) {
+                self.set(id, State::Running);
                 actions.push(Action::Start(id));
             }
+            from = at + 1;
         }
         actions
-    }
-
-    /// A service starts once a wanted provider needing it could otherwise run.
-    fn service_wanted_now(&self, service: NodeId) -> bool {
-        self.dependents_of_service(service)
-            .into_iter()
-            .any(|p| self.state(p) == State::Waiting && self.provider_deps_satisfied(p))
-    }
-
-    fn dependents_of_service(&self, service: NodeId) -> Vec<NodeId> {
-        self.graph
-            .outgoing(service)
-            .into_iter()
-            .flat_map(|(probe, _)| self.graph.outgoing(probe).into_iter().map(|(p, _)| p))
-            .collect()
     }
 
     /// Services that are up (or being started and now useless) and that no
     /// waiting or running provider needs any more.
     fn stops(&mut self) -> Vec<Action> {
         let mut actions = Vec::new();
-        for &id in self.graph.order() {
-            if self.graph.node(id).service().is_none() || self.state(id) != State::Up {
-                continue;
-            }
-            let needed = self
-                .dependents_of_service(id)
-                .into_iter()
-                .any(|p| matches!(self.state(p), State::Waiting | State::Running));
-            if !needed {
-                self.states[id.get()] = State::Stopped;
+        for k in 0..self.services.len() {
+            let id = self.services[k];
+            if self.state(id) == State::Up && self.live_users[id.get()] == 0 {
+                self.set(id, State::Stopped);
                 actions.push(Action::Stop(id));
             }
         }
@@ -253,7 +418,7 @@ impl<'g> Scheduler<'g> {
             (_, Step::Succeeded) => State::Succeeded,
             (_, Step::Failed) => State::Failed,
         };
-        self.states[id.get()] = next;
+        self.set(id, next);
         if outcome == Step::Failed {
             self.block_dependents(id);
         }
@@ -264,11 +429,12 @@ impl<'g> Scheduler<'g> {
     /// otherwise.
     pub fn withdraw(&mut self, id: NodeId) {
         if self.state(id) == State::Running {
-            self.states[id.get()] = if self.halted {
+            let next = if self.halted {
                 State::Blocked
             } else {
                 State::Waiting
             };
+            self.set(id, next);
         }
     }
 
@@ -276,10 +442,11 @@ impl<'g> Scheduler<'g> {
     /// providers that need it are blocked; it counts as stopped.
     pub fn service_exited(&mut self, service: NodeId) {
         if matches!(self.state(service), State::Up | State::Running) {
-            self.states[service.get()] = State::Stopped;
-            for p in self.dependents_of_service(service) {
+            self.set(service, State::Stopped);
+            for k in 0..self.users[service.get()].len() {
+                let p = self.users[service.get()][k];
                 if self.state(p) == State::Waiting {
-                    self.states[p.get()] = State::Blocked;
+                    self.set(p, State::Blocked);
                     self.block_dependents(p);
                 }
             }
@@ -289,9 +456,10 @@ impl<'g> Scheduler<'g> {
     fn block_dependents(&mut self, id: NodeId) {
         let mut stack = vec![id];
         while let Some(node) = stack.pop() {
-            for (next, _) in self.graph.outgoing(node) {
+            for k in 0..self.outgoing[node.get()].len() {
+                let next = self.outgoing[node.get()][k];
                 if self.state(next) == State::Waiting {
-                    self.states[next.get()] = State::Blocked;
+                    self.set(next, State::Blocked);
                     stack.push(next);
                 }
             }
@@ -302,9 +470,10 @@ impl<'g> Scheduler<'g> {
     /// blocked. Running nodes finish; services stop when idle.
     pub fn halt(&mut self) {
         self.halted = true;
-        for state in &mut self.states {
-            if *state == State::Waiting {
-                *state = State::Blocked;
+        let graph = self.graph;
+        for id in graph.order() {
+            if self.state(*id) == State::Waiting {
+                self.set(*id, State::Blocked);
             }
         }
     }
@@ -316,16 +485,20 @@ impl<'g> Scheduler<'g> {
 
     /// Whether nothing runs, nothing can start and every service is stopped.
     pub fn is_finished(&self) -> bool {
-        !self
-            .states
-            .iter()
-            .any(|s| matches!(s, State::Running | State::Up))
-            && (self.halted || !self.has_startable())
+        self.holding.is_empty() && (self.halted || !self.has_startable())
     }
 
+    /// Whether a poll would start something. Only asked when nothing holds a resource, so
+    /// the stops a poll makes first would change nothing.
     fn has_startable(&self) -> bool {
-        let mut probe = self.clone();
-        probe.poll().iter().any(|a| matches!(a, Action::Start(_)))
+        let mut from = 0;
+        while let Some(at) = self.next_candidate(from) {
+            if self.startable(self.graph.order()[at as usize]) {
+                return true;
+            }
+            from = at + 1;
+        }
+        false
     }
 }
 
@@ -385,6 +558,9 @@ pub fn shard(graph: &SealedGraph, index: usize, count: NonZeroUsize) -> BTreeSet
     }
     out
 }
+
+#[cfg(test)]
+mod reference;
 
 #[cfg(test)]
 mod tests {
@@ -648,6 +824,74 @@ mod tests {
                 steps += 1;
                 prop_assert!(steps < 1000, "did not finish");
             }
+        }
+
+        /// The indexed scheduler decides exactly as the scan of the whole graph it replaced
+        /// (`reference`), action for action and state for state, whatever happens: random
+        /// shapes, `--jobs`, wanted sets, failures, withdrawals, services exiting, a halt.
+        #[test]
+        fn the_indexed_scheduler_agrees_with_the_whole_graph_scan(
+            g in random_graph(24),
+            jobs in 1..5usize,
+            mask in proptest::collection::vec(proptest::bool::weighted(0.8), 24),
+            events in proptest::collection::vec((0..8u8, 0..64usize), 1..80),
+        ) {
+            let graph = g.seal();
+            let wanted: BTreeSet<NodeId> = all_providers(&graph)
+                .into_iter()
+                .filter(|id| mask.get(id.get() % mask.len()).copied().unwrap_or(true))
+                .collect();
+            let jobs = NonZeroUsize::new(jobs).expect("non-zero");
+            let mut fast = Scheduler::new(&graph, jobs, &wanted);
+            let mut slow = reference::Reference::new(&graph, jobs, &wanted);
+            prop_assert_eq!(fast.states(), slow.states());
+            for (kind, pick) in events {
+                prop_assert_eq!(fast.poll(), slow.poll());
+                prop_assert_eq!(fast.states(), slow.states());
+                prop_assert_eq!(fast.is_finished(), slow.is_finished());
+                let live: Vec<NodeId> = graph
+                    .order()
+                    .iter()
+                    .copied()
+                    .filter(|id| matches!(fast.state(*id), State::Running | State::Up))
+                    .collect();
+                let Some(&id) = live.get(pick % live.len().max(1)) else {
+                    if kind == 7 {
+                        fast.halt();
+                        slow.halt();
+                    }
+                    continue;
+                };
+                match kind {
+                    0..=3 if fast.state(id) == State::Running => {
+                        fast.complete(id, Step::Succeeded);
+                        slow.complete(id, Step::Succeeded);
+                    }
+                    4 if fast.state(id) == State::Running => {
+                        fast.complete(id, Step::Failed);
+                        slow.complete(id, Step::Failed);
+                    }
+                    5 => {
+                        fast.withdraw(id);
+                        slow.withdraw(id);
+                    }
+                    6 if graph.node(id).service().is_some() => {
+                        fast.service_exited(id);
+                        slow.service_exited(id);
+                    }
+                    7 => {
+                        fast.halt();
+                        slow.halt();
+                    }
+                    _ => {
+                        fast.complete(id, Step::Succeeded);
+                        slow.complete(id, Step::Succeeded);
+                    }
+                }
+                prop_assert_eq!(fast.states(), slow.states());
+            }
+            prop_assert_eq!(fast.poll(), slow.poll());
+            prop_assert_eq!(fast.is_finished(), slow.is_finished());
         }
 
         #[test]
