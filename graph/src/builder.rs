@@ -157,6 +157,13 @@ fn assemble(builder: GraphBuilder) -> SealedGraph {
             (lookup.contains_key(&receiver) && receiver != *id).then_some((id, receiver))
         })
         .collect();
+    let mut producers_by_receiver: BTreeMap<&ProviderId, Vec<NodeId>> = BTreeMap::new();
+    for (producer, receiver) in &receivers {
+        producers_by_receiver
+            .entry(receiver)
+            .or_default()
+            .push(lookup[*producer]);
+    }
     let mut edges: Vec<(NodeId, NodeId, EdgeKind)> = Vec::new();
     for to in provider_ids.values() {
         let spec = &graph[to.index()]
@@ -167,10 +174,8 @@ fn assemble(builder: GraphBuilder) -> SealedGraph {
             edges.push((lookup[&dep.value], *to, EdgeKind::DependsOn));
             // A receiver is proven through its producers' runs: depending on it is
             // depending on them.
-            for (producer, receiver) in &receivers {
-                if *receiver == dep.value {
-                    edges.push((lookup[*producer], *to, EdgeKind::DependsOn));
-                }
+            for producer in producers_by_receiver.get(&dep.value).into_iter().flatten() {
+                edges.push((*producer, *to, EdgeKind::DependsOn));
             }
         }
         for service in spec.services.iter().flatten() {
@@ -189,6 +194,20 @@ fn assemble(builder: GraphBuilder) -> SealedGraph {
         graph.add_edge(from.index(), to.index(), kind);
     }
     let order = stable_topological_order(&graph);
+    let mut provers: BTreeMap<ClaimId, Vec<NodeId>> = BTreeMap::new();
+    for node in provider_ids.values() {
+        let provider = graph[node.index()]
+            .provider()
+            .expect("provider ids map to provider nodes");
+        for claim in &provider.claims {
+            provers.entry(claim.clone()).or_default().push(*node);
+        }
+    }
+    let claim_index = claims
+        .iter()
+        .enumerate()
+        .map(|(i, c)| (c.id.value.clone(), i))
+        .collect();
     SealedGraph {
         graph,
         order,
@@ -196,6 +215,8 @@ fn assemble(builder: GraphBuilder) -> SealedGraph {
         services: service_ids,
         probes: probe_ids,
         claims,
+        provers,
+        claim_index,
     }
 }
 

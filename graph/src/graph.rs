@@ -238,6 +238,30 @@ pub struct SealedGraph {
     pub(crate) services: BTreeMap<ServiceId, NodeId>,
     pub(crate) probes: BTreeMap<ServiceId, NodeId>,
     pub(crate) claims: Vec<Claim>,
+    /// The providers that vouch for each claim (their resolved `claims`), in id order.
+    pub(crate) provers: BTreeMap<ClaimId, Vec<NodeId>>,
+    /// Each claim's place in `claims`.
+    pub(crate) claim_index: BTreeMap<ClaimId, usize>,
+}
+
+/// Claims found by id: the sealed graph's, through an index (a lookup per claim of a
+/// provider never walks every claim), or a short list of them.
+pub trait Claims {
+    /// The claim `id`, when there is one.
+    fn claim(&self, id: &ClaimId) -> Option<&Claim>;
+}
+
+impl Claims for SealedGraph {
+    fn claim(&self, id: &ClaimId) -> Option<&Claim> {
+        self.claim_index.get(id).map(|i| &self.claims[*i])
+    }
+}
+
+/// A list searched in order: for the few claims of a test or a single provider.
+impl Claims for Vec<Claim> {
+    fn claim(&self, id: &ClaimId) -> Option<&Claim> {
+        self.iter().find(|c| &c.id.value == id)
+    }
 }
 
 impl SealedGraph {
@@ -301,6 +325,21 @@ impl SealedGraph {
     /// The change's claims.
     pub fn claims(&self) -> &[Claim] {
         &self.claims
+    }
+
+    /// The providers that vouch for `claim`, in id order: with [`Self::claims`], what a
+    /// claim's status is made of, found without a walk over every provider.
+    pub fn provers_of(
+        &self,
+        claim: &ClaimId,
+    ) -> impl Iterator<Item = (&ProviderId, &ProviderNode)> {
+        self.provers.get(claim).into_iter().flatten().map(|node| {
+            let provider = self
+                .node(*node)
+                .provider()
+                .expect("provers are provider nodes");
+            (&provider.spec.id.value, provider)
+        })
     }
 
     /// The edges into a node: `(from, kind)`, sorted.

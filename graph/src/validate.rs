@@ -20,7 +20,7 @@ use petgraph::algo::tarjan_scc;
 use petgraph::graph::{DiGraph, NodeIndex};
 
 use crate::adapter::Adapter;
-use crate::id::{CapabilityName, EnvName, ProviderId, RepoId, ServiceId};
+use crate::id::{CapabilityName, ClaimId, EnvName, ProviderId, RepoId, ServiceId};
 use crate::model::{Claim, ClaimScope, Provider, Repositories, Service};
 use crate::resource;
 use crate::span::{Pos, Spanned};
@@ -178,12 +178,15 @@ impl Out<'_> {
 /// Runs every check and returns every finding, sorted.
 pub(crate) fn check(declared: &Declared<'_>) -> Vec<Finding> {
     let mut findings = Vec::new();
+    // Claims by id, once: a provider's `claims` are looked up, not searched for.
+    let claims: BTreeMap<&ClaimId, &Claim> =
+        declared.claims.iter().map(|c| (&c.id.value, c)).collect();
     for (spec, file) in declared.providers.values() {
         let mut out = Out {
             findings: Vec::new(),
             file,
         };
-        check_provider(declared, spec, &mut out);
+        check_provider(declared, &claims, spec, &mut out);
         findings.append(&mut out.findings);
     }
     for (spec, file) in declared.services.values() {
@@ -255,7 +258,12 @@ fn check_path(out: &mut Out<'_>, what: &str, path: &Spanned<String>) {
     }
 }
 
-fn check_provider(declared: &Declared<'_>, p: &Provider, out: &mut Out<'_>) {
+fn check_provider(
+    declared: &Declared<'_>,
+    claims: &BTreeMap<&ClaimId, &Claim>,
+    p: &Provider,
+    out: &mut Out<'_>,
+) {
     let what = format!("provider `{}`", p.id.value);
     let adapter = p.adapter.value;
     let capability = p.capability();
@@ -440,7 +448,7 @@ fn check_provider(declared: &Declared<'_>, p: &Provider, out: &mut Out<'_>) {
         let mut proves: BTreeSet<CapabilityName> = p.proven_capabilities().into_iter().collect();
         proves.insert(capability.clone());
         for id in ids {
-            let claim = declared.claims.iter().find(|c| c.id.value == id.value);
+            let claim = claims.get(&id.value);
             let problem = match claim {
                 None => Some("is not a claim of this change".to_owned()),
                 Some(c) if !c.required_capabilities().iter().any(|r| proves.contains(r)) => {

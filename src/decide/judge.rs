@@ -23,8 +23,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use proofgraph_graph::graph::{Output, ProviderNode};
-use proofgraph_graph::model::Claim;
+use proofgraph_graph::graph::{Claims, Output, ProviderNode};
 use proofgraph_graph::{Adapter, CapabilityName};
 
 use crate::base::redact::{Redact, Secrets};
@@ -200,7 +199,7 @@ pub fn effective_minimum(provider: &ProviderNode) -> u64 {
 /// test is annotated with it.
 pub fn judge(
     provider: &ProviderNode,
-    claims: &[Claim],
+    claims: &dyn Claims,
     ended: &Ended,
     report_file: &ReportFile,
     timeout_ms: u64,
@@ -219,7 +218,7 @@ pub fn judge(
 /// a declared receiver, the stricter of the two providers' minimums.
 pub fn judge_with_floor(
     provider: &ProviderNode,
-    claims: &[Claim],
+    claims: &dyn Claims,
     ended: &Ended,
     report_file: &ReportFile,
     timeout_ms: u64,
@@ -576,7 +575,7 @@ fn annotated_claims(report: &TestReport) -> BTreeSet<String> {
 fn judge_claims(
     verdict: &mut ReceiptVerdict,
     provider: &ProviderNode,
-    claims: &[Claim],
+    claims: &dyn Claims,
     annotated: &BTreeSet<String>,
 ) {
     let capability = &verdict.output.capability;
@@ -585,8 +584,7 @@ fn judge_claims(
         .iter()
         .filter(|id| {
             claims
-                .iter()
-                .find(|c| &c.id.value == *id)
+                .claim(id)
                 .is_none_or(|c| c.required_capabilities().contains(capability))
         })
         .map(ToString::to_string)
@@ -640,6 +638,9 @@ pub(crate) mod tests {
 
     use super::*;
 
+    /// No claims: a provider judged on its own.
+    pub(crate) static NO_CLAIMS: Vec<Claim> = Vec::new();
+
     /// A provider `test` of `adapter` (reportFormat absent, so reports are sniffed).
     pub(crate) fn node(adapter: Adapter, minimum: Option<u64>) -> ProviderNode {
         let mut p = Provider::new(ProviderId::parse("test").expect("valid"), adapter);
@@ -682,7 +683,7 @@ pub(crate) mod tests {
     fn a_suite_below_its_minimum_fails_discovery_even_when_it_passes() {
         let j = judge(
             &node(Adapter::TestDiscovery, Some(5)),
-            &[],
+            &NO_CLAIMS,
             &exit(0),
             &ReportFile::Bytes("r.tap".into(), TAP_3.to_vec()),
             1,
@@ -705,7 +706,7 @@ pub(crate) mod tests {
     fn exit_0_without_a_report_is_not_a_pass() {
         let j = judge(
             &node(Adapter::TestDiscovery, None),
-            &[],
+            &NO_CLAIMS,
             &exit(0),
             &ReportFile::Missing("r.json".into()),
             1,
@@ -719,7 +720,7 @@ pub(crate) mod tests {
         );
         let j = judge(
             &node(Adapter::TestDiscovery, None),
-            &[],
+            &NO_CLAIMS,
             &exit(0),
             &ReportFile::Bytes("r.json".into(), b"not a report".to_vec()),
             1,
@@ -742,7 +743,7 @@ pub(crate) mod tests {
     ) -> [(Outcome, String, Option<u64>); 2] {
         let j = judge(
             &node(Adapter::TestDiscovery, minimum),
-            &[],
+            &NO_CLAIMS,
             &exit(code),
             &ReportFile::Bytes("r".into(), report.to_vec()),
             1,
@@ -799,7 +800,7 @@ pub(crate) mod tests {
         // canonical JSON: no report can make the receipt writer fail.
         let j = judge(
             &node(Adapter::TestDiscovery, None),
-            &[],
+            &NO_CLAIMS,
             &exit(0),
             &ReportFile::Bytes(
                 "r".into(),
@@ -920,7 +921,7 @@ pub(crate) mod tests {
         let failing = b"TAP version 13\n1..2\nok 1 - a\nnot ok 2 - b\n";
         let j = judge(
             &node(Adapter::TestDiscovery, None),
-            &[],
+            &NO_CLAIMS,
             &exit(1),
             &ReportFile::Bytes("r.tap".into(), failing.to_vec()),
             1,
@@ -934,7 +935,7 @@ pub(crate) mod tests {
         );
         let j = judge(
             &node(Adapter::TestDiscovery, None),
-            &[],
+            &NO_CLAIMS,
             &exit(0),
             &ReportFile::Bytes("r.tap".into(), failing.to_vec()),
             1,
@@ -946,7 +947,7 @@ pub(crate) mod tests {
         );
         let j = judge(
             &node(Adapter::Command, None),
-            &[],
+            &NO_CLAIMS,
             &exit(2),
             &ReportFile::NotExpected,
             1,
@@ -962,7 +963,7 @@ pub(crate) mod tests {
         });
         let j = judge(
             &node(Adapter::Command, None),
-            &[],
+            &NO_CLAIMS,
             &timed,
             &ReportFile::NotExpected,
             1500,
@@ -973,7 +974,7 @@ pub(crate) mod tests {
         );
         let j = judge(
             &node(Adapter::Command, None),
-            &[],
+            &NO_CLAIMS,
             &Ended::Error("not found".into()),
             &ReportFile::NotExpected,
             1,

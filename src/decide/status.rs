@@ -208,15 +208,14 @@ pub fn requirements(
     trusted: &[TrustedKey],
     change: &ChangeName,
 ) -> Vec<Requirement> {
-    let mut cache: BTreeMap<(ProviderId, String, String, String), Evidence> = BTreeMap::new();
+    // One lookup (and one signature check) per receipt, however many claims it answers for.
+    let mut cache: BTreeMap<(ProviderId, String, String), Lookup> = BTreeMap::new();
     let mut out = Vec::new();
     for claim in graph.claims() {
         for capability in claim.required_capabilities() {
             let provers: Vec<(&ProviderId, &proofgraph_graph::graph::ProviderNode)> = graph
-                .providers()
-                .filter(|(_, _, p)| p.claims.contains(&claim.id.value))
-                .filter(|(_, _, p)| p.outputs.iter().any(|o| o.capability == capability))
-                .map(|(id, _, p)| (id, p))
+                .provers_of(&claim.id.value)
+                .filter(|(_, p)| p.outputs.iter().any(|o| o.capability == capability))
                 .collect();
             let mut evidence = Vec::new();
             // One row per receipt: a receiver's receipt is its producer's output too.
@@ -235,48 +234,46 @@ pub fn requirements(
                         writer.clone(),
                         output.under.to_string(),
                         capability.to_string(),
-                        claim.id.value.to_string(),
                     );
-                    let e = cache.entry(key).or_insert_with(|| {
-                        let Lookup {
-                            mut state,
-                            verified,
-                            other,
-                            reason: refused,
-                        } = lookup(store, trusted, change, fp, &output.under, &capability);
-                        // A receipt that judged claims separately answers
-                        // for this claim alone.
-                        let own = verified
-                            .as_ref()
-                            .and_then(|v| v.proof.claim_outcomes.get(claim.id.value.as_str()));
-                        if let Some(own) = own {
-                            state = state_of(own.outcome);
+                    let Lookup {
+                        mut state,
+                        verified,
+                        other,
+                        reason: refused,
+                    } = cache
+                        .entry(key)
+                        .or_insert_with(|| {
+                            lookup(store, trusted, change, fp, &output.under, &capability)
+                        })
+                        .clone();
+                    // A receipt that judged claims separately answers for this claim alone.
+                    let own = verified
+                        .as_ref()
+                        .and_then(|v| v.proof.claim_outcomes.get(claim.id.value.as_str()));
+                    if let Some(own) = own {
+                        state = state_of(own.outcome);
+                    }
+                    let reason = match (&verified, state) {
+                        (Some(_), State::Failed | State::Inconclusive) if own.is_some() => {
+                            own.and_then(|o| o.reason.clone())
                         }
-                        let reason = match (&verified, state) {
-                            (Some(_), State::Failed | State::Inconclusive) if own.is_some() => {
-                                own.and_then(|o| o.reason.clone())
-                            }
-                            (Some(v), State::Failed | State::Inconclusive) => {
-                                v.proof.reason.clone()
-                            }
-                            (None, _) if refused.is_some() => refused,
-                            (None, State::Stale) => {
-                                Some("the receipt is for an earlier fingerprint".to_owned())
-                            }
-                            (None, State::Pending) => Some("not proven yet".to_owned()),
-                            _ => None,
-                        };
-                        Evidence {
-                            provider: writer.to_string(),
-                            receipt: output.under.to_string(),
-                            state,
-                            counts: verified.as_ref().and_then(|v| v.proof.counts.clone()),
-                            duration_ms: verified.as_ref().map(|v| v.proof.duration_ms),
-                            sha256: verified.map(|v| v.sha256).or(other),
-                            reason,
+                        (Some(v), State::Failed | State::Inconclusive) => v.proof.reason.clone(),
+                        (None, _) if refused.is_some() => refused,
+                        (None, State::Stale) => {
+                            Some("the receipt is for an earlier fingerprint".to_owned())
                         }
+                        (None, State::Pending) => Some("not proven yet".to_owned()),
+                        _ => None,
+                    };
+                    evidence.push(Evidence {
+                        provider: writer.to_string(),
+                        receipt: output.under.to_string(),
+                        state,
+                        counts: verified.as_ref().and_then(|v| v.proof.counts.clone()),
+                        duration_ms: verified.as_ref().map(|v| v.proof.duration_ms),
+                        sha256: verified.map(|v| v.sha256).or(other),
+                        reason,
                     });
-                    evidence.push(e.clone());
                 }
             }
             let mut state = combine(evidence.iter().map(|e| e.state));

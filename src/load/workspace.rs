@@ -4,7 +4,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-use proofgraph_graph::{ChangeName, ProviderId, RepoId, ServiceId};
+use proofgraph_graph::{CapabilityName, ChangeName, ProviderId, RepoId, ServiceId};
 
 use crate::base::diagnostic::{Code, Diagnostic};
 use crate::load::config::catalog::{self, Catalog};
@@ -406,15 +406,22 @@ impl Change {
             return Vec::new();
         };
         let shown = format!("openspec/changes/{}/{EVIDENCE_FILE}", self.name);
+        // Each capability's provers, once: the repositories any of them belongs to (a claim
+        // over many providers costs claims + providers, not their product).
+        let mut provers: BTreeMap<CapabilityName, BTreeSet<RepoId>> = BTreeMap::new();
+        for wired in self.providers.values() {
+            let repos = workspace.provider_repositories(&wired.provider);
+            for capability in wired.provider.proven_capabilities() {
+                provers
+                    .entry(capability)
+                    .or_default()
+                    .extend(repos.iter().cloned());
+            }
+        }
         let mut out = Vec::new();
         for claim in &evidence.claims {
             for capability in claim.required_capabilities() {
-                let provers: Vec<BTreeSet<RepoId>> = self
-                    .providers
-                    .values()
-                    .filter(|w| w.provider.proven_capabilities().contains(&capability))
-                    .map(|w| workspace.provider_repositories(&w.provider))
-                    .collect();
+                let repositories = provers.get(&capability);
                 let pos = claim
                     .capabilities
                     .iter()
@@ -428,7 +435,7 @@ impl Change {
                 let fix =
                     format!("Add a provider with `capability: {capability}` to execution.yaml.");
                 match &claim.repositories {
-                    None if provers.is_empty() => out.push(
+                    None if repositories.is_none() => out.push(
                         Diagnostic::warning(
                             Code::UnwiredCapability,
                             format!("claim `{}` requires `{capability}`{implied}, but no provider proves it", claim.id.value),
@@ -439,7 +446,7 @@ impl Change {
                     None => {}
                     Some(repos) => {
                         for repo in repos {
-                            if provers.iter().any(|r| r.contains(&repo.value)) {
+                            if repositories.is_some_and(|r| r.contains(&repo.value)) {
                                 continue;
                             }
                             out.push(

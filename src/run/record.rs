@@ -76,7 +76,7 @@ pub(super) fn judge_execution(
 ) -> Judged {
     let mut judged = judge::judge_with_floor(
         p,
-        graph.claims(),
+        graph,
         &finished.ended,
         report_file,
         job::timeout_ms(p),

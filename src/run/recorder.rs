@@ -111,7 +111,7 @@ mod tests {
         let ended = Ended::Error("why".into());
         let judged = judge::judge(
             node(&graph, id),
-            graph.claims(),
+            &graph,
             &ended,
             &ReportFile::NotExpected,
             1,

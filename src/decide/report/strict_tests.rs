@@ -543,7 +543,7 @@ fn verdict(judged: &Judged, capability: &CapabilityName) -> (Verdict, String) {
 fn judge(text: &str, code: i32) -> Judged {
     judge::judge(
         &node(Adapter::TestDiscovery, None),
-        &[],
+        &judge::tests::NO_CLAIMS,
         &exit(code),
         &ReportFile::Bytes("report".into(), text.as_bytes().to_vec()),
         1,

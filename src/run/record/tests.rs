@@ -97,7 +97,7 @@ fn a_commands_report_is_kept_but_never_decides() {
     let g = graph();
     let report = ReportFile::Bytes("out/unit.tap".into(), TAP_3.to_vec());
     let p = node(&g, "unit");
-    let raw = judge::judge(p, g.claims(), &exited(0), &report, 1_000);
+    let raw = judge::judge(p, &g, &exited(0), &report, 1_000);
     assert!(!raw.tests.passed.is_empty(), "the report names its tests");
     let done = finished(exited(0), None);
     let judged = judge_execution(&g, p, &done, &report, &[]);

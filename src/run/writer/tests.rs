@@ -80,7 +80,7 @@ impl Fixture {
             signal: None,
             timed_out: false,
         });
-        let judged = judge::judge(p, self.graph.claims(), &ended, &report, 1_000);
+        let judged = judge::judge(p, &self.graph, &ended, &report, 1_000);
         let wall = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000);
         Persist {
             id: self.graph.provider(&pid(provider)).expect("node"),
