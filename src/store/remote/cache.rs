@@ -252,3 +252,110 @@ impl RemoteCache {
         Ok(uploaded)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use super::*;
+    use crate::store::remote::backend::Fut;
+
+    /// A backend whose reads never end and count themselves; nothing else is called.
+    struct Endless(AtomicUsize);
+
+    impl Backend for Endless {
+        fn name(&self) -> &str {
+            "endless"
+        }
+        fn capabilities(&self) -> Fut<'_, Capabilities> {
+            Box::pin(std::future::pending())
+        }
+        fn get_action_result(&self, _: BlobDigest) -> Fut<'_, Option<reapi::ActionResult>> {
+            Box::pin(std::future::pending())
+        }
+        fn update_action_result(&self, _: BlobDigest, _: reapi::ActionResult) -> Fut<'_, ()> {
+            Box::pin(std::future::pending())
+        }
+        fn find_missing(&self, _: Vec<BlobDigest>) -> Fut<'_, Vec<BlobDigest>> {
+            Box::pin(std::future::pending())
+        }
+        fn write_blobs(&self, _: Vec<(BlobDigest, Vec<u8>)>) -> Fut<'_, ()> {
+            Box::pin(std::future::pending())
+        }
+        fn read_blob(&self, _: BlobDigest) -> Fut<'_, Option<Vec<u8>>> {
+            self.0.fetch_add(1, Ordering::SeqCst);
+            Box::pin(std::future::pending())
+        }
+    }
+
+    fn runtime() -> tokio::runtime::Runtime {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("a runtime")
+    }
+
+    #[test]
+    fn a_blob_said_to_be_larger_than_its_limit_is_never_asked_for() {
+        let cache = RemoteCache::with(
+            Box::new(Endless(AtomicUsize::new(0))),
+            &Settings::new("grpc://h:1"),
+        );
+        let huge = BlobDigest {
+            size: 1 << 62,
+            ..BlobDigest::of(b"x")
+        };
+        let got = runtime().block_on(cache.blob(huge, 16 << 20));
+        assert!(matches!(got, Err(RemoteError::Corrupt { .. })), "{got:?}");
+        assert!(
+            cache.down().is_none(),
+            "a corrupt blob leaves the remote in use"
+        );
+    }
+
+    #[test]
+    fn every_operation_ends_at_its_overall_deadline_and_the_remote_is_down_after() {
+        let mut settings = Settings::new("grpc://h:1");
+        settings.connect_timeout = Duration::from_secs(1);
+        settings.timeout = Duration::from_secs(3);
+        settings.min_bytes_per_second = 1000;
+        assert_eq!(settings.deadline(0), Duration::from_secs(4));
+        assert_eq!(settings.deadline(6000), Duration::from_secs(10));
+        settings.connect_timeout = Duration::from_millis(50);
+        settings.timeout = Duration::from_millis(100);
+        let cache = RemoteCache::with(Box::new(Endless(AtomicUsize::new(0))), &settings);
+        let rt = runtime();
+        let started = std::time::Instant::now();
+        let got = rt.block_on(cache.blob(BlobDigest::of(&[7; 100]), 1 << 20));
+        let took = started.elapsed();
+        match got {
+            Err(RemoteError::Unavailable { reason, .. }) => {
+                assert!(reason.contains("was not done within 250 ms"), "{reason}");
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(
+            took >= Duration::from_millis(250) && took < Duration::from_secs(5),
+            "{took:?}"
+        );
+        assert!(cache.down().is_some(), "down for the rest of the run");
+        let again = rt.block_on(cache.capabilities());
+        assert!(matches!(again, Err(RemoteError::Unavailable { .. })));
+    }
+
+    #[test]
+    fn server_text_is_quoted_with_its_control_characters_escaped() {
+        use crate::store::remote::escaped;
+        assert_eq!(
+            escaped("down\npassed unit (injected)\r\n\u{1b}[2J\u{7}"),
+            "down\\npassed unit (injected)\\r\\n\\u{1b}[2J\\u{7}"
+        );
+        assert_eq!(escaped("plain … text"), "plain … text");
+        let long = "x".repeat(5000);
+        assert_eq!(
+            escaped(&long).chars().count(),
+            1001,
+            "cut, with an ellipsis"
+        );
+    }
+}
