@@ -235,6 +235,12 @@ codes! {
     RemoteReceiptUntrusted = "remote_receipt_untrusted",
     /// Receipts could not be uploaded to the remote cache.
     RemoteUploadFailed = "remote_upload_failed",
+    /// The remote cache takes no action-cache updates (`update_enabled: false`): pushes
+    /// are off for the run.
+    RemoteCacheReadOnly = "remote_cache_read_only",
+    /// `cache.remote` names a gRPC instance with a dot segment (`.`, `..`, `%2e`), which
+    /// a URL resolves away.
+    RemoteInstanceDotSegment = "remote_instance_dot_segment",
     // Signed external results (`evidence verify-ci`).
     /// `evidence verify-ci` names a provider that is not `external` with a `ci` block.
     NotExternal = "not_external",

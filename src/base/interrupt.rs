@@ -16,10 +16,25 @@ use std::sync::atomic::{AtomicBool, Ordering};
 #[derive(Debug, Clone, Default)]
 pub struct Interrupt(Arc<AtomicBool>);
 
+/// The flag of the process, once a command installed it (signals are the process's, so
+/// there is one; the layers below a command find it with [`Interrupt::installed`]).
+static INSTALLED: std::sync::OnceLock<Interrupt> = std::sync::OnceLock::new();
+
 impl Interrupt {
-    /// Starts recording SIGINT and SIGTERM. When a handler cannot be installed (it always
-    /// can on Linux), the signals keep their default action: the process ends, as before.
+    /// Starts recording SIGINT and SIGTERM (once per process: a second call returns the
+    /// same flag). When a handler cannot be installed (it always can on Linux), the
+    /// signals keep their default action: the process ends, as before.
     pub fn install() -> Interrupt {
+        INSTALLED.get_or_init(Interrupt::register).clone()
+    }
+
+    /// The flag a command installed, if one did: what a long wait below the command (a
+    /// remote cache's pull) watches so that a signal ends it at once.
+    pub fn installed() -> Option<Interrupt> {
+        INSTALLED.get().cloned()
+    }
+
+    fn register() -> Interrupt {
         let flag = Arc::new(AtomicBool::new(false));
         for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
             // The order matters: the shutdown checks the flag before the flag is set, so

@@ -148,9 +148,17 @@ fn no_remote() -> Report<CachePayload> {
 }
 
 /// Runs `cache push <change>`.
+///
+/// SIGINT and SIGTERM end the pull or push at once (exit 130, one document).
 pub fn push(ctx: &Context, change: &str) -> Report<CachePayload> {
+    let interrupt = crate::base::interrupt::Interrupt::install();
     let ctx = asking(ctx, "local:rw,remote:rw");
-    let mut e = match evaluate(&ctx, change, None, Keys::Check) {
+    let evaluated = evaluate(&ctx, change, None, Keys::Check);
+    if interrupt.is_set() {
+        let notes = evaluated.map_or_else(|all| all, |e| e.loaded.notes);
+        return crate::session::evaluate::interrupted("cache push", notes);
+    }
+    let mut e = match evaluated {
         Ok(e) => e,
         Err(all) => return Report::failed(all, Verdict::Invalid),
     };
@@ -162,9 +170,13 @@ pub fn push(ctx: &Context, change: &str) -> Report<CachePayload> {
     }
     let shas = current(&e);
     let name = remote.cache.name().to_owned();
-    let pushed = crate::proof::remote::push(remote.cache, &e.store, &e.trusted, shas);
+    let pushed =
+        crate::proof::remote::push(remote.cache, &e.store, &e.trusted, shas, Some(&interrupt));
     let mut status = e.loaded.notes.clone();
     status.extend(pushed.warnings);
+    if interrupt.is_set() {
+        return crate::session::evaluate::interrupted("cache push", status);
+    }
     let verdict = if pushed.failed > 0 {
         Verdict::Failed
     } else {
@@ -187,9 +199,17 @@ pub fn push(ctx: &Context, change: &str) -> Report<CachePayload> {
 }
 
 /// Runs `cache pull <change>`.
+///
+/// SIGINT and SIGTERM end the pull at once (exit 130, one document).
 pub fn pull(ctx: &Context, change: &str) -> Report<CachePayload> {
+    let interrupt = crate::base::interrupt::Interrupt::install();
     let ctx = asking(ctx, "local:rw,remote:r");
-    let e = match evaluate(&ctx, change, None, Keys::Check) {
+    let evaluated = evaluate(&ctx, change, None, Keys::Check);
+    if interrupt.is_set() {
+        let notes = evaluated.map_or_else(|all| all, |e| e.loaded.notes);
+        return crate::session::evaluate::interrupted("cache pull", notes);
+    }
+    let e = match evaluated {
         Ok(e) => e,
         Err(all) => return Report::failed(all, Verdict::Invalid),
     };

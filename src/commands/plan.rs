@@ -222,13 +222,22 @@ pub fn waves(
 }
 
 /// Runs `plan`.
+///
+/// SIGINT and SIGTERM are recorded from the start: one that comes while the remote cache
+/// is read ends the pull at once, and `plan` with exit 130 and its document.
 pub fn run(ctx: &Context, options: &PlanOptions) -> Report<PlanPayload> {
-    let e = match crate::session::evaluate::evaluate(
+    let interrupt = crate::base::interrupt::Interrupt::install();
+    let evaluated = crate::session::evaluate::evaluate(
         ctx,
         &options.change,
         None,
         crate::session::evaluate::Keys::Check,
-    ) {
+    );
+    if interrupt.is_set() {
+        let notes = evaluated.map_or_else(|all| all, |e| e.loaded.notes);
+        return crate::session::evaluate::interrupted("plan", notes);
+    }
+    let e = match evaluated {
         Ok(e) => e,
         Err(all) => return Report::failed(all, Verdict::Invalid),
     };

@@ -258,9 +258,14 @@ fn attempt(
     let uploader = e
         .remote
         .take()
-        .filter(|r| r.policy.pushes() && !wanted.is_empty())
+        .filter(|r| r.policy.pushes() && !wanted.is_empty() && !interrupt.is_set())
         .map(|r| {
-            crate::proof::remote::Uploader::start(r.cache, e.store.clone(), e.trusted.clone())
+            crate::proof::remote::Uploader::start(
+                r.cache,
+                e.store.clone(),
+                e.trusted.clone(),
+                Some(interrupt.clone()),
+            )
         });
     let mut diagnostics = e.loaded.notes.clone();
     diagnostics.extend(e.loaded.secret_warnings.clone());

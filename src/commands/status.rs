@@ -104,8 +104,17 @@ pub fn summary(requirements: &[Requirement]) -> BTreeMap<&'static str, usize> {
 }
 
 /// Runs `status`.
+///
+/// SIGINT and SIGTERM are recorded from the start: one that comes while the remote cache
+/// is read ends the pull at once, and `status` with exit 130 and its document.
 pub fn run(ctx: &Context, change: &str, mode: Option<SandboxMode>) -> Report<StatusPayload> {
-    let mut evaluated = match evaluate(ctx, change, mode, Keys::Check) {
+    let interrupt = crate::base::interrupt::Interrupt::install();
+    let evaluated = evaluate(ctx, change, mode, Keys::Check);
+    if interrupt.is_set() {
+        let notes = evaluated.map_or_else(|all| all, |e| e.loaded.notes);
+        return crate::session::evaluate::interrupted("status", notes);
+    }
+    let mut evaluated = match evaluated {
         Ok(e) => e,
         Err(all) => return Report::failed(all, Verdict::Invalid),
     };

@@ -187,7 +187,8 @@ pub fn run(ctx: &Context, change: &str, provider: &str, envelope: &Path) -> Repo
         .get(&id)
         .map(Vec::as_slice)
         .unwrap_or_default();
-    let inputs = match e.store.put(&listing(files)) {
+    let listing = listing(files);
+    let inputs = match e.store.put(&listing) {
         Ok(s) => s,
         Err(err) => return Report::failed(vec![store_error(&err)], Verdict::Invalid),
     };
@@ -236,6 +237,7 @@ pub fn run(ctx: &Context, change: &str, provider: &str, envelope: &Path) -> Repo
             binding: crate::store::Sha256::from_bytes(binding.sha256),
             manifest: manifest.clone(),
             inputs,
+            inputs_size: Some(listing.len() as u64),
             input_files: files.len() as u64,
             trees: std::collections::BTreeMap::new(),
             commits: std::collections::BTreeMap::new(),

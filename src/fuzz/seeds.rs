@@ -247,6 +247,7 @@ fn receipt_statement() -> Statement {
         }],
         inputs: Sha256::parse(&hex(4)).expect("a digest"),
         input_files: 12,
+        inputs_size: Some(600),
         trees: std::collections::BTreeMap::new(),
         commits: std::collections::BTreeMap::new(),
         executed: Some(vec![receipt::ExecutedProgram {

@@ -251,6 +251,11 @@ pub struct Proof {
     pub inputs: Sha256,
     /// How many input files.
     pub input_files: u64,
+    /// The size of the input listing blob, in bytes: what a pull reads of it at most.
+    /// Absent from receipts made before it was recorded, which are still read (a pull then
+    /// reads their listing up to a fixed limit).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inputs_size: Option<u64>,
     /// Per repository, the git tree of exactly the input files this run bound (kept
     /// under `refs/proofgraph/inputs/`), from which `rerun` rebuilds its sandbox; empty
     /// when none could be recorded (or the receipt predates them).
@@ -380,6 +385,7 @@ impl Proof {
             manifest: Vec::new(),
             inputs: Sha256::parse(&"c".repeat(64)).expect("hex"),
             input_files: 2,
+            inputs_size: None,
             trees: std::collections::BTreeMap::new(),
             commits: std::collections::BTreeMap::new(),
             executed: None,

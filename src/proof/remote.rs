@@ -6,8 +6,12 @@
 //! the same receipt name and capability. Its blobs are checked against their digests
 //! before a byte is kept (`RemoteCache::blob`), and what is fetched besides the envelope is
 //! what the *signed* receipt names (its input listing and artifacts), never only what the
-//! unsigned entry lists. Anything else is a warning and the provider runs: a remote is
-//! never a pass on its own word, and its health never changes a verdict.
+//! unsigned entry lists. Every blob is read under a size decided before its first byte —
+//! the envelope and an old receipt's input listing under fixed limits, the rest under the
+//! size the signed receipt records, never under a size only the entry states — and every
+//! call under an overall deadline. Anything else is a warning and the provider runs: a
+//! remote is never a pass on its own word, and its health never changes a verdict. A
+//! SIGINT or SIGTERM ends a pull or a push at once.
 
 use std::sync::Arc;
 
@@ -16,6 +20,7 @@ use proofgraph_graph::{CapabilityName, ProviderId};
 
 use crate::attest::envelope::TrustedKey;
 use crate::base::diagnostic::{Code, Diagnostic};
+use crate::base::interrupt::Interrupt;
 use crate::proof::receipt;
 use crate::store::remote::{BlobDigest, RemoteCache, RemoteError, Uploaded, encoding};
 use crate::store::{Sha256, Store};
@@ -33,6 +38,28 @@ pub struct Wanted {
 
 /// How many receipts are fetched at once.
 const IN_FLIGHT: usize = 8;
+
+/// The most bytes a pulled receipt's envelope may have: what a receipt read from a file
+/// may (`receipt verify`); a real one holds a few KiB, or a few MiB with every test named.
+pub const MAX_ENVELOPE_BYTES: u64 = 16 << 20;
+
+/// The most bytes the input listing of a pulled receipt that does not record its size
+/// (`inputs_size`, made before it was recorded) may have: some 600 000 files. A receipt
+/// that records it is read at exactly that size.
+pub const MAX_INPUTS_BYTES: u64 = 64 << 20;
+
+/// How often a pull or a push looks for a signal.
+const SIGNAL_POLL: std::time::Duration = std::time::Duration::from_millis(20);
+
+/// Returns when `interrupt` is set (never without one).
+async fn signalled(interrupt: Option<&Interrupt>) {
+    let Some(interrupt) = interrupt else {
+        return std::future::pending().await;
+    };
+    while !interrupt.is_set() {
+        tokio::time::sleep(SIGNAL_POLL).await;
+    }
+}
 
 /// What pulling found.
 #[derive(Debug, Default)]
@@ -98,7 +125,7 @@ async fn pull_one(
     let Some(outputs) = cache.entry(encoded.key).await? else {
         return Ok(None);
     };
-    let Some(envelope) = cache.blob(outputs.envelope).await? else {
+    let Some(envelope) = cache.blob(outputs.envelope, MAX_ENVELOPE_BYTES).await? else {
         warnings.push(untrusted(
             wanted,
             format!(
@@ -143,35 +170,53 @@ async fn pull_one(
         ));
         return Ok(None);
     }
-    // What the signed receipt names, each blob checked before it is kept.
-    let mut blobs = Vec::new();
-    let listed = |sha: &Sha256| outputs.all().into_iter().find(|d| d.sha256 == *sha);
-    let mut named: Vec<BlobDigest> = proof
+    // What the signed receipt names, each blob read under the size it records (the input
+    // listing of an old receipt under a fixed limit), checked, and kept as it comes.
+    let mut named: Vec<(BlobDigest, u64)> = proof
         .artifacts
         .iter()
-        .map(|a| BlobDigest {
-            sha256: a.sha256,
-            size: a.size,
+        .map(|a| {
+            let digest = BlobDigest {
+                sha256: a.sha256,
+                size: a.size,
+            };
+            (digest, a.size)
         })
         .collect();
     if !store.has(&proof.inputs) {
-        match listed(&proof.inputs) {
-            Some(d) => named.push(d),
-            None => {
-                warnings.push(untrusted(
-                    wanted,
-                    "its entry does not list the input listing the receipt names".to_owned(),
-                ));
-                return Ok(None);
-            }
+        match proof.inputs_size {
+            Some(size) => named.push((
+                BlobDigest {
+                    sha256: proof.inputs,
+                    size,
+                },
+                size,
+            )),
+            None => match outputs.all().into_iter().find(|d| d.sha256 == proof.inputs) {
+                Some(d) => named.push((d, MAX_INPUTS_BYTES)),
+                None => {
+                    warnings.push(untrusted(
+                        wanted,
+                        "its entry does not list the input listing the receipt names".to_owned(),
+                    ));
+                    return Ok(None);
+                }
+            },
         }
     }
-    for digest in named {
+    for (digest, limit) in named {
         if store.has(&digest.sha256) {
             continue;
         }
-        match cache.blob(digest).await? {
-            Some(bytes) => blobs.push(bytes),
+        match cache.blob(digest, limit).await? {
+            Some(bytes) => {
+                // Kept at once, so what a receipt names never piles up in memory (a blob
+                // of a receipt refused later is left for `cache gc`).
+                if let Err(e) = store.put(&bytes) {
+                    warnings.push(crate::store::diagnostic(&e));
+                    return Ok(None);
+                }
+            }
             None => {
                 warnings.push(untrusted(
                     wanted,
@@ -182,9 +227,6 @@ async fn pull_one(
         }
     }
     let kept = (|| {
-        for bytes in &blobs {
-            store.put(bytes)?;
-        }
         let sha = store.put(&envelope)?;
         let key = Store::action_key(&wanted.fingerprint, &wanted.receipt, &wanted.capability);
         store.set_action(&key, &sha)?;
@@ -227,24 +269,27 @@ pub fn check(
 }
 
 /// Pulls the receipt of each of `wanted` (those the local store lacks: the caller says
-/// which), at most [`IN_FLIGHT`] at a time. A remote that fails is tried no further.
+/// which), at most [`IN_FLIGHT`] at a time. A remote that fails is tried no further. When
+/// `interrupt` is set (SIGINT, SIGTERM), the pull ends at once with what it has; the
+/// caller sees the signal and stops.
 pub fn pull(
     cache: &RemoteCache,
     store: &Store,
     trusted: &[TrustedKey],
     wanted: Vec<Wanted>,
+    interrupt: Option<&Interrupt>,
 ) -> Pulled {
-    let mut pulled = Pulled::default();
     if wanted.is_empty() {
-        return pulled;
+        return Pulled::default();
     }
     let Some(rt) = runtime() else {
-        return pulled;
+        return Pulled::default();
     };
-    rt.block_on(async {
+    let work = async {
+        let mut pulled = Pulled::default();
         if let Err(e) = cache.capabilities().await {
             pulled.warnings.push(diagnostic(&e, "pull", "pull"));
-            return;
+            return pulled;
         }
         for chunk in wanted.chunks(IN_FLIGHT) {
             let mut calls = Vec::new();
@@ -271,11 +316,17 @@ pub fn pull(
             }
             if let Some(e) = failed {
                 pulled.warnings.push(diagnostic(&e, "pull", "pull"));
-                return;
+                return pulled;
             }
         }
-    });
-    pulled
+        pulled
+    };
+    rt.block_on(async {
+        tokio::select! {
+            pulled = work => pulled,
+            () = signalled(interrupt) => Pulled::default(),
+        }
+    })
 }
 
 /// Runs every future of `calls` to its end on this task, concurrently.
@@ -363,41 +414,87 @@ async fn push_one(
         .map_err(|e| e.to_string())
 }
 
-/// Uploads every receipt `rx` brings, [`IN_FLIGHT`] at a time, as they come.
+/// The warning of a remote whose capabilities say it takes no action-cache updates.
+fn read_only(cache: &RemoteCache) -> Diagnostic {
+    Diagnostic::warning(
+        Code::RemoteCacheReadOnly,
+        format!(
+            "the remote cache {} does not accept action-cache updates (its capabilities say `update_enabled: false`): pushes are off for this run, and its receipts stay in the local store",
+            cache.name()
+        ),
+    )
+    .surface("cache.push")
+    .fix("Point `cache.remote` at an instance that accepts updates from this client, or set the remote's policy to `r` where only reading is meant.")
+}
+
+/// Uploads every receipt `rx` brings, [`IN_FLIGHT`] at a time, as they come. The server's
+/// capabilities are asked once, at the first receipt: one that takes no action-cache
+/// updates gets no call at all (one warning). A remote that was down before the push
+/// began is not reported again (the pull said so); a signal ends it at once.
 async fn push_all(
     cache: Arc<RemoteCache>,
     store: Store,
     trusted: Arc<Vec<TrustedKey>>,
     mut rx: tokio::sync::mpsc::UnboundedReceiver<Sha256>,
+    interrupt: Option<Interrupt>,
 ) -> Pushed {
     // Per receipt: what was sent, or why not (`None`: the remote was down already).
     type Done = (Sha256, Result<Option<Uploaded>, Option<String>>);
+    let down_before = cache.down().is_some();
     let mut tasks: tokio::task::JoinSet<Done> = tokio::task::JoinSet::new();
     let mut done: Vec<Done> = Vec::new();
-    loop {
-        while tasks.len() >= IN_FLIGHT {
-            if let Some(Ok(d)) = tasks.join_next().await {
+    // Receipts not even tried: the remote takes no updates, or cannot say what it takes.
+    let mut off: Option<Option<Diagnostic>> = None;
+    let mut skipped = 0usize;
+    let work = async {
+        loop {
+            while tasks.len() >= IN_FLIGHT {
+                if let Some(Ok(d)) = tasks.join_next().await {
+                    done.push(d);
+                }
+            }
+            let Some(sha) = rx.recv().await else {
+                break;
+            };
+            if off.is_none() && !down_before {
+                off = Some(match cache.capabilities().await {
+                    Ok(c) if c.updates_action_cache => None,
+                    Ok(_) => Some(read_only(&cache)),
+                    // Down now: reported below, with the receipts it cost.
+                    Err(RemoteError::Unavailable { .. } | RemoteError::Refused { .. }) => None,
+                    Err(e) => Some(diagnostic(&e, "push", "push")),
+                });
+            }
+            if matches!(off, Some(Some(_))) {
+                skipped += 1;
+                continue;
+            }
+            let (cache, store, trusted) = (Arc::clone(&cache), store.clone(), Arc::clone(&trusted));
+            tasks.spawn(async move {
+                if cache.down().is_some() {
+                    return (sha, Err(None));
+                }
+                let result = push_one(&cache, &store, &trusted, &sha).await.map_err(Some);
+                (sha, result)
+            });
+        }
+        while let Some(d) = tasks.join_next().await {
+            if let Ok(d) = d {
                 done.push(d);
             }
         }
-        let Some(sha) = rx.recv().await else {
-            break;
-        };
-        let (cache, store, trusted) = (Arc::clone(&cache), store.clone(), Arc::clone(&trusted));
-        tasks.spawn(async move {
-            if cache.down().is_some() {
-                return (sha, Err(None));
-            }
-            let result = push_one(&cache, &store, &trusted, &sha).await.map_err(Some);
-            (sha, result)
-        });
+    };
+    let interrupted = tokio::select! {
+        () = work => false,
+        () = signalled(interrupt.as_ref()) => true,
+    };
+    let mut pushed = Pushed {
+        failed: skipped,
+        ..Pushed::default()
+    };
+    if let Some(Some(warning)) = off {
+        pushed.warnings.push(warning);
     }
-    while let Some(d) = tasks.join_next().await {
-        if let Ok(d) = d {
-            done.push(d);
-        }
-    }
-    let mut pushed = Pushed::default();
     for (sha, result) in done {
         match result {
             Ok(None) => pushed.kept_local += 1,
@@ -425,6 +522,8 @@ async fn push_all(
     }
     if let Some(e) = cache.down()
         && pushed.failed > 0
+        && !down_before
+        && !interrupted
     {
         pushed.warnings.push(diagnostic(&e, "push", "push"));
     }
@@ -437,6 +536,7 @@ pub fn push(
     store: &Store,
     trusted: &[TrustedKey],
     shas: Vec<Sha256>,
+    interrupt: Option<&Interrupt>,
 ) -> Pushed {
     let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
     for sha in shas {
@@ -449,6 +549,7 @@ pub fn push(
             store.clone(),
             Arc::new(trusted.to_vec()),
             rx,
+            interrupt.cloned(),
         )),
         None => Pushed::default(),
     }
@@ -463,13 +564,25 @@ pub struct Uploader {
 }
 
 impl Uploader {
-    /// Starts uploading to `cache` what `store` holds.
-    pub fn start(cache: RemoteCache, store: Store, trusted: Vec<TrustedKey>) -> Self {
+    /// Starts uploading to `cache` what `store` holds; `interrupt` (set by SIGINT or
+    /// SIGTERM) ends the uploads at once.
+    pub fn start(
+        cache: RemoteCache,
+        store: Store,
+        trusted: Vec<TrustedKey>,
+        interrupt: Option<Interrupt>,
+    ) -> Self {
         let (tx, rx) = tokio::sync::mpsc::unbounded_channel::<Sha256>();
         let thread = std::thread::Builder::new()
             .name("upload".to_owned())
             .spawn(move || match runtime() {
-                Some(rt) => rt.block_on(push_all(Arc::new(cache), store, Arc::new(trusted), rx)),
+                Some(rt) => rt.block_on(push_all(
+                    Arc::new(cache),
+                    store,
+                    Arc::new(trusted),
+                    rx,
+                    interrupt,
+                )),
                 None => Pushed::default(),
             })
             .ok();

@@ -308,6 +308,7 @@ impl<'a> Writer<'a> {
                 binding,
                 manifest,
                 inputs,
+                inputs_size: Some(listing.len() as u64),
                 input_files: files.len() as u64,
                 trees: trees.trees.clone(),
                 commits: trees.commits.clone(),

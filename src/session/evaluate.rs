@@ -149,7 +149,14 @@ pub fn complete(
             // Pulled receipts are kept: a store only read so far is made a real one.
             match Store::open(&root) {
                 Ok(writable) => {
-                    let p = crate::proof::remote::pull(&r.cache, &writable, &trusted, wanted);
+                    let interrupt = crate::base::interrupt::Interrupt::installed();
+                    let p = crate::proof::remote::pull(
+                        &r.cache,
+                        &writable,
+                        &trusted,
+                        wanted,
+                        interrupt.as_ref(),
+                    );
                     loaded.notes.extend(p.warnings);
                     pulled = p.imported;
                 }
@@ -168,6 +175,27 @@ pub fn complete(
         remote,
         pulled,
     })
+}
+
+/// The answer of a command that reads a remote cache (`status`, `plan`, `cache pull`,
+/// `cache push`) when SIGINT or SIGTERM came while it worked: the pull or push ended at
+/// once, and the command ends with its one document (exit 130), `status` carrying what it
+/// had to say so far.
+pub fn interrupted<P>(
+    command: &str,
+    mut status: Vec<Diagnostic>,
+) -> crate::present::output::Report<P> {
+    status.push(
+        Diagnostic::error(
+            Code::Interrupted,
+            format!(
+                "`{command}` was interrupted; what the remote cache had not yet given was left"
+            ),
+        )
+        .surface(command)
+        .fix(format!("Run `{command}` again.")),
+    );
+    crate::present::output::Report::failed(status, crate::present::exit::Verdict::Interrupted)
 }
 
 /// What each receipt of the change answers, for those the local store has no entry for.

@@ -117,6 +117,9 @@ pub fn open(
     if let Some(ms) = &cache.timeout_ms {
         settings.timeout = std::time::Duration::from_millis(ms.value);
     }
+    if let Some(rate) = &cache.min_bytes_per_second {
+        settings.min_bytes_per_second = rate.value;
+    }
     let mut secrets = Vec::new();
     for (header, var) in &cache.headers_from_env {
         match ctx.env().vars.get(std::ffi::OsStr::new(var.value.as_str())) {

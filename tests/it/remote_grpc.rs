@@ -166,7 +166,7 @@ fn buildgrid_keeps_an_entry_and_its_blobs_through_batches_and_bytestream() {
     assert_eq!(entry, Some(outputs.clone()));
     for blob in &blobs {
         let got = rt
-            .block_on(reader.blob(BlobDigest::of(blob)))
+            .block_on(reader.blob(BlobDigest::of(blob), u64::MAX))
             .expect("a blob reads back");
         assert!(
             got.as_deref() == Some(blob.as_slice()),
@@ -177,12 +177,12 @@ fn buildgrid_keeps_an_entry_and_its_blobs_through_batches_and_bytestream() {
 
     // What the server does not have is None, by batch and by ByteStream alike.
     assert_eq!(rt.block_on(reader.entry(key(0xcd, "unit").key)), Ok(None));
-    assert_eq!(rt.block_on(reader.blob(unknown)), Ok(None));
+    assert_eq!(rt.block_on(reader.blob(unknown, u64::MAX)), Ok(None));
     let big_unknown = BlobDigest {
         size: 8 << 20,
         ..unknown
     };
-    assert_eq!(rt.block_on(reader.blob(big_unknown)), Ok(None));
+    assert_eq!(rt.block_on(reader.blob(big_unknown, u64::MAX)), Ok(None));
     assert_eq!(reader.down(), None, "nothing failed");
 
     // A cache outlives the runtime that first used it (the channel is made again on the
@@ -196,7 +196,7 @@ fn buildgrid_keeps_an_entry_and_its_blobs_through_batches_and_bytestream() {
         );
         let other_runtime = runtime();
         assert_eq!(
-            other_runtime.block_on(reader.blob(outputs.envelope)),
+            other_runtime.block_on(reader.blob(outputs.envelope, u64::MAX)),
             Ok(Some(blobs[0].clone()))
         );
     }
@@ -262,7 +262,7 @@ fn a_blob_corrupted_on_buildgrid_s_disk_is_refused() {
         (&large[1], "large truncated"),
     ] {
         let digest = BlobDigest::of(blob);
-        match rt.block_on(cache.blob(digest)) {
+        match rt.block_on(cache.blob(digest, u64::MAX)) {
             Err(RemoteError::Corrupt { reason, .. }) => {
                 assert!(reason.contains(&digest.sha256.to_hex()), "{reason}");
             }
@@ -275,7 +275,7 @@ fn a_blob_corrupted_on_buildgrid_s_disk_is_refused() {
     // A corrupt blob is the blob's fault, not the remote's: the rest still reads.
     assert_eq!(cache.down(), None);
     let envelope = rt
-        .block_on(cache.blob(outputs.envelope))
+        .block_on(cache.blob(outputs.envelope, u64::MAX))
         .expect("the envelope is intact");
     assert_eq!(envelope.as_deref(), Some(blobs[0].as_slice()));
 
@@ -283,7 +283,10 @@ fn a_blob_corrupted_on_buildgrid_s_disk_is_refused() {
     // names it.
     fs_err::remove_file(server.blob_path(&outputs.envelope.sha256.to_hex()))
         .expect("delete the envelope on the server's disk");
-    assert_eq!(rt.block_on(cache.blob(outputs.envelope)), Ok(None));
+    assert_eq!(
+        rt.block_on(cache.blob(outputs.envelope, u64::MAX)),
+        Ok(None)
+    );
     assert_eq!(rt.block_on(cache.entry(encoded.key)), Ok(None));
 
     // Dropped, the server is gone with its port.
@@ -413,7 +416,7 @@ fn a_buildgrid_cut_off_mid_stream_or_killed_is_unavailable() {
     let cut = open(&format!("grpc://127.0.0.1:{proxy}/{INSTANCE}"));
     let started = Instant::now();
     let reason = assert_unavailable(
-        rt.block_on(cut.blob(BlobDigest::of(&large))),
+        rt.block_on(cut.blob(BlobDigest::of(&large), u64::MAX)),
         "a cut stream",
     );
     assert!(reason.contains("ByteStream.Read"), "{reason}");
@@ -422,7 +425,7 @@ fn a_buildgrid_cut_off_mid_stream_or_killed_is_unavailable() {
 
     // The server itself is fine: the large blob reads whole directly.
     let whole = rt
-        .block_on(cache.blob(BlobDigest::of(&large)))
+        .block_on(cache.blob(BlobDigest::of(&large), u64::MAX))
         .expect("read directly");
     assert!(whole.as_deref() == Some(large.as_slice()));
 
@@ -540,7 +543,7 @@ fn a_token_goes_as_metadata_on_every_call_and_is_never_shown() {
         Ok(Some(outputs.clone()))
     );
     let got = rt
-        .block_on(reader.blob(BlobDigest::of(&large)))
+        .block_on(reader.blob(BlobDigest::of(&large), u64::MAX))
         .expect("read by ByteStream with the token");
     assert!(got.as_deref() == Some(large.as_slice()));
 
@@ -623,7 +626,7 @@ fn a_bytestream_transfer_outlasts_the_deadline_while_it_moves_and_not_once_it_st
     assert!(took > 2 * deadline, "the proxy paces it: {took:?}");
     let started = Instant::now();
     let got = rt
-        .block_on(through(slow).blob(BlobDigest::of(&large)))
+        .block_on(through(slow).blob(BlobDigest::of(&large), u64::MAX))
         .expect("a slow download that keeps moving completes");
     assert!(got.as_deref() == Some(large.as_slice()));
     let took = started.elapsed();
@@ -633,7 +636,10 @@ fn a_bytestream_transfer_outlasts_the_deadline_while_it_moves_and_not_once_it_st
     let stalling = proxy(server.port, Fault::StallAfter(2 << 20), Fault::None, None);
     let cache = through(stalling);
     let started = Instant::now();
-    let reason = assert_unavailable(rt.block_on(cache.blob(BlobDigest::of(&large))), "a stall");
+    let reason = assert_unavailable(
+        rt.block_on(cache.blob(BlobDigest::of(&large), u64::MAX)),
+        "a stall",
+    );
     let took = started.elapsed();
     assert!(reason.contains("no answer within"), "{reason}");
     assert!(

@@ -459,9 +459,16 @@ fn conclude(reasons: &[(Origin, String)]) -> (bool, Option<String>, Option<Origi
     (true, Some(text), Some(origin))
 }
 
-/// Runs `plan --base`.
+/// Runs `plan --base`. SIGINT and SIGTERM end a pull from the remote cache at once, and
+/// the command with exit 130 and its document.
 pub fn run(ctx: &Context, options: &RefsOptions) -> Report<RefsPayload> {
-    match plan(ctx, options) {
+    let interrupt = crate::base::interrupt::Interrupt::install();
+    let report = plan(ctx, options);
+    if interrupt.is_set() {
+        let notes = report.map_or_else(|all| all, |r| r.status);
+        return crate::session::evaluate::interrupted("plan", notes);
+    }
+    match report {
         Ok(report) => report,
         Err(all) => Report::failed(all, Verdict::Invalid),
     }

@@ -76,8 +76,11 @@ pub struct Cache {
     pub headers_from_env: Vec<(Spanned<String>, Spanned<EnvName>)>,
     /// How long to wait for a connection, in milliseconds.
     pub connect_timeout_ms: Option<Spanned<u64>>,
-    /// How long one request may take, in milliseconds.
+    /// How long one request (or one chunk of a stream) may take, in milliseconds.
     pub timeout_ms: Option<Spanned<u64>>,
+    /// The slowest transfer waited for, in bytes per second: with the timeouts, the
+    /// overall deadline of every operation on the remote.
+    pub min_bytes_per_second: Option<Spanned<u64>>,
 }
 
 /// How much of each job's log a receipt keeps (`logs`).
@@ -116,12 +119,13 @@ pub struct Catalog {
 /// The keys of a repository of `repositories`.
 pub(crate) const REPOSITORY_KEYS: [&str; 4] = ["path", "setup", "setupCache", "setupInputs"];
 /// The keys of `cache`.
-pub(crate) const CACHE_KEYS: [&str; 5] = [
+pub(crate) const CACHE_KEYS: [&str; 6] = [
     "remote",
     "policy",
     "headersFromEnv",
     "connectTimeoutMs",
     "timeoutMs",
+    "minBytesPerSecond",
 ];
 /// The keys of `logs`.
 pub(crate) const LOGS_KEYS: [&str; 1] = ["keepBytes"];
@@ -405,6 +409,36 @@ fn cache(sink: &mut Sink, node: &Node) -> Option<Cache> {
             format!("`remote` of `cache`: {problem}"),
             "Write `grpc://host:port[/instance]` (or `grpcs://`) for a Remote Execution API cache, or `http(s)://host[:port]/prefix` for a Bazel HTTP cache; credentials go in `headersFromEnv`.",
         );
+    } else if let Some(url) = &remote
+        && let Ok((crate::store::remote::Protocol::Grpc, _)) =
+            crate::store::remote::Protocol::of(&url.value)
+        && let Err(problem) = crate::store::remote::instance(&url.value)
+    {
+        use crate::store::remote::InstanceProblem;
+        let (code, fix) = match &problem {
+            InstanceProblem::DotSegment { .. } => (
+                Code::RemoteInstanceDotSegment,
+                "Write the instance name without `.` or `..` segments, exactly as the server names it (`grpc://host:port/team/ci`).",
+            ),
+            InstanceProblem::Character { .. } => (
+                Code::InvalidValue,
+                "Write the instance name with letters, digits and `-._~` only (and `/` between segments), as the server names it.",
+            ),
+            InstanceProblem::PercentEscape { .. } => (
+                Code::InvalidValue,
+                "Write the instance name as it is, without percent escapes.",
+            ),
+            InstanceProblem::Reserved { .. } | InstanceProblem::QueryOrFragment => (
+                Code::InvalidValue,
+                "Write the instance name as `/segment[/segment…]`, with no empty segment, no query or fragment, and none of the segments resource names reserve (`blobs`, `uploads`, `actions`, `actionResults`, `operations`, `capabilities`, `compressed-blobs`).",
+            ),
+        };
+        sink.error(
+            code,
+            url.pos,
+            format!("`remote` of `cache`: {problem}"),
+            fix,
+        );
     }
     let headers_from_env = f
         .get("headersFromEnv")
@@ -425,6 +459,19 @@ fn cache(sink: &mut Sink, node: &Node) -> Option<Cache> {
     };
     let connect_timeout_ms = millis(sink, "connectTimeoutMs");
     let timeout_ms = millis(sink, "timeoutMs");
+    let min_bytes_per_second = f.get("minBytesPerSecond").and_then(|node| {
+        let n = decode::uint(sink, node, "`minBytesPerSecond` of `cache`", true)?;
+        if n.value == 0 {
+            sink.error(
+                Code::InvalidValue,
+                n.pos,
+                "`minBytesPerSecond` of `cache` must be positive".to_owned(),
+                "Set `minBytesPerSecond` to the slowest transfer rate to wait for, in bytes per second (the default is 1048576, 1 MiB/s).",
+            );
+            return None;
+        }
+        Some(n)
+    });
     let mut cache = Cache {
         remote,
         policy: None,
@@ -433,6 +480,7 @@ fn cache(sink: &mut Sink, node: &Node) -> Option<Cache> {
         headers_from_env,
         connect_timeout_ms,
         timeout_ms,
+        min_bytes_per_second,
     };
     if let Some(policy) = f
         .get("policy")

@@ -242,6 +242,7 @@ fn catalog() -> Value {
             },
             "connectTimeoutMs": positive(),
             "timeoutMs": positive(),
+            "minBytesPerSecond": positive(),
         }),
         &[],
     );

@@ -12,6 +12,33 @@ use bazel_remote_apis::build::bazel::remote::execution::v2 as reapi;
 
 use crate::store::Sha256;
 
+/// The largest action-cache entry read (an entry of ours lists a few files).
+pub(super) const MAX_ENTRY_BYTES: u64 = 1 << 20;
+
+/// How many characters of a text a server sent are quoted in a message.
+const SHOWN_CHARS: usize = 1000;
+
+/// `text` with every control character — a newline too — escaped as Rust writes it
+/// (`\n`, `\u{1b}`): what a server sends (a status message, a path in an entry, an error
+/// from the connection) is quoted in messages this way, so it can never add a line of
+/// its choosing to the output or move the cursor of whoever reads it. Past
+/// [`SHOWN_CHARS`] characters the rest is left out (`…`).
+pub fn escaped(text: &str) -> String {
+    let mut out = String::with_capacity(text.len().min(SHOWN_CHARS));
+    for (i, c) in text.chars().enumerate() {
+        if i == SHOWN_CHARS {
+            out.push('…');
+            break;
+        }
+        if c.is_control() {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
 /// A backend's answer, later.
 pub type Fut<'a, T> = Pin<Box<dyn Future<Output = Result<T, RemoteError>> + Send + 'a>>;
 
@@ -45,7 +72,7 @@ impl BlobDigest {
     /// negative.
     pub fn from_reapi(digest: &reapi::Digest) -> Result<Self, String> {
         let sha256 = Sha256::parse(&digest.hash)
-            .ok_or_else(|| format!("`{}` is not a SHA-256 digest", digest.hash))?;
+            .ok_or_else(|| format!("`{}` is not a SHA-256 digest", escaped(&digest.hash)))?;
         let size = u64::try_from(digest.size_bytes)
             .map_err(|_| format!("a blob of {} bytes", digest.size_bytes))?;
         Ok(BlobDigest { sha256, size })

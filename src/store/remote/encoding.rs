@@ -15,7 +15,7 @@ use proofgraph_graph::fingerprint::Fingerprint;
 use proofgraph_graph::{CapabilityName, ProviderId};
 use prost::Message as _;
 
-use super::backend::BlobDigest;
+use super::backend::{BlobDigest, escaped};
 
 /// The envelope's output path.
 pub const ENVELOPE: &str = "receipt.dsse.json";
@@ -129,7 +129,7 @@ pub fn outputs(result: &reapi::ActionResult) -> Result<Outputs, String> {
         let digest = file
             .digest
             .as_ref()
-            .ok_or_else(|| format!("output `{}` has no digest", file.path))
+            .ok_or_else(|| format!("output `{}` has no digest", escaped(&file.path)))
             .and_then(BlobDigest::from_reapi)?;
         match file.path.as_str() {
             ENVELOPE => envelope = Some(digest),
@@ -139,7 +139,12 @@ pub fn outputs(result: &reapi::ActionResult) -> Result<Outputs, String> {
                 .and_then(|p| p.strip_prefix('/'))
             {
                 Some(name) if name == digest.sha256.to_hex() => artifacts.push(digest),
-                _ => return Err(format!("output `{path}` is not one a receipt keeps")),
+                _ => {
+                    return Err(format!(
+                        "output `{}` is not one a receipt keeps",
+                        escaped(path)
+                    ));
+                }
             },
         }
     }

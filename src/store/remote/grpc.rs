@@ -27,7 +27,9 @@ use tonic::metadata::{AsciiMetadataKey, AsciiMetadataValue};
 use tonic::transport::{Channel, ClientTlsConfig, Endpoint};
 use tonic::{Code, Request, Status};
 
-use super::backend::{Backend, BlobDigest, Capabilities, Fut, RemoteError};
+use super::backend::{
+    Backend, BlobDigest, Capabilities, Fut, MAX_ENTRY_BYTES, RemoteError, escaped,
+};
 use super::config::Settings;
 
 /// The batch limit when the server states none (`max_batch_total_size_bytes: 0`): 4 MiB,
@@ -74,46 +76,6 @@ fn unsupported(name: &str, reason: String) -> RemoteError {
         remote: name.to_owned(),
         reason,
     }
-}
-
-/// Path segments the Remote Execution API gives a meaning in resource names: an instance
-/// name may not hold one.
-const RESERVED: [&str; 7] = [
-    "blobs",
-    "uploads",
-    "actions",
-    "actionResults",
-    "operations",
-    "capabilities",
-    "compressed-blobs",
-];
-
-/// The instance a `grpc://` URL names: its path without the leading slash (empty when it
-/// has none).
-pub(super) fn instance(url: &url::Url) -> Result<String, String> {
-    if url.query().is_some() || url.fragment().is_some() {
-        return Err("a query or fragment is not part of an instance name".to_owned());
-    }
-    let path = url.path();
-    let name = path.strip_prefix('/').unwrap_or(path);
-    let name = name.strip_suffix('/').unwrap_or(name);
-    if name.is_empty() {
-        return Ok(String::new());
-    }
-    if name.contains('%') {
-        return Err(format!(
-            "the instance name `{name}` holds a percent escape; write it as it is"
-        ));
-    }
-    if let Some(segment) = name
-        .split('/')
-        .find(|s| s.is_empty() || RESERVED.contains(s))
-    {
-        return Err(format!(
-            "the instance name `{name}` holds the segment `{segment}`, which resource names reserve"
-        ));
-    }
-    Ok(name.to_owned())
 }
 
 /// Where `blob` is read with ByteStream.
@@ -221,6 +183,12 @@ pub(super) fn failure(name: &str, code: Code, reason: String) -> RemoteError {
     }
 }
 
+/// Whether `status` is tonic refusing to decode a message over the size the client
+/// allowed (the server sent more than was asked for).
+fn oversized(status: &Status) -> bool {
+    status.code() == Code::OutOfRange && status.message().contains("message length too large")
+}
+
 /// A status's name as the gRPC specification spells it.
 fn code_name(code: Code) -> &'static str {
     match code {
@@ -303,7 +271,8 @@ impl Grpc {
         let name = settings.url.clone();
         let url = url::Url::parse(&settings.url)
             .map_err(|e| unsupported(&name, format!("`{name}` is not a URL: {e}")))?;
-        let instance = instance(&url).map_err(|reason| unsupported(&name, reason))?;
+        let instance = super::config::instance(&settings.url)
+            .map_err(|problem| unsupported(&name, problem.to_string()))?;
         let host = url
             .host_str()
             .ok_or_else(|| unsupported(&name, format!("`{name}` names no host")))?;
@@ -426,13 +395,13 @@ impl Grpc {
         let mut reason = format!("{method} answered {}", code_name(status.code()));
         if !status.message().is_empty() {
             reason.push_str(": ");
-            reason.push_str(status.message());
+            reason.push_str(&escaped(status.message()));
         }
         // The transport's cause (a refused connection, a reset stream), deepest last.
         let mut source = std::error::Error::source(status);
         let mut causes = Vec::new();
         while let Some(cause) = source {
-            let text = cause.to_string();
+            let text = escaped(&cause.to_string());
             if !reason.contains(&text) && !causes.contains(&text) {
                 causes.push(text);
             }
@@ -455,9 +424,17 @@ impl Grpc {
         let mut reason = format!("{method} answered {} for the blob {blob}", code_name(code));
         if !status.message.is_empty() {
             reason.push_str(": ");
-            reason.push_str(&status.message);
+            reason.push_str(&escaped(&status.message));
         }
         failure(&self.name, code, scrub(reason, &self.secrets))
+    }
+
+    /// A server that sent more of `blob` than its size in one message.
+    fn too_long(&self, method: &str, blob: BlobDigest) -> RemoteError {
+        RemoteError::Corrupt {
+            remote: self.name.clone(),
+            reason: format!("{method} sent a message larger than the blob {blob}"),
+        }
     }
 
     fn timed_out(&self, method: &str) -> RemoteError {
@@ -624,10 +601,14 @@ impl Grpc {
             acceptable_compressors: Vec::new(),
             digest_function: SHA256,
         });
-        let answer = self
-            .unary(method, self.cas().batch_read_blobs(request))
-            .await?
-            .map_err(|s| self.failed(method, &s))?;
+        // The answer holds this one blob: a larger message is not read.
+        let limit = usize::try_from(blob.size + PER_BLOB + FRAMING).unwrap_or(MAX_MESSAGE);
+        let mut client = self.cas().max_decoding_message_size(limit.min(MAX_MESSAGE));
+        let answer = match self.unary(method, client.batch_read_blobs(request)).await? {
+            Ok(answer) => answer,
+            Err(s) if oversized(&s) => return Err(self.too_long(method, blob)),
+            Err(s) => return Err(self.failed(method, &s)),
+        };
         let wanted = blob.to_reapi();
         let Some(response) = answer
             .responses
@@ -653,7 +634,9 @@ impl Grpc {
     }
 
     /// One blob through `ByteStream.Read`: at most one byte more than `blob`'s size (enough
-    /// to see it is too long); the deadline applies to each chunk.
+    /// to see it is too long), and no chunk larger than that is even decoded — whatever the
+    /// server streams, what is held stays within the size the caller allowed; the deadline
+    /// applies to each chunk (the cache's overall deadline to the whole read).
     async fn stream_read(&self, blob: BlobDigest) -> Result<Option<Vec<u8>>, RemoteError> {
         let method = &format!("ByteStream.Read of the blob {blob}");
         let request = self.stream_request(bytestream::ReadRequest {
@@ -661,10 +644,14 @@ impl Grpc {
             read_offset: 0,
             read_limit: 0,
         });
-        let mut client = self.bytestream();
+        let chunk_limit = usize::try_from(blob.size.saturating_add(1 + FRAMING))
+            .unwrap_or(MAX_MESSAGE)
+            .min(MAX_MESSAGE);
+        let mut client = self.bytestream().max_decoding_message_size(chunk_limit);
         let mut stream = match self.unary(method, client.read(request)).await? {
             Ok(stream) => stream,
             Err(s) if s.code() == Code::NotFound => return Ok(None),
+            Err(s) if oversized(&s) => return Err(self.too_long(method, blob)),
             Err(s) => return Err(self.failed(method, &s)),
         };
         let capacity = usize::try_from(blob.size.min(MAX_MESSAGE as u64)).unwrap_or(MAX_MESSAGE);
@@ -673,6 +660,7 @@ impl Grpc {
             match tokio::time::timeout(self.timeout, stream.message()).await {
                 Err(_) => return Err(self.timed_out(method)),
                 Ok(Err(s)) if s.code() == Code::NotFound && data.is_empty() => return Ok(None),
+                Ok(Err(s)) if oversized(&s) => return Err(self.too_long(method, blob)),
                 Ok(Err(s)) => return Err(self.failed(method, &s)),
                 Ok(Ok(None)) => break,
                 Ok(Ok(Some(chunk))) => {
@@ -703,8 +691,9 @@ impl Backend for Grpc {
     fn get_action_result(&self, action: BlobDigest) -> Fut<'_, Option<reapi::ActionResult>> {
         Box::pin(async move {
             let method = "GetActionResult";
-            let mut client =
-                ActionCacheClient::new(self.channel()).max_decoding_message_size(MAX_MESSAGE);
+            // An entry of ours lists a few files; a larger answer is not read.
+            let mut client = ActionCacheClient::new(self.channel())
+                .max_decoding_message_size(MAX_ENTRY_BYTES as usize);
             let request = self.request(reapi::GetActionResultRequest {
                 instance_name: self.instance.clone(),
                 action_digest: Some(action.to_reapi()),
@@ -804,32 +793,6 @@ impl Backend for Grpc {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn url(s: &str) -> url::Url {
-        url::Url::parse(s).expect("a URL")
-    }
-
-    #[test]
-    fn the_instance_is_the_path_without_its_leading_slash() {
-        assert_eq!(instance(&url("grpc://127.0.0.1:50051")), Ok(String::new()));
-        assert_eq!(instance(&url("grpc://127.0.0.1:50051/")), Ok(String::new()));
-        assert_eq!(instance(&url("grpc://h:1/main")), Ok("main".to_owned()));
-        assert_eq!(instance(&url("grpcs://h/main/")), Ok("main".to_owned()));
-        assert_eq!(
-            instance(&url("grpc://h:1/team/ci-cache")),
-            Ok("team/ci-cache".to_owned())
-        );
-        for bad in [
-            "grpc://h:1/main?x=1",
-            "grpc://h:1/main#frag",
-            "grpc://h:1/a%20b",
-            "grpc://h:1/a//b",
-            "grpc://h:1/main/blobs",
-            "grpc://h:1/uploads/x",
-        ] {
-            assert!(instance(&url(bad)).is_err(), "{bad}");
-        }
-    }
 
     #[test]
     fn a_client_needs_a_port_a_valid_instance_and_valid_metadata() {

@@ -10,7 +10,9 @@ use prost::Message as _;
 use reqwest::StatusCode;
 use tokio::sync::Semaphore;
 
-use super::backend::{Backend, BlobDigest, Capabilities, Fut, RemoteError};
+use super::backend::{
+    Backend, BlobDigest, Capabilities, Fut, MAX_ENTRY_BYTES, RemoteError, escaped,
+};
 use super::config::Settings;
 
 /// How many requests one call has in flight at once.
@@ -63,7 +65,9 @@ impl Http {
         let client = reqwest::Client::builder()
             .default_headers(self.headers.clone())
             .connect_timeout(self.connect_timeout)
-            .timeout(self.timeout)
+            // Each read waits at most the request timeout; the cache's overall deadline
+            // bounds the whole request, however its bytes trickle in.
+            .read_timeout(self.timeout)
             .no_proxy()
             .build()
             .map_err(|e| unsupported(&self.name, format!("make an HTTP client: {e}")))?;
@@ -93,7 +97,7 @@ fn failed(name: &str, e: &reqwest::Error) -> RemoteError {
         while let Some(next) = cause.source() {
             cause = next;
         }
-        let cause = cause.to_string();
+        let cause = escaped(&cause.to_string());
         if cause.to_lowercase().contains("certificate") {
             format!("the TLS handshake failed: {cause}")
         } else if cause.to_lowercase().contains("refused") {
@@ -104,7 +108,7 @@ fn failed(name: &str, e: &reqwest::Error) -> RemoteError {
     } else {
         // The error's own text names the URL (never a header); its source says why.
         match std::error::Error::source(e) {
-            Some(source) => format!("the request failed: {source}"),
+            Some(source) => format!("the request failed: {}", escaped(&source.to_string())),
             None => "the request failed".to_owned(),
         }
     };
@@ -145,7 +149,17 @@ impl Http {
             StatusCode::NOT_FOUND => return Ok(None),
             s => return Err(status(&self.name, "GET", s)),
         }
-        // Read at most one byte more than expected: enough to see a blob is too long.
+        // Read at most one byte more than expected: enough to see a blob is too long. A
+        // body announced longer is not read at all.
+        if response.content_length().is_some_and(|n| n > limit) {
+            return Err(RemoteError::Corrupt {
+                remote: self.name.clone(),
+                reason: format!(
+                    "GET {url} announced {} bytes where at most {limit} were expected",
+                    response.content_length().unwrap_or_default()
+                ),
+            });
+        }
         let mut body = Vec::new();
         while let Some(chunk) = response.chunk().await.map_err(|e| failed(&self.name, &e))? {
             body.extend_from_slice(&chunk);
@@ -172,9 +186,6 @@ impl Http {
         }
     }
 }
-
-/// The largest action-cache entry read.
-const MAX_ENTRY: u64 = 1 << 20;
 
 impl Backend for Http {
     fn name(&self) -> &str {
@@ -205,14 +216,17 @@ impl Backend for Http {
 
     fn get_action_result(&self, action: BlobDigest) -> Fut<'_, Option<reapi::ActionResult>> {
         Box::pin(async move {
-            let Some(bytes) = self.get(self.url("ac", &action.sha256), MAX_ENTRY).await? else {
+            let Some(bytes) = self
+                .get(self.url("ac", &action.sha256), MAX_ENTRY_BYTES)
+                .await?
+            else {
                 return Ok(None);
             };
-            if bytes.len() as u64 > MAX_ENTRY {
+            if bytes.len() as u64 > MAX_ENTRY_BYTES {
                 return Err(RemoteError::Corrupt {
                     remote: self.name.clone(),
                     reason: format!(
-                        "the entry of {} is larger than {MAX_ENTRY} bytes",
+                        "the entry of {} is larger than {MAX_ENTRY_BYTES} bytes",
                         action.sha256
                     ),
                 });

@@ -11,6 +11,9 @@ pub mod encoding;
 mod grpc;
 mod http;
 
-pub use backend::{Backend, BlobDigest, Capabilities, Fut, RemoteError};
+pub use backend::{Backend, BlobDigest, Capabilities, Fut, RemoteError, escaped};
 pub use cache::{RemoteCache, Uploaded, backend};
-pub use config::{CONNECT_TIMEOUT, Protocol, REQUEST_TIMEOUT, Settings};
+pub use config::{
+    CONNECT_TIMEOUT, InstanceProblem, MIN_BYTES_PER_SECOND, Protocol, REQUEST_TIMEOUT, Settings,
+    instance,
+};
