@@ -33,6 +33,7 @@ mod remote_http;
 mod remote_support;
 mod reports;
 mod rerun;
+mod reuse;
 mod root;
 mod sandbox;
 mod schema;
