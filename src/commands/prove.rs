@@ -226,10 +226,20 @@ fn attempt(
         e.mode.as_str()
     ));
     let mut providers: Vec<ProviderRun> = Vec::new();
+    let mut unrecorded = Vec::new();
     for (id, receipts) in &reused {
-        let views = receipts
+        let verified: Vec<_> = receipts
             .iter()
             .filter_map(|sha| crate::proof::receipt::read(&e.store, sha, &e.trusted))
+            .collect();
+        if verified.iter().any(|v| {
+            v.proof.executed.is_none()
+                && !matches!(v.proof.adapter.as_str(), "external" | "contract-digest")
+        }) {
+            unrecorded.push(id.clone());
+        }
+        let views = verified
+            .into_iter()
             .map(|v| ReceiptView {
                 receipt: v.proof.receipt.clone(),
                 capability: v.proof.capability.clone(),
@@ -271,6 +281,7 @@ fn attempt(
     diagnostics.extend(e.loaded.secret_warnings.clone());
     diagnostics.extend(e.loaded.prepared.warnings.clone());
     diagnostics.extend(e.observed.warnings.clone());
+    diagnostics.extend(crate::decide::reuse::unrecorded_executions(&unrecorded));
     let mut isolation = None;
     let mut interrupted = interrupt.is_set();
     let mut inputs_changed = false;

@@ -14,6 +14,7 @@ use proofgraph_graph::graph::ProviderNode;
 use proofgraph_graph::{Adapter, ChangeName, NodeId, ProviderId, SealedGraph};
 
 use crate::attest::envelope::TrustedKey;
+use crate::base::diagnostic::{Code, Diagnostic};
 use crate::store::{Sha256, Store};
 
 /// Which providers to run: those whose receipts are not all current passes
@@ -92,6 +93,30 @@ pub fn wanted(
         }
     }
     (run, reused)
+}
+
+/// The warning for reused passes whose job's executions were not recorded (they were made
+/// without namespaces: `--isolation none`, or a machine that has none): their reuse rests
+/// on the programs the command names, not on what ran. One warning naming the first few.
+pub fn unrecorded_executions(providers: &[ProviderId]) -> Option<Diagnostic> {
+    let (first, rest) = (providers.iter().take(5), providers.len().saturating_sub(5));
+    let mut named: Vec<String> = first.map(|p| format!("`{p}`")).collect();
+    if named.is_empty() {
+        return None;
+    }
+    if rest > 0 {
+        named.push(format!("{rest} more"));
+    }
+    Some(
+        Diagnostic::warning(
+            Code::ExecutionsNotRecorded,
+            format!(
+                "reused {}: made where the programs a job executed could not be recorded, so reuse checks only the programs its command names",
+                named.join(", ")
+            ),
+        )
+        .fix("Run `proofgraph prove --no-cache` with namespaces (the default `--isolation auto` on a machine that allows them) to record what runs."),
+    )
 }
 
 #[cfg(test)]

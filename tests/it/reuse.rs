@@ -13,7 +13,7 @@ use std::path::Path;
 use proptest::prelude::*;
 use serde_json::Value;
 
-use crate::support::{Sandbox, git_commit_all, provider, receipt};
+use crate::support::{Sandbox, assert_emits, git_commit_all, provider, receipt};
 
 /// What the providers read, as the test knows it.
 #[derive(Debug, Clone)]
@@ -244,4 +244,68 @@ proptest! {
         // least four of the six providers' inputs alone.
         prop_assert!(reuses >= 20, "only {} reuses in 20 proves", reuses);
     }
+}
+
+/// A pass made without namespaces records nothing of what its job executed: reusing it is
+/// said, naming the provider, and a pass made with namespaces is reused without a word.
+#[test]
+fn reusing_a_pass_whose_executions_were_not_recorded_says_so() {
+    let sb = Sandbox::new();
+    let tools = tempfile::Builder::new()
+        .prefix("pg-reuse-tools")
+        .tempdir()
+        .expect("tempdir");
+    let state = State {
+        a: true,
+        flag: true,
+        real: [true, true],
+        link_to: 0,
+        nested: true,
+        tool: true,
+        tests: [Some(true), None, None],
+    };
+    workspace(&sb, tools.path(), &state);
+    let hosts = sb.host_paths_with(&[tools.path()]);
+    let vars = [("PROOFGRAPH_HOST_PATHS", hosts.as_str())];
+    let prove = |isolation: &str| {
+        sb.run_with_env(
+            &sb.work(),
+            &["prove", "r", "--json", "--isolation", isolation],
+            &vars,
+        )
+    };
+    let warning = |doc: &Value| {
+        doc["status"]
+            .as_array()
+            .and_then(|all| all.iter().find(|d| d["code"] == "executions_not_recorded"))
+            .cloned()
+    };
+    // Made without namespaces, then reused (by either isolation): said, once, naming them.
+    let made = prove("none");
+    made.expect_code(0);
+    assert_eq!(warning(&made.json()), None, "nothing was reused yet");
+    for isolation in ["none", "auto"] {
+        let reused = prove(isolation);
+        reused.expect_code(0);
+        let doc = reused.json();
+        assert_eq!(doc["summary"]["reused"], 6, "{doc:#}");
+        assert_emits!(reused.status_codes(), "executions_not_recorded", "{doc:#}");
+        let message = warning(&doc).expect("the warning")["message"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        assert!(
+            message.contains("`linked`")
+                && message.contains("`tool`")
+                && message.contains("1 more"),
+            "{message}"
+        );
+    }
+    // Made with namespaces: reused without the warning.
+    let fresh = sb.run_with_env(&sb.work(), &["prove", "r", "--json", "--no-cache"], &vars);
+    fresh.expect_code(0);
+    let reused = prove("auto");
+    let doc = reused.json();
+    assert_eq!(doc["summary"]["reused"], 6, "{doc:#}");
+    assert_eq!(warning(&doc), None, "{doc:#}");
 }
