@@ -114,6 +114,8 @@ codes! {
     InputsNotRecorded = "inputs_not_recorded",
     /// `rerun` cannot have the inputs or the wiring a receipt recorded.
     InputsNotRebuildable = "inputs_not_rebuildable",
+    /// A file of a repository has a name that is not UTF-8: it cannot be bound as an input.
+    InputNameNotUtf8 = "input_name_not_utf8",
     /// A reused pass was made where the programs its job executed could not be recorded.
     ExecutionsNotRecorded = "executions_not_recorded",
     /// `log` finds no kept log: no receipt yet, an adapter that runs no command, a blob gone.

@@ -183,6 +183,16 @@ pub enum InputsError {
         /// What gix said.
         message: String,
     },
+    /// A file among the inputs has a name that is not UTF-8: it cannot be bound (names are
+    /// UTF-8 throughout fingerprints, listings and receipts), and leaving it out silently
+    /// would give a job less than its repository holds.
+    #[error("the file `{name}` in `{dir}` has a name that is not UTF-8")]
+    NameNotUtf8 {
+        /// The repository's directory.
+        dir: PathBuf,
+        /// The name relative to the work tree, non-UTF-8 bytes escaped (`\xe9`).
+        name: String,
+    },
     /// A tracked file could not be read.
     #[error("read `{path}`: {source}")]
     Read {
@@ -309,14 +319,39 @@ pub(crate) fn tracked_entries(index: &gix::index::State) -> Vec<(&gix::index::En
     index
         .entries()
         .iter()
-        .filter(|e| e.stage_raw() == 0 || e.stage_raw() == 2)
-        .filter(|e| {
-            e.mode == gix::index::entry::Mode::SYMLINK
-                || e.mode == gix::index::entry::Mode::FILE_EXECUTABLE
-                || e.mode == gix::index::entry::Mode::FILE
-        })
+        .filter(|e| considered(e))
         .filter_map(|e| Some((e, std::str::from_utf8(e.path(index).as_ref()).ok()?)))
         .collect()
+}
+
+/// Whether an index entry is one [`tracked_entries`] considers (before its name is read).
+fn considered(e: &gix::index::Entry) -> bool {
+    (e.stage_raw() == 0 || e.stage_raw() == 2)
+        && (e.mode == gix::index::entry::Mode::SYMLINK
+            || e.mode == gix::index::entry::Mode::FILE_EXECUTABLE
+            || e.mode == gix::index::entry::Mode::FILE)
+}
+
+/// The first tracked file under `prefix` (outside `exclude`) whose name is not UTF-8,
+/// escaped: [`tracked_entries`] cannot list it, so a snapshot that would hold it fails.
+pub(crate) fn tracked_non_utf8(
+    index: &gix::index::State,
+    prefix: &str,
+    exclude: &[String],
+) -> Option<String> {
+    index
+        .entries()
+        .iter()
+        .filter(|e| considered(e))
+        .map(|e| -> &[u8] { e.path(index).as_ref() })
+        .find(|p| {
+            std::str::from_utf8(p).is_err()
+                && p.starts_with(prefix.as_bytes())
+                && !exclude
+                    .iter()
+                    .any(|x| p[prefix.len()..].starts_with(x.as_bytes()))
+        })
+        .map(|p| p.escape_ascii().to_string())
 }
 
 /// One candidate file: (member, index entry, path in the work tree, length
@@ -384,8 +419,16 @@ fn snapshot_group(
     // core and for every member at once.
     let entries = tracked_entries(&index);
     let mut candidates: Vec<Candidate<'_>> = Vec::new();
+    let mut refused: Vec<Option<InputsError>> = group.members.iter().map(|_| None).collect();
     for (m, (i, _, prefix)) in group.members.iter().enumerate() {
         let exclude = requests[*i].1;
+        if let Some(name) = tracked_non_utf8(&index, prefix, exclude) {
+            refused[m] = Some(InputsError::NameNotUtf8 {
+                dir: workdir.clone(),
+                name,
+            });
+            continue;
+        }
         // The index is sorted by path: the member's files are one range.
         let start = entries.partition_point(|(_, p)| *p < prefix.as_str());
         for (entry, full) in entries[start..]
@@ -479,8 +522,10 @@ fn snapshot_group(
             ]
         })
     };
-    let mut out: Vec<Result<(Vec<FileEntry>, usize), InputsError>> =
-        group.members.iter().map(|_| Ok((Vec::new(), 0))).collect();
+    let mut out: Vec<Result<(Vec<FileEntry>, usize), InputsError>> = refused
+        .into_iter()
+        .map(|refusal| refusal.map_or(Ok((Vec::new(), 0)), Err))
+        .collect();
     for (m, result) in parts.into_iter().flatten() {
         match (&mut out[m], result) {
             (Ok((files, rehashed)), Ok(Some((file, was_rehashed)))) => {
@@ -697,6 +742,7 @@ pub fn untracked_walk(
         prefix: &prefix,
         exclude,
         files: Vec::new(),
+        non_utf8: None,
         entering,
     };
     let patterns: Vec<gix::bstr::BString> = if prefix.is_empty() {
@@ -710,6 +756,9 @@ pub fn untracked_walk(
             dir: workdir.clone(),
             message: format!("walk the untracked files: {e}"),
         })?;
+    if let Some(name) = found.non_utf8 {
+        return Err(InputsError::NameNotUtf8 { dir: workdir, name });
+    }
     let mut files = hash_untracked(&canonical, &found.files)?;
     files.sort();
     Ok(files)
@@ -723,6 +772,8 @@ struct Untracked<'a> {
     prefix: &'a str,
     exclude: &'a [String],
     files: Vec<(String, FileKind)>,
+    /// The first untracked name below the walked directory that is not UTF-8, escaped.
+    non_utf8: Option<String>,
     /// Told of each directory the walk enters, before it reads it.
     entering: &'a mut dyn FnMut(&str),
 }
@@ -741,6 +792,21 @@ impl Untracked<'_> {
                 .any(|component| COPY_EXCLUDED_DIRS.contains(&component));
         (!excluded).then_some(rel)
     }
+
+    /// Keeps the first untracked name that is not UTF-8 and that [`Self::relative`] would
+    /// have kept, were it UTF-8.
+    fn note_non_utf8(&mut self, rela_path: &[u8]) {
+        let Some(rel) = rela_path.strip_prefix(self.prefix.as_bytes()) else {
+            return;
+        };
+        let excluded = self.exclude.iter().any(|e| rel.starts_with(e.as_bytes()))
+            || rel
+                .split(|b| *b == b'/')
+                .any(|c| COPY_EXCLUDED_DIRS.iter().any(|d| d.as_bytes() == c));
+        if !excluded && self.non_utf8.is_none() {
+            self.non_utf8 = Some(rela_path.escape_ascii().to_string());
+        }
+    }
 }
 
 impl gix::dir::walk::Delegate for Untracked<'_> {
@@ -750,6 +816,11 @@ impl gix::dir::walk::Delegate for Untracked<'_> {
         _collapsed: Option<gix::dir::entry::Status>,
     ) -> gix::dir::walk::Action {
         use gix::dir::entry::{Kind, Status};
+        if entry.status == Status::Untracked
+            && std::str::from_utf8(entry.rela_path.as_ref()).is_err()
+        {
+            self.note_non_utf8(entry.rela_path.as_ref());
+        }
         if entry.status == Status::Untracked
             && let Ok(path) = std::str::from_utf8(entry.rela_path.as_ref())
             && let Some(rel) = self.relative(path)
@@ -782,6 +853,12 @@ impl gix::dir::walk::Delegate for Untracked<'_> {
         for_deletion: Option<gix::dir::walk::ForDeletionMode>,
         worktree_root_is_repository: bool,
     ) -> bool {
+        if entry.status == gix::dir::entry::Status::Untracked
+            && std::str::from_utf8(entry.rela_path.as_ref()).is_err()
+        {
+            // An untracked directory whose name is not UTF-8 holds files nothing could bind.
+            self.note_non_utf8(entry.rela_path.as_ref());
+        }
         let inside = std::str::from_utf8(entry.rela_path.as_ref()).is_ok_and(|path| {
             // The work tree's root and the directories between it and the walked one
             // lead to it.

@@ -33,6 +33,14 @@ pub enum RevisionError {
         /// Why.
         message: String,
     },
+    /// A file at the revision has a name that is not UTF-8: it cannot be bound.
+    #[error("`{name}` at `{rev}` has a name that is not UTF-8")]
+    NameNotUtf8 {
+        /// The revision as given.
+        rev: String,
+        /// The name relative to the tree, non-UTF-8 bytes escaped.
+        name: String,
+    },
     /// An object could not be read.
     #[error("the git repository at {} cannot be read at `{rev}`: {message}", workdir.display())]
     Read {
@@ -185,25 +193,30 @@ impl Revision {
         tree.traverse()
             .breadthfirst(&mut recorder)
             .map_err(|e| self.read_error(e))?;
-        Ok(recorder
-            .records
-            .into_iter()
-            .filter_map(|entry| {
-                let kind = match entry.mode.kind() {
-                    gix::object::tree::EntryKind::Blob => FileKind::File,
-                    gix::object::tree::EntryKind::BlobExecutable => FileKind::Executable,
-                    gix::object::tree::EntryKind::Link => FileKind::Symlink,
-                    gix::object::tree::EntryKind::Tree | gix::object::tree::EntryKind::Commit => {
-                        return None;
-                    }
-                };
-                let path = String::from_utf8(entry.filepath.into()).ok()?;
-                if exclude.iter().any(|e| path.starts_with(e.as_str())) {
-                    return None;
+        let mut out = Vec::new();
+        for entry in recorder.records {
+            let kind = match entry.mode.kind() {
+                gix::object::tree::EntryKind::Blob => FileKind::File,
+                gix::object::tree::EntryKind::BlobExecutable => FileKind::Executable,
+                gix::object::tree::EntryKind::Link => FileKind::Symlink,
+                gix::object::tree::EntryKind::Tree | gix::object::tree::EntryKind::Commit => {
+                    continue;
                 }
-                Some((path, kind, entry.oid))
-            })
-            .collect())
+            };
+            let bytes: &[u8] = entry.filepath.as_ref();
+            if exclude.iter().any(|e| bytes.starts_with(e.as_bytes())) {
+                continue;
+            }
+            // A name that is not UTF-8 cannot be bound: never a file silently left out.
+            let Ok(path) = std::str::from_utf8(bytes).map(str::to_owned) else {
+                return Err(RevisionError::NameNotUtf8 {
+                    rev: self.rev.clone(),
+                    name: bytes.escape_ascii().to_string(),
+                });
+            };
+            out.push((path, kind, entry.oid));
+        }
+        Ok(out)
     }
 
     /// The tree under `dir` (a directory of this repository's work tree) at this revision;
@@ -295,10 +308,12 @@ impl Revision {
             .breadthfirst(&mut recorder)
             .map_err(|e| self.read_error(e))?;
         for entry in recorder.records {
-            let Ok(path) = String::from_utf8(entry.filepath.into()) else {
-                continue;
-            };
-            let target = dest.join(&path);
+            // Names as bytes: a checkout holds every file, whatever its name.
+            let target = dest.join(
+                <std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(
+                    entry.filepath.as_ref(),
+                ),
+            );
             let kind = entry.mode.kind();
             if matches!(kind, gix::object::tree::EntryKind::Commit) {
                 continue;

@@ -123,6 +123,14 @@ pub fn observe(
             Ok(s) => {
                 snapshots.insert(id.clone(), s);
             }
+            Err(inputs::InputsError::NameNotUtf8 { name, .. }) => errors.push(
+                Diagnostic::error(
+                    Code::InputNameNotUtf8,
+                    format!("repository `{id}` ({}) holds `{name}`, whose name is not UTF-8: proofgraph cannot bind it as an input, and will not run a job without it", repo.path),
+                )
+                .surface("workspace.repositories")
+                .fix("Rename the file to a UTF-8 name, or exclude it from the repository (.gitignore, or remove it from git's index)."),
+            ),
             Err(err) => errors.push(
                 Diagnostic::error(Code::NotAGitRepository, format!("repository `{id}` ({}) cannot be read as git: {err}", repo.path))
                     .surface("workspace.repositories")
@@ -175,6 +183,14 @@ pub fn observe_at(
             Ok(s) => {
                 snapshots.insert(id.clone(), s);
             }
+            Err(super::revision::RevisionError::NameNotUtf8 { rev, name }) => errors.push(
+                Diagnostic::error(
+                    Code::InputNameNotUtf8,
+                    format!("repository `{id}` ({}) holds `{name}` at `{rev}`, whose name is not UTF-8: proofgraph cannot bind it as an input", repo.path),
+                )
+                .surface("workspace.repositories")
+                .fix("Rename the file to a UTF-8 name in that revision's history, or compare revisions that do not hold it."),
+            ),
             Err(err) => errors.push(
                 Diagnostic::error(
                     Code::UnknownRevision,

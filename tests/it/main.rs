@@ -19,6 +19,7 @@ mod input_trees;
 mod layers;
 mod logs;
 mod malformed;
+mod names;
 mod plan;
 mod plan_refs;
 mod playwright;

@@ -236,6 +236,12 @@ pub(super) fn parent_dirs(path: &str) -> impl Iterator<Item = &str> {
 pub(super) fn tracked_paths(workdir: &Path) -> Result<Vec<String>, String> {
     let repo = gix::discover(workdir).map_err(|e| e.to_string())?;
     let index = repo.index_or_empty().map_err(|e| e.to_string())?;
+    // A name that is not UTF-8 cannot be listed: the client's own snapshot then says so.
+    if let Some(name) = inputs::tracked_non_utf8(&index, "", &[]) {
+        return Err(format!(
+            "the tracked file `{name}` has a name that is not UTF-8"
+        ));
+    }
     let mut out: Vec<String> = inputs::tracked_entries(&index)
         .into_iter()
         .map(|(_, path)| path.to_owned())
