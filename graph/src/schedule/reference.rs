@@ -11,7 +11,7 @@ use crate::resource;
 
 /// The scheduler's state.
 #[derive(Debug, Clone)]
-pub struct Reference<'g> {
+pub(super) struct Reference<'g> {
     graph: &'g SealedGraph,
     jobs: usize,
     states: Vec<State>,
@@ -21,7 +21,11 @@ pub struct Reference<'g> {
 impl<'g> Reference<'g> {
     /// A scheduler that will run the `wanted` providers with at most `jobs`
     /// providers at a time.
-    pub fn new(graph: &'g SealedGraph, jobs: NonZeroUsize, wanted: &BTreeSet<NodeId>) -> Self {
+    pub(super) fn new(
+        graph: &'g SealedGraph,
+        jobs: NonZeroUsize,
+        wanted: &BTreeSet<NodeId>,
+    ) -> Self {
         let mut states = vec![State::NotNeeded; graph.len()];
         for id in graph.order() {
             if graph.node(*id).provider().is_some() && wanted.contains(id) {
@@ -49,12 +53,12 @@ impl<'g> Reference<'g> {
     }
 
     /// The state of a node.
-    pub fn state(&self, id: NodeId) -> State {
+    pub(super) fn state(&self, id: NodeId) -> State {
         self.states[id.get()]
     }
 
     /// Every node's state, indexed by node.
-    pub fn states(&self) -> &[State] {
+    pub(super) fn states(&self) -> &[State] {
         &self.states
     }
 
@@ -114,7 +118,7 @@ impl<'g> Reference<'g> {
 
     /// The nodes that may start now, and the services that may stop, in
     /// stable order. The returned starts are marked running.
-    pub fn poll(&mut self) -> Vec<Action> {
+    pub(super) fn poll(&mut self) -> Vec<Action> {
         let mut actions = self.stops();
         if self.halted {
             return actions;
@@ -189,7 +193,7 @@ impl<'g> Reference<'g> {
     }
 
     /// Records that a started node finished.
-    pub fn complete(&mut self, id: NodeId, outcome: Step) {
+    pub(super) fn complete(&mut self, id: NodeId, outcome: Step) {
         let kind = &self.graph.node(id).kind;
         let next = match (kind, outcome) {
             (NodeKind::Service(_), Step::Succeeded) => State::Up,
@@ -205,7 +209,7 @@ impl<'g> Reference<'g> {
     /// Takes back a node that was started but never ran (it waited for a slot and was
     /// cancelled): it is blocked once the scheduler is halted, and may start again
     /// otherwise.
-    pub fn withdraw(&mut self, id: NodeId) {
+    pub(super) fn withdraw(&mut self, id: NodeId) {
         if self.state(id) == State::Running {
             self.states[id.get()] = if self.halted {
                 State::Blocked
@@ -217,7 +221,7 @@ impl<'g> Reference<'g> {
 
     /// Records that a service which was up exited on its own: waiting
     /// providers that need it are blocked; it counts as stopped.
-    pub fn service_exited(&mut self, service: NodeId) {
+    pub(super) fn service_exited(&mut self, service: NodeId) {
         if matches!(self.state(service), State::Up | State::Running) {
             self.states[service.get()] = State::Stopped;
             for p in self.dependents_of_service(service) {
@@ -243,7 +247,7 @@ impl<'g> Reference<'g> {
 
     /// Stops starting anything new: every node that has not started is
     /// blocked. Running nodes finish; services stop when idle.
-    pub fn halt(&mut self) {
+    pub(super) fn halt(&mut self) {
         self.halted = true;
         for state in &mut self.states {
             if *state == State::Waiting {
@@ -252,13 +256,8 @@ impl<'g> Reference<'g> {
         }
     }
 
-    /// Whether `halt` was called: nothing new starts.
-    pub fn is_halted(&self) -> bool {
-        self.halted
-    }
-
     /// Whether nothing runs, nothing can start and every service is stopped.
-    pub fn is_finished(&self) -> bool {
+    pub(super) fn is_finished(&self) -> bool {
         !self
             .states
             .iter()
