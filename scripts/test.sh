@@ -32,6 +32,12 @@ if [ ! -f tools/buildgrid/.venv/installed ] || [ tools/buildgrid/requirements.tx
   touch tools/buildgrid/.venv/installed
 fi
 
+echo "== no merge-conflict markers in tracked files"
+if git grep -nE '^(<<<<<<<|>>>>>>>)( |$)'; then
+  echo "merge-conflict markers are committed (above): resolve them" >&2
+  exit 1
+fi
+
 echo "== flake (offline: name, version and lock file as cargo reads them)"
 ./scripts/check-flake.sh
 
