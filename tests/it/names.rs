@@ -93,3 +93,20 @@ fn a_name_that_is_not_utf8_stops_the_run_whether_tracked_untracked_or_in_a_revis
     git_commit_all(&sb.work());
     sb.run(&sb.work(), &prove).expect_code(0);
 }
+
+/// With a watcher answering snapshots, a new untracked file whose name is not UTF-8 is not
+/// served from what the watcher kept: its event marks the directory, and the run stops.
+#[test]
+fn a_watcher_does_not_serve_a_snapshot_without_a_name_that_is_not_utf8() {
+    let sb = Sandbox::new();
+    workspace(&sb);
+    let watcher = crate::prove::start_watcher(&sb);
+    let prove = ["prove", "n", "--json"];
+    sb.run(&sb.work(), &prove).expect_code(0);
+    sb.run(&sb.work(), &prove).expect_code(0);
+    fs_err::write(sb.work().join(latin1("data/", ".txt")), "bad\n").expect("write");
+    let message = refused(&sb, &prove);
+    assert!(message.contains("`data/caf\\xe9.txt`"), "{message}");
+    let (doc, log) = crate::prove::stop_watcher(watcher);
+    assert!(doc.is_object(), "{log}");
+}

@@ -118,6 +118,9 @@ pub(super) fn read_events(fd: &rustix::fd::OwnedFd, shared: &(Mutex<Shared>, Con
             }
         };
         let flags = event.events();
+        // A name that is not UTF-8 cannot be listed: its directory is marked whole below, so
+        // the next query walks it again (and the walk refuses the name).
+        let unnamed = event.file_name().is_some_and(|n| n.to_str().is_err());
         let name = event
             .file_name()
             .and_then(|n| n.to_str().ok())
@@ -192,6 +195,13 @@ pub(super) fn read_events(fd: &rustix::fd::OwnedFd, shared: &(Mutex<Shared>, Con
                     }
                     // The watched directory itself was removed or moved.
                     None if flags.intersects(ReadFlags::DELETE_SELF | ReadFlags::MOVE_SELF) => {
+                        if dir.is_empty() {
+                            d.all = true;
+                        } else {
+                            d.prefixes.insert(dir);
+                        }
+                    }
+                    None if unnamed => {
                         if dir.is_empty() {
                             d.all = true;
                         } else {
