@@ -232,10 +232,10 @@ fn attempt(
             .iter()
             .filter_map(|sha| crate::proof::receipt::read(&e.store, sha, &e.trusted))
             .collect();
-        if verified.iter().any(|v| {
-            v.proof.executed.is_none()
-                && !matches!(v.proof.adapter.as_str(), "external" | "contract-digest")
-        }) {
+        if verified
+            .iter()
+            .any(crate::decide::reuse::executions_unrecorded)
+        {
             unrecorded.push(id.clone());
         }
         let views = verified

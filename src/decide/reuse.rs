@@ -95,6 +95,16 @@ pub fn wanted(
     (run, reused)
 }
 
+/// Whether `receipt` was made by a job that ran a command whose executions were not
+/// recorded (no namespaces): its reuse rests on the programs its command names.
+pub fn executions_unrecorded(receipt: &crate::proof::receipt::Verified) -> bool {
+    receipt.proof.executed.is_none()
+        && Adapter::ALL
+            .into_iter()
+            .find(|a| a.as_str() == receipt.proof.adapter)
+            .is_some_and(Adapter::runs_command)
+}
+
 /// The warning for reused passes whose job's executions were not recorded (they were made
 /// without namespaces: `--isolation none`, or a machine that has none): their reuse rests
 /// on the programs the command names, not on what ran. One warning naming the first few.

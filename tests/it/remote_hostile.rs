@@ -5,15 +5,13 @@
 //! once with exit 130 and one document on SIGTERM, and runs every provider it could not
 //! reuse. Both protocols keep one rule.
 
-use std::io::Read as _;
 use std::path::Path;
-use std::process::Stdio;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use crate::hostile_support::{Fault, HostileHttp, HostileReapi, State, Target};
 use crate::remote_http::{CHANGE, CI, ci_key, clone, install, origin, prove, runs, summary};
-use crate::support::{Run, Sandbox, assert_emits, emitted, free_port, git_commit_all};
+use crate::support::{Captured, Run, Sandbox, assert_emits, emitted, free_port, git_commit_all};
 
 /// The most memory a `prove` may hold, whatever the server sends.
 const PEAK_LIMIT_KIB: u64 = 100 * 1024;
@@ -49,26 +47,8 @@ fn measured(
     limit: Duration,
     signal_when: Option<&dyn Fn() -> bool>,
 ) -> Measured {
-    let mut child = sb
-        .proofgraph(cwd)
-        .args(args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn proofgraph");
+    let Captured { mut child, output } = Captured::spawn(sb.proofgraph(cwd).args(args));
     let pid = child.id();
-    let mut stdout = child.stdout.take().expect("stdout");
-    let mut stderr = child.stderr.take().expect("stderr");
-    let out = std::thread::spawn(move || {
-        let mut s = Vec::new();
-        let _ = stdout.read_to_end(&mut s);
-        s
-    });
-    let err = std::thread::spawn(move || {
-        let mut s = Vec::new();
-        let _ = stderr.read_to_end(&mut s);
-        s
-    });
     let started = Instant::now();
     let mut peak_kib = 0;
     let mut signalled: Option<Instant> = None;
@@ -98,11 +78,7 @@ fn measured(
     let took = started.elapsed();
     let after_signal = signalled.map(|at| at.elapsed());
     Measured {
-        run: Run {
-            code: status.code(),
-            stdout: String::from_utf8_lossy(&out.join().unwrap_or_default()).into_owned(),
-            stderr: String::from_utf8_lossy(&err.join().unwrap_or_default()).into_owned(),
-        },
+        run: output.into_run(status),
         peak_kib,
         took,
         after_signal,

@@ -34,6 +34,21 @@ struct State {
     tests: [Option<bool>; 3],
 }
 
+impl State {
+    /// Where every case starts: every provider passes (`link.txt` leads to `real/one.txt`).
+    fn start() -> Self {
+        State {
+            a: true,
+            flag: true,
+            real: [true, false],
+            link_to: 0,
+            nested: true,
+            tool: true,
+            tests: [Some(true), None, None],
+        }
+    }
+}
+
 #[derive(Debug, Clone)]
 enum Edit {
     A(bool),
@@ -192,16 +207,9 @@ fn apply(sb: &Sandbox, tools: &Path, state: &mut State, edit: &Edit) {
     }
 }
 
-fn cases() -> u32 {
-    std::env::var("PROPTEST_CASES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(2)
-}
-
 proptest! {
     #![proptest_config(ProptestConfig {
-        cases: cases(),
+        cases: crate::support::proptest_cases(2),
         max_shrink_iters: 8,
         ..ProptestConfig::default()
     })]
@@ -213,15 +221,7 @@ proptest! {
     ) {
         let sb = Sandbox::new();
         let tools = tempfile::Builder::new().prefix("pg-reuse-tools").tempdir().expect("tempdir");
-        let mut state = State {
-            a: true,
-            flag: true,
-            real: [true, false],
-            link_to: 0,
-            nested: true,
-            tool: true,
-            tests: [Some(true), None, None],
-        };
+        let mut state = State::start();
         workspace(&sb, tools.path(), &state);
         let hosts = sb.host_paths_with(&[tools.path()]);
         let vars = [("PROOFGRAPH_HOST_PATHS", hosts.as_str())];
@@ -255,15 +255,7 @@ fn reusing_a_pass_whose_executions_were_not_recorded_says_so() {
         .prefix("pg-reuse-tools")
         .tempdir()
         .expect("tempdir");
-    let state = State {
-        a: true,
-        flag: true,
-        real: [true, true],
-        link_to: 0,
-        nested: true,
-        tool: true,
-        tests: [Some(true), None, None],
-    };
+    let state = State::start();
     workspace(&sb, tools.path(), &state);
     let hosts = sb.host_paths_with(&[tools.path()]);
     let vars = [("PROOFGRAPH_HOST_PATHS", hosts.as_str())];

@@ -1117,16 +1117,9 @@ fn secret_strategy() -> impl Strategy<Value = String> {
     })
 }
 
-fn cases() -> u32 {
-    std::env::var("PROPTEST_CASES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(24)
-}
-
 proptest! {
     #![proptest_config(ProptestConfig {
-        cases: cases(),
+        cases: crate::support::proptest_cases(24),
         // Each case runs the binary several times; shrinking a failure would take long.
         max_shrink_iters: 16,
         ..ProptestConfig::default()

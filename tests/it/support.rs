@@ -805,12 +805,70 @@ pub(crate) fn kill_marked(marker: &str) {
     }
 }
 
+/// How many cases a proptest of whole runs tries: `PROPTEST_CASES` when set, else
+/// `default` (each case runs the binary several times).
+pub(crate) fn proptest_cases(default: u32) -> u32 {
+    std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
 /// A marker unique to one test run, for finding its processes.
 pub(crate) fn unique_marker(name: &str) -> String {
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.subsec_nanos());
     format!("pg-marker-{name}-{}-{nanos}", std::process::id())
+}
+
+/// A child whose stdout and stderr are read to the end on threads of their own (so a
+/// chatty child never blocks on a full pipe while the test polls it).
+pub(crate) struct Captured {
+    pub(crate) child: std::process::Child,
+    pub(crate) output: Output,
+}
+
+/// What a [`Captured`] child printed, once it has exited.
+pub(crate) struct Output {
+    out: std::thread::JoinHandle<Vec<u8>>,
+    err: std::thread::JoinHandle<Vec<u8>>,
+}
+
+impl Captured {
+    /// Spawns `command` with its stdout and stderr piped and read.
+    pub(crate) fn spawn(command: &mut Command) -> Self {
+        use std::io::Read as _;
+        let mut child = command
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn proofgraph");
+        let reader = |mut pipe: Box<dyn std::io::Read + Send>| {
+            std::thread::spawn(move || {
+                let mut s = Vec::new();
+                let _ = pipe.read_to_end(&mut s);
+                s
+            })
+        };
+        let out = reader(Box::new(child.stdout.take().expect("stdout")));
+        let err = reader(Box::new(child.stderr.take().expect("stderr")));
+        Self {
+            child,
+            output: Output { out, err },
+        }
+    }
+}
+
+impl Output {
+    /// The run, with the exit `status` the child ended with.
+    pub(crate) fn into_run(self, status: std::process::ExitStatus) -> Run {
+        Run {
+            code: status.code(),
+            stdout: String::from_utf8_lossy(&self.out.join().unwrap_or_default()).into_owned(),
+            stderr: String::from_utf8_lossy(&self.err.join().unwrap_or_default()).into_owned(),
+        }
+    }
 }
 
 /// Runs proofgraph like [`Sandbox::run_with_env`], but gives up after
@@ -823,27 +881,8 @@ pub(crate) fn run_bounded(
     vars: &[(&str, &str)],
     limit: std::time::Duration,
 ) -> Run {
-    use std::io::Read as _;
-    let mut child = sb
-        .proofgraph(cwd)
-        .args(args)
-        .envs(vars.iter().copied())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn proofgraph");
-    let mut stdout = child.stdout.take().expect("stdout");
-    let mut stderr = child.stderr.take().expect("stderr");
-    let out = std::thread::spawn(move || {
-        let mut s = Vec::new();
-        let _ = stdout.read_to_end(&mut s);
-        s
-    });
-    let err = std::thread::spawn(move || {
-        let mut s = Vec::new();
-        let _ = stderr.read_to_end(&mut s);
-        s
-    });
+    let Captured { mut child, output } =
+        Captured::spawn(sb.proofgraph(cwd).args(args).envs(vars.iter().copied()));
     let started = std::time::Instant::now();
     let mut timed_out = false;
     let status = loop {
@@ -870,11 +909,7 @@ pub(crate) fn run_bounded(
         }
         std::thread::sleep(std::time::Duration::from_millis(20));
     };
-    let run = Run {
-        code: status.code(),
-        stdout: String::from_utf8_lossy(&out.join().unwrap_or_default()).into_owned(),
-        stderr: String::from_utf8_lossy(&err.join().unwrap_or_default()).into_owned(),
-    };
+    let run = output.into_run(status);
     assert!(
         !timed_out,
         "`proofgraph {}` did not finish within {limit:?}; it was stopped with SIGTERM\nstdout:\n{}\nstderr:\n{}",

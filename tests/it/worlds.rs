@@ -172,16 +172,9 @@ fn model(all: &[Provider], committed: &[Option<bool>]) -> BTreeMap<String, Strin
         .collect()
 }
 
-fn cases() -> u32 {
-    std::env::var("PROPTEST_CASES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(24)
-}
-
 proptest! {
     #![proptest_config(ProptestConfig {
-        cases: cases(),
+        cases: crate::support::proptest_cases(24),
         max_shrink_iters: 32,
         ..ProptestConfig::default()
     })]
