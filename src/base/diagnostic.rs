@@ -192,6 +192,13 @@ codes! {
     RepositoryPathAbsolute = "repository_path_absolute",
     /// A cached `setup` installs the project itself, which a cached setup never sees.
     SetupInstallsProject = "setup_installs_project",
+    /// A declared cache (or a kept build directory) whose tool judges freshness by
+    /// modification times, so a warm cache can call a changed test up to date.
+    CacheJudgedByMtime = "cache_judged_by_mtime",
+    /// `caches` names something that is not a cache known to be keyed by content.
+    CacheKindUnknown = "cache_kind_unknown",
+    /// A provider's `env` sets the variable a declared cache of its repository sets.
+    CacheEnvConflict = "cache_env_conflict",
     /// A `hostPaths` entry is not an absolute path or one below `~`.
     HostPathInvalid = "host_path_invalid",
     /// A repository of the workspace is not inside a git work tree.

@@ -77,6 +77,7 @@ pub fn prepare_with(
         return Err(all);
     }
     all.extend(symlink_escapes(workspace, change, links));
+    all.extend(build_directories(workspace, change));
     match builder(workspace, change).seal() {
         Ok(graph) if !all.iter().any(Diagnostic::is_error) => {
             diagnostic::sort(&mut all);
@@ -164,6 +165,58 @@ fn symlink_escapes(workspace: &Workspace, change: &Change, links: &dyn Links) ->
                     )
                     .at(&wired.file, pos)
                     .fix("Point the path at files inside the repository, not through a symlink that leaves it."),
+                );
+            }
+        }
+    }
+    out
+}
+
+/// Providers whose `env` keeps a build directory judged by modification times outside the
+/// sandbox (`CARGO_TARGET_DIR=~/.cache/…`, where it outlives the run and can call a changed
+/// test up to date), or sets the variable a declared cache of their repository sets.
+fn build_directories(workspace: &Workspace, change: &Change) -> Vec<Diagnostic> {
+    use crate::load::config::caches::{MTIME_BUILD_DIR_VARIABLES, outside_sandbox};
+    let mut out = Vec::new();
+    let default = (workspace.repositories.len() == 1)
+        .then(|| workspace.repositories.keys().next())
+        .flatten();
+    for wired in change.providers.values() {
+        let p = &wired.provider;
+        let own = p.repository.as_ref().map(|r| &r.value).or(default);
+        let caches = own
+            .and_then(|r| workspace.catalog.as_ref()?.repositories.get(r))
+            .map(|r| r.caches.as_slice())
+            .unwrap_or_default();
+        for (name, value) in p.env.iter().flatten() {
+            if MTIME_BUILD_DIR_VARIABLES.contains(&name.as_str()) && outside_sandbox(&value.value) {
+                out.push(
+                    Diagnostic::error(
+                        Code::CacheJudgedByMtime,
+                        format!(
+                            "provider `{}` sets `{name}` to `{}`, a build directory outside its sandbox: cargo decides what to rebuild from modification times, so a kept build directory can call a changed test up to date",
+                            p.id.value, value.value
+                        ),
+                    )
+                    .at(&wired.file, value.pos)
+                    .fix("Remove it (the build starts in the sandbox's `target/`) and declare `caches: [sccache]` on the repository in proofgraph.yaml to keep compilations warm (docs/setup.md#build-and-download-caches-caches)."),
+                );
+            }
+            if let Some(cache) = caches
+                .iter()
+                .find(|c| c.value.variables().contains(&name.as_str()))
+            {
+                out.push(
+                    Diagnostic::error(
+                        Code::CacheEnvConflict,
+                        format!(
+                            "provider `{}` sets `{name}`, which the repository's declared cache `{}` sets",
+                            p.id.value,
+                            cache.value.as_str()
+                        ),
+                    )
+                    .at(&wired.file, value.pos)
+                    .fix(format!("Remove `{name}` from the provider's `env`: the declared cache points the tool at its directory.")),
                 );
             }
         }

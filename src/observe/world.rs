@@ -699,7 +699,8 @@ impl Observed {
 }
 
 /// Each repository's sandbox setup, as fingerprinted: one entry per command
-/// (its argv as JSON), per cached directory and per `setupInputs` pattern, and what the
+/// (its argv as JSON), per declared cache (`caches`), per cached directory and per
+/// `setupInputs` pattern, and what the
 /// setup sees — a cached one, the key it is kept under (the identity of every input it
 /// sees); an uncached one, which runs over the whole repository, that repository's digest —
 /// so a lockfile edit reruns every provider of the repository, even one whose `inputs`
@@ -716,11 +717,21 @@ fn setups(
         .repositories
         .iter()
         .filter_map(|(id, repo)| {
-            let commands = repo.setup.as_ref()?;
+            // A declared cache changes how the tools run (their variables), never what the
+            // cache holds: its kind is bound, its content is not.
+            let caches = repo
+                .caches
+                .iter()
+                .map(|c| format!("caches {}", c.value.as_str()));
+            let Some(commands) = repo.setup.as_ref() else {
+                let caches: Vec<String> = caches.collect();
+                return (!caches.is_empty()).then(|| (id.clone(), caches));
+            };
             let mut out: Vec<String> = commands
                 .iter()
                 .map(|c| format!("run {}", serde_json::Value::from(c.value.clone())))
                 .collect();
+            out.extend(caches);
             out.extend(
                 repo.setup_cache
                     .iter()

@@ -464,6 +464,7 @@ impl<'p, 'a> Dispatcher<'p, 'a> {
             out_dir: &self.sandboxes.out,
             host_paths: self.worlds.host_paths(),
             home: self.worlds.home(),
+            caches: self.worlds.all_caches(),
         }
     }
 

@@ -15,7 +15,7 @@
 //! service never became ready (error). A provider blocked by a failed
 //! dependency, or killed by an interrupt, gets none.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use proofgraph_graph::{NodeId, RepoId};
 use proofgraph_sandbox::{Isolation, Run, RunConfig};
@@ -140,7 +140,15 @@ async fn execute_async(
             home.as_deref(),
         ),
         home,
-    );
+    )
+    .with_caches(declared_caches(plan))
+    .map_err(|e| {
+        vec![diag(
+            Code::SandboxFailed,
+            e,
+            "Check permissions under .proofgraph/caches/.",
+        )]
+    })?;
     let mut diagnostics = Vec::new();
     if let Some(Isolation::None { reason }) = &isolation {
         diagnostics.push(
@@ -196,4 +204,26 @@ fn start(plan: &Plan<'_>) -> Result<(Run, Isolation), Vec<Diagnostic>> {
     Run::start(&config).map_err(|e| {
         vec![diag(Code::IsolationUnavailable, format!("the run could not be started: failed to {e}"), "Run `proofgraph doctor` to see what isolation this machine allows, or pass --isolation none.")]
     })
+}
+
+/// Each repository's declared caches (`caches` in proofgraph.yaml) and where each is kept:
+/// `<store>/caches/<repository>/<kind>`, outside every run, so a warm cache outlives it.
+fn declared_caches(
+    plan: &Plan<'_>,
+) -> BTreeMap<RepoId, Vec<(crate::load::config::caches::CacheKind, std::path::PathBuf)>> {
+    let dir = plan.store.dir().join("caches");
+    plan.workspace
+        .catalog
+        .iter()
+        .flat_map(|c| &c.repositories)
+        .filter(|(_, r)| !r.caches.is_empty())
+        .map(|(id, r)| {
+            let caches = r
+                .caches
+                .iter()
+                .map(|k| (k.value, dir.join(id.as_str()).join(k.value.as_str())))
+                .collect();
+            (id.clone(), caches)
+        })
+        .collect()
 }

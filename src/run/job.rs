@@ -18,6 +18,7 @@ use proofgraph_sandbox::{JobSpec, Network};
 
 use crate::base::env::Env;
 use crate::base::redact::Secrets;
+use crate::load::config::caches::CacheKind;
 use crate::observe::world::Program;
 
 use super::command::{job_env, provider_argv};
@@ -59,6 +60,8 @@ pub(super) struct Jobs<'a> {
     pub(super) host_paths: &'a [PathBuf],
     /// The caller's home directory, private and empty in every job's world.
     pub(super) home: Option<&'a Path>,
+    /// Each repository's declared caches, with their directories.
+    pub(super) caches: &'a BTreeMap<RepoId, Vec<(CacheKind, PathBuf)>>,
 }
 
 /// A provider's command, ready to start (see [`Jobs::prepare`]).
@@ -148,6 +151,15 @@ impl Jobs<'_> {
         if let Some(path) = &playwright_report {
             extra.push(("PLAYWRIGHT_JSON_OUTPUT_FILE", path.clone().into_os_string()));
         }
+        let declared = |name: &str| {
+            p.spec
+                .env
+                .as_ref()
+                .and_then(|env| env.iter().find(|(k, _)| k.as_str() == name))
+                .map(|(_, v)| v.value.clone())
+        };
+        let caches = self.cache_env(p.runs_in.as_ref(), declared);
+        extra.extend(caches.iter().map(|(k, v)| (k.as_str(), OsString::from(v))));
         let env = job_env(
             self.env,
             p.spec.env.as_ref(),
@@ -242,22 +254,43 @@ impl Jobs<'_> {
         out
     }
 
-    /// The job of one `setup` command in `dir`, seeing `world`: the caller's PATH, HOME
-    /// and LANG, the outside network, half an hour.
+    /// The variables pointing each tool at its declared cache of `repo` (`declared`: what
+    /// the job's own `env` sets).
+    fn cache_env(
+        &self,
+        repo: Option<&RepoId>,
+        declared: impl Fn(&str) -> Option<String>,
+    ) -> Vec<(String, String)> {
+        repo.and_then(|r| self.caches.get(r))
+            .into_iter()
+            .flatten()
+            .flat_map(|(kind, dir)| kind.env(&dir.to_string_lossy(), &declared))
+            .collect()
+    }
+
+    /// The job of one `setup` command of `repo` in `dir`, seeing `world`: the caller's
+    /// PATH, HOME and LANG, the repository's declared caches, the outside network, half an
+    /// hour.
     pub(super) fn setup_job(
         &self,
         argv: &[String],
+        repo: &RepoId,
         dir: &Path,
         world: proofgraph_sandbox::World,
         log: PathBuf,
     ) -> JobSpec {
+        let caches = self.cache_env(Some(repo), |_| None);
+        let extra: Vec<(&str, OsString)> = caches
+            .iter()
+            .map(|(k, v)| (k.as_str(), OsString::from(v)))
+            .collect();
         JobSpec {
             argv: argv.iter().map(OsString::from).collect(),
             // Setup is not a provider: its command is searched in its PATH.
             program: None,
             cwd: dir.to_path_buf(),
             world,
-            env: job_env(self.env, None, None, &[]).unwrap_or_default(),
+            env: job_env(self.env, None, None, &extra).unwrap_or_default(),
             network: Network::Host,
             timeout: Some(Duration::from_secs(30 * 60)),
             log,

@@ -27,6 +27,8 @@ use std::path::{Path, PathBuf};
 use proofgraph_graph::RepoId;
 use proofgraph_sandbox::{OverlaySpec, SandboxMode, World};
 
+use crate::load::config::caches::CacheKind;
+
 use crate::run::setup::{Transfer, merge};
 
 /// What one execution sees of one repository: its layers, the top one first.
@@ -78,6 +80,9 @@ pub(super) struct Worlds {
     real_host_paths: Vec<PathBuf>,
     /// The private home directory of every job.
     home: Option<PathBuf>,
+    /// Each repository's declared caches and their directories on the host: the only
+    /// host directories a job writes besides its own layer.
+    caches: BTreeMap<RepoId, Vec<(CacheKind, PathBuf)>>,
     next: usize,
 }
 
@@ -110,8 +115,41 @@ impl Worlds {
                 .collect(),
             host_paths,
             home,
+            caches: BTreeMap::new(),
             next: 0,
         }
+    }
+
+    /// Gives the jobs of each repository its declared caches (made if missing).
+    pub(super) fn with_caches(
+        mut self,
+        caches: BTreeMap<RepoId, Vec<(CacheKind, PathBuf)>>,
+    ) -> Result<Self, String> {
+        for (kind, dir) in caches.values().flatten() {
+            fs_err::create_dir_all(dir)
+                .map_err(|e| format!("the `{}` cache could not be made: {e}", kind.as_str()))?;
+        }
+        self.caches = caches;
+        Ok(self)
+    }
+
+    /// Each repository's declared caches, with their directories.
+    pub(super) fn all_caches(&self) -> &BTreeMap<RepoId, Vec<(CacheKind, PathBuf)>> {
+        &self.caches
+    }
+
+    /// The declared caches of `repo`, with their directories.
+    fn caches(&self, repo: Option<&RepoId>) -> &[(CacheKind, PathBuf)] {
+        repo.and_then(|r| self.caches.get(r))
+            .map(Vec::as_slice)
+            .unwrap_or_default()
+    }
+
+    /// Every job of `repo` may write its declared caches.
+    fn add_caches(&self, world: &mut World, repo: Option<&RepoId>) {
+        world
+            .writable
+            .extend(self.caches(repo).iter().map(|(_, dir)| dir.clone()));
     }
 
     /// Where each repository is seen (its snapshot's path, or in place its own).
@@ -207,12 +245,13 @@ impl Worlds {
     }
 
     /// The world of a new execution that sees `seen` (`out`: a directory of its own it
-    /// may write, for a report the runner writes outside the sandbox), and where its
-    /// repositories are. `name` names its directories in the run (a provider or service).
+    /// may write, for a report the runner writes outside the sandbox; `runs_in`: the
+    /// repository whose declared caches it writes), and where its repositories are.
     pub(super) fn world(
         &mut self,
         seen: &[Seen],
         out: Option<&Path>,
+        runs_in: Option<&RepoId>,
     ) -> Result<(World, ExecDirs), String> {
         self.next += 1;
         let n = self.next;
@@ -225,6 +264,7 @@ impl Worlds {
             fs_err::create_dir_all(out).map_err(|e| e.to_string())?;
             world.writable.push(out.to_path_buf());
         }
+        self.add_caches(&mut world, runs_in);
         let mut dirs = ExecDirs::default();
         for Seen { repo, layers } in seen {
             let Some(at) = self.snapshots.get(repo).cloned() else {
@@ -284,6 +324,7 @@ impl Worlds {
             private: self.home.iter().cloned().collect(),
             ..World::default()
         };
+        self.add_caches(&mut world, Some(repo));
         if !self.isolated {
             world.writable.push(at.clone());
             return Ok((world, at, None));
@@ -298,14 +339,17 @@ impl Worlds {
         Ok((world, at, Some(scratch.join("upper"))))
     }
 
-    /// The world of a cached setup: the directory holding exactly its inputs, writable.
-    pub(super) fn derivation_world(&self, dir: &Path) -> World {
-        World {
+    /// The world of a cached setup of `repo`: the directory holding exactly its inputs,
+    /// writable, and the repository's declared caches (download caches keyed by content).
+    pub(super) fn derivation_world(&self, repo: &RepoId, dir: &Path) -> World {
+        let mut world = World {
             read_only: self.host_paths.clone(),
             writable: vec![dir.to_path_buf()],
             private: self.home.iter().cloned().collect(),
             ..World::default()
-        }
+        };
+        self.add_caches(&mut world, Some(repo));
+        world
     }
 }
 
@@ -475,8 +519,8 @@ mod tests {
                 Some(PathBuf::from("/home/u")),
             );
             let seen = [worlds.seen(&repo("root"), Files::All).expect("seen")];
-            let (one, dirs_one) = worlds.world(&seen, None).expect("world");
-            let (_, dirs_two) = worlds.world(&seen, None).expect("world");
+            let (one, dirs_one) = worlds.world(&seen, None, None).expect("world");
+            let (_, dirs_two) = worlds.world(&seen, None, None).expect("world");
             let (a, b) = (
                 &dirs_one.repos[&repo("root")],
                 &dirs_two.repos[&repo("root")],

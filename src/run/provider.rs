@@ -125,10 +125,11 @@ impl Dispatcher<'_, '_> {
         // every provider that may be judged from it is emptied before it starts (without
         // following a link). Removing them while other jobs run is safe: no two different
         // commands declare one report path (preflight's `report_path_collision`).
-        let (world, dirs) = match self
-            .worlds
-            .world(&prepared.key.seen, prepared.out.as_deref())
-        {
+        let (world, dirs) = match self.worlds.world(
+            &prepared.key.seen,
+            prepared.out.as_deref(),
+            p.runs_in.as_ref(),
+        ) {
             Ok(made) => made,
             Err(reason) => {
                 return fail_now(self, format!("its world could not be made: {reason}"));

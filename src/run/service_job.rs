@@ -151,6 +151,7 @@ mod tests {
         programs: BTreeMap<ProviderId, Option<Program>>,
         services: BTreeMap<ServiceId, Option<Program>>,
         sandboxes: BTreeMap<RepoId, PathBuf>,
+        caches: BTreeMap<RepoId, Vec<(crate::load::config::caches::CacheKind, PathBuf)>>,
     }
 
     impl Fixture {
@@ -164,6 +165,7 @@ mod tests {
                     Some(Program::InRepository("node_modules/.bin/node".into())),
                 )]),
                 sandboxes: BTreeMap::new(),
+                caches: BTreeMap::new(),
             }
         }
 
@@ -177,6 +179,7 @@ mod tests {
                 sandboxes: &self.sandboxes,
                 out_dir: Path::new("/runs/r/out"),
                 host_paths: &[],
+                caches: &self.caches,
                 home: None,
             }
         }

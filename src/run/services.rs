@@ -120,7 +120,7 @@ impl Dispatcher<'_, '_> {
             Some(repo) => self
                 .worlds
                 .seen(repo, super::layers::Files::All)
-                .and_then(|seen| self.worlds.world(&[seen], None)),
+                .and_then(|seen| self.worlds.world(&[seen], None, None)),
             None => Err("it has no repository".to_owned()),
         };
         let (world, cwd) = match made {

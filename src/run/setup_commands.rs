@@ -187,7 +187,7 @@ impl Dispatcher<'_, '_> {
             let prepared = match &inputs {
                 Some(inputs) => self
                     .derivation(&repo, inputs)
-                    .map(|workdir| (self.worlds.derivation_world(&workdir), workdir, None)),
+                    .map(|workdir| (self.worlds.derivation_world(&repo, &workdir), workdir, None)),
                 None => self
                     .worlds
                     .setup_world(&repo)
@@ -207,9 +207,9 @@ impl Dispatcher<'_, '_> {
             let mut failed = None;
             for argv in &commands {
                 let log = self.log_path(&format!("setup-{repo}"));
-                let spec = self
-                    .builder()
-                    .setup_job(argv, &workdir, world.clone(), log.clone());
+                let spec =
+                    self.builder()
+                        .setup_job(argv, &repo, &workdir, world.clone(), log.clone());
                 self.progress(Line::SetupCommand { repo: &repo, argv });
                 let spawned = match &self.run {
                     Some(run) => run.spawn(&spec),
@@ -327,6 +327,7 @@ mod tests {
                 setup,
                 setup_cache,
                 setup_inputs: None,
+                caches: Vec::new(),
             },
         )
     }

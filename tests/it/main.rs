@@ -2,6 +2,7 @@
 
 mod attack;
 mod attest;
+mod caches;
 mod catalog;
 mod cli;
 mod compat;

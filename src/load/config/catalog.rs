@@ -11,6 +11,7 @@ use std::collections::BTreeMap;
 use proofgraph_graph::{EnvName, RepoId};
 use proofgraph_sandbox::SandboxMode;
 
+use super::caches::{CacheKind, judged_by_mtime};
 use super::decode::{
     self, Sink, Spanned, fields, ident, ident_str, list, missing, nonempty_string, one_of,
 };
@@ -35,6 +36,9 @@ pub struct Repository {
     /// The files a cached setup sees (patterns relative to the repository); `None`: the
     /// ecosystems' manifests and lockfiles (`run::setup::SETUP_INPUTS`).
     pub setup_inputs: Option<Vec<Spanned<String>>>,
+    /// Build and download caches its jobs keep across runs (`caches`), each a tool's
+    /// cache keyed by content ([`super::caches`]).
+    pub caches: Vec<Spanned<CacheKind>>,
 }
 
 /// A receipt-signing key the workspace trusts.
@@ -117,7 +121,8 @@ pub struct Catalog {
 }
 
 /// The keys of a repository of `repositories`.
-pub(crate) const REPOSITORY_KEYS: [&str; 4] = ["path", "setup", "setupCache", "setupInputs"];
+pub(crate) const REPOSITORY_KEYS: [&str; 5] =
+    ["path", "setup", "setupCache", "setupInputs", "caches"];
 /// The keys of `cache`.
 pub(crate) const CACHE_KEYS: [&str; 6] = [
     "remote",
@@ -293,6 +298,57 @@ fn repositories(sink: &mut Sink, node: &Node) -> BTreeMap<RepoId, Repository> {
                 }
             }
         }
+        for dir in setup_cache.iter().flatten() {
+            let last = dir
+                .value
+                .trim_end_matches('/')
+                .rsplit('/')
+                .next()
+                .unwrap_or_default();
+            if last == "target"
+                && let Some((why, fix)) = judged_by_mtime(&dir.value)
+            {
+                sink.error(
+                    Code::CacheJudgedByMtime,
+                    dir.pos,
+                    format!("`setupCache` of {what} keeps `{}`, a build directory: {why}, so a kept one can call a changed test up to date", dir.value),
+                    fix,
+                );
+            }
+        }
+        let caches = f
+            .get("caches")
+            .and_then(|n| super::decode::string_list(sink, n, &format!("`caches` of {what}")))
+            .unwrap_or_default();
+        let mut kinds: Vec<Spanned<CacheKind>> = Vec::new();
+        for name in caches {
+            match CacheKind::parse(&name.value) {
+                Some(kind) if kinds.iter().any(|k| k.value == kind) => sink.error(
+                    Code::CacheKindUnknown,
+                    name.pos,
+                    format!("`caches` of {what} names `{}` twice", name.value),
+                    "Name each cache once.",
+                ),
+                Some(kind) => kinds.push(Spanned {
+                    value: kind,
+                    pos: name.pos,
+                }),
+                None => match judged_by_mtime(&name.value) {
+                    Some((why, fix)) => sink.error(
+                        Code::CacheJudgedByMtime,
+                        name.pos,
+                        format!("`caches` of {what} names `{}`: {why}, so a cache of it can call a changed test up to date", name.value),
+                        fix,
+                    ),
+                    None => sink.error(
+                        Code::CacheKindUnknown,
+                        name.pos,
+                        format!("`caches` of {what} names `{}`, which is not a cache proofgraph knows to be keyed by content", name.value),
+                        format!("Name one of {} (docs/setup.md#build-and-download-caches-caches).", CacheKind::ALL.map(|k| format!("`{}`", k.as_str())).join(", ")),
+                    ),
+                },
+            }
+        }
         if let Some(path) = path {
             out.insert(
                 id.value.clone(),
@@ -302,6 +358,7 @@ fn repositories(sink: &mut Sink, node: &Node) -> BTreeMap<RepoId, Repository> {
                     setup,
                     setup_cache,
                     setup_inputs,
+                    caches: kinds,
                 },
             );
         }

@@ -1,6 +1,7 @@
 //! Configuration files: decoding positioned trees (from [`crate::syntax`]) into typed
 //! models (`evidence.yaml`, `execution.yaml`, `proofgraph.yaml`).
 
+pub mod caches;
 pub mod catalog;
 pub mod decode;
 pub mod evidence;

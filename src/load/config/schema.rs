@@ -217,6 +217,11 @@ fn catalog() -> Value {
             "setup": {"type": "array", "items": argv()},
             "setupCache": texts(),
             "setupInputs": texts(),
+            "caches": {
+                "type": "array",
+                "uniqueItems": true,
+                "items": {"enum": crate::load::config::caches::CacheKind::ALL.map(|k| k.as_str())},
+            },
         }),
         &["path"],
     );

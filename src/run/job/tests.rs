@@ -4,6 +4,7 @@ use proofgraph_graph::EnvName;
 use proofgraph_graph::model::Network as NetworkSetting;
 
 use super::*;
+use crate::load::config::caches::CacheKind;
 use crate::run::testing::{at, env, node, pid, provider, seal, seal_in, vars};
 
 fn name(s: &str) -> EnvName {
@@ -18,6 +19,7 @@ struct Fixture {
     services: BTreeMap<ServiceId, Option<Program>>,
     sandboxes: BTreeMap<RepoId, PathBuf>,
     host_paths: Vec<PathBuf>,
+    caches: BTreeMap<RepoId, Vec<(CacheKind, PathBuf)>>,
 }
 
 /// What a provider sees of the root repository: the snapshot only.
@@ -54,6 +56,7 @@ impl Fixture {
             services: BTreeMap::new(),
             sandboxes: BTreeMap::from([(RepoId::root(), PathBuf::from("/sb/root"))]),
             host_paths: Vec::new(),
+            caches: BTreeMap::new(),
         }
     }
 
@@ -67,6 +70,7 @@ impl Fixture {
             sandboxes: &self.sandboxes,
             out_dir: Path::new("/runs/r/out"),
             host_paths: &self.host_paths,
+            caches: &self.caches,
             home: Some(Path::new("/home/u")),
         }
     }
@@ -308,6 +312,7 @@ fn a_setup_command_is_searched_on_path_with_the_outside_network() {
     };
     let job = fixture.jobs().setup_job(
         &["npm".to_owned(), "ci".to_owned()],
+        &RepoId::root(),
         Path::new("/sb/root"),
         world.clone(),
         PathBuf::from("/l"),
@@ -320,4 +325,68 @@ fn a_setup_command_is_searched_on_path_with_the_outside_network() {
     // No envFrom, no run id: the caller's PATH only (TOKEN is not passed on).
     assert_eq!(vars(&job.env), [("PATH".to_owned(), "/usr/bin".to_owned())]);
     assert!(!job.limited && !job.hold_after);
+}
+
+/// A repository's declared caches reach its providers' and its setup's environment, the
+/// provider's own settings kept where a cache adds to them; another repository's jobs get
+/// none of them.
+#[test]
+fn declared_caches_point_the_tools_of_their_repository_at_their_directories() {
+    let mut go = provider("go", Adapter::Command, &["go", "test", "-json", "./..."]);
+    go.env = Some(BTreeMap::from([(
+        name("GOFLAGS"),
+        at("-mod=mod".to_owned()),
+    )]));
+    let graph = seal(vec![go], Vec::new());
+    let mut fixture = Fixture::new(&graph);
+    fixture.caches = BTreeMap::from([(
+        RepoId::root(),
+        vec![
+            (
+                CacheKind::GoBuild,
+                PathBuf::from("/store/caches/root/go-build"),
+            ),
+            (CacheKind::Npm, PathBuf::from("/store/caches/root/npm")),
+        ],
+    )]);
+    let jobs = fixture.jobs();
+    let p = graph
+        .node(graph.provider(&pid("go")).expect("go"))
+        .provider()
+        .expect("a provider");
+    let prepared = jobs.prepare(p, whole()).expect("prepared");
+    let env = vars(&prepared.key.env);
+    let get = |env: &[(String, String)], k: &str| {
+        env.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone())
+    };
+    assert_eq!(
+        get(&env, "GOCACHE").as_deref(),
+        Some("/store/caches/root/go-build")
+    );
+    assert_eq!(get(&env, "GOFLAGS").as_deref(), Some("-mod=mod -count=1"));
+    assert_eq!(
+        get(&env, "npm_config_cache").as_deref(),
+        Some("/store/caches/root/npm")
+    );
+    let setup = jobs.setup_job(
+        &["go".to_owned(), "mod".to_owned(), "download".to_owned()],
+        &RepoId::root(),
+        Path::new("/sb/root"),
+        proofgraph_sandbox::World::default(),
+        PathBuf::from("/l"),
+    );
+    let env = vars(&setup.env);
+    assert_eq!(
+        get(&env, "GOCACHE").as_deref(),
+        Some("/store/caches/root/go-build")
+    );
+    assert_eq!(get(&env, "GOFLAGS").as_deref(), Some("-count=1"));
+    let other = jobs.setup_job(
+        &["true".to_owned()],
+        &RepoId::parse("web").expect("valid"),
+        Path::new("/sb/web"),
+        proofgraph_sandbox::World::default(),
+        PathBuf::from("/l"),
+    );
+    assert_eq!(get(&vars(&other.env), "GOCACHE"), None);
 }
