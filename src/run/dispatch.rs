@@ -363,18 +363,33 @@ impl<'p, 'a> Dispatcher<'p, 'a> {
             ) => {
                 let not_started = spawn_error.is_some();
                 let ended = ended::ended(code, signal, timed_out, killed, spawn_error);
+                // The repositories where the world showed them are the run's own too.
                 let own: Vec<&std::path::Path> = [self.sandboxes.root.as_path()]
                     .into_iter()
                     .chain(self.worlds.home())
+                    .chain(dirs.repos.values().map(|d| d.at.as_path()))
                     .collect();
+                // What a job runs from a declared cache is bound like a host's program.
+                let shared: Vec<std::path::PathBuf> = self
+                    .worlds
+                    .real_host_paths()
+                    .iter()
+                    .cloned()
+                    .chain(
+                        self.worlds
+                            .all_caches()
+                            .values()
+                            .flatten()
+                            .map(|(_, d)| d.clone()),
+                    )
+                    .collect();
+                let executed = executed.as_ref().map(|r| ended::executed(r, &own, &shared));
                 // The run measured the command from its start, which may have come
                 // after a wait for a slot.
                 let finished = Finished {
                     not_started,
                     dirs,
-                    executed: executed
-                        .as_ref()
-                        .map(|r| ended::executed(r, &own, self.worlds.real_host_paths())),
+                    executed,
                     ..Finished::ran(ended, log, duration, std::time::SystemTime::now())
                 };
                 self.execution_ended(key, &finished, hold);

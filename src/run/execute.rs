@@ -141,6 +141,16 @@ async fn execute_async(
         ),
         home,
     )
+    .showing_repositories_at(
+        plan.workspace
+            .repositories
+            .iter()
+            .map(|(id, r)| {
+                let dir = fs_err::canonicalize(&r.dir).unwrap_or_else(|_| r.dir.clone());
+                (id.clone(), dir)
+            })
+            .collect(),
+    )
     .with_caches(declared_caches(plan))
     .map_err(|e| {
         vec![diag(

@@ -10,7 +10,8 @@
 //!    it, else a tree of hard links to exactly the files it binds (made once per run for each
 //!    such set of files), so a file its inputs leave out is not there.
 //!
-//! With a mount namespace each repository is an overlay at the snapshot's own path, whose
+//! With a mount namespace each repository is an overlay at the repository's own directory
+//! (the same path in every run: tools that key a cache by path find it again), whose
 //! writable layer is the execution's alone (`<run>/worlds/<n>/<repo>/upper`): no job sees
 //! another's writes, and what a job wrote is read from its layer, never from a shared
 //! directory. Without one (namespaces unavailable, or `--isolation none`) each execution
@@ -83,6 +84,11 @@ pub(super) struct Worlds {
     /// Each repository's declared caches and their directories on the host: the only
     /// host directories a job writes besides its own layer.
     caches: BTreeMap<RepoId, Vec<(CacheKind, PathBuf)>>,
+    /// Where a job's world shows each repository (with a mount namespace): the
+    /// repository's own directory, the same in every run, so that what a tool keys by
+    /// path (sccache, Go without `-trimpath`, a test runner's cache) is found again; a
+    /// repository missing here is shown at its snapshot's path.
+    shown_at: BTreeMap<RepoId, PathBuf>,
     next: usize,
 }
 
@@ -116,8 +122,25 @@ impl Worlds {
             host_paths,
             home,
             caches: BTreeMap::new(),
+            shown_at: BTreeMap::new(),
             next: 0,
         }
+    }
+
+    /// Shows each repository at `dirs` (its own directory) in the worlds of a run with a
+    /// mount namespace, instead of at its snapshot's path: the snapshot, never the work
+    /// tree, is what lies there.
+    pub(super) fn showing_repositories_at(mut self, dirs: BTreeMap<RepoId, PathBuf>) -> Self {
+        self.shown_at = dirs;
+        self
+    }
+
+    /// Where a job's world shows `repo`, with a mount namespace.
+    fn shown_at(&self, repo: &RepoId, snapshot: &Path) -> PathBuf {
+        self.shown_at
+            .get(repo)
+            .cloned()
+            .unwrap_or_else(|| snapshot.to_path_buf())
     }
 
     /// Gives the jobs of each repository its declared caches (made if missing).
@@ -280,12 +303,20 @@ impl Worlds {
                     .join(n.to_string())
                     .join(repo.as_str());
                 fs_err::create_dir_all(&scratch).map_err(|e| e.to_string())?;
+                let shown = self.shown_at(repo, &at);
                 world.overlays.push(OverlaySpec {
-                    target: at.clone(),
+                    target: shown.clone(),
                     layers: layers.clone(),
                     scratch: scratch.clone(),
                 });
-                scratch.join("upper")
+                dirs.repos.insert(
+                    repo.clone(),
+                    ExecDir {
+                        at: shown,
+                        written: scratch.join("upper"),
+                    },
+                );
+                continue;
             } else {
                 let copy = copy_dir(&self.run_dir, n, repo);
                 for layer in layers.iter().rev() {
@@ -331,12 +362,13 @@ impl Worlds {
         }
         let scratch = self.run_dir.join("setup-layers").join(repo.as_str());
         fs_err::create_dir_all(&scratch).map_err(|e| e.to_string())?;
+        let shown = self.shown_at(repo, &at);
         world.overlays.push(OverlaySpec {
-            target: at.clone(),
+            target: shown.clone(),
             layers: vec![at.clone()],
             scratch: scratch.clone(),
         });
-        Ok((world, at, Some(scratch.join("upper"))))
+        Ok((world, shown, Some(scratch.join("upper"))))
     }
 
     /// The world of a cached setup of `repo`: the directory holding exactly its inputs,

@@ -117,9 +117,9 @@ pub(super) fn diag(code: Code, message: String, fix: &str) -> Diagnostic {
 
 /// The rewrites that make what a run derives from its jobs (reasons, test ids, logs,
 /// reports) name files relative to their repository: each repository's sandbox of run
-/// `run_id` (`<store>/runs/<run>/sandboxes/<repo>/`, by its path and its real path) and the
-/// directory its cached setup runs in become nothing; running in place, each repository's
-/// own directory does. A sandbox's path without the slash (a command that prints its working
+/// `run_id` (`<store>/runs/<run>/sandboxes/<repo>/`, by its path and its real path), the
+/// directory its cached setup runs in and the repository's own directory (where a job
+/// runs in place, and where an isolated job's world shows the snapshot) become nothing. A sandbox's path without the slash (a command that prints its working
 /// directory) becomes `.`.
 pub fn path_rewrites(
     store: &crate::store::Store,
@@ -149,13 +149,14 @@ pub fn path_rewrites(
             }
         }
     }
-    if mode == proofgraph_sandbox::SandboxMode::None {
-        for repo in workspace.repositories.values() {
-            let mut dirs = vec![repo.dir.clone()];
-            dirs.extend(fs_err::canonicalize(&repo.dir).ok());
-            for dir in dirs {
-                out.push((format!("{}/", dir.display()), String::new()));
-            }
+    // Each repository's own directory: where a job runs in place, and where an isolated
+    // job's world shows the repository's snapshot.
+    let _ = mode;
+    for repo in workspace.repositories.values() {
+        let mut dirs = vec![repo.dir.clone()];
+        dirs.extend(fs_err::canonicalize(&repo.dir).ok());
+        for dir in dirs {
+            out.push((format!("{}/", dir.display()), String::new()));
         }
     }
     out
