@@ -149,14 +149,17 @@ pub fn path_rewrites(
             }
         }
     }
-    // Each repository's own directory: where a job runs in place, and where an isolated
-    // job's world shows the repository's snapshot.
-    let _ = mode;
+    // Each repository's own directory: where a job runs in place (its working directory
+    // printed as it is, which is where the user's files are), and where an isolated job's
+    // world shows the repository's snapshot (the sandbox's, so `.`).
     for repo in workspace.repositories.values() {
         let mut dirs = vec![repo.dir.clone()];
         dirs.extend(fs_err::canonicalize(&repo.dir).ok());
         for dir in dirs {
             out.push((format!("{}/", dir.display()), String::new()));
+            if mode != proofgraph_sandbox::SandboxMode::None {
+                out.push((dir.display().to_string(), ".".to_owned()));
+            }
         }
     }
     out
