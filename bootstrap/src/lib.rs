@@ -33,7 +33,7 @@
 //! | test | a test script that runs something else, with exactly one runner among the dependencies, or no test script | the runner run directly (`npm exec --no -- vitest …`) | review |
 //! | test | two or more runners (in the script, or among the dependencies when the script names none) | one per runner, run directly | ambiguous |
 //! | test | a risky script, `pre` or `post` hook (sudo/curl/wget at a command start, `rm -rf`, `$(`, backtick) | refused: `provider` is `null` | review |
-//! | test | `Cargo.toml` | `sh -c '… exec "$@" > test-results/cargo-test.json' sh cargo test [--workspace] -- -Z unstable-options --format json --report-time`, `env: {RUSTC_BOOTSTRAP: "1"}`, `libtest-json` | high (review with `harness = false`; alternative beside nextest) |
+//! | test | `Cargo.toml` | `sh -c '… exec "$@" > test-results/cargo-test.json' sh cargo test --no-fail-fast [--workspace] -- -Z unstable-options --format json --report-time`, `env: {RUSTC_BOOTSTRAP: "1"}`, `libtest-json` | high (review with `harness = false`; alternative beside nextest) |
 //! | test | `.config/nextest.toml` with a `[profile.<p>.junit] path` | `cargo nextest run --profile <p>`, report `target/nextest/<p>/<path>`, `junit` | high |
 //! | test | pytest configured or depended on (`pyproject.toml`, `pytest.ini`, `tox.ini`, `setup.cfg`, `conftest.py`, `requirements*.txt`) | `<runner> pytest --junitxml=test-results/pytest.xml`, `junit`; the runner is the `.venv` setup makes (`.venv/bin/python -m`, `env: {PYTHONPATH: src}` for a `src/` layout), else the lockfile's (`uv run --no-sync`, `poetry run`, `pdm run`), else `python3 -m` | high |
 //! | test | `go.mod` | `sh -c '… exec "$@" > test-results/go-test.json' sh go test -json ./...`, `go-test-json` | high |

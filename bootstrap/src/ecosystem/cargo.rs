@@ -161,7 +161,9 @@ impl CargoFacts {
         let has_nextest = nextest.is_some() && host.finds("cargo-nextest");
         out.extend(nextest);
         let report = report_path("cargo-test.json");
-        let mut cargo = argv(&["cargo", "test"]);
+        // Every test binary runs even after one fails: cargo stops at the first failing
+        // binary otherwise, and the tests of the others never run nor count.
+        let mut cargo = argv(&["cargo", "test", "--no-fail-fast"]);
         if self.workspace {
             cargo.push("--workspace".to_owned());
         }
@@ -186,7 +188,7 @@ impl CargoFacts {
         .field("timeoutMs", Value::from(TIMEOUT_MS))
         .because(self.manifest_fact())
         .because(format!(
-            "runs cargo test with libtest's JSON event stream (`-Z unstable-options --format json`, available on stable through RUSTC_BOOTSTRAP=1 in `env`) redirected to `{report}`; each test binary's `suite started` event carries its test_count"
+            "runs cargo test with libtest's JSON event stream (`-Z unstable-options --format json`, available on stable through RUSTC_BOOTSTRAP=1 in `env`) redirected to `{report}`; each test binary's `suite started` event carries its test_count; `--no-fail-fast` runs every test binary even after one fails, so the counts are the whole suite's"
         ));
         if self.workspace {
             p.evidence.push(
