@@ -46,6 +46,12 @@ pub enum Line<'s> {
         /// The command.
         argv: &'s [String],
     },
+    /// A repository's setup did not run: the run works in place (`--sandbox none`), where
+    /// the repository is used as it is.
+    SetupSkipped {
+        /// The repository.
+        repo: &'s RepoId,
+    },
     /// A repository's setup failed.
     SetupFailed {
         /// The repository.
@@ -134,6 +140,10 @@ impl fmt::Display for Line<'_> {
                 write!(f, "  setup   {repo}: {}", argv.join(" "))
             }
             Line::SetupFailed { repo, reason } => write!(f, "  setup   {repo} failed: {reason}"),
+            Line::SetupSkipped { repo } => write!(
+                f,
+                "  setup   {repo}: not run (--sandbox none works in the repository as it is, with what is installed there)"
+            ),
             Line::Started { provider } => write!(f, "  run     {provider}"),
             Line::StillRunning {
                 provider,

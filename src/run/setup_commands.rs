@@ -155,12 +155,19 @@ impl Dispatcher<'_, '_> {
         rx: &mut UnboundedReceiver<Event>,
         signals: &mut Signals,
     ) -> bool {
-        if self.plan.mode == SandboxMode::None {
-            return true;
-        }
         let Some(catalog) = &self.plan.workspace.catalog else {
             return true;
         };
+        if self.plan.mode == SandboxMode::None {
+            // Said, not silent: what setup would install must already be there.
+            for repo in setups(catalog, &self.sandboxes.dirs, &self.plan.observed.snapshots)
+                .into_iter()
+                .map(|s| s.repo)
+            {
+                self.progress(Line::SetupSkipped { repo: &repo });
+            }
+            return true;
+        }
         let all = setups(catalog, &self.sandboxes.dirs, &self.plan.observed.snapshots);
         for Setup {
             repo,

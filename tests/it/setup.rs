@@ -456,3 +456,47 @@ fn a_cached_setup_cannot_vendor_the_project_by_its_path() {
         "a broken library never passes through the cache: {doc}"
     );
 }
+
+/// Running in place, setup does not run (the repository is used as it is, with what is
+/// installed there), and `prove` says so for each repository that declares one instead of
+/// skipping it silently.
+#[test]
+fn running_in_place_says_that_setup_did_not_run() {
+    let sb = Sandbox::new();
+    sb.openspec_root("");
+    sb.write("app/a.txt", "a\n");
+    sb.write(
+        "proofgraph.yaml",
+        "version: 1\nrepositories:\n  app:\n    path: app\n    setup: [[sh, -c, \"echo installed > marker\"]]\n",
+    );
+    sb.write(
+        "openspec/changes/x/evidence.yaml",
+        "version: 2\nclaims:\n  - {id: a, scenario: s, capabilities: [static-analysis]}\n",
+    );
+    sb.write(
+        "openspec/changes/x/execution.yaml",
+        "version: 1\nproviders:\n  test:\n    adapter: command\n    capability: static-analysis\n    repository: app\n    command: [sh, -c, \"test ! -e marker\"]\n",
+    );
+    git_commit_all(&sb.work());
+    let run = sb.run(&sb.work(), &["prove", "x", "--sandbox", "none"]);
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    assert!(
+        run.stderr
+            .contains("setup   app: not run (--sandbox none works in the repository as it is"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        !sb.work().join("app/marker").exists(),
+        "setup never ran in place"
+    );
+    // In a sandbox it runs, and says what it ran.
+    let run = sb.run(&sb.work(), &["prove", "x", "--no-cache"]);
+    assert_eq!(
+        run.code,
+        Some(1),
+        "the provider sees what setup made: {}",
+        run.stderr
+    );
+    assert!(run.stderr.contains("setup   app: sh -c"), "{}", run.stderr);
+}
