@@ -16,6 +16,7 @@
 //! | `test_report_missing` | a `test-discovery` provider declares no `report`, so no test count can be read |
 //! | `executable_not_found` | a provider's program is a path in its repository that neither exists nor is made by setup, or a name not on its `PATH`; the fix says what to install |
 //! | `dependencies_not_installed` | `package.json` declares dependencies, a provider running Node.js tooling (a package manager, `node`, `node_modules/.bin/…`) runs in the repository, and no setup installs `node_modules` where the run needs it |
+//! | `dependencies_need_network` | the repository's `Cargo.toml` declares crates cargo fetches (not `path`), a provider running cargo runs (or `init` would add one) there without the host network or its own `CARGO_HOME`, and no setup runs `cargo fetch` or `cargo vendor`; the fix is the cached fetch setup, with placeholders for this manifest's targets |
 //! | `timeout_too_short` | a provider's last run timed out and its `timeoutMs` is still no longer than that run; the fix suggests twice the run's duration, rounded up |
 
 use std::collections::BTreeMap;
@@ -85,8 +86,103 @@ pub fn doctor(
         if let Some(f) = dependencies(repo, existing, repos, &analysis, host, &mut trees) {
             out.push(f);
         }
+        if let Some(f) = crates_need_network(repo, existing, repos, &analysis) {
+            out.push(f);
+        }
     }
     out
+}
+
+/// Whether `argv` runs cargo (directly, behind a wrapper, or in an `sh -c` script).
+fn runs_cargo(argv: &[String]) -> bool {
+    crate::host::programs(argv).iter().any(|p| p == "cargo")
+        || argv.iter().skip(2).any(|w| {
+            w.split(|c: char| c.is_whitespace() || "&;|()".contains(c))
+                .any(|word| word == "cargo")
+        })
+}
+
+/// `dependencies_need_network`: the repository's manifest declares crates cargo fetches, a
+/// provider runs cargo there, and no setup fetches them: a job's network is private, so
+/// cargo's first download fails (`Could not resolve host: index.crates.io`). The fix is
+/// docs/setup.md's cargo recipe, its placeholders made for this manifest's targets.
+fn crates_need_network(
+    repo: &Repo,
+    existing: &[Provider],
+    repos: &[Repo],
+    analysis: &Analysis,
+) -> Option<Finding> {
+    let host_network = |p: &Provider| {
+        p.network
+            .as_ref()
+            .is_some_and(|n| n.value == proofgraph_graph::model::Network::Host)
+    };
+    let runs_here = existing.iter().any(|p| {
+        p.adapter.value.runs_command()
+            && !host_network(p)
+            && wiring::home(p, repos).is_some_and(|h| h.id == repo.id)
+            && p.command.as_ref().is_some_and(|c| runs_cargo(&c.value))
+            && !p
+                .env
+                .as_ref()
+                .is_some_and(|env| env.keys().any(|k| k.as_str() == "CARGO_HOME"))
+    }) || analysis.detection.candidates.iter().any(|c| {
+        c.recommended
+            && c.repository == repo.id
+            && c.provider["command"].as_array().is_some_and(|a| {
+                let argv: Vec<String> = a
+                    .iter()
+                    .filter_map(|w| w.as_str().map(str::to_owned))
+                    .collect();
+                runs_cargo(&argv)
+            })
+    });
+    let fetches = repo.setup.commands.iter().any(|command| {
+        let text = command.join(" ");
+        text.contains("cargo fetch") || text.contains("cargo vendor")
+    });
+    if !runs_here || fetches {
+        return None;
+    }
+    let facts = crate::ecosystem::cargo::CargoFacts::read(&repo.dir, "", &mut Vec::new())?;
+    if facts.fetched_deps.is_empty() {
+        return None;
+    }
+    let n = facts.fetched_deps.len();
+    let shown: Vec<String> = facts
+        .fetched_deps
+        .iter()
+        .take(3)
+        .map(|d| format!("`{d}`"))
+        .collect();
+    let more = if n > 3 { ", …" } else { "" };
+    Some(Finding {
+        code: "dependencies_need_network",
+        severity: Severity::Warning,
+        message: format!(
+            "repository `{}` depends on {n} crate{} cargo fetches ({}{more}), but a job's network is private and no setup fetches them, so cargo's first download fails",
+            repo.id,
+            if n == 1 { "" } else { "s" },
+            shown.join(", ")
+        ),
+        fix: format!(
+            "Add `setup: [[{}]]` and `setupCache: [.cargo-home]` to repository `{}` in proofgraph.yaml, and give its cargo provider `env: {{CARGO_HOME: .cargo-home}}` and `--offline` (docs/setup.md).",
+            facts
+                .fetch_setup()
+                .iter()
+                .map(|w| if w.contains(' ') {
+                    format!("\"{w}\"")
+                } else {
+                    w.clone()
+                })
+                .collect::<Vec<_>>()
+                .join(", "),
+            repo.id
+        ),
+        provider: None,
+        capability: None,
+        repository: Some(repo.id.clone()),
+    })
 }
 
 /// The git view of `repo`, read once.

@@ -288,6 +288,9 @@ codes! {
     SetupMakesPath = "setup_makes_path",
     /// `package.json` declares dependencies that no setup installs where providers run.
     DependenciesNotInstalled = "dependencies_not_installed",
+    /// A crate's dependencies must be downloaded, its jobs have no network, and no setup
+    /// fetches them.
+    DependenciesNeedNetwork = "dependencies_need_network",
     /// A provider's last run timed out and its `timeoutMs` is no longer than that run.
     TimeoutTooShort = "timeout_too_short",
     // Preflight (the graph's checks, before anything runs).

@@ -958,3 +958,77 @@ fn doctor_names_the_tests_a_runner_would_find_outside_the_inputs() {
         doctor.status_codes()
     );
 }
+
+/// A crate with a dependency from crates.io, a `[[bench]]` target and no committed
+/// `Cargo.lock`: `init --write` wires `cargo test --no-fail-fast`, `evidence doctor` says the
+/// job's private network cannot download the crate and gives the cached fetch setup for
+/// this manifest (a placeholder for the bench target, no `--locked`), and with that fix
+/// applied the first `prove` passes — and a broken crate fails.
+#[test]
+fn init_and_doctor_wire_a_crate_without_a_lockfile_that_proves_on_its_first_run() {
+    let sb = Sandbox::new();
+    change(&sb);
+    sb.write(
+        "Cargo.toml",
+        "[package]\nname = \"demo\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[dependencies]\nitoa = \"=1.0.11\"\n\n[[bench]]\nname = \"speed\"\nharness = false\n\n[workspace]\n",
+    );
+    const LIB: &str = "pub fn shown(n: u32) -> String {\n    itoa::Buffer::new().format(n).to_owned()\n}\n\n#[cfg(test)]\nmod tests {\n    #[test]\n    fn shows() {\n        assert_eq!(super::shown(42), \"42\");\n    }\n}\n";
+    sb.write("src/lib.rs", LIB);
+    sb.write("benches/speed.rs", "fn main() {}\n");
+    sb.write(".gitignore", "target/\n.cargo-home/\ntest-results/\n");
+    git_commit_all(&sb.work());
+    let init = run(&sb, &["evidence", "init", "add-x", "--write", "--json"]);
+    init.expect_code(0);
+    let wiring = fs_err::read_to_string(sb.work().join("openspec/changes/add-x/execution.yaml"))
+        .expect("execution.yaml");
+    assert!(wiring.contains("--no-fail-fast"), "{wiring}");
+    let doctor = run(&sb, &["evidence", "doctor", "add-x", "--json"]);
+    doctor.expect_code(2);
+    assert_emits!(doctor.status_codes(), "dependencies_need_network");
+    let fix = doctor.json()["status"]
+        .as_array()
+        .expect("status")
+        .iter()
+        .find(|d| d["code"] == "dependencies_need_network")
+        .and_then(|d| d["fix"].as_str())
+        .expect("a fix")
+        .to_owned();
+    let setup = "[sh, -c, \"mkdir -p benches src && touch benches/speed.rs src/lib.rs && CARGO_HOME=.cargo-home cargo fetch\"]";
+    assert!(fix.contains(setup), "{fix}");
+    // The fix, applied as written: the catalog's setup, and the provider's CARGO_HOME and
+    // `--offline`.
+    sb.write(
+        "proofgraph.yaml",
+        format!("version: 1\nrepositories:\n  root:\n    path: .\n    setup: [{setup}]\n    setupCache: [.cargo-home]\n"),
+    );
+    let wired = wiring
+        .replacen(
+            "cargo, test, --no-fail-fast",
+            "cargo, test, --offline, --no-fail-fast",
+            1,
+        )
+        .replacen("env: {", "env: {CARGO_HOME: .cargo-home, ", 1);
+    assert_ne!(wired, wiring, "the provider was edited: {wiring}");
+    sb.write("openspec/changes/add-x/execution.yaml", &wired);
+    git_commit_all(&sb.work());
+    run(&sb, &["validate", "add-x", "--strict"]).expect_code(0);
+    let doctor = run(&sb, &["evidence", "doctor", "add-x", "--json"]);
+    doctor.expect_code(0);
+    let prove = run(&sb, &["prove", "add-x", "--json"]);
+    assert_eq!(
+        prove.code,
+        Some(0),
+        "the first run passes:\n{}\n{}",
+        prove.stdout,
+        prove.stderr
+    );
+    assert_eq!(states(&prove.json())["works/test"], "passed");
+    sb.write("src/lib.rs", &LIB.replace("format(n)", "format(n + 1)"));
+    let prove = run(&sb, &["prove", "add-x", "--json"]);
+    assert_eq!(
+        prove.code,
+        Some(1),
+        "a broken crate never passes: {}",
+        prove.stdout
+    );
+}

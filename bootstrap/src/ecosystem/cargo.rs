@@ -42,6 +42,88 @@ pub(crate) struct CargoFacts {
     pub(crate) junit_profiles: Vec<(String, String)>,
     /// `build.target-dir` from `.cargo/config.toml`, if set.
     pub(crate) target_dir: Option<String>,
+    /// The dependencies (of every kind and target) cargo fetches from a registry or a git
+    /// repository: not a `path`.
+    pub(crate) fetched_deps: Vec<String>,
+    /// The files cargo needs to read the manifest (its targets' sources, a declared build
+    /// script): a setup that sees only `Cargo.toml` and `Cargo.lock` makes them empty.
+    pub(crate) placeholders: Vec<String>,
+}
+
+/// The dependencies of `manifest` that cargo fetches (not `path`), every table of them.
+fn fetched_deps(manifest: &toml::Table) -> Vec<String> {
+    let kinds = ["dependencies", "dev-dependencies", "build-dependencies"];
+    let mut tables: Vec<&toml::Table> = kinds
+        .iter()
+        .filter_map(|k| manifest.get(*k).and_then(toml::Value::as_table))
+        .collect();
+    for target in manifest
+        .get("target")
+        .and_then(toml::Value::as_table)
+        .into_iter()
+        .flat_map(|t| t.values())
+    {
+        tables.extend(
+            kinds
+                .iter()
+                .filter_map(|k| target.get(*k).and_then(toml::Value::as_table)),
+        );
+    }
+    let mut out: Vec<String> = tables
+        .into_iter()
+        .flat_map(|t| t.iter())
+        .filter(|(_, spec)| spec.get("path").is_none())
+        .map(|(name, _)| name.clone())
+        .collect();
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// The source files cargo requires to read `manifest`: the library's (`src/lib.rs` unless
+/// `[lib] path` says otherwise), each explicit `[[bin]]`, `[[test]]`, `[[bench]]` and
+/// `[[example]]` (its `path`, else cargo's default for its name), and a declared `build`
+/// script.
+fn placeholders(manifest: &toml::Table) -> Vec<String> {
+    let path = |t: &toml::Value| {
+        t.get("path")
+            .and_then(toml::Value::as_str)
+            .map(str::to_owned)
+    };
+    let mut out = vec![
+        manifest
+            .get("lib")
+            .and_then(path)
+            .unwrap_or_else(|| "src/lib.rs".to_owned()),
+    ];
+    for (kind, dir) in [
+        ("bin", "src/bin"),
+        ("test", "tests"),
+        ("bench", "benches"),
+        ("example", "examples"),
+    ] {
+        for target in manifest
+            .get(kind)
+            .and_then(toml::Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            let name = target.get("name").and_then(toml::Value::as_str);
+            if let Some(file) = path(target).or_else(|| name.map(|n| format!("{dir}/{n}.rs"))) {
+                out.push(file);
+            }
+        }
+    }
+    if let Some(build) = manifest
+        .get("package")
+        .and_then(|p| p.get("build"))
+        .and_then(toml::Value::as_str)
+    {
+        out.push(build.to_owned());
+    }
+    out.sort();
+    out.dedup();
+    out
 }
 
 fn read_toml(path: &Path, shown: &str, warnings: &mut Vec<String>) -> Option<toml::Table> {
@@ -141,7 +223,34 @@ impl CargoFacts {
             lockfile: dir.join("Cargo.lock").is_file(),
             junit_profiles,
             target_dir,
+            fetched_deps: fetched_deps(&manifest),
+            placeholders: placeholders(&manifest),
         })
+    }
+
+    /// The cached setup that fetches every dependency `cargo test --offline` needs into
+    /// `.cargo-home`, seeing only the manifest and the lockfile (docs/setup.md): it makes
+    /// the placeholders cargo needs to read the manifest first; without a committed
+    /// `Cargo.lock`, `cargo fetch` resolves one where it runs.
+    pub(crate) fn fetch_setup(&self) -> Vec<String> {
+        let dirs: std::collections::BTreeSet<&str> = self
+            .placeholders
+            .iter()
+            .filter_map(|f| f.rsplit_once('/').map(|(d, _)| d))
+            .collect();
+        let mut script = String::new();
+        if !dirs.is_empty() {
+            script.push_str(&format!(
+                "mkdir -p {} && ",
+                dirs.into_iter().collect::<Vec<_>>().join(" ")
+            ));
+        }
+        script.push_str(&format!(
+            "touch {} && CARGO_HOME=.cargo-home cargo fetch{}",
+            self.placeholders.join(" "),
+            if self.lockfile { " --locked" } else { "" }
+        ));
+        argv(&["sh", "-c", &script])
     }
 
     fn manifest_fact(&self) -> String {
@@ -277,5 +386,51 @@ impl CargoFacts {
                     "cargo clippy with warnings as errors; only the exit code is read".to_owned(),
                 ),
         ]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn facts(manifest: &str, lockfile: bool) -> CargoFacts {
+        let dir = tempfile::tempdir().expect("tempdir");
+        fs_err::write(dir.path().join("Cargo.toml"), manifest).expect("write");
+        if lockfile {
+            fs_err::write(dir.path().join("Cargo.lock"), "version = 4\n").expect("write");
+        }
+        CargoFacts::read(dir.path(), "", &mut Vec::new()).expect("facts")
+    }
+
+    #[test]
+    fn the_fetch_setup_makes_every_target_cargo_needs_to_read_the_manifest() {
+        let f = facts(
+            "[package]\nname = \"a\"\nversion = \"0.1.0\"\nbuild = \"build.rs\"\n\n[dependencies]\nitoa = \"1\"\nlocal = { path = \"../local\" }\n\n[target.'cfg(unix)'.dev-dependencies]\nlibc = \"0.2\"\n\n[[bench]]\nname = \"speed\"\nharness = false\n\n[[test]]\nname = \"it\"\npath = \"tests/it/main.rs\"\n",
+            false,
+        );
+        assert_eq!(f.fetched_deps, ["itoa", "libc"]);
+        assert_eq!(
+            f.placeholders,
+            [
+                "benches/speed.rs",
+                "build.rs",
+                "src/lib.rs",
+                "tests/it/main.rs"
+            ]
+        );
+        assert_eq!(
+            f.fetch_setup(),
+            argv(&[
+                "sh",
+                "-c",
+                "mkdir -p benches src tests/it && touch benches/speed.rs build.rs src/lib.rs tests/it/main.rs && CARGO_HOME=.cargo-home cargo fetch"
+            ])
+        );
+        let locked = facts("[package]\nname = \"a\"\nversion = \"0.1.0\"\n", true);
+        assert!(locked.fetched_deps.is_empty());
+        assert_eq!(
+            locked.fetch_setup()[2],
+            "mkdir -p src && touch src/lib.rs && CARGO_HOME=.cargo-home cargo fetch --locked"
+        );
     }
 }

@@ -590,3 +590,92 @@ fn a_timed_out_run_suggests_a_timeout_from_its_duration() {
         assert!(findings.is_empty(), "{findings:#?}");
     }
 }
+
+/// A crate whose manifest declares crates cargo fetches, tested by cargo in a job whose
+/// network is private, with no setup fetching them: the first download would fail. The
+/// fix is the cached fetch setup with a placeholder for every target the manifest names;
+/// a setup that fetches, the provider's own `CARGO_HOME`, the host network, or only
+/// `path` dependencies clear it.
+#[test]
+fn crates_no_setup_fetches_are_reported_with_the_recipe_for_this_manifest() {
+    let dir = temp();
+    write(
+        dir.path(),
+        &[
+            (
+                "Cargo.toml",
+                "[package]\nname = \"demo\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[dependencies]\nitoa = \"1\"\n\n[dev-dependencies]\nlocal = { path = \"../local\" }\n\n[[bench]]\nname = \"speed\"\nharness = false\n",
+            ),
+            ("src/lib.rs", "pub fn f() {}\n"),
+            ("benches/speed.rs", "fn main() {}\n"),
+        ],
+    );
+    git(dir.path(), &["init", "--quiet"]);
+    let claims = [claim("c", &["static-analysis"], None)];
+    let check = |p: &proofgraph_graph::model::Provider, setup: Option<bootstrap::Setup>| {
+        let mut repos = root(dir.path());
+        if let Some(setup) = setup {
+            repos[0].setup = setup;
+        }
+        doctor(&repos, &claims, std::slice::from_ref(p), &[], &host(), &[])
+    };
+    let test = with_capability(
+        provider(
+            "check",
+            Adapter::Command,
+            &["cargo", "test", "--no-fail-fast"],
+        ),
+        "static-analysis",
+    );
+    let findings = check(&test, None);
+    assert_eq!(
+        codes(&findings),
+        ["dependencies_need_network"],
+        "{findings:#?}"
+    );
+    let f = &findings[0];
+    assert!(
+        f.message.contains("1 crate cargo fetches (`itoa`)"),
+        "{f:#?}"
+    );
+    assert_eq!(
+        f.fix,
+        "Add `setup: [[sh, -c, \"mkdir -p benches src && touch benches/speed.rs src/lib.rs && CARGO_HOME=.cargo-home cargo fetch\"]]` and `setupCache: [.cargo-home]` to repository `root` in proofgraph.yaml, and give its cargo provider `env: {CARGO_HOME: .cargo-home}` and `--offline` (docs/setup.md)."
+    );
+    // Behind a shell, too.
+    let wrapped = with_capability(
+        provider(
+            "check",
+            Adapter::Command,
+            &["sh", "-c", "cargo test && echo done"],
+        ),
+        "static-analysis",
+    );
+    assert_eq!(codes(&check(&wrapped, None)), ["dependencies_need_network"]);
+    // A setup that fetches clears it.
+    let fetching = bootstrap::Setup {
+        commands: vec![vec![
+            "sh".to_owned(),
+            "-c".to_owned(),
+            "touch src/lib.rs && CARGO_HOME=.cargo-home cargo fetch".to_owned(),
+        ]],
+        cache: vec![".cargo-home".to_owned()],
+    };
+    assert!(check(&test, Some(fetching)).is_empty());
+    // So does the host network.
+    let mut online = test.clone();
+    online.network = Some(proofgraph_graph::span::Spanned {
+        value: proofgraph_graph::model::Network::Host,
+        pos: proofgraph_graph::span::Pos::default(),
+    });
+    assert!(check(&online, None).is_empty());
+    // Only `path` dependencies: nothing to fetch.
+    write(
+        dir.path(),
+        &[(
+            "Cargo.toml",
+            "[package]\nname = \"demo\"\nversion = \"0.1.0\"\n\n[dependencies]\nlocal = { path = \"../local\" }\n",
+        )],
+    );
+    assert!(check(&test, None).is_empty());
+}
