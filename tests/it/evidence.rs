@@ -1023,7 +1023,7 @@ fn init_and_doctor_wire_a_crate_without_a_lockfile_that_proves_on_its_first_run(
         prove.stderr
     );
     assert_eq!(states(&prove.json())["works/test"], "passed");
-    sb.write("src/lib.rs", &LIB.replace("format(n)", "format(n + 1)"));
+    sb.write("src/lib.rs", LIB.replace("format(n)", "format(n + 1)"));
     let prove = run(&sb, &["prove", "add-x", "--json"]);
     assert_eq!(
         prove.code,
