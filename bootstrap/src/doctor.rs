@@ -16,7 +16,7 @@
 //! | `test_report_missing` | a `test-discovery` provider declares no `report`, so no test count can be read |
 //! | `executable_not_found` | a provider's program is a path in its repository that neither exists nor is made by setup, or a name not on its `PATH`; the fix says what to install |
 //! | `dependencies_not_installed` | `package.json` declares dependencies, a provider running Node.js tooling (a package manager, `node`, `node_modules/.bin/…`) runs in the repository, and no setup installs `node_modules` where the run needs it |
-//! | `dependencies_need_network` | the repository's `Cargo.toml` declares crates cargo fetches (not `path`), a provider running cargo runs (or `init` would add one) there without the host network or its own `CARGO_HOME`, and no setup runs `cargo fetch` or `cargo vendor`; the fix is the cached fetch setup, with placeholders for this manifest's targets |
+//! | `dependencies_need_network` | `Cargo.toml` declares crates cargo downloads (not `path`), or `go.mod` requires modules (not replaced by a local directory), a provider running cargo or go runs (or `init` would add one) there on the private network without a download cache of its own, and no setup (nor a committed `vendor/`) provides them; the fix is docs/setup.md's recipe, for cargo with placeholders for this manifest's targets |
 //! | `timeout_too_short` | a provider's last run timed out and its `timeoutMs` is still no longer than that run; the fix suggests twice the run's duration, rounded up |
 
 use std::collections::BTreeMap;
@@ -89,17 +89,113 @@ pub fn doctor(
         if let Some(f) = crates_need_network(repo, existing, repos, &analysis) {
             out.push(f);
         }
+        if let Some(f) = modules_need_network(repo, existing, repos, &analysis) {
+            out.push(f);
+        }
     }
     out
 }
 
-/// Whether `argv` runs cargo (directly, behind a wrapper, or in an `sh -c` script).
-fn runs_cargo(argv: &[String]) -> bool {
-    crate::host::programs(argv).iter().any(|p| p == "cargo")
+/// Whether `argv` runs `program` (directly, behind a wrapper, or in an `sh -c` script).
+fn runs_program(argv: &[String], program: &str) -> bool {
+    crate::host::programs(argv).iter().any(|p| p == program)
         || argv.iter().skip(2).any(|w| {
             w.split(|c: char| c.is_whitespace() || "&;|()".contains(c))
-                .any(|word| word == "cargo")
+                .any(|word| word == program)
         })
+}
+
+/// Whether a provider running `program` runs in `repo` on a job's private network, or
+/// `init` would add one; `own_cache`: the provider has a download cache of its own set.
+fn runs_offline_here(
+    repo: &Repo,
+    existing: &[Provider],
+    repos: &[Repo],
+    analysis: &Analysis,
+    program: &str,
+    own_cache: impl Fn(&Provider) -> bool,
+) -> bool {
+    let host_network = |p: &Provider| {
+        p.network
+            .as_ref()
+            .is_some_and(|n| n.value == proofgraph_graph::model::Network::Host)
+    };
+    existing.iter().any(|p| {
+        p.adapter.value.runs_command()
+            && !host_network(p)
+            && wiring::home(p, repos).is_some_and(|h| h.id == repo.id)
+            && p.command
+                .as_ref()
+                .is_some_and(|c| runs_program(&c.value, program))
+            && !own_cache(p)
+    }) || analysis.detection.candidates.iter().any(|c| {
+        c.recommended
+            && c.repository == repo.id
+            && c.provider["command"].as_array().is_some_and(|a| {
+                let argv: Vec<String> = a
+                    .iter()
+                    .filter_map(|w| w.as_str().map(str::to_owned))
+                    .collect();
+                runs_program(&argv, program)
+            })
+    })
+}
+
+/// Whether a provider's `env` sets `name` (to a value containing `part`, when given).
+fn sets(p: &Provider, name: &str, part: Option<&str>) -> bool {
+    p.env.as_ref().is_some_and(|env| {
+        env.iter()
+            .any(|(k, v)| k.as_str() == name && part.is_none_or(|part| v.value.contains(part)))
+    })
+}
+
+/// The message of `dependencies_need_network` for `n` dependencies, the first three shown.
+fn need_network(repo: &RepoId, what: &str, tool: &str, deps: &[String]) -> String {
+    let n = deps.len();
+    let shown: Vec<String> = deps.iter().take(3).map(|d| format!("`{d}`")).collect();
+    let more = if n > 3 { ", …" } else { "" };
+    format!(
+        "repository `{repo}` depends on {n} {what}{} {tool} downloads ({}{more}), but a job's network is private and no setup downloads them, so the first download fails",
+        if n == 1 { "" } else { "s" },
+        shown.join(", ")
+    )
+}
+
+/// `dependencies_need_network` for Go: `go.mod` requires modules, a provider runs `go`
+/// on a job's private network, no setup downloads them and no `vendor/` holds them. The
+/// fix is docs/setup.md's go recipe.
+fn modules_need_network(
+    repo: &Repo,
+    existing: &[Provider],
+    repos: &[Repo],
+    analysis: &Analysis,
+) -> Option<Finding> {
+    let runs = runs_offline_here(repo, existing, repos, analysis, "go", |p| {
+        sets(p, "GOFLAGS", Some("-mod=vendor"))
+    });
+    let downloads = repo.setup.commands.iter().any(|command| {
+        let text = command.join(" ");
+        text.contains("go mod download") || text.contains("go mod vendor")
+    });
+    if !runs || downloads || repo.dir.join("vendor/modules.txt").is_file() {
+        return None;
+    }
+    let facts = crate::ecosystem::go::GoFacts::read(&repo.dir, "", &mut Vec::new())?;
+    if facts.downloads.is_empty() {
+        return None;
+    }
+    Some(Finding {
+        code: "dependencies_need_network",
+        severity: Severity::Warning,
+        message: need_network(&repo.id, "module", "go", &facts.downloads),
+        fix: format!(
+            "Add `setup: [[sh, -c, \"GOMODCACHE=$PWD/.gomodcache go mod download -modcacherw\"]]` and `setupCache: [.gomodcache]` to repository `{}` in proofgraph.yaml, and run its go provider as `[sh, -c, \"GOMODCACHE=$PWD/.gomodcache exec go test ./...\"]` with `env: {{GOPROXY: \"off\", GOFLAGS: -mod=readonly}}` (docs/setup.md).",
+            repo.id
+        ),
+        provider: None,
+        capability: None,
+        repository: Some(repo.id.clone()),
+    })
 }
 
 /// `dependencies_need_network`: the repository's manifest declares crates cargo fetches, a
@@ -112,30 +208,8 @@ fn crates_need_network(
     repos: &[Repo],
     analysis: &Analysis,
 ) -> Option<Finding> {
-    let host_network = |p: &Provider| {
-        p.network
-            .as_ref()
-            .is_some_and(|n| n.value == proofgraph_graph::model::Network::Host)
-    };
-    let runs_here = existing.iter().any(|p| {
-        p.adapter.value.runs_command()
-            && !host_network(p)
-            && wiring::home(p, repos).is_some_and(|h| h.id == repo.id)
-            && p.command.as_ref().is_some_and(|c| runs_cargo(&c.value))
-            && !p
-                .env
-                .as_ref()
-                .is_some_and(|env| env.keys().any(|k| k.as_str() == "CARGO_HOME"))
-    }) || analysis.detection.candidates.iter().any(|c| {
-        c.recommended
-            && c.repository == repo.id
-            && c.provider["command"].as_array().is_some_and(|a| {
-                let argv: Vec<String> = a
-                    .iter()
-                    .filter_map(|w| w.as_str().map(str::to_owned))
-                    .collect();
-                runs_cargo(&argv)
-            })
+    let runs_here = runs_offline_here(repo, existing, repos, analysis, "cargo", |p| {
+        sets(p, "CARGO_HOME", None)
     });
     let fetches = repo.setup.commands.iter().any(|command| {
         let text = command.join(" ");
@@ -148,23 +222,10 @@ fn crates_need_network(
     if facts.fetched_deps.is_empty() {
         return None;
     }
-    let n = facts.fetched_deps.len();
-    let shown: Vec<String> = facts
-        .fetched_deps
-        .iter()
-        .take(3)
-        .map(|d| format!("`{d}`"))
-        .collect();
-    let more = if n > 3 { ", …" } else { "" };
     Some(Finding {
         code: "dependencies_need_network",
         severity: Severity::Warning,
-        message: format!(
-            "repository `{}` depends on {n} crate{} cargo fetches ({}{more}), but a job's network is private and no setup fetches them, so cargo's first download fails",
-            repo.id,
-            if n == 1 { "" } else { "s" },
-            shown.join(", ")
-        ),
+        message: need_network(&repo.id, "crate", "cargo", &facts.fetched_deps),
         fix: format!(
             "Add `setup: [[{}]]` and `setupCache: [.cargo-home]` to repository `{}` in proofgraph.yaml, and give its cargo provider `env: {{CARGO_HOME: .cargo-home}}` and `--offline` (docs/setup.md).",
             facts

@@ -26,6 +26,58 @@ pub(crate) struct GoFacts {
     pub(crate) sum: bool,
     /// Whether a `go.work` sits beside it.
     pub(crate) work: bool,
+    /// The modules it requires that `go` downloads (not replaced by a local directory).
+    pub(crate) downloads: Vec<String>,
+}
+
+/// The modules `go.mod`'s `require` directives name (one per line, or in a block), less
+/// those a `replace` directive points at a local directory.
+fn downloads(text: &str) -> Vec<String> {
+    let mut required = Vec::new();
+    let mut local = Vec::new();
+    let mut block: Option<&str> = None;
+    for line in text.lines() {
+        let line = line.split("//").next().unwrap_or_default().trim();
+        if let Some(kind) = block {
+            if line == ")" {
+                block = None;
+            } else if let Some(first) = line.split_whitespace().next() {
+                match kind {
+                    "require" => required.push(first.to_owned()),
+                    _ => replace_line(line, &mut local),
+                }
+            }
+            continue;
+        }
+        for kind in ["require", "replace"] {
+            if let Some(rest) = line.strip_prefix(kind)
+                && rest.starts_with(char::is_whitespace)
+            {
+                let rest = rest.trim();
+                if rest == "(" {
+                    block = Some(kind);
+                } else if kind == "require" {
+                    required.extend(rest.split_whitespace().next().map(str::to_owned));
+                } else {
+                    replace_line(rest, &mut local);
+                }
+            }
+        }
+    }
+    required.retain(|m| !local.contains(m));
+    required.sort();
+    required.dedup();
+    required
+}
+
+/// A `replace` line (`old [v] => new [v]`): `old` when `new` is a local directory.
+fn replace_line(line: &str, local: &mut Vec<String>) {
+    if let Some((old, new)) = line.split_once("=>") {
+        let new = new.trim();
+        if new.starts_with("./") || new.starts_with("../") || new.starts_with('/') {
+            local.extend(old.split_whitespace().next().map(str::to_owned));
+        }
+    }
 }
 
 impl GoFacts {
@@ -55,6 +107,7 @@ impl GoFacts {
             module,
             sum: dir.join("go.sum").is_file(),
             work: dir.join("go.work").is_file(),
+            downloads: downloads(&text),
         })
     }
 
@@ -100,5 +153,17 @@ impl GoFacts {
             .because(self.fact())
             .because("go vet; only the exit code is read".to_owned()),
         ]
+    }
+}
+
+#[cfg(test)]
+mod download_tests {
+    use super::downloads;
+
+    #[test]
+    fn required_modules_are_read_from_lines_and_blocks_less_local_replacements() {
+        let text = "module example.com/app\n\ngo 1.21\n\nrequire example.com/one v1.0.0\n\nrequire (\n\texample.com/two v1.2.0 // indirect\n\texample.com/local v0.0.0\n)\n\nreplace example.com/local => ../local\nreplace (\n\texample.com/two => example.com/fork v1.2.1\n)\n";
+        assert_eq!(downloads(text), ["example.com/one", "example.com/two"]);
+        assert!(downloads("module m\n\ngo 1.21\n").is_empty());
     }
 }

@@ -635,7 +635,7 @@ fn crates_no_setup_fetches_are_reported_with_the_recipe_for_this_manifest() {
     );
     let f = &findings[0];
     assert!(
-        f.message.contains("1 crate cargo fetches (`itoa`)"),
+        f.message.contains("1 crate cargo downloads (`itoa`)"),
         "{f:#?}"
     );
     assert_eq!(
@@ -675,6 +675,91 @@ fn crates_no_setup_fetches_are_reported_with_the_recipe_for_this_manifest() {
         &[(
             "Cargo.toml",
             "[package]\nname = \"demo\"\nversion = \"0.1.0\"\n\n[dependencies]\nlocal = { path = \"../local\" }\n",
+        )],
+    );
+    assert!(check(&test, None).is_empty());
+}
+
+/// A Go module requiring modules, tested by `go` on a job's private network with no setup
+/// downloading them: the fix is docs/setup.md's go recipe; a setup that downloads, a
+/// committed `vendor/`, `-mod=vendor`, or only local replacements clear it.
+#[test]
+fn go_modules_no_setup_downloads_are_reported_with_the_recipe() {
+    let dir = temp();
+    write(
+        dir.path(),
+        &[
+            (
+                "go.mod",
+                "module example.com/app\n\ngo 1.21\n\nrequire (\n\texample.com/greet v1.0.0\n\texample.com/local v0.0.0\n)\n\nreplace example.com/local => ../local\n",
+            ),
+            ("app_test.go", "package app\n"),
+        ],
+    );
+    git(dir.path(), &["init", "--quiet"]);
+    let claims = [claim("c", &["static-analysis"], None)];
+    let check = |p: &proofgraph_graph::model::Provider, setup: Option<bootstrap::Setup>| {
+        let mut repos = root(dir.path());
+        if let Some(setup) = setup {
+            repos[0].setup = setup;
+        }
+        doctor(&repos, &claims, std::slice::from_ref(p), &[], &host(), &[])
+    };
+    let test = with_capability(
+        provider(
+            "check",
+            Adapter::Command,
+            &["go", "test", "-count=1", "./..."],
+        ),
+        "static-analysis",
+    );
+    let findings = check(&test, None);
+    assert_eq!(
+        codes(&findings),
+        ["dependencies_need_network"],
+        "{findings:#?}"
+    );
+    assert!(
+        findings[0]
+            .message
+            .contains("1 module go downloads (`example.com/greet`)"),
+        "{findings:#?}"
+    );
+    assert!(
+        findings[0]
+            .fix
+            .contains("GOMODCACHE=$PWD/.gomodcache go mod download -modcacherw"),
+        "{findings:#?}"
+    );
+    let downloading = bootstrap::Setup {
+        commands: vec![vec![
+            "sh".to_owned(),
+            "-c".to_owned(),
+            "GOMODCACHE=$PWD/.gomodcache go mod download -modcacherw".to_owned(),
+        ]],
+        cache: vec![".gomodcache".to_owned()],
+    };
+    assert!(check(&test, Some(downloading)).is_empty());
+    let mut vendored = test.clone();
+    vendored.env = Some(std::collections::BTreeMap::from([(
+        proofgraph_graph::EnvName::parse("GOFLAGS").expect("a name"),
+        proofgraph_graph::span::Spanned {
+            value: "-mod=vendor".to_owned(),
+            pos: proofgraph_graph::span::Pos::default(),
+        },
+    )]));
+    assert!(check(&vendored, None).is_empty());
+    write(
+        dir.path(),
+        &[("vendor/modules.txt", "# example.com/greet v1.0.0\n")],
+    );
+    assert!(check(&test, None).is_empty());
+    fs_err::remove_dir_all(dir.path().join("vendor")).expect("remove vendor");
+    write(
+        dir.path(),
+        &[(
+            "go.mod",
+            "module example.com/app\n\ngo 1.21\n\nrequire example.com/local v0.0.0\n\nreplace example.com/local => ./local\n",
         )],
     );
     assert!(check(&test, None).is_empty());
