@@ -17,6 +17,7 @@
 //! | `executable_not_found` | a provider's program is a path in its repository that neither exists nor is made by setup, or a name not on its `PATH`; the fix says what to install |
 //! | `dependencies_not_installed` | `package.json` declares dependencies, a provider running Node.js tooling (a package manager, `node`, `node_modules/.bin/…`) runs in the repository, and no setup installs `node_modules` where the run needs it |
 //! | `dependencies_need_network` | `Cargo.toml` declares crates cargo downloads (not `path`), or `go.mod` requires modules (not replaced by a local directory), a provider running cargo or go runs (or `init` would add one) there on the private network without a download cache of its own, and no setup (nor a committed `vendor/`) provides them; the fix is docs/setup.md's recipe, for cargo with placeholders for this manifest's targets |
+//! | `python_module_missing` | a provider runs `python… -m <module>` with an interpreter from `PATH` whose standard library, site-packages and dist-packages (and the provider's `PYTHONPATH`) certainly hold no `<module>`; an interpreter this cannot read (a shim, a script) is not judged |
 //! | `timeout_too_short` | a provider's last run timed out and its `timeoutMs` is still no longer than that run; the fix suggests twice the run's duration, rounded up |
 
 use std::collections::BTreeMap;
@@ -631,6 +632,37 @@ fn provider_findings(
             ),
         };
         out.push(finding("executable_not_found", message, fix));
+    }
+    if p.adapter.value.runs_command()
+        && let (Some(repo), Some(command)) = (home, &p.command)
+        && let [python, flag, module, ..] = command.value.as_slice()
+        && flag == "-m"
+        && python.starts_with("python")
+    {
+        let extra: Vec<std::path::PathBuf> = p
+            .env
+            .as_ref()
+            .and_then(|env| env.iter().find(|(k, _)| k.as_str() == "PYTHONPATH"))
+            .map(|(_, v)| {
+                v.value
+                    .split(':')
+                    .filter(|d| !d.is_empty())
+                    .map(|d| repo.dir.join(d))
+                    .collect()
+            })
+            .unwrap_or_default();
+        if let Some(interpreter) = host.python_lacks(python, module, &extra) {
+            out.push(finding(
+                "python_module_missing",
+                format!(
+                    "provider `{id}` runs `{python} -m {module}`, but `{python}` ({}) has no module `{module}`: its standard library and site-packages hold none, so the run fails at the import",
+                    interpreter.display()
+                ),
+                format!(
+                    "Install it for that interpreter (`{python} -m pip install {module}`), or make a virtual environment in the repository's `setup` and run `.venv/bin/python -m {module}` (docs/setup.md)."
+                ),
+            ));
+        }
     }
     if let Some(last) = last.filter(|l| l.timed_out) {
         let limit = p

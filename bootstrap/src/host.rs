@@ -43,6 +43,101 @@ impl Host {
     }
 }
 
+impl Host {
+    /// Whether the Python interpreter `name` (a bare name on `PATH`) certainly cannot import
+    /// `module`: its real file is a program (not a script or a shim) under a prefix whose
+    /// `lib/python3.X` holds the standard library, and neither that, its `site-packages`
+    /// and `dist-packages` (the prefix's, `local/`'s), the directories their `.pth` files
+    /// name, nor `extra` (a provider's `PYTHONPATH`, resolved) holds the module's top-level
+    /// package. `Some(interpreter)` when it cannot; `None` when it can or the layout is
+    /// not one this can read (a job's empty home has no user site). Reads; runs nothing.
+    pub(crate) fn python_lacks(
+        &self,
+        name: &str,
+        module: &str,
+        extra: &[PathBuf],
+    ) -> Option<PathBuf> {
+        if name.contains('/') {
+            return None;
+        }
+        let found = self
+            .path
+            .iter()
+            .filter(|d| d.is_absolute())
+            .map(|d| d.join(name))
+            .find(|p| is_executable(p))?;
+        let real = fs_err::canonicalize(&found).ok()?;
+        let head = {
+            use std::io::Read as _;
+            let mut head = [0u8; 2];
+            fs_err::File::open(&real).ok()?.read_exact(&mut head).ok()?;
+            head
+        };
+        if &head == b"#!" {
+            return None;
+        }
+        let prefix = real.parent()?.parent()?;
+        let versions: Vec<PathBuf> = fs_err::read_dir(prefix.join("lib"))
+            .ok()?
+            .filter_map(Result::ok)
+            .map(|e| e.path())
+            .filter(|p| {
+                p.file_name()
+                    .and_then(|n| n.to_str())
+                    .is_some_and(|n| n.starts_with("python3."))
+                    && p.join("os.py").is_file()
+            })
+            .collect();
+        if versions.is_empty() {
+            return None;
+        }
+        let mut dirs: Vec<PathBuf> = extra.to_vec();
+        for version in &versions {
+            let v = version.file_name()?.to_owned();
+            dirs.push(version.clone());
+            dirs.push(version.join("lib-dynload"));
+            for base in [prefix.to_path_buf(), prefix.join("local")] {
+                dirs.push(base.join("lib").join(&v).join("site-packages"));
+                dirs.push(base.join("lib").join(&v).join("dist-packages"));
+            }
+        }
+        dirs.push(prefix.join("lib/python3/dist-packages"));
+        let mut pth: Vec<PathBuf> = Vec::new();
+        for dir in &dirs {
+            for entry in fs_err::read_dir(dir).into_iter().flatten().flatten() {
+                let path = entry.path();
+                if path.extension().is_some_and(|e| e == "pth") {
+                    let text = fs_err::read_to_string(&path).unwrap_or_default();
+                    pth.extend(
+                        text.lines()
+                            .map(str::trim)
+                            .filter(|l| {
+                                !l.is_empty() && !l.starts_with('#') && !l.starts_with("import")
+                            })
+                            .map(|l| dir.join(l)),
+                    );
+                }
+            }
+        }
+        dirs.extend(pth);
+        let top = module.split('.').next().unwrap_or(module);
+        let holds = |dir: &Path| {
+            dir.join(top).is_dir()
+                || dir.join(format!("{top}.py")).is_file()
+                || fs_err::read_dir(dir)
+                    .into_iter()
+                    .flatten()
+                    .flatten()
+                    .any(|e| {
+                        let name = e.file_name();
+                        let name = name.to_string_lossy();
+                        name.starts_with(&format!("{top}.")) && name.ends_with(".so")
+                    })
+        };
+        (!dirs.iter().any(|d| holds(d))).then_some(real)
+    }
+}
+
 /// Whether `program` can be found for a job whose `PATH` is `entries` (a
 /// provider's own `env.PATH`, split), in repository `dir` set up by `setup`.
 pub(crate) fn finds_in(entries: &[PathBuf], program: &str, dir: &Path, setup: &Setup) -> bool {

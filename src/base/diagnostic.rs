@@ -291,6 +291,8 @@ codes! {
     /// A crate's dependencies must be downloaded, its jobs have no network, and no setup
     /// fetches them.
     DependenciesNeedNetwork = "dependencies_need_network",
+    /// A provider runs `python -m <module>` with an interpreter that has no such module.
+    PythonModuleMissing = "python_module_missing",
     /// A provider's last run timed out and its `timeoutMs` is no longer than that run.
     TimeoutTooShort = "timeout_too_short",
     // Preflight (the graph's checks, before anything runs).

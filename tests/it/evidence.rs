@@ -1032,3 +1032,68 @@ fn init_and_doctor_wire_a_crate_without_a_lockfile_that_proves_on_its_first_run(
         prove.stdout
     );
 }
+
+/// `python3 -m pytest` with an interpreter that has no pytest: `evidence doctor` says so
+/// (it used to say nothing stood in the way). Judged from the interpreter's layout alone:
+/// a module in its site-packages, in a directory a `.pth` file names, or in the
+/// provider's `PYTHONPATH` clears it.
+#[test]
+fn doctor_names_a_python_module_the_interpreter_cannot_import() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let sb = Sandbox::new();
+    change(&sb);
+    sb.write(
+        "openspec/changes/add-x/execution.yaml",
+        "version: 1\nproviders:\n  test:\n    adapter: command\n    capability: test\n    command: [python3, -m, pytest, -q]\n",
+    );
+    git_commit_all(&sb.work());
+    // An interpreter as a distribution lays it out: a program (not a script) under a
+    // prefix holding its standard library.
+    let prefix = sb.path().join("py");
+    let python = prefix.join("bin/python3");
+    fs_err::create_dir_all(python.parent().expect("bin")).expect("mkdir");
+    fs_err::write(&python, b"\x7fELF not really\n").expect("write");
+    fs_err::set_permissions(&python, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let lib = prefix.join("lib/python3.11");
+    fs_err::create_dir_all(lib.join("site-packages")).expect("mkdir");
+    fs_err::write(lib.join("os.py"), "").expect("write");
+    let path = format!(
+        "{}:{}",
+        python.parent().expect("bin").display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let home = real_home();
+    let doctor = || {
+        sb.run_with_env(
+            &sb.work(),
+            &["evidence", "doctor", "add-x", "--json"],
+            &[("HOME", home.as_str()), ("PATH", path.as_str())],
+        )
+    };
+    let run = doctor();
+    assert_emits!(run.status_codes(), "python_module_missing");
+    // A `.pth` file naming a directory that holds it.
+    fs_err::create_dir_all(sb.path().join("elsewhere/pytest")).expect("mkdir");
+    fs_err::write(sb.path().join("elsewhere/pytest/__init__.py"), "").expect("write");
+    fs_err::write(
+        lib.join("site-packages/extra.pth"),
+        format!("{}\n", sb.path().join("elsewhere").display()),
+    )
+    .expect("write");
+    assert!(
+        !doctor()
+            .status_codes()
+            .contains(&"python_module_missing".to_owned()),
+        "a .pth file's directory holds it"
+    );
+    fs_err::remove_file(lib.join("site-packages/extra.pth")).expect("remove");
+    // Installed in site-packages.
+    fs_err::create_dir_all(lib.join("site-packages/pytest")).expect("mkdir");
+    fs_err::write(lib.join("site-packages/pytest/__init__.py"), "").expect("write");
+    assert!(
+        !doctor()
+            .status_codes()
+            .contains(&"python_module_missing".to_owned()),
+        "installed"
+    );
+}
