@@ -220,11 +220,14 @@ pub fn judge(
         report_file,
         timeout_ms,
         effective_minimum(provider),
+        &[],
     )
 }
 
-/// [`judge`], with the discovery floor given: for a producer whose discovery receipt goes to
-/// a declared receiver, the stricter of the two providers' minimums.
+/// [`judge`], with the discovery floor given — for a producer whose discovery receipt goes
+/// to a declared receiver, the stricter of the two providers' minimums — and the command's
+/// `log` (as kept): read only for what its report does not say of itself, the test binaries
+/// cargo announced ([`report::cargo_suites`]), which name a cargo test stream's tests.
 pub fn judge_with_floor(
     provider: &ProviderNode,
     claims: &dyn Claims,
@@ -232,6 +235,7 @@ pub fn judge_with_floor(
     report_file: &ReportFile,
     timeout_ms: u64,
     floor: u64,
+    log: &[u8],
 ) -> Judged {
     let exit = match ended {
         Ended::Exited(exit) => exit,
@@ -277,8 +281,16 @@ pub fn judge_with_floor(
                 .as_ref()
                 .and_then(|f| Declared::from_config(Some(f.value.as_str())))
                 .unwrap_or(Declared::Auto);
+            let libtest = report::Format::LibtestJson;
+            let suites = if declared == Declared::Exactly(libtest)
+                || (declared == Declared::Auto && report::sniff(bytes) == Some(libtest))
+            {
+                report::cargo_suites(log)
+            } else {
+                Vec::new()
+            };
             Some(
-                report::parse(bytes, declared)
+                report::parse_with(bytes, declared, &suites)
                     .map_err(|e| format!("its report `{path}` could not be read: failed to {e}")),
             )
         }
