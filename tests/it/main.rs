@@ -32,6 +32,7 @@ mod remote_grpc;
 mod remote_hostile;
 mod remote_http;
 mod remote_support;
+mod replays;
 mod reports;
 mod rerun;
 mod reuse;
