@@ -10,6 +10,7 @@ mod critical;
 mod diagnostics;
 mod doctor;
 mod evidence;
+mod failure_messages;
 mod failures;
 mod faults;
 mod fuzz;

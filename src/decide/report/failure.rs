@@ -160,12 +160,16 @@ pub(crate) fn clean(text: &str) -> String {
     out.trim_matches('\n').to_owned()
 }
 
-/// A JavaScript stack frame (`    at f (file:1:2)`, or a bare `f (file:1:2)` as node's TAP
-/// writes them) inside a dependency or the runtime: `node_modules/`, `node:…`, a frame with
+/// A JavaScript stack frame (`    at f (file:1:2)`, or a bare `f (file:1:2)` or
+/// `node:internal/x:1:2` as node's TAP writes them) inside a dependency or the runtime: `node_modules/`, `node:…`, a frame with
 /// no source (`(<anonymous>)`). Jest, Vitest and Mocha leave these out of what they print; the report
 /// keeps them.
 pub(crate) fn is_dependency_frame(line: &str) -> bool {
     let trimmed = line.trim();
+    // node's TAP writes a frame with no function as its bare location.
+    if trimmed.starts_with("node:") && trimmed.ends_with(|c: char| c.is_ascii_digit()) {
+        return true;
+    }
     let frame = trimmed.starts_with("at ") || (trimmed.ends_with(')') && trimmed.contains(" ("));
     frame
         && (trimmed.contains("/node_modules/")
@@ -228,7 +232,7 @@ mod tests {
             )
         );
         // node's TAP writes frames without `at`.
-        let tap = "stack: |-\n  TestContext.<anonymous> (file:///w/test/math.test.mjs:18:14)\n  Test.runInAsyncScope (node:async_hooks:206:9)\n  async Promise.all (index 0)";
+        let tap = "stack: |-\n  TestContext.<anonymous> (file:///w/test/math.test.mjs:18:14)\n  Test.runInAsyncScope (node:async_hooks:206:9)\n  node:internal/test_runner/harness:255:12\n  async Promise.all (index 0)";
         assert_eq!(
             message(tap).as_deref(),
             Some(
