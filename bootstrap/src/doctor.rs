@@ -8,6 +8,7 @@
 //! | `unwired_capability` | a required capability (per named repository, or anywhere) has no provider; the fix is the recommended candidate or the unresolved next action |
 //! | `command_file_not_in_inputs` | a provider with `inputs` runs an argv token that is a file in its repository, and no input covers it (paths its setup makes excepted) |
 //! | `runner_files_not_in_inputs` | a provider with `inputs` runs a test runner (`node --test`, pytest, vitest, jest, `go test`, `cargo test`) and the repository tracks files that runner looks for (its tests, its configuration, the manifest) that no input covers: its world will not hold them |
+//! | `go_test_replays` | a provider runs `go test` without `-count` (in its argv or its `GOFLAGS`): go replays a package it has seen pass from its test cache instead of running it, and a replay is never a pass |
 //! | `command_file_untracked` | a provider without `inputs` runs a file no sandbox has: git ignores it, or it lies in a directory sandboxes leave out (`node_modules`, `target`, …); the fix names a setup for dependency directories, never `git add` of what setup should make |
 //! | `setup_makes_path` (info) | a provider runs a path its repository's setup makes (in a `setupCache` directory, or named by an uncached setup command): git need not hold it |
 //! | `report_inside_inputs` | a provider's report is covered by its inputs (or, without inputs, tracked by git): each run would change its own inputs |
@@ -417,6 +418,33 @@ impl Runner {
     }
 }
 
+/// Whether `argv` runs `go test` with go's test cache on: no `-count` flag among its words
+/// (through a shell's script too) nor in the provider's `GOFLAGS` (any `-count` turns the
+/// cache off; `-count=1` is the idiom).
+fn caches_go_tests(
+    argv: &[String],
+    env: Option<&BTreeMap<proofgraph_graph::EnvName, proofgraph_graph::span::Spanned<String>>>,
+) -> bool {
+    let words: Vec<&str> = argv
+        .iter()
+        .flat_map(|a| a.split_whitespace())
+        .map(|w| w.trim_matches(['\'', '"']))
+        .collect();
+    let go_test = words
+        .windows(2)
+        .any(|pair| pair[0].rsplit('/').next() == Some("go") && pair[1] == "test");
+    let count = |w: &str| {
+        let w = w.trim_start_matches('-');
+        w.starts_with("count") || w.starts_with("test.count")
+    };
+    let goflags = env
+        .into_iter()
+        .flatten()
+        .filter(|(name, _)| name.as_str() == "GOFLAGS")
+        .any(|(_, value)| value.value.split_whitespace().any(count));
+    go_test && !goflags && !words.iter().any(|w| w.starts_with('-') && count(w))
+}
+
 fn provider_findings(
     p: &Provider,
     repos: &[Repo],
@@ -533,6 +561,20 @@ fn provider_findings(
                 }
             }
         }
+    }
+    if p.adapter.value.runs_command()
+        && let Some(command) = &p.command
+        && caches_go_tests(&command.value, p.env.as_ref())
+    {
+        out.push(finding(
+            "go_test_replays",
+            format!(
+                "provider `{id}` runs `go test` without `-count=1`: go replays a package it has seen pass from its test cache instead of running it, and a replay is never a pass"
+            ),
+            format!(
+                "Add `-count=1` to the `go test` arguments of provider `{id}` (after `test`)."
+            ),
+        ));
     }
     if let (Some(repo), Some(report)) = (home, &report) {
         match &p.inputs {

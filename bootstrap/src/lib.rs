@@ -36,7 +36,7 @@
 //! | test | `Cargo.toml` | `sh -c '… exec "$@" > test-results/cargo-test.json' sh cargo test --no-fail-fast [--workspace] -- -Z unstable-options --format json --report-time`, `env: {RUSTC_BOOTSTRAP: "1"}`, `libtest-json` | high (review with `harness = false`; alternative beside nextest) |
 //! | test | `.config/nextest.toml` with a `[profile.<p>.junit] path` | `cargo nextest run --profile <p>`, report `target/nextest/<p>/<path>`, `junit` | high |
 //! | test | pytest configured or depended on (`pyproject.toml`, `pytest.ini`, `tox.ini`, `setup.cfg`, `conftest.py`, `requirements*.txt`) | `<runner> pytest --junitxml=test-results/pytest.xml`, `junit`; the runner is the `.venv` setup makes (`.venv/bin/python -m`, `env: {PYTHONPATH: src}` for a `src/` layout), else the lockfile's (`uv run --no-sync`, `poetry run`, `pdm run`), else `python3 -m` | high |
-//! | test | `go.mod` | `sh -c '… exec "$@" > test-results/go-test.json' sh go test -json ./...`, `go-test-json` | high |
+//! | test | `go.mod` | `sh -c '… exec "$@" > test-results/go-test.json' sh go test -json -count=1 ./...`, `go-test-json` | high |
 //! | browser | `@playwright/test`/`playwright` dependency and one `playwright.config.*` | `<pm exec> playwright test --reporter=json`, `inputMode: browser-automation`; projects and `webServer` become evidence (and a service note) | high (review without the dependency or the config; ambiguous with several configs) |
 //! | static-analysis | exactly one safe script among `check`, `typecheck`, `type-check`, `lint`, not `check` | `<pm> run <script>` | high; otherwise alternatives |
 //! | static-analysis | eslint / typescript+tsconfig without scripts; `cargo clippy`; ruff / mypy; `go vet` | the tool run directly | alternative |

@@ -68,7 +68,8 @@ pub fn adapter_protocol(adapter: Adapter) -> &'static str {
     match adapter {
         Adapter::Command => "command/1",
         // 2: a run in which no test executed is never a pass; counts are strict.
-        Adapter::TestDiscovery => "test-discovery/2",
+        // 3: tests a runner replayed from its cache (go test's `(cached)`) are not a pass.
+        Adapter::TestDiscovery => "test-discovery/3",
         Adapter::Playwright => "playwright/2",
         Adapter::ContractDigest => "contract-digest/1",
         Adapter::External => "external/1",
@@ -1230,7 +1231,7 @@ mod tests {
         assert_eq!(manifest.fingerprint(), fp);
         assert_eq!(
             fp.to_string(),
-            "5c620e4d3347c34f334b7b1f5665dfafc6f0770446db568d37cb03642b8fa142"
+            "716537679477d3a259fbe615038869d26da01344aee3156e21c3792561817096"
         );
     }
 

@@ -276,6 +276,8 @@ codes! {
     CommandFileNotInInputs = "command_file_not_in_inputs",
     /// A test runner looks for files the provider's narrowed `inputs` leave out.
     RunnerFilesNotInInputs = "runner_files_not_in_inputs",
+    /// A provider runs `go test` with go's test cache on (no `-count=1`): a replay is never a pass.
+    GoTestReplays = "go_test_replays",
     /// A command runs a file git does not track, so sandboxes will not have it.
     CommandFileUntracked = "command_file_untracked",
     /// A provider's report is written inside the files it hashes.

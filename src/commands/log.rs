@@ -37,6 +37,12 @@ pub struct LogPayload {
     /// the whole log's size and SHA-256, as the receipt records them.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub whole: Option<receipt::Whole>,
+    /// The failing tests and their messages, when the receipt keeps them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub failures: Option<receipt::Failures>,
+    /// Their SHA-256 in the store (the receipt's `test-failures` artifact).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub failures_sha256: Option<String>,
     /// The OpenSpec root.
     pub root: Option<RootOutput>,
 }
@@ -52,6 +58,10 @@ impl Payload for LogPayload {
             if !log.is_empty() && !log.ends_with('\n') {
                 out.push('\n');
             }
+        }
+        if let Some(failures) = self.failures.as_ref().filter(|f| !f.is_empty()) {
+            out.push_str("failing (as the report of this run attached it to each test):\n");
+            crate::session::failures::show(out, failures);
         }
     }
 }
@@ -174,6 +184,35 @@ pub fn run(
             ),
         );
     };
+    // The failing tests' messages, bound by the receipt's digest like the log.
+    let kept_failures = found
+        .proof
+        .artifacts
+        .iter()
+        .find(|a| a.kind == ArtifactKind::TestFailures);
+    let failures = match kept_failures {
+        None => None,
+        Some(artifact) => {
+            match store
+                .get(&artifact.sha256)
+                .and_then(|b| receipt::Failures::from_bytes(&b))
+            {
+                Some(failures) => Some(failures),
+                None => {
+                    return failed(
+                        Code::NoLog,
+                        format!(
+                            "the failing tests `{}` of `{id}`'s receipt are not in the store (or no longer intact)",
+                            artifact.sha256
+                        ),
+                        format!(
+                            "Run `proofgraph prove {name} --no-cache` to run `{id}` again and keep them anew."
+                        ),
+                    );
+                }
+            }
+        }
+    };
     Report {
         payload: Some(LogPayload {
             change: Some(name.to_string()),
@@ -185,6 +224,8 @@ pub fn run(
             bytes: Some(bytes.len() as u64),
             whole: artifact.whole,
             log: Some(String::from_utf8_lossy(&bytes).into_owned()),
+            failures_sha256: kept_failures.map(|a| a.sha256.to_hex()),
+            failures,
             root: Some(loaded.root.clone()),
         }),
         status: Vec::new(),

@@ -93,14 +93,31 @@ impl Payload for ProvePayload {
                 r.capability
             );
         }
-        for run in self.providers.iter().filter(|p| !p.log_tail.is_empty()) {
-            let _ = writeln!(
-                out,
-                "{} did not pass; the end of its log (all of it: proofgraph log {change} {}):",
-                run.provider, run.provider
-            );
-            for line in &run.log_tail {
-                let _ = writeln!(out, "  | {line}");
+        for run in self
+            .providers
+            .iter()
+            .filter(|p| !p.log_tail.is_empty() || !p.failures.is_empty())
+        {
+            let p = &run.provider;
+            if !run.log_tail.is_empty() {
+                let _ = writeln!(
+                    out,
+                    "{p} did not pass; the end of its log (all of it: proofgraph log {change} {p}):"
+                );
+                for line in &run.log_tail {
+                    let _ = writeln!(out, "  | {line}");
+                }
+            }
+            if !run.failures.is_empty() {
+                if run.log_tail.is_empty() {
+                    let _ = writeln!(
+                        out,
+                        "{p} did not pass; failing (again: proofgraph log {change} {p}):"
+                    );
+                } else {
+                    let _ = writeln!(out, "{p} failing:");
+                }
+                crate::session::failures::show(out, &run.failures);
             }
         }
         let parts: Vec<String> = self
@@ -125,13 +142,7 @@ pub fn log_tail(log: &[u8], n: usize) -> Vec<String> {
         .rev()
         .filter(|l| !l.trim().is_empty())
         .take(n)
-        .map(|l| {
-            let l = l.trim_end();
-            match l.char_indices().nth(240) {
-                Some((cut, _)) => format!("{}…", &l[..cut]),
-                None => l.to_owned(),
-            }
-        })
+        .map(crate::session::failures::cut_line)
         .collect();
     lines.reverse();
     lines
@@ -259,6 +270,7 @@ fn attempt(
             receipts: views,
             log: None,
             log_tail: Vec::new(),
+            failures: Default::default(),
             result: None,
         });
     }
@@ -296,6 +308,7 @@ fn attempt(
                 receipts: Vec::new(),
                 log: None,
                 log_tail: Vec::new(),
+                failures: Default::default(),
                 result: None,
             });
         }
@@ -375,6 +388,7 @@ fn attempt(
                         receipts: Vec::new(),
                         log: None,
                         log_tail: Vec::new(),
+                        failures: Default::default(),
                         result: None,
                     });
                 }
@@ -412,6 +426,7 @@ fn attempt(
             receipts,
             log: None,
             log_tail: Vec::new(),
+            failures: Default::default(),
             result: None,
         });
     }

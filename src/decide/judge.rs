@@ -14,6 +14,11 @@
 //!   executed, passed or failed (so a failing run still discovers its tests):
 //!   no readable report → `inconclusive`; below `minimum` (absent or 0 means
 //!   1) → `fail`, whatever the exit code.
+//! - **A replay is not a run.** Tests a runner replayed from its result cache (go test's
+//!   `(cached)` packages) did not execute: a test receipt that would otherwise pass is
+//!   `inconclusive` with a reason that names the fix (`-count=1`), and so is a discovery
+//!   receipt below its minimum because of them. The receipt's counts say `replayed`, never
+//!   `passed`.
 //! - `playwright`: as a test run, and every claim needs a passing test
 //!   annotated `{type: claim, description: <id>}`; skipped, interrupted and
 //!   never-run tests do not count; a claim without one makes an otherwise
@@ -28,7 +33,7 @@ use proofgraph_graph::{Adapter, CapabilityName};
 
 use crate::base::redact::{Redact, Secrets};
 use crate::decide::report::{self, Declared, TestReport};
-use crate::proof::receipt::{ClaimOutcome, Counts, Exit, Outcome, TestNames};
+use crate::proof::receipt::{ClaimOutcome, Counts, Exit, Failures, Outcome, TestNames};
 
 /// How an execution ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -84,6 +89,8 @@ pub struct Judged {
     /// What the tests attached (Playwright screenshots, traces, inline
     /// bodies), as the report lists them.
     pub attachments: Vec<report::Attachment>,
+    /// The failing tests with what their runner attached to each, bounded.
+    pub failures: Failures,
 }
 
 impl Redact for ReportFile {
@@ -128,17 +135,19 @@ impl Redact for ReceiptVerdict {
 
 impl Redact for Judged {
     /// Every string a run established: reasons, claim and critical-case outcomes, test
-    /// names, attachments (names, paths, types and inline bodies).
+    /// names, attachments (names, paths, types and inline bodies), failure messages.
     fn redact(&mut self, secrets: &Secrets) {
         let Judged {
             verdicts,
             counts: _,
             tests,
             attachments,
+            failures,
         } = self;
         verdicts.redact(secrets);
         tests.redact(secrets);
         attachments.redact(secrets);
+        failures.redact(secrets);
     }
 }
 
@@ -211,11 +220,14 @@ pub fn judge(
         report_file,
         timeout_ms,
         effective_minimum(provider),
+        &[],
     )
 }
 
-/// [`judge`], with the discovery floor given: for a producer whose discovery receipt goes to
-/// a declared receiver, the stricter of the two providers' minimums.
+/// [`judge`], with the discovery floor given — for a producer whose discovery receipt goes
+/// to a declared receiver, the stricter of the two providers' minimums — and the command's
+/// `log` (as kept): read only for what its report does not say of itself, the test binaries
+/// cargo announced ([`report::cargo_suites`]), which name a cargo test stream's tests.
 pub fn judge_with_floor(
     provider: &ProviderNode,
     claims: &dyn Claims,
@@ -223,6 +235,7 @@ pub fn judge_with_floor(
     report_file: &ReportFile,
     timeout_ms: u64,
     floor: u64,
+    log: &[u8],
 ) -> Judged {
     let exit = match ended {
         Ended::Exited(exit) => exit,
@@ -245,6 +258,7 @@ pub fn judge_with_floor(
                 counts: None,
                 tests: TestNames::default(),
                 attachments: Vec::new(),
+                failures: Failures::default(),
             };
         }
     };
@@ -267,8 +281,16 @@ pub fn judge_with_floor(
                 .as_ref()
                 .and_then(|f| Declared::from_config(Some(f.value.as_str())))
                 .unwrap_or(Declared::Auto);
+            let libtest = report::Format::LibtestJson;
+            let suites = if declared == Declared::Exactly(libtest)
+                || (declared == Declared::Auto && report::sniff(bytes) == Some(libtest))
+            {
+                report::cargo_suites(log)
+            } else {
+                Vec::new()
+            };
             Some(
-                report::parse(bytes, declared)
+                report::parse_with(bytes, declared, &suites)
                     .map_err(|e| format!("its report `{path}` could not be read: failed to {e}")),
             )
         }
@@ -282,6 +304,7 @@ pub fn judge_with_floor(
             failed: c.failed,
             skipped: c.skipped,
             todo: c.todo,
+            replayed: c.replayed,
         }
     });
     let tests = report.map(test_names).unwrap_or_default();
@@ -356,11 +379,60 @@ pub fn judge_with_floor(
                 .collect()
         })
         .unwrap_or_default();
+    let failures = report.map(failures_of).unwrap_or_default();
     Judged {
         verdicts,
         counts,
         tests,
         attachments,
+        failures,
+    }
+}
+
+/// The report's failing tests and their messages, as a receipt keeps them.
+fn failures_of(report: &TestReport) -> Failures {
+    Failures::bounded(
+        report
+            .tests
+            .iter()
+            .filter(|t| t.outcome == report::TestOutcome::Failed)
+            .map(|t| (t.id.clone(), t.failure.clone())),
+    )
+}
+
+/// Why replayed results are not a pass: what replayed how many tests, and the fix.
+fn replay_reason(report: &TestReport) -> String {
+    let n = report.counts.replayed;
+    let tests = if n == 1 { "test" } else { "tests" };
+    let mut parts: Vec<String> = report
+        .replays
+        .iter()
+        .take(3)
+        .map(|p| format!("`{p}`"))
+        .collect();
+    if report.replays.len() > 3 {
+        parts.push(format!("{} more", report.replays.len() - 3));
+    }
+    match report.format {
+        report::Format::GoTestJson => {
+            let lines = if report.replays.len() == 1 {
+                "the result line of package"
+            } else {
+                "the result lines of packages"
+            };
+            let say = if report.replays.len() == 1 {
+                "says"
+            } else {
+                "say"
+            };
+            format!(
+                "go test replayed {n} {tests} from its test cache instead of running them ({lines} {} {say} `(cached)`); a replay is not a run: add `-count=1` to the `go test` command",
+                parts.join(", ")
+            )
+        }
+        _ => format!(
+            "the runner replayed {n} {tests} from its result cache instead of running them; a replay is not a run: run them without the cache"
+        ),
     }
 }
 
@@ -420,6 +492,9 @@ fn test_outcome(
             Some(format!("the report records a runner error: {first}")),
         );
     }
+    if counts.replayed > 0 {
+        return (Outcome::Inconclusive, Some(replay_reason(report)));
+    }
     if counts.executed() == 0 {
         return (
             Outcome::Inconclusive,
@@ -442,6 +517,7 @@ fn describe_unexecuted(counts: &report::TestCounts) -> String {
         (counts.todo, "todo"),
         (counts.interrupted, "interrupted"),
         (counts.did_not_run, "never run"),
+        (counts.replayed, "replayed"),
     ]
     .into_iter()
     .filter(|(n, _)| *n > 0)
@@ -478,6 +554,16 @@ fn discovery_verdict(
         // Discovery counts the tests that executed, passed or failed: skipped, todo and
         // never-run tests are not discovered, and a failing run still discovers its tests.
         Some(Ok(report)) => match report.executed() {
+            // Replayed tests did not run: below the floor because of them, the count says
+            // nothing of the suite.
+            n if n < minimum && report.counts.replayed > 0 => (
+                Outcome::Inconclusive,
+                Some(format!(
+                    "the suite ran {n} tests, below its minimum of {minimum}, and {}",
+                    replay_reason(report)
+                )),
+                Some(n),
+            ),
             n if n < minimum => {
                 let listed = report.counts.total;
                 let detail = if listed == n {
@@ -980,5 +1066,124 @@ pub(crate) mod tests {
             1,
         );
         assert_eq!(j.verdicts[0].outcome, Outcome::Error);
+    }
+
+    fn fixture(rel: &str) -> Vec<u8> {
+        fs_err::read(format!(
+            "{}/fixtures/reports/{rel}",
+            env!("CARGO_MANIFEST_DIR")
+        ))
+        .expect("fixture")
+    }
+
+    #[test]
+    fn a_replay_from_go_s_test_cache_is_never_a_pass_and_names_the_fix() {
+        // A real second `go test -json ./...`: every test replayed from the cache.
+        let cached = fixture("go-test-json/cached.jsonl");
+        let fix = "go test replayed 4 tests from its test cache instead of running them (the result line of package `example.com/proofgraphcached/cachedpkg` says `(cached)`); a replay is not a run: add `-count=1` to the `go test` command";
+        let [discovery, test] = judged(&cached, 0, None);
+        assert_eq!((test.0, test.1.as_str()), (Outcome::Inconclusive, fix));
+        assert_eq!(discovery.0, Outcome::Inconclusive, "{discovery:?}");
+        assert_eq!(
+            discovery.1,
+            format!("the suite ran 0 tests, below its minimum of 1, and {fix}")
+        );
+        assert_eq!(discovery.2, Some(0));
+        // The receipt's counts say what happened: nothing passed.
+        let j = judge(
+            &node(Adapter::TestDiscovery, None),
+            &NO_CLAIMS,
+            &exit(0),
+            &ReportFile::Bytes("r".into(), cached.clone()),
+            1,
+        );
+        let counts = j.counts.expect("counts");
+        assert_eq!((counts.passed, counts.replayed, counts.skipped), (0, 4, 1));
+        assert_eq!(
+            counts.shown(),
+            "5 tests: 0 passed, 1 skipped, 4 replayed, not run"
+        );
+        assert!(j.tests.passed.is_empty(), "{:?}", j.tests);
+        // A replay beside a failure is a failure; the same package run is a pass.
+        let [_, test] = judged(&cached, 1, None);
+        assert_eq!(test.0, Outcome::Fail);
+        let [discovery, test] = judged(&fixture("go-test-json/basic.jsonl"), 1, None);
+        assert_eq!((discovery.0, test.0), (Outcome::Pass, Outcome::Fail));
+    }
+
+    #[test]
+    fn failing_tests_are_kept_with_their_messages_within_bounds() {
+        let j = judge(
+            &node(Adapter::TestDiscovery, None),
+            &NO_CLAIMS,
+            &exit(1),
+            &ReportFile::Bytes("r".into(), fixture("go-test-json/basic.jsonl")),
+            1,
+        );
+        let kept: Vec<(&str, Option<&str>)> = j
+            .failures
+            .tests
+            .iter()
+            .map(|f| (f.test.as_str(), f.message.as_deref()))
+            .collect();
+        assert_eq!(
+            kept,
+            [
+                (
+                    "example.com/proofgraphfixture/mathpkg > TestFailsOnPurpose",
+                    Some("math_test.go:12: about to fail\nmath_test.go:14: Add(2, 2) = 4, want 5")
+                ),
+                ("example.com/proofgraphfixture/mathpkg > TestTable", None),
+                (
+                    "example.com/proofgraphfixture/mathpkg > TestTable/wrong_on_purpose",
+                    Some("math_test.go:34: Add(0, 0) = 0, want 1")
+                ),
+            ]
+        );
+        assert_eq!(j.failures.left_out, 0);
+        // 60 failing tests with 1 KiB messages: the first ones up to 16 KiB, the rest
+        // counted.
+        let mut tap = String::from("TAP version 13\n1..60\n");
+        for i in 0..60 {
+            tap.push_str(&format!(
+                "not ok {} - t{i}\n# {}\n",
+                i + 1,
+                "x".repeat(1000)
+            ));
+        }
+        let j = judge(
+            &node(Adapter::TestDiscovery, None),
+            &NO_CLAIMS,
+            &exit(1),
+            &ReportFile::Bytes("r".into(), tap.into_bytes()),
+            1,
+        );
+        let bytes: usize = j
+            .failures
+            .tests
+            .iter()
+            .map(|f| f.test.len() + f.message.as_ref().map_or(0, String::len))
+            .sum();
+        assert!(
+            bytes <= crate::proof::receipt::MAX_FAILURES_BYTES,
+            "{bytes}"
+        );
+        assert_eq!(j.failures.tests.len(), 16);
+        assert_eq!(j.failures.tests[0].test, "t0");
+        assert_eq!(j.failures.left_out, 44);
+        // A secret in a message is redacted with the rest of what was judged.
+        let secret = "s3cr3t-value-for-test";
+        let mut leaky = Failures::default();
+        leaky.tests.push(crate::proof::receipt::Failure {
+            test: "t".into(),
+            message: Some(format!("token={secret}")),
+        });
+        let judged = Judged {
+            failures: leaky,
+            ..j
+        };
+        let redacted = Secrets::new([secret.as_bytes().to_vec()]).redact(judged);
+        let message = redacted.into_inner().failures.tests[0].message.clone();
+        assert!(message.is_some_and(|m| !m.contains(secret)));
     }
 }

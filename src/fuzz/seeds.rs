@@ -214,6 +214,7 @@ fn receipt_statement() -> Statement {
             failed: 1,
             skipped: 1,
             todo: 0,
+            replayed: 0,
         }),
         discovered: Some(3),
         minimum: Some(1),

@@ -87,16 +87,20 @@ pub enum ArtifactKind {
     ContractArtifact,
     /// The signed envelope of an external result (`evidence verify-ci`).
     ExternalEvidence,
+    /// The failing tests and what their runner attached to each ([`Failures`], JSON),
+    /// bounded: what `prove` shows after `failing:` and `log` prints.
+    TestFailures,
 }
 
 impl ArtifactKind {
     /// Every kind, in the order they are documented.
-    pub const ALL: [ArtifactKind; 5] = [
+    pub const ALL: [ArtifactKind; 6] = [
         ArtifactKind::CommandLog,
         ArtifactKind::StructuredReport,
         ArtifactKind::PlaywrightAttachment,
         ArtifactKind::ContractArtifact,
         ArtifactKind::ExternalEvidence,
+        ArtifactKind::TestFailures,
     ];
 
     /// The name a receipt records.
@@ -107,6 +111,7 @@ impl ArtifactKind {
             ArtifactKind::PlaywrightAttachment => "playwright-attachment",
             ArtifactKind::ContractArtifact => "contract-artifact",
             ArtifactKind::ExternalEvidence => "external-evidence",
+            ArtifactKind::TestFailures => "test-failures",
         }
     }
 }
@@ -156,16 +161,25 @@ pub struct Counts {
     pub skipped: u64,
     /// Todo.
     pub todo: u64,
+    /// Replayed from the runner's result cache, not run (go test's `(cached)`): never
+    /// counted as passed. Absent (0) from receipts made before replays were told apart.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub replayed: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 impl Counts {
-    /// `12 tests: 10 passed, 2 failed` (skipped and todo when there are any).
+    /// `12 tests: 10 passed, 2 failed` (skipped, todo and replayed when there are any).
     pub fn shown(&self) -> String {
         let mut parts = vec![format!("{} passed", self.passed)];
         for (n, word) in [
             (self.failed, "failed"),
             (self.skipped, "skipped"),
             (self.todo, "todo"),
+            (self.replayed, "replayed, not run"),
         ] {
             if n > 0 {
                 parts.push(format!("{n} {word}"));
@@ -173,6 +187,83 @@ impl Counts {
         }
         let tests = if self.total == 1 { "test" } else { "tests" };
         format!("{} {tests}: {}", self.total, parts.join(", "))
+    }
+}
+
+/// At most this many failing tests are kept with their messages ([`Failures`]).
+pub const MAX_FAILURES: usize = 20;
+
+/// At most this many bytes of failing tests' names and messages are kept for one run
+/// ([`Failures`]); each message is bounded on its own too
+/// ([`crate::decide::report::MAX_MESSAGE_BYTES`]).
+pub const MAX_FAILURES_BYTES: usize = 16 * 1024;
+
+/// The failing tests of a run and what their runner attached to each, as a receipt keeps
+/// them (artifact `test-failures`): in the report's order, the first [`MAX_FAILURES`] whose
+/// names and messages fit in [`MAX_FAILURES_BYTES`]; `left_out` counts the others.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Failures {
+    /// The failing tests kept.
+    pub tests: Vec<Failure>,
+    /// Failing tests beyond the bound (their names are in `failedTests`, their messages in
+    /// the report).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub left_out: u64,
+}
+
+/// One failing test and what its runner attached to it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Failure {
+    /// The test, as `failedTests` names it.
+    pub test: String,
+    /// Its failure message and output, when the report attaches any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+}
+
+impl Failures {
+    /// The failing tests to keep of `failed` (name, message), in order, within the bounds.
+    pub fn bounded(failed: impl IntoIterator<Item = (String, Option<String>)>) -> Failures {
+        let mut out = Failures::default();
+        let mut used = 0usize;
+        for (test, message) in failed {
+            let size = test.len() + message.as_ref().map_or(0, String::len);
+            if out.left_out > 0
+                || out.tests.len() == MAX_FAILURES
+                || used + size > MAX_FAILURES_BYTES
+            {
+                out.left_out += 1;
+                continue;
+            }
+            used += size;
+            out.tests.push(Failure { test, message });
+        }
+        out
+    }
+
+    /// Whether no failing test is kept or left out.
+    pub fn is_empty(&self) -> bool {
+        self.tests.is_empty() && self.left_out == 0
+    }
+
+    /// The bytes the store keeps (JSON).
+    pub fn to_bytes(&self) -> Vec<u8> {
+        serde_json::to_vec(self).expect("strings and counts serialize")
+    }
+
+    /// Reads kept bytes back; `None` when they are not [`Failures`].
+    pub fn from_bytes(bytes: &[u8]) -> Option<Failures> {
+        serde_json::from_slice(bytes).ok()
+    }
+}
+
+impl Redact for Failures {
+    fn redact(&mut self, secrets: &Secrets) {
+        let Failures { tests, left_out: _ } = self;
+        for Failure { test, message } in tests {
+            test.redact(secrets);
+            message.redact(secrets);
+        }
     }
 }
 
@@ -884,7 +975,8 @@ mod tests {
                 "structured-report",
                 "playwright-attachment",
                 "contract-artifact",
-                "external-evidence"
+                "external-evidence",
+                "test-failures"
             ]
         );
     }

@@ -67,6 +67,7 @@ fn not_run(graph: &SealedGraph, id: NodeId, action: ProviderAction, reason: &str
         receipts: Vec::new(),
         log: None,
         log_tail: Vec::new(),
+        failures: Default::default(),
         result: None,
     }
 }

@@ -8,7 +8,7 @@ use std::fmt;
 use proofgraph_graph::{ProviderId, RepoId, ServiceId};
 use serde::Serialize;
 
-use crate::proof::receipt::Outcome;
+use crate::proof::receipt::{Failures, Outcome};
 use crate::store::Sha256;
 
 /// What the executor reports while it runs (for a person; never parsed).
@@ -227,6 +227,10 @@ pub struct ProviderRun {
     /// The last lines of that log, when it did not pass (`proofgraph log` prints it all).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub log_tail: Vec<String>,
+    /// Its failing tests with what their runner attached to each, as its receipts keep
+    /// them (`proofgraph log` prints them too), when its report lists any.
+    #[serde(skip_serializing_if = "Failures::is_empty")]
+    pub failures: Failures,
 }
 
 /// How a provider's execution ended, in the words `prove` uses everywhere — progress,

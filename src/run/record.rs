@@ -12,7 +12,7 @@ use proofgraph_sandbox::SandboxMode;
 
 use crate::base::diagnostic::Code;
 use crate::decide::judge::{self, Ended, Judged, ReportFile};
-use crate::proof::receipt::{Outcome, TestNames};
+use crate::proof::receipt::{Failures, Outcome, TestNames};
 
 use super::contract;
 use super::dispatch::Dispatcher;
@@ -65,14 +65,16 @@ pub(super) fn discovery_floor(graph: &SealedGraph, p: &ProviderNode) -> u64 {
 }
 
 /// The verdicts of `p`'s execution: judged from its report (a command's report does not
-/// decide), every non-pass given the execution's own reason when it has one (a contract
-/// mismatch), and all an error when inputs it binds moved while it ran in place (`moved`).
+/// decide) and, for what the report does not name, its `log` as kept; every non-pass given
+/// the execution's own reason when it has one (a contract mismatch), and all an error when
+/// inputs it binds moved while it ran in place (`moved`).
 pub(super) fn judge_execution(
     graph: &SealedGraph,
     p: &ProviderNode,
     finished: &Finished,
     report_file: &ReportFile,
     moved: &[String],
+    log: &[u8],
 ) -> Judged {
     let mut judged = judge::judge_with_floor(
         p,
@@ -81,10 +83,12 @@ pub(super) fn judge_execution(
         report_file,
         job::timeout_ms(p),
         discovery_floor(graph, p),
+        log,
     );
     if p.spec.adapter.value == Adapter::Command && !matches!(report_file, ReportFile::NotExpected) {
         // A command's report is kept as an artifact; it does not decide.
         judged.tests = TestNames::default();
+        judged.failures = Failures::default();
     }
     if let Some(reason) = &finished.reason {
         for v in judged
@@ -220,7 +224,14 @@ impl Dispatcher<'_, '_> {
         } else {
             Vec::new()
         };
-        let mut judged = judge_execution(graph, p, finished, &report_file, &moved);
+        // The log as its receipt keeps it, read once: the judge reads in it what the report
+        // does not say of itself (the test binaries cargo announced).
+        let log = finished
+            .log
+            .as_ref()
+            .and_then(|log| kept_log::read(log, self.log_keep_bytes(), plan.secrets).ok());
+        let log_bytes = log.as_ref().map_or(&[][..], |l| l.bytes.as_slice());
+        let mut judged = judge_execution(graph, p, finished, &report_file, &moved, log_bytes);
         // A provider whose narrowed `inputs` leave out a file it needs does not see it: when
         // it did not pass and its log names such a file, the reason says so.
         if p.spec.inputs.is_some()
@@ -263,11 +274,10 @@ impl Dispatcher<'_, '_> {
         // (it may run in the same sandbox and rewrite the same files); the writer
         // only stores it. The command log, the structured report, attachments
         // (inline, or files the run wrote inside its own directories, never
-        // from elsewhere) and a contract's artifacts, in that order.
+        // from elsewhere), the failing tests' messages and a contract's artifacts, in
+        // that order.
         let mut kept = Vec::new();
-        if let Some(log) = &finished.log
-            && let Ok(log) = kept_log::read(log, self.log_keep_bytes(), plan.secrets)
-        {
+        if let Some(log) = log {
             let mut artifact = Kept::new(ArtifactKind::CommandLog, None, log.bytes);
             artifact.whole = log.whole;
             artifact.base64 = log.base64;
@@ -291,6 +301,15 @@ impl Dispatcher<'_, '_> {
                 .into_iter()
                 .filter_map(|a| attachment(a, home, &dirs, &self.sandboxes.out)),
         );
+        // The failing tests' messages, which `prove` shows and `log` prints: kept beside the
+        // receipt, which binds them by digest, so the receipt stays small.
+        if !judged.failures.is_empty() {
+            kept.push(Kept::new(
+                ArtifactKind::TestFailures,
+                None,
+                judged.failures.to_bytes(),
+            ));
+        }
         if p.spec.adapter.value == Adapter::ContractDigest {
             for (shown, bytes) in contract::artifacts(p, plan.workspace) {
                 let artifact = Kept::new(ArtifactKind::ContractArtifact, Some(shown), bytes);
@@ -317,6 +336,7 @@ impl Dispatcher<'_, '_> {
             receipts: Vec::new(),
             log: None,
             log_tail: Vec::new(),
+            failures: judged.failures.clone(),
             result: Some(mark),
         };
         let sent = self.recorder.send(Persist {

@@ -130,6 +130,7 @@ mod tests {
                 receipts: Vec::new(),
                 log: None,
                 log_tail: Vec::new(),
+                failures: Default::default(),
                 result: None,
             },
         }

@@ -918,6 +918,50 @@ fn init_claims_from_specs_writes_nothing_when_the_wiring_is_refused() {
     );
 }
 
+/// Wiring that runs `go test` with go's test cache on is named before it runs: a replay is
+/// never a pass, so a warm cache would leave the claim inconclusive. `init` proposes
+/// `-count=1`, and its wiring is clean.
+#[test]
+fn doctor_names_go_test_with_its_test_cache_on() {
+    let sb = Sandbox::new();
+    change(&sb);
+    sb.write("go.mod", "module example.com/m\n\ngo 1.18\n");
+    sb.write(
+        "m_test.go",
+        "package m\n\nimport \"testing\"\n\nfunc TestM(t *testing.T) {}\n",
+    );
+    sb.write(
+        "openspec/changes/add-x/execution.yaml",
+        "version: 1\nproviders:\n  test:\n    adapter: test-discovery\n    command: [sh, -c, 'mkdir -p r && exec \"$@\" > r/go.json', sh, go, test, -json, ./...]\n    report: r/go.json\n",
+    );
+    git_commit_all(&sb.work());
+    let doctor = run(&sb, &["evidence", "doctor", "add-x", "--json"]);
+    assert_codes!(doctor.status_codes(), ["go_test_replays"]);
+    let doc = doctor.json();
+    assert_eq!(
+        doc["status"][0]["target"], "openspec/changes/add-x/execution.yaml:3:3",
+        "{doc:#}"
+    );
+    assert_eq!(
+        doc["status"][0]["fix"],
+        "Add `-count=1` to the `go test` arguments of provider `test` (after `test`)."
+    );
+    // What `init` writes for a Go module has it.
+    fs_err::remove_file(sb.work().join("openspec/changes/add-x/execution.yaml")).expect("rm");
+    git_commit_all(&sb.work());
+    run(&sb, &["evidence", "init", "add-x", "--write"]).expect_code(0);
+    let wired = fs_err::read_to_string(sb.work().join("openspec/changes/add-x/execution.yaml"))
+        .expect("written");
+    assert!(wired.contains("-count=1"), "{wired}");
+    git_commit_all(&sb.work());
+    let doctor = run(&sb, &["evidence", "doctor", "add-x", "--json"]);
+    assert!(
+        !doctor.status_codes().iter().any(|c| c == "go_test_replays"),
+        "{:?}",
+        doctor.status_codes()
+    );
+}
+
 /// Narrowed `inputs` that leave out files the runner looks for — a test beside the listed
 /// ones, the manifest — are named before a run: the provider's world will not hold them.
 #[test]

@@ -1,11 +1,16 @@
-//! `go.mod`: `go test -json ./...` for `test`, `go vet ./...` as an
+//! `go.mod`: `go test -json -count=1 ./...` for `test`, `go vet ./...` as an
 //! alternative for `static-analysis`.
 //!
 //! `go test -json` prints test2json events on standard output and has no
 //! flag to write them to a file, so the argv is the same fixed shell
 //! wrapper as for cargo: `sh -c 'mkdir -p test-results && exec "$@" >
-//! test-results/go-test.json' sh go test -json ./...` — the go argv stays
-//! explicit. The count is the number of tests (and subtests) that ran.
+//! test-results/go-test.json' sh go test -json -count=1 ./...` — the go argv
+//! stays explicit. The count is the number of tests (and subtests) that ran.
+//!
+//! `-count=1` turns go test's test cache off: without it a package whose
+//! inputs go has seen pass is not run but replayed (`ok  pkg (cached)`), and
+//! the judge never takes a replay for a pass — the run would be
+//! inconclusive.
 
 use std::path::Path;
 
@@ -124,15 +129,23 @@ impl GoFacts {
         let mut p = Proposal::new(
             Confidence::High,
             "test-discovery",
-            in_report_dir(argv(&["go", "test", "-json", "./..."]), &report, true),
+            in_report_dir(
+                argv(&["go", "test", "-json", "-count=1", "./..."]),
+                &report,
+                true,
+            ),
             "go test -json",
         )
         .report(&report, "go-test-json")
         .field("timeoutMs", Value::from(TIMEOUT_MS))
         .because(self.fact())
         .because(format!(
-            "runs `go test -json ./...` with standard output redirected to `{report}`: test2json events, one per test and subtest"
-        ));
+            "runs `go test -json -count=1 ./...` with standard output redirected to `{report}`: test2json events, one per test and subtest"
+        ))
+        .because(
+            "`-count=1` runs every test: go test's test cache would replay a package it has seen pass, and a replay is not a run"
+                .to_owned(),
+        );
         if self.work {
             p.evidence
                 .push("go.work exists: `./...` covers this module only".to_owned());

@@ -520,6 +520,7 @@ fn a_program_not_on_path_is_named_with_what_to_install() {
                 "go",
                 "test",
                 "-json",
+                "-count=1",
                 "./...",
             ],
         ),
@@ -528,6 +529,80 @@ fn a_program_not_on_path_is_named_with_what_to_install() {
     let findings = doctor(&root(dir.path()), &claims, &[wrapped], &[], &no_go, &[]);
     assert_eq!(codes(&findings), ["executable_not_found"], "{findings:#?}");
     assert!(findings[0].fix.contains("https://go.dev/dl/"));
+}
+
+#[test]
+fn go_test_with_its_test_cache_on_is_named() {
+    let dir = temp();
+    write(
+        dir.path(),
+        &[("go.mod", "module example.com/m\n\ngo 1.18\n")],
+    );
+    git(dir.path(), &["init", "--quiet"]);
+    git(dir.path(), &["add", "."]);
+    let claims = [claim("c", &["test"], None)];
+    let wrapper = ["sh", "-c", "mkdir -p r && exec \"$@\" > r/go.json", "sh"];
+    let go_test = |args: &[&str]| -> Vec<&'static str> {
+        let argv: Vec<&str> = args.to_vec();
+        let p = with_report(provider("test", Adapter::TestDiscovery, &argv), "r/go.json");
+        codes(&doctor(&root(dir.path()), &claims, &[p], &[], &host(), &[]))
+    };
+    // Replayed: directly, in bootstrap's wrapper, in a shell script, as `command`.
+    for args in [
+        &["go", "test", "-json", "./..."][..],
+        &[&wrapper[..], &["go", "test", "-json", "./..."][..]].concat(),
+        &["sh", "-c", "go test -json ./... > r/go.json"],
+        &["/usr/bin/go", "test", "-run", "TestX", "./..."],
+    ] {
+        assert_eq!(go_test(args), ["go_test_replays"], "{args:?}");
+    }
+    let command = with_capability(
+        provider("lint", Adapter::Command, &["go", "test", "./..."]),
+        "static-analysis",
+    );
+    let checks = [claim("c", &["static-analysis"], None)];
+    let findings = doctor(&root(dir.path()), &checks, &[command], &[], &host(), &[]);
+    assert_eq!(codes(&findings), ["go_test_replays"], "{findings:#?}");
+    assert!(
+        findings[0].message.contains("without `-count=1`")
+            && findings[0].fix.contains("Add `-count=1`"),
+        "{findings:#?}"
+    );
+    // Any -count turns the cache off: in the argv, a script, or GOFLAGS.
+    for args in [
+        &["go", "test", "-json", "-count=1", "./..."][..],
+        &[
+            &wrapper[..],
+            &["go", "test", "-json", "-count=1", "./..."][..],
+        ]
+        .concat(),
+        &["sh", "-c", "go test -count 1 -json ./... > r/go.json"],
+        &["go", "test", "-test.count=2", "./..."],
+        &["go", "vet", "./..."],
+    ] {
+        assert!(go_test(args).is_empty(), "{args:?}");
+    }
+    let mut flagged = with_report(
+        provider(
+            "test",
+            Adapter::TestDiscovery,
+            &["go", "test", "-json", "./..."],
+        ),
+        "r/go.json",
+    );
+    flagged.env = Some(
+        [(
+            proofgraph_graph::EnvName::parse("GOFLAGS").expect("a name"),
+            proofgraph_graph::span::Spanned::new(
+                "-mod=readonly -count=1".to_owned(),
+                proofgraph_graph::span::Pos::default(),
+            ),
+        )]
+        .into_iter()
+        .collect(),
+    );
+    let findings = doctor(&root(dir.path()), &claims, &[flagged], &[], &host(), &[]);
+    assert!(findings.is_empty(), "{findings:#?}");
 }
 
 #[test]

@@ -59,6 +59,7 @@ fn outcome_word(outcome: TestOutcome) -> &'static str {
         TestOutcome::Todo => "todo",
         TestOutcome::Interrupted => "interrupted",
         TestOutcome::DidNotRun => "did-not-run",
+        TestOutcome::Replayed => "replayed",
     }
 }
 

@@ -6,6 +6,10 @@
 //! Status mapping: `passed` → Passed, `failed` → Failed, `skipped` / `pending` → Skipped,
 //! `other` → Todo when `rawStatus` is `todo`, else DidNotRun.
 //!
+//! A failed test's [`TestCase::failure`](super::TestCase::failure): its `message` (unless the
+//! `trace` repeats it, as Node.js stacks do), its `trace`, then its `stdout` and `stderr`
+//! lines.
+//!
 //! The summary's counts and each test's `retries` are read strictly. With a `tests` list,
 //! `summary.tests` must equal it (an error otherwise, also for an empty list) and
 //! `summary.failed` above the failed tests is a runner error; without one, the summary's
@@ -15,6 +19,7 @@ use serde_json::{Map, Value};
 
 use super::count;
 use super::error::ReportError;
+use super::failure;
 use super::model::{DeclaredOutcomes, Format, TestCase, TestCounts, TestOutcome, TestReport};
 use super::util::{check_declared_failures, check_declared_total, join_id, json_duration, str_key};
 
@@ -99,6 +104,40 @@ pub(crate) fn parse(value: &Value) -> Result<TestReport, ReportError> {
     Ok(report)
 }
 
+/// What a failed CTRF test carries (see the module docs).
+fn failure_text(test: &Map<String, Value>) -> Option<String> {
+    let message = str_key(test, "message").unwrap_or("").trim_end();
+    let trace = str_key(test, "trace").unwrap_or("").trim_end();
+    let mut parts: Vec<String> = Vec::new();
+    // Reporters write the error's name before its message (`AssertionError Expected …`)
+    // or not; the trace repeats it either way in Node.js.
+    let repeated = |m: &str| !m.is_empty() && trace.contains(m);
+    let without_name = message
+        .trim()
+        .split_once(' ')
+        .map_or("", |(_, rest)| rest.trim());
+    if !message.trim().is_empty() && !repeated(message.trim()) && !repeated(without_name) {
+        parts.push(message.to_owned());
+    }
+    if !trace.trim().is_empty() {
+        parts.push(trace.to_owned());
+    }
+    for (key, heading) in [("stdout", "--- stdout"), ("stderr", "--- stderr")] {
+        let lines: Vec<&str> = test
+            .get(key)
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .collect();
+        if !lines.is_empty() {
+            parts.push(heading.to_owned());
+            parts.push(lines.join("\n"));
+        }
+    }
+    failure::message(&parts.join("\n"))
+}
+
 fn parse_test(test: &Map<String, Value>, index: usize) -> Result<TestCase, ReportError> {
     let name = str_key(test, "name").unwrap_or("");
     let file = str_key(test, "filePath").unwrap_or("");
@@ -115,6 +154,9 @@ fn parse_test(test: &Map<String, Value>, index: usize) -> Result<TestCase, Repor
         _ => TestOutcome::DidNotRun,
     };
     let mut case = TestCase::new(id, name.to_string(), outcome);
+    if outcome == TestOutcome::Failed {
+        case.failure = failure_text(test);
+    }
     case.duration_ms = json_duration(test.get("duration"), 1.0);
     let retries = count::json(test.get("retries"), Format::Ctrf, || {
         format!("`results.tests[{index}].retries`")

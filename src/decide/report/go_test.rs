@@ -6,6 +6,17 @@
 //! test's last terminal action: `pass` → Passed, `fail` → Failed, `skip` → Skipped; a test
 //! with no terminal action is Interrupted (binary panicked, timed out, or stream cut off).
 //!
+//! A failed test's [`TestCase::failure`] is its output lines (`t.Errorf`, `t.Log`, a panic),
+//! without go test's framing lines (`=== RUN`, `=== PAUSE`, `=== CONT`, `=== NAME`,
+//! `--- FAIL: …`) and the indentation go test gives them.
+//!
+//! **Replays.** Without `-count=1`, go test serves a package whose inputs it has seen pass
+//! from its test cache: it prints the earlier run's events again and ends the package with
+//! `ok  \t<pkg>\t(cached)` (an `output` event of the package, then its `pass`; checked with
+//! go 1.19: nothing else in the stream tells a replay from a run). Every test of such a
+//! package is [`TestOutcome::Replayed`], never passed, and the package is named in
+//! [`TestReport::replays`].
+//!
 //! Runner errors: a package-level `fail` with no failed test in it (build failure, `TestMain`
 //! failure, panic outside a test); Go 1.24+ `build-fail` events; a package with events but no
 //! package-level result (stream cut off); tests that never finished; and any stdout line that
@@ -19,6 +30,7 @@ use std::collections::HashMap;
 use serde_json::{Map, Value};
 
 use super::error::ReportError;
+use super::failure::Collector;
 use super::json;
 use super::model::{Format, TestCase, TestCounts, TestOutcome, TestReport};
 use super::util::{first_line, join_id, json_duration, push_unique, str_key};
@@ -40,6 +52,51 @@ struct Package {
     failed: Option<bool>,
     /// Last package-level output line (e.g. `FAIL\tpkg\t0.01s` or a panic message).
     last_output: Option<String>,
+    /// Its result line says `(cached)`: go test replayed it from its test cache.
+    cached: bool,
+}
+
+/// Whether `line` is go test's result line for a package served from its test cache:
+/// `ok  \t<pkg>\t(cached)` (possibly followed by `\tcoverage: …` or ` [no tests to run]`).
+fn is_cached_result(line: &str, package: &str) -> bool {
+    let mut fields = line.trim_end().split('\t');
+    fields.next().map(str::trim) == Some("ok")
+        && fields.next() == Some(package)
+        && fields.next().is_some_and(|f| f.starts_with("(cached)"))
+}
+
+/// Whether an output line is go test's framing of a test rather than the test's own output.
+fn is_framing(line: &str) -> bool {
+    let line = line.trim_start();
+    ["=== RUN ", "=== PAUSE ", "=== CONT ", "=== NAME "]
+        .iter()
+        .any(|p| line.starts_with(p))
+        || ["--- FAIL: ", "--- PASS: ", "--- SKIP: ", "--- BENCH: "]
+            .iter()
+            .any(|p| line.starts_with(p))
+}
+
+/// A running test's output, kept only until it passes or is skipped.
+#[derive(Default)]
+struct Output {
+    collected: Collector,
+    /// The indentation of its first line, taken off every line that has it.
+    indent: Option<String>,
+}
+
+impl Output {
+    fn push(&mut self, text: &str) {
+        for line in text.split_inclusive('\n') {
+            if is_framing(line) {
+                continue;
+            }
+            let indent = self.indent.get_or_insert_with(|| {
+                line[..line.len() - line.trim_start_matches([' ', '\t']).len()].to_owned()
+            });
+            self.collected
+                .push(line.strip_prefix(indent.as_str()).unwrap_or(line));
+        }
+    }
 }
 
 /// Parses a `go test -json` stream.
@@ -58,6 +115,8 @@ pub(crate) fn parse(bytes: &[u8]) -> Result<TestReport, ReportError> {
     let mut noise_total = 0usize;
     // The package slot of each test, parallel to `report.tests`.
     let mut test_package: Vec<usize> = Vec::new();
+    // The output of each test still running, by slot.
+    let mut outputs: HashMap<usize, Output> = HashMap::new();
 
     for (line_no, raw) in text.lines().enumerate() {
         let line = raw.trim();
@@ -108,10 +167,9 @@ pub(crate) fn parse(bytes: &[u8]) -> Result<TestReport, ReportError> {
                     "fail" => pkg.failed = Some(true),
                     "pass" | "skip" => pkg.failed = Some(false),
                     "output" => {
-                        if let Some(out) = str_key(event, "Output")
-                            .map(first_line)
-                            .filter(|o| !o.is_empty())
-                        {
+                        let text = str_key(event, "Output").unwrap_or("");
+                        pkg.cached |= is_cached_result(text, &package);
+                        if let Some(out) = Some(first_line(text)).filter(|o| !o.is_empty()) {
                             pkg.last_output = Some(out);
                         }
                     }
@@ -137,10 +195,20 @@ pub(crate) fn parse(bytes: &[u8]) -> Result<TestReport, ReportError> {
                     "skip" => Some(TestOutcome::Skipped),
                     _ => None,
                 };
+                if action == "output" {
+                    outputs
+                        .entry(slot)
+                        .or_default()
+                        .push(str_key(event, "Output").unwrap_or(""));
+                }
                 if let Some(outcome) = outcome {
                     test.outcome = outcome;
                     test.duration_ms =
                         json_duration(event.get("Elapsed"), 1000.0).or(test.duration_ms);
+                    let output = outputs.remove(&slot);
+                    if outcome == TestOutcome::Failed {
+                        test.failure = output.and_then(|o| o.collected.finish());
+                    }
                 }
             }
         }
@@ -185,6 +253,17 @@ pub(crate) fn parse(bytes: &[u8]) -> Result<TestReport, ReportError> {
             _ => {}
         }
     }
+    // What the test cache served was not run: its tests are replays, not passes.
+    for (test, slot) in report.tests.iter_mut().zip(&test_package) {
+        if packages[*slot].1.cached && test.outcome == TestOutcome::Passed {
+            test.outcome = TestOutcome::Replayed;
+        }
+    }
+    report.replays = packages
+        .iter()
+        .filter(|(_, p)| p.cached)
+        .map(|(name, _)| name.clone())
+        .collect();
     report.flag_unfinished();
     report.counts = TestCounts::tally(&report.tests);
     Ok(report)

@@ -8,6 +8,9 @@
 //! With `testResults`, `numTotalTests` must equal the assertions listed (an error otherwise,
 //! also for an empty list). Every `num*Tests` key and `invocations` is read strictly.
 //!
+//! A failed test's [`TestCase::failure`](super::TestCase::failure) is its `failureMessages`
+//! (each the assertion's message and its stack), one after the other.
+//!
 //! Runner errors: a test file that failed with no failing test (it failed to load, or a hook
 //! failed), `numFailedTests` above the failed assertions, `wasInterrupted: true`, and
 //! `success: false` with nothing failed.
@@ -22,6 +25,7 @@ use serde_json::{Map, Value};
 
 use super::count;
 use super::error::ReportError;
+use super::failure;
 use super::model::{DeclaredOutcomes, Format, TestCase, TestCounts, TestOutcome, TestReport};
 use super::util::{
     check_declared_failures, check_declared_total, first_line, join_id, json_duration, root_object,
@@ -204,6 +208,16 @@ fn parse_assertion(
         _ => TestOutcome::DidNotRun,
     };
     let mut test = TestCase::new(id, title, outcome);
+    if outcome == TestOutcome::Failed {
+        let messages: Vec<&str> = assertion
+            .get("failureMessages")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .collect();
+        test.failure = failure::message(&messages.join("\n\n"));
+    }
     test.duration_ms = json_duration(assertion.get("duration"), 1.0);
     // Jest's `invocations` counts attempts under `jest.retryTimes`.
     let invocations = count::json(assertion.get("invocations"), format, invocations_key)?;

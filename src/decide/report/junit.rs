@@ -28,6 +28,12 @@
 //! total of test cases plus reruns is accepted too. A repeated attribute is
 //! [`ReportError::DuplicateKey`].
 //!
+//! A failed test's [`TestCase::failure`](super::TestCase::failure): each `<failure>`/`<error>`'s
+//! `message` and text (the text alone when it starts with the message, as nextest and
+//! Surefire write it), then the test case's own `<system-out>` and `<system-err>` (each
+//! under a `--- system-out` / `--- system-err` line, left out when what came before
+//! already holds it: nextest repeats the panic there).
+//!
 //! Runner errors: more `failures + errors` declared than failed test cases (gotestsum's build
 //! failures are only counted in the root's `errors`), unless the report has reruns;
 //! `<failure>`/`<error>` elements directly under a `<testsuite>`; collection failures.
@@ -36,6 +42,7 @@ use roxmltree::{Document, Node};
 
 use super::count;
 use super::error::ReportError;
+use super::failure;
 use super::model::{Format, TestCase, TestCounts, TestOutcome, TestReport};
 use super::util::{
     check_declared_failures, check_declared_total, duration_ms, first_line, join_id, push_unique,
@@ -311,6 +318,58 @@ enum Case {
     CollectionFailure(String, String),
 }
 
+/// All the text directly inside `node` (its text and CDATA children).
+fn own_text(node: Node<'_, '_>) -> String {
+    node.children()
+        .filter(Node::is_text)
+        .filter_map(|t| t.text())
+        .collect()
+}
+
+/// What a failed `<testcase>` attached (see the module docs).
+fn failure_text(case: Node<'_, '_>) -> Option<String> {
+    let mut text = String::new();
+    let add = |part: &str, text: &mut String| {
+        let part = part.trim_matches('\n');
+        if part.trim().is_empty() {
+            return;
+        }
+        if !text.is_empty() {
+            text.push('\n');
+        }
+        text.push_str(part);
+    };
+    for child in case.children().filter(Node::is_element) {
+        if !matches!(child.tag_name().name(), "failure" | "error") {
+            continue;
+        }
+        let message = child.attribute("message").unwrap_or("").trim();
+        let body = own_text(child);
+        if !message.is_empty() && !body.trim_start().starts_with(message) {
+            add(message, &mut text);
+        }
+        add(&body, &mut text);
+    }
+    for (element, heading) in [
+        ("system-out", "--- system-out"),
+        ("system-err", "--- system-err"),
+    ] {
+        for child in case
+            .children()
+            .filter(|c| c.is_element() && c.tag_name().name() == element)
+        {
+            let body = own_text(child);
+            let body = body.trim_matches('\n');
+            if body.trim().is_empty() || text.contains(body.trim()) {
+                continue;
+            }
+            add(heading, &mut text);
+            add(body, &mut text);
+        }
+    }
+    failure::message(&text)
+}
+
 /// The message pytest's JUnit writer gives a module it failed to collect
 /// (`_pytest/junitxml.py`, `append_collect_error`).
 const PYTEST_COLLECTION_FAILURE: &str = "collection failure";
@@ -367,6 +426,9 @@ fn parse_case(node: Node<'_, '_>, path: &[&str]) -> Case {
         TestOutcome::Passed
     };
     let mut test = TestCase::new(id, name.to_string(), outcome);
+    if outcome == TestOutcome::Failed {
+        test.failure = failure_text(node);
+    }
     test.duration_ms = node
         .attribute("time")
         .and_then(|t| t.parse::<f64>().ok())

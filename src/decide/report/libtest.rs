@@ -18,6 +18,20 @@
 //! `test_count`. `test_count` is read strictly, and the declared total must equal the tests
 //! the stream reports (an error otherwise, also when it reports none).
 //!
+//! **Names.** cargo test's stream names no test binary, so one test name can stand for
+//! tests of several binaries (`test_eq` in `tests/version.rs` and `tests/version_req.rs`).
+//! cargo announces each binary on its standard error before running it (`Running
+//! tests/version.rs (target/debug/deps/version-1a2b…)`, `Doc-tests semver`; [`cargo_suites`]
+//! reads them, from the command's log or from the report when cargo's standard error went
+//! there too): when the announcements are as many as the stream's suites, each test is named
+//! `<file> > <name>` (`<file> (<binary>) > <name>` when two binaries share a file name, as
+//! two crates' `src/lib.rs` do). Without them, a name found in more than one suite is named
+//! `suite <n> > <name>`. nextest's names carry their binary already (`crate::binary$name`).
+//!
+//! A failed test's [`TestCase::failure`](super::TestCase::failure) is its event's `message`
+//! (a `should_panic` test that did not panic) and `stdout` (what the test printed and its
+//! panic: the assertion's `left`/`right`).
+//!
 //! Lines that are not JSON objects (a test printing with `--nocapture`) are ignored. A line
 //! that starts with `{` but is not valid JSON, or repeats a key, is an error. The closing
 //! event's counts (`passed`, `failed`, `ignored`, `measured`, `filtered_out`) are read
@@ -31,9 +45,70 @@ use serde_json::{Map, Value};
 
 use super::count;
 use super::error::ReportError;
+use super::failure::{self, without_escapes};
 use super::json;
 use super::model::{Format, TestCase, TestCounts, TestOutcome, TestReport};
-use super::util::{check_declared_failures, check_declared_total, json_duration, str_key};
+use super::util::{check_declared_failures, check_declared_total, join_id, json_duration, str_key};
+
+/// The test binaries cargo announced, in order, as the names of their suites (see the
+/// module docs): `text` is what the command wrote besides its JSON (its log, or the report
+/// itself); anything but cargo's `Running …` and `Doc-tests …` lines is ignored.
+pub fn cargo_suites(text: &[u8]) -> Vec<String> {
+    let text = String::from_utf8_lossy(text);
+    let announced: Vec<(String, String)> = text.lines().filter_map(announcement).collect();
+    announced
+        .iter()
+        .map(|(file, binary)| {
+            let shared = announced.iter().filter(|(f, _)| f == file).count() > 1;
+            if shared && binary != file {
+                format!("{file} ({binary})")
+            } else {
+                file.clone()
+            }
+        })
+        .collect()
+}
+
+/// A line of cargo's announcing the next test binary: (its source file, its name).
+/// `     Running unittests src/lib.rs (target/debug/deps/semver-0a1b2c3d)`,
+/// `     Running tests/version.rs (target/debug/deps/version-0a1b2c3d)`, `   Doc-tests semver`,
+/// and with `--verbose` ``     Running `/…/deps/version-0a1b2c3d --format json` ``.
+fn announcement(line: &str) -> Option<(String, String)> {
+    let line = without_escapes(line);
+    let line = line.trim();
+    if let Some(krate) = line.strip_prefix("Doc-tests ") {
+        let krate = krate.trim();
+        return (!krate.is_empty()).then(|| (format!("doc-tests {krate}"), krate.to_owned()));
+    }
+    let rest = line.strip_prefix("Running ")?.trim();
+    let (file, exe) = if let Some(command) = rest.strip_prefix('`') {
+        let exe = command.split([' ', '`']).next()?;
+        (None, exe)
+    } else {
+        let rest = rest.strip_prefix("unittests ").unwrap_or(rest);
+        let (file, exe) = rest.strip_suffix(')')?.rsplit_once(" (")?;
+        (Some(file), exe)
+    };
+    let stem = exe.rsplit(['/', '\\']).next()?.trim_end_matches(".exe");
+    // `--verbose` shows the rustdoc command of doctests too, after their `Doc-tests` line.
+    if file.is_none() && stem == "rustdoc" {
+        return None;
+    }
+    let binary = match stem.rsplit_once('-') {
+        Some((name, hash))
+            if !name.is_empty()
+                && !hash.is_empty()
+                && hash.bytes().all(|b| b.is_ascii_hexdigit()) =>
+        {
+            name
+        }
+        _ => stem,
+    };
+    if binary.is_empty() {
+        return None;
+    }
+    Some((file.unwrap_or(binary).to_owned(), binary.to_owned()))
+}
 
 /// Whether a JSON object is a libtest event.
 pub(crate) fn is_event(object: &Map<String, Value>) -> bool {
@@ -72,8 +147,9 @@ fn split_name(name: &str) -> (&str, Option<&str>, u32) {
     (name, Some(binary), 1)
 }
 
-/// Parses a libtest JSON stream.
-pub(crate) fn parse(bytes: &[u8]) -> Result<TestReport, ReportError> {
+/// Parses a libtest JSON stream; `suites` names cargo test's suites in order when the
+/// report does not (see the module docs).
+pub(crate) fn parse(bytes: &[u8], suites_named: &[String]) -> Result<TestReport, ReportError> {
     let format = Format::LibtestJson;
     let text = std::str::from_utf8(bytes).map_err(|e| ReportError::Utf8 {
         format: format.as_str(),
@@ -84,12 +160,20 @@ pub(crate) fn parse(bytes: &[u8]) -> Result<TestReport, ReportError> {
     // Test slots per suite-group: cargo test ids are scoped per suite, nextest ids globally.
     let mut index: HashMap<(Option<usize>, String), usize> = HashMap::new();
     let mut attempts: Vec<u32> = Vec::new();
+    // The suite of each test, parallel to `report.tests`.
+    let mut suite_of: Vec<Option<usize>> = Vec::new();
     let mut nextest = false;
     let mut events = 0usize;
+    // cargo's announcements of its test binaries, when they are in the report too.
+    let mut announced: Vec<u8> = Vec::new();
 
     for (line_no, raw) in text.lines().enumerate() {
         let line = raw.trim();
         if !line.starts_with('{') {
+            if announcement(line).is_some() {
+                announced.extend_from_slice(line.as_bytes());
+                announced.push(b'\n');
+            }
             continue;
         }
         let value = json::parse(line.as_bytes(), Some(format), line_no)?;
@@ -155,6 +239,7 @@ pub(crate) fn parse(bytes: &[u8]) -> Result<TestReport, ReportError> {
                 TestOutcome::Interrupted,
             ));
             attempts.push(attempt);
+            suite_of.push(current_suite);
             report.tests.len() - 1
         });
         attempts[slot] = attempts[slot].max(attempt);
@@ -168,10 +253,16 @@ pub(crate) fn parse(bytes: &[u8]) -> Result<TestReport, ReportError> {
             let test = &mut report.tests[slot];
             test.outcome = outcome;
             test.duration_ms = json_duration(event.get("exec_time"), 1000.0).or(test.duration_ms);
-            if outcome == TestOutcome::Failed
-                && let Some(s) = current_suite
-            {
-                suites[s].failed_tests += 1;
+            test.failure = None;
+            if outcome == TestOutcome::Failed {
+                let attached: Vec<&str> = ["message", "stdout"]
+                    .iter()
+                    .filter_map(|k| str_key(event, k))
+                    .collect();
+                test.failure = failure::message(&attached.join("\n"));
+                if let Some(s) = current_suite {
+                    suites[s].failed_tests += 1;
+                }
             }
         }
     }
@@ -211,6 +302,13 @@ pub(crate) fn parse(bytes: &[u8]) -> Result<TestReport, ReportError> {
             );
         }
     }
+    if !nextest {
+        let from_report = cargo_suites(&announced);
+        let labels = [from_report.as_slice(), suites_named]
+            .into_iter()
+            .find(|l| l.len() == suites.len() && !l.is_empty());
+        name_by_suite(&mut report.tests, &suite_of, labels);
+    }
     report.flag_unfinished();
 
     let declared = declared_total(&suites, nextest)?;
@@ -222,6 +320,37 @@ pub(crate) fn parse(bytes: &[u8]) -> Result<TestReport, ReportError> {
     )?;
     report.counts = TestCounts::tally(&report.tests);
     Ok(report)
+}
+
+/// Names cargo test's tests by their suite (see the module docs): every test by its suite's
+/// label when there are `labels`, else a name that more than one suite holds by the
+/// suite's number.
+fn name_by_suite(tests: &mut [TestCase], suite_of: &[Option<usize>], labels: Option<&[String]>) {
+    let mut suites_of_name: HashMap<&str, std::collections::BTreeSet<Option<usize>>> =
+        HashMap::new();
+    if labels.is_none() {
+        for (test, suite) in tests.iter().zip(suite_of) {
+            suites_of_name
+                .entry(test.title.as_str())
+                .or_default()
+                .insert(*suite);
+        }
+    }
+    let shared: std::collections::HashSet<String> = suites_of_name
+        .into_iter()
+        .filter(|(_, s)| s.len() > 1)
+        .map(|(name, _)| name.to_owned())
+        .collect();
+    for (test, suite) in tests.iter_mut().zip(suite_of) {
+        let Some(suite) = suite else { continue };
+        match labels {
+            Some(labels) => test.id = join_id([labels[*suite].as_str(), test.title.as_str()]),
+            None if shared.contains(&test.title) => {
+                test.id = join_id([format!("suite {}", suite + 1).as_str(), test.title.as_str()]);
+            }
+            None => {}
+        }
+    }
 }
 
 /// The suites' own test count (see the module docs), `None` if any suite does not give one

@@ -7,6 +7,9 @@
 //! that is not a listed test is a hook failure (`"before all" hook ...`): a runner error.
 //! Mocha has no separate todo state: pending tests (`it.skip`, `it('no body')`) are Skipped.
 //!
+//! A failed test's [`TestCase::failure`](super::TestCase::failure) is its `err`: the `stack`
+//! (which starts with the message in Node.js), or the `message` and the `stack`.
+//!
 //! `stats` counts and `currentRetry` are read strictly. With test lists, `stats.tests` must
 //! equal the listed tests (an error otherwise, also for none) and `stats.failures` above the
 //! failed tests plus hook failures is a runner error; with `stats` alone, its outcome counts
@@ -18,6 +21,7 @@ use serde_json::{Map, Value};
 
 use super::count;
 use super::error::ReportError;
+use super::failure;
 use super::model::{DeclaredOutcomes, Format, TestCase, TestCounts, TestOutcome, TestReport};
 use super::util::{
     check_declared_failures, check_declared_total, first_line, join_id, json_duration, root_object,
@@ -65,6 +69,21 @@ fn list<'a>(
     }
 }
 
+/// What an `err` object says: its `stack` when that starts with its `message` (as Node.js
+/// writes it), else the message and then the stack.
+fn error_text(err: &Value) -> Option<String> {
+    let message = err.get("message").and_then(Value::as_str).unwrap_or("");
+    let stack = err.get("stack").and_then(Value::as_str).unwrap_or("");
+    let text = if message.trim().is_empty() || stack.contains(message.trim()) {
+        stack.to_owned()
+    } else if stack.trim().is_empty() {
+        message.to_owned()
+    } else {
+        format!("{message}\n{stack}")
+    };
+    failure::message(&text)
+}
+
 /// Parses a Mocha JSON report.
 pub(crate) fn parse(value: &Value) -> Result<TestReport, ReportError> {
     let format = Format::Mocha;
@@ -82,6 +101,10 @@ pub(crate) fn parse(value: &Value) -> Result<TestReport, ReportError> {
     let pending = list(root, "pending")?;
 
     let failed: HashSet<Key<'_>> = failures.iter().map(|e| key(e)).collect();
+    let errors: std::collections::HashMap<Key<'_>, &Value> = failures
+        .iter()
+        .filter_map(|e| Some((key(e), e.get("err")?)))
+        .collect();
     let skipped: HashSet<Key<'_>> = pending.iter().map(|e| key(e)).collect();
     let passed: HashSet<Key<'_>> = passes.iter().map(|e| key(e)).collect();
 
@@ -113,6 +136,13 @@ pub(crate) fn parse(value: &Value) -> Result<TestReport, ReportError> {
         };
         let title = str_key(entry, "title").unwrap_or("");
         let mut test = TestCase::new(join_id([k.0, k.1]), title.to_string(), outcome);
+        if outcome == TestOutcome::Failed {
+            test.failure = errors
+                .get(&k)
+                .copied()
+                .or_else(|| entry.get("err"))
+                .and_then(error_text);
+        }
         test.duration_ms = json_duration(entry.get("duration"), 1.0);
         let retry = count::json(entry.get("currentRetry"), format, || {
             if has_list {

@@ -36,6 +36,7 @@ mod count;
 mod critical;
 mod ctrf;
 mod error;
+mod failure;
 mod format;
 mod go_test;
 mod jest;
@@ -52,6 +53,8 @@ mod tap;
 mod util;
 
 #[cfg(test)]
+mod failure_tests;
+#[cfg(test)]
 mod strict_tests;
 #[cfg(test)]
 mod tests;
@@ -62,8 +65,10 @@ pub use critical::{
     explicit_rows, test_rows,
 };
 pub use error::ReportError;
+pub use failure::{HEAD_BYTES, MAX_MESSAGE_BYTES, TAIL_BYTES};
+pub use libtest::cargo_suites;
 pub use model::{
     Annotation, Attachment, Declared, Format, TestCase, TestCounts, TestOutcome, TestReport,
 };
-pub use parse::{MAX_REPORT_BYTES, parse, sniff};
+pub use parse::{MAX_REPORT_BYTES, parse, parse_with, sniff};
 pub use playwright::redact_inline_bodies;

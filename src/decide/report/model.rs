@@ -46,6 +46,9 @@ pub enum TestOutcome {
     Interrupted,
     /// Known to the report but never run.
     DidNotRun,
+    /// Not run: the runner replayed an earlier run's result from its result cache (go
+    /// test's `(cached)`). A replay is not an execution.
+    Replayed,
 }
 
 /// A `{type, description}` annotation (Playwright).
@@ -109,6 +112,11 @@ pub struct TestCase {
     pub flaky: bool,
     /// Number of extra attempts the report records (0 when it ran once).
     pub retries: u32,
+    /// For a failed test: the failure message and the output the runner attached to it
+    /// (JUnit `<failure>` and `system-out`, go test's output lines, libtest's `stdout`, TAP
+    /// diagnostics, `failureMessages`, ...), bounded ([`super::failure::MAX_MESSAGE_BYTES`]);
+    /// `None` when the report attaches nothing.
+    pub failure: Option<String>,
 }
 
 impl TestCase {
@@ -123,12 +131,13 @@ impl TestCase {
             attachments: Vec::new(),
             flaky: false,
             retries: 0,
+            failure: None,
         }
     }
 }
 
 /// Per-outcome totals. Every value is at most [`super::MAX_COUNT`] (2^53-1), and `total` is
-/// the sum of the six outcomes: a parser builds them only with [`TestCounts::tally`] (from the
+/// the sum of the seven outcomes: a parser builds them only with [`TestCounts::tally`] (from the
 /// tests it lists) or `TestCounts::declared` (from a report that lists none).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 pub struct TestCounts {
@@ -148,6 +157,8 @@ pub struct TestCounts {
     pub interrupted: u64,
     /// [`TestOutcome::DidNotRun`].
     pub did_not_run: u64,
+    /// [`TestOutcome::Replayed`]: results a runner replayed from its cache, never executed.
+    pub replayed: u64,
 }
 
 impl TestCounts {
@@ -165,6 +176,7 @@ impl TestCounts {
                 TestOutcome::Todo => counts.todo += 1,
                 TestOutcome::Interrupted => counts.interrupted += 1,
                 TestOutcome::DidNotRun => counts.did_not_run += 1,
+                TestOutcome::Replayed => counts.replayed += 1,
             }
             if test.flaky && test.outcome == TestOutcome::Passed {
                 counts.flaky += 1;
@@ -173,8 +185,9 @@ impl TestCounts {
         counts
     }
 
-    /// Tests that executed: passed (flaky ones once) or failed. Skipped, todo, interrupted
-    /// and never-run tests did not execute; a suite in which none executed proves nothing.
+    /// Tests that executed: passed (flaky ones once) or failed. Skipped, todo, interrupted,
+    /// never-run and replayed tests did not execute; a suite in which none executed proves
+    /// nothing.
     pub fn executed(&self) -> u64 {
         self.passed + self.failed
     }
@@ -242,6 +255,7 @@ impl TestCounts {
             flaky,
             interrupted: 0,
             did_not_run: did_not_run.unwrap_or(0),
+            replayed: 0,
         })
     }
 }
@@ -279,6 +293,10 @@ pub struct TestReport {
     /// Failures not attributable to one test: suites that failed to load, build failures,
     /// hook failures, `Bail out!`, counts that disagree with the listed tests, cut-off streams.
     pub runner_errors: Vec<String>,
+    /// What the runner says it replayed from its result cache instead of running, as the
+    /// report names it (go test: each package whose result line says `(cached)`); every
+    /// test in it is [`TestOutcome::Replayed`].
+    pub replays: Vec<String>,
 }
 
 impl TestReport {
@@ -289,6 +307,7 @@ impl TestReport {
             counts: TestCounts::default(),
             tests: Vec::new(),
             runner_errors: Vec::new(),
+            replays: Vec::new(),
         }
     }
 

@@ -26,6 +26,17 @@ pub fn sniff(bytes: &[u8]) -> Option<Format> {
 /// document must have that format's shape), `"json"` (sniff among JSON formats) or
 /// `"auto"` (sniff among all formats).
 pub fn parse(bytes: &[u8], declared: Declared) -> Result<TestReport, ReportError> {
+    parse_with(bytes, declared, &[])
+}
+
+/// [`parse`], with the names of cargo test's suites as the command announced them beside
+/// its report ([`super::cargo_suites`] of its log): a libtest stream from cargo test names
+/// no test binary, and only these tell its tests apart.
+pub fn parse_with(
+    bytes: &[u8],
+    declared: Declared,
+    cargo_suites: &[String],
+) -> Result<TestReport, ReportError> {
     if bytes.len() > MAX_REPORT_BYTES {
         return Err(ReportError::TooLarge {
             size: bytes.len(),
@@ -38,12 +49,12 @@ pub fn parse(bytes: &[u8], declared: Declared) -> Result<TestReport, ReportError
     // A UTF-8 byte-order mark is not part of any format.
     let bytes = detect::bytes_without_bom(bytes);
     let mut report = match declared {
-        Declared::Exactly(format) => parse_as(format, bytes)?,
+        Declared::Exactly(format) => parse_as(format, bytes, cargo_suites)?,
         Declared::AnyJson | Declared::Auto => {
             let json_only = declared == Declared::AnyJson;
             match detect::detect(bytes, json_only) {
                 Ok(detect::Detected::Document(format, value)) => parse_value(format, &value)?,
-                Ok(detect::Detected::Stream(format)) => parse_as(format, bytes)?,
+                Ok(detect::Detected::Stream(format)) => parse_as(format, bytes, cargo_suites)?,
                 Err(detect::Miss::BadJson(err)) => return Err(err),
                 Err(detect::Miss::NoMatch) => {
                     return Err(ReportError::UnknownFormat {
@@ -63,12 +74,16 @@ pub fn parse(bytes: &[u8], declared: Declared) -> Result<TestReport, ReportError
 }
 
 /// Parses `bytes` as exactly `format`.
-fn parse_as(format: Format, bytes: &[u8]) -> Result<TestReport, ReportError> {
+fn parse_as(
+    format: Format,
+    bytes: &[u8],
+    cargo_suites: &[String],
+) -> Result<TestReport, ReportError> {
     match format {
         Format::Junit => junit::parse(bytes),
         Format::Tap => tap::parse(bytes),
         Format::GoTestJson => go_test::parse(bytes),
-        Format::LibtestJson => libtest::parse(bytes),
+        Format::LibtestJson => libtest::parse(bytes, cargo_suites),
         Format::Jest
         | Format::Vitest
         | Format::Playwright

@@ -14,6 +14,11 @@
 //! - `skipped` → Skipped, or DidNotRun when it has no result at all (never scheduled, e.g.
 //!   after `maxFailures` or an interrupted run).
 //!
+//! A failed test's [`TestCase::failure`](super::TestCase::failure) is what its last result
+//! says: each of its `errors`' `message` (Playwright's includes the source snippet and the
+//! location), or its `error`'s `stack` or `message` when it lists none, then its `stdout`
+//! and `stderr` (the entries that are `text`).
+//!
 //! Annotations are collected from the spec, the test and every result, de-duplicated by
 //! `(type, description)` in first-seen order; attachments from every result.
 //! The four `stats` counts are read strictly. When `stats.expected` is given, the declared
@@ -26,6 +31,7 @@ use serde_json::{Map, Value};
 
 use super::count;
 use super::error::ReportError;
+use super::failure;
 use super::model::{
     Annotation, Attachment, DeclaredOutcomes, Format, TestCase, TestCounts, TestOutcome, TestReport,
 };
@@ -225,6 +231,9 @@ fn parse_spec(
             id = format!("[{project}] {id}");
         }
         let mut test = TestCase::new(id, title.to_string(), outcome);
+        if outcome == TestOutcome::Failed {
+            test.failure = results.last().and_then(result_failure);
+        }
         test.flaky = flaky;
         test.retries = u32::try_from(results.len().saturating_sub(1)).unwrap_or(u32::MAX);
         test.duration_ms = results
@@ -242,6 +251,42 @@ fn parse_spec(
         tests.push(test);
     }
     Ok(())
+}
+
+/// What a failed result says (see the module docs).
+fn result_failure(result: &Value) -> Option<String> {
+    let mut parts: Vec<String> = result
+        .get("errors")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|e| e.get("message").and_then(Value::as_str))
+        .map(str::to_owned)
+        .collect();
+    if parts.is_empty()
+        && let Some(error) = result.get("error")
+    {
+        parts.extend(
+            ["stack", "message"]
+                .iter()
+                .find_map(|k| error.get(*k).and_then(Value::as_str))
+                .map(str::to_owned),
+        );
+    }
+    for (key, heading) in [("stdout", "--- stdout"), ("stderr", "--- stderr")] {
+        let text: String = result
+            .get(key)
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(|e| e.get("text").and_then(Value::as_str).or_else(|| e.as_str()))
+            .collect();
+        if !text.trim().is_empty() {
+            parts.push(heading.to_owned());
+            parts.push(text);
+        }
+    }
+    failure::message(&parts.join("\n"))
 }
 
 fn collect_annotations(value: Option<&Value>, out: &mut Vec<Annotation>) {

@@ -18,12 +18,18 @@
 //! level is [`ReportError::Unbacked`] (neither number can be trusted), and two plans in one
 //! block are [`ReportError::DuplicateKey`] — unless the producer bailed out first.
 //!
+//! A failed test's [`TestCase::failure`](super::TestCase::failure) is its diagnostics: the
+//! YAML block after its test point (as written, but its `duration_ms`), and the `#` comment
+//! lines that follow it (Perl's `Test::More` writes `#   Failed test …` and `#   got: …`
+//! there), until the next test point, plan or subtest.
+//!
 //! Runner errors: `Bail out!`; no top-level plan (the stream may be cut off, or nothing
 //! ran); a subtest block with no closing point; a failed suite point whose leaves all passed.
 //! After `Bail out!` reading stops and the consequential plan/closing errors are not added.
 
 use super::count;
 use super::error::ReportError;
+use super::failure;
 use super::model::{Format, TestCase, TestCounts, TestOutcome, TestReport};
 use super::util::{duration_ms, join_id, push_unique};
 
@@ -93,6 +99,19 @@ struct Point {
     children: Option<Box<Block>>,
     /// Synthesised for a subtest block that never got its closing test point.
     dangling: bool,
+    /// Its diagnostic lines (YAML block, `#` comments), kept for a failed point.
+    diagnostics: Vec<String>,
+}
+
+impl Point {
+    /// Keeps a diagnostic line of a failed point, in bounded memory (the message keeps at
+    /// most [`failure::MAX_MESSAGE_BYTES`] anyway; beyond twice that, lines are dropped).
+    fn diagnose(&mut self, line: &str) {
+        let held: usize = self.diagnostics.iter().map(|l| l.len() + 1).sum();
+        if !self.ok && held < 2 * failure::MAX_MESSAGE_BYTES {
+            self.diagnostics.push(line.to_owned());
+        }
+    }
 }
 
 #[derive(Debug, Default)]
@@ -163,6 +182,7 @@ fn parse_point(line: &str) -> Option<Point> {
         duration_ms: None,
         children: None,
         dangling: false,
+        diagnostics: Vec::new(),
     })
 }
 
@@ -234,6 +254,7 @@ impl Reader {
                 duration_ms: None,
                 children: Some(child),
                 dangling: true,
+                diagnostics: Vec::new(),
             });
         }
     }
@@ -343,6 +364,9 @@ pub(crate) fn parse(bytes: &[u8]) -> Result<TestReport, ReportError> {
     let mut yaml_indent: Option<usize> = None;
     // Indentation of the test point just read, if the previous significant line was one.
     let mut last_point_indent: Option<usize> = None;
+    // Indentation of the last test point, until a plan, point or subtest follows: the
+    // point `#` comment lines are diagnostics of.
+    let mut comment_owner: Option<usize> = None;
 
     for (line_index, raw) in text.split('\n').enumerate() {
         let line = raw.strip_suffix('\r').unwrap_or(raw);
@@ -350,18 +374,25 @@ pub(crate) fn parse(bytes: &[u8]) -> Result<TestReport, ReportError> {
         let indent = line.len() - content.len();
         let content = content.trim_end();
         if content.is_empty() {
+            if let Some(point) = yaml_indent.and_then(|yi| reader.top_point_at(yi)) {
+                point.diagnose("");
+            }
             continue;
         }
         if let Some(yi) = yaml_indent {
             if indent > yi || (indent == yi && content != "...") {
-                if let Some(value) = content.strip_prefix("duration_ms:") {
-                    let ms = value
-                        .trim()
-                        .parse::<f64>()
-                        .ok()
-                        .and_then(|v| duration_ms(v, 1.0));
-                    if let Some(point) = reader.top_point_at(yi) {
-                        point.duration_ms = ms.or(point.duration_ms);
+                let value = content.strip_prefix("duration_ms:");
+                if let Some(point) = reader.top_point_at(yi) {
+                    match value {
+                        Some(value) => {
+                            let ms = value
+                                .trim()
+                                .parse::<f64>()
+                                .ok()
+                                .and_then(|v| duration_ms(v, 1.0));
+                            point.duration_ms = ms.or(point.duration_ms);
+                        }
+                        None => point.diagnose(line[yi..].trim_end()),
                     }
                 }
                 continue;
@@ -402,12 +433,21 @@ pub(crate) fn parse(bytes: &[u8]) -> Result<TestReport, ReportError> {
             saw_version = true;
             continue;
         }
-        if let Some(kind) = classify(content) {
+        let kind = classify(content);
+        if kind.is_none()
+            && let Some(comment) = content.strip_prefix('#')
+            && let Some(point) = comment_owner.and_then(|p| reader.top_point_at(p + 1))
+        {
+            point.diagnose(comment.strip_prefix(' ').unwrap_or(comment));
+        }
+        if let Some(kind) = kind {
             if !saw_version && !saw_structure && !reader.has_content() {
                 reader.stack[0].indent = indent;
             }
+            comment_owner = None;
             if let Line::Point(_) = kind {
                 last_point_indent = Some(indent);
+                comment_owner = Some(indent);
             }
             if !matches!(kind, Line::Subtest(_)) {
                 saw_structure = true;
@@ -518,6 +558,9 @@ fn collect(
                 let id = join_id(path.iter().map(String::as_str).chain([name.as_str()]));
                 let mut test = TestCase::new(id, name, outcome);
                 test.duration_ms = point.duration_ms;
+                if outcome == TestOutcome::Failed {
+                    test.failure = failure::message(&point.diagnostics.join("\n"));
+                }
                 tests.push(test);
             }
         }

@@ -169,6 +169,16 @@ const EXPECTATIONS: &[Expect] = &[
         7,
         1,
     ),
+    // Replayed from go's test cache (`ok ... (cached)`): TestAdd, TestSkipped, TestTable and
+    // its 2 subtests; the skip stays a skip, the 4 passes are replays, nothing executed.
+    e(
+        "go-test-json/cached.jsonl",
+        GoTestJson,
+        0,
+        (0, 0, 1, 0, 0),
+        5,
+        0,
+    ),
     // Suites with test_count 6, 1, 0: 5 ok, 1 failed, 1 ignored.
     e(
         "libtest-json/cargo-test.jsonl",

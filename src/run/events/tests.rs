@@ -36,6 +36,7 @@ fn a_provider_run_serializes_byte_for_byte_as_before() {
         }],
         log: None,
         log_tail: Vec::new(),
+        failures: Default::default(),
         result: None,
     };
     assert_eq!(

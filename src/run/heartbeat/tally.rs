@@ -158,7 +158,7 @@ mod tests {
             passed,
             failed,
             skipped,
-            todo: 0,
+            ..Counts::default()
         }
     }
 

@@ -78,6 +78,7 @@ fn a_producer_is_held_to_its_receivers_stricter_minimum() {
         &finished(exited(0), None),
         &ReportFile::Bytes("web.tap".into(), TAP_3.to_vec()),
         &[],
+        &[],
     );
     let discovery: Vec<Outcome> = judged
         .verdicts
@@ -100,7 +101,7 @@ fn a_commands_report_is_kept_but_never_decides() {
     let raw = judge::judge(p, &g, &exited(0), &report, 1_000);
     assert!(!raw.tests.passed.is_empty(), "the report names its tests");
     let done = finished(exited(0), None);
-    let judged = judge_execution(&g, p, &done, &report, &[]);
+    let judged = judge_execution(&g, p, &done, &report, &[], &[]);
     assert_eq!(judged.tests, TestNames::default());
     assert_eq!(summary(&judged, &done), (true, Mark::Passed, None));
 }
@@ -111,13 +112,13 @@ fn an_executions_reason_replaces_only_the_reasons_of_what_did_not_pass() {
     let p = node(&g, "lint");
     let why = "the contracts differ: a is sha256:1; b is sha256:2";
     let done = finished(exited(1), Some(why));
-    let failed = judge_execution(&g, p, &done, &ReportFile::NotExpected, &[]);
+    let failed = judge_execution(&g, p, &done, &ReportFile::NotExpected, &[], &[]);
     assert_eq!(
         summary(&failed, &done),
         (false, Mark::Failed, Some(why.to_owned()))
     );
     let done = finished(exited(0), Some(why));
-    let passed = judge_execution(&g, p, &done, &ReportFile::NotExpected, &[]);
+    let passed = judge_execution(&g, p, &done, &ReportFile::NotExpected, &[], &[]);
     assert_eq!(summary(&passed, &done), (true, Mark::Passed, None));
     // How the command ended names a failure: out of time, or never started.
     let timed = finished(
@@ -128,7 +129,7 @@ fn an_executions_reason_replaces_only_the_reasons_of_what_did_not_pass() {
         }),
         None,
     );
-    let judged = judge_execution(&g, p, &timed, &ReportFile::NotExpected, &[]);
+    let judged = judge_execution(&g, p, &timed, &ReportFile::NotExpected, &[], &[]);
     assert_eq!(summary(&judged, &timed).1, Mark::TimedOut);
     let never = Finished {
         not_started: true,
@@ -137,7 +138,7 @@ fn an_executions_reason_replaces_only_the_reasons_of_what_did_not_pass() {
             None,
         )
     };
-    let judged = judge_execution(&g, p, &never, &ReportFile::NotExpected, &[]);
+    let judged = judge_execution(&g, p, &never, &ReportFile::NotExpected, &[], &[]);
     assert_eq!(summary(&judged, &never).1, Mark::CouldNotStart);
 }
 
@@ -151,6 +152,7 @@ fn inputs_that_moved_while_it_ran_in_place_make_every_verdict_an_error() {
         &finished(exited(0), None),
         &ReportFile::NotExpected,
         &moved,
+        &[],
     );
     let (passed, mark, reason) = summary(&judged, &finished(exited(0), None));
     assert_eq!((passed, mark), (false, Mark::Failed));
@@ -171,6 +173,7 @@ fn the_mark_is_the_summarys_word_and_the_reason_the_first_given() {
         node(&g, "test-web"),
         &finished(exited(0), None),
         &ReportFile::Missing("web.tap".into()),
+        &[],
         &[],
     );
     let done = finished(exited(0), None);

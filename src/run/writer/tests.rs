@@ -100,6 +100,7 @@ impl Fixture {
                 receipts: Vec::new(),
                 log: None,
                 log_tail: Vec::new(),
+                failures: Default::default(),
                 result: None,
             },
         }

@@ -1,0 +1,4 @@
+package cachedpkg
+
+// Add returns a + b.
+func Add(a, b int) int { return a + b }

@@ -1,0 +1,3 @@
+module example.com/proofgraphcached
+
+go 1.19
