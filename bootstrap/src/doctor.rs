@@ -191,7 +191,7 @@ fn modules_need_network(
         severity: Severity::Warning,
         message: need_network(&repo.id, "module", "go", &facts.downloads),
         fix: format!(
-            "Add `setup: [[sh, -c, \"GOMODCACHE=$PWD/.gomodcache go mod download -modcacherw\"]]` and `setupCache: [.gomodcache]` to repository `{}` in proofgraph.yaml, and run its go provider as `[sh, -c, \"GOMODCACHE=$PWD/.gomodcache exec go test ./...\"]` with `env: {{GOPROXY: \"off\", GOFLAGS: -mod=readonly}}` (docs/setup.md).",
+            "Add `setup: [[sh, -c, \"GOMODCACHE=$PWD/.gomodcache go mod download -modcacherw\"]]` and `setupCache: [.gomodcache]` to repository `{}` in proofgraph.yaml, and run its go provider as `[sh, -c, \"GOMODCACHE=$PWD/.gomodcache exec go test -count=1 ./...\"]` with `env: {{GOPROXY: \"off\", GOFLAGS: -mod=readonly}}` (docs/setup.md).",
             repo.id
         ),
         provider: None,

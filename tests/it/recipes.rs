@@ -385,7 +385,7 @@ fn the_go_recipe_downloads_modules_once_and_tests_the_code_as_it_is() {
     wire(
         &sb,
         "    setup: [[sh, -c, \"GOMODCACHE=$PWD/.gomodcache go mod download -modcacherw\"]]\n    setupCache: [.gomodcache]\n",
-        "    command: [sh, -c, \"GOMODCACHE=$PWD/.gomodcache exec go test ./...\"]\n    env: {GOPROXY: \"off\", GOFLAGS: -mod=readonly}\n",
+        "    command: [sh, -c, \"GOMODCACHE=$PWD/.gomodcache exec go test -count=1 ./...\"]\n    env: {GOPROXY: \"off\", GOFLAGS: -mod=readonly}\n",
     );
     let path = std::env::var("PATH").unwrap_or_default();
     let lib = sb.work().join("app/app.go");
