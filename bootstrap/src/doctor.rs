@@ -562,7 +562,10 @@ fn provider_findings(
             }
         }
     }
+    // A declared `go-build` cache runs every `go test` of its repository with `-count=1`.
+    let count_set = home.is_some_and(|r| r.caches.iter().any(|c| c == "go-build"));
     if p.adapter.value.runs_command()
+        && !count_set
         && let Some(command) = &p.command
         && caches_go_tests(&command.value, p.env.as_ref())
     {

@@ -21,6 +21,9 @@ pub struct Repo {
     pub dir: PathBuf,
     /// What its `setup` in `proofgraph.yaml` runs and keeps.
     pub setup: Setup,
+    /// The build and download caches it declares (`caches`: `go-build`, `sccache`, …),
+    /// which set its jobs' variables (`go-build` adds `-count=1` to `GOFLAGS`).
+    pub caches: Vec<String>,
 }
 
 impl Repo {
@@ -30,6 +33,7 @@ impl Repo {
             id,
             dir,
             setup: Setup::default(),
+            caches: Vec::new(),
         }
     }
 }

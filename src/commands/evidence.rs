@@ -63,6 +63,14 @@ impl Loaded {
                     id: r.id.clone(),
                     dir: r.dir.clone(),
                     setup,
+                    caches: entry
+                        .map(|e| {
+                            e.caches
+                                .iter()
+                                .map(|c| c.value.as_str().to_owned())
+                                .collect()
+                        })
+                        .unwrap_or_default(),
                 }
             })
             .collect()

@@ -603,6 +603,19 @@ fn go_test_with_its_test_cache_on_is_named() {
     );
     let findings = doctor(&root(dir.path()), &claims, &[flagged], &[], &host(), &[]);
     assert!(findings.is_empty(), "{findings:#?}");
+    // So does the repository's declared `go-build` cache, which adds `-count=1` to GOFLAGS.
+    let mut cached = root(dir.path());
+    cached[0].caches = vec!["go-build".to_owned()];
+    let plain = with_report(
+        provider(
+            "test",
+            Adapter::TestDiscovery,
+            &["go", "test", "-json", "./..."],
+        ),
+        "r/go.json",
+    );
+    let findings = doctor(&cached, &claims, &[plain], &[], &host(), &[]);
+    assert!(findings.is_empty(), "{findings:#?}");
 }
 
 #[test]
