@@ -81,6 +81,23 @@ impl Proposal {
             .field("minimum", Value::from(1u64))
     }
 
+    /// Sets `minimum` (the tests a run must execute) to `tests` when the source declares
+    /// more than one, saying where the count comes from.
+    pub(crate) fn minimum_from(mut self, tests: usize, what: &str) -> Self {
+        if tests <= 1 {
+            return self;
+        }
+        for (key, value) in &mut self.fields {
+            if *key == "minimum" {
+                *value = Value::from(tests as u64);
+            }
+        }
+        self.evidence.push(format!(
+            "`minimum: {tests}`: the source declares {tests} {what}; a run that executes fewer (every one skipped, only fuzz seeds or subtests left) does not count as the suite running"
+        ));
+        self
+    }
+
     /// Adds one fact to the evidence.
     pub(crate) fn because(mut self, fact: impl Into<String>) -> Self {
         self.evidence.push(fact.into());

@@ -48,6 +48,33 @@ pub(crate) struct CargoFacts {
     /// The files cargo needs to read the manifest (its targets' sources, a declared build
     /// script): a setup that sees only `Cargo.toml` and `Cargo.lock` makes them empty.
     pub(crate) placeholders: Vec<String>,
+    /// The `#[test]` functions of its `.rs` files not marked `#[ignore]` (this crate's, or
+    /// with a workspace, its members' too).
+    pub(crate) tests: usize,
+}
+
+/// The `#[test]` (and `#[tokio::test]`-like) functions below `dir` that are not
+/// `#[ignore]`d. A nested crate is left out unless `workspace` (then its members count).
+fn test_functions(dir: &Path, workspace: bool) -> usize {
+    let stop = if workspace { "\0" } else { "Cargo.toml" };
+    super::source_files(dir, ".rs", stop)
+        .iter()
+        .filter_map(|f| fs_err::read_to_string(f).ok())
+        .map(|text| {
+            let lines: Vec<&str> = text.lines().map(str::trim).collect();
+            lines
+                .iter()
+                .enumerate()
+                .filter(|(i, l)| {
+                    (**l == "#[test]" || (l.starts_with("#[") && l.ends_with("::test]")))
+                        && !lines[i + 1..]
+                            .iter()
+                            .take_while(|n| n.starts_with("#["))
+                            .any(|n| n.starts_with("#[ignore"))
+                })
+                .count()
+        })
+        .sum()
 }
 
 /// The dependencies of `manifest` that cargo fetches (not `path`), every table of them.
@@ -225,6 +252,7 @@ impl CargoFacts {
             target_dir,
             fetched_deps: fetched_deps(&manifest),
             placeholders: placeholders(&manifest),
+            tests: test_functions(dir, workspace),
         })
     }
 
@@ -298,7 +326,8 @@ impl CargoFacts {
         .because(self.manifest_fact())
         .because(format!(
             "runs cargo test with libtest's JSON event stream (`-Z unstable-options --format json`, available on stable through RUSTC_BOOTSTRAP=1 in `env`) redirected to `{report}`; each test binary's `suite started` event carries its test_count; `--no-fail-fast` runs every test binary even after one fails, so the counts are the whole suite's"
-        ));
+        ))
+        .minimum_from(self.tests, "`#[test]` functions not marked `#[ignore]`");
         if self.workspace {
             p.evidence.push(
                 "`--workspace` tests every member; member manifests were not read for `harness = false`".to_owned(),
@@ -400,6 +429,34 @@ mod tests {
             fs_err::write(dir.path().join("Cargo.lock"), "version = 4\n").expect("write");
         }
         CargoFacts::read(dir.path(), "", &mut Vec::new()).expect("facts")
+    }
+
+    #[test]
+    fn test_functions_not_ignored_are_counted() {
+        let f = facts("[package]\nname = \"a\"\nversion = \"0.1.0\"\n", false);
+        assert_eq!(f.tests, 0);
+        let dir = tempfile::tempdir().expect("tempdir");
+        let write = |path: &str, text: &str| {
+            let at = dir.path().join(path);
+            fs_err::create_dir_all(at.parent().expect("a parent")).expect("mkdir");
+            fs_err::write(at, text).expect("write");
+        };
+        write(
+            "src/lib.rs",
+            "#[cfg(test)]\nmod t {\n    #[test]\n    fn a() {}\n    #[test]\n    #[ignore = \"slow\"]\n    fn b() {}\n    #[tokio::test]\n    async fn c() {}\n}\n",
+        );
+        write(
+            "tests/it.rs",
+            "#[test]\n#[should_panic]\nfn d() { panic!() }\n",
+        );
+        write(
+            "target/debug/build/x/out/gen.rs",
+            "#[test]\nfn generated() {}\n",
+        );
+        write("member/Cargo.toml", "[package]\nname = \"m\"\n");
+        write("member/src/lib.rs", "#[test]\nfn e() {}\n");
+        assert_eq!(test_functions(dir.path(), false), 3);
+        assert_eq!(test_functions(dir.path(), true), 4);
     }
 
     #[test]

@@ -33,6 +33,26 @@ pub(crate) struct GoFacts {
     pub(crate) work: bool,
     /// The modules it requires that `go` downloads (not replaced by a local directory).
     pub(crate) downloads: Vec<String>,
+    /// The top-level `func TestXxx(t *testing.T)` its `_test.go` files declare.
+    pub(crate) tests: usize,
+}
+
+/// The top-level test functions of the `_test.go` files below `dir` (this module's).
+fn test_functions(dir: &Path) -> usize {
+    super::source_files(dir, "_test.go", "go.mod")
+        .iter()
+        .filter_map(|f| fs_err::read_to_string(f).ok())
+        .map(|text| {
+            text.lines()
+                .filter(|l| {
+                    l.strip_prefix("func Test").is_some_and(|rest| {
+                        !rest.starts_with(|c: char| c.is_lowercase())
+                            && rest.contains("*testing.T)")
+                    })
+                })
+                .count()
+        })
+        .sum()
 }
 
 /// The modules `go.mod`'s `require` directives name (one per line, or in a block), less
@@ -113,6 +133,7 @@ impl GoFacts {
             sum: dir.join("go.sum").is_file(),
             work: dir.join("go.work").is_file(),
             downloads: downloads(&text),
+            tests: test_functions(dir),
         })
     }
 
@@ -145,7 +166,8 @@ impl GoFacts {
         .because(
             "`-count=1` runs every test: go test's test cache would replay a package it has seen pass, and a replay is not a run"
                 .to_owned(),
-        );
+        )
+        .minimum_from(self.tests, "top-level `Test` functions in its `_test.go` files");
         if self.work {
             p.evidence
                 .push("go.work exists: `./...` covers this module only".to_owned());
@@ -171,7 +193,30 @@ impl GoFacts {
 
 #[cfg(test)]
 mod download_tests {
-    use super::downloads;
+    use super::{downloads, test_functions};
+
+    #[test]
+    fn top_level_test_functions_of_this_module_are_counted() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let write = |path: &str, text: &str| {
+            let at = dir.path().join(path);
+            fs_err::create_dir_all(at.parent().expect("a parent")).expect("mkdir");
+            fs_err::write(at, text).expect("write");
+        };
+        write(
+            "a_test.go",
+            "package a\n\nfunc TestOne(t *testing.T) {}\nfunc Test_two(t *testing.T) {}\nfunc Testlower(t *testing.T) {}\nfunc TestMain(m *testing.M) {}\nfunc FuzzX(f *testing.F) {}\nfunc BenchmarkX(b *testing.B) {}\n",
+        );
+        write(
+            "sub/b_test.go",
+            "package sub\nfunc TestThree(t *testing.T) {\n}\n",
+        );
+        write("vendor/v/v_test.go", "func TestVendored(t *testing.T) {}\n");
+        write("nested/go.mod", "module nested\n");
+        write("nested/n_test.go", "func TestNested(t *testing.T) {}\n");
+        write("a.go", "func TestNotATestFile(t *testing.T) {}\n");
+        assert_eq!(test_functions(dir.path()), 3);
+    }
 
     #[test]
     fn required_modules_are_read_from_lines_and_blocks_less_local_replacements() {
