@@ -28,7 +28,7 @@ use crate::ecosystem::node::{NodeFacts, existing_file};
 use crate::git::{Seen, Tree};
 use crate::host::{Host, install_hint};
 use crate::model::{Confidence, Finding, LastRun, Repo, Severity};
-use crate::pattern::covering;
+use crate::pattern::{Cover, covering};
 use crate::proposal::show;
 use crate::wiring::{self, Gap, Missing};
 
@@ -377,33 +377,38 @@ fn provider_findings(
         }
     }
     if let (Some(repo), Some(report)) = (home, &report) {
-        match &p.inputs {
-            Some(inputs) => {
-                let inputs: Vec<String> = inputs.iter().map(|i| i.value.clone()).collect();
-                if let Some(input) = covering(&inputs, repo.id.as_str(), repo.id.as_str(), report) {
-                    out.push(finding(
-                        "report_inside_inputs",
-                        format!(
-                            "provider `{id}` writes its report `{report}` inside its input `{input}`: each run would change its own inputs and expire its receipt"
-                        ),
-                        format!(
-                            "Narrow the `inputs` of `{id}` so that `{input}` no longer covers `{report}`, or write the report under test-results/ outside them."
-                        ),
-                    ));
-                }
+        let inputs: Option<Vec<String>> = p
+            .inputs
+            .as_ref()
+            .map(|i| i.iter().map(|i| i.value.clone()).collect());
+        // Without `inputs`, or from the base a list of `!` entries starts from, the
+        // report is an input only when git tracks it (an untracked, ignored report is no
+        // file of the repository's tree).
+        let cover = match &inputs {
+            Some(inputs) => covering(inputs, repo.id.as_str(), repo.id.as_str(), report),
+            None => Some(Cover::Base),
+        };
+        match cover {
+            Some(Cover::Entry(input)) => out.push(finding(
+                "report_inside_inputs",
+                format!(
+                    "provider `{id}` writes its report `{report}` inside its input `{input}`: each run would change its own inputs and expire its receipt"
+                ),
+                format!(
+                    "Narrow the `inputs` of `{id}` so that `{input}` no longer covers `{report}` (or end them with `!{report}`), or write the report under test-results/ outside them."
+                ),
+            )),
+            Some(Cover::Base) if tree(trees, repo).is_some_and(|t| t.is_tracked(report)) => {
+                out.push(finding(
+                    "report_inside_inputs",
+                    format!(
+                        "provider `{id}` writes its report `{report}`, which git tracks in repository `{}`, so it is part of the provider's inputs: each run would change them",
+                        repo.id
+                    ),
+                    format!("Stop tracking it (`git rm --cached {report}`) and ignore it, or write the report to an untracked path."),
+                ));
             }
-            None => {
-                if tree(trees, repo).is_some_and(|t| t.is_tracked(report)) {
-                    out.push(finding(
-                        "report_inside_inputs",
-                        format!(
-                            "provider `{id}` writes its report `{report}`, which git tracks in repository `{}`, so it is part of the provider's inputs: each run would change them",
-                            repo.id
-                        ),
-                        format!("Stop tracking it (`git rm --cached {report}`) and ignore it, or write the report to an untracked path."),
-                    ));
-                }
-            }
+            Some(Cover::Base) | None => {}
         }
     }
     for service in p.services.iter().flatten() {

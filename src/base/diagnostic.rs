@@ -198,6 +198,9 @@ codes! {
     NotAGitRepository = "not_a_git_repository",
     /// `watch` cannot run: inotify is unusable, or another watcher answers.
     WatchUnavailable = "watch_unavailable",
+    /// An `inputs` entry `!pattern` keeps no file out: it matches nothing the entries before
+    /// it select, or a later entry adds that back.
+    InputExcludesNothing = "input_excludes_nothing",
     /// A provider's program is not on PATH.
     ExecutableNotFound = "executable_not_found",
     /// A sandbox could not be materialised.

@@ -10,6 +10,7 @@ mod critical;
 mod diagnostics;
 mod doctor;
 mod evidence;
+mod excludes;
 mod failures;
 mod faults;
 mod fuzz;

@@ -25,7 +25,7 @@ use serde::Serialize;
 use crate::decide::status::{self, State};
 use crate::load::workspace::{Change, Workspace};
 use crate::observe::inputs::{FileEntry, Snapshot};
-use crate::observe::world::{Program, Rule, report_paths, rules};
+use crate::observe::world::{Program, report_paths, rules};
 use crate::present::exit::Verdict;
 use crate::present::output::{Payload, Report};
 use crate::session::context::{Context, RootOutput};
@@ -630,7 +630,7 @@ fn assemble(
                     let selects = |path: &str| {
                         let scoped = format!("{repo}:{path}");
                         !reports.contains(&scoped)
-                            && (rules.iter().any(|r: &Rule| r.selects(&repo, path))
+                            && (rules.selects(&repo, path)
                                 || bound.is_some_and(|f| f.iter().any(|(p, _)| *p == scoped)))
                     };
                     selects(&c.path) || c.from.as_deref().is_some_and(selects)
