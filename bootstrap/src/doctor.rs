@@ -11,6 +11,7 @@
 //! | `command_file_untracked` | a provider without `inputs` runs a file no sandbox has: git ignores it, or it lies in a directory sandboxes leave out (`node_modules`, `target`, …); the fix names a setup for dependency directories, never `git add` of what setup should make |
 //! | `setup_makes_path` (info) | a provider runs a path its repository's setup makes (in a `setupCache` directory, or named by an uncached setup command): git need not hold it |
 //! | `report_inside_inputs` | a provider's report is covered by its inputs (or, without inputs, tracked by git): each run would change its own inputs |
+//! | `docs_in_inputs` (info) | a provider that runs a command reads its repository's documentation (a top-level `docs/` or `doc/`, README, CHANGELOG, CONTRIBUTING) — without `inputs`, or through them — so a docs edit reruns it; the fix names the `!` entries that leave it out |
 //! | `unknown_service` | a provider names a service that is not declared |
 //! | `missing_discovery_provider` | a test provider not named `test` sends its discovery receipt nowhere |
 //! | `test_report_missing` | a `test-discovery` provider declares no `report`, so no test count can be read |
@@ -411,6 +412,15 @@ fn provider_findings(
             Some(Cover::Base) | None => {}
         }
     }
+    if p.adapter.value.runs_command()
+        && let Some(repo) = home
+        && let Some(tree) = tree(trees, repo)
+        && let Some(f) = docs_in_inputs(p, repo, tree)
+    {
+        let mut f = finding(f.0, f.1, f.2);
+        f.severity = Severity::Info;
+        out.push(f);
+    }
     for service in p.services.iter().flatten() {
         if !services.iter().any(|s| s.id.value == service.value) {
             out.push(finding(
@@ -505,6 +515,90 @@ fn provider_findings(
             ));
         }
     }
+}
+
+/// Where a repository keeps documentation: a top-level `docs/` or `doc/` directory, and
+/// its top-level README, CHANGELOG and CONTRIBUTING files.
+const DOC_DIRS: [&str; 2] = ["docs", "doc"];
+const DOC_FILES: [&str; 3] = ["readme", "changelog", "contributing"];
+
+/// The `!` entry that leaves `path` out, when it is documentation (`!docs/**`,
+/// `!README.md`).
+fn documentation(path: &str) -> Option<String> {
+    match path.split_once('/') {
+        Some((dir, _)) => DOC_DIRS.contains(&dir).then(|| format!("!{dir}/**")),
+        None => {
+            let stem = path.split('.').next().unwrap_or(path).to_ascii_lowercase();
+            DOC_FILES
+                .contains(&stem.as_str())
+                .then(|| format!("!{path}"))
+        }
+    }
+}
+
+/// `docs_in_inputs`: a provider whose inputs hold the repository's documentation (no
+/// `inputs`: every file) reruns on a README or docs edit; the note names the `!` entries
+/// that would leave it out. Bootstrap suggests only this narrowing, never a list of what to
+/// include (ARCHITECTURE.md): a test that does read a document (`include_str!`, an
+/// installed package's `readme`) would then not see it, so the fix says to check.
+fn docs_in_inputs(
+    p: &Provider,
+    repo: &Repo,
+    tree: &Tree,
+) -> Option<(&'static str, String, String)> {
+    let id = &p.id.value;
+    let inputs: Option<Vec<String>> = p
+        .inputs
+        .as_ref()
+        .map(|i| i.iter().map(|i| i.value.clone()).collect());
+    let mut excludes: Vec<String> = Vec::new();
+    let mut files = 0;
+    for path in tree.tracked() {
+        let Some(exclude) = documentation(path) else {
+            continue;
+        };
+        let covered = match &inputs {
+            Some(inputs) => covering(inputs, repo.id.as_str(), repo.id.as_str(), path).is_some(),
+            None => true,
+        };
+        if covered {
+            files += 1;
+            if !excludes.contains(&exclude) {
+                excludes.push(exclude);
+            }
+        }
+    }
+    if excludes.is_empty() {
+        return None;
+    }
+    let shown: Vec<String> = excludes.iter().map(|e| format!("\"{e}\"")).collect();
+    let fix = match &inputs {
+        Some(_) => format!(
+            "If no test of `{id}` reads them, append {} to its `inputs`: a later `!` entry removes what the entries before it select.",
+            shown.join(", ")
+        ),
+        None => format!(
+            "If no test of `{id}` reads them, add `inputs: [{}]` to `{id}`: a list of `!` entries is every file but those.",
+            shown.join(", ")
+        ),
+    };
+    let listed: Vec<String> = excludes.iter().map(|e| format!("`{}`", &e[1..])).collect();
+    let what = format!(
+        "{files} documentation file{} ({})",
+        if files == 1 { "" } else { "s" },
+        listed.join(", ")
+    );
+    let message = match &inputs {
+        Some(_) => format!(
+            "the `inputs` of provider `{id}` hold {what} of repository `{}`: an edit to them reruns it",
+            repo.id
+        ),
+        None => format!(
+            "provider `{id}` declares no `inputs`, so it reads every file of repository `{}`, {what} too: an edit to them reruns it",
+            repo.id
+        ),
+    };
+    Some(("docs_in_inputs", message, fix))
 }
 
 /// A duration for a person (`120 s`, `0.5 s`).

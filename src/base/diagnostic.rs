@@ -276,6 +276,9 @@ codes! {
     CommandFileUntracked = "command_file_untracked",
     /// A provider's report is written inside the files it hashes.
     ReportInsideInputs = "report_inside_inputs",
+    /// A provider that runs a command reads its repository's documentation: a docs edit
+    /// reruns it (a note; the fix names the `!` entries that leave it out).
+    DocsInInputs = "docs_in_inputs",
     /// A test provider not named `test` sends its discovery receipt nowhere.
     MissingDiscoveryProvider = "missing_discovery_provider",
     /// A `test-discovery` provider declares no `report`.
