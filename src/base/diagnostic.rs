@@ -110,6 +110,9 @@ codes! {
     /// `plan --base/--head` names a revision a repository of the workspace does not have,
     /// or whose objects cannot be read.
     UnknownRevision = "unknown_revision",
+    /// `plan --base/--head` gives no revision for a repository: a git repository of its own
+    /// that the OpenSpec root's repository does not record, or the root's own.
+    RevisionMissing = "revision_missing",
     /// The inputs a receipt bound could not be written as a git tree (for `rerun`).
     InputsNotRecorded = "inputs_not_recorded",
     /// `rerun` cannot have the inputs or the wiring a receipt recorded.

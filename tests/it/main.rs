@@ -51,4 +51,5 @@ mod trust;
 mod truth_reports;
 mod untracked;
 mod verify_ci;
+mod workspaces;
 mod worlds;
