@@ -201,13 +201,15 @@ pub struct Revisions {
 
 impl Revisions {
     /// Resolves one side (`flag`: `--base` or `--head`) in every git repository of
-    /// `workspace`. The plain revision is the OpenSpec root's repository's; a repository
-    /// in that git repository reads it, a repository that is a git repository of its own
-    /// reads the commit the enclosing repository's revision records for it (a submodule's
-    /// gitlink), and one that has none (a nested clone the parent ignores, a sibling
-    /// checkout) must be named: `--base api=REV`. A named repository reads its own. A plain
-    /// revision is never resolved in each repository separately (`HEAD~1` of another
-    /// repository is another history). Every problem is one diagnostic.
+    /// `workspace` (docs/workspaces.md). A named repository reads its own revision; any
+    /// other reads its git repository's: the OpenSpec root's reads the plain revision
+    /// (else the one the repositories named in it share), another git repository the one
+    /// the repositories named in it share, else the commit the innermost enclosing one's
+    /// revision records for it (a submodule's gitlink). One that none of these reaches (a
+    /// nested clone the parent ignores, a sibling checkout) must be named: `--base
+    /// api=REV`. A plain revision is never resolved in each repository separately
+    /// (`HEAD~1` of another repository is another history). Every problem is one
+    /// diagnostic.
     pub fn resolve(
         workspace: &Workspace,
         args: &RevisionArgs,
@@ -314,8 +316,9 @@ impl Revisions {
             &plain_fix,
         );
         let mut of_repo: BTreeMap<RepoId, usize> = BTreeMap::new();
-        // The revision each git work tree follows when a repository in it is not named:
-        // the root's, then, outermost first, the commit the enclosing one records.
+        // The revision each git work tree reads for its repositories that are not named:
+        // the root's; for another, outermost first, the one its named repositories share,
+        // else the commit the innermost enclosing one's revision records for it.
         let mut follows: BTreeMap<std::path::PathBuf, Option<usize>> = BTreeMap::new();
         follows.insert(root_tree.clone(), root);
         let mut by_depth: Vec<&std::path::PathBuf> = trees
@@ -329,12 +332,27 @@ impl Revisions {
             if follows.contains_key(tree) {
                 continue;
             }
+            let in_tree = |id: &RepoId| trees.get(id) == Some(tree);
             let unnamed: Vec<&RepoId> = trees
-                .iter()
-                .filter(|(id, t)| *t == tree && !named.contains_key(*id))
-                .map(|(id, _)| *id)
+                .keys()
+                .copied()
+                .filter(|id| in_tree(id) && !named.contains_key(id))
                 .collect();
-            if unnamed.is_empty() {
+            let shared: BTreeSet<&str> = named
+                .iter()
+                .filter(|(id, _)| in_tree(id))
+                .map(|(_, rev)| *rev)
+                .collect();
+            let who = |ids: &[&RepoId]| {
+                ids.iter()
+                    .map(|id| format!("repository `{id}`"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            };
+            if let (1, Some(rev)) = (shared.len(), shared.first()) {
+                let ids: Vec<&RepoId> = named.keys().copied().filter(|id| in_tree(id)).collect();
+                let i = found.index_of(tree, rev, who(&ids), &plain_fix);
+                follows.insert(tree.clone(), i);
                 continue;
             }
             // The innermost enclosing work tree that has a revision.
@@ -351,27 +369,24 @@ impl Revisions {
                     .map(|c| (i, c))
             });
             let followed = match recorded {
-                Some((outer, commit)) => {
+                Some((outer, commit)) if !unnamed.is_empty() => {
                     let at = format!(
                         "`{}` of {}",
                         found.resolved[outer].rev(),
                         found.resolved[outer].workdir().display()
                     );
-                    let who = unnamed
-                        .iter()
-                        .map(|id| format!("repository `{id}`"))
-                        .collect::<Vec<_>>()
-                        .join(", ");
                     let fix = |_: &RevisionError| {
                         format!(
                             "The submodule does not have the commit {at} records for it: fetch it (`git -C {} fetch`, or `git submodule update --init` in the parent), or give its revision (`{flag} <name>=<rev>`).",
                             tree.display()
                         )
                     };
-                    found.index_of(tree, &commit.to_hex().to_string(), who, &fix)
+                    found.index_of(tree, &commit.to_hex().to_string(), who(&unnamed), &fix)
                 }
-                None => {
-                    if enclosing.is_some() || !tree.starts_with(&root_tree) {
+                _ => {
+                    // Nothing records it (an enclosing one that failed is said already).
+                    if !unnamed.is_empty() && (enclosing.is_some() || !tree.starts_with(&root_tree))
+                    {
                         unrecorded.insert(tree, unnamed);
                     }
                     None
