@@ -495,6 +495,11 @@ impl Rules {
                 .iter()
                 .filter(|e| e.repos.contains(repo))
                 .collect();
+            if applying.is_empty() {
+                // No `inputs` here (the common case): the base, without building a set.
+                files.extend(in_base.map(|i| (format!("{repo}:{}", all[i].path), all[i].id)));
+                continue;
+            }
             let entries: Vec<(Sign, &Pattern)> =
                 applying.iter().map(|e| (e.sign, &e.pattern)).collect();
             let selection = pattern::apply(&entries, all, |f| f.path.as_str(), in_base);
