@@ -12,6 +12,7 @@
 //! | `command_file_untracked` | a provider without `inputs` runs a file no sandbox has: git ignores it, or it lies in a directory sandboxes leave out (`node_modules`, `target`, …); the fix names a setup for dependency directories, never `git add` of what setup should make |
 //! | `setup_makes_path` (info) | a provider runs a path its repository's setup makes (in a `setupCache` directory, or named by an uncached setup command): git need not hold it |
 //! | `report_inside_inputs` | a provider's report is covered by its inputs (or, without inputs, tracked by git): each run would change its own inputs |
+//! | `docs_in_inputs` (info) | a provider that runs a command reads its repository's documentation (a top-level `docs/` or `doc/`, README, CHANGELOG, CONTRIBUTING) — without `inputs`, or through them — so a docs edit reruns it; the fix names the `!` entries that leave it out |
 //! | `unknown_service` | a provider names a service that is not declared |
 //! | `missing_discovery_provider` | a test provider not named `test` sends its discovery receipt nowhere |
 //! | `test_report_missing` | a `test-discovery` provider declares no `report`, so no test count can be read |
@@ -31,7 +32,7 @@ use crate::ecosystem::node::{NodeFacts, existing_file};
 use crate::git::{Seen, Tree};
 use crate::host::{Host, install_hint};
 use crate::model::{Confidence, Finding, LastRun, Repo, Severity};
-use crate::pattern::covering;
+use crate::pattern::{Cover, covering};
 use crate::proposal::show;
 use crate::wiring::{self, Gap, Missing};
 
@@ -580,34 +581,48 @@ fn provider_findings(
         ));
     }
     if let (Some(repo), Some(report)) = (home, &report) {
-        match &p.inputs {
-            Some(inputs) => {
-                let inputs: Vec<String> = inputs.iter().map(|i| i.value.clone()).collect();
-                if let Some(input) = covering(&inputs, repo.id.as_str(), repo.id.as_str(), report) {
-                    out.push(finding(
-                        "report_inside_inputs",
-                        format!(
-                            "provider `{id}` writes its report `{report}` inside its input `{input}`: each run would change its own inputs and expire its receipt"
-                        ),
-                        format!(
-                            "Narrow the `inputs` of `{id}` so that `{input}` no longer covers `{report}`, or write the report under test-results/ outside them."
-                        ),
-                    ));
-                }
+        let inputs: Option<Vec<String>> = p
+            .inputs
+            .as_ref()
+            .map(|i| i.iter().map(|i| i.value.clone()).collect());
+        // Without `inputs`, or from the base a list of `!` entries starts from, the
+        // report is an input only when git tracks it (an untracked, ignored report is no
+        // file of the repository's tree).
+        let cover = match &inputs {
+            Some(inputs) => covering(inputs, repo.id.as_str(), repo.id.as_str(), report),
+            None => Some(Cover::Base),
+        };
+        match cover {
+            Some(Cover::Entry(input)) => out.push(finding(
+                "report_inside_inputs",
+                format!(
+                    "provider `{id}` writes its report `{report}` inside its input `{input}`: each run would change its own inputs and expire its receipt"
+                ),
+                format!(
+                    "Narrow the `inputs` of `{id}` so that `{input}` no longer covers `{report}` (or end them with `!{report}`), or write the report under test-results/ outside them."
+                ),
+            )),
+            Some(Cover::Base) if tree(trees, repo).is_some_and(|t| t.is_tracked(report)) => {
+                out.push(finding(
+                    "report_inside_inputs",
+                    format!(
+                        "provider `{id}` writes its report `{report}`, which git tracks in repository `{}`, so it is part of the provider's inputs: each run would change them",
+                        repo.id
+                    ),
+                    format!("Stop tracking it (`git rm --cached {report}`) and ignore it, or write the report to an untracked path."),
+                ));
             }
-            None => {
-                if tree(trees, repo).is_some_and(|t| t.is_tracked(report)) {
-                    out.push(finding(
-                        "report_inside_inputs",
-                        format!(
-                            "provider `{id}` writes its report `{report}`, which git tracks in repository `{}`, so it is part of the provider's inputs: each run would change them",
-                            repo.id
-                        ),
-                        format!("Stop tracking it (`git rm --cached {report}`) and ignore it, or write the report to an untracked path."),
-                    ));
-                }
-            }
+            Some(Cover::Base) | None => {}
         }
+    }
+    if p.adapter.value.runs_command()
+        && let Some(repo) = home
+        && let Some(tree) = tree(trees, repo)
+        && let Some(f) = docs_in_inputs(p, repo, tree)
+    {
+        let mut f = finding(f.0, f.1, f.2);
+        f.severity = Severity::Info;
+        out.push(f);
     }
     for service in p.services.iter().flatten() {
         if !services.iter().any(|s| s.id.value == service.value) {
@@ -734,6 +749,90 @@ fn provider_findings(
             ));
         }
     }
+}
+
+/// Where a repository keeps documentation: a top-level `docs/` or `doc/` directory, and
+/// its top-level README, CHANGELOG and CONTRIBUTING files.
+const DOC_DIRS: [&str; 2] = ["docs", "doc"];
+const DOC_FILES: [&str; 3] = ["readme", "changelog", "contributing"];
+
+/// The `!` entry that leaves `path` out, when it is documentation (`!docs/**`,
+/// `!README.md`).
+fn documentation(path: &str) -> Option<String> {
+    match path.split_once('/') {
+        Some((dir, _)) => DOC_DIRS.contains(&dir).then(|| format!("!{dir}/**")),
+        None => {
+            let stem = path.split('.').next().unwrap_or(path).to_ascii_lowercase();
+            DOC_FILES
+                .contains(&stem.as_str())
+                .then(|| format!("!{path}"))
+        }
+    }
+}
+
+/// `docs_in_inputs`: a provider whose inputs hold the repository's documentation (no
+/// `inputs`: every file) reruns on a README or docs edit; the note names the `!` entries
+/// that would leave it out. Bootstrap suggests only this narrowing, never a list of what to
+/// include (ARCHITECTURE.md): a test that does read a document (`include_str!`, an
+/// installed package's `readme`) would then not see it, so the fix says to check.
+fn docs_in_inputs(
+    p: &Provider,
+    repo: &Repo,
+    tree: &Tree,
+) -> Option<(&'static str, String, String)> {
+    let id = &p.id.value;
+    let inputs: Option<Vec<String>> = p
+        .inputs
+        .as_ref()
+        .map(|i| i.iter().map(|i| i.value.clone()).collect());
+    let mut excludes: Vec<String> = Vec::new();
+    let mut files = 0;
+    for path in tree.tracked() {
+        let Some(exclude) = documentation(path) else {
+            continue;
+        };
+        let covered = match &inputs {
+            Some(inputs) => covering(inputs, repo.id.as_str(), repo.id.as_str(), path).is_some(),
+            None => true,
+        };
+        if covered {
+            files += 1;
+            if !excludes.contains(&exclude) {
+                excludes.push(exclude);
+            }
+        }
+    }
+    if excludes.is_empty() {
+        return None;
+    }
+    let shown: Vec<String> = excludes.iter().map(|e| format!("\"{e}\"")).collect();
+    let fix = match &inputs {
+        Some(_) => format!(
+            "If no test of `{id}` reads them, append {} to its `inputs`: a later `!` entry removes what the entries before it select.",
+            shown.join(", ")
+        ),
+        None => format!(
+            "If no test of `{id}` reads them, add `inputs: [{}]` to `{id}`: a list of `!` entries is every file but those.",
+            shown.join(", ")
+        ),
+    };
+    let listed: Vec<String> = excludes.iter().map(|e| format!("`{}`", &e[1..])).collect();
+    let what = format!(
+        "{files} documentation file{} ({})",
+        if files == 1 { "" } else { "s" },
+        listed.join(", ")
+    );
+    let message = match &inputs {
+        Some(_) => format!(
+            "the `inputs` of provider `{id}` hold {what} of repository `{}`: an edit to them reruns it",
+            repo.id
+        ),
+        None => format!(
+            "provider `{id}` declares no `inputs`, so it reads every file of repository `{}`, {what} too: an edit to them reruns it",
+            repo.id
+        ),
+    };
+    Some(("docs_in_inputs", message, fix))
 }
 
 /// A duration for a person (`120 s`, `0.5 s`).

@@ -70,12 +70,17 @@
 //! - **`RUSTC_BOOTSTRAP=1`** goes in the provider's `env` rather than the
 //!   shell string: it is a literal, non-secret value that belongs in the
 //!   fingerprint and is visible in the file.
-//! - **`inputs` are never written nor suggested.** A test suite or a
-//!   linter reads sources, tests, fixtures and configuration that no
-//!   manifest lists; narrowed to the manifests, an edited source file would
-//!   reuse an old receipt (DESIGN). No reader can name the source
-//!   directories of a suite honestly (tests read files at run time), so a
-//!   candidate's inputs are its whole repository, and its evidence says so.
+//! - **`inputs` are never written, and never suggested as a list of what
+//!   to read.** A test suite or a linter reads sources, tests, fixtures and
+//!   configuration that no manifest lists; narrowed to the manifests, an
+//!   edited source file would reuse an old receipt (DESIGN). No reader can
+//!   name the source directories of a suite honestly (tests read files at
+//!   run time), so a candidate's inputs are its whole repository, and its
+//!   evidence says so. What `doctor` does suggest is the other direction,
+//!   as a note (`docs_in_inputs`): `!` entries that leave out the
+//!   repository's documentation (top-level `docs/`, `doc/`, README,
+//!   CHANGELOG, CONTRIBUTING), whose edits otherwise rerun every suite; a
+//!   test that reads one would then not see it, so the fix says to check.
 //! - **Naming**: `<capability>` in a single-repository workspace;
 //!   `<capability>-<repo>` with explicit `capability` and `repository`
 //!   otherwise, plus `discoveryProvider: discovery-<repo>` and a receiver

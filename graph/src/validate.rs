@@ -422,7 +422,9 @@ fn check_provider(
         check_path(out, &format!("the report of {what}"), report);
     }
     for input in p.inputs.iter().flatten() {
-        let (repo, path) = split_scoped(&input.value);
+        let (_, entry) = crate::pattern::split_sign(&input.value);
+        let (repo, path) = split_scoped(entry);
+        let path = crate::pattern::unescaped(path);
         if let Some(repo) = repo {
             let repo = RepoId::parse(repo).expect("split_scoped checked the grammar");
             known_repo(

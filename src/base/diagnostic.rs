@@ -110,6 +110,9 @@ codes! {
     /// `plan --base/--head` names a revision a repository of the workspace does not have,
     /// or whose objects cannot be read.
     UnknownRevision = "unknown_revision",
+    /// `plan --base/--head` gives no revision for a repository: a git repository of its own
+    /// that the OpenSpec root's repository does not record, or the root's own.
+    RevisionMissing = "revision_missing",
     /// The inputs a receipt bound could not be written as a git tree (for `rerun`).
     InputsNotRecorded = "inputs_not_recorded",
     /// `rerun` cannot have the inputs or the wiring a receipt recorded.
@@ -205,6 +208,9 @@ codes! {
     NotAGitRepository = "not_a_git_repository",
     /// `watch` cannot run: inotify is unusable, or another watcher answers.
     WatchUnavailable = "watch_unavailable",
+    /// An `inputs` entry `!pattern` keeps no file out: it matches nothing the entries before
+    /// it select, or a later entry adds that back.
+    InputExcludesNothing = "input_excludes_nothing",
     /// A provider's program is not on PATH.
     ExecutableNotFound = "executable_not_found",
     /// A sandbox could not be materialised.
@@ -282,6 +288,9 @@ codes! {
     CommandFileUntracked = "command_file_untracked",
     /// A provider's report is written inside the files it hashes.
     ReportInsideInputs = "report_inside_inputs",
+    /// A provider that runs a command reads its repository's documentation: a docs edit
+    /// reruns it (a note; the fix names the `!` entries that leave it out).
+    DocsInInputs = "docs_in_inputs",
     /// A test provider not named `test` sends its discovery receipt nowhere.
     MissingDiscoveryProvider = "missing_discovery_provider",
     /// A `test-discovery` provider declares no `report`.

@@ -83,7 +83,7 @@ enum CommandArgs {
     Watch,
     /// Dry run: every node, its locks, dependencies, fingerprint and order
     #[command(
-        after_help = "Examples:\n  proofgraph plan add-profile-page\n  proofgraph plan add-profile-page --jobs 1 --json\n  proofgraph plan add-profile-page --base origin/main            # the diff to the working tree\n  proofgraph plan add-profile-page --base origin/main --head HEAD --format markdown\n\nWith --base: the verification plan of a diff (affected providers and claims, and their status at the head); exit 0 all passed, 1 failed, 2 pending or stale, 3 cannot plan. docs/plan.md."
+        after_help = "Examples:\n  proofgraph plan add-profile-page\n  proofgraph plan add-profile-page --jobs 1 --json\n  proofgraph plan add-profile-page --base origin/main            # the diff to the working tree\n  proofgraph plan add-profile-page --base origin/main --head HEAD --format markdown\n  proofgraph plan add-profile-page --base HEAD~1 --base api=origin/main   # api: a repository the parent does not record\n\nWith --base: the verification plan of a diff (affected providers and claims, and their status at the head); exit 0 all passed, 1 failed, 2 pending or stale, 3 cannot plan. docs/plan.md."
     )]
     Plan {
         /// The change to plan
@@ -95,12 +95,12 @@ enum CommandArgs {
         /// Which cache tiers to read and write, e.g. `local:rw,remote:r` [default: PROOFGRAPH_CACHE, else proofgraph.yaml's cache.policy, else local:rw,remote:r]
         #[arg(long, value_name = "POLICY")]
         cache: Option<String>,
-        /// Plan the diff from this revision (a branch, tag, commit): what it affects and what is proven at the head
-        #[arg(long, value_name = "REV")]
-        base: Option<String>,
-        /// The head revision, read from git's objects without a checkout [default: the working tree]
-        #[arg(long, value_name = "REV", requires = "base")]
-        head: Option<String>,
+        /// Plan the diff from this revision (a branch, tag, commit) of the OpenSpec root's repository, each submodule at the commit it records; `NAME=REV` gives repository NAME its own (repeatable)
+        #[arg(long, value_name = "REV", action = clap::ArgAction::Append)]
+        base: Vec<String>,
+        /// The head revision, read from git's objects without a checkout, as --base [default: the working tree]
+        #[arg(long, value_name = "REV", requires = "base", action = clap::ArgAction::Append)]
+        head: Vec<String>,
         /// Print the plan of a diff as Markdown (a pull request comment)
         #[arg(
             long,
@@ -702,9 +702,9 @@ impl Cli {
                 change,
                 jobs,
                 cache,
-                base: None,
+                base,
                 ..
-            } => Command::Plan(commands::plan::PlanOptions {
+            } if base.is_empty() => Command::Plan(commands::plan::PlanOptions {
                 change,
                 jobs,
                 cache,
@@ -713,7 +713,7 @@ impl Cli {
                 change,
                 jobs: _,
                 cache,
-                base: Some(base),
+                base,
                 head,
                 format,
             } => Command::PlanRefs {

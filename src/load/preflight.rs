@@ -134,7 +134,9 @@ fn symlink_escapes(workspace: &Workspace, change: &Change, links: &dyn Links) ->
             paths.push((own, report.value.as_str(), report.pos, "report"));
         }
         for input in p.inputs.iter().flatten() {
-            let (repo, path) = split_scoped(&input.value);
+            let (_, entry) = proofgraph_graph::pattern::split_sign(&input.value);
+            let (repo, path) = split_scoped(entry);
+            let path = proofgraph_graph::pattern::unescaped(path);
             let repo = match repo {
                 Some(r) => workspace.repositories.keys().find(|k| k.as_str() == r),
                 None => own,

@@ -32,6 +32,11 @@ pub enum RevisionError {
         workdir: PathBuf,
         /// Why.
         message: String,
+        /// Whether the repository's history is shallow (a `--depth` clone), so the
+        /// revision may exist beyond what it has.
+        shallow: bool,
+        /// The remotes the repository knows.
+        remotes: Vec<String>,
     },
     /// A file at the revision has a name that is not UTF-8: it cannot be bound.
     #[error("`{name}` at `{rev}` has a name that is not UTF-8")]
@@ -79,19 +84,17 @@ impl Revision {
     /// Resolves `rev` (a branch, tag, `origin/main`, `HEAD~3`, an object id) in the git
     /// repository that holds `dir`.
     pub fn resolve(dir: &Path, rev: &str) -> Result<Self, RevisionError> {
-        let repo = gix::discover(dir).map_err(|e| RevisionError::NotARepository {
-            dir: dir.to_path_buf(),
-            message: e.to_string(),
-        })?;
-        let workdir = repo
-            .workdir()
-            .map(Path::to_path_buf)
-            .unwrap_or_else(|| repo.git_dir().to_path_buf());
-        let workdir = fs_err::canonicalize(&workdir).unwrap_or(workdir);
+        let (repo, workdir) = Self::open(dir)?;
         let unknown = |message: String| RevisionError::Unknown {
             rev: rev.to_owned(),
             workdir: workdir.clone(),
             message,
+            shallow: repo.is_shallow(),
+            remotes: repo
+                .remote_names()
+                .into_iter()
+                .map(|n| n.to_string())
+                .collect(),
         };
         let id = repo
             .rev_parse_single(rev)
@@ -109,6 +112,47 @@ impl Revision {
             commit,
             repo,
         })
+    }
+
+    /// The git repository that holds `dir`, and its work tree (canonical).
+    fn open(dir: &Path) -> Result<(gix::Repository, PathBuf), RevisionError> {
+        let repo = gix::discover(dir).map_err(|e| RevisionError::NotARepository {
+            dir: dir.to_path_buf(),
+            message: e.to_string(),
+        })?;
+        let workdir = repo
+            .workdir()
+            .map(Path::to_path_buf)
+            .unwrap_or_else(|| repo.git_dir().to_path_buf());
+        let workdir = fs_err::canonicalize(&workdir).unwrap_or(workdir);
+        Ok((repo, workdir))
+    }
+
+    /// The work tree (canonical) of the git repository that holds `dir`: a submodule's or
+    /// a nested clone's own, not its parent's.
+    pub fn work_tree(dir: &Path) -> Result<PathBuf, RevisionError> {
+        Self::open(dir).map(|(_, workdir)| workdir)
+    }
+
+    /// The commit this revision records for the git repository whose work tree is `dir`
+    /// (a directory of this repository's work tree): the gitlink a submodule, or a nested
+    /// repository added as one, has at its path; `None` when there is none there.
+    pub fn gitlink(&self, dir: &Path) -> Result<Option<gix::ObjectId>, RevisionError> {
+        let prefix = self.prefix_of(dir)?;
+        let prefix = prefix.trim_end_matches('/');
+        if prefix.is_empty() {
+            return Ok(None);
+        }
+        let root = self
+            .repo
+            .find_object(self.tree)
+            .map_err(|e| self.read_error(e))?
+            .into_tree();
+        Ok(root
+            .lookup_entry_by_path(prefix)
+            .map_err(|e| self.read_error(e))?
+            .filter(|entry| entry.mode().is_commit())
+            .map(|entry| entry.object_id()))
     }
 
     /// The revision as given.

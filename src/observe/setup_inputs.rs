@@ -5,6 +5,8 @@
 //! a changed lockfile reruns what the changed dependencies could change — even for a
 //! provider whose own `inputs` leave the lockfile out.
 
+use proofgraph_graph::pattern::{self, Sign};
+
 use crate::observe::inputs::{FileEntry, Pattern, Snapshot};
 use crate::store::sha256_hex;
 
@@ -38,22 +40,37 @@ pub const SETUP_INPUTS: [&str; 23] = [
 
 /// The files a cached setup sees: those `patterns` (a repository's `setupInputs`) select,
 /// or, without patterns, every file named as a manifest or lockfile in [`SETUP_INPUTS`], at
-/// any depth. A pattern that is not a valid glob selects nothing (`validate` reports it).
+/// any depth. Patterns combine as `inputs` do (docs/inputs.md): in order, a `!` entry
+/// removes what the entries before it selected, and a list that starts with one starts
+/// from the default files. A pattern that is not a valid glob selects nothing (`validate`
+/// reports it).
 pub fn inputs<'s>(patterns: Option<&[String]>, snapshot: &'s Snapshot) -> Vec<&'s FileEntry> {
+    let default =
+        |f: &FileEntry| SETUP_INPUTS.contains(&f.path.rsplit('/').next().unwrap_or(&f.path));
     match patterns {
         Some(patterns) => {
-            let patterns: Vec<Pattern> = patterns.iter().filter_map(|p| Pattern::new(p)).collect();
-            snapshot
-                .files
+            let compiled: Vec<(Sign, Pattern)> = patterns
                 .iter()
-                .filter(|f| patterns.iter().any(|p| p.matches(&f.path)))
+                .filter_map(|p| {
+                    let (sign, text) = pattern::split_sign(p);
+                    Pattern::new(text).map(|pattern| (sign, pattern))
+                })
+                .collect();
+            let entries: Vec<(Sign, &Pattern)> = compiled.iter().map(|(s, p)| (*s, p)).collect();
+            let base: Vec<usize> = if pattern::starts_from_base(&entries, |e| e.0) {
+                (0..snapshot.files.len())
+                    .filter(|i| default(&snapshot.files[*i]))
+                    .collect()
+            } else {
+                Vec::new()
+            };
+            pattern::apply(&entries, &snapshot.files, |f| f.path.as_str(), base)
+                .selected
+                .into_iter()
+                .map(|i| &snapshot.files[i])
                 .collect()
         }
-        None => snapshot
-            .files
-            .iter()
-            .filter(|f| SETUP_INPUTS.contains(&f.path.rsplit('/').next().unwrap_or(&f.path)))
-            .collect(),
+        None => snapshot.files.iter().filter(|f| default(f)).collect(),
     }
 }
 
@@ -80,4 +97,66 @@ pub fn cache_key(
         text.push_str(&format!("input {} {}\n", f.path, f.id));
     }
     sha256_hex(text.as_bytes())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::observe::inputs::FileKind;
+    use proofgraph_graph::fingerprint::Digest;
+
+    fn snapshot(paths: &[&str]) -> Snapshot {
+        let mut files: Vec<FileEntry> = paths
+            .iter()
+            .map(|p| FileEntry {
+                path: (*p).to_owned(),
+                id: Digest::of(p.as_bytes()),
+                kind: FileKind::File,
+            })
+            .collect();
+        files.sort();
+        Snapshot {
+            dir: std::path::PathBuf::from("/repo"),
+            files,
+            rehashed: 0,
+        }
+    }
+
+    fn seen(patterns: Option<&[&str]>, snap: &Snapshot) -> Vec<String> {
+        let patterns: Option<Vec<String>> =
+            patterns.map(|p| p.iter().map(|s| (*s).to_owned()).collect());
+        inputs(patterns.as_deref(), snap)
+            .into_iter()
+            .map(|f| f.path.clone())
+            .collect()
+    }
+
+    #[test]
+    fn setup_inputs_combine_as_inputs_do() {
+        let snap = snapshot(&[
+            "Cargo.lock",
+            "Cargo.toml",
+            "examples/demo/Cargo.toml",
+            "requirements/dev.txt",
+            "requirements/docs.txt",
+            "src/lib.rs",
+        ]);
+        assert_eq!(
+            seen(None, &snap),
+            ["Cargo.lock", "Cargo.toml", "examples/demo/Cargo.toml"]
+        );
+        // Only excludes: the default files but these.
+        assert_eq!(
+            seen(Some(&["!examples/**"]), &snap),
+            ["Cargo.lock", "Cargo.toml"]
+        );
+        // In order; a later plain entry adds back.
+        assert_eq!(
+            seen(
+                Some(&["requirements/*.txt", "!requirements/docs.txt", "Cargo.lock"]),
+                &snap
+            ),
+            ["Cargo.lock", "requirements/dev.txt"]
+        );
+    }
 }

@@ -16,6 +16,7 @@ use crate::load::workspace::{Change, Workspace};
 use crate::observe::inputs::{self, Pattern, Snapshot};
 use crate::observe::programs::{Lookup, Programs, RepoFiles, WorkingTree, job_path};
 use crate::observe::revision::Revision;
+use proofgraph_graph::pattern::{self, Sign};
 
 pub use crate::observe::programs::Program;
 
@@ -392,90 +393,214 @@ fn link_targets(
 }
 
 /// How a provider selects its input files: the same rules whether they are applied to a
-/// snapshot or asked about one changed path.
+/// snapshot or asked about one changed path (`plan --base`), so both agree on what an
+/// excluded path affects (nothing).
+///
+/// Its `inputs` entries in order, each adding (or, `!`, removing) what it matches in the
+/// repositories it applies to; the last entry matching a file decides
+/// ([`proofgraph_graph::pattern`]). Without `inputs`, or when the first entry excludes, the
+/// list starts from the provider's base: what it reads without `inputs` (a contract's
+/// files, else every file of its repositories).
 #[derive(Debug, Clone)]
-pub enum Rule {
-    /// The files of a repository that a pattern matches.
-    Pattern(RepoId, Pattern),
+pub struct Rules {
+    /// The `inputs` entries, in order.
+    entries: Vec<Entry>,
+    /// What the provider reads without `inputs`.
+    base: Vec<Base>,
+    /// Whether the entries start from the base (no entries, or the first excludes).
+    from_base: bool,
+}
+
+/// One `inputs` entry.
+#[derive(Debug, Clone)]
+struct Entry {
+    sign: Sign,
+    /// The repositories it applies to (its scope, else the provider's own).
+    repos: Vec<RepoId>,
+    pattern: Pattern,
+    /// Its position in `inputs`.
+    index: usize,
+}
+
+/// What a provider reads without `inputs`.
+#[derive(Debug, Clone)]
+enum Base {
     /// One file of a repository (a contract).
     Exact(RepoId, String),
     /// Every file of a repository.
     All(RepoId),
 }
 
-impl Rule {
-    /// Whether this rule selects `path` of `repo`.
-    pub fn selects(&self, repo: &RepoId, path: &str) -> bool {
+impl Base {
+    fn repo(&self) -> &RepoId {
         match self {
-            Rule::Pattern(r, p) => r == repo && p.matches(path),
-            Rule::Exact(r, e) => r == repo && e == path,
-            Rule::All(r) => r == repo,
+            Base::Exact(r, _) | Base::All(r) => r,
+        }
+    }
+
+    fn selects(&self, repo: &RepoId, path: &str) -> bool {
+        match self {
+            Base::Exact(r, e) => r == repo && e == path,
+            Base::All(r) => r == repo,
         }
     }
 }
 
-/// A provider's input rules (`inputs`, a contract's files, or its repositories' files),
-/// or the diagnostic for an input that is not a valid glob.
+/// A provider's input files as its rules select them from each repository's snapshot.
+pub struct Selected {
+    /// `repo:path` and identity, sorted.
+    pub files: FileList,
+    /// The `!` entries (their positions in `inputs`) that keep no file out.
+    pub excluded_nothing: Vec<usize>,
+}
+
+impl Rules {
+    /// The entries that apply to `repo`, in order.
+    fn entries_of<'a>(&'a self, repo: &RepoId) -> Vec<(Sign, &'a Pattern)> {
+        self.entries
+            .iter()
+            .filter(|e| e.repos.contains(repo))
+            .map(|e| (e.sign, &e.pattern))
+            .collect()
+    }
+
+    /// Whether these rules select `path` of `repo`.
+    pub fn selects(&self, repo: &RepoId, path: &str) -> bool {
+        match pattern::decides(&self.entries_of(repo), path) {
+            Some(sign) => sign == Sign::Include,
+            None => self.from_base && self.base.iter().any(|b| b.selects(repo, path)),
+        }
+    }
+
+    /// The files these rules select from each repository's files (sorted by path).
+    pub fn select<'f>(&self, files_of: impl Fn(&RepoId) -> &'f [inputs::FileEntry]) -> Selected {
+        let mut repos: BTreeSet<&RepoId> = self.entries.iter().flat_map(|e| &e.repos).collect();
+        repos.extend(self.base.iter().map(Base::repo));
+        let mut files = Vec::new();
+        let mut kept_out: BTreeMap<usize, usize> = BTreeMap::new();
+        for repo in repos {
+            let all = files_of(repo);
+            let base: Vec<&Base> = if self.from_base {
+                self.base.iter().filter(|b| b.repo() == repo).collect()
+            } else {
+                Vec::new()
+            };
+            let in_base = all
+                .iter()
+                .enumerate()
+                .filter(|(_, f)| base.iter().any(|b| b.selects(repo, &f.path)))
+                .map(|(i, _)| i);
+            let applying: Vec<&Entry> = self
+                .entries
+                .iter()
+                .filter(|e| e.repos.contains(repo))
+                .collect();
+            if applying.is_empty() {
+                // No `inputs` here (the common case): the base, without building a set.
+                files.extend(in_base.map(|i| (format!("{repo}:{}", all[i].path), all[i].id)));
+                continue;
+            }
+            let entries: Vec<(Sign, &Pattern)> =
+                applying.iter().map(|e| (e.sign, &e.pattern)).collect();
+            let selection = pattern::apply(&entries, all, |f| f.path.as_str(), in_base);
+            for (e, n) in applying.iter().zip(&selection.kept_out) {
+                if e.sign == Sign::Exclude {
+                    *kept_out.entry(e.index).or_default() += n;
+                }
+            }
+            files.extend(
+                selection
+                    .selected
+                    .into_iter()
+                    .map(|i| (format!("{repo}:{}", all[i].path), all[i].id)),
+            );
+        }
+        // An exclude whose scope names no repository of the workspace applies nowhere.
+        for e in &self.entries {
+            if e.sign == Sign::Exclude {
+                kept_out.entry(e.index).or_default();
+            }
+        }
+        files.sort();
+        Selected {
+            files,
+            excluded_nothing: kept_out
+                .into_iter()
+                .filter(|(_, n)| *n == 0)
+                .map(|(i, _)| i)
+                .collect(),
+        }
+    }
+}
+
+/// A provider's input rules (its `inputs`, over its base: a contract's files, or its
+/// repositories' files), or the diagnostic for an input that is not a valid glob.
 pub fn rules(
     workspace: &Workspace,
     change: &Change,
     provider: &proofgraph_graph::graph::ProviderNode,
-) -> Result<Vec<Rule>, Diagnostic> {
+) -> Result<Rules, Diagnostic> {
     let spec = &provider.spec;
     let id = &spec.id.value;
-    let mut out = Vec::new();
-    match (&spec.inputs, spec.adapter.value) {
-        (Some(patterns), _) => {
-            let home: Vec<&RepoId> = match &provider.runs_in {
-                Some(r) => vec![r],
-                None => provider.repositories.iter().collect(),
-            };
-            for input in patterns {
-                let (scope, text) = split_scoped(&input.value);
-                let repos: Vec<&RepoId> = match scope {
-                    Some(r) => workspace
-                        .repositories
-                        .keys()
-                        .filter(|k| k.as_str() == r)
-                        .collect(),
-                    None => home.clone(),
-                };
-                let Some(pattern) = Pattern::new(text) else {
-                    return Err(Diagnostic::error(
-                        Code::InvalidValue,
-                        format!(
-                            "input `{}` of provider `{id}` is not a valid glob",
-                            input.value
-                        ),
-                    )
-                    .at(&change.execution_file, input.pos)
-                    .fix("Fix the glob (`src/**`, `*.json`), or write a plain path."));
-                };
-                out.extend(
-                    repos
-                        .into_iter()
-                        .map(|r| Rule::Pattern(r.clone(), pattern.clone())),
-                );
-            }
-        }
-        (None, Adapter::ContractDigest) => {
-            for (repo, path) in spec.contract.iter().flatten() {
-                out.push(Rule::Exact(
-                    repo.clone(),
-                    path.value.trim_start_matches("./").to_owned(),
-                ));
-            }
-        }
-        (None, _) => {
+    let base = match spec.adapter.value {
+        Adapter::ContractDigest => spec
+            .contract
+            .iter()
+            .flatten()
+            .map(|(repo, path)| {
+                Base::Exact(repo.clone(), path.value.trim_start_matches("./").to_owned())
+            })
+            .collect(),
+        _ => {
             let repos: Vec<&RepoId> = if provider.repositories.is_empty() {
                 workspace.repositories.keys().collect()
             } else {
                 provider.repositories.iter().collect()
             };
-            out.extend(repos.into_iter().map(|r| Rule::All(r.clone())));
+            repos.into_iter().map(|r| Base::All(r.clone())).collect()
         }
+    };
+    let mut entries = Vec::new();
+    let home: Vec<RepoId> = match &provider.runs_in {
+        Some(r) => vec![r.clone()],
+        None => provider.repositories.iter().cloned().collect(),
+    };
+    for (index, input) in spec.inputs.iter().flatten().enumerate() {
+        let (sign, entry) = pattern::split_sign(&input.value);
+        let (scope, text) = split_scoped(entry);
+        let repos: Vec<RepoId> = match scope {
+            Some(r) => workspace
+                .repositories
+                .keys()
+                .filter(|k| k.as_str() == r)
+                .cloned()
+                .collect(),
+            None => home.clone(),
+        };
+        let Some(pattern) = Pattern::new(text) else {
+            return Err(Diagnostic::error(
+                Code::InvalidValue,
+                format!(
+                    "input `{}` of provider `{id}` is not a valid glob",
+                    input.value
+                ),
+            )
+            .at(&change.execution_file, input.pos)
+            .fix("Fix the glob (`src/**`, `*.json`), or write a plain path."));
+        };
+        entries.push(Entry {
+            sign,
+            repos,
+            pattern,
+            index,
+        });
     }
-    Ok(out)
+    let from_base = pattern::starts_from_base(&entries, |e| e.sign);
+    Ok(Rules {
+        entries,
+        base,
+        from_base,
+    })
 }
 
 /// Report paths (`repo:path`) are what commands write, emptied before each run: never
@@ -528,24 +653,23 @@ fn from_snapshots(
         };
         match rules(workspace, change, provider) {
             Ok(rules) => {
-                for rule in &rules {
-                    match rule {
-                        Rule::Pattern(repo, pattern) => {
-                            for f in inputs::select(pattern, repo_files_of(repo)) {
-                                selected.push((format!("{repo}:{}", f.path), f.id));
-                            }
-                        }
-                        Rule::Exact(repo, path) => {
-                            for f in repo_files_of(repo).iter().filter(|f| &f.path == path) {
-                                selected.push((format!("{repo}:{}", f.path), f.id));
-                            }
-                        }
-                        Rule::All(repo) => selected.extend(
-                            repo_files_of(repo)
-                                .iter()
-                                .map(|f| (format!("{repo}:{}", f.path), f.id)),
-                        ),
-                    }
+                let chosen = rules.select(repo_files_of);
+                selected = chosen.files;
+                for index in chosen.excluded_nothing {
+                    let Some(input) = spec.inputs.as_ref().and_then(|i| i.get(index)) else {
+                        continue;
+                    };
+                    warnings.push(
+                        Diagnostic::warning(
+                            Code::InputExcludesNothing,
+                            format!(
+                                "input `{}` of provider `{id}` excludes nothing: it matches no file the entries before it select, or a later entry adds back what it matches",
+                                input.value
+                            ),
+                        )
+                        .at(&provider.file, input.pos)
+                        .fix("Fix the pattern, move it after the entries that select its files, or remove it (docs/inputs.md: the last entry that matches a file decides)."),
+                    );
                 }
             }
             Err(d) => errors.push(d),

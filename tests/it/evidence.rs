@@ -1141,3 +1141,69 @@ fn doctor_names_a_python_module_the_interpreter_cannot_import() {
         "installed"
     );
 }
+
+/// A provider that reads the whole repository reruns on every README or docs edit:
+/// doctor says so as a note (the exit code stays 0), naming the `!` entries that leave the
+/// documentation out; with them the note is gone, the suite still proves, and a README
+/// edit keeps its receipt.
+#[test]
+fn doctor_points_to_the_documentation_a_suite_reruns_for() {
+    let sb = Sandbox::new();
+    change(&sb);
+    sb.write("package.json", "{\"name\": \"x\"}\n");
+    sb.write("README.md", "# x\n");
+    sb.write("docs/usage.md", "Use it.\n");
+    sb.write(
+        "test/a.test.js",
+        "require('node:test')('a', () => { require('node:assert').ok(true); });\n",
+    );
+    let wiring = |inputs: &str| {
+        format!(
+            "version: 1\nproviders:\n  test:\n    adapter: test-discovery\n    command: [node, --test, --test-reporter=tap, --test-reporter-destination=out.tap]\n{inputs}    report: out.tap\n"
+        )
+    };
+    sb.write("openspec/changes/add-x/execution.yaml", wiring(""));
+    sb.write(".gitignore", ".proofgraph/\nout.tap\n");
+    git_commit_all(&sb.work());
+    let doctor = run(&sb, &["evidence", "doctor", "add-x", "--json"]);
+    doctor.expect_code(0);
+    assert_codes!(doctor.status_codes(), ["docs_in_inputs"]);
+    let doc = doctor.json();
+    let note = &doc["status"][0];
+    assert_eq!(note["severity"], "info", "{doc:#}");
+    let fix = note["fix"].as_str().unwrap_or_default();
+    assert!(
+        fix.contains(r#"inputs: ["!README.md", "!docs/**"]"#),
+        "{fix}"
+    );
+
+    // Written as the fix says: nothing to note, and the suite reads what it needs.
+    sb.write(
+        "openspec/changes/add-x/execution.yaml",
+        wiring("    inputs: [\"!docs/**\", \"!README.md\"]\n"),
+    );
+    git_commit_all(&sb.work());
+    let doctor = run(&sb, &["evidence", "doctor", "add-x", "--json"]);
+    doctor.expect_code(0);
+    assert_codes!(doctor.status_codes(), [], "{}", doctor.stdout);
+    let prove = run(&sb, &["prove", "add-x", "--json"]);
+    prove.expect_code(0);
+    sb.write("README.md", "# x\n\nNow with words.\n");
+    let again = run(&sb, &["prove", "add-x", "--json"]).json();
+    assert_eq!(again["summary"]["reused"], 1, "{again:#}");
+
+    // Narrowed `inputs` that still hold the documentation: append the entries.
+    sb.write(
+        "openspec/changes/add-x/execution.yaml",
+        wiring("    inputs: [package.json, \"test/**\", README.md, \"docs/**\"]\n"),
+    );
+    git_commit_all(&sb.work());
+    let doctor = run(&sb, &["evidence", "doctor", "add-x", "--json"]);
+    assert_codes!(doctor.status_codes(), ["docs_in_inputs"]);
+    let doc = doctor.json();
+    let fix = doc["status"][0]["fix"].as_str().unwrap_or_default();
+    assert!(
+        fix.contains(r#"append "!README.md", "!docs/**" to its `inputs`"#),
+        "{fix}"
+    );
+}

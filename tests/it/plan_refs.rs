@@ -115,9 +115,19 @@ impl History {
         }
     }
 
+    /// `plan add-x --json` with `args`, each `--base X`/`--head X` given to `api` too
+    /// (`--base api=X`): `api` is a git repository beside the OpenSpec root's, which
+    /// records no commit of it, so it is named at the same tag or branch (a multi-repository
+    /// pull request's one branch name).
     fn plan(&self, args: &[&str], code: i32) -> Value {
-        let mut all = vec!["plan", "add-x", "--json"];
-        all.extend_from_slice(args);
+        let mut all: Vec<String> = ["plan", "add-x", "--json"].map(str::to_owned).to_vec();
+        for pair in args.chunks(2) {
+            all.extend(pair.iter().map(|a| (*a).to_owned()));
+            if let [flag @ ("--base" | "--head"), rev] = pair {
+                all.extend([(*flag).to_owned(), format!("api={rev}")]);
+            }
+        }
+        let all: Vec<&str> = all.iter().map(String::as_str).collect();
         let run = self.sb.run(&self.ws(), &all);
         run.expect_code(code);
         run.json()
@@ -481,7 +491,8 @@ fn the_head_is_what_a_checkout_of_it_gives() {
     let run = h.sb.run(
         &h.ws(),
         &[
-            "plan", "add-x", "--base", "main", "--head", "t3", "--format", "markdown",
+            "plan", "add-x", "--base", "main", "--base", "api=main", "--head", "t3", "--head",
+            "api=t3", "--format", "markdown",
         ],
     );
     run.expect_code(1);
@@ -500,7 +511,15 @@ fn a_revision_or_change_that_is_not_there_is_refused() {
     git(&h.ws(), &["tag", "only-in-ws"]);
     let run = h.sb.run(
         &h.ws(),
-        &["plan", "add-x", "--json", "--base", "only-in-ws"],
+        &[
+            "plan",
+            "add-x",
+            "--json",
+            "--base",
+            "only-in-ws",
+            "--base",
+            "api=only-in-ws",
+        ],
     );
     run.expect_code(3);
     let doc = run.json();
@@ -523,7 +542,8 @@ fn a_revision_or_change_that_is_not_there_is_refused() {
     let run = h.sb.run(
         &h.ws(),
         &[
-            "plan", "add-x", "--json", "--base", "main", "--head", "gone",
+            "plan", "add-x", "--json", "--base", "main", "--base", "api=main", "--head", "gone",
+            "--head", "api=gone",
         ],
     );
     run.expect_code(3);

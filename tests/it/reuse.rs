@@ -2,7 +2,8 @@
 //! `inputs`, through a symbolic link (its target's bytes, or where it leads), in a nested
 //! repository, of a program outside every repository that the job chooses at run time (no
 //! argv names it: only the record of what the job executed binds it), a new untracked file
-//! inside and outside narrowed inputs — `prove`'s verdicts equal `prove --no-cache`'s, and both equal
+//! inside and outside narrowed inputs, of the documentation a provider's `!` entries leave
+//! out (`inputs: ["!README.md", "!docs/**"]`) — `prove`'s verdicts equal `prove --no-cache`'s, and both equal
 //! what the edited files say. A receipt reused where a fresh run would disagree is the
 //! false pass this promise exists to rule out.
 
@@ -53,6 +54,8 @@ impl State {
 enum Edit {
     A(bool),
     Readme,
+    /// A page of `docs/` (which `unread` leaves out, with the README) edited.
+    Docs,
     Flag(bool),
     Real(usize, bool),
     Retarget(usize),
@@ -67,6 +70,7 @@ fn edit() -> impl Strategy<Value = Edit> {
     prop_oneof![
         any::<bool>().prop_map(Edit::A),
         Just(Edit::Readme),
+        Just(Edit::Docs),
         any::<bool>().prop_map(Edit::Flag),
         (0..2usize, any::<bool>()).prop_map(|(k, v)| Edit::Real(k, v)),
         (0..2usize).prop_map(Edit::Retarget),
@@ -107,6 +111,7 @@ fn workspace(sb: &Sandbox, tools: &Path, state: &State) {
     );
     sb.write(".gitignore", ".proofgraph/\nlib/\n");
     sb.write("README.md", "# Reuse\n");
+    sb.write("docs/guide.md", "How to reuse.\n");
     sb.write("src/a.txt", word(state.a));
     sb.write("data/flag", word(state.flag));
     sb.write("real/one.txt", word(state.real[0]));
@@ -127,6 +132,8 @@ fn workspace(sb: &Sandbox, tools: &Path, state: &State) {
              \x20 narrow: {{adapter: command, capability: static-analysis, repository: app, inputs: [\"src/**\"], command: [grep, -qx, ok, src/a.txt]}}\n\
              \x20 whole: {{adapter: command, capability: static-analysis, repository: app, command: [grep, -qx, ok, data/flag]}}\n\
              \x20 linked: {{adapter: command, capability: static-analysis, repository: app, inputs: [link.txt], command: [grep, -qx, ok, link.txt]}}\n\
+             \x20 unread: {{adapter: command, capability: static-analysis, repository: app, inputs: [\"!README.md\", \"!docs/**\"], command: [sh, -c, \"grep -qx ok data/flag && [ ! -e README.md ] && [ ! -e docs ]\"]}}
+\
              \x20 nested: {{adapter: command, capability: static-analysis, repository: lib, command: [grep, -qx, ok, x.txt]}}\n\
              \x20 tool: {{adapter: command, capability: static-analysis, repository: app, inputs: [README.md], command: [sh, -c, \"v=tool; check-$v\"], env: {{PATH: \"{path}\"}}}}\n\
              \x20 suite: {{adapter: command, capability: static-analysis, repository: app, inputs: [\"tests/**\"], command: [sh, -c, \"for f in *.t tests/*.t; do [ -e \\\"$f\\\" ] || continue; grep -qx ok \\\"$f\\\" || exit 1; done\"]}}\n"
@@ -142,6 +149,7 @@ fn expected(state: &State) -> BTreeMap<String, String> {
     BTreeMap::from([
         ("narrow".to_owned(), verdict(state.a)),
         ("whole".to_owned(), verdict(state.flag)),
+        ("unread".to_owned(), verdict(state.flag)),
         ("linked".to_owned(), verdict(state.real[state.link_to])),
         ("nested".to_owned(), verdict(state.nested)),
         ("tool".to_owned(), verdict(state.tool)),
@@ -153,16 +161,18 @@ fn expected(state: &State) -> BTreeMap<String, String> {
 }
 
 fn verdicts(doc: &Value) -> BTreeMap<String, String> {
-    ["narrow", "whole", "linked", "nested", "tool", "suite"]
-        .into_iter()
-        .map(|p| {
-            let outcome = receipt(doc, p, "static-analysis")["outcome"]
-                .as_str()
-                .unwrap_or_else(|| panic!("no outcome for {p}: {:#}", provider(doc, p)))
-                .to_owned();
-            (p.to_owned(), outcome)
-        })
-        .collect()
+    [
+        "narrow", "whole", "unread", "linked", "nested", "tool", "suite",
+    ]
+    .into_iter()
+    .map(|p| {
+        let outcome = receipt(doc, p, "static-analysis")["outcome"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no outcome for {p}: {:#}", provider(doc, p)))
+            .to_owned();
+        (p.to_owned(), outcome)
+    })
+    .collect()
 }
 
 fn apply(sb: &Sandbox, tools: &Path, state: &mut State, edit: &Edit) {
@@ -176,6 +186,12 @@ fn apply(sb: &Sandbox, tools: &Path, state: &mut State, edit: &Edit) {
             let mut text = fs_err::read_to_string(&readme).expect("README");
             text.push_str("More words.\n");
             fs_err::write(&readme, text).expect("README");
+        }
+        Edit::Docs => {
+            let guide = sb.work().join("docs/guide.md");
+            let mut text = fs_err::read_to_string(&guide).expect("guide");
+            text.push_str("More words.\n");
+            fs_err::write(&guide, text).expect("guide");
         }
         Edit::Flag(ok) => {
             state.flag = ok;
@@ -241,7 +257,7 @@ proptest! {
             prop_assert_eq!(&verdicts(&reused), &want, "edit {} {:?} ({}): the reusing prove {:#}", i, e, mode, reused);
         }
         // The comparison means something only if receipts were reused: each edit leaves at
-        // least four of the six providers' inputs alone.
+        // least five of the seven providers' inputs alone.
         prop_assert!(reuses >= 20, "only {} reuses in 20 proves", reuses);
     }
 }
@@ -280,7 +296,7 @@ fn reusing_a_pass_whose_executions_were_not_recorded_says_so() {
         let reused = prove(isolation);
         reused.expect_code(0);
         let doc = reused.json();
-        assert_eq!(doc["summary"]["reused"], 6, "{doc:#}");
+        assert_eq!(doc["summary"]["reused"], 7, "{doc:#}");
         assert_emits!(reused.status_codes(), "executions_not_recorded", "{doc:#}");
         let message = warning(&doc).expect("the warning")["message"]
             .as_str()
@@ -289,7 +305,7 @@ fn reusing_a_pass_whose_executions_were_not_recorded_says_so() {
         assert!(
             message.contains("`linked`")
                 && message.contains("`tool`")
-                && message.contains("1 more"),
+                && message.contains("2 more"),
             "{message}"
         );
     }
@@ -298,6 +314,6 @@ fn reusing_a_pass_whose_executions_were_not_recorded_says_so() {
     fresh.expect_code(0);
     let reused = prove("auto");
     let doc = reused.json();
-    assert_eq!(doc["summary"]["reused"], 6, "{doc:#}");
+    assert_eq!(doc["summary"]["reused"], 7, "{doc:#}");
     assert_eq!(warning(&doc), None, "{doc:#}");
 }

@@ -25,22 +25,22 @@ use serde::Serialize;
 use crate::decide::status::{self, State};
 use crate::load::workspace::{Change, Workspace};
 use crate::observe::inputs::{FileEntry, Snapshot};
-use crate::observe::world::{Program, Rule, report_paths, rules};
+use crate::observe::world::{Program, report_paths, rules};
 use crate::present::exit::Verdict;
 use crate::present::output::{Payload, Report};
 use crate::session::context::{Context, RootOutput};
 use crate::session::evaluate::{Evaluated, Keys};
-use crate::session::revision::Revisions;
+use crate::session::revision::{RevisionArgs, Revisions};
 
 /// Options of `plan --base`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RefsOptions {
     /// The change.
     pub change: String,
-    /// The base revision.
-    pub base: String,
-    /// The head revision; the working tree when absent.
-    pub head: Option<String>,
+    /// The base revisions (`--base`, repeatable): a plain one and `name=REV`.
+    pub base: Vec<String>,
+    /// The head revisions likewise; the working tree when there are none.
+    pub head: Vec<String>,
 }
 
 /// One side of the diff.
@@ -54,6 +54,8 @@ pub struct Side {
     pub working_tree: bool,
     /// The commit (or tree) it names, per repository.
     pub repositories: BTreeMap<String, String>,
+    /// The revisions given for one repository (`--base api=REV`), by repository.
+    pub named: BTreeMap<String, String>,
 }
 
 /// How a path changed.
@@ -193,7 +195,18 @@ pub struct RefsPayload {
 
 fn side_name(side: &Option<Side>) -> String {
     match side {
-        Some(Side { rev: Some(r), .. }) => r.clone(),
+        Some(Side {
+            rev: Some(r),
+            named,
+            ..
+        }) => {
+            let mut text = r.clone();
+            let named: Vec<String> = named.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            if !named.is_empty() {
+                let _ = write!(text, " ({})", named.join(", "));
+            }
+            text
+        }
         _ => "the working tree".to_owned(),
     }
 }
@@ -484,10 +497,18 @@ fn plan(
     let name = workspace
         .change_name(&options.change)
         .map_err(|d| vec![d])?;
-    let base = Revisions::resolve(&workspace, &options.base)?;
-    let (head_revisions, e) = match &options.head {
-        Some(rev) => {
-            let head = Revisions::resolve(&workspace, rev)?;
+    let base_args = RevisionArgs::parse("--base", &options.base);
+    let head_args = RevisionArgs::parse("--head", &options.head);
+    let (base_args, head_args) = match (base_args, head_args) {
+        (Ok(b), Ok(h)) => (b, h),
+        (b, h) => {
+            return Err([b.err(), h.err()].into_iter().flatten().flatten().collect());
+        }
+    };
+    let base = Revisions::resolve(&workspace, &base_args, "--base")?;
+    let (head_revisions, e) = match head_args.is_empty() {
+        false => {
+            let head = Revisions::resolve(&workspace, &head_args, "--head")?;
             let e = crate::session::revision::evaluate_at(
                 ctx,
                 workspace.clone(),
@@ -499,7 +520,7 @@ fn plan(
             )?;
             (Some(head), e)
         }
-        None => {
+        true => {
             let e = crate::session::evaluate::evaluate(ctx, &options.change, None, Keys::Check)?;
             (None, e)
         }
@@ -519,7 +540,7 @@ fn plan(
                     crate::base::diagnostic::Code::UnknownRevision,
                     format!(
                         "repository `{id}` cannot be read at `{}`: {err}",
-                        options.base
+                        revision.rev()
                     ),
                 )
                 .surface("cli.revision")
@@ -545,20 +566,23 @@ fn plan(
     let payload = RefsPayload {
         change: Some(name.to_string()),
         base: Some(Side {
-            rev: Some(options.base.clone()),
+            rev: Some(base.rev.clone()),
             working_tree: false,
             repositories: base.commits(),
+            named: base.named.clone(),
         }),
         head: Some(match &head_revisions {
             Some(h) => Side {
                 rev: Some(h.rev.clone()),
                 working_tree: false,
                 repositories: h.commits(),
+                named: h.named.clone(),
             },
             None => Side {
                 rev: None,
                 working_tree: true,
                 repositories: BTreeMap::new(),
+                named: BTreeMap::new(),
             },
         }),
         root: Some(e.loaded.root.clone()),
@@ -630,7 +654,7 @@ fn assemble(
                     let selects = |path: &str| {
                         let scoped = format!("{repo}:{path}");
                         !reports.contains(&scoped)
-                            && (rules.iter().any(|r: &Rule| r.selects(&repo, path))
+                            && (rules.selects(&repo, path)
                                 || bound.is_some_and(|f| f.iter().any(|(p, _)| *p == scoped)))
                     };
                     selects(&c.path) || c.from.as_deref().is_some_and(selects)

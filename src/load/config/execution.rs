@@ -238,6 +238,9 @@ fn decode_provider(sink: &mut Sink, id: Spanned<ProviderId>, node: &Node) -> Opt
     let inputs = f
         .get("inputs")
         .and_then(|n| decode::string_list(sink, n, &field("inputs")));
+    for input in inputs.iter().flatten() {
+        input_sign(sink, input, &what);
+    }
     let resources = f.get("resources").and_then(|n| {
         list(sink, n, &field("resources"), |s, item, i| {
             ident(
@@ -356,6 +359,36 @@ fn decode_provider(sink: &mut Sink, id: Spanned<ProviderId>, node: &Node) -> Opt
         critical_cases,
         artifacts,
     })
+}
+
+/// An `inputs` entry's `!` where it means something: `!` alone excludes nothing, and a
+/// scoped exclude puts the `!` first (`!api:docs/**`), so `api:!docs` is refused rather
+/// than read as the file `!docs`.
+fn input_sign(sink: &mut Sink, input: &Spanned<String>, what: &str) {
+    let (sign, entry) = proofgraph_graph::pattern::split_sign(&input.value);
+    let text = &input.value;
+    let bare = entry.trim_start_matches("./").trim_end_matches('/');
+    if sign == proofgraph_graph::pattern::Sign::Exclude && bare.is_empty() {
+        sink.error(
+            Code::InvalidValue,
+            input.pos,
+            format!("input `{text}` of {what} is a `!` with no pattern: it excludes nothing"),
+            "Write the pattern to exclude after the `!` (`!docs/**`), or remove the entry.",
+        );
+        return;
+    }
+    if let (Some(repo), path) = proofgraph_graph::preflight::split_scoped(entry)
+        && let Some(rest) = path.strip_prefix('!')
+    {
+        sink.error(
+            Code::InvalidValue,
+            input.pos,
+            format!("input `{text}` of {what} puts the `!` after the repository"),
+            format!(
+                "Write `!{repo}:{rest}` to exclude `{rest}` of `{repo}` (or `{repo}:\\!{rest}` for a file named `!{rest}`)."
+            ),
+        );
+    }
 }
 
 /// Warns about fields that the provider's adapter does not read, and
