@@ -108,7 +108,7 @@ fn untrusted(wanted: &Wanted, why: String) -> Diagnostic {
         ),
     )
     .surface("cache.pull")
-    .fix("Trust the key that signs CI's receipts in `trustedKeys` of proofgraph.yaml, or let the provider run here.")
+    .fix("Nothing to do if you do not know the signer: the provider runs here. If CI signs with a key this workspace should trust, add CI's public key to `trustedKeys` of proofgraph.yaml as CI prints it (`proofgraph key show` on CI), never one taken from the receipt.")
 }
 
 /// Fetches the receipt that answers `wanted`, checks it, and keeps it in `store` (and its

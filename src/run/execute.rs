@@ -161,10 +161,16 @@ async fn execute_async(
     })?;
     let mut diagnostics = Vec::new();
     if let Some(Isolation::None { reason }) = &isolation {
+        // Asked for, the fix is to stop asking; otherwise, what the machine lacks.
+        let fix = if plan.isolation == proofgraph_sandbox::IsolationRequest::Disabled {
+            "Drop `--isolation none` for hermetic runs; receipts record `isolation: none`."
+        } else {
+            "Run as root or allow unprivileged user namespaces for hermetic runs; receipts record `isolation: none`."
+        };
         diagnostics.push(
             Diagnostic::warning(Code::IsolationUnavailable, format!("this run is not isolated ({reason}): its commands share the host's network, PIDs and /tmp"))
                 .surface("prove.isolation")
-                .fix("Run as root or allow unprivileged user namespaces for hermetic runs; receipts record `isolation: none`."),
+                .fix(fix),
         );
     }
     // Contract digests and other commandless providers are judged in-process.

@@ -490,6 +490,12 @@ fn without_isolation_the_run_says_so() {
     assert_eq!(doc["isolation"], "none");
     assert_codes!(run.status_codes(), ["isolation_unavailable"]);
     assert_eq!(doc["status"][0]["severity"], "warning");
+    // Asked for: the fix is to stop asking, not to become root.
+    let fix = doc["status"][0]["fix"].as_str().unwrap_or_default();
+    assert!(
+        fix.contains("Drop `--isolation none`") && !fix.contains("root"),
+        "{fix}"
+    );
 }
 
 #[test]

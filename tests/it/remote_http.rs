@@ -351,6 +351,20 @@ pub(crate) fn an_untrusted_signer(sb: &Sandbox, remote: &mut dyn Served) {
     assert_eq!(runs(sb), 6, "every provider ran here: {}", run.stdout);
     assert_eq!(summary(&run, "pulled"), 0);
     assert_emits!(run.status_codes(), "remote_receipt_untrusted");
+    // The fix never says to trust whatever key signed it (a stranger's, here).
+    let doc = run.json();
+    let fix = doc["status"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|d| d["code"] == "remote_receipt_untrusted")
+        .and_then(|d| d["fix"].as_str())
+        .unwrap_or_default()
+        .to_owned();
+    assert!(
+        fix.contains("never one taken from the receipt") && fix.contains("the provider runs here"),
+        "{fix}"
+    );
 }
 
 #[test]
