@@ -173,7 +173,12 @@ fn attempt(
     interrupt: &Interrupt,
     last: bool,
 ) -> Option<Report<ProvePayload>> {
-    let mut e = match evaluate(ctx, &options.change, options.sandbox, Keys::Sign) {
+    let keys = if options.no_cache {
+        Keys::SignFresh
+    } else {
+        Keys::Sign
+    };
+    let mut e = match evaluate(ctx, &options.change, options.sandbox, keys) {
         Ok(e) => e,
         Err(all) if interrupt.is_set() => return Some(interrupted_before(all)),
         Err(all) => return Some(Report::failed(all, Verdict::Invalid)),

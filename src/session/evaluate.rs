@@ -17,6 +17,9 @@ pub enum Keys {
     /// It signs receipts (`prove`, `evidence verify-ci`): the store and its key are
     /// created (and the key pinned) if absent; a key that is not trusted stops it.
     Sign,
+    /// As [`Keys::Sign`], reusing no receipt (`prove --no-cache`): nothing is pulled from
+    /// the remote cache, since nothing pulled would be used.
+    SignFresh,
     /// It reads receipts (`status`, `plan`, `explain`): the store is only read, and a
     /// store key that is not trusted stops it (exit 3) rather than showing every
     /// receipt as unproven without saying why.
@@ -40,7 +43,7 @@ pub struct Evaluated {
     pub store: Store,
     /// The keys whose receipts are trusted.
     pub trusted: Vec<TrustedKey>,
-    /// The workspace's signing key, for [`Keys::Sign`].
+    /// The workspace's signing key, for [`Keys::Sign`] and [`Keys::SignFresh`].
     pub signing_key: Option<ed25519_dalek::SigningKey>,
     /// The remote cache in use, if any (not for [`Keys::Ignore`]).
     pub remote: Option<super::remote::Remote>,
@@ -118,7 +121,7 @@ pub fn complete(
     let root = loaded.workspace.root.clone();
     let catalog = loaded.workspace.catalog.as_ref();
     let (store, trusted, signing_key) = match keys {
-        Keys::Sign => {
+        Keys::Sign | Keys::SignFresh => {
             let store = Store::open(&root).map_err(|e| vec![crate::store::diagnostic(&e)])?;
             let signing = crate::proof::trust::signing_key(&pins, &store, &root, catalog)?;
             loaded.notes.extend(signing.notes);
@@ -132,7 +135,7 @@ pub fn complete(
     };
     let remote = match keys {
         Keys::Ignore => None,
-        Keys::Sign | Keys::Check => super::remote::open(
+        Keys::Sign | Keys::SignFresh | Keys::Check => super::remote::open(
             ctx,
             loaded.workspace.catalog.as_ref(),
             ctx.cache_policy(),
@@ -143,6 +146,7 @@ pub fn complete(
     let mut pulled = Vec::new();
     if let Some(r) = &remote
         && r.policy.pulls()
+        && keys != Keys::SignFresh
     {
         let wanted = missing(&loaded, &fingerprints, &store);
         if !wanted.is_empty() {

@@ -297,11 +297,17 @@ pub(crate) fn ci_pushes_and_a_fresh_clone_reuses(sb: &Sandbox, remote: &mut dyn 
         run.stdout,
         remote.log()
     );
+    // A clone proving with `--no-cache` reuses nothing, so it pulls nothing either.
+    let fresh = clone(sb, "fresh");
+    let run = prove(sb, &fresh, &[], &["--no-cache"]);
+    assert_eq!(run.code, Some(0), "{}\n{}", run.stdout, run.stderr);
+    assert_eq!(runs(sb), 6, "every provider ran: {}", run.stdout);
+    assert_eq!(summary(&run, "pulled"), 0, "{}", run.stdout);
     // A laptop: a clone with an empty store, the default policy (reads the remote).
     let laptop = clone(sb, "laptop");
     let run = prove(sb, &laptop, &[], &[]);
     assert_eq!(run.code, Some(0), "{}\n{}", run.stdout, run.stderr);
-    assert_eq!(runs(sb), 3, "nothing ran again: {}", run.stdout);
+    assert_eq!(runs(sb), 6, "nothing ran again: {}", run.stdout);
     assert_eq!(summary(&run, "pulled"), 3);
     for p in run.json()["providers"].as_array().expect("providers") {
         assert_eq!(p["action"], "reused", "{p}");
@@ -311,12 +317,12 @@ pub(crate) fn ci_pushes_and_a_fresh_clone_reuses(sb: &Sandbox, remote: &mut dyn 
     let other = clone(sb, "other");
     let status = sb.run(&other, &["status", CHANGE, "--json"]);
     assert_eq!(status.code, Some(0), "{}", status.stdout);
-    assert_eq!(runs(sb), 3);
+    assert_eq!(runs(sb), 6);
     // An edit makes a new fingerprint: the remote has nothing for it, and it runs.
     fs_err::write(laptop.join("src/lib.sh"), "echo 43\n").expect("edit");
     let run = prove(sb, &laptop, &[], &[]);
     assert_eq!(run.code, Some(0), "{}", run.stdout);
-    assert_eq!(runs(sb), 6);
+    assert_eq!(runs(sb), 9);
     assert_eq!(
         summary(&run, "pushed"),
         0,
