@@ -312,7 +312,7 @@ fn decision(
             .collect();
         let why = (!remote.is_empty()).then(|| {
             format!(
-                "reuse remote receipt {} (pulled from the remote cache)",
+                "remote receipt {} (pulled from the remote cache)",
                 remote.join(", ")
             )
         });

@@ -11,8 +11,9 @@
 //!
 //! Exit 0: every run gave the recorded result, counts and per-test outcomes (a report
 //! whose bytes differ with all of that equal is `nondeterministic`, and still
-//! reproduces). Exit 1: something differs — the result, the counts, or tests whose outcome
-//! flipped (`flaky`). Exit 3: the receipt or its recorded inputs cannot be had.
+//! reproduces). Exit 1: something differs — the result, the counts, a test whose outcome
+//! differs from the receipt's in every rerun, or one whose outcome flipped between the
+//! reruns (`flaky`). Exit 3: the receipt or its recorded inputs cannot be had.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
@@ -97,7 +98,8 @@ pub struct RerunPayload {
     pub differences: Vec<String>,
     /// Tests whose outcome was not the same in every run (the receipt's included).
     pub flaky: Vec<String>,
-    /// `identical`, `nondeterministic` (its bytes differ) or `none`.
+    /// `identical`, `nondeterministic` (its bytes differ while the results do not),
+    /// `differs` (its bytes differ, as the results do) or `none`.
     pub report: Option<String>,
     /// The OpenSpec root.
     pub root: Option<RootOutput>,
@@ -696,7 +698,9 @@ pub fn compare(
             ));
         }
     }
-    // A test is flaky when its outcome is not the same in every run, the receipt's too.
+    // A test is flaky when its outcome is not the same in every rerun (one machine, the
+    // same trees, one after the other). One that differs from the receipt the same way in
+    // every rerun is a difference, not flakiness: it reproduces otherwise here.
     let outcome = |v: &RunView, t: &str| -> &'static str {
         if v.passed.iter().any(|x| x == t) {
             "passed"
@@ -719,9 +723,11 @@ pub fn compare(
         })
         .collect();
     let mut flaky = Vec::new();
+    let mut results_differ = !differences.is_empty();
     for name in names {
-        let seen: BTreeSet<&str> = all.iter().map(|v| outcome(v, name)).collect();
-        if seen.len() > 1 {
+        let in_runs: BTreeSet<&str> = runs.iter().map(|v| outcome(v, name)).collect();
+        let was = outcome(recorded, name);
+        if in_runs.len() > 1 {
             let per: Vec<String> = all
                 .iter()
                 .enumerate()
@@ -736,12 +742,26 @@ pub fn compare(
                 .collect();
             differences.push(format!("test `{name}` flipped: {}", per.join(", ")));
             flaky.push(name.clone());
+            results_differ = true;
+        } else if let Some(now) = in_runs.first()
+            && *now != was
+        {
+            let every = if runs.len() == 1 {
+                "in the rerun".to_owned()
+            } else {
+                format!("in all {} reruns", runs.len())
+            };
+            differences.push(format!("test `{name}`: {was} recorded, {now} {every}"));
+            results_differ = true;
         }
     }
     let report = if recorded.report.is_none() && runs.iter().all(|r| r.report.is_none()) {
         "none"
     } else if runs.iter().all(|r| r.report == recorded.report) {
         "identical"
+    } else if results_differ {
+        // The bytes differ because the results do: nothing to say of the report itself.
+        "differs"
     } else {
         "nondeterministic"
     };
@@ -751,4 +771,56 @@ pub fn compare(
         Reproduced::Differs
     };
     (verdict, differences, flaky, report.to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(id: &str, outcome: Outcome, passed: &[&str], failed: &[&str], report: &str) -> RunView {
+        RunView {
+            run_id: id.to_owned(),
+            outcome,
+            counts: None,
+            passed: passed.iter().map(|t| (*t).to_owned()).collect(),
+            failed: failed.iter().map(|t| (*t).to_owned()).collect(),
+            warned: Vec::new(),
+            report: Some(report.to_owned()),
+        }
+    }
+
+    #[test]
+    fn a_test_is_flaky_only_when_the_reruns_disagree() {
+        let recorded = run("r", Outcome::Pass, &["coin", "value"], &[], "a");
+        // One rerun that fails it: a difference, not flakiness, and the report differs
+        // because the results do.
+        let once = [run("1", Outcome::Fail, &["value"], &["coin"], "b")];
+        let (verdict, differences, flaky, report) = compare(&recorded, &once);
+        assert_eq!(verdict, Reproduced::Differs);
+        assert!(flaky.is_empty(), "{differences:?}");
+        assert!(
+            differences.contains(&"test `coin`: passed recorded, failed in the rerun".to_owned()),
+            "{differences:?}"
+        );
+        assert_eq!(report, "differs");
+        // Reruns that disagree among themselves: flaky.
+        let twice = [
+            run("1", Outcome::Fail, &["value"], &["coin"], "b"),
+            run("2", Outcome::Pass, &["coin", "value"], &[], "c"),
+        ];
+        let (_, differences, flaky, _) = compare(&recorded, &twice);
+        assert_eq!(flaky, ["coin"]);
+        assert!(
+            differences
+                .iter()
+                .any(|d| d.starts_with("test `coin` flipped: recorded passed, run 1 failed")),
+            "{differences:?}"
+        );
+        // The same results with other bytes: a nondeterministic report, reproduced.
+        let same = [run("1", Outcome::Pass, &["coin", "value"], &[], "d")];
+        let (verdict, differences, flaky, report) = compare(&recorded, &same);
+        assert_eq!(verdict, Reproduced::Reproduced, "{differences:?}");
+        assert!(flaky.is_empty());
+        assert_eq!(report, "nondeterministic");
+    }
 }

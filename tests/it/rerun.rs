@@ -146,14 +146,17 @@ fn a_test_that_flips_between_runs_is_named_flaky() {
     let sb = Sandbox::new();
     let dir = workspace(&sb, true);
     let (_, sha) = prove(&sb, &dir);
-    // Each run's id decides the coin: over up to 5 × 8 runs both sides are seen (all
-    // alike has a chance of 2^-40); runs that happen to agree are not flaky.
+    // Each run's id decides the coin: over up to 5 × 8 reruns both sides are seen (all
+    // alike has a chance of 2^-35); reruns that happen to agree are not flaky (a rerun
+    // that differs from the receipt alone is a difference, not flakiness).
     let mut seen = None;
     for _ in 0..5 {
         let run = sb.run(&dir, &["rerun", "--json", &sha, "--times", "8"]);
         let doc = run.json();
-        let coins: std::collections::BTreeSet<bool> = std::iter::once(&doc["recorded"])
-            .chain(doc["runs"].as_array().expect("runs").iter())
+        let coins: std::collections::BTreeSet<bool> = doc["runs"]
+            .as_array()
+            .expect("runs")
+            .iter()
             .map(|r| {
                 r["passed"]
                     .as_array()
@@ -164,7 +167,6 @@ fn a_test_that_flips_between_runs_is_named_flaky() {
             seen = Some((run.code, doc));
             break;
         }
-        assert_eq!(run.code, Some(0), "runs that agree reproduce: {doc:#}");
         assert_eq!(doc["flaky"], serde_json::json!([]), "{doc:#}");
     }
     let (code, doc) = seen.expect("the coin showed both sides");
