@@ -9,8 +9,10 @@
 //! - `failed` → `<failure message="reason" type="failed">`, the provider's reason;
 //!   `pending`, `stale` and `inconclusive` → `<skipped message="state: reason"/>`;
 //!   `passed` → nothing but the case;
-//! - `time` (seconds) is the duration its current receipts record, summed, and absent when
-//!   none is known (no current receipt); a suite's `time` sums its cases';
+//! - `time` (seconds) is the duration of the runs its current receipts come from, each
+//!   provider's run counted once in the document, by the first case citing it (later cases
+//!   of the same run say `0`), and absent when none is known (no current receipt); a
+//!   suite's `time` sums its cases', so it is the time the runs really took;
 //! - `<system-out>` names, per receipt, the provider, the receipt's SHA-256 and the test
 //!   counts its report gave.
 //!
@@ -40,7 +42,8 @@ pub fn render(payload: &StatusPayload, secrets: &Secrets) -> String {
     let tests = payload.requirements.len();
     let failures = count(State::Failed);
     let skipped = tests - failures - count(State::Passed);
-    let time_ms: u64 = payload.requirements.iter().filter_map(duration_ms).sum();
+    let times = case_times(&payload.requirements);
+    let time_ms: u64 = times.iter().flatten().sum();
     let totals = format!(
         "tests=\"{tests}\" failures=\"{failures}\" errors=\"0\" skipped=\"{skipped}\" time=\"{}\"",
         seconds(time_ms)
@@ -52,15 +55,15 @@ pub fn render(payload: &StatusPayload, secrets: &Secrets) -> String {
         "  <testsuite name=\"{}\" {totals}>",
         attribute(&change)
     );
-    for r in &payload.requirements {
-        case(r, &clean, &mut out);
+    for (r, time) in payload.requirements.iter().zip(times) {
+        case(r, time, &clean, &mut out);
     }
     out.push_str("  </testsuite>\n</testsuites>\n");
     out
 }
 
-fn case(r: &Requirement, clean: &dyn Fn(&str) -> String, out: &mut String) {
-    let time = duration_ms(r)
+fn case(r: &Requirement, time: Option<u64>, clean: &dyn Fn(&str) -> String, out: &mut String) {
+    let time = time
         .map(|ms| format!(" time=\"{}\"", seconds(ms)))
         .unwrap_or_default();
     let _ = writeln!(
@@ -113,13 +116,38 @@ fn case(r: &Requirement, clean: &dyn Fn(&str) -> String, out: &mut String) {
     out.push_str("    </testcase>\n");
 }
 
-/// The duration the current receipts of a requirement record, summed; `None` when none
-/// of them has a current receipt.
-fn duration_ms(r: &Requirement) -> Option<u64> {
-    r.evidence
+/// Each case's `time`: the duration of the runs its current receipts come from, each run
+/// counted once in the whole document — by the first case that cites it (one run of a
+/// provider proves several claims and capabilities; dashboards sum the cases' times, so
+/// repeating it would multiply it). A case whose runs an earlier case counted has `0`;
+/// `None` when none of its receipts is current.
+fn case_times(requirements: &[Requirement]) -> Vec<Option<u64>> {
+    let mut counted: std::collections::BTreeSet<&str> = std::collections::BTreeSet::new();
+    requirements
         .iter()
-        .filter_map(|e| e.duration_ms)
-        .reduce(u64::saturating_add)
+        .map(|r| {
+            let runs: Vec<(&str, u64)> = r
+                .evidence
+                .iter()
+                .filter_map(|e| e.duration_ms.map(|ms| (e.provider.as_str(), ms)))
+                .collect();
+            if runs.is_empty() {
+                return None;
+            }
+            // A provider's current receipts come from its one latest run.
+            let mut own: std::collections::BTreeMap<&str, u64> = std::collections::BTreeMap::new();
+            for (provider, ms) in runs {
+                let at = own.entry(provider).or_default();
+                *at = (*at).max(ms);
+            }
+            Some(
+                own.into_iter()
+                    .filter(|(provider, _)| counted.insert(provider))
+                    .map(|(_, ms)| ms)
+                    .fold(0, u64::saturating_add),
+            )
+        })
+        .collect()
 }
 
 /// Milliseconds as seconds with three decimals (`1.234`).
@@ -211,7 +239,45 @@ fn allowed(c: char) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::{attribute, seconds, text};
+    use super::{attribute, case_times, seconds, text};
+    use crate::decide::status::{Evidence, Requirement, State};
+
+    fn requirement(claim: &str, capability: &str, runs: &[(&str, u64)]) -> Requirement {
+        let evidence = runs
+            .iter()
+            .map(|(provider, ms)| Evidence {
+                provider: (*provider).to_owned(),
+                receipt: "test".to_owned(),
+                state: State::Passed,
+                sha256: None,
+                reason: None,
+                counts: None,
+                duration_ms: Some(*ms),
+            })
+            .collect();
+        Requirement {
+            claim: claim.to_owned(),
+            capability: capability.to_owned(),
+            state: State::Passed,
+            evidence,
+            reason: None,
+        }
+    }
+
+    #[test]
+    fn one_run_counts_once_in_the_document() {
+        // One 28 s run of `suite` proves four cases; `lint` ran 2 s for one of them.
+        let all = [
+            requirement("a", "test", &[("suite", 28_000)]),
+            requirement("a", "discovery", &[("suite", 28_000)]),
+            requirement("b", "test", &[("suite", 28_000), ("lint", 2_000)]),
+            requirement("b", "discovery", &[("suite", 28_000)]),
+            requirement("c", "static-analysis", &[]),
+        ];
+        let times = case_times(&all);
+        assert_eq!(times, [Some(28_000), Some(0), Some(2_000), Some(0), None]);
+        assert_eq!(times.iter().flatten().sum::<u64>(), 30_000);
+    }
 
     #[test]
     fn values_are_escaped_for_where_they_stand() {
