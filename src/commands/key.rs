@@ -73,7 +73,16 @@ impl Payload for KeyPayload {
         if let Some(pinned) = trust.pinned_keyid {
             let _ = writeln!(out, "Pinned: {pinned}");
         }
-        let _ = writeln!(out, "Pin file: {}", trust.pin_file.display());
+        // Named as it is: a pin file that does not exist is where a pin would go.
+        if trust.pin_file.is_file() {
+            let _ = writeln!(out, "Pin file: {}", trust.pin_file.display());
+        } else {
+            let _ = writeln!(
+                out,
+                "Pin file: none yet (`proofgraph key pin <key id>` or the first prove writes {})",
+                trust.pin_file.display()
+            );
+        }
         match (self.changed, self.replaced) {
             (Some(true), Some(old)) => {
                 let _ = writeln!(out, "Pinned now, in place of {old}");

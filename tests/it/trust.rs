@@ -615,9 +615,23 @@ fn an_unpinnable_key_signs_nothing_and_a_keyless_store_has_nothing_to_pin() {
     show.expect_code(0);
     assert_eq!(show.json()["trust"]["state"], "absent");
     assert!(show.json()["keyid"].is_null());
+    // The human form never names a pin file that does not exist as if it did.
+    let human = sb.run(&sb.work(), &["key", "show"]);
+    human.expect_code(0);
+    assert!(
+        human.stdout.contains("Pin file: none yet (") && human.stdout.contains("writes "),
+        "{}",
+        human.stdout
+    );
 
     // Key files that disagree are never pinned, whichever id is given.
     prove(&sb, &sb.work()).expect_code(0);
+    let human = sb.run(&sb.work(), &["key", "show"]);
+    assert!(
+        human.stdout.contains("Pin file: /") && !human.stdout.contains("none yet"),
+        "pinned by the first prove: {}",
+        human.stdout
+    );
     let ours = store_keyid(&sb, &sb.work());
     let keys_dir = sb.work().join(".proofgraph/keys");
     let (_, theirs) = write_key_pair(&keys_dir, &["workspace.key"]);
