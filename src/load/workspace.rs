@@ -432,8 +432,14 @@ impl Change {
                 } else {
                     ""
                 };
-                let fix =
-                    format!("Add a provider with `capability: {capability}` to execution.yaml.");
+                // `discovery` comes from the test run itself: the `test-discovery` provider
+                // named `test` proves it from the same run (docs/evidence.md).
+                let discovery = capability.as_str() == "discovery";
+                let fix = if discovery {
+                    "Prove it with the test run: give the `test-discovery` provider that proves `test` the id `test` (or a `discoveryProvider`, docs/evidence.md); `proofgraph evidence doctor` names the candidate.".to_owned()
+                } else {
+                    format!("Add a provider with `capability: {capability}` to execution.yaml.")
+                };
                 match &claim.repositories {
                     None if repositories.is_none() => out.push(
                         Diagnostic::warning(
@@ -458,10 +464,17 @@ impl Change {
                                     ),
                                 )
                                 .at(&shown, repo.pos)
-                                .fix(format!(
-                                    "Add a provider with `capability: {capability}` and `repository: {}` to execution.yaml.",
-                                    repo.value
-                                )),
+                                .fix(if discovery {
+                                    format!(
+                                        "Prove it with the test run: give the `test-discovery` provider of repository `{}` that proves `test` the id `test` (or a `discoveryProvider`, docs/evidence.md); `proofgraph evidence doctor` names the candidate.",
+                                        repo.value
+                                    )
+                                } else {
+                                    format!(
+                                        "Add a provider with `capability: {capability}` and `repository: {}` to execution.yaml.",
+                                        repo.value
+                                    )
+                                }),
                             );
                         }
                     }
