@@ -18,8 +18,14 @@ use crate::support::repo_root;
 /// The first column of every table row (`| `name` | …`) under the `## `
 /// section `heading` of `docs/evidence.md`, in order, split at each table.
 fn evidence_doc_tables(heading: &str) -> Vec<Vec<String>> {
-    let text = fs_err::read_to_string(repo_root().join("docs/evidence.md"))
-        .expect("read docs/evidence.md");
+    doc_tables("docs/evidence.md", heading)
+}
+
+/// The first column of every table row (`| `name` | …`) under the `## ` section `heading`
+/// of the document at `file`, in order, split at each table.
+fn doc_tables(file: &str, heading: &str) -> Vec<Vec<String>> {
+    let text = fs_err::read_to_string(repo_root().join(file))
+        .unwrap_or_else(|e| panic!("read {file}: {e}"));
     let mut tables: Vec<Vec<String>> = Vec::new();
     let mut inside = false;
     let mut in_table = false;
@@ -99,6 +105,38 @@ fn the_evidence_doc_lists_exactly_the_fields_the_decoder_reads() {
     claim.sort();
     assert_eq!(top, sorted(&TOP_KEYS), "the top-level fields");
     assert_eq!(claim, sorted(&CLAIM_KEYS), "a claim's fields");
+}
+
+/// docs/execution.md's field reference lists exactly the keys the decoder reads: the
+/// document's, a provider's, a service's and a readiness probe's, in four tables.
+#[test]
+fn the_execution_doc_lists_exactly_the_fields_the_decoder_reads() {
+    use proofgraph::load::config::execution::{
+        PROVIDER_KEYS, READINESS_KEYS, SERVICE_KEYS, TOP_KEYS,
+    };
+    let tables = doc_tables("docs/execution.md", "Fields");
+    let sorted = |keys: &[&str]| {
+        let mut v: Vec<String> = keys.iter().map(|k| (*k).to_owned()).collect();
+        v.sort();
+        v
+    };
+    let listed: Vec<Vec<String>> = tables
+        .into_iter()
+        .map(|mut t| {
+            t.sort();
+            t
+        })
+        .collect();
+    assert_eq!(
+        listed,
+        [
+            sorted(&TOP_KEYS),
+            sorted(&PROVIDER_KEYS),
+            sorted(&SERVICE_KEYS),
+            sorted(&READINESS_KEYS)
+        ],
+        "the document's, a provider's, a service's and a readiness probe's fields"
+    );
 }
 
 fn documented_codes() -> BTreeSet<String> {

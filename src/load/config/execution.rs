@@ -60,7 +60,11 @@ pub const PROVIDER_KEYS: [&str; 25] = [
     "artifacts",
 ];
 
-pub(crate) const SERVICE_KEYS: [&str; 6] = [
+/// The keys of the document.
+pub const TOP_KEYS: [&str; 3] = ["version", "providers", "services"];
+
+/// The keys a service accepts.
+pub const SERVICE_KEYS: [&str; 6] = [
     "command",
     "repository",
     "readiness",
@@ -68,16 +72,12 @@ pub(crate) const SERVICE_KEYS: [&str; 6] = [
     "envFrom",
     "network",
 ];
-pub(crate) const READINESS_KEYS: [&str; 4] = ["url", "expectHeader", "expectBody", "timeoutMs"];
+/// The keys of a service's readiness probe.
+pub const READINESS_KEYS: [&str; 4] = ["url", "expectHeader", "expectBody", "timeoutMs"];
 
 /// Decodes a whole `execution.yaml` document.
 pub fn decode(sink: &mut Sink, root: &Node) -> Option<Execution> {
-    let top = fields(
-        sink,
-        root,
-        "execution.yaml",
-        &["version", "providers", "services"],
-    )?;
+    let top = fields(sink, root, "execution.yaml", &TOP_KEYS)?;
     match top.get("version") {
         None => missing(sink, top.pos, "execution.yaml", "version", "1"),
         Some(v) => {
