@@ -92,7 +92,7 @@ impl Example {
     /// Runs proofgraph and pins its transcript as snapshot `name`.
     fn snap(&self, name: &str, args: &[&str]) -> Run {
         let run = self.run(args);
-        let text = transcript(args, &run);
+        let text = canonical_progress(&transcript(args, &run));
         let mut settings = snapshot_settings(&self.sb);
         settings.set_omit_expression(true);
         settings.bind(|| insta::assert_snapshot!(name, text));
@@ -107,6 +107,46 @@ impl Example {
         fs_err::write(&path, text.replacen(from, to, 1)).expect("write an example file");
         git_commit_all(&self.sb.work());
     }
+}
+
+/// `prove`'s progress in one order whatever the timing: a verdict line (`passed  x (…)`,
+/// `failed  x …`) moves up past the `run`/`start` lines of others printed while `x` ran,
+/// never past its own `run` line or another verdict. Which of a provider finishing and a
+/// service becoming ready comes first is a race (`--jobs 1` still holds one job waiting);
+/// everything else of the order is what the snapshot pins.
+fn canonical_progress(text: &str) -> String {
+    let mut lines: Vec<&str> = text.split_inclusive('\n').collect();
+    let verdict = |l: &str| {
+        ["  passed  ", "  failed  ", "  error   ", "  inconclusive "]
+            .iter()
+            .any(|p| l.starts_with(p))
+    };
+    let starts = |l: &str| l.starts_with("  run     ") || l.starts_with("  start   ");
+    let subject = |l: &str| l.split_whitespace().nth(1).map(str::to_owned);
+    for i in 0..lines.len() {
+        if !verdict(lines[i]) {
+            continue;
+        }
+        let who = subject(lines[i]);
+        let mut at = i;
+        while at > 0 && starts(lines[at - 1]) && subject(lines[at - 1]) != who {
+            lines.swap(at - 1, at);
+            at -= 1;
+        }
+    }
+    lines.concat()
+}
+
+#[test]
+fn progress_is_put_in_one_order_whatever_the_timing() {
+    let late = "  run     test-web\n  passed  test (1 ms)\n  start   service api\n  run     integration\n  passed  test-web (2 ms)\n  passed  integration (3 ms)\n";
+    let early = "  run     test-web\n  passed  test (1 ms)\n  passed  test-web (2 ms)\n  start   service api\n  run     integration\n  passed  integration (3 ms)\n";
+    let canonical = "  passed  test (1 ms)\n  run     test-web\n  passed  test-web (2 ms)\n  start   service api\n  run     integration\n  passed  integration (3 ms)\n";
+    assert_eq!(canonical_progress(late), canonical);
+    assert_eq!(canonical_progress(early), canonical);
+    // Never above its own run line.
+    let own = "  run     a\n  passed  a (1 ms)\n";
+    assert_eq!(canonical_progress(own), own);
 }
 
 /// The filters replace exactly what they name: a digest is replaced whole,
