@@ -158,7 +158,7 @@ impl Jobs<'_> {
                 .and_then(|env| env.iter().find(|(k, _)| k.as_str() == name))
                 .map(|(_, v)| v.value.clone())
         };
-        let caches = self.cache_env(p.runs_in.as_ref(), declared);
+        let caches = self.cache_env(p.runs_in.as_ref(), declared, false);
         extra.extend(caches.iter().map(|(k, v)| (k.as_str(), OsString::from(v))));
         let env = job_env(
             self.env,
@@ -255,22 +255,24 @@ impl Jobs<'_> {
     }
 
     /// The variables pointing each tool at its declared cache of `repo` (`declared`: what
-    /// the job's own `env` sets).
+    /// the job's own `env` sets; `setup`: only the caches of downloads).
     fn cache_env(
         &self,
         repo: Option<&RepoId>,
         declared: impl Fn(&str) -> Option<String>,
+        setup: bool,
     ) -> Vec<(String, String)> {
         repo.and_then(|r| self.caches.get(r))
             .into_iter()
             .flatten()
+            .filter(|(kind, _)| !setup || kind.downloads_only())
             .flat_map(|(kind, dir)| kind.env(&dir.to_string_lossy(), &declared))
             .collect()
     }
 
     /// The job of one `setup` command of `repo` in `dir`, seeing `world`: the caller's
-    /// PATH, HOME and LANG, the repository's declared caches, the outside network, half an
-    /// hour.
+    /// PATH, HOME and LANG, the repository's declared download caches, the outside network,
+    /// half an hour.
     pub(super) fn setup_job(
         &self,
         argv: &[String],
@@ -279,7 +281,7 @@ impl Jobs<'_> {
         world: proofgraph_sandbox::World,
         log: PathBuf,
     ) -> JobSpec {
-        let caches = self.cache_env(Some(repo), |_| None);
+        let caches = self.cache_env(Some(repo), |_| None, true);
         let extra: Vec<(&str, OsString)> = caches
             .iter()
             .map(|(k, v)| (k.as_str(), OsString::from(v)))

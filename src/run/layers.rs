@@ -84,6 +84,9 @@ pub(super) struct Worlds {
     /// Each repository's declared caches and their directories on the host: the only
     /// host directories a job writes besides its own layer.
     caches: BTreeMap<RepoId, Vec<(CacheKind, PathBuf)>>,
+    /// Where a program a job runs is bound wherever it lies: the host paths (links
+    /// resolved) and the declared caches.
+    shared: Vec<PathBuf>,
     /// Where a job's world shows each repository (with a mount namespace): the
     /// repository's own directory, the same in every run, so that what a tool keys by
     /// path (sccache, Go without `-trimpath`, a test runner's cache) is found again; a
@@ -108,6 +111,10 @@ impl Worlds {
         host_paths: Vec<PathBuf>,
         home: Option<PathBuf>,
     ) -> Self {
+        let real_host_paths: Vec<PathBuf> = host_paths
+            .iter()
+            .map(|p| fs_err::canonicalize(p).unwrap_or_else(|_| p.clone()))
+            .collect();
         Worlds {
             mode,
             isolated,
@@ -115,10 +122,8 @@ impl Worlds {
             snapshots,
             views: BTreeMap::new(),
             setup: BTreeMap::new(),
-            real_host_paths: host_paths
-                .iter()
-                .map(|p| fs_err::canonicalize(p).unwrap_or_else(|_| p.clone()))
-                .collect(),
+            shared: real_host_paths.clone(),
+            real_host_paths,
             host_paths,
             home,
             caches: BTreeMap::new(),
@@ -153,7 +158,19 @@ impl Worlds {
                 .map_err(|e| format!("the `{}` cache could not be made: {e}", kind.as_str()))?;
         }
         self.caches = caches;
+        self.shared = self
+            .real_host_paths
+            .iter()
+            .cloned()
+            .chain(self.caches.values().flatten().map(|(_, d)| d.clone()))
+            .collect();
         Ok(self)
+    }
+
+    /// The directories a program a job runs is bound in wherever it lies (not the run's
+    /// own): the host paths, links resolved, and the declared caches.
+    pub(super) fn shared(&self) -> &[PathBuf] {
+        &self.shared
     }
 
     /// Each repository's declared caches, with their directories.
@@ -168,11 +185,15 @@ impl Worlds {
             .unwrap_or_default()
     }
 
-    /// Every job of `repo` may write its declared caches.
-    fn add_caches(&self, world: &mut World, repo: Option<&RepoId>) {
-        world
-            .writable
-            .extend(self.caches(repo).iter().map(|(_, dir)| dir.clone()));
+    /// Every job of `repo` may write its declared caches; a setup (`setup`) only those that
+    /// hold downloads ([`CacheKind::downloads_only`]).
+    fn add_caches(&self, world: &mut World, repo: Option<&RepoId>, setup: bool) {
+        world.writable.extend(
+            self.caches(repo)
+                .iter()
+                .filter(|(kind, _)| !setup || kind.downloads_only())
+                .map(|(_, dir)| dir.clone()),
+        );
     }
 
     /// Where each repository is seen (its snapshot's path, or in place its own).
@@ -183,11 +204,6 @@ impl Worlds {
     /// The host paths every job sees.
     pub(super) fn host_paths(&self) -> &[PathBuf] {
         &self.host_paths
-    }
-
-    /// The host paths as a job's world shows them: where their links lead.
-    pub(super) fn real_host_paths(&self) -> &[PathBuf] {
-        &self.real_host_paths
     }
 
     /// The private home directory of every job.
@@ -287,7 +303,7 @@ impl Worlds {
             fs_err::create_dir_all(out).map_err(|e| e.to_string())?;
             world.writable.push(out.to_path_buf());
         }
-        self.add_caches(&mut world, runs_in);
+        self.add_caches(&mut world, runs_in, false);
         let mut dirs = ExecDirs::default();
         for Seen { repo, layers } in seen {
             let Some(at) = self.snapshots.get(repo).cloned() else {
@@ -355,7 +371,7 @@ impl Worlds {
             private: self.home.iter().cloned().collect(),
             ..World::default()
         };
-        self.add_caches(&mut world, Some(repo));
+        self.add_caches(&mut world, Some(repo), true);
         if !self.isolated {
             world.writable.push(at.clone());
             return Ok((world, at, None));
@@ -380,7 +396,7 @@ impl Worlds {
             private: self.home.iter().cloned().collect(),
             ..World::default()
         };
-        self.add_caches(&mut world, Some(repo));
+        self.add_caches(&mut world, Some(repo), true);
         world
     }
 }

@@ -26,20 +26,17 @@ pub enum CacheKind {
     Npm,
     /// pip's download and wheel cache (`PIP_CACHE_DIR`).
     Pip,
-    /// uv's cache (`UV_CACHE_DIR`).
-    Uv,
 }
 
 impl CacheKind {
     /// Every kind, in the order the docs list them.
-    pub const ALL: [CacheKind; 7] = [
+    pub const ALL: [CacheKind; 6] = [
         CacheKind::GoBuild,
         CacheKind::GoMod,
         CacheKind::Sccache,
         CacheKind::Ccache,
         CacheKind::Npm,
         CacheKind::Pip,
-        CacheKind::Uv,
     ];
 
     /// The name written in `caches:`.
@@ -51,7 +48,6 @@ impl CacheKind {
             CacheKind::Ccache => "ccache",
             CacheKind::Npm => "npm",
             CacheKind::Pip => "pip",
-            CacheKind::Uv => "uv",
         }
     }
 
@@ -99,8 +95,14 @@ impl CacheKind {
             CacheKind::Ccache => vec![set("CCACHE_DIR", dir)],
             CacheKind::Npm => vec![set("npm_config_cache", dir)],
             CacheKind::Pip => vec![set("PIP_CACHE_DIR", dir)],
-            CacheKind::Uv => vec![set("UV_CACHE_DIR", dir)],
         }
+    }
+
+    /// Whether it holds only what is downloaded (checked against a lockfile's or a
+    /// registry's digests), never what the project's own code built: the caches a setup
+    /// gets, so that no setup, cached or not, reads a product of the project from them.
+    pub fn downloads_only(self) -> bool {
+        matches!(self, CacheKind::GoMod | CacheKind::Npm | CacheKind::Pip)
     }
 
     /// The variables naming the cache's own directory: a provider's `env` may not set
@@ -113,7 +115,6 @@ impl CacheKind {
             CacheKind::Ccache => &["CCACHE_DIR"],
             CacheKind::Npm => &["npm_config_cache", "NPM_CONFIG_CACHE"],
             CacheKind::Pip => &["PIP_CACHE_DIR"],
-            CacheKind::Uv => &["UV_CACHE_DIR"],
         }
     }
 }
@@ -130,6 +131,10 @@ pub fn judged_by_mtime(name: &str) -> Option<(&'static str, &'static str)> {
         "target" | "cargo-target" | "cargo" => Some((
             "cargo decides what to rebuild from modification times",
             "Declare `caches: [sccache]` (sccache keys each compilation by its inputs' content) and keep `target/` in the sandbox.",
+        )),
+        "uv" => Some((
+            "uv keys a build of a local package by its files' modification times (`cache-keys`), so a kept uv cache can install an old build of the project",
+            "Leave uv's cache in each run (the default), or declare `pip` for downloads installed with pip.",
         )),
         "make" => Some((
             "make decides what to rebuild from modification times",
@@ -213,7 +218,7 @@ mod tests {
 
     #[test]
     fn caches_judged_by_modification_times_are_named() {
-        for name in ["target", "cargo-target", "crates/app/target/", "make"] {
+        for name in ["target", "cargo-target", "crates/app/target/", "make", "uv"] {
             assert!(judged_by_mtime(name).is_some(), "{name}");
         }
         for name in [

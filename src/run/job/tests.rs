@@ -327,9 +327,9 @@ fn a_setup_command_is_searched_on_path_with_the_outside_network() {
     assert!(!job.limited && !job.hold_after);
 }
 
-/// A repository's declared caches reach its providers' and its setup's environment, the
-/// provider's own settings kept where a cache adds to them; another repository's jobs get
-/// none of them.
+/// A repository's declared caches reach its providers' environment (the provider's own
+/// settings kept where a cache adds to them) and, for download caches only, its setup's;
+/// another repository's jobs get none of them.
 #[test]
 fn declared_caches_point_the_tools_of_their_repository_at_their_directories() {
     let mut go = provider("go", Adapter::Command, &["go", "test", "-json", "./..."]);
@@ -375,12 +375,15 @@ fn declared_caches_point_the_tools_of_their_repository_at_their_directories() {
         proofgraph_sandbox::World::default(),
         PathBuf::from("/l"),
     );
+    // A setup gets the download caches only: never a build cache, which holds what the
+    // project's own code built.
     let env = vars(&setup.env);
     assert_eq!(
-        get(&env, "GOCACHE").as_deref(),
-        Some("/store/caches/root/go-build")
+        get(&env, "npm_config_cache").as_deref(),
+        Some("/store/caches/root/npm")
     );
-    assert_eq!(get(&env, "GOFLAGS").as_deref(), Some("-count=1"));
+    assert_eq!(get(&env, "GOCACHE"), None);
+    assert_eq!(get(&env, "GOFLAGS"), None);
     let other = jobs.setup_job(
         &["true".to_owned()],
         &RepoId::parse("web").expect("valid"),
@@ -388,5 +391,5 @@ fn declared_caches_point_the_tools_of_their_repository_at_their_directories() {
         proofgraph_sandbox::World::default(),
         PathBuf::from("/l"),
     );
-    assert_eq!(get(&vars(&other.env), "GOCACHE"), None);
+    assert_eq!(get(&vars(&other.env), "npm_config_cache"), None);
 }
