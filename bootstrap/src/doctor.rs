@@ -152,6 +152,27 @@ fn sets(p: &Provider, name: &str, part: Option<&str>) -> bool {
     })
 }
 
+/// A warning about repository `repo` as a whole (its setup), not one provider.
+fn repository_warning(repo: &Repo, code: &'static str, message: String, fix: String) -> Finding {
+    Finding {
+        code,
+        severity: Severity::Warning,
+        message,
+        fix,
+        provider: None,
+        capability: None,
+        repository: Some(repo.id.clone()),
+    }
+}
+
+/// Whether one of the repository's setup commands runs one of `commands` (`cargo fetch`).
+fn setup_runs(repo: &Repo, commands: &[&str]) -> bool {
+    repo.setup.commands.iter().any(|command| {
+        let text = command.join(" ");
+        commands.iter().any(|c| text.contains(c))
+    })
+}
+
 /// The message of `dependencies_need_network` for `n` dependencies, the first three shown.
 fn need_network(repo: &RepoId, what: &str, tool: &str, deps: &[String]) -> String {
     let n = deps.len();
@@ -176,10 +197,7 @@ fn modules_need_network(
     let runs = runs_offline_here(repo, existing, repos, analysis, "go", |p| {
         sets(p, "GOFLAGS", Some("-mod=vendor"))
     });
-    let downloads = repo.setup.commands.iter().any(|command| {
-        let text = command.join(" ");
-        text.contains("go mod download") || text.contains("go mod vendor")
-    });
+    let downloads = setup_runs(repo, &["go mod download", "go mod vendor"]);
     if !runs || downloads || repo.dir.join("vendor/modules.txt").is_file() {
         return None;
     }
@@ -187,18 +205,15 @@ fn modules_need_network(
     if facts.downloads.is_empty() {
         return None;
     }
-    Some(Finding {
-        code: "dependencies_need_network",
-        severity: Severity::Warning,
-        message: need_network(&repo.id, "module", "go", &facts.downloads),
-        fix: format!(
+    Some(repository_warning(
+        repo,
+        "dependencies_need_network",
+        need_network(&repo.id, "module", "go", &facts.downloads),
+        format!(
             "Add `setup: [[sh, -c, \"GOMODCACHE=$PWD/.gomodcache go mod download -modcacherw\"]]` and `setupCache: [.gomodcache]` to repository `{}` in proofgraph.yaml, and run its go provider as `[sh, -c, \"GOMODCACHE=$PWD/.gomodcache exec go test -count=1 ./...\"]` with `env: {{GOPROXY: \"off\", GOFLAGS: -mod=readonly}}` (docs/setup.md).",
             repo.id
         ),
-        provider: None,
-        capability: None,
-        repository: Some(repo.id.clone()),
-    })
+    ))
 }
 
 /// `dependencies_need_network`: the repository's manifest declares crates cargo fetches, a
@@ -214,10 +229,7 @@ fn crates_need_network(
     let runs_here = runs_offline_here(repo, existing, repos, analysis, "cargo", |p| {
         sets(p, "CARGO_HOME", None)
     });
-    let fetches = repo.setup.commands.iter().any(|command| {
-        let text = command.join(" ");
-        text.contains("cargo fetch") || text.contains("cargo vendor")
-    });
+    let fetches = setup_runs(repo, &["cargo fetch", "cargo vendor"]);
     if !runs_here || fetches {
         return None;
     }
@@ -225,11 +237,11 @@ fn crates_need_network(
     if facts.fetched_deps.is_empty() {
         return None;
     }
-    Some(Finding {
-        code: "dependencies_need_network",
-        severity: Severity::Warning,
-        message: need_network(&repo.id, "crate", "cargo", &facts.fetched_deps),
-        fix: format!(
+    Some(repository_warning(
+        repo,
+        "dependencies_need_network",
+        need_network(&repo.id, "crate", "cargo", &facts.fetched_deps),
+        format!(
             "Add `setup: [[{}]]` and `setupCache: [.cargo-home]` to repository `{}` in proofgraph.yaml, and give its cargo provider `env: {{CARGO_HOME: .cargo-home}}` and `--offline` (docs/setup.md).",
             facts
                 .fetch_setup()
@@ -243,10 +255,7 @@ fn crates_need_network(
                 .join(", "),
             repo.id
         ),
-        provider: None,
-        capability: None,
-        repository: Some(repo.id.clone()),
-    })
+    ))
 }
 
 /// The git view of `repo`, read once.
@@ -937,23 +946,20 @@ fn dependencies(
     }?;
     let install = node.install_command();
     let n = node.deps.len();
-    Some(Finding {
-        code: "dependencies_not_installed",
-        severity: Severity::Warning,
-        message: format!(
+    Some(repository_warning(
+        repo,
+        "dependencies_not_installed",
+        format!(
             "repository `{}` declares {n} dependenc{} in package.json, but {absent}, and no setup installs them",
             repo.id,
             if n == 1 { "y" } else { "ies" }
         ),
-        fix: format!(
+        format!(
             "Add `setup: [[{}]]` and `setupCache: [node_modules]` to repository `{}` in proofgraph.yaml (docs/setup.md).",
             install.join(", "),
             repo.id
         ),
-        provider: None,
-        capability: None,
-        repository: Some(repo.id.clone()),
-    })
+    ))
 }
 
 #[cfg(test)]

@@ -187,8 +187,19 @@ impl Secrets {
             return Cow::Borrowed(data);
         }
         let mut out = Vec::with_capacity(data.len());
-        rewriter.replace_all_with_bytes(data, &mut out, |m, _, dst| {
-            dst.extend_from_slice(&self.rewrites[m.pattern().as_usize()].1);
+        rewriter.replace_all_with_bytes(data, &mut out, |m, matched, dst| {
+            let (from, to) = &self.rewrites[m.pattern().as_usize()];
+            // A directory named without its slash (`/w/proj`, a printed working directory)
+            // is that directory only when no file name goes on after it: `/w/proj-api` is
+            // another directory, and stays as it is.
+            let goes_on = data
+                .get(m.end())
+                .is_some_and(|b| b.is_ascii_alphanumeric() || b"._-".contains(b));
+            if !from.ends_with(b"/") && goes_on {
+                dst.extend_from_slice(matched);
+            } else {
+                dst.extend_from_slice(to);
+            }
             true
         });
         Cow::Owned(out)
@@ -1092,6 +1103,18 @@ mod tests {
 
     fn redacted(s: &Secrets, text: &str) -> String {
         s.text(text).into_owned()
+    }
+
+    #[test]
+    fn a_directory_named_without_its_slash_is_rewritten_only_where_its_name_ends() {
+        let secrets = Secrets::new(Vec::<Vec<u8>>::new()).with_rewrites(vec![
+            ("/w/proj/".to_owned(), String::new()),
+            ("/w/proj".to_owned(), ".".to_owned()),
+        ]);
+        assert_eq!(
+            secrets.text("cd /w/proj; cat /w/proj/a.txt /w/proj-api/b.txt /w/proj.old /w/proj"),
+            "cd .; cat a.txt /w/proj-api/b.txt /w/proj.old ."
+        );
     }
 
     #[test]

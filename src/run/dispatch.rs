@@ -370,20 +370,9 @@ impl<'p, 'a> Dispatcher<'p, 'a> {
                     .chain(dirs.repos.values().map(|d| d.at.as_path()))
                     .collect();
                 // What a job runs from a declared cache is bound like a host's program.
-                let shared: Vec<std::path::PathBuf> = self
-                    .worlds
-                    .real_host_paths()
-                    .iter()
-                    .cloned()
-                    .chain(
-                        self.worlds
-                            .all_caches()
-                            .values()
-                            .flatten()
-                            .map(|(_, d)| d.clone()),
-                    )
-                    .collect();
-                let executed = executed.as_ref().map(|r| ended::executed(r, &own, &shared));
+                let executed = executed
+                    .as_ref()
+                    .map(|r| ended::executed(r, &own, self.worlds.shared()));
                 // The run measured the command from its start, which may have come
                 // after a wait for a slot.
                 let finished = Finished {

@@ -37,7 +37,7 @@ fn run_ok(cmd: &mut Command, what: &str) -> String {
 /// A change `x` whose one claim the provider `test` of repository `app` proves, with
 /// `repository` the rest of `app`'s entry in `proofgraph.yaml` and `provider` the rest of
 /// the provider's in `execution.yaml`.
-fn wire(sb: &Sandbox, repository: &str, provider: &str) {
+pub(crate) fn wire(sb: &Sandbox, repository: &str, provider: &str) {
     sb.openspec_root("");
     sb.write(
         "proofgraph.yaml",

@@ -56,7 +56,7 @@ pub(crate) struct CargoFacts {
 /// The `#[test]` (and `#[tokio::test]`-like) functions below `dir` that are not
 /// `#[ignore]`d. A nested crate is left out unless `workspace` (then its members count).
 fn test_functions(dir: &Path, workspace: bool) -> usize {
-    let stop = if workspace { "\0" } else { "Cargo.toml" };
+    let stop = (!workspace).then_some("Cargo.toml");
     super::source_files(dir, ".rs", stop)
         .iter()
         .filter_map(|f| fs_err::read_to_string(f).ok())

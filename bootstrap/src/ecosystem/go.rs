@@ -39,7 +39,7 @@ pub(crate) struct GoFacts {
 
 /// The top-level test functions of the `_test.go` files below `dir` (this module's).
 fn test_functions(dir: &Path) -> usize {
-    super::source_files(dir, "_test.go", "go.mod")
+    super::source_files(dir, "_test.go", Some("go.mod"))
         .iter()
         .filter_map(|f| fs_err::read_to_string(f).ok())
         .map(|text| {

@@ -9,11 +9,12 @@ pub(crate) mod python;
 
 /// Every file below `dir` whose name ends with `suffix`, skipping what is not the project's
 /// own source: hidden directories, dependency and build directories, `testdata`, and a
-/// nested module or crate (a directory below `dir` holding `stop`, its own manifest).
+/// nested module or crate (a directory below `dir` holding `stop`, its own manifest, when
+/// given).
 pub(crate) fn source_files(
     dir: &std::path::Path,
     suffix: &str,
-    stop: &str,
+    stop: Option<&str>,
 ) -> Vec<std::path::PathBuf> {
     const SKIP: [&str; 5] = [
         "vendor",
@@ -38,7 +39,7 @@ pub(crate) fn source_files(
             if kind.is_dir() {
                 if !name.starts_with('.')
                     && !SKIP.contains(&name.as_ref())
-                    && !path.join(stop).exists()
+                    && !stop.is_some_and(|m| path.join(m).exists())
                 {
                     stack.push(path);
                 }
