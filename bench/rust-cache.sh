@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
-# A Rust crate's suite with a declared build cache (`caches: [sccache]`) against cargo's own
-# warm and cold builds (issue: real toolchains).
+# A Rust crate's suite with a declared build cache against cargo's own warm and cold builds
+# (issue: real toolchains). CACHES chooses the cache: `cargo-build` (the default: cargo's
+# build directory kept by proofgraph, which sets every file's time from its content) or
+# `sccache`.
 #
 # The crate is semver 1.0.28 from crates.io (its suite: libtest, four test targets and its
 # unit tests; its dev-dependencies, criterion among them, fetched once). Timed:
 #
 #   warm: `cargo test --offline` in a checkout whose `target/` is built, against
-#         `proofgraph prove x --no-cache` with the declared sccache cache filled by an
-#         earlier prove (each prove builds in a fresh sandbox `target/`, compiling through
-#         sccache);
+#         `proofgraph prove x --no-cache` with the declared cache filled by an earlier
+#         prove (cargo-build: the kept build directory, nothing to compile; sccache: each
+#         prove builds in a fresh sandbox `target/`, compiling through sccache);
 #   cold: the same after `rm -rf target` for cargo, and after emptying
 #         `.proofgraph/caches/` for proofgraph.
 #
@@ -22,6 +24,8 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 RUNS=${RUNS:-3}
 WARM_RUNS=${WARM_RUNS:-5}
+CACHES=${CACHES:-cargo-build}
+case "$CACHES" in cargo-build|sccache) ;; *) die "CACHES is cargo-build or sccache, not $CACHES" ;; esac
 
 bench_init rust-cache
 need cargo "install the Rust toolchain (rustup)"
@@ -31,7 +35,7 @@ export PATH="$SCCACHE_BIN_DIR:$PATH"
 # cargo and rustup live in the real home; so does the registry the crate comes from.
 real() { HOME=$REAL_HOME "$@"; }
 
-print_facts "semver's suite: prove with a declared sccache cache vs cargo test" \
+print_facts "semver's suite: prove with a declared $CACHES cache vs cargo test" \
     "cargo:       $(real cargo --version)" \
     "sccache:     $(sccache --version)"
 
@@ -62,7 +66,7 @@ hostPaths: ["~/.cargo", "~/.rustup", "$SCCACHE_BIN_DIR"]
 repositories:
   app:
     path: app
-    caches: [sccache]
+    caches: [$CACHES]
 EOF
 cat >"$W/openspec/changes/x/evidence.yaml" <<'EOF'
 version: 2
@@ -84,15 +88,15 @@ git_commit_all "$W"
 # Checked once: both pass; the second prove is served by the cache.
 real "$PG" -C "$W" prove x --no-cache >/dev/null 2>"$BENCH_TMP/prove.err" || { cat "$BENCH_TMP/prove.err" >&2; die "prove failed"; }
 (cd "$PLAIN" && real cargo test --offline -q >/dev/null 2>&1) || die "cargo test failed"
-echo "sccache cache after one prove: $(du -sh "$W/.proofgraph/caches/app/sccache" | cut -f1)"
+echo "$CACHES cache after one prove: $(du -sh "$W/.proofgraph/caches/app/$CACHES" | cut -f1)"
 
 export REAL_HOME PG W PLAIN
 hyperfine --style basic --export-json "$BENCH_TMP/warm.json" -w 1 -r "$WARM_RUNS" \
     -n "cargo test (warm target/)" "cd $PLAIN && HOME=$REAL_HOME cargo test --offline -q" \
-    -n "prove --no-cache (warm sccache)" "HOME=$REAL_HOME $PG -C $W prove x --no-cache"
+    -n "prove --no-cache (warm $CACHES)" "HOME=$REAL_HOME $PG -C $W prove x --no-cache"
 hyperfine --style basic --export-json "$BENCH_TMP/cold.json" -r "$RUNS" \
     -n "cargo test (cold)" --prepare "rm -rf $PLAIN/target" "cd $PLAIN && HOME=$REAL_HOME cargo test --offline -q" \
-    -n "prove --no-cache (cold sccache)" --prepare "rm -rf $W/.proofgraph/caches" "HOME=$REAL_HOME $PG -C $W prove x --no-cache"
+    -n "prove --no-cache (cold $CACHES)" --prepare "rm -rf $W/.proofgraph/caches" "HOME=$REAL_HOME $PG -C $W prove x --no-cache"
 
 ratio() {
     node -e '

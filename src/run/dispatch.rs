@@ -469,6 +469,7 @@ impl<'p, 'a> Dispatcher<'p, 'a> {
             host_paths: self.worlds.host_paths(),
             home: self.worlds.home(),
             caches: self.worlds.all_caches(),
+            stamped: self.worlds.stamps_times(),
         }
     }
 

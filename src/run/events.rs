@@ -52,6 +52,9 @@ pub enum Line<'s> {
         /// The repository.
         repo: &'s RepoId,
     },
+    /// The run waits for another run of this workspace to end: both use a kept cargo
+    /// build directory, and such runs take turns (`run/stamps.rs`).
+    WaitingForBuildCache,
     /// A repository's setup failed.
     SetupFailed {
         /// The repository.
@@ -143,6 +146,10 @@ impl fmt::Display for Line<'_> {
             Line::SetupSkipped { repo } => write!(
                 f,
                 "  setup   {repo}: not run (--sandbox none works in the repository as it is, with what is installed there)"
+            ),
+            Line::WaitingForBuildCache => write!(
+                f,
+                "  wait    another prove of this workspace is using the kept cargo build directories (`caches: [cargo-build]`); this one starts when it ends"
             ),
             Line::Started { provider } => write!(f, "  run     {provider}"),
             Line::StillRunning {

@@ -25,10 +25,12 @@ use crate::base::diagnostic::{Code, Diagnostic};
 pub use super::plan::{Executed, Plan, Stopped};
 
 use super::dispatch::{Dispatched, Dispatcher};
+use super::events::{Line, Progress};
 use super::layers::Worlds;
 use super::plan::diag;
 use super::recorder::Recorder;
 use super::sandboxes;
+use super::stamps::Stamps;
 use super::writer::{self, Writer};
 use crate::proof::receipt::RunIsolation;
 
@@ -159,6 +161,43 @@ async fn execute_async(
             "Check permissions under .proofgraph/caches/.",
         )]
     })?;
+    let mut worlds = worlds;
+    // A kept cargo build directory serves only files whose times follow their content.
+    if plan.mode != proofgraph_sandbox::SandboxMode::None
+        && worlds
+            .all_caches()
+            .values()
+            .flatten()
+            .any(|(kind, _)| *kind == crate::load::config::caches::CacheKind::CargoBuild)
+    {
+        let stamped = Stamps::acquire(
+            &plan.store.dir().join("caches"),
+            worlds.snapshots().keys(),
+            || (plan.progress)(Progress::Line(Line::WaitingForBuildCache)),
+        )
+        .map_err(|e| e.to_string())
+        .and_then(|stamps| {
+            worlds.stamp(stamps, |repo| {
+                plan.observed
+                    .snapshots
+                    .get(repo)
+                    .map(|s| {
+                        s.files
+                            .iter()
+                            .map(|f| (f.path.as_str(), format!("{}{:?}", f.id.to_hex(), f.kind)))
+                            .collect()
+                    })
+                    .unwrap_or_default()
+            })
+        });
+        stamped.map_err(|e| {
+            vec![diag(
+                Code::SandboxFailed,
+                format!("the kept cargo build directories could not be used: {e}"),
+                "Check permissions under .proofgraph/caches/.",
+            )]
+        })?;
+    }
     let mut diagnostics = Vec::new();
     if let Some(Isolation::None { reason }) = &isolation {
         // Asked for, the fix is to stop asking; otherwise, what the machine lacks.

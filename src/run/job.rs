@@ -21,7 +21,7 @@ use crate::base::redact::Secrets;
 use crate::load::config::caches::CacheKind;
 use crate::observe::world::Program;
 
-use super::command::{job_env, provider_argv};
+use super::command::{JobEnv, job_env, provider_argv};
 use super::layers::{ExecDirs, Seen};
 
 /// How identical executions are recognised: providers whose commands agree on all of this
@@ -62,6 +62,9 @@ pub(super) struct Jobs<'a> {
     pub(super) home: Option<&'a Path>,
     /// Each repository's declared caches, with their directories.
     pub(super) caches: &'a BTreeMap<RepoId, Vec<(CacheKind, PathBuf)>>,
+    /// Whether the run's files got times from their content (`run/stamps.rs`): only then
+    /// does a declared `cargo-build` cache give a job a kept build directory.
+    pub(super) stamped: bool,
 }
 
 /// A provider's command, ready to start (see [`Jobs::prepare`]).
@@ -76,6 +79,9 @@ pub(super) struct Prepared {
     /// directory of the provider's own it lies in (writable in its world).
     pub(super) playwright_report: Option<PathBuf>,
     pub(super) out: Option<PathBuf>,
+    /// The scratch directory of its kept cargo build directory (`CARGO_TARGET_TMPDIR`, where
+    /// integration tests write): empty and its own in each execution.
+    pub(super) cargo_tmp: Option<PathBuf>,
     redact: Vec<Vec<u8>>,
 }
 
@@ -160,18 +166,37 @@ impl Jobs<'_> {
         };
         let caches = self.cache_env(p.runs_in.as_ref(), declared, false);
         extra.extend(caches.iter().map(|(k, v)| (k.as_str(), OsString::from(v))));
-        let env = job_env(
-            self.env,
-            p.spec.env.as_ref(),
-            p.spec.env_from.as_ref(),
-            &extra,
-        )
-        .map_err(|missing| {
-            format!(
-                "`envFrom` names {} but the environment does not set it",
-                missing.join(", ")
+        let env_of = |extra: &[(&str, OsString)]| {
+            job_env(
+                self.env,
+                p.spec.env.as_ref(),
+                p.spec.env_from.as_ref(),
+                extra,
             )
-        })?;
+            .map_err(|missing| {
+                format!(
+                    "`envFrom` names {} but the environment does not set it",
+                    missing.join(", ")
+                )
+            })
+        };
+        let mut env = env_of(&extra)?;
+        // A kept cargo build directory of its own for each environment and set of layers
+        // (what cargo does not track of them cannot make it serve another's build).
+        let mut cargo_tmp = None;
+        if let Some(dir) = self.cargo_build(p.runs_in.as_ref()) {
+            let secret: Vec<&str> = p
+                .spec
+                .env_from
+                .iter()
+                .flatten()
+                .map(|n| n.value.as_str())
+                .collect();
+            let target = dir.join(build_dir_key(&env, &seen, &secret));
+            cargo_tmp = Some(target.join("tmp"));
+            extra.push(("CARGO_TARGET_DIR", target.into_os_string()));
+            env = env_of(&extra)?;
+        }
         let network = p
             .spec
             .network
@@ -202,8 +227,22 @@ impl Jobs<'_> {
             runs_in: p.runs_in.clone(),
             playwright_report,
             out,
+            cargo_tmp,
             redact: self.secrets.patterns().to_vec(),
         })
+    }
+
+    /// The directory of `repo`'s kept cargo build directories, when it declares one and
+    /// the run's files got their times from their content.
+    fn cargo_build(&self, repo: Option<&RepoId>) -> Option<&Path> {
+        if !self.stamped {
+            return None;
+        }
+        repo.and_then(|r| self.caches.get(r))
+            .into_iter()
+            .flatten()
+            .find(|(kind, _)| *kind == CacheKind::CargoBuild)
+            .map(|(_, dir)| dir.as_path())
     }
 
     /// Whether a program found outside the repositories lies in every job's world: the
@@ -266,6 +305,8 @@ impl Jobs<'_> {
             .into_iter()
             .flatten()
             .filter(|(kind, _)| !setup || kind.downloads_only())
+            // Given per job, only when the run's times are the content's (`cargo_build`).
+            .filter(|(kind, _)| *kind != CacheKind::CargoBuild)
             .flat_map(|(kind, dir)| kind.env(&dir.to_string_lossy(), &declared))
             .collect()
     }
@@ -305,3 +346,32 @@ impl Jobs<'_> {
 
 #[cfg(test)]
 mod tests;
+
+/// The name of the kept cargo build directory of a job with `env` that sees `seen`: a
+/// digest of its environment (the values of `secret` variables and of what differs in
+/// every run left out) and of what its layers are.
+fn build_dir_key(env: &JobEnv, seen: &[Seen], secret: &[&str]) -> String {
+    const PER_RUN: [&str; 2] = ["PROOFGRAPH_RUN_ID", "PLAYWRIGHT_JSON_OUTPUT_FILE"];
+    let mut hasher = blake3::Hasher::new();
+    for (name, value) in env {
+        let name_str = name.to_string_lossy();
+        if PER_RUN.contains(&name_str.as_ref()) {
+            continue;
+        }
+        hasher.update(name.as_encoded_bytes());
+        hasher.update(b"=");
+        if !secret.contains(&name_str.as_ref()) {
+            hasher.update(value.as_encoded_bytes());
+        }
+        hasher.update(b"\0");
+    }
+    for s in seen {
+        hasher.update(s.repo.as_str().as_bytes());
+        for id in &s.ids {
+            hasher.update(b"\0");
+            hasher.update(id.as_bytes());
+        }
+        hasher.update(b"\n");
+    }
+    hasher.finalize().to_hex()[..16].to_owned()
+}

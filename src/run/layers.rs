@@ -31,12 +31,17 @@ use proofgraph_sandbox::{OverlaySpec, SandboxMode, World};
 use crate::load::config::caches::CacheKind;
 
 use crate::run::setup::{Transfer, merge};
+use crate::run::stamps::{Stamps, WHOLE};
 
 /// What one execution sees of one repository: its layers, the top one first.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub(super) struct Seen {
     pub(super) repo: RepoId,
     pub(super) layers: Vec<PathBuf>,
+    /// What the layers are, the same in every run that sees the same layers: a kept setup
+    /// tree's directory, `setup` for a setup run in this run, [`WHOLE`] for the whole
+    /// snapshot, a narrowed view's key (what a kept cargo build directory is chosen by).
+    pub(super) ids: Vec<String>,
 }
 
 /// Where an execution saw one repository, and where what it wrote there is now.
@@ -92,6 +97,9 @@ pub(super) struct Worlds {
     /// path (sccache, Go without `-trimpath`, a test runner's cache) is found again; a
     /// repository missing here is shown at its snapshot's path.
     shown_at: BTreeMap<RepoId, PathBuf>,
+    /// The times given to the snapshots' files when a repository keeps a cargo build
+    /// directory (holding the store's lock until the run ends).
+    stamps: Option<Stamps>,
     next: usize,
 }
 
@@ -128,6 +136,7 @@ impl Worlds {
             home,
             caches: BTreeMap::new(),
             shown_at: BTreeMap::new(),
+            stamps: None,
             next: 0,
         }
     }
@@ -196,6 +205,33 @@ impl Worlds {
         );
     }
 
+    /// Whether a repository's jobs get a kept cargo build directory: one declares it and
+    /// the run's files get their times from their content (never in place, where the work
+    /// tree's own times are all there is).
+    pub(super) fn stamps_times(&self) -> bool {
+        self.stamps.is_some()
+    }
+
+    /// Gives every file of every snapshot a time that changes exactly when its content does
+    /// (`files`: each repository's paths and contents), holding `stamps` until the run
+    /// ends: what a kept cargo build directory needs.
+    pub(super) fn stamp<'a>(
+        &mut self,
+        mut stamps: Stamps,
+        files: impl Fn(&RepoId) -> Vec<(&'a str, String)>,
+    ) -> Result<(), String> {
+        if self.in_place() {
+            return Ok(());
+        }
+        for (repo, dir) in &self.snapshots {
+            stamps
+                .snapshot(repo, dir, files(repo))
+                .map_err(|e| format!("the times of `{repo}`'s files could not be set: {e}"))?;
+        }
+        self.stamps = Some(stamps);
+        Ok(())
+    }
+
     /// Where each repository is seen (its snapshot's path, or in place its own).
     pub(super) fn snapshots(&self) -> &BTreeMap<RepoId, PathBuf> {
         &self.snapshots
@@ -233,33 +269,47 @@ impl Worlds {
         let Some(snapshot) = self.snapshots.get(repo).cloned() else {
             return Err(format!("repository `{repo}` has no sandbox in this run"));
         };
-        let view = match files {
-            _ if self.in_place() => snapshot,
-            Files::All => snapshot,
+        let (view, id) = match files {
+            _ if self.in_place() => (snapshot, WHOLE.to_owned()),
+            Files::All => (snapshot, WHOLE.to_owned()),
             Files::Only(paths) => self.narrowed(repo, &snapshot, paths)?,
         };
         let mut layers: Vec<PathBuf> = self.setup.get(repo).cloned().into_iter().collect();
+        let mut ids: Vec<String> = layers
+            .iter()
+            .map(|layer| {
+                if layer.starts_with(&self.run_dir) {
+                    "setup".to_owned()
+                } else {
+                    layer.to_string_lossy().into_owned()
+                }
+            })
+            .collect();
         layers.push(view);
+        ids.push(id);
         Ok(Seen {
             repo: repo.clone(),
             layers,
+            ids,
         })
     }
 
+    /// The view of `repo` holding only `paths`, and its key (hex).
     fn narrowed(
         &mut self,
         repo: &RepoId,
         snapshot: &Path,
         paths: &[&str],
-    ) -> Result<PathBuf, String> {
+    ) -> Result<(PathBuf, String), String> {
         let mut hasher = blake3::Hasher::new();
         for path in paths {
             hasher.update(path.as_bytes());
             hasher.update(b"\0");
         }
         let key = *hasher.finalize().as_bytes();
+        let id = proofgraph_graph::fingerprint::hex(&key);
         if let Some(dir) = self.views.get(&(repo.clone(), key)) {
-            return Ok(dir.clone());
+            return Ok((dir.clone(), id));
         }
         let dest = self
             .run_dir
@@ -279,8 +329,12 @@ impl Worlds {
             // nothing writes either, jobs see both through their overlays only.
             fs_err::hard_link(snapshot.join(path), &target).map_err(failed)?;
         }
+        // Its files are the snapshot's (stamped with it); its directories are its own.
+        if let Some(stamps) = &mut self.stamps {
+            stamps.view(repo, &id, &dest, paths).map_err(failed)?;
+        }
         self.views.insert((repo.clone(), key), dest.clone());
-        Ok(dest)
+        Ok((dest, id))
     }
 
     /// The world of a new execution that sees `seen` (`out`: a directory of its own it
@@ -305,7 +359,7 @@ impl Worlds {
         }
         self.add_caches(&mut world, runs_in, false);
         let mut dirs = ExecDirs::default();
-        for Seen { repo, layers } in seen {
+        for Seen { repo, layers, .. } in seen {
             let Some(at) = self.snapshots.get(repo).cloned() else {
                 return Err(format!("repository `{repo}` has no sandbox in this run"));
             };

@@ -26,6 +26,7 @@ pub mod setup;
 mod setup_commands;
 
 mod signals;
+mod stamps;
 #[cfg(test)]
 mod testing;
 mod writer;

@@ -125,7 +125,7 @@ impl Dispatcher<'_, '_> {
         // every provider that may be judged from it is emptied before it starts (without
         // following a link). Removing them while other jobs run is safe: no two different
         // commands declare one report path (preflight's `report_path_collision`).
-        let (world, dirs) = match self.worlds.world(
+        let (mut world, dirs) = match self.worlds.world(
             &prepared.key.seen,
             prepared.out.as_deref(),
             p.runs_in.as_ref(),
@@ -135,6 +135,20 @@ impl Dispatcher<'_, '_> {
                 return fail_now(self, format!("its world could not be made: {reason}"));
             }
         };
+        // What integration tests write in a kept cargo build directory (`target/tmp`) is
+        // the execution's own: nothing an earlier one left there is read.
+        if let Some(tmp) = &prepared.cargo_tmp {
+            let made = if self.worlds.isolated() {
+                world.private.push(tmp.clone());
+                fs_err::create_dir_all(tmp)
+            } else {
+                let _ = fs_err::remove_dir_all(tmp);
+                fs_err::create_dir_all(tmp)
+            };
+            if let Err(e) = made {
+                return fail_now(self, format!("its world could not be made: {e}"));
+            }
+        }
         // (In an overlay the execution's own layer starts empty; in a copy or in place a
         // tracked file may be there.)
         for (repo, report) in self.reports.get(&prepared.key).into_iter().flatten() {

@@ -181,6 +181,7 @@ mod tests {
                 host_paths: &[],
                 caches: &self.caches,
                 home: None,
+                stamped: false,
             }
         }
     }

@@ -383,3 +383,129 @@ fn caches_that_can_lie_are_refused_before_anything_runs() {
     git_commit_all(&sb.work());
     sb.run(&sb.work(), &["validate", "x"]).expect_code(0);
 }
+
+/// An integration test that fails when what an earlier execution wrote in cargo's
+/// `CARGO_TARGET_TMPDIR` is still there, and leaves something there.
+const TMPDIR_TEST: &str = "#[test]\nfn starts_with_an_empty_scratch_directory() {\n    let marker = std::path::Path::new(env!(\"CARGO_TARGET_TMPDIR\")).join(\"left-by-an-earlier-run\");\n    assert!(!marker.exists(), \"an earlier execution's file is here\");\n    std::fs::write(&marker, \"x\").unwrap();\n}\n";
+
+/// cargo's build directory kept by proofgraph (`caches: [cargo-build]`): a run without
+/// receipts compiles nothing of the crate again (warm, as a developer's own `target/`),
+/// yet every history of edits whose times were put back — broken, repaired, broken again
+/// in another file read through `include_str!` — is built again and judged by what the
+/// files hold; integration tests' scratch directory is each execution's own; another
+/// environment gets a directory of its own; and without a mount namespace the same holds.
+#[test]
+fn a_kept_cargo_build_directory_is_warm_and_never_serves_a_stale_build() {
+    let sb = Sandbox::new();
+    sb.write(
+        "app/Cargo.toml",
+        "[package]\nname = \"demo\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[workspace]\n",
+    );
+    sb.write("app/src/lib.rs", LIB_RS);
+    sb.write("app/src/greeting.txt", "hello\n");
+    sb.write(
+        "app/tests/double.rs",
+        "#[test]\nfn doubles() {\n    assert_eq!(demo::double(2), 4, \"double(2)\");\n}\n\n#[test]\nfn greets() {\n    assert_eq!(include_str!(\"../src/greeting.txt\"), \"hello\\n\", \"the greeting\");\n}\n",
+    );
+    sb.write("app/tests/scratch.rs", TMPDIR_TEST);
+    sb.write("app/.gitignore", "target/\n");
+    wire(
+        &sb,
+        "    caches: [cargo-build]\n",
+        "    command: [cargo, test, --offline]\n",
+    );
+    let home = std::env::var("HOME").expect("HOME");
+    let path = std::env::var("PATH").unwrap_or_default();
+    let prove = |args: &[&str]| {
+        let mut all = vec!["prove", "x", "--json"];
+        all.extend(args);
+        let run = sb.run_with_env(
+            &sb.work(),
+            &all,
+            &[("PATH", path.as_str()), ("HOME", home.as_str())],
+        );
+        let doc = run.json();
+        (run, doc)
+    };
+    let passes = |args: &[&str], what: &str| {
+        let (run, doc) = prove(args);
+        assert_eq!(run.code, Some(0), "{what}: {}\n{}", run.stdout, run.stderr);
+        assert_eq!(provider(&doc, "test")["action"], "ran", "{what}: {doc}");
+        log(&sb)
+    };
+    let fails = |what: &str, message: &str| {
+        let (run, doc) = prove(&[]);
+        assert_eq!(run.code, Some(1), "{what} never passes: {}", run.stdout);
+        assert_eq!(provider(&doc, "test")["action"], "ran", "{what}: {doc}");
+        let text = log(&sb);
+        assert!(text.contains(message), "{what}: {text}");
+        assert!(
+            text.contains("Compiling demo"),
+            "{what} was built again: {text}"
+        );
+    };
+    let text = passes(&[], "the first run");
+    assert!(text.contains("Compiling demo"), "{text}");
+    let builds = cache_dir(&sb, "cargo-build");
+    let kept: Vec<PathBuf> = fs_err::read_dir(&builds)
+        .expect("the kept build directories")
+        .map(|e| e.expect("an entry").path())
+        .collect();
+    assert_eq!(kept.len(), 1, "{kept:?}");
+    assert!(files(&kept[0]) > 10, "cargo built in the kept directory");
+    // Warm: nothing of the crate is compiled again, and the tests ran (the scratch
+    // directory's test passes again: it starts empty).
+    let text = passes(&["--no-cache"], "a warm run");
+    assert!(
+        !text.contains("Compiling"),
+        "nothing is compiled again: {text}"
+    );
+    assert!(text.contains("test result: ok. 2 passed"), "{text}");
+    let lib = sb.work().join("app/src/lib.rs");
+    let greeting = sb.work().join("app/src/greeting.txt");
+    // Broken, its time put back: built again, and it fails.
+    rewrite_keeping_mtime(&lib, &LIB_RS.replace("2 * n", "3 * n"));
+    fails("a broken lib.rs", "double(2)");
+    // Repaired, its time put back again (the content an earlier build was made from, with
+    // the time it had then): built again, and it passes.
+    rewrite_keeping_mtime(&lib, LIB_RS);
+    let text = passes(&[], "the repaired lib.rs");
+    assert!(text.contains("Compiling demo"), "{text}");
+    // A file read through `include_str!`, broken with its time put back.
+    rewrite_keeping_mtime(&greeting, "goodbye\n");
+    fails("a broken greeting", "the greeting");
+    rewrite_keeping_mtime(&greeting, "hello\n");
+    passes(&[], "the repaired greeting");
+    // Another environment: a build directory of its own (RUSTFLAGS and the like are
+    // tracked by cargo, a variable a build script reads without saying so is not).
+    sb.write(
+        "openspec/changes/x/execution.yaml",
+        "version: 1\nproviders:\n  test:\n    adapter: command\n    capability: static-analysis\n    repository: app\n    command: [cargo, test, --offline]\n    env: {DEMO_MODE: other}\n    timeoutMs: 600000\n",
+    );
+    git_commit_all(&sb.work());
+    let text = passes(&[], "another environment");
+    assert!(text.contains("Compiling demo"), "{text}");
+    assert_eq!(
+        fs_err::read_dir(&builds).expect("kept").count(),
+        2,
+        "another environment, another directory"
+    );
+    // Without a mount namespace (private copies of the snapshot): the same verdicts.
+    rewrite_keeping_mtime(&lib, &LIB_RS.replace("2 * n", "3 * n"));
+    let (run, _) = prove(&["--isolation", "none"]);
+    assert_eq!(
+        run.code,
+        Some(1),
+        "a broken change never passes: {}",
+        run.stdout
+    );
+    rewrite_keeping_mtime(&lib, LIB_RS);
+    passes(
+        &["--isolation", "none"],
+        "repaired, without a mount namespace",
+    );
+    passes(
+        &["--isolation", "none", "--no-cache"],
+        "again, without a mount namespace",
+    );
+}

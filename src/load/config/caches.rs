@@ -5,7 +5,8 @@
 //! they build or fetch may have one: such a cache can be cold or warm, never stale, so a
 //! warm run proves what a cold one would. A cache judged by modification times (cargo's
 //! `target/`, make) is refused, naming the
-//! content-addressed alternative: after a file's content changes with its time put back
+//! content-addressed alternative (for cargo, `cargo-build`: its build directory kept by
+//! proofgraph, which sets every file's time from its content): after a file's content changes with its time put back
 //! (`rsync -t`, `tar`, `cp -p`), such a tool rebuilds nothing and a broken test passes.
 //!
 //! The kinds are a closed list: proofgraph sets the variable that points each tool at its
@@ -20,6 +21,11 @@ pub enum CacheKind {
     GoMod,
     /// `sccache` for Rust (`SCCACHE_DIR`, `RUSTC_WRAPPER=sccache`, incremental builds off).
     Sccache,
+    /// cargo's build directory (`CARGO_TARGET_DIR`), kept across runs: cargo judges it by
+    /// modification times, which proofgraph itself gives every file of the world so that
+    /// they change exactly when content does (`run/stamps.rs`). One directory per
+    /// environment and set of layers a job sees.
+    CargoBuild,
     /// `ccache` for C and C++ (`CCACHE_DIR`).
     Ccache,
     /// npm's download cache (`npm_config_cache`), checked against the lockfile's integrity.
@@ -30,10 +36,11 @@ pub enum CacheKind {
 
 impl CacheKind {
     /// Every kind, in the order the docs list them.
-    pub const ALL: [CacheKind; 6] = [
+    pub const ALL: [CacheKind; 7] = [
         CacheKind::GoBuild,
         CacheKind::GoMod,
         CacheKind::Sccache,
+        CacheKind::CargoBuild,
         CacheKind::Ccache,
         CacheKind::Npm,
         CacheKind::Pip,
@@ -45,6 +52,7 @@ impl CacheKind {
             CacheKind::GoBuild => "go-build",
             CacheKind::GoMod => "go-mod",
             CacheKind::Sccache => "sccache",
+            CacheKind::CargoBuild => "cargo-build",
             CacheKind::Ccache => "ccache",
             CacheKind::Npm => "npm",
             CacheKind::Pip => "pip",
@@ -92,6 +100,7 @@ impl CacheKind {
                 }
                 out
             }
+            CacheKind::CargoBuild => vec![set("CARGO_TARGET_DIR", dir)],
             CacheKind::Ccache => vec![set("CCACHE_DIR", dir)],
             CacheKind::Npm => vec![set("npm_config_cache", dir)],
             CacheKind::Pip => vec![set("PIP_CACHE_DIR", dir)],
@@ -112,6 +121,7 @@ impl CacheKind {
             CacheKind::GoBuild => &["GOCACHE"],
             CacheKind::GoMod => &["GOMODCACHE"],
             CacheKind::Sccache => &["SCCACHE_DIR"],
+            CacheKind::CargoBuild => &MTIME_BUILD_DIR_VARIABLES,
             CacheKind::Ccache => &["CCACHE_DIR"],
             CacheKind::Npm => &["npm_config_cache", "NPM_CONFIG_CACHE"],
             CacheKind::Pip => &["PIP_CACHE_DIR"],
@@ -130,7 +140,7 @@ pub fn judged_by_mtime(name: &str) -> Option<(&'static str, &'static str)> {
     match last {
         "target" | "cargo-target" | "cargo" => Some((
             "cargo decides what to rebuild from modification times",
-            "Declare `caches: [sccache]` (sccache keys each compilation by its inputs' content) and keep `target/` in the sandbox.",
+            "Declare `caches: [cargo-build]` (proofgraph keeps cargo's build directory and gives every file a modification time that changes exactly when its content does) or `caches: [sccache]`, and keep `target/` in the sandbox.",
         )),
         "uv" => Some((
             "uv keys a build of a local package by its files' modification times (`cache-keys`), so a kept uv cache can install an old build of the project",

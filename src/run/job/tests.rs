@@ -20,6 +20,7 @@ struct Fixture {
     sandboxes: BTreeMap<RepoId, PathBuf>,
     host_paths: Vec<PathBuf>,
     caches: BTreeMap<RepoId, Vec<(CacheKind, PathBuf)>>,
+    stamped: bool,
 }
 
 /// What a provider sees of the root repository: the snapshot only.
@@ -27,6 +28,7 @@ fn whole() -> Vec<Seen> {
     vec![Seen {
         repo: RepoId::root(),
         layers: vec![PathBuf::from("/sb/root")],
+        ids: vec!["all".to_owned()],
     }]
 }
 
@@ -57,6 +59,7 @@ impl Fixture {
             sandboxes: BTreeMap::from([(RepoId::root(), PathBuf::from("/sb/root"))]),
             host_paths: Vec::new(),
             caches: BTreeMap::new(),
+            stamped: false,
         }
     }
 
@@ -71,6 +74,7 @@ impl Fixture {
             out_dir: Path::new("/runs/r/out"),
             host_paths: &self.host_paths,
             caches: &self.caches,
+            stamped: self.stamped,
             home: Some(Path::new("/home/u")),
         }
     }
@@ -217,6 +221,7 @@ fn providers_sharing_a_command_share_one_execution_key() {
     let narrowed = vec![Seen {
         repo: RepoId::root(),
         layers: vec![PathBuf::from("/runs/r/views/1/root")],
+        ids: vec!["0f".to_owned()],
     }];
     let other = jobs
         .prepare(node(&graph, "b"), narrowed)
@@ -392,4 +397,64 @@ fn declared_caches_point_the_tools_of_their_repository_at_their_directories() {
         PathBuf::from("/l"),
     );
     assert_eq!(get(&vars(&other.env), "npm_config_cache"), None);
+}
+
+/// A kept cargo build directory: given only when the run's times follow content, one per
+/// environment and set of layers, the same across runs, never chosen by a secret's value.
+#[test]
+fn a_kept_cargo_build_directory_is_chosen_by_the_job_s_environment_and_layers() {
+    let mut cargo = provider("cargo", Adapter::Command, &["cargo", "test"]);
+    cargo.env_from = Some(vec![at(name("TOKEN"))]);
+    let graph = seal(vec![cargo], Vec::new());
+    let mut fixture = Fixture::new(&graph);
+    fixture.caches = BTreeMap::from([(
+        RepoId::root(),
+        vec![(
+            CacheKind::CargoBuild,
+            PathBuf::from("/store/caches/root/cargo-build"),
+        )],
+    )]);
+    let target = |fixture: &Fixture, seen: Vec<Seen>| {
+        let p = node(&graph, "cargo");
+        let prepared = fixture.jobs().prepare(p, seen).expect("prepared");
+        let dir = vars(&prepared.key.env)
+            .into_iter()
+            .find(|(n, _)| n == "CARGO_TARGET_DIR")
+            .map(|(_, v)| v);
+        (dir, prepared.cargo_tmp)
+    };
+    // In place, or without times from content: nothing kept.
+    assert_eq!(target(&fixture, whole()), (None, None));
+    fixture.stamped = true;
+    let (dir, tmp) = target(&fixture, whole());
+    let dir = dir.expect("a kept directory");
+    assert!(dir.starts_with("/store/caches/root/cargo-build/"), "{dir}");
+    assert_eq!(tmp, Some(PathBuf::from(&dir).join("tmp")));
+    // The same in another run, and whatever the secret holds.
+    fixture.caller = env(&[("PATH", "/usr/bin"), ("TOKEN", "another-secret")]);
+    assert_eq!(target(&fixture, whole()).0.as_deref(), Some(dir.as_str()));
+    // Another environment, another directory.
+    fixture.caller = env(&[("PATH", "/opt/bin:/usr/bin"), ("TOKEN", "a-long-secret")]);
+    let other_env = target(&fixture, whole()).0.expect("kept");
+    assert_ne!(other_env, dir);
+    // Other layers (a narrowed view; a kept setup tree over it), other directories.
+    let narrowed = vec![Seen {
+        repo: RepoId::root(),
+        layers: vec![PathBuf::from("/runs/r/views/1/root")],
+        ids: vec!["0f".to_owned()],
+    }];
+    let set_up = vec![Seen {
+        repo: RepoId::root(),
+        layers: vec![
+            PathBuf::from("/store/setup-trees/ab"),
+            PathBuf::from("/sb/root"),
+        ],
+        ids: vec!["/store/setup-trees/ab".to_owned(), "all".to_owned()],
+    }];
+    let dirs = [
+        other_env,
+        target(&fixture, narrowed).0.expect("kept"),
+        target(&fixture, set_up).0.expect("kept"),
+    ];
+    assert_eq!(dirs.iter().collect::<BTreeSet<_>>().len(), 3, "{dirs:?}");
 }
