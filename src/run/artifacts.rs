@@ -132,10 +132,10 @@ impl Dispatcher<'_, '_> {
                 ));
             }
             match seen.iter_mut().find(|s| s.repo == repo) {
-                Some(s) => s.layers.insert(0, dir),
+                Some(s) => s.put_on_top(dir),
                 None => {
                     let mut alone = self.worlds.seen(&repo, super::layers::Files::Only(&[]))?;
-                    alone.layers.insert(0, dir);
+                    alone.put_on_top(dir);
                     seen.push(alone);
                 }
             }

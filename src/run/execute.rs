@@ -184,7 +184,13 @@ async fn execute_async(
                     .map(|s| {
                         s.files
                             .iter()
-                            .map(|f| (f.path.as_str(), format!("{}{:?}", f.id.to_hex(), f.kind)))
+                            .map(|f| {
+                                (
+                                    f.path.as_str(),
+                                    format!("{}{:?}", f.id.to_hex(), f.kind),
+                                    f.kind == crate::observe::inputs::FileKind::Symlink,
+                                )
+                            })
                             .collect()
                     })
                     .unwrap_or_default()

@@ -44,6 +44,15 @@ pub(super) struct Seen {
     pub(super) ids: Vec<String>,
 }
 
+impl Seen {
+    /// Puts a layer kept in the store (a dependency's artifacts, found by its producer's
+    /// fingerprint) over the others; its directory says what it is.
+    pub(super) fn put_on_top(&mut self, dir: PathBuf) {
+        self.ids.insert(0, dir.to_string_lossy().into_owned());
+        self.layers.insert(0, dir);
+    }
+}
+
 /// Where an execution saw one repository, and where what it wrote there is now.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) struct ExecDir {
@@ -218,7 +227,7 @@ impl Worlds {
     pub(super) fn stamp<'a>(
         &mut self,
         mut stamps: Stamps,
-        files: impl Fn(&RepoId) -> Vec<(&'a str, String)>,
+        files: impl Fn(&RepoId) -> Vec<(&'a str, String, bool)>,
     ) -> Result<(), String> {
         if self.in_place() {
             return Ok(());

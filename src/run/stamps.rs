@@ -218,26 +218,42 @@ impl Stamps {
         })
     }
 
-    /// Gives every file of `repo`'s snapshot at `root` (`files`: path and content) and
-    /// every directory its time, and writes the ledger before any job can build from them.
+    /// Gives every file of `repo`'s snapshot at `root` (`files`: path, content, whether it
+    /// is a symbolic link) and every directory its time, and writes the ledger before any
+    /// job can build from them.
     pub(super) fn snapshot<'a>(
         &mut self,
         repo: &RepoId,
         root: &Path,
-        files: impl IntoIterator<Item = (&'a str, String)> + Clone,
+        files: impl IntoIterator<Item = (&'a str, String, bool)> + Clone,
     ) -> std::io::Result<()> {
         let stamp = self.stamp;
         let ledger = self.ledgers.entry(repo.clone()).or_default();
-        let new_files = decide(
+        let mut new_files = decide(
             &ledger.files,
-            files.clone().into_iter().map(|(p, id)| (p.to_owned(), id)),
+            files
+                .clone()
+                .into_iter()
+                .map(|(p, id, _)| (p.to_owned(), id)),
             stamp,
         );
-        let dirs = decide(
+        let mut dirs = decide(
             ledger.dirs.get(WHOLE).unwrap_or(&BTreeMap::new()),
-            listings(files.into_iter().map(|(p, _)| p)),
+            listings(files.clone().into_iter().map(|(p, _, _)| p)),
             stamp,
         );
+        // cargo reads a file's time through a link: a link that now leads elsewhere makes
+        // what it leads to new, whatever that held before.
+        let moved: Vec<&str> = files
+            .into_iter()
+            .filter(|(path, _, link)| *link && new_files.get(*path).is_some_and(|s| s.at == stamp))
+            .map(|(path, _, _)| path)
+            .collect();
+        for target in resolved_within(root, &moved) {
+            for stamps in [&mut new_files, &mut dirs] {
+                renew_beneath(stamps, &target, stamp);
+            }
+        }
         apply(root, &new_files)?;
         apply(root, &dirs)?;
         ledger.files = new_files;
@@ -295,6 +311,35 @@ impl Drop for Stamps {
                 ledger.ended = Some(now);
             }
             let _ = self.write(&repo);
+        }
+    }
+}
+
+/// Where each of `links` (below `root`) leads, as a path below `root` (`""`: `root`
+/// itself); a link that leads outside `root`, or nowhere, is left out.
+fn resolved_within(root: &Path, links: &[&str]) -> Vec<String> {
+    let Ok(real_root) = fs_err::canonicalize(root) else {
+        return Vec::new();
+    };
+    links
+        .iter()
+        .filter_map(|link| std::fs::canonicalize(root.join(link)).ok())
+        .filter_map(|real| {
+            real.strip_prefix(&real_root)
+                .ok()
+                .map(|rel| rel.to_string_lossy().into_owned())
+        })
+        .collect()
+}
+
+/// Gives `target` and every path below it the time `stamp`.
+fn renew_beneath(stamps: &mut BTreeMap<String, Stamp>, target: &str, stamp: Time) {
+    let below = format!("{target}/");
+    for (path, s) in stamps.range_mut(target.to_owned()..) {
+        if path == target || target.is_empty() || path.starts_with(&below) {
+            s.at = stamp;
+        } else if !path.starts_with(target) {
+            break;
         }
     }
 }
@@ -446,8 +491,8 @@ mod tests {
         let repo = RepoId::parse("app").expect("repo");
         let files = |lib: &str| {
             vec![
-                ("Cargo.toml", "t".to_owned()),
-                ("src/lib.rs", lib.to_owned()),
+                ("Cargo.toml", "t".to_owned(), false),
+                ("src/lib.rs", lib.to_owned(), false),
             ]
         };
         let mtime = |p: &str| {
@@ -485,5 +530,63 @@ mod tests {
         assert!(read(&path).files.is_empty());
         fs_err::write(&path, r#"{"version":99,"files":{},"dirs":{},"ended":null}"#).expect("write");
         assert_eq!(read(&path).version, VERSION);
+    }
+
+    /// A link that now leads to another file, which has not changed: cargo reads the time
+    /// through the link, so the file it leads to (and, for a directory, all below it) gets
+    /// the run's stamp.
+    #[test]
+    fn a_link_that_leads_elsewhere_makes_what_it_leads_to_new() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let caches = dir.path().join("caches");
+        let root = dir.path().join("snap");
+        fs_err::create_dir_all(root.join("v1")).expect("mkdir");
+        fs_err::create_dir_all(root.join("v2")).expect("mkdir");
+        for f in ["a.txt", "b.txt", "v1/x.rs", "v2/x.rs"] {
+            fs_err::write(root.join(f), f).expect("write");
+        }
+        let link = |name: &str, to: &str| {
+            let _ = fs_err::remove_file(root.join(name));
+            std::os::unix::fs::symlink(to, root.join(name)).expect("link");
+        };
+        link("data.txt", "a.txt");
+        link("cur", "v1");
+        let repo = RepoId::parse("app").expect("repo");
+        let files = |data: &str, cur: &str| {
+            vec![
+                ("a.txt", "a".to_owned(), false),
+                ("b.txt", "b".to_owned(), false),
+                ("cur", cur.to_owned(), true),
+                ("data.txt", data.to_owned(), true),
+                ("v1/x.rs", "1".to_owned(), false),
+                ("v2/x.rs", "2".to_owned(), false),
+            ]
+        };
+        let mtime = |p: &str| {
+            fs_err::metadata(root.join(p))
+                .expect("stat")
+                .modified()
+                .expect("mtime")
+        };
+        let before = {
+            let mut stamps = Stamps::acquire(&caches, [&repo], || {}).expect("lock");
+            stamps
+                .snapshot(&repo, &root, files("a.txt", "v1"))
+                .expect("stamp");
+            (mtime("data.txt"), mtime("cur/x.rs"), mtime("a.txt"))
+        };
+        link("data.txt", "b.txt");
+        link("cur", "v2");
+        let mut stamps = Stamps::acquire(&caches, [&repo], || {}).expect("lock");
+        stamps
+            .snapshot(&repo, &root, files("b.txt", "v2"))
+            .expect("stamp");
+        // Read through the links (as cargo reads them): newer than anything built before.
+        assert!(mtime("data.txt") > before.0);
+        assert!(mtime("cur/x.rs") > before.1);
+        assert!(mtime("v2") > before.1);
+        // What no link leads to anew keeps its time.
+        assert_eq!(mtime("a.txt"), before.2);
+        assert_eq!(mtime("v1/x.rs"), before.1);
     }
 }

@@ -402,7 +402,9 @@ fn a_kept_cargo_build_directory_is_warm_and_never_serves_a_stale_build() {
         "[package]\nname = \"demo\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[workspace]\n",
     );
     sb.write("app/src/lib.rs", LIB_RS);
-    sb.write("app/src/greeting.txt", "hello\n");
+    sb.write("app/src/en.txt", "hello\n");
+    sb.write("app/src/fr.txt", "bonjour\n");
+    std::os::unix::fs::symlink("en.txt", sb.work().join("app/src/greeting.txt")).expect("link");
     sb.write(
         "app/tests/double.rs",
         "#[test]\nfn doubles() {\n    assert_eq!(demo::double(2), 4, \"double(2)\");\n}\n\n#[test]\nfn greets() {\n    assert_eq!(include_str!(\"../src/greeting.txt\"), \"hello\\n\", \"the greeting\");\n}\n",
@@ -462,7 +464,7 @@ fn a_kept_cargo_build_directory_is_warm_and_never_serves_a_stale_build() {
     );
     assert!(text.contains("test result: ok. 2 passed"), "{text}");
     let lib = sb.work().join("app/src/lib.rs");
-    let greeting = sb.work().join("app/src/greeting.txt");
+    let greeting = sb.work().join("app/src/en.txt");
     // Broken, its time put back: built again, and it fails.
     rewrite_keeping_mtime(&lib, &LIB_RS.replace("2 * n", "3 * n"));
     fails("a broken lib.rs", "double(2)");
@@ -471,11 +473,42 @@ fn a_kept_cargo_build_directory_is_warm_and_never_serves_a_stale_build() {
     rewrite_keeping_mtime(&lib, LIB_RS);
     let text = passes(&[], "the repaired lib.rs");
     assert!(text.contains("Compiling demo"), "{text}");
-    // A file read through `include_str!`, broken with its time put back.
+    // A file read through `include_str!` and a link, broken with its time put back.
     rewrite_keeping_mtime(&greeting, "goodbye\n");
     fails("a broken greeting", "the greeting");
     rewrite_keeping_mtime(&greeting, "hello\n");
     passes(&[], "the repaired greeting");
+    // The link led elsewhere, to a file older than every build, the link's time put back
+    // too: cargo reads the time through the link.
+    let link = sb.work().join("app/src/greeting.txt");
+    let relink = |to: &str| {
+        let before = fs_err::symlink_metadata(&link)
+            .expect("the link")
+            .modified()
+            .expect("mtime");
+        fs_err::remove_file(&link).expect("unlink");
+        std::os::unix::fs::symlink(to, &link).expect("link");
+        let status = Command::new("touch")
+            .arg("-h")
+            .arg("-d")
+            .arg(format!(
+                "@{}",
+                before
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .expect("after 1970")
+                    .as_secs()
+            ))
+            .arg(&link)
+            .status()
+            .expect("touch");
+        assert!(status.success());
+    };
+    relink("fr.txt");
+    git_commit_all(&sb.work());
+    fails("a link led to another greeting", "the greeting");
+    relink("en.txt");
+    git_commit_all(&sb.work());
+    passes(&[], "the link led back");
     // Another environment: a build directory of its own (RUSTFLAGS and the like are
     // tracked by cargo, a variable a build script reads without saying so is not).
     sb.write(
