@@ -1080,7 +1080,8 @@ fn init_and_doctor_wire_a_crate_without_a_lockfile_that_proves_on_its_first_run(
 /// `python3 -m pytest` with an interpreter that has no pytest: `evidence doctor` says so
 /// (it used to say nothing stood in the way). Judged from the interpreter's layout alone:
 /// a module in its site-packages, in a directory a `.pth` file names, or in the
-/// provider's `PYTHONPATH` clears it.
+/// provider's `PYTHONPATH` clears it; a virtual environment's interpreter is judged by the
+/// venv's site-packages (it used to be judged by the interpreter its link leads to).
 #[test]
 fn doctor_names_a_python_module_the_interpreter_cannot_import() {
     use std::os::unix::fs::PermissionsExt as _;
@@ -1139,6 +1140,53 @@ fn doctor_names_a_python_module_the_interpreter_cannot_import() {
             .status_codes()
             .contains(&"python_module_missing".to_owned()),
         "installed"
+    );
+    // A virtual environment's `python3` first on PATH, a link to that interpreter: judged by
+    // the venv's site-packages, the interpreter's own only when the venv includes them.
+    let venv = sb.path().join("venv");
+    fs_err::create_dir_all(venv.join("bin")).expect("mkdir");
+    std::os::unix::fs::symlink(&python, venv.join("bin/python3")).expect("link");
+    let cfg = |system: bool| {
+        fs_err::write(
+            venv.join("pyvenv.cfg"),
+            format!(
+                "home = {}\ninclude-system-site-packages = {system}\nversion = 3.11.2\n",
+                python.parent().expect("bin").display()
+            ),
+        )
+        .expect("write");
+    };
+    cfg(false);
+    let path = format!("{}:{path}", venv.join("bin").display());
+    let in_venv = || {
+        sb.run_with_env(
+            &sb.work(),
+            &["evidence", "doctor", "add-x", "--json"],
+            &[("HOME", home.as_str()), ("PATH", path.as_str())],
+        )
+    };
+    let run = in_venv();
+    assert_emits!(run.status_codes(), "python_module_missing");
+    assert!(
+        run.stdout
+            .contains(&format!("({})", venv.join("bin/python3").display())),
+        "names the venv's interpreter: {}",
+        run.stdout
+    );
+    cfg(true);
+    assert!(
+        !in_venv()
+            .status_codes()
+            .contains(&"python_module_missing".to_owned()),
+        "the venv includes the system's site-packages"
+    );
+    cfg(false);
+    fs_err::create_dir_all(venv.join("lib/python3.11/site-packages/pytest")).expect("mkdir");
+    assert!(
+        !in_venv()
+            .status_codes()
+            .contains(&"python_module_missing".to_owned()),
+        "installed in the venv"
     );
 }
 
