@@ -6,8 +6,9 @@
 #
 # The packages go into DIR only, through DIR's own pip: the system interpreter's site-packages
 # are never written (a distribution that manages them itself refuses, PEP 668) and never read
-# (the venv is made without --system-site-packages, so a test cannot pass on a package that
-# happens to be installed on the machine). `python3` from PATH is only the base interpreter.
+# (the venv does not include the system's site-packages, so a test cannot pass on a package
+# that happens to be installed on the machine). `python3` from PATH is only the base
+# interpreter.
 #
 # DIR/installed is written once the install succeeded, so a failed or interrupted one is
 # retried from scratch; a requirements file newer than it, or a venv whose interpreter no

