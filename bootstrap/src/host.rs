@@ -49,8 +49,12 @@ impl Host {
     /// `lib/python3.X` holds the standard library, and neither that, its `site-packages`
     /// and `dist-packages` (the prefix's, `local/`'s), the directories their `.pth` files
     /// name, nor `extra` (a provider's `PYTHONPATH`, resolved) holds the module's top-level
-    /// package. `Some(interpreter)` when it cannot; `None` when it can or the layout is
-    /// not one this can read (a job's empty home has no user site). Reads; runs nothing.
+    /// package. A virtual environment's interpreter (a `pyvenv.cfg` beside it or one
+    /// directory up, as Python looks for it from the path it was started by, not where its
+    /// link leads) has the venv's `lib/python3.X/site-packages` instead of the prefix's
+    /// site directories, and those too only when `include-system-site-packages` is true.
+    /// `Some(interpreter)` when it cannot; `None` when it can or the layout is not one this
+    /// can read (a job's empty home has no user site). Reads; runs nothing.
     pub(crate) fn python_lacks(
         &self,
         name: &str,
@@ -91,17 +95,26 @@ impl Host {
         if versions.is_empty() {
             return None;
         }
+        let venv = venv_of(&found);
+        let system_site = venv.as_ref().is_none_or(|(_, system)| *system);
         let mut dirs: Vec<PathBuf> = extra.to_vec();
         for version in &versions {
             let v = version.file_name()?.to_owned();
             dirs.push(version.clone());
             dirs.push(version.join("lib-dynload"));
-            for base in [prefix.to_path_buf(), prefix.join("local")] {
-                dirs.push(base.join("lib").join(&v).join("site-packages"));
-                dirs.push(base.join("lib").join(&v).join("dist-packages"));
+            if let Some((root, _)) = &venv {
+                dirs.push(root.join("lib").join(&v).join("site-packages"));
+            }
+            if system_site {
+                for base in [prefix.to_path_buf(), prefix.join("local")] {
+                    dirs.push(base.join("lib").join(&v).join("site-packages"));
+                    dirs.push(base.join("lib").join(&v).join("dist-packages"));
+                }
             }
         }
-        dirs.push(prefix.join("lib/python3/dist-packages"));
+        if system_site {
+            dirs.push(prefix.join("lib/python3/dist-packages"));
+        }
         let mut pth: Vec<PathBuf> = Vec::new();
         for dir in &dirs {
             for entry in fs_err::read_dir(dir).into_iter().flatten().flatten() {
@@ -134,8 +147,29 @@ impl Host {
                         name.starts_with(&format!("{top}.")) && name.ends_with(".so")
                     })
         };
-        (!dirs.iter().any(|d| holds(d))).then_some(real)
+        let interpreter = if venv.is_some() { found } else { real };
+        (!dirs.iter().any(|d| holds(d))).then_some(interpreter)
     }
+}
+
+/// The virtual environment the interpreter started as `program` runs in, as Python finds it:
+/// the directory holding a `pyvenv.cfg` beside `program` or one directory up, and whether it
+/// includes the system's site-packages (`include-system-site-packages = true`).
+fn venv_of(program: &Path) -> Option<(PathBuf, bool)> {
+    let bin = program.parent()?;
+    [Some(bin), bin.parent()]
+        .into_iter()
+        .flatten()
+        .find_map(|dir| {
+            let text = fs_err::read_to_string(dir.join("pyvenv.cfg")).ok()?;
+            let system = text.lines().any(|line| {
+                line.split_once('=').is_some_and(|(key, value)| {
+                    key.trim() == "include-system-site-packages"
+                        && value.trim().eq_ignore_ascii_case("true")
+                })
+            });
+            Some((dir.to_path_buf(), system))
+        })
 }
 
 /// Whether `program` can be found for a job whose `PATH` is `entries` (a

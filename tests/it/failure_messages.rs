@@ -2,9 +2,10 @@
 //! `prove` shows, after `failing:`, each failing test with the assertion its runner
 //! reported, and `log` prints them after the log — also when the command's own log is
 //! empty (go test and `node --test` write everything into their report). Real runners
-//! where they are installed (go, cargo, pytest's JUnit, `node --test`'s TAP); the real
-//! Jest and Vitest reports of `fixtures/reports/` where they are not (`tools/package.json`
-//! installs neither). Each case is pinned by a snapshot of both commands' output.
+//! where they are installed (go, cargo, pytest's JUnit from the Python test tools' venv,
+//! `node --test`'s TAP); the real Jest and Vitest reports of `fixtures/reports/` where they
+//! are not (`tools/package.json` installs neither). Each case is pinned by a snapshot of both
+//! commands' output.
 
 use crate::support::{Run, Sandbox, git_commit_all, repo_root, snapshot_settings, transcript};
 
@@ -210,11 +211,10 @@ fn cargo_test_s_assertion_left_and_right_under_the_binary_s_name() {
 
 #[test]
 fn pytest_s_junit_failure_and_output() {
-    require(
-        "python3",
-        "Debian's `python3` with `pytest` (`pip install pytest`)",
-    );
     let sb = Sandbox::new();
+    // The real pytest, the Python test tools' (pinned): `python3` is their venv's.
+    let path = sb.path_with_python_tools();
+    let vars = [("PATH", path.as_str())];
     workspace(
         &sb,
         &[
@@ -229,8 +229,8 @@ fn pytest_s_junit_failure_and_output() {
         "pytest.xml",
         "    reportFormat: junit\n",
     );
-    snap(&sb, "failure_messages_junit");
-    let failures = json_failures(&sb);
+    snap_with(&sb, "failure_messages_junit", &vars);
+    let failures = json_failures_with(&sb, &vars);
     assert_eq!(failures.len(), 1, "{failures:?}");
     let (test, message) = &failures[0];
     assert_eq!(test, "test_calc > test_add");

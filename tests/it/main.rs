@@ -28,6 +28,7 @@ mod plan_refs;
 mod playwright;
 mod preflight;
 mod prove;
+mod python_tools;
 mod real_projects;
 mod receipt;
 mod recipes;

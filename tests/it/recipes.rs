@@ -18,7 +18,7 @@ use std::process::Command;
 
 use serde_json::Value;
 
-use crate::support::{Run, Sandbox, git_commit_all, provider, write};
+use crate::support::{Run, Sandbox, git_commit_all, provider, python_tool, write};
 
 /// Runs `cmd`, failing the test with its output unless it succeeds; returns its stdout.
 fn run_ok(cmd: &mut Command, what: &str) -> String {
@@ -171,23 +171,6 @@ fn prove_break_repair(
     kept_copy(sb, &doc)
 }
 
-/// The `uv` binary of PyPI's `uv` package (pinned in tools/interop/requirements.txt),
-/// found through the package rather than a `PATH` shim. Missing, the test fails saying how
-/// to install it.
-fn uv_bin() -> PathBuf {
-    let out = Command::new("python3")
-        .args(["-c", "import uv; print(uv.find_uv_bin())"])
-        .output();
-    match out {
-        Ok(out) if out.status.success() => {
-            PathBuf::from(String::from_utf8_lossy(&out.stdout).trim())
-        }
-        other => panic!(
-            "docs/setup.md's uv recipe needs uv 0.13.9 from PyPI ({other:?}); install it with `python3 -m pip install -r tools/interop/requirements.txt`"
-        ),
-    }
-}
-
 /// Go (Debian's `golang-go`). Missing, the test fails saying how to install it.
 fn require_go() {
     let ok = Command::new("go")
@@ -198,15 +181,6 @@ fn require_go() {
         ok,
         "docs/setup.md's go recipe needs `go`; install it with `apt-get install golang-go`"
     );
-}
-
-/// `dir` first on the caller's `PATH`.
-fn path_with(dir: &Path) -> String {
-    format!(
-        "{}:{}",
-        dir.display(),
-        std::env::var("PATH").unwrap_or_default()
-    )
 }
 
 const GREETING: &str =
@@ -221,9 +195,10 @@ const GREETING: &str =
 /// only packages come from the network.
 #[test]
 fn the_uv_recipe_syncs_dependencies_once_and_tests_the_code_as_it_is() {
-    let uv = uv_bin();
-    let path = path_with(uv.parent().expect("uv's directory"));
     let sb = Sandbox::new();
+    // The uv of PyPI's `uv` package (a binary), pinned in the Python test tools.
+    let uv = python_tool("uv");
+    let path = sb.path_with_python_tools();
     // uv's configuration, where a user keeps it: the system Python, never a download; the
     // platform's certificates, as pip and git use them (a proxy that intercepts TLS signs
     // with a CA only the system store has); its cache in the test's home.

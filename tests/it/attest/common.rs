@@ -6,9 +6,9 @@ use std::path::PathBuf;
 use std::process::{Command, Output};
 
 /// How to install what the Python cross-checks need.
-pub(crate) const PYTHON_HINT: &str = "install Python 3 and the interop requirements: \
-     `python3 -m pip install -r tools/interop/requirements.txt` \
-     (securesystemslib[crypto] and rfc8785; on Debian: `apt-get install python3 python3-pip`)";
+pub(crate) const PYTHON_HINT: &str = "run ./scripts/test.sh, which installs the pinned \
+     Python test tools (tools/interop/requirements.txt: securesystemslib[crypto], rfc8785) \
+     into their venv, tools/interop/.venv (on Debian it needs `apt-get install python3-venv`)";
 
 /// How to install OpenSSL 3.
 pub(crate) const OPENSSL_HINT: &str =
@@ -63,22 +63,28 @@ pub(crate) fn require_openssl() -> String {
     version
 }
 
-/// Checks `python3` can import `modules` and returns its version line.
+/// The `python3` of the Python test tools' venv (`support::python_tool`), which imports
+/// the pinned packages and nothing of the system's site-packages.
+pub(crate) fn python3() -> Command {
+    Command::new(crate::support::python_tool("python3"))
+}
+
+/// Checks [`python3`] can import `modules` and returns its version line.
 pub(crate) fn require_python(modules: &[&str]) -> String {
     let imports = modules.join(", ");
     let script = format!("import sys, {imports}; print(sys.version.split()[0])");
-    let output = run(Command::new("python3").args(["-c", &script]), PYTHON_HINT);
+    let output = run(python3().args(["-c", &script]), PYTHON_HINT);
     assert!(
         output.status.success(),
-        "python3 cannot import {imports}: {}\nthis cross-check is required: {PYTHON_HINT}",
+        "the venv's python3 cannot import {imports}: {}\nthis cross-check is required: {PYTHON_HINT}",
         String::from_utf8_lossy(&output.stderr).trim()
     );
     String::from_utf8_lossy(&output.stdout).trim().to_owned()
 }
 
-/// Runs an `interop/` script with `python3`.
+/// Runs an `interop/` script with [`python3`].
 pub(crate) fn python(script: &str, args: &[&OsStr]) -> Output {
-    let mut command = Command::new("python3");
+    let mut command = python3();
     command.arg(interop_script(script)).args(args);
     run(&mut command, PYTHON_HINT)
 }

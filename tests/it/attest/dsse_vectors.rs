@@ -36,7 +36,7 @@ fn protocol_ecdsa_signature_covers_our_pae() {
     let version = common::require_python(&["cryptography"]);
     let bytes = pae("http://example.com/HelloWorld", b"hello world");
     let output = common::run(
-        std::process::Command::new("python3")
+        common::python3()
             .arg(common::interop_script("ecdsa_spec_vector.py"))
             .arg(hex(&bytes)),
         common::PYTHON_HINT,
@@ -50,7 +50,7 @@ fn protocol_ecdsa_signature_covers_our_pae() {
     // The same check must fail for a different PAE, or it proves nothing.
     let wrong = pae("http://example.com/HelloWorld", b"hello world!");
     let output = common::run(
-        std::process::Command::new("python3")
+        common::python3()
             .arg(common::interop_script("ecdsa_spec_vector.py"))
             .arg(hex(&wrong)),
         common::PYTHON_HINT,

@@ -7,9 +7,10 @@
 //! - `securesystemslib`: envelopes checked with Python securesystemslib.
 //! - `jcs`: canonical JSON checked with Python `rfc8785`.
 //!
-//! The cross-checks need `openssl` (3.0+) and `python3` with
-//! `interop/requirements.txt` installed; when one is missing its tests fail
-//! and say how to install it.
+//! The cross-checks need `openssl` (3.0+) and the Python test tools' venv
+//! (`tools/interop/.venv`, holding `tools/interop/requirements.txt`, made by
+//! `./scripts/test.sh`); when one is missing its tests fail and say how to
+//! install it.
 
 mod common;
 mod dsse_vectors;
