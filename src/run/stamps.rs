@@ -82,6 +82,10 @@ pub(super) struct Stamp {
     /// The content: a file's identity and kind, a directory's listing, as hex.
     pub(super) id: String,
     pub(super) at: Time,
+    /// For a symbolic link: the path below the repository it led to (cargo records the
+    /// file a link led to when it built, not the link).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(super) leads_to: Option<String>,
 }
 
 /// One repository's ledger.
@@ -122,7 +126,14 @@ pub(super) fn decide(
                 Some(kept) if kept.id == id => kept.at,
                 _ => stamp,
             };
-            (path, Stamp { id, at })
+            (
+                path,
+                Stamp {
+                    id,
+                    at,
+                    leads_to: None,
+                },
+            )
         })
         .collect()
 }
@@ -242,14 +253,26 @@ impl Stamps {
             listings(files.clone().into_iter().map(|(p, _, _)| p)),
             stamp,
         );
-        // cargo reads a file's time through a link: a link that now leads elsewhere makes
-        // what it leads to new, whatever that held before.
-        let moved: Vec<&str> = files
+        // cargo reads a file through a link and records the file it led to, not the link:
+        // a link that now leads elsewhere makes both what it led to and what it leads to
+        // new (a directory with all below it), whatever they hold.
+        let links: Vec<&str> = files
             .into_iter()
-            .filter(|(path, _, link)| *link && new_files.get(*path).is_some_and(|s| s.at == stamp))
+            .filter(|(_, _, link)| *link)
             .map(|(path, _, _)| path)
             .collect();
-        for target in resolved_within(root, &moved) {
+        let mut renewed: Vec<String> = Vec::new();
+        for (link, now) in links.iter().zip(resolved_within(root, &links)) {
+            let before = ledger.files.get(*link).and_then(|s| s.leads_to.clone());
+            let changed = new_files.get(*link).is_some_and(|s| s.at == stamp);
+            if changed || before != now {
+                renewed.extend(before.into_iter().chain(now.clone()));
+            }
+            if let Some(entry) = new_files.get_mut(*link) {
+                entry.leads_to = now;
+            }
+        }
+        for target in renewed {
             for stamps in [&mut new_files, &mut dirs] {
                 renew_beneath(stamps, &target, stamp);
             }
@@ -316,16 +339,15 @@ impl Drop for Stamps {
 }
 
 /// Where each of `links` (below `root`) leads, as a path below `root` (`""`: `root`
-/// itself); a link that leads outside `root`, or nowhere, is left out.
-fn resolved_within(root: &Path, links: &[&str]) -> Vec<String> {
-    let Ok(real_root) = fs_err::canonicalize(root) else {
-        return Vec::new();
-    };
+/// itself); `None` for a link that leads outside `root`, or nowhere.
+fn resolved_within(root: &Path, links: &[&str]) -> Vec<Option<String>> {
+    let real_root = fs_err::canonicalize(root).ok();
     links
         .iter()
-        .filter_map(|link| std::fs::canonicalize(root.join(link)).ok())
-        .filter_map(|real| {
-            real.strip_prefix(&real_root)
+        .map(|link| {
+            let real_root = real_root.as_ref()?;
+            let real = std::fs::canonicalize(root.join(link)).ok()?;
+            real.strip_prefix(real_root)
                 .ok()
                 .map(|rel| rel.to_string_lossy().into_owned())
         })
@@ -401,6 +423,7 @@ mod tests {
         Stamp {
             id: id.to_owned(),
             at: t(secs),
+            leads_to: None,
         }
     }
 
@@ -532,9 +555,9 @@ mod tests {
         assert_eq!(read(&path).version, VERSION);
     }
 
-    /// A link that now leads to another file, which has not changed: cargo reads the time
-    /// through the link, so the file it leads to (and, for a directory, all below it) gets
-    /// the run's stamp.
+    /// A link that now leads to another file, neither of which changed: cargo recorded the
+    /// file the link led to when it built, so both that one and the one it leads to now
+    /// (for a directory, all below it) get the run's stamp.
     #[test]
     fn a_link_that_leads_elsewhere_makes_what_it_leads_to_new() {
         let dir = tempfile::tempdir().expect("tempdir");
@@ -542,7 +565,7 @@ mod tests {
         let root = dir.path().join("snap");
         fs_err::create_dir_all(root.join("v1")).expect("mkdir");
         fs_err::create_dir_all(root.join("v2")).expect("mkdir");
-        for f in ["a.txt", "b.txt", "v1/x.rs", "v2/x.rs"] {
+        for f in ["a.txt", "b.txt", "other.txt", "v1/x.rs", "v2/x.rs"] {
             fs_err::write(root.join(f), f).expect("write");
         }
         let link = |name: &str, to: &str| {
@@ -558,6 +581,7 @@ mod tests {
                 ("b.txt", "b".to_owned(), false),
                 ("cur", cur.to_owned(), true),
                 ("data.txt", data.to_owned(), true),
+                ("other.txt", "o".to_owned(), false),
                 ("v1/x.rs", "1".to_owned(), false),
                 ("v2/x.rs", "2".to_owned(), false),
             ]
@@ -573,7 +597,7 @@ mod tests {
             stamps
                 .snapshot(&repo, &root, files("a.txt", "v1"))
                 .expect("stamp");
-            (mtime("data.txt"), mtime("cur/x.rs"), mtime("a.txt"))
+            (mtime("data.txt"), mtime("cur/x.rs"), mtime("other.txt"))
         };
         link("data.txt", "b.txt");
         link("cur", "v2");
@@ -585,8 +609,18 @@ mod tests {
         assert!(mtime("data.txt") > before.0);
         assert!(mtime("cur/x.rs") > before.1);
         assert!(mtime("v2") > before.1);
-        // What no link leads to anew keeps its time.
-        assert_eq!(mtime("a.txt"), before.2);
-        assert_eq!(mtime("v1/x.rs"), before.1);
+        // And what they led to (cargo recorded those files, not the links).
+        assert!(mtime("a.txt") > before.0);
+        assert!(mtime("v1/x.rs") > before.1);
+        // What no link led to nor leads to keeps its time.
+        assert_eq!(mtime("other.txt"), before.2);
+        // Unchanged links renew nothing.
+        let again = (mtime("a.txt"), mtime("v2/x.rs"));
+        drop(stamps);
+        let mut stamps = Stamps::acquire(&caches, [&repo], || {}).expect("lock");
+        stamps
+            .snapshot(&repo, &root, files("b.txt", "v2"))
+            .expect("stamp");
+        assert_eq!((mtime("a.txt"), mtime("v2/x.rs")), again);
     }
 }

@@ -413,7 +413,13 @@ fn a_kept_cargo_build_directory_is_warm_and_never_serves_a_stale_build() {
     };
     let fails = |what: &str, message: &str| {
         let (run, doc) = prove(&[]);
-        assert_eq!(run.code, Some(1), "{what} never passes: {}", run.stdout);
+        assert_eq!(
+            run.code,
+            Some(1),
+            "{what} never passes: {}\n{}",
+            run.stdout,
+            log(&sb)
+        );
         assert_eq!(provider(&doc, "test")["action"], "ran", "{what}: {doc}");
         let text = log(&sb);
         assert!(text.contains(message), "{what}: {text}");
@@ -464,7 +470,7 @@ fn a_kept_cargo_build_directory_is_warm_and_never_serves_a_stale_build() {
             .expect("mtime");
         fs_err::remove_file(&link).expect("unlink");
         std::os::unix::fs::symlink(to, &link).expect("link");
-        let status = Command::new("touch")
+        let status = std::process::Command::new("touch")
             .arg("-h")
             .arg("-d")
             .arg(format!(
