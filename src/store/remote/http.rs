@@ -77,6 +77,17 @@ impl Http {
             .no_proxy();
         let builder = match &self.proxy {
             None => builder,
+            // A plain `http://` request goes to the proxy itself (absolute-form), and a
+            // proxy may close a connection after each answer without saying so (tinyproxy
+            // speaks HTTP/1.0 to clients): a pooled one could be reused as it closes and
+            // the request lost. `https://` keeps its pool: there the connection is the
+            // cache's own, inside the tunnel.
+            Some(proxy) if !self.base.starts_with("https://") => {
+                builder.pool_max_idle_per_host(0).proxy(
+                    reqwest::Proxy::all(proxy.url_with_credentials())
+                        .map_err(|_| self.proxy_failed(proxy, "its URL was refused".to_owned()))?,
+                )
+            }
             Some(proxy) => builder.proxy(
                 reqwest::Proxy::all(proxy.url_with_credentials())
                     .map_err(|_| self.proxy_failed(proxy, "its URL was refused".to_owned()))?,
@@ -269,7 +280,11 @@ impl Backend for Http {
                 .await
                 .map_err(|e| self.failed(&e))?;
             let s = response.status();
-            if s == StatusCode::UNAUTHORIZED || s == StatusCode::FORBIDDEN || s.is_server_error() {
+            if s == StatusCode::UNAUTHORIZED
+                || s == StatusCode::FORBIDDEN
+                || s == StatusCode::PROXY_AUTHENTICATION_REQUIRED
+                || s.is_server_error()
+            {
                 return Err(self.status("HEAD", s));
             }
             Ok(Capabilities {

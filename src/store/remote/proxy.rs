@@ -237,6 +237,12 @@ pub fn route(env: &ProxyEnv, target: &url::Url) -> Result<Route, ProxyProblem> {
         return Ok(Route::Direct(Direct::NoProxySet { ignored }));
     };
     let host = match target.host() {
+        // A URL of a scheme the url crate does not know (`grpc://`) keeps an IPv4 address
+        // as a name: read it as the address it is.
+        Some(url::Host::Domain(name)) => match name.parse::<Ipv4Addr>() {
+            Ok(address) => url::Host::Ipv4(address),
+            Err(_) => url::Host::Domain(name),
+        },
         Some(host) => host,
         None => return Ok(Route::Direct(Direct::NoProxySet { ignored: None })),
     };
@@ -554,6 +560,8 @@ mod tests {
         yes("fd12::1", "grpcs://[fd12::1]:443", "fd12::1");
         no("fd00::/8", "grpcs://[fe80::1]:443");
         no("10.0.0.0/8", "grpcs://[fd12::1]:443");
+        yes("10.0.0.0/8", "grpcs://10.1.2.3:9092/main", "10.0.0.0/8");
+        no("cache.corp", "grpcs://10.1.2.3:9092/main");
         no("fd00::/8", "https://10.0.0.1");
     }
 
@@ -562,6 +570,8 @@ mod tests {
         for target in [
             "http://127.0.0.1:8080/cache",
             "http://127.8.9.10:8080/cache",
+            "grpc://127.0.0.1:9092/main",
+            "grpcs://127.0.0.1/main",
             "grpc://[::1]:9092",
             "grpc://localhost:9092",
             "https://LOCALHOST./cache",
@@ -572,7 +582,7 @@ mod tests {
             assert_eq!(
                 via(&vars, target),
                 Err(Direct::Loopback {
-                    variable: if target.starts_with("https") {
+                    variable: if target.starts_with("https") || target.starts_with("grpcs") {
                         "https_proxy"
                     } else {
                         "http_proxy"

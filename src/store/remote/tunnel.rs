@@ -145,23 +145,11 @@ pub(super) async fn open(proxy: &Proxy, target: &str) -> Result<TcpStream, Tunne
         .write_all(request(proxy, target).as_bytes())
         .await
         .map_err(io)?;
-    // Read up to the blank line. Nothing follows it before the client speaks (HTTP/2's
-    // preface, TLS's hello), so reading in chunks takes nothing of the tunnel's.
+    // Read up to the blank line, a byte at a time: what follows it is the cache's (an
+    // HTTP/2 server sends its settings as soon as the tunnel is open) and stays unread.
     let mut answer = Vec::new();
-    let mut chunk = [0u8; 1024];
-    let end = loop {
-        let n = stream.read(&mut chunk).await.map_err(io)?;
-        if n == 0 {
-            return Err(refused(
-                proxy,
-                target,
-                "a closed connection before an answer".to_owned(),
-            ));
-        }
-        answer.extend_from_slice(&chunk[..n]);
-        if let Some(at) = memchr::memmem::find(&answer, b"\r\n\r\n") {
-            break at + 4;
-        }
+    let mut byte = [0u8; 1];
+    while !answer.ends_with(b"\r\n\r\n") {
         if answer.len() > MAX_ANSWER {
             return Err(refused(
                 proxy,
@@ -169,7 +157,16 @@ pub(super) async fn open(proxy: &Proxy, target: &str) -> Result<TcpStream, Tunne
                 format!("an answer longer than {MAX_ANSWER} bytes"),
             ));
         }
-    };
+        if stream.read(&mut byte).await.map_err(io)? == 0 {
+            return Err(refused(
+                proxy,
+                target,
+                "a closed connection before an answer".to_owned(),
+            ));
+        }
+        answer.push(byte[0]);
+    }
+    let end = answer.len();
     let mut headers = [httparse::EMPTY_HEADER; 64];
     let mut response = httparse::Response::new(&mut headers);
     let status = match response.parse(&answer[..end]) {
@@ -190,13 +187,6 @@ pub(super) async fn open(proxy: &Proxy, target: &str) -> Result<TcpStream, Tunne
             why.push_str(" (it wants credentials: `user:password@` in the proxy's URL)");
         }
         return Err(refused(proxy, target, why));
-    }
-    if end != answer.len() {
-        return Err(refused(
-            proxy,
-            target,
-            "bytes after its answer, before the client spoke".to_owned(),
-        ));
     }
     Ok(stream)
 }
