@@ -265,8 +265,7 @@ pub fn route(env: &ProxyEnv, target: &url::Url) -> Result<Route, ProxyProblem> {
 
 /// The entries of a `NO_PROXY` list: separated by commas and blanks, empty ones skipped.
 fn entries(list: &str) -> impl Iterator<Item = &str> {
-    list.split(|c: char| c == ',' || c == ' ' || c == '\t')
-        .filter(|e| !e.is_empty())
+    list.split([',', ' ', '\t']).filter(|e| !e.is_empty())
 }
 
 /// The entry of `list` that matches `host`, as curl's `Curl_check_noproxy` matches.
