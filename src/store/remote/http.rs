@@ -77,21 +77,21 @@ impl Http {
             .no_proxy();
         let builder = match &self.proxy {
             None => builder,
-            // A plain `http://` request goes to the proxy itself (absolute-form), and a
-            // proxy may close a connection after each answer without saying so (tinyproxy
-            // speaks HTTP/1.0 to clients): a pooled one could be reused as it closes and
-            // the request lost. `https://` keeps its pool: there the connection is the
-            // cache's own, inside the tunnel.
-            Some(proxy) if !self.base.starts_with("https://") => {
-                builder.pool_max_idle_per_host(0).proxy(
-                    reqwest::Proxy::all(proxy.url_with_credentials())
-                        .map_err(|_| self.proxy_failed(proxy, "its URL was refused".to_owned()))?,
-                )
+            Some(proxy) => {
+                let through = reqwest::Proxy::all(proxy.url_with_credentials())
+                    .map_err(|_| self.proxy_failed(proxy, "its URL was refused".to_owned()))?;
+                // A plain `http://` request goes to the proxy itself (absolute-form), and a
+                // proxy may close a connection after each answer without saying so
+                // (tinyproxy speaks HTTP/1.0 to clients): a pooled one could be reused as
+                // it closes and the request lost. `https://` keeps its pool: there the
+                // connection is the cache's own, inside the tunnel.
+                let builder = if self.base.starts_with("https://") {
+                    builder
+                } else {
+                    builder.pool_max_idle_per_host(0)
+                };
+                builder.proxy(through)
             }
-            Some(proxy) => builder.proxy(
-                reqwest::Proxy::all(proxy.url_with_credentials())
-                    .map_err(|_| self.proxy_failed(proxy, "its URL was refused".to_owned()))?,
-            ),
         };
         let client = builder
             .build()
