@@ -15,6 +15,8 @@ set -euo pipefail
 #   nix-instantiate  nix-bin: evaluates the flake's own expressions offline
 #   node, npm        the pinned test tools (Playwright, openspec, turbo)
 #   nginx            the Bazel HTTP cache (WebDAV PUT) the remote-cache tests start
+#   tinyproxy        tinyproxy-bin (the binary, no service): the forward proxy the remote-cache
+#                    tests reach their caches through
 #   zsh, fish        the shells whose completion scripts the tests source and ask (bash is there)
 #   groff            groff-base: renders the man page, warnings as errors
 needs=(
@@ -28,6 +30,7 @@ needs=(
   "node:nodejs"
   "npm:npm"
   "nginx:nginx"
+  "tinyproxy:tinyproxy-bin"
   "zsh:zsh"
   "fish:fish"
   "groff:groff-base"

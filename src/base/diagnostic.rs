@@ -242,6 +242,12 @@ codes! {
     /// The remote cache could not be reached, timed out or said it is unavailable; the
     /// run went on with the local store.
     RemoteCacheUnavailable = "remote_cache_unavailable",
+    /// The proxy the remote cache is reached through could not be reached or opened no
+    /// way to it; the run went on with the local store.
+    RemoteProxyUnavailable = "remote_proxy_unavailable",
+    /// A proxy variable (`HTTPS_PROXY`, `http_proxy`, `ALL_PROXY`) names no proxy this
+    /// client can use; the remote cache is not used.
+    RemoteProxyInvalid = "remote_proxy_invalid",
     /// The remote cache refused the request (credentials missing or not accepted).
     RemoteCacheRefused = "remote_cache_refused",
     /// The remote cache cannot serve this client (no SHA-256, a broken answer).

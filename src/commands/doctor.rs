@@ -217,6 +217,10 @@ impl Payload for DoctorPayload {
                 "  {} ({}, {}): {}",
                 cache.remote, cache.protocol, cache.policy, cache.detail
             );
+            let _ = match &cache.proxy.via {
+                Some(via) => writeln!(out, "  Proxy: {via} ({})", cache.proxy.reason),
+                None => writeln!(out, "  Proxy: none ({})", cache.proxy.reason),
+            };
         }
     }
 }

@@ -78,6 +78,10 @@ pub fn diagnostic(e: &RemoteError, what: &str, surface: &str) -> Diagnostic {
             Code::RemoteCacheUnavailable,
             "Nothing was lost: the run used the local store. Check that the cache is up (`proofgraph doctor`), or raise `cache.timeoutMs`.",
         ),
+        RemoteError::Proxy { .. } => (
+            Code::RemoteProxyUnavailable,
+            "Nothing was lost: the run used the local store. Check that the proxy the message names is up and lets the cache's host and port through, or list the cache's host in `NO_PROXY` if it is reached directly.",
+        ),
         RemoteError::Refused { .. } => (
             Code::RemoteCacheRefused,
             "Set the environment variables `cache.headersFromEnv` names to credentials the cache accepts.",
@@ -461,7 +465,11 @@ async fn push_all(
                     Ok(c) if c.updates_action_cache => None,
                     Ok(_) => Some(read_only(&cache)),
                     // Down now: reported below, with the receipts it cost.
-                    Err(RemoteError::Unavailable { .. } | RemoteError::Refused { .. }) => None,
+                    Err(
+                        RemoteError::Unavailable { .. }
+                        | RemoteError::Refused { .. }
+                        | RemoteError::Proxy { .. },
+                    ) => None,
                     Err(e) => Some(diagnostic(&e, "push", "push")),
                 });
             }

@@ -2,11 +2,14 @@
 //! policy from `--cache`, else `PROOFGRAPH_CACHE`, else `cache.policy`, else
 //! `local:rw,remote:r` (laptops read what CI wrote; CI says `remote:rw`). Credentials come
 //! only from the environment variables `cache.headersFromEnv` names, and their values join
-//! the invocation's secrets: nothing it prints holds one.
+//! the invocation's secrets: nothing it prints holds one. The proxy, if any, is decided here
+//! from the proxy variables of the environment the CLI read (`store::remote::proxy`, by
+//! curl's rules), and a proxy's credentials join the secrets too.
 
 use crate::base::diagnostic::{Code, Diagnostic};
 use crate::base::redact::Secrets;
 use crate::load::config::catalog::{Cache, CacheAccess, Catalog, parse_policy};
+use crate::store::remote::proxy::{self, ProxyEnv, Route};
 use crate::store::remote::{RemoteCache, Settings};
 
 use super::context::Context;
@@ -42,6 +45,17 @@ pub struct Remote {
     pub cache: RemoteCache,
     /// The policy in force.
     pub policy: Policy,
+    /// Straight to it, or through which proxy, and why.
+    pub route: Route,
+}
+
+/// The proxy variables of the environment the CLI read.
+pub fn proxy_env(ctx: &Context) -> ProxyEnv {
+    ProxyEnv::from_lookup(|name| {
+        ctx.env()
+            .var(name)
+            .map(|v| v.to_string_lossy().into_owned())
+    })
 }
 
 fn access(a: Option<CacheAccess>, default: CacheAccess) -> CacheAccess {
@@ -141,9 +155,43 @@ pub fn open(
             ),
         }
     }
+    // The URL parsed when the catalog was loaded; one that does not is refused by `open`.
+    if let Ok(target) = url::Url::parse(&url.value) {
+        match proxy::route(&proxy_env(ctx), &target) {
+            Ok(route) => {
+                if let Some(proxy) = route.proxy() {
+                    secrets.extend(proxy.secrets());
+                }
+                settings.route = route;
+            }
+            Err(problem) => {
+                notes.push(
+                    Diagnostic::warning(
+                        Code::RemoteProxyInvalid,
+                        format!(
+                            "the remote cache {} is not used: {problem}",
+                            url.value
+                        ),
+                    )
+                    .surface("cache.remote")
+                    .fix(format!(
+                        "Set `{}` to an HTTP proxy (`http://[user:password@]host:port`), unset it, or list the cache's host in `NO_PROXY`.",
+                        problem.variable
+                    )),
+                );
+                ctx.remember_secrets(&Secrets::new(secrets));
+                return Ok(None);
+            }
+        }
+    }
     ctx.remember_secrets(&Secrets::new(secrets));
+    let route = settings.route.clone();
     match RemoteCache::open(&settings) {
-        Ok(cache) => Ok(Some(Remote { cache, policy })),
+        Ok(cache) => Ok(Some(Remote {
+            cache,
+            policy,
+            route,
+        })),
         Err(e) => {
             notes.push(crate::proof::remote::diagnostic(&e, "be used", "remote"));
             Ok(None)

@@ -35,6 +35,7 @@ mod recipes;
 mod remote_grpc;
 mod remote_hostile;
 mod remote_http;
+mod remote_proxy;
 mod remote_support;
 mod replays;
 mod reports;

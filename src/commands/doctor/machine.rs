@@ -200,6 +200,43 @@ pub struct CacheHealth {
     pub policy: String,
     /// What it answered, or why not.
     pub detail: String,
+    /// The proxy it is reached through, or why none.
+    pub proxy: ProxyHealth,
+}
+
+/// The proxy a remote cache is reached through (docs/remote-cache.md#proxies).
+#[derive(Debug, Clone, Serialize)]
+pub struct ProxyHealth {
+    /// The proxy, its credentials shown as `<redacted>`; `None`: a direct connection.
+    pub via: Option<String>,
+    /// The variable that named it (or, with no proxy, the one that was set but not used).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub variable: Option<&'static str>,
+    /// Why this route: the variable it came from, or why there is none.
+    pub reason: String,
+}
+
+impl ProxyHealth {
+    fn of(route: &crate::store::remote::proxy::Route) -> Self {
+        use crate::store::remote::proxy::{Direct, Route};
+        match route {
+            Route::Via(proxy) => ProxyHealth {
+                via: Some(proxy.to_string()),
+                variable: Some(proxy.variable()),
+                reason: format!("`{}` names it", proxy.variable()),
+            },
+            Route::Direct(why) => ProxyHealth {
+                via: None,
+                variable: match why {
+                    Direct::NoProxySet { ignored } => *ignored,
+                    Direct::Listed { variable, .. } | Direct::Loopback { variable } => {
+                        Some(variable)
+                    }
+                },
+                reason: why.to_string(),
+            },
+        }
+    }
 }
 
 /// Checks the remote cache when one is configured: its first call, timed, with the
@@ -245,6 +282,7 @@ pub fn cache(
         max_batch_bytes: answer.as_ref().ok().and_then(|c| c.max_batch_bytes),
         updates_action_cache: answer.as_ref().is_ok_and(|c| c.updates_action_cache),
         policy,
+        proxy: ProxyHealth::of(&remote.route),
         detail: match &answer {
             Ok(_) => format!("answered in {latency_ms} ms"),
             Err(e) => e.to_string(),

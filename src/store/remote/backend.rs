@@ -125,6 +125,19 @@ pub enum RemoteError {
         /// Why.
         reason: String,
     },
+    /// The proxy it is reached through could not be reached, or did not open a way to it
+    /// (a refused or dropped connection, a `CONNECT` answered with an error).
+    #[error("reach the proxy {proxy} (`{variable}`) on the way to {remote}: {reason}")]
+    Proxy {
+        /// The remote.
+        remote: String,
+        /// The proxy, its credentials redacted.
+        proxy: String,
+        /// The variable that named it.
+        variable: String,
+        /// What happened.
+        reason: String,
+    },
     /// It served bytes that are not what was asked for: a blob whose digest or size does
     /// not match, or an action-cache entry that cannot be read.
     #[error("trust what {remote} served: {reason}")]

@@ -110,7 +110,12 @@ impl RemoteCache {
             Ok(result) => result,
             Err(_) => Err(self.overdue(what, bytes, deadline)),
         };
-        if let Err(e @ (RemoteError::Unavailable { .. } | RemoteError::Refused { .. })) = &result {
+        if let Err(
+            e @ (RemoteError::Unavailable { .. }
+            | RemoteError::Refused { .. }
+            | RemoteError::Proxy { .. }),
+        ) = &result
+        {
             self.down
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner)

@@ -194,10 +194,13 @@ pub struct Settings {
     /// The slowest transfer rate waited for: with the timeouts, the overall deadline of
     /// every operation ([`Settings::deadline`]).
     pub min_bytes_per_second: u64,
+    /// Straight to it, or through which proxy (decided by [`super::proxy::route`] from
+    /// the variables the CLI read; nothing below reads the environment).
+    pub route: super::proxy::Route,
 }
 
 impl Settings {
-    /// `url` with no headers and the default deadlines.
+    /// `url` with no headers, the default deadlines and no proxy.
     pub fn new(url: &str) -> Self {
         Settings {
             url: url.to_owned(),
@@ -205,6 +208,7 @@ impl Settings {
             connect_timeout: CONNECT_TIMEOUT,
             timeout: REQUEST_TIMEOUT,
             min_bytes_per_second: MIN_BYTES_PER_SECOND,
+            route: super::proxy::Route::none(),
         }
     }
 

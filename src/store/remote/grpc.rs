@@ -31,6 +31,8 @@ use super::backend::{
     Backend, BlobDigest, Capabilities, Fut, MAX_ENTRY_BYTES, RemoteError, escaped,
 };
 use super::config::Settings;
+use super::proxy::Proxy;
+use super::tunnel::{Tunnel, TunnelError};
 
 /// The batch limit when the server states none (`max_batch_total_size_bytes: 0`): 4 MiB,
 /// gRPC's usual largest message.
@@ -69,6 +71,10 @@ pub(super) struct Grpc {
     timeout: Duration,
     /// What the server said at first contact.
     capabilities: tokio::sync::OnceCell<Capabilities>,
+    /// The proxy every connection is tunnelled through, if any.
+    proxy: Option<Proxy>,
+    /// How long a tunnel may take to open.
+    connect_timeout: Duration,
 }
 
 fn unsupported(name: &str, reason: String) -> RemoteError {
@@ -289,8 +295,12 @@ impl Grpc {
         let scheme = if tls { "https" } else { "http" };
         let mut endpoint = Endpoint::from_shared(format!("{scheme}://{host}:{port}"))
             .map_err(|e| unsupported(&name, format!("`{name}` is not a gRPC address: {e}")))?
-            .connect_timeout(settings.connect_timeout)
             .tcp_nodelay(true);
+        // Through a proxy the tunnel bounds its own connection (and its error names the
+        // proxy); tonic's timeout around it would name nobody.
+        if settings.route.proxy().is_none() {
+            endpoint = endpoint.connect_timeout(settings.connect_timeout);
+        }
         if tls {
             let domain = host.trim_start_matches('[').trim_end_matches(']');
             endpoint = endpoint
@@ -330,6 +340,8 @@ impl Grpc {
             secrets: settings.headers.iter().map(|(_, v)| v.clone()).collect(),
             timeout: settings.timeout,
             capabilities: tokio::sync::OnceCell::new(),
+            proxy: settings.route.proxy().cloned(),
+            connect_timeout: settings.connect_timeout,
         })
     }
 
@@ -344,7 +356,13 @@ impl Grpc {
         if let Some((_, channel)) = channels.iter().find(|(runtime, _)| *runtime == here) {
             return channel.clone();
         }
-        let channel = self.endpoint.connect_lazy();
+        let channel = match &self.proxy {
+            None => self.endpoint.connect_lazy(),
+            // tonic puts TLS (`grpcs://`) and the connect timeout around the tunnel.
+            Some(proxy) => self
+                .endpoint
+                .connect_with_connector_lazy(Tunnel::new(proxy.clone(), self.connect_timeout)),
+        };
         if channels.len() >= RUNTIMES {
             channels.remove(0);
         }
@@ -389,6 +407,16 @@ impl Grpc {
         while let Some(cause) = source {
             if cause.is::<tonic::TimeoutExpired>() {
                 return self.timed_out(method);
+            }
+            // The tunnel was not opened: the proxy's failure, not the cache's.
+            if let (Some(proxy), Some(tunnel)) = (&self.proxy, cause.downcast_ref::<TunnelError>())
+            {
+                return RemoteError::Proxy {
+                    remote: self.name.clone(),
+                    proxy: proxy.to_string(),
+                    variable: proxy.variable().to_owned(),
+                    reason: scrub(tunnel.reason(), &self.secrets),
+                };
             }
             source = cause.source();
         }
@@ -968,6 +996,7 @@ mod tests {
             RemoteError::Refused { .. } => "refused",
             RemoteError::Unsupported { .. } => "unsupported",
             RemoteError::Corrupt { .. } => "corrupt",
+            RemoteError::Proxy { .. } => "proxy",
         };
         for code in [
             Code::Unavailable,

@@ -14,6 +14,7 @@ use super::backend::{
     Backend, BlobDigest, Capabilities, Fut, MAX_ENTRY_BYTES, RemoteError, escaped,
 };
 use super::config::Settings;
+use super::proxy::Proxy;
 
 /// How many requests one call has in flight at once.
 const IN_FLIGHT: usize = 8;
@@ -28,6 +29,8 @@ pub(super) struct Http {
     headers: reqwest::header::HeaderMap,
     connect_timeout: std::time::Duration,
     timeout: std::time::Duration,
+    /// The proxy every request goes through, if any.
+    proxy: Option<Proxy>,
 }
 
 impl Http {
@@ -54,6 +57,7 @@ impl Http {
             headers,
             connect_timeout: settings.connect_timeout,
             timeout: settings.timeout,
+            proxy: settings.route.proxy().cloned(),
         })
     }
 
@@ -62,13 +66,34 @@ impl Http {
         if let Some(client) = self.client.get() {
             return Ok(client);
         }
-        let client = reqwest::Client::builder()
+        let builder = reqwest::Client::builder()
             .default_headers(self.headers.clone())
             .connect_timeout(self.connect_timeout)
             // Each read waits at most the request timeout; the cache's overall deadline
             // bounds the whole request, however its bytes trickle in.
             .read_timeout(self.timeout)
-            .no_proxy()
+            // The route was decided above (`proxy::route`, the same rules as gRPC's): the
+            // client never reads the environment's proxy variables itself.
+            .no_proxy();
+        let builder = match &self.proxy {
+            None => builder,
+            Some(proxy) => {
+                let through = reqwest::Proxy::all(proxy.url_with_credentials())
+                    .map_err(|_| self.proxy_failed(proxy, "its URL was refused".to_owned()))?;
+                // A plain `http://` request goes to the proxy itself (absolute-form), and a
+                // proxy may close a connection after each answer without saying so
+                // (tinyproxy speaks HTTP/1.0 to clients): a pooled one could be reused as
+                // it closes and the request lost. `https://` keeps its pool: there the
+                // connection is the cache's own, inside the tunnel.
+                let builder = if self.base.starts_with("https://") {
+                    builder
+                } else {
+                    builder.pool_max_idle_per_host(0)
+                };
+                builder.proxy(through)
+            }
+        };
+        let client = builder
             .build()
             .map_err(|e| unsupported(&self.name, format!("make an HTTP client: {e}")))?;
         Ok(self.client.get_or_init(|| client))
@@ -76,6 +101,57 @@ impl Http {
 
     fn url(&self, tier: &str, sha256: &crate::store::Sha256) -> String {
         format!("{}/{tier}/{sha256}", self.base)
+    }
+
+    fn proxy_failed(&self, proxy: &Proxy, reason: String) -> RemoteError {
+        RemoteError::Proxy {
+            remote: self.name.clone(),
+            proxy: proxy.to_string(),
+            variable: proxy.variable().to_owned(),
+            reason,
+        }
+    }
+
+    /// A status that is not an answer; through a proxy, the reason says so (a `502` may be
+    /// the proxy's, that could not reach the cache).
+    fn status(&self, method: &str, code: StatusCode) -> RemoteError {
+        if let Some(proxy) = &self.proxy
+            && code == StatusCode::PROXY_AUTHENTICATION_REQUIRED
+        {
+            return self.proxy_failed(
+                proxy,
+                format!(
+                    "it answered {method} with {code} (it wants credentials: `user:password@` in the proxy's URL)"
+                ),
+            );
+        }
+        let mut error = status(&self.name, method, code);
+        if let Some(proxy) = &self.proxy {
+            let through = format!(" (through the proxy {proxy}, `{}`)", proxy.variable());
+            match &mut error {
+                RemoteError::Unavailable { reason, .. }
+                | RemoteError::Refused { reason, .. }
+                | RemoteError::Unsupported { reason, .. }
+                | RemoteError::Corrupt { reason, .. }
+                | RemoteError::Proxy { reason, .. } => reason.push_str(&through),
+            }
+        }
+        error
+    }
+
+    /// A failed request, as a kind of error: through a proxy, a connection that was not
+    /// made is the proxy's failure (the only connection made is to it, and a tunnel it
+    /// did not open is its answer), unless the cache's own TLS handshake failed.
+    fn failed(&self, e: &reqwest::Error) -> RemoteError {
+        let error = failed(&self.name, e);
+        match (&self.proxy, &error) {
+            (Some(proxy), RemoteError::Unavailable { reason, .. })
+                if e.is_connect() && !reason.starts_with("the TLS handshake failed") =>
+            {
+                self.proxy_failed(proxy, reason.clone())
+            }
+            _ => error,
+        }
     }
 }
 
@@ -143,11 +219,11 @@ impl Http {
             .get(&url)
             .send()
             .await
-            .map_err(|e| failed(&self.name, &e))?;
+            .map_err(|e| self.failed(&e))?;
         match response.status() {
             StatusCode::OK => {}
             StatusCode::NOT_FOUND => return Ok(None),
-            s => return Err(status(&self.name, "GET", s)),
+            s => return Err(self.status("GET", s)),
         }
         // Read at most one byte more than expected: enough to see a blob is too long. A
         // body announced longer is not read at all.
@@ -161,7 +237,7 @@ impl Http {
             });
         }
         let mut body = Vec::new();
-        while let Some(chunk) = response.chunk().await.map_err(|e| failed(&self.name, &e))? {
+        while let Some(chunk) = response.chunk().await.map_err(|e| self.failed(&e))? {
             body.extend_from_slice(&chunk);
             if body.len() as u64 > limit {
                 break;
@@ -178,11 +254,11 @@ impl Http {
             .body(body)
             .send()
             .await
-            .map_err(|e| failed(&self.name, &e))?;
+            .map_err(|e| self.failed(&e))?;
         if response.status().is_success() {
             Ok(())
         } else {
-            Err(status(&self.name, "PUT", response.status()))
+            Err(self.status("PUT", response.status()))
         }
     }
 }
@@ -202,10 +278,14 @@ impl Backend for Http {
                 .head(&url)
                 .send()
                 .await
-                .map_err(|e| failed(&self.name, &e))?;
+                .map_err(|e| self.failed(&e))?;
             let s = response.status();
-            if s == StatusCode::UNAUTHORIZED || s == StatusCode::FORBIDDEN || s.is_server_error() {
-                return Err(status(&self.name, "HEAD", s));
+            if s == StatusCode::UNAUTHORIZED
+                || s == StatusCode::FORBIDDEN
+                || s == StatusCode::PROXY_AUTHENTICATION_REQUIRED
+                || s.is_server_error()
+            {
+                return Err(self.status("HEAD", s));
             }
             Ok(Capabilities {
                 max_batch_bytes: None,
@@ -265,11 +345,11 @@ impl Backend for Http {
                 let Ok((blob, answer)) = done else {
                     continue;
                 };
-                let response = answer.map_err(|e| failed(&self.name, &e))?;
+                let response = answer.map_err(|e| self.failed(&e))?;
                 match response.status() {
                     StatusCode::OK => {}
                     StatusCode::NOT_FOUND => missing.push(blob),
-                    s => return Err(status(&self.name, "HEAD", s)),
+                    s => return Err(self.status("HEAD", s)),
                 }
             }
             missing.sort();
@@ -301,9 +381,9 @@ impl Backend for Http {
                 let Ok(answer) = done else {
                     continue;
                 };
-                let response = answer.map_err(|e| failed(&self.name, &e))?;
+                let response = answer.map_err(|e| self.failed(&e))?;
                 if !response.status().is_success() {
-                    return Err(status(&self.name, "PUT", response.status()));
+                    return Err(self.status("PUT", response.status()));
                 }
             }
             Ok(())

@@ -10,6 +10,8 @@ mod config;
 pub mod encoding;
 mod grpc;
 mod http;
+pub mod proxy;
+mod tunnel;
 
 pub use backend::{Backend, BlobDigest, Capabilities, Fut, RemoteError, escaped};
 pub use cache::{RemoteCache, Uploaded, backend};
