@@ -223,7 +223,7 @@ fn rebuild(wanted: &Wanted<'_>) -> Result<Revision, Diagnostic> {
             continue;
         }
         let keep = |path: &str| match whole {
-            Some(exclude) => !exclude.iter().any(|e| path.starts_with(e.as_str())),
+            Some(exclude) => !crate::observe::inputs::excluded(path.as_bytes(), exclude),
             None => bound.contains_key(path),
         };
         let (rebuilt, files) = revision.extract(dir, &keep).map_err(|e| {
@@ -405,7 +405,7 @@ fn rerun(ctx: &Context, options: &RerunOptions) -> Result<Report<RerunPayload>, 
                 listed: &listed,
                 whole: service_repos
                     .contains(repo.as_str())
-                    .then(|| crate::observe::world::excluded_prefixes(&workspace.root, &r.dir)),
+                    .then(|| crate::observe::world::excluded_paths(&workspace.root, &r.dir)),
             })
             .map_err(|d| vec![d])?,
         };
