@@ -38,10 +38,44 @@ pub struct Observed {
     pub programs: BTreeMap<ProviderId, Option<Program>>,
     /// Each service's program, likewise.
     pub service_programs: BTreeMap<ServiceId, Option<Program>>,
-    /// What each repository's snapshot left out (change packets), to take it again.
+    /// What each repository's snapshot left out (change packets, the catalog), to take it
+    /// again.
     pub excludes: BTreeMap<RepoId, Vec<String>>,
+    /// The repositories each provider's job sees, for the part of the catalog it binds
+    /// (providers that run a command).
+    pub sees: BTreeMap<ProviderId, Sees>,
     /// Findings that do not stop planning (a program not found on PATH).
     pub warnings: Vec<Diagnostic>,
+}
+
+/// The repositories a provider's job sees: the one it runs in, those it binds files of and
+/// those its services run in.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Sees {
+    /// The repository it runs in.
+    pub runs_in: Option<RepoId>,
+    /// Every repository its world holds (`runs_in` among them).
+    pub repositories: BTreeSet<RepoId>,
+}
+
+/// What of the catalog `workspace` declares that can change the result of a job that sees
+/// `sees`: its part as the fingerprint binds it (the `setup` of the repository it runs in,
+/// as `setup`, and its `catalog` fields by their names) but without what was observed (a
+/// setup's key, the tree an uncached setup saw). Two catalogs that give the same map for a
+/// provider are the same to it: `plan --base` compares the catalog at the base with this
+/// checkout's so.
+pub fn declared_catalog_fields(workspace: &Workspace, sees: &Sees) -> BTreeMap<String, String> {
+    let declared = setups(workspace, &BTreeMap::new(), &BTreeMap::new());
+    let mut out = catalog_fields(
+        workspace,
+        &declared,
+        sees.runs_in.as_ref(),
+        &sees.repositories,
+    );
+    if let Some(setup) = sees.runs_in.as_ref().and_then(|r| declared.get(r)) {
+        out.insert("setup".to_owned(), setup.join("\n"));
+    }
+    out
 }
 
 /// What a snapshot of a repository leaves out (relative to it: directories ending in `/`,
@@ -648,7 +682,7 @@ fn from_snapshots(
     let reports = report_paths(graph);
     // The repositories each provider's job sees (where it runs, those it binds files of,
     // those of the services it talks to), for its part of the catalog.
-    let mut sees: BTreeMap<ProviderId, (Option<RepoId>, BTreeSet<RepoId>)> = BTreeMap::new();
+    let mut sees: BTreeMap<ProviderId, Sees> = BTreeMap::new();
     for (id, node, provider) in graph.providers() {
         let spec = &provider.spec;
         let mut selected: FileList = Vec::new();
@@ -713,7 +747,13 @@ fn from_snapshots(
                     .into_iter()
                     .filter_map(|s| graph.node(s).service()?.runs_in.clone()),
             );
-            sees.insert(id.clone(), (provider.runs_in.clone(), repos));
+            sees.insert(
+                id.clone(),
+                Sees {
+                    runs_in: provider.runs_in.clone(),
+                    repositories: repos,
+                },
+            );
         }
         files.insert(id.clone(), selected);
         if let Some(program) = spec.command.as_ref().and_then(|c| c.value.first()) {
@@ -788,10 +828,15 @@ fn from_snapshots(
         .collect::<BTreeMap<RepoId, Inputs>>();
     let setups = setups(workspace, &snapshots, &repositories);
     let catalog = sees
-        .into_iter()
-        .map(|(id, (runs_in, repos))| {
-            let fields = catalog_fields(workspace, &setups, runs_in.as_ref(), &repos);
-            (id, fields)
+        .iter()
+        .map(|(id, seen)| {
+            let fields = catalog_fields(
+                workspace,
+                &setups,
+                seen.runs_in.as_ref(),
+                &seen.repositories,
+            );
+            (id.clone(), fields)
         })
         .collect();
     let world = World {
@@ -814,6 +859,7 @@ fn from_snapshots(
         programs: resolved,
         service_programs,
         excludes,
+        sees,
         warnings,
     })
 }

@@ -152,6 +152,7 @@ pub(crate) fn observed(graph: &SealedGraph) -> Observed {
         programs: BTreeMap::new(),
         service_programs: BTreeMap::new(),
         excludes: BTreeMap::new(),
+        sees: BTreeMap::new(),
         warnings: Vec::new(),
     }
 }

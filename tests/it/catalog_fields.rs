@@ -355,3 +355,73 @@ fn the_catalog_file_is_in_no_jobs_world() {
     assert!(ran(&doc).contains(&"sees-catalog".to_owned()), "{doc:#}");
     ws.assert_current("the first prove");
 }
+
+/// `plan --base` says which providers a commit's catalog edit concerns, naming the fields —
+/// the catalog file itself is never a changed path — and a commit that edits only what
+/// cannot change a result affects nothing.
+#[test]
+fn plan_base_names_the_catalog_fields_a_commit_changed() {
+    let ws = Workspace::new();
+    let dir = ws.dir();
+    let affected = |label: &str| -> Vec<(String, String)> {
+        let run = ws.sb.run(
+            &dir,
+            &[
+                "plan", "x", "--base", "HEAD~1", "--base", "api=HEAD", "--json",
+            ],
+        );
+        assert!(
+            matches!(run.code, Some(0 | 2)),
+            "{label}: {}\n{}",
+            run.stdout,
+            run.stderr
+        );
+        let doc = run.json();
+        doc["providers"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{label}: {doc:#}"))
+            .iter()
+            .filter(|p| p["affected"] == true)
+            .map(|p| {
+                (
+                    p["id"].as_str().unwrap_or_default().to_owned(),
+                    p["reason"].as_str().unwrap_or_default().to_owned(),
+                )
+            })
+            .collect()
+    };
+    let commit = |catalog: &Catalog, message: &str| {
+        ws.write(catalog);
+        git(&dir, &["commit", "-qam", message]);
+    };
+    let mut catalog = Catalog::start();
+    catalog.timeout_ms = 1;
+    catalog.trusted = vec![0];
+    commit(&catalog, "a timeout and a trusted key");
+    assert_eq!(affected("a timeout and a key"), Vec::new());
+
+    catalog.api_setup = "[[sh, -c, \"true\"]]";
+    commit(&catalog, "api's setup");
+    assert_eq!(
+        affected("api's setup"),
+        vec![
+            ("api-unit".to_owned(), "catalog changed: setup".to_owned()),
+            (
+                "app-contract".to_owned(),
+                "catalog changed: repositories.api.setup".to_owned()
+            ),
+            (
+                "app-served".to_owned(),
+                "catalog changed: repositories.api.setup".to_owned()
+            ),
+        ]
+    );
+
+    catalog.host_paths = "[\"~/tools\", \"~/more-tools\"]";
+    commit(&catalog, "hostPaths");
+    let all: Vec<(String, String)> = ALL
+        .iter()
+        .map(|p| ((*p).to_owned(), "catalog changed: hostPaths".to_owned()))
+        .collect();
+    assert_eq!(affected("hostPaths"), all);
+}
