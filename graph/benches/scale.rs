@@ -180,6 +180,7 @@ fn main() {
         service_executables: BTreeMap::new(),
         repositories: repos.ids.iter().map(|r| (r.clone(), inputs)).collect(),
         setups: BTreeMap::new(),
+        catalog: BTreeMap::new(),
     };
     // The machine's cores, as `prove` uses them (the graph crate reads no
     // environment; the caller passes the count).

@@ -31,7 +31,10 @@
 //! it sees — a cached setup's key over its inputs' identities, an uncached one's whole
 //! repository), 27 producer (for a discovery receiver, the fingerprint of the
 //! `test-discovery` provider whose run writes its receipt; absent otherwise), 28 artifacts
-//! (the files it hands to the providers that depend on it; absent when none).
+//! (the files it hands to the providers that depend on it; absent when none), 29 catalog
+//! (what the workspace catalog, `proofgraph.yaml`, says that can change this provider's
+//! result and no other component binds, field by field — the application's projection,
+//! [`World::catalog`]; absent when the world gives none).
 //!
 //! The *binding* (what `proofgraph hash` prints and external signers sign)
 //! is SHA-256 over `"proofgraph/provider-binding" ‖ u32be(ENCODING_VERSION)
@@ -49,7 +52,12 @@
 //! wrongly — and every other fingerprint kept its bytes. 3: each provider runs in a world
 //! of its own (it sees exactly the files it binds and no other provider's writes), so a
 //! receipt made in a shared sandbox is not evidence of that; component 28 (`artifacts`);
-//! the setup component names what the setup saw.
+//! the setup component names what the setup saw; component 29 (`catalog`): the workspace
+//! catalog is no longer an input file of the repository that holds it (editing its remote
+//! cache, trusted keys or timeouts moved every fingerprint of that repository), only the
+//! fields that can change a result enter, and they enter every provider they concern. The
+//! notes of 3 were written when the world changed, but the constant was raised only with
+//! the catalog's projection: receipts of encoding 2 went stale then, once.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -59,7 +67,7 @@ use crate::graph::{EdgeKind, NodeId, ProviderNode, SealedGraph, ServiceNode};
 use crate::id::{ProviderId, RepoId, ServiceId};
 
 /// The version of the encoding above. Bump it on any change to the bytes.
-pub const ENCODING_VERSION: u32 = 2;
+pub const ENCODING_VERSION: u32 = 3;
 
 /// The adapter and its protocol version, as fingerprinted: the version is
 /// bumped when an adapter's meaning of "pass" changes, so old receipts stop
@@ -346,6 +354,12 @@ pub struct World {
     /// Each repository's sandbox setup (its commands and cached
     /// directories, one entry each), when it declares one.
     pub setups: BTreeMap<RepoId, Vec<String>>,
+    /// Each provider's part of the workspace catalog: the fields that can change its
+    /// result and no other component binds (`hostPaths`, the paths of the repositories
+    /// its world holds, the setup of those it does not run in), each by a name
+    /// (`repositories.api.path`) and its canonical text, so that `explain` names the
+    /// field that changed. A provider missing here has the component absent.
+    pub catalog: BTreeMap<ProviderId, BTreeMap<String, String>>,
 }
 
 /// A fingerprint could not be computed.
@@ -1032,6 +1046,22 @@ impl SealedGraph {
                 producers.iter().map(|(k, v)| (*k, hex_str(v))),
             );
         }
+        opt_list(
+            sink,
+            28,
+            "artifacts",
+            spec.artifacts
+                .as_ref()
+                .map(|a| a.iter().map(|s| s.value.as_str())),
+        );
+        match world.catalog.get(id) {
+            Some(fields) => sink.map(
+                29,
+                "catalog",
+                fields.iter().map(|(k, v)| (k.as_str(), v.as_str())),
+            ),
+            None => sink.absent(29, "catalog"),
+        }
         Ok(())
     }
 }
@@ -1188,6 +1218,7 @@ mod tests {
             service_executables: BTreeMap::new(),
             repositories: BTreeMap::from([(RepoId::root(), inputs)]),
             setups: BTreeMap::new(),
+            catalog: BTreeMap::new(),
         }
     }
 
@@ -1231,8 +1262,59 @@ mod tests {
         assert_eq!(manifest.fingerprint(), fp);
         assert_eq!(
             fp.to_string(),
-            "716537679477d3a259fbe615038869d26da01344aee3156e21c3792561817096"
+            "a0d9c5d96df3d95881c17be9dd69f001477f9445ce5ee9383ab22ca752c9fd4a"
         );
+    }
+
+    /// The same for components 28 (`artifacts`) and 29 (`catalog`), and each of them moves
+    /// the fingerprint: an entry of the catalog by its name and by its value.
+    #[test]
+    fn snapshot_of_a_provider_with_artifacts_and_a_catalog() {
+        let mut p = Provider::new(pid("build"), Adapter::Command);
+        p.command = Some(at(vec!["make".to_owned()]));
+        p.artifacts = Some(vec![at("dist/**".to_owned())]);
+        let graph = seal(vec![p], Vec::new());
+        let id = pid("build");
+        let mut w = world(&graph);
+        let of = |w: &World| graph.fingerprints(w).expect("fingerprints").providers[&id];
+        let without = of(&w);
+        w.catalog.insert(
+            id.clone(),
+            BTreeMap::from([
+                ("hostPaths".to_owned(), r#"["/opt/tool"]"#.to_owned()),
+                ("repositories.root.path".to_owned(), ".".to_owned()),
+            ]),
+        );
+        let fp = of(&w);
+        assert_ne!(fp, without);
+        let manifest = graph
+            .manifest(&id, &w, &graph.fingerprints(&w).expect("fingerprints"))
+            .expect("manifest");
+        assert_eq!(manifest.fingerprint(), fp);
+        assert_eq!(
+            manifest.get("artifacts"),
+            Some(&Value::List(vec!["dist/**".to_owned()]))
+        );
+        assert_eq!(
+            fp.to_string(),
+            "fd2a5577bcca4ad53de2902d1939c49ddbafbdb2b6fafb30506a60f390a32113"
+        );
+        let entries = w.catalog[&id].clone();
+        for (key, value) in &entries {
+            let mut renamed = entries.clone();
+            renamed.remove(key);
+            renamed.insert(format!("{key}x"), value.clone());
+            let mut revalued = entries.clone();
+            revalued.insert(key.clone(), format!("{value}x"));
+            for changed in [renamed, revalued] {
+                let mut other = w.clone();
+                other.catalog.insert(id.clone(), changed);
+                assert_ne!(of(&other), fp, "{key}");
+            }
+        }
+        // An empty catalog is not an absent one.
+        w.catalog.insert(id.clone(), BTreeMap::new());
+        assert_ne!(of(&w), without);
     }
 
     #[derive(Debug, Clone)]

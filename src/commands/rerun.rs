@@ -223,7 +223,7 @@ fn rebuild(wanted: &Wanted<'_>) -> Result<Revision, Diagnostic> {
             continue;
         }
         let keep = |path: &str| match whole {
-            Some(exclude) => !exclude.iter().any(|e| path.starts_with(e.as_str())),
+            Some(exclude) => !crate::observe::inputs::excluded(path.as_bytes(), exclude),
             None => bound.contains_key(path),
         };
         let (rebuilt, files) = revision.extract(dir, &keep).map_err(|e| {
@@ -405,7 +405,7 @@ fn rerun(ctx: &Context, options: &RerunOptions) -> Result<Report<RerunPayload>, 
                 listed: &listed,
                 whole: service_repos
                     .contains(repo.as_str())
-                    .then(|| crate::observe::world::excluded_prefixes(&workspace.root, &r.dir)),
+                    .then(|| crate::observe::world::excluded_paths(&workspace.root, &r.dir)),
             })
             .map_err(|d| vec![d])?,
         };
@@ -494,28 +494,24 @@ fn rerun(ctx: &Context, options: &RerunOptions) -> Result<Report<RerunPayload>, 
     let fingerprints = graph
         .fingerprints_with(&observed.world, crate::session::load::default_jobs())
         .map_err(|e| vec![Diagnostic::error(Code::InternalError, e.to_string())])?;
-    // The wiring now against the wiring recorded, component by component.
+    // The wiring now against the wiring recorded, component by component, and a map's
+    // entry by entry (`catalog.hostPaths`, `env.NODE_ENV`), as `explain` names them.
     let now = graph
         .manifest(&proof.provider, &observed.world, &fingerprints)
         .map(|m| receipt::components(&m))
         .map_err(|e| vec![Diagnostic::error(Code::InternalError, e.to_string())])?;
-    let differing: Vec<String> = proof
+    let gone = proof
         .manifest
         .iter()
-        .chain(now.iter())
-        .map(|c| c.name.clone())
+        .filter(|c| !c.value.is_null() && !now.iter().any(|n| n.name == c.name))
+        .map(|c| c.name.clone());
+    let differing: Vec<String> = super::explain::diff(&proof.manifest, &now)
+        .into_iter()
+        .map(|c| c.component)
+        .chain(gone)
+        .filter(|name| name != "depends_on" && !name.starts_with("depends_on."))
         .collect::<BTreeSet<_>>()
         .into_iter()
-        .filter(|name| name != "depends_on")
-        .filter(|name| {
-            let a = proof
-                .manifest
-                .iter()
-                .find(|c| &c.name == name)
-                .map(|c| &c.value);
-            let b = now.iter().find(|c| &c.name == name).map(|c| &c.value);
-            a != b
-        })
         .collect();
     if !differing.is_empty() {
         return Err(vec![unbuildable(

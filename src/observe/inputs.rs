@@ -208,8 +208,22 @@ pub(crate) fn identity(oid: &gix::ObjectId) -> Digest {
     git_identity(oid.as_bytes())
 }
 
-/// Takes a snapshot of the tracked files under `dir`, leaving out any path
-/// under one of `exclude` (prefixes relative to `dir`, ending in `/`).
+/// Whether `rel` (relative to a snapshot's directory) is one that `exclude` leaves out: an
+/// entry ending in `/` is a directory, left out with everything below it; any other entry
+/// is one file, left out alone (`proofgraph.yaml` leaves out neither `proofgraph.yaml.orig`
+/// nor a file below a directory of that name).
+pub(crate) fn excluded(rel: &[u8], exclude: &[String]) -> bool {
+    exclude.iter().any(|e| {
+        let e = e.as_bytes();
+        match e.strip_suffix(b"/") {
+            Some(dir) => rel.starts_with(e) || rel == dir,
+            None => rel == e,
+        }
+    })
+}
+
+/// Takes a snapshot of the tracked files under `dir`, leaving out what `exclude` names
+/// (relative to `dir`: directories ending in `/`, and single files; see [`excluded`]).
 pub fn snapshot(dir: &Path, exclude: &[String]) -> Result<Snapshot, InputsError> {
     snapshots(&[(dir, exclude)])
         .pop()
@@ -347,9 +361,7 @@ pub(crate) fn tracked_non_utf8(
         .find(|p| {
             std::str::from_utf8(p).is_err()
                 && p.starts_with(prefix.as_bytes())
-                && !exclude
-                    .iter()
-                    .any(|x| p[prefix.len()..].starts_with(x.as_bytes()))
+                && !excluded(&p[prefix.len()..], exclude)
         })
         .map(|p| p.escape_ascii().to_string())
 }
@@ -436,7 +448,7 @@ fn snapshot_group(
             .take_while(|(_, p)| p.starts_with(prefix.as_str()))
         {
             let rel = &full[prefix.len()..];
-            if !exclude.iter().any(|e| rel.starts_with(e.as_str())) {
+            if !excluded(rel.as_bytes(), exclude) {
                 candidates.push((m, entry, full, prefix.len()));
             }
         }
@@ -783,14 +795,11 @@ impl Untracked<'_> {
     /// excluded prefix `a/b/` excludes the directory `a/b` itself too).
     fn relative<'p>(&self, rela_path: &'p str) -> Option<&'p str> {
         let rel = rela_path.strip_prefix(self.prefix)?;
-        let excluded = self
-            .exclude
-            .iter()
-            .any(|e| rel.starts_with(e.as_str()) || rel == e.trim_end_matches('/'))
+        let left_out = excluded(rel.as_bytes(), self.exclude)
             || rel
                 .split('/')
                 .any(|component| COPY_EXCLUDED_DIRS.contains(&component));
-        (!excluded).then_some(rel)
+        (!left_out).then_some(rel)
     }
 
     /// Keeps the first untracked name that is not UTF-8 and that [`Self::relative`] would
@@ -799,11 +808,11 @@ impl Untracked<'_> {
         let Some(rel) = rela_path.strip_prefix(self.prefix.as_bytes()) else {
             return;
         };
-        let excluded = self.exclude.iter().any(|e| rel.starts_with(e.as_bytes()))
+        let left_out = excluded(rel, self.exclude)
             || rel
                 .split(|b| *b == b'/')
                 .any(|c| COPY_EXCLUDED_DIRS.iter().any(|d| d.as_bytes() == c));
-        if !excluded && self.non_utf8.is_none() {
+        if !left_out && self.non_utf8.is_none() {
             self.non_utf8 = Some(rela_path.escape_ascii().to_string());
         }
     }
@@ -1188,7 +1197,7 @@ mod tests {
         let listed = |d: &Path, ex: &[String]| -> Vec<String> {
             git(d, &["ls-files"])
                 .lines()
-                .filter(|l| !ex.iter().any(|e| l.starts_with(e.as_str())))
+                .filter(|l| !excluded(l.as_bytes(), ex))
                 .map(str::to_owned)
                 .collect()
         };

@@ -248,7 +248,7 @@ impl Revision {
                 }
             };
             let bytes: &[u8] = entry.filepath.as_ref();
-            if exclude.iter().any(|e| bytes.starts_with(e.as_bytes())) {
+            if super::inputs::excluded(bytes, exclude) {
                 continue;
             }
             // A name that is not UTF-8 cannot be bound: never a file silently left out.

@@ -38,16 +38,53 @@ pub struct Observed {
     pub programs: BTreeMap<ProviderId, Option<Program>>,
     /// Each service's program, likewise.
     pub service_programs: BTreeMap<ServiceId, Option<Program>>,
-    /// What each repository's snapshot left out (change packets), to take it again.
+    /// What each repository's snapshot left out (change packets, the catalog), to take it
+    /// again.
     pub excludes: BTreeMap<RepoId, Vec<String>>,
+    /// The repositories each provider's job sees, for the part of the catalog it binds
+    /// (providers that run a command).
+    pub sees: BTreeMap<ProviderId, Sees>,
     /// Findings that do not stop planning (a program not found on PATH).
     pub warnings: Vec<Diagnostic>,
 }
 
-/// The prefixes (relative to a repository) a snapshot leaves out, when the OpenSpec root is
-/// inside that repository: where change packets live, and the store (never an input, even
-/// before it has written the `.gitignore` that keeps git out of it).
-pub(crate) fn excluded_prefixes(root: &Path, repo_dir: &Path) -> Vec<String> {
+/// The repositories a provider's job sees: the one it runs in, those it binds files of and
+/// those its services run in.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Sees {
+    /// The repository it runs in.
+    pub runs_in: Option<RepoId>,
+    /// Every repository its world holds (`runs_in` among them).
+    pub repositories: BTreeSet<RepoId>,
+}
+
+/// What of the catalog `workspace` declares that can change the result of a job that sees
+/// `sees`: its part as the fingerprint binds it (the `setup` of the repository it runs in,
+/// as `setup`, and its `catalog` fields by their names) but without what was observed (a
+/// setup's key, the tree an uncached setup saw). Two catalogs that give the same map for a
+/// provider are the same to it: `plan --base` compares the catalog at the base with this
+/// checkout's so.
+pub fn declared_catalog_fields(workspace: &Workspace, sees: &Sees) -> BTreeMap<String, String> {
+    let declared = setups(workspace, &BTreeMap::new(), &BTreeMap::new());
+    let mut out = catalog_fields(
+        workspace,
+        &declared,
+        sees.runs_in.as_ref(),
+        &sees.repositories,
+    );
+    if let Some(setup) = sees.runs_in.as_ref().and_then(|r| declared.get(r)) {
+        out.insert("setup".to_owned(), setup.join("\n"));
+    }
+    out
+}
+
+/// What a snapshot of a repository leaves out (relative to it: directories ending in `/`,
+/// and one file; [`inputs::excluded`]), when the OpenSpec root is inside that repository:
+/// where change packets live; the store (never an input, even before it has written the
+/// `.gitignore` that keeps git out of it); and the workspace catalog (`proofgraph.yaml`),
+/// whose fields enter fingerprints one by one, as far as they can change a result
+/// ([`catalog_fields`]), never as a file.
+pub(crate) fn excluded_paths(root: &Path, repo_dir: &Path) -> Vec<String> {
     let (Ok(root), Ok(repo)) = (fs_err::canonicalize(root), fs_err::canonicalize(repo_dir)) else {
         return Vec::new();
     };
@@ -63,6 +100,7 @@ pub(crate) fn excluded_prefixes(root: &Path, repo_dir: &Path) -> Vec<String> {
     vec![
         format!("{base}openspec/changes/"),
         format!("{base}{}/", crate::store::DIR),
+        format!("{base}{}", crate::load::config::catalog::FILE_NAME),
     ]
 }
 
@@ -79,7 +117,7 @@ pub fn observe(
     let excludes: BTreeMap<&RepoId, Vec<String>> = workspace
         .repositories
         .iter()
-        .map(|(id, repo)| (id, excluded_prefixes(&workspace.root, &repo.dir)))
+        .map(|(id, repo)| (id, excluded_paths(&workspace.root, &repo.dir)))
         .collect();
     // A running `proofgraph watch` knows which tracked files changed; without one (or when
     // it cannot vouch for an answer), lstat every tracked file — the repositories of one
@@ -176,7 +214,7 @@ pub fn observe_at(
     let mut snapshots = BTreeMap::new();
     let mut excludes = BTreeMap::new();
     for (id, repo) in &workspace.repositories {
-        let exclude = excluded_prefixes(&workspace.root, &repo.dir);
+        let exclude = excluded_paths(&workspace.root, &repo.dir);
         let Some(revision) = revisions.get(id) else {
             continue;
         };
@@ -642,7 +680,10 @@ fn from_snapshots(
     let mut warnings = Vec::new();
     let mut programs = Programs::new(Some(&workspace.root.join(crate::store::DIR)));
     let reports = report_paths(graph);
-    for (id, _, provider) in graph.providers() {
+    // The repositories each provider's job sees (where it runs, those it binds files of,
+    // those of the services it talks to), for its part of the catalog.
+    let mut sees: BTreeMap<ProviderId, Sees> = BTreeMap::new();
+    for (id, node, provider) in graph.providers() {
         let spec = &provider.spec;
         let mut selected: FileList = Vec::new();
         let repo_files_of = |repo: &RepoId| {
@@ -693,6 +734,27 @@ fn from_snapshots(
             })
             .count();
         untracked_bound.insert(id.clone(), not_tracked);
+        if spec.command.is_some() {
+            let mut repos: BTreeSet<RepoId> = provider.runs_in.iter().cloned().collect();
+            repos.extend(
+                selected
+                    .iter()
+                    .filter_map(|(scoped, _)| RepoId::parse(scoped.split_once(':')?.0).ok()),
+            );
+            repos.extend(
+                graph
+                    .services_of(node)
+                    .into_iter()
+                    .filter_map(|s| graph.node(s).service()?.runs_in.clone()),
+            );
+            sees.insert(
+                id.clone(),
+                Sees {
+                    runs_in: provider.runs_in.clone(),
+                    repositories: repos,
+                },
+            );
+        }
         files.insert(id.clone(), selected);
         if let Some(program) = spec.command.as_ref().and_then(|c| c.value.first()) {
             let repo_dir = provider
@@ -764,6 +826,19 @@ fn from_snapshots(
             )
         })
         .collect::<BTreeMap<RepoId, Inputs>>();
+    let setups = setups(workspace, &snapshots, &repositories);
+    let catalog = sees
+        .iter()
+        .map(|(id, seen)| {
+            let fields = catalog_fields(
+                workspace,
+                &setups,
+                seen.runs_in.as_ref(),
+                &seen.repositories,
+            );
+            (id.clone(), fields)
+        })
+        .collect();
     let world = World {
         platform: Platform {
             os: std::env::consts::OS.to_owned(),
@@ -772,8 +847,9 @@ fn from_snapshots(
         inputs,
         executables,
         service_executables,
-        setups: setups(workspace, &snapshots, &repositories),
+        setups,
         repositories,
+        catalog,
     };
     Ok(Observed {
         world,
@@ -783,6 +859,7 @@ fn from_snapshots(
         programs: resolved,
         service_programs,
         excludes,
+        sees,
         warnings,
     })
 }
@@ -819,6 +896,81 @@ impl Observed {
             }
         }
         moved
+    }
+}
+
+/// The part of the workspace catalog (`proofgraph.yaml`) that can change the result of a
+/// job that runs in `runs_in` and sees `repos` (its world holds them) and that no other
+/// component of its fingerprint binds: the fingerprint's `catalog` component, field by
+/// field. The file itself is never an input ([`excluded_paths`]); which of its keys can
+/// change a result is decided in `catalog::BEARINGS` (docs/workspaces.md), and here each
+/// bound key enters where it applies:
+///
+/// - `hostPaths`, which every job's world holds: the entries as a sorted set (order and a
+///   trailing `/` mean nothing), as JSON text;
+/// - `repositories.<id>.path` of each repository seen, written canonically (`./web/` is
+///   `web`), since where the repositories lie beside each other is what a job sees;
+/// - `repositories.<id>.setup` of each repository seen but not run in: its setup as the
+///   `setup` component gives it for the one run in (commands, `caches`, `setupCache`,
+///   `setupInputs` and what the setup saw), since a job sees each repository under the
+///   tree its setup made.
+///
+/// A repository without a catalog is `root` at `.`, as the workspace resolves it, so a
+/// catalog that says only that changes nothing.
+pub(crate) fn catalog_fields(
+    workspace: &Workspace,
+    setups: &BTreeMap<RepoId, Vec<String>>,
+    runs_in: Option<&RepoId>,
+    repos: &BTreeSet<RepoId>,
+) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    if let Some(catalog) = &workspace.catalog
+        && !catalog.host_paths.is_empty()
+    {
+        let paths: BTreeSet<&str> = catalog
+            .host_paths
+            .iter()
+            .map(|p| match p.value.trim_end_matches('/') {
+                "" => "/",
+                trimmed => trimmed,
+            })
+            .collect();
+        let paths: Vec<&str> = paths.into_iter().collect();
+        out.insert(
+            "hostPaths".to_owned(),
+            serde_json::Value::from(paths).to_string(),
+        );
+    }
+    for repo in repos {
+        if let Some(r) = workspace.repositories.get(repo) {
+            out.insert(format!("repositories.{repo}.path"), canonical_path(&r.path));
+        }
+        if Some(repo) != runs_in
+            && let Some(setup) = setups.get(repo)
+        {
+            out.insert(format!("repositories.{repo}.setup"), setup.join("\n"));
+        }
+    }
+    out
+}
+
+/// A relative path written one way: no `.` or empty components, `x/..` taken away, `.` for
+/// the directory itself (`./web/` is `web`, `a/../b` is `b`).
+fn canonical_path(path: &str) -> String {
+    let mut parts: Vec<&str> = Vec::new();
+    for component in path.split('/') {
+        match component {
+            "" | "." => {}
+            ".." if parts.last().is_some_and(|p| *p != "..") => {
+                parts.pop();
+            }
+            other => parts.push(other),
+        }
+    }
+    if parts.is_empty() {
+        ".".to_owned()
+    } else {
+        parts.join("/")
     }
 }
 
@@ -892,4 +1044,251 @@ fn setups(
             Some((id.clone(), out))
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::load::config::catalog::{self, BEARINGS, Bearing};
+    use crate::load::config::decode::Sink;
+    use crate::load::workspace::Repository;
+
+    /// A catalog that sets every key the decoder reads; `{key}` is the trusted key's PEM.
+    const EVERY_KEY: &str = r#"version: 1
+repositories:
+  app:
+    path: .
+    setup: [[npm, ci]]
+    setupCache: [node_modules]
+    setupInputs: [package-lock.json]
+    caches: [npm]
+  api:
+    path: api
+    setup: [[go, mod, download]]
+    setupCache: [vendor]
+    setupInputs: [go.sum]
+    caches: [go-mod]
+sandbox: worktree
+trustedKeys:
+  - name: ci
+    publicKey: "{key}"
+cache:
+  remote: grpc://127.0.0.1:9092
+  policy: local:rw,remote:r
+  headersFromEnv: {Authorization: CACHE_TOKEN}
+  connectTimeoutMs: 1000
+  timeoutMs: 5000
+  minBytesPerSecond: 1000
+hostPaths: [/opt/tool, "~/.cargo"]
+logs: {keepBytes: 4096}
+"#;
+
+    fn pem(seed: u8) -> String {
+        let key = ed25519_dalek::SigningKey::from_bytes(&[seed; 32]);
+        crate::attest::keys::public_key_to_pem(&key.verifying_key()).replace('\n', "\\n")
+    }
+
+    fn workspace(text: &str) -> Workspace {
+        let doc = crate::load::config::load::parse_bytes(text.as_bytes(), catalog::FILE_NAME)
+            .expect("the catalog parses");
+        let mut sink = Sink::new(catalog::FILE_NAME);
+        let decoded = catalog::decode(&mut sink, &doc.root).expect("the catalog decodes");
+        assert!(!sink.has_errors(), "{text}\n{:?}", sink.into_diagnostics());
+        let repositories = decoded
+            .repositories
+            .values()
+            .map(|r| {
+                (
+                    r.id.value.clone(),
+                    Repository {
+                        id: r.id.value.clone(),
+                        path: r.path.value.clone(),
+                        dir: PathBuf::from("/w").join(&r.path.value),
+                    },
+                )
+            })
+            .collect();
+        Workspace {
+            root: PathBuf::from("/w"),
+            catalog: Some(decoded),
+            has_catalog: true,
+            repositories,
+            diagnostics: Vec::new(),
+        }
+    }
+
+    /// What the catalog puts into the fingerprint of a provider that runs in `app` and
+    /// sees `app` and `api`: the setup component and the catalog component.
+    fn bound(text: &str) -> (Option<Vec<String>>, BTreeMap<String, String>) {
+        let ws = workspace(text);
+        let setups = setups(&ws, &BTreeMap::new(), &BTreeMap::new());
+        let app = RepoId::parse("app").expect("valid");
+        let repos: BTreeSet<RepoId> = ws.repositories.keys().cloned().collect();
+        let fields = catalog_fields(&ws, &setups, Some(&app), &repos);
+        (setups.get(&app).cloned(), fields)
+    }
+
+    /// Each key the decoder reads, with an edit of it in [`EVERY_KEY`] (for a key of a
+    /// repository, one in each repository: the one the provider runs in, and the other).
+    fn edits(key: &str) -> Vec<(&'static str, &'static str)> {
+        match key {
+            "version" => vec![],
+            "repositories.*.path" => vec![("path: api", "path: services/api")],
+            "repositories.*.setup" => vec![
+                ("[[npm, ci]]", "[[npm, install]]"),
+                ("[[go, mod, download]]", "[[go, mod, vendor]]"),
+            ],
+            "repositories.*.setupCache" => vec![
+                ("[node_modules]", "[node_modules, .cache]"),
+                ("[vendor]", "[third_party]"),
+            ],
+            "repositories.*.setupInputs" => vec![
+                ("[package-lock.json]", "[package-lock.json, .npmrc]"),
+                ("[go.sum]", "[go.mod, go.sum]"),
+            ],
+            "repositories.*.caches" => vec![("[npm]", "[]"), ("[go-mod]", "[]")],
+            "sandbox" => vec![("sandbox: worktree", "sandbox: copy")],
+            "trustedKeys[].name" => vec![("name: ci", "name: release")],
+            "trustedKeys[].publicKey" => vec![("{key}", "{other}")],
+            "cache.remote" => vec![("grpc://127.0.0.1:9092", "http://127.0.0.1:8080/c")],
+            "cache.policy" => vec![("local:rw,remote:r", "local:rw,remote:rw")],
+            "cache.headersFromEnv" => vec![("CACHE_TOKEN", "OTHER_TOKEN")],
+            "cache.connectTimeoutMs" => vec![("connectTimeoutMs: 1000", "connectTimeoutMs: 2")],
+            "cache.timeoutMs" => vec![("timeoutMs: 5000", "timeoutMs: 90000")],
+            "cache.minBytesPerSecond" => vec![("minBytesPerSecond: 1000", "minBytesPerSecond: 7")],
+            "hostPaths" => vec![("/opt/tool", "/opt/other")],
+            "logs.keepBytes" => vec![("keepBytes: 4096", "keepBytes: 8192")],
+            other => panic!("`{other}` has no edit here: add one"),
+        }
+    }
+
+    fn with_keys(text: &str) -> String {
+        text.replace("{key}", &pem(1)).replace("{other}", &pem(2))
+    }
+
+    #[test]
+    fn every_key_the_decoder_reads_is_classified_once() {
+        let keys: BTreeSet<String> = catalog::key_paths().into_iter().collect();
+        let classified: Vec<&str> = BEARINGS.iter().map(|(k, _)| *k).collect();
+        let unique: BTreeSet<String> = classified.iter().map(|k| (*k).to_owned()).collect();
+        assert_eq!(unique.len(), classified.len(), "a key classified twice");
+        assert_eq!(
+            keys, unique,
+            "catalog::BEARINGS must classify exactly the keys the decoder reads (a new key: decide whether it can change a result, and document it in docs/workspaces.md)"
+        );
+    }
+
+    /// The projection follows the classification: editing a bound key changes what the
+    /// catalog puts into a provider's fingerprint, editing any other key does not.
+    #[test]
+    fn a_bound_key_moves_the_fingerprint_and_no_other_does() {
+        let base = with_keys(EVERY_KEY);
+        let before = bound(&base);
+        assert!(before.0.is_some() && !before.1.is_empty(), "{before:?}");
+        for (key, bearing) in BEARINGS {
+            for (from, to) in edits(key) {
+                let edited = with_keys(&EVERY_KEY.replacen(from, to, 1));
+                assert_ne!(edited, base, "the edit of `{key}` edits nothing");
+                let after = bound(&edited);
+                match bearing {
+                    Bearing::Bound => assert_ne!(after, before, "editing `{key}` ({from} → {to})"),
+                    Bearing::Unbound => {
+                        assert_eq!(after, before, "editing `{key}` ({from} → {to})")
+                    }
+                }
+            }
+        }
+        // The one key with no edit: only `1` decodes.
+        assert!(edits("version").is_empty());
+    }
+
+    /// Order of keys, comments, whitespace, quoting, a trailing `/` and the order of
+    /// `hostPaths` mean nothing.
+    #[test]
+    fn how_the_catalog_is_written_is_not_bound() {
+        let rewritten = r#"# the workspace
+hostPaths:
+  - "~/.cargo/"   # rust
+  - '/opt/tool'
+logs: {keepBytes: 4096}
+cache: {timeoutMs: 5000, remote: "grpc://127.0.0.1:9092", connectTimeoutMs: 1000, minBytesPerSecond: 1000, headersFromEnv: {Authorization: CACHE_TOKEN}, policy: "local:rw,remote:r"}
+trustedKeys: [{publicKey: "{key}", name: ci}]
+repositories:
+  api: {caches: [go-mod], setupInputs: [go.sum], setupCache: [vendor], setup: [[go, mod, download]], path: ./api/}
+
+  app:
+    caches: [npm]
+    path: "."
+    setupInputs: [package-lock.json]
+    setupCache: [node_modules]
+    setup:
+      - [npm, ci]
+version: 1
+sandbox: worktree
+"#;
+        assert_eq!(bound(&with_keys(rewritten)), bound(&with_keys(EVERY_KEY)));
+    }
+
+    #[test]
+    fn a_catalog_that_names_only_the_default_repository_changes_nothing() {
+        let implicit = Workspace {
+            root: PathBuf::from("/w"),
+            catalog: None,
+            has_catalog: false,
+            repositories: BTreeMap::from([(
+                RepoId::root(),
+                Repository {
+                    id: RepoId::root(),
+                    path: ".".to_owned(),
+                    dir: PathBuf::from("/w"),
+                },
+            )]),
+            diagnostics: Vec::new(),
+        };
+        let explicit = workspace("version: 1\nrepositories:\n  root: {path: ./}\n");
+        let root = BTreeSet::from([RepoId::root()]);
+        let fields = |ws: &Workspace| {
+            let setups = setups(ws, &BTreeMap::new(), &BTreeMap::new());
+            (
+                setups.clone(),
+                catalog_fields(ws, &setups, Some(&RepoId::root()), &root),
+            )
+        };
+        assert_eq!(fields(&implicit), fields(&explicit));
+    }
+
+    #[test]
+    fn paths_are_written_one_way() {
+        for (written, canonical) in [
+            (".", "."),
+            ("./", "."),
+            ("", "."),
+            ("web/", "web"),
+            ("./web", "web"),
+            ("a/../b", "b"),
+            ("../api", "../api"),
+            ("../../x/./y", "../../x/y"),
+            ("a//b", "a/b"),
+        ] {
+            assert_eq!(canonical_path(written), canonical, "{written}");
+        }
+    }
+
+    /// The catalog file is left out of a snapshot alone: not a file named like it, nor one
+    /// below a directory of its name, nor the catalog of an OpenSpec root elsewhere.
+    #[test]
+    fn only_the_catalog_itself_is_left_out() {
+        let exclude = ["openspec/changes/".to_owned(), "proofgraph.yaml".to_owned()];
+        for (path, out) in [
+            ("proofgraph.yaml", true),
+            ("proofgraph.yaml.orig", false),
+            ("proofgraph.yaml/x", false),
+            ("sub/proofgraph.yaml", false),
+            ("openspec/changes", true),
+            ("openspec/changes/a/proposal.md", true),
+            ("openspec/changesx", false),
+        ] {
+            assert_eq!(inputs::excluded(path.as_bytes(), &exclude), out, "{path}");
+        }
+    }
 }

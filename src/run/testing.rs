@@ -144,6 +144,7 @@ pub(crate) fn observed(graph: &SealedGraph) -> Observed {
             service_executables: BTreeMap::new(),
             repositories: BTreeMap::from([(RepoId::root(), inputs)]),
             setups: BTreeMap::new(),
+            catalog: BTreeMap::new(),
         },
         snapshots: BTreeMap::new(),
         files: BTreeMap::new(),
@@ -151,6 +152,7 @@ pub(crate) fn observed(graph: &SealedGraph) -> Observed {
         programs: BTreeMap::new(),
         service_programs: BTreeMap::new(),
         excludes: BTreeMap::new(),
+        sees: BTreeMap::new(),
         warnings: Vec::new(),
     }
 }

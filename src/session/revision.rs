@@ -13,6 +13,8 @@ use super::context::{Context, RootOutput};
 use super::evaluate::{Evaluated, Keys, complete};
 use super::load::Loaded;
 use crate::base::diagnostic::{Code, Diagnostic};
+use crate::load::config::catalog::{self, Catalog};
+use crate::load::config::decode::Sink;
 use crate::load::config::load::parse_bytes;
 use crate::load::workspace::{Change, Workspace};
 use crate::observe::revision::{Revision, RevisionError};
@@ -475,6 +477,27 @@ impl Revisions {
                 (id.to_string(), id_hex)
             })
             .collect()
+    }
+
+    /// The workspace catalog as it is at this revision, in the OpenSpec root's repository
+    /// (`None` when it has none), or why it cannot be read or decoded there. Only for what of
+    /// it can change a result (`plan --base` compares it with this checkout's): which keys are
+    /// trusted is never taken from a revision.
+    pub fn catalog(&self, workspace: &Workspace) -> Result<Option<Catalog>, String> {
+        let revision = &self.resolved[self.root];
+        let Some((bytes, _)) = revision
+            .read(&workspace.root, catalog::FILE_NAME)
+            .map_err(|e| e.to_string())?
+        else {
+            return Ok(None);
+        };
+        let doc = parse_bytes(&bytes, catalog::FILE_NAME).map_err(|d| d.message.clone())?;
+        let mut sink = Sink::new(catalog::FILE_NAME);
+        let decoded = catalog::decode(&mut sink, &doc.root);
+        match decoded {
+            Some(decoded) if !sink.has_errors() => Ok(Some(decoded)),
+            _ => Err("it does not decode".to_owned()),
+        }
     }
 
     /// The change's files at this revision (absent files give an empty change).

@@ -385,3 +385,44 @@ fn the_scan_counts_only_what_is_asserted_emitted() {
         ]
     );
 }
+
+/// docs/workspaces.md's table of what of `proofgraph.yaml` a fingerprint binds lists exactly
+/// the keys the decoder reads, each with the decision `catalog::BEARINGS` holds (a unit test
+/// holds those equal to the decoder's key lists).
+#[test]
+fn the_workspaces_doc_says_of_every_catalog_key_whether_it_is_bound() {
+    use proofgraph::load::config::catalog::{BEARINGS, Bearing, key_paths};
+    let text = fs_err::read_to_string(repo_root().join("docs/workspaces.md")).expect("read");
+    let section = text
+        .split("\n## What of the catalog a fingerprint binds\n")
+        .nth(1)
+        .and_then(|rest| rest.split("\n## ").next())
+        .expect("the section");
+    let rows: Vec<(String, String)> = section
+        .lines()
+        .filter_map(|line| {
+            let cells: Vec<&str> = line.strip_prefix("| `")?.split(" | ").collect();
+            let key = cells.first()?.strip_suffix('`')?;
+            Some((key.to_owned(), (*cells.get(1)?).to_owned()))
+        })
+        .collect();
+    let documented: Vec<(String, String)> = BEARINGS
+        .iter()
+        .map(|(key, bearing)| {
+            let word = match bearing {
+                Bearing::Bound => "bound",
+                Bearing::Unbound => "not bound",
+            };
+            ((*key).to_owned(), word.to_owned())
+        })
+        .collect();
+    assert_eq!(
+        rows, documented,
+        "the table, in the order of catalog::BEARINGS"
+    );
+    let mut keys = key_paths();
+    keys.sort();
+    let mut listed: Vec<String> = rows.into_iter().map(|(k, _)| k).collect();
+    listed.sort();
+    assert_eq!(listed, keys, "every key the decoder reads");
+}

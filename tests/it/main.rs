@@ -4,6 +4,7 @@ mod attack;
 mod attest;
 mod caches;
 mod catalog;
+mod catalog_fields;
 mod cli;
 mod compat;
 mod contract;

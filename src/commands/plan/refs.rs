@@ -10,7 +10,10 @@
 //! its receipt through) an affected provider; or when (`origin: stored`) its declaration
 //! or a service it uses is new or differs in `execution.yaml`. A claim is affected when a
 //! provider vouching for it is, or (`stored`) it is new or differs in `evidence.yaml`.
-//! The change packet's prose is never a changed path (as it is never an input).
+//! The change packet's prose is never a changed path (as it is never an input), nor is the
+//! workspace catalog; a provider is affected (`stored`) when what of the catalog its
+//! fingerprint binds (docs/workspaces.md) differs between the catalog at the base and this
+//! checkout's, which both sides' fingerprints use.
 //!
 //! Exit codes are the seed's: 0 every requirement at the head is passed, 1 one failed,
 //! 2 one is pending, stale or inconclusive, 3 the plan cannot be made.
@@ -23,9 +26,10 @@ use proofgraph_graph::{ChangeName, EdgeKind, ProviderId, RepoId};
 use serde::Serialize;
 
 use crate::decide::status::{self, State};
+use crate::load::config::catalog::Catalog;
 use crate::load::workspace::{Change, Workspace};
 use crate::observe::inputs::{FileEntry, Snapshot};
-use crate::observe::world::{Program, report_paths, rules};
+use crate::observe::world::{Program, declared_catalog_fields, report_paths, rules};
 use crate::present::exit::Verdict;
 use crate::present::output::{Payload, Report};
 use crate::session::context::{Context, RootOutput};
@@ -553,7 +557,22 @@ fn plan(
             &head_snapshot.files,
         ));
     }
-    let payload = assemble(&workspace, &e, &base_change, changed, &name);
+    // The catalog is this checkout's on both sides (trust is never a revision's), but what
+    // of it can change a result is compared with the base's.
+    let base_catalog = base
+        .catalog(&workspace)
+        .ok()
+        .map(|c| as_catalog_says(&workspace, c));
+    let payload = assemble(
+        &workspace,
+        &e,
+        &Base {
+            change: &base_change,
+            workspace: base_catalog.as_ref(),
+        },
+        changed,
+        &name,
+    );
     let verdict = match status::combine(payload.claims.iter().map(|c| c.status)) {
         _ if payload.claims.is_empty() => Verdict::Success,
         State::Passed => Verdict::Success,
@@ -596,14 +615,48 @@ fn plan(
     })
 }
 
+/// The workspace as the catalog at the base describes it (its repositories' paths, setup
+/// and `hostPaths`; a repository it does not name is not there), for comparing what of the
+/// catalog can change a result ([`declared_catalog_fields`]).
+fn as_catalog_says(workspace: &Workspace, catalog: Option<Catalog>) -> Workspace {
+    let mut out = workspace.clone();
+    match &catalog {
+        Some(c) if !c.repositories.is_empty() => {
+            out.repositories
+                .retain(|id, _| c.repositories.contains_key(id));
+            for (id, r) in out.repositories.iter_mut() {
+                if let Some(declared) = c.repositories.get(id) {
+                    r.path.clone_from(&declared.path.value);
+                }
+            }
+        }
+        _ => {
+            out.repositories.retain(|id, _| *id == RepoId::root());
+            for r in out.repositories.values_mut() {
+                r.path = ".".to_owned();
+            }
+        }
+    }
+    out.catalog = catalog;
+    out
+}
+
+/// The base side: its change, and the workspace as its catalog describes it (`None` when the
+/// catalog there cannot be read: nothing is said of the catalog then).
+struct Base<'a> {
+    change: &'a Change,
+    workspace: Option<&'a Workspace>,
+}
+
 /// The affected providers and claims, and their statuses at the head.
 fn assemble(
     workspace: &Workspace,
     e: &Evaluated,
-    base: &Change,
+    base_side: &Base<'_>,
     changed: Vec<Changed>,
     name: &ChangeName,
 ) -> RefsPayload {
+    let base = base_side.change;
     let graph = &e.loaded.prepared.graph;
     let head = &e.loaded.change;
     let reports = report_paths(graph);
@@ -640,6 +693,24 @@ fn assemble(
                     Origin::Stored,
                     format!("service `{}` changed: {}", s.value, fields.join(", ")),
                 ));
+            }
+        }
+        // What of the catalog its fingerprint binds, at the base and here.
+        if let (Some(base_ws), Some(sees)) = (base_side.workspace, e.observed.sees.get(id)) {
+            let (was, now) = (
+                declared_catalog_fields(base_ws, sees),
+                declared_catalog_fields(workspace, sees),
+            );
+            let fields: Vec<String> = was
+                .keys()
+                .chain(now.keys())
+                .filter(|k| was.get(*k) != now.get(*k))
+                .cloned()
+                .collect::<BTreeSet<_>>()
+                .into_iter()
+                .collect();
+            if !fields.is_empty() {
+                reasons.push((Origin::Stored, format!("catalog changed: {}", few(&fields))));
             }
         }
         if let Ok(rules) = rules(workspace, head, p) {

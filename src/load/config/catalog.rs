@@ -134,6 +134,8 @@ pub(crate) const CACHE_KEYS: [&str; 6] = [
 ];
 /// The keys of `logs`.
 pub(crate) const LOGS_KEYS: [&str; 1] = ["keepBytes"];
+/// The keys of an entry of `trustedKeys`.
+pub(crate) const TRUSTED_KEY_KEYS: [&str; 2] = ["name", "publicKey"];
 pub(crate) const TOP_KEYS: [&str; 7] = [
     "version",
     "repositories",
@@ -143,6 +145,68 @@ pub(crate) const TOP_KEYS: [&str; 7] = [
     "hostPaths",
     "logs",
 ];
+
+/// What a key of the catalog does to fingerprints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Bearing {
+    /// It can change what a job sees or runs: it enters the fingerprint of every provider it
+    /// concerns (`observe::world::catalog_fields`, and the setup component).
+    Bound,
+    /// It says where receipts go, whose signatures are trusted, how long the cache client
+    /// waits, how a run is contained or how much of a log a receipt keeps: no job's result
+    /// depends on it, so editing it leaves every receipt current.
+    Unbound,
+}
+
+/// Every key the decoder reads, as a path (`repositories.*.setup`, `trustedKeys[].name`),
+/// and what it does to fingerprints: the table of docs/workspaces.md. A unit test holds it
+/// equal to the decoder's key lists, so a key added without a decision here fails it; a key
+/// whose bearing is not known is `Bound`.
+pub const BEARINGS: [(&str, Bearing); 17] = [
+    ("version", Bearing::Unbound),
+    ("repositories.*.path", Bearing::Bound),
+    ("repositories.*.setup", Bearing::Bound),
+    ("repositories.*.setupCache", Bearing::Bound),
+    ("repositories.*.setupInputs", Bearing::Bound),
+    ("repositories.*.caches", Bearing::Bound),
+    ("sandbox", Bearing::Unbound),
+    ("trustedKeys[].name", Bearing::Unbound),
+    ("trustedKeys[].publicKey", Bearing::Unbound),
+    ("cache.remote", Bearing::Unbound),
+    ("cache.policy", Bearing::Unbound),
+    ("cache.headersFromEnv", Bearing::Unbound),
+    ("cache.connectTimeoutMs", Bearing::Unbound),
+    ("cache.timeoutMs", Bearing::Unbound),
+    ("cache.minBytesPerSecond", Bearing::Unbound),
+    ("hostPaths", Bearing::Bound),
+    ("logs.keepBytes", Bearing::Unbound),
+];
+
+/// Every key path the decoder reads, from its key lists: a key of a mapping below a top
+/// key (`cache.timeoutMs`), of each repository (`repositories.*.path`) or of each trusted
+/// key (`trustedKeys[].name`), and the other top keys themselves.
+pub fn key_paths() -> Vec<String> {
+    let mut out = Vec::new();
+    for top in TOP_KEYS {
+        let below: &[&str] = match top {
+            "repositories" => &REPOSITORY_KEYS,
+            "cache" => &CACHE_KEYS,
+            "logs" => &LOGS_KEYS,
+            "trustedKeys" => &TRUSTED_KEY_KEYS,
+            _ => {
+                out.push(top.to_owned());
+                continue;
+            }
+        };
+        let join = match top {
+            "repositories" => ".*.",
+            "trustedKeys" => "[].",
+            _ => ".",
+        };
+        out.extend(below.iter().map(|k| format!("{top}{join}{k}")));
+    }
+    out
+}
 
 /// Decodes a whole `proofgraph.yaml` document.
 pub fn decode(sink: &mut Sink, root: &Node) -> Option<Catalog> {
@@ -416,7 +480,7 @@ pub fn installs_project(argv: &[String]) -> Option<&'static str> {
 
 fn trusted_key(sink: &mut Sink, node: &Node, index: usize) -> Option<TrustedKey> {
     let what = format!("`trustedKeys[{index}]`");
-    let f = fields(sink, node, &what, &["name", "publicKey"])?;
+    let f = fields(sink, node, &what, &TRUSTED_KEY_KEYS)?;
     let name = match f.get("name") {
         Some(n) => nonempty_string(sink, n, &format!("`name` of {what}")),
         None => {

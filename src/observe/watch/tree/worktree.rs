@@ -175,7 +175,7 @@ impl Watcher {
             .take_while(move |f| f.path.starts_with(prefix.as_str()))
             .filter_map(move |f| {
                 let rel = &f.path[len..];
-                (!exclude.iter().any(|e| rel.starts_with(e.as_str()))).then_some((rel, f))
+                (!inputs::excluded(rel.as_bytes(), exclude)).then_some((rel, f))
             }))
     }
 }
