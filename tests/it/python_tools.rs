@@ -240,16 +240,24 @@ print(json.dumps(out))
 /// `scripts/python-venv.sh`, whose one install runs the venv's own pip.
 #[test]
 fn nothing_reaches_the_python_tools_outside_their_venv() {
+    // The tracked files below `path` (what a clone holds: never a bench's scratch tree).
     fn walk(path: &Path, out: &mut Vec<PathBuf>) {
-        if path.is_dir() {
-            for entry in fs_err::read_dir(path).expect("read a directory").flatten() {
-                walk(&entry.path(), out);
+        let listed = std::process::Command::new("git")
+            .arg("-C")
+            .arg(repo_root())
+            .args(["ls-files", "-z", "--"])
+            .arg(path)
+            .output()
+            .expect("git ls-files");
+        assert!(listed.status.success(), "git ls-files failed");
+        for name in listed.stdout.split(|b| *b == 0).filter(|n| !n.is_empty()) {
+            let file = repo_root().join(String::from_utf8_lossy(name).as_ref());
+            if file
+                .extension()
+                .is_some_and(|e| ["rs", "sh", "md", "txt"].iter().any(|x| e == *x))
+            {
+                out.push(file);
             }
-        } else if path
-            .extension()
-            .is_some_and(|e| ["rs", "sh", "md", "txt"].iter().any(|x| e == *x))
-        {
-            out.push(path.to_path_buf());
         }
     }
     let root = repo_root();
