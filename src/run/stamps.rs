@@ -29,7 +29,6 @@
 //! take turns, so no stamp is decided while another run is building.
 
 use std::collections::BTreeMap;
-use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -182,7 +181,7 @@ pub(super) fn listings<'a>(files: impl IntoIterator<Item = &'a str>) -> BTreeMap
 pub(super) struct Stamps {
     caches: PathBuf,
     /// Held (an exclusive `flock`) while this lives.
-    _lock: File,
+    _lock: fs_err::File,
     /// This run's stamp.
     stamp: Time,
     ledgers: BTreeMap<RepoId, Ledger>,
@@ -202,12 +201,10 @@ impl Stamps {
             .create(true)
             .truncate(false)
             .write(true)
-            .open(caches.join(LOCK))?
-            .into_parts()
-            .0;
-        if flock(&lock, FlockOperation::NonBlockingLockExclusive).is_err() {
+            .open(caches.join(LOCK))?;
+        if flock(lock.file(), FlockOperation::NonBlockingLockExclusive).is_err() {
             waiting();
-            flock(&lock, FlockOperation::LockExclusive)?;
+            flock(lock.file(), FlockOperation::LockExclusive)?;
         }
         let ledgers: BTreeMap<RepoId, Ledger> = repos
             .into_iter()
@@ -346,7 +343,7 @@ fn resolved_within(root: &Path, links: &[&str]) -> Vec<Option<String>> {
         .iter()
         .map(|link| {
             let real_root = real_root.as_ref()?;
-            let real = std::fs::canonicalize(root.join(link)).ok()?;
+            let real = fs_err::canonicalize(root.join(link)).ok()?;
             real.strip_prefix(real_root)
                 .ok()
                 .map(|rel| rel.to_string_lossy().into_owned())
