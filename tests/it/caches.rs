@@ -524,3 +524,42 @@ fn a_kept_cargo_build_directory_is_warm_and_never_serves_a_stale_build() {
         "again, without a mount namespace",
     );
 }
+
+/// Two proves of one workspace that keeps a cargo build directory take turns: the second
+/// says it waits, starts once the first has ended (its times decided after every build of
+/// the first), and both pass.
+#[test]
+fn runs_that_keep_a_cargo_build_directory_take_turns() {
+    let sb = Sandbox::new();
+    sb.write("app/a.txt", "a\n");
+    wire(
+        &sb,
+        "    caches: [cargo-build]\n",
+        "    command: [sh, -c, \"sleep 3\"]\n",
+    );
+    let mut first = crate::support::Captured::spawn(sb.proofgraph(&sb.work()).args([
+        "prove",
+        "x",
+        "--no-cache",
+    ]));
+    // The first holds the lock once it has written the ledger of times.
+    let ledger = cache_dir(&sb, ".cargo-build-stamps.json");
+    let started = std::time::Instant::now();
+    while !ledger.exists() {
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(60),
+            "the first prove never set the times"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let second = sb.run(&sb.work(), &["prove", "x", "--no-cache"]);
+    let status = first.child.wait().expect("the first prove");
+    let first = first.output.into_run(status);
+    assert_eq!(first.code, Some(0), "{}", first.stderr);
+    assert_eq!(second.code, Some(0), "{}", second.stderr);
+    let said = format!("{}{}", second.stdout, second.stderr);
+    assert!(
+        said.contains("another prove of this workspace is using the kept cargo build directories"),
+        "{said}"
+    );
+}
