@@ -526,6 +526,7 @@ impl Detector<'_> {
             provider,
             confidence: p.grade,
             evidence,
+            setup: p.setup.clone(),
         }
     }
 

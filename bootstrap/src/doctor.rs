@@ -226,8 +226,18 @@ fn crates_need_network(
     repos: &[Repo],
     analysis: &Analysis,
 ) -> Option<Finding> {
+    // A provider whose CARGO_HOME lies outside its sandbox (an absolute path, `~`, a
+    // variable) brings its crates along; one inside it (`.cargo-home`) has only what a
+    // setup fetched there.
     let runs_here = runs_offline_here(repo, existing, repos, analysis, "cargo", |p| {
-        sets(p, "CARGO_HOME", None)
+        p.env.as_ref().is_some_and(|env| {
+            env.iter().any(|(k, v)| {
+                k.as_str() == "CARGO_HOME"
+                    && (v.value.starts_with('/')
+                        || v.value.starts_with('~')
+                        || v.value.starts_with('$'))
+            })
+        })
     });
     let fetches = setup_runs(repo, &["cargo fetch", "cargo vendor"]);
     if !runs_here || fetches {

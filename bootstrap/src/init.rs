@@ -24,7 +24,7 @@
 //! proves that capability for that repository. A test provider and its
 //! discovery receiver are added together or not at all.
 
-use proofgraph_graph::ProviderId;
+use proofgraph_graph::{ProviderId, RepoId};
 use proofgraph_syntax::node::{self as syntax, Node};
 use proofgraph_syntax::parse::{Syntax, read_document};
 use serde_json::{Map, Value};
@@ -141,11 +141,20 @@ pub fn init(existing: Option<&str>, detection: &Detection) -> Result<InitOutput,
         }
         verify(before, &again.value, &entries)?;
     }
+    let mut setups: Vec<(RepoId, crate::model::RepositorySetup)> = Vec::new();
+    for e in &entries {
+        if let Some(setup) = &e.candidate.setup
+            && !setups.iter().any(|(r, _)| *r == e.candidate.repository)
+        {
+            setups.push((e.candidate.repository.clone(), setup.clone()));
+        }
+    }
     Ok(InitOutput {
         text,
         added: entries.iter().map(|e| e.candidate.name.clone()).collect(),
         kept,
         skipped,
+        setups,
     })
 }
 

@@ -91,6 +91,7 @@
 //!   downloading (`npm exec --no --`, `pnpm exec`, `yarn <bin>`, `bun run
 //!   <bin>`), never `npx`, which may fetch a missing package.
 
+mod catalog;
 mod detect;
 mod doctor;
 mod ecosystem;
@@ -107,12 +108,13 @@ mod shell;
 mod specs;
 mod wiring;
 
+pub use catalog::{NotEdited, add_setup};
 pub use detect::detect;
 pub use doctor::doctor;
 pub use host::Host;
 pub use init::{InitError, init, read};
 pub use model::{
-    Candidate, Confidence, Detection, Finding, InitOutput, LastRun, Repo, Setup, Severity, Skipped,
-    Unresolved, UnresolvedReason,
+    Candidate, Confidence, Detection, Finding, InitOutput, LastRun, Repo, RepositorySetup, Setup,
+    Severity, Skipped, Unresolved, UnresolvedReason,
 };
 pub use specs::{DraftClaim, Drafted, SpecProblem, draft_claims, render_evidence};

@@ -101,6 +101,21 @@ pub struct Candidate {
     pub recommended: bool,
     /// Why it is proposed, one fact per entry.
     pub evidence: Vec<String>,
+    /// The setup its repository needs in `proofgraph.yaml` for it to run (its command
+    /// expects what the setup fetches: cargo's crates for `--offline`), when the
+    /// repository has none that does it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub setup: Option<RepositorySetup>,
+}
+
+/// A repository's `setup` and `setupCache` a candidate needs.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RepositorySetup {
+    /// The setup command (argv).
+    pub setup: Vec<String>,
+    /// What the setup cache keeps (`setupCache`).
+    #[serde(rename = "setupCache")]
+    pub cache: Vec<String>,
 }
 
 /// Why a required capability has no recommended candidate.
@@ -219,6 +234,9 @@ pub struct InitOutput {
     pub kept: Vec<ProviderId>,
     /// Recommended candidates that were not added, and why.
     pub skipped: Vec<Skipped>,
+    /// The setup each added candidate's repository needs in `proofgraph.yaml`.
+    #[serde(skip)]
+    pub setups: Vec<(RepoId, RepositorySetup)>,
 }
 
 /// A recommended candidate `init` did not add.

@@ -36,6 +36,8 @@ pub(crate) struct Proposal {
     /// The program it needs that is not on PATH: it is shown, never
     /// proposed (set by `detect` once the host is known).
     pub(crate) missing: Option<String>,
+    /// The setup its repository needs for it to run.
+    pub(crate) setup: Option<crate::model::RepositorySetup>,
 }
 
 impl Proposal {
@@ -53,6 +55,7 @@ impl Proposal {
             evidence: Vec::new(),
             label: label.into(),
             missing: None,
+            setup: None,
         }
     }
 
@@ -65,6 +68,7 @@ impl Proposal {
             evidence,
             label: label.into(),
             missing: None,
+            setup: None,
         }
     }
 

@@ -64,7 +64,7 @@ impl RepoFacts {
             out.no_count.extend(node.notes);
         }
         if let Some(cargo) = &self.cargo {
-            out.proposals.extend(cargo.test(host));
+            out.proposals.extend(cargo.test(host, &repo.setup));
         }
         if let Some(python) = &self.python {
             out.proposals.extend(python.test(&repo.setup));

@@ -336,8 +336,26 @@ pub struct InitPayload {
     /// What `--claims-from-specs` drafted (absent without the flag).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub claims_from_specs: Option<ClaimsFromSpecs>,
+    /// The setup the added providers' repositories need, added to `proofgraph.yaml`
+    /// (absent when they need none).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub catalog: Option<CatalogSetup>,
     /// The OpenSpec root.
     pub root: Option<RootOutput>,
+}
+
+/// The setup `evidence init` gives repositories in `proofgraph.yaml`.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct CatalogSetup {
+    /// `proofgraph.yaml`.
+    #[serde(serialize_with = "lossy_path")]
+    pub file: PathBuf,
+    /// Whether it was written (`--write`).
+    pub written: bool,
+    /// The repositories given a setup.
+    pub repositories: Vec<String>,
+    /// The file's new text.
+    pub text: String,
 }
 
 /// The claims `init --claims-from-specs` drafted from the change's delta specs.
@@ -416,13 +434,85 @@ impl Payload for InitPayload {
             .cloned()
             .collect();
         human_detection(out, &open, &self.unresolved);
+        if let Some(c) = &self.catalog {
+            let verb = if c.written { "added" } else { "would add" };
+            let _ = writeln!(
+                out,
+                "{verb} the setup of {} to {} (what its providers fetch before they run offline)",
+                c.repositories.join(", "),
+                c.file.display()
+            );
+        }
         if !self.written && !self.added.is_empty() {
             let _ = writeln!(out, "\n--- {} (preview; --write to apply)", file.display());
             if let Some(text) = &self.text {
                 out.push_str(text);
             }
+            if let Some(c) = &self.catalog {
+                let _ = writeln!(
+                    out,
+                    "\n--- {} (preview; --write to apply)",
+                    c.file.display()
+                );
+                out.push_str(&c.text);
+            }
         }
     }
+}
+
+/// The catalog's file name.
+const CATALOG_FILE: &str = "proofgraph.yaml";
+
+/// `proofgraph.yaml` with the setup of each of `setups` added (created when there is
+/// none), or `None` when none is needed or none could be added; a repository whose entry
+/// cannot be edited safely is a warning saying what to add by hand.
+fn catalog_setups(
+    loaded: &Loaded,
+    setups: &[(proofgraph_graph::RepoId, bootstrap::RepositorySetup)],
+    status: &mut Vec<Diagnostic>,
+) -> Option<CatalogSetup> {
+    if setups.is_empty() {
+        return None;
+    }
+    let file = loaded.workspace.root.join(CATALOG_FILE);
+    let mut text = if loaded.workspace.has_catalog {
+        Some(fs_err::read_to_string(&file).ok()?)
+    } else {
+        None
+    };
+    let mut repositories = Vec::new();
+    for (repo, setup) in setups {
+        let path = loaded
+            .workspace
+            .repositories
+            .get(repo)
+            .map_or(".", |r| r.path.as_str());
+        match bootstrap::add_setup(text.as_deref(), repo.as_str(), path, setup) {
+            Ok(edited) => {
+                text = Some(edited);
+                repositories.push(repo.to_string());
+            }
+            Err(bootstrap::NotEdited(why)) => status.push(
+                Diagnostic::warning(
+                    Code::DependenciesNeedNetwork,
+                    format!("the setup repository `{repo}` needs to fetch its dependencies was not added to {CATALOG_FILE}: {why}"),
+                )
+                .surface(CATALOG_FILE)
+                .fix(format!(
+                    "Add `setup: [[{}]]` and `setupCache: [{}]` to repository `{repo}` in {CATALOG_FILE} (docs/setup.md).",
+                    setup.setup.iter().map(|w| format!("{w:?}")).collect::<Vec<_>>().join(", "),
+                    setup.cache.join(", ")
+                )),
+            ),
+        }
+    }
+    let text = text.filter(|_| !repositories.is_empty())?;
+    Some(CatalogSetup {
+        file: PathBuf::from(CATALOG_FILE),
+        written: false,
+        repositories,
+        text,
+    })
 }
 
 /// Replaces `path` with `text` through a temporary file in the same
@@ -667,6 +757,23 @@ pub fn init(
         }
         written = true;
     }
+    // The setup the added providers need (cargo's crates for `--offline`), in the catalog.
+    let catalog = catalog_setups(&loaded, &output.setups, &mut status);
+    let catalog = match catalog {
+        Some(mut c) if write && written => {
+            if let Err(e) = replace(&loaded.workspace.root.join(CATALOG_FILE), &c.text) {
+                status.push(
+                    Diagnostic::error(Code::FileUnreadable, format!("failed to {e}"))
+                        .surface(CATALOG_FILE)
+                        .fix("Check that the OpenSpec root's directory is writable, then add the setup `evidence init` showed to proofgraph.yaml."),
+                );
+                return Report::failed(status, Verdict::Invalid);
+            }
+            c.written = true;
+            Some(c)
+        }
+        other => other,
+    };
     if written || created_evidence {
         // What was written must load as cleanly as before.
         let reloaded = loaded.workspace.load_change(&loaded.change.name);
@@ -695,6 +802,7 @@ pub fn init(
             unresolved: detection.unresolved,
             text: changed.then_some(output.text),
             claims_from_specs: from_specs,
+            catalog,
             root: Some(loaded.root),
         }),
         status,

@@ -1020,12 +1020,14 @@ fn doctor_names_the_tests_a_runner_would_find_outside_the_inputs() {
 }
 
 /// A crate with a dependency from crates.io, a `[[bench]]` target and no committed
-/// `Cargo.lock`: `init --write` wires `cargo test --no-fail-fast`, `evidence doctor` says the
-/// job's private network cannot download the crate and gives the cached fetch setup for
-/// this manifest (a placeholder for the bench target, no `--locked`), and with that fix
-/// applied the first `prove` passes — and a broken crate fails.
+/// `Cargo.lock`: `init --write` wires `cargo test --offline --no-fail-fast` with
+/// `CARGO_HOME: .cargo-home` and writes proofgraph.yaml with the cached fetch setup for this
+/// manifest (a placeholder for the bench target, no `--locked`), `evidence doctor` finds
+/// nothing in the way, and the first `prove` passes — and a broken crate fails. Without
+/// that setup, doctor says the job's private network cannot download the crate; and an
+/// existing catalog gets the setup under its repository, every other byte kept.
 #[test]
-fn init_and_doctor_wire_a_crate_without_a_lockfile_that_proves_on_its_first_run() {
+fn init_wires_a_crate_without_a_lockfile_that_proves_on_its_first_run() {
     let sb = Sandbox::new();
     change(&sb);
     sb.write(
@@ -1037,39 +1039,38 @@ fn init_and_doctor_wire_a_crate_without_a_lockfile_that_proves_on_its_first_run(
     sb.write("benches/speed.rs", "fn main() {}\n");
     sb.write(".gitignore", "target/\n.cargo-home/\ntest-results/\n");
     git_commit_all(&sb.work());
+    let setup = "[[sh, -c, \"mkdir -p benches src && touch benches/speed.rs src/lib.rs && CARGO_HOME=.cargo-home cargo fetch\"]]";
+    // The preview shows both files and writes neither.
+    let preview = run(&sb, &["evidence", "init", "add-x"]);
+    preview.expect_code(0);
+    assert!(
+        preview
+            .stdout
+            .contains("would add the setup of root to proofgraph.yaml"),
+        "{}",
+        preview.stdout
+    );
+    assert!(preview.stdout.contains(setup), "{}", preview.stdout);
+    assert!(!sb.work().join("proofgraph.yaml").exists());
     let init = run(&sb, &["evidence", "init", "add-x", "--write", "--json"]);
     init.expect_code(0);
+    assert_eq!(init.json()["catalog"]["written"], true, "{}", init.stdout);
     let wiring = fs_err::read_to_string(sb.work().join("openspec/changes/add-x/execution.yaml"))
         .expect("execution.yaml");
-    assert!(wiring.contains("--no-fail-fast"), "{wiring}");
-    let doctor = run(&sb, &["evidence", "doctor", "add-x", "--json"]);
-    doctor.expect_code(2);
-    assert_emits!(doctor.status_codes(), "dependencies_need_network");
-    let fix = doctor.json()["status"]
-        .as_array()
-        .expect("status")
-        .iter()
-        .find(|d| d["code"] == "dependencies_need_network")
-        .and_then(|d| d["fix"].as_str())
-        .expect("a fix")
-        .to_owned();
-    let setup = "[sh, -c, \"mkdir -p benches src && touch benches/speed.rs src/lib.rs && CARGO_HOME=.cargo-home cargo fetch\"]";
-    assert!(fix.contains(setup), "{fix}");
-    // The fix, applied as written: the catalog's setup, and the provider's CARGO_HOME and
-    // `--offline`.
-    sb.write(
-        "proofgraph.yaml",
-        format!("version: 1\nrepositories:\n  root:\n    path: .\n    setup: [{setup}]\n    setupCache: [.cargo-home]\n"),
+    assert!(
+        wiring.contains("cargo, test, --no-fail-fast, --offline"),
+        "{wiring}"
     );
-    let wired = wiring
-        .replacen(
-            "cargo, test, --no-fail-fast",
-            "cargo, test, --offline, --no-fail-fast",
-            1,
-        )
-        .replacen("env: {", "env: {CARGO_HOME: .cargo-home, ", 1);
-    assert_ne!(wired, wiring, "the provider was edited: {wiring}");
-    sb.write("openspec/changes/add-x/execution.yaml", &wired);
+    assert!(wiring.contains("CARGO_HOME: .cargo-home"), "{wiring}");
+    let catalog = fs_err::read_to_string(sb.work().join("proofgraph.yaml")).expect("written");
+    assert!(
+        catalog.contains(&format!("    setup: {setup}\n")),
+        "{catalog}"
+    );
+    assert!(
+        catalog.contains("    setupCache: [.cargo-home]\n"),
+        "{catalog}"
+    );
     git_commit_all(&sb.work());
     run(&sb, &["validate", "add-x", "--strict"]).expect_code(0);
     let doctor = run(&sb, &["evidence", "doctor", "add-x", "--json"]);
@@ -1090,6 +1091,32 @@ fn init_and_doctor_wire_a_crate_without_a_lockfile_that_proves_on_its_first_run(
         Some(1),
         "a broken crate never passes: {}",
         prove.stdout
+    );
+    sb.write("src/lib.rs", LIB);
+    // Without the setup, doctor says why the first download would fail, and what to add.
+    sb.write(
+        "proofgraph.yaml",
+        "version: 1\nrepositories:\n  root:\n    path: .   # the crate\n",
+    );
+    git_commit_all(&sb.work());
+    let doctor = run(&sb, &["evidence", "doctor", "add-x", "--json"]);
+    doctor.expect_code(2);
+    assert_emits!(doctor.status_codes(), "dependencies_need_network");
+    // An existing catalog: init (here for a second change) adds the setup under the
+    // repository and keeps every other byte.
+    sb.write(
+        "openspec/changes/add-y/evidence.yaml",
+        "version: 2\nclaims:\n  - {id: works, scenario: s, capabilities: [test]}\n",
+    );
+    sb.write("openspec/changes/add-y/proposal.md", "# y\n");
+    git_commit_all(&sb.work());
+    run(&sb, &["evidence", "init", "add-y", "--write"]).expect_code(0);
+    let catalog = fs_err::read_to_string(sb.work().join("proofgraph.yaml")).expect("kept");
+    assert_eq!(
+        catalog,
+        format!(
+            "version: 1\nrepositories:\n  root:\n    path: .   # the crate\n    setup: {setup}\n    setupCache: [.cargo-home]\n"
+        )
     );
 }
 

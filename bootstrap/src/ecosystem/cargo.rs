@@ -290,7 +290,7 @@ impl CargoFacts {
     }
 
     /// Proposals for `test`.
-    pub(crate) fn test(&self, host: &Host) -> Vec<Proposal> {
+    pub(crate) fn test(&self, host: &Host, setup: &crate::model::Setup) -> Vec<Proposal> {
         let mut out = Vec::new();
         let nextest = self.nextest();
         // A nextest profile the machine cannot run leaves cargo test the
@@ -300,7 +300,18 @@ impl CargoFacts {
         let report = report_path("cargo-test.json");
         // Every test binary runs even after one fails: cargo stops at the first failing
         // binary otherwise, and the tests of the others never run nor count.
+        // Crates from a registry come from the cached fetch setup (docs/setup.md): a job's
+        // network is private. Unless a setup of the repository already fetches them, the
+        // candidate comes with that setup, and runs offline from what it keeps.
+        let fetched = setup.commands.iter().any(|c| {
+            let text = c.join(" ");
+            text.contains("cargo fetch") || text.contains("cargo vendor")
+        });
+        let needs_setup = !self.fetched_deps.is_empty() && !fetched;
         let mut cargo = argv(&["cargo", "test", "--no-fail-fast"]);
+        if needs_setup {
+            cargo.push("--offline".to_owned());
+        }
         if self.workspace {
             cargo.push("--workspace".to_owned());
         }
@@ -313,6 +324,12 @@ impl CargoFacts {
             "--report-time",
         ]));
         let mut env = Map::new();
+        if needs_setup {
+            env.insert(
+                "CARGO_HOME".to_owned(),
+                Value::String(".cargo-home".to_owned()),
+            );
+        }
         env.insert("RUSTC_BOOTSTRAP".to_owned(), Value::String("1".to_owned()));
         let mut p = Proposal::new(
             Confidence::High,
@@ -328,6 +345,18 @@ impl CargoFacts {
             "runs cargo test with libtest's JSON event stream (`-Z unstable-options --format json`, available on stable through RUSTC_BOOTSTRAP=1 in `env`) redirected to `{report}`; each test binary's `suite started` event carries its test_count; `--no-fail-fast` runs every test binary even after one fails, so the counts are the whole suite's"
         ))
         .minimum_from(self.tests, "`#[test]` functions not marked `#[ignore]`");
+        if needs_setup {
+            p.evidence.push(format!(
+                "`--offline` with `CARGO_HOME: .cargo-home`: its {} crate{} from a registry come from the repository's cached setup `{}` (`setupCache: [.cargo-home]`), which `init --write` adds to proofgraph.yaml; a job's network is private",
+                self.fetched_deps.len(),
+                if self.fetched_deps.len() == 1 { "" } else { "s" },
+                crate::proposal::show(&self.fetch_setup()),
+            ));
+            p.setup = Some(crate::model::RepositorySetup {
+                setup: self.fetch_setup(),
+                cache: vec![".cargo-home".to_owned()],
+            });
+        }
         if self.workspace {
             p.evidence.push(
                 "`--workspace` tests every member; member manifests were not read for `harness = false`".to_owned(),
