@@ -936,7 +936,7 @@ fn init_claims_from_specs_writes_nothing_when_the_wiring_is_refused() {
 
 /// Wiring that runs `go test` with go's test cache on is named before it runs: a replay is
 /// never a pass, so a warm cache would leave the claim inconclusive. `init` proposes
-/// `-count=1`, and its wiring is clean.
+/// `-count=1`, its wiring is clean, and it proves on its first run.
 #[test]
 fn doctor_names_go_test_with_its_test_cache_on() {
     let sb = Sandbox::new();
@@ -975,6 +975,15 @@ fn doctor_names_go_test_with_its_test_cache_on() {
         !doctor.status_codes().iter().any(|c| c == "go_test_replays"),
         "{:?}",
         doctor.status_codes()
+    );
+    // And it proves on its first run: the module's one test ran.
+    let prove = run(&sb, &["prove", "add-x", "--json"]);
+    assert_eq!(prove.code, Some(0), "{}\n{}", prove.stdout, prove.stderr);
+    assert_eq!(
+        states(&prove.json())["works/test"],
+        "passed",
+        "{}",
+        prove.stdout
     );
 }
 
