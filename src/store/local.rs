@@ -881,7 +881,10 @@ mod tests {
         fs_err::remove_file(store.ac_path(&key)).expect("remove");
         let target = pointer_target(&receipt.to_hex()).expect("a digest");
         fs_err::os::unix::fs::symlink(&target, store.ac_path(&key)).expect("legacy");
-        assert_eq!(Store::open_read_only(dir.path()).action(&key), Some(receipt));
+        assert_eq!(
+            Store::open_read_only(dir.path()).action(&key),
+            Some(receipt)
+        );
         // Read by anyone else (another process opens the store afresh), a corrupt entry
         // is no entry — a garbage file or a link to something else; the process that
         // wrote it remembers what it wrote.
