@@ -159,7 +159,7 @@ mod tests {
                 fs_err::create_dir_all(scratch.join("work/work")).expect("mkdir");
                 fs_err::set_permissions(
                     scratch.join("work/work"),
-                    std::fs::Permissions::from_mode(0),
+                    std::fs::Permissions::from_mode(0o000),
                 )
                 .expect("chmod");
             }

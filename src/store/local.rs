@@ -17,6 +17,8 @@
 //!   runs/<run id>/             sandboxes and logs of a run in progress
 //! ```
 //!
+//! (docs/store.md shows the rest: setup trees, caches, artifacts, `watch.sock`.)
+//!
 //! Every write goes to a temporary file in `tmp/` that is flushed and then
 //! renamed into place, so a reader sees a whole file or none. A blob's name
 //! is the SHA-256 of its bytes and is checked on every read; a blob that does
