@@ -185,6 +185,14 @@ pub struct OverlaySpec {
     pub scratch: PathBuf,
 }
 
+impl OverlaySpec {
+    /// The overlay's work directory in `scratch`: the kernel's own, which it leaves
+    /// unreadable (mode 000, holding whiteouts) and of no use once the overlay is gone.
+    pub fn work_dir(scratch: &std::path::Path) -> PathBuf {
+        scratch.join("work")
+    }
+}
+
 /// What a job sees of the file system when its run has namespaces: a root built for the
 /// job (a fresh `tmpfs`, entered with `pivot_root`) holding
 ///

@@ -204,7 +204,7 @@ fn overlay_options(overlay: &OverlaySpec, user_namespace: bool) -> Result<String
         layers.push(overlay_path(&real)?);
     }
     let upper = overlay.scratch.join("upper");
-    let work = overlay.scratch.join("work");
+    let work = OverlaySpec::work_dir(&overlay.scratch);
     for dir in [&upper, &work] {
         fs_err::create_dir_all(dir).map_err(|e| e.to_string())?;
     }

@@ -1,11 +1,11 @@
 //! Fuzz target `store`: any bytes as the two spellings of a store entry (action-cache
-//! entries and refs): a symbolic link's target and, as earlier versions wrote them, a
-//! regular file's content.
+//! entries and refs): a regular file's content, as the store writes them, and a symbolic
+//! link's target, as earlier versions wrote them (still read).
 //!
 //! Invariants: whatever an entry decodes to is a SHA-256 in lowercase hex; a link target
 //! has one spelling (decoding then encoding gives back the same bytes), so two entries
 //! that name the same blob are the same entry; a file entry is the digest and whitespace;
-//! any digest written as a link reads back as itself.
+//! any digest, written as a link or as the file the store writes, reads back as itself.
 
 use crate::store;
 
@@ -37,6 +37,12 @@ pub fn run(data: &[u8]) {
                 Some(candidate)
             );
             assert_eq!(store::decode_entry_file(data).as_deref(), Some(candidate));
+            let digest = store::Sha256::parse(candidate).expect("64 lowercase hex digits");
+            assert_eq!(
+                store::decode_entry_file(store::entry_file(&digest).as_bytes()).as_deref(),
+                Some(candidate),
+                "what the store writes for {candidate} reads back as another digest"
+            );
         }
         None => assert!(!store::is_sha256_hex(candidate)),
     }

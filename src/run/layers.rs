@@ -378,7 +378,7 @@ impl Worlds {
             } else if self.isolated {
                 let scratch = self
                     .run_dir
-                    .join("worlds")
+                    .join(WORLDS)
                     .join(n.to_string())
                     .join(repo.as_str());
                 fs_err::create_dir_all(&scratch).map_err(|e| e.to_string())?;
@@ -439,7 +439,7 @@ impl Worlds {
             world.writable.push(at.clone());
             return Ok((world, at, None));
         }
-        let scratch = self.run_dir.join("setup-layers").join(repo.as_str());
+        let scratch = self.run_dir.join(SETUP_LAYERS).join(repo.as_str());
         fs_err::create_dir_all(&scratch).map_err(|e| e.to_string())?;
         let shown = self.shown_at(repo, &at);
         world.overlays.push(OverlaySpec {
@@ -462,6 +462,30 @@ impl Worlds {
         self.add_caches(&mut world, Some(repo), true);
         world
     }
+}
+
+/// The run's directory of each execution's overlay scratch, `worlds/<n>/<repo>`.
+const WORLDS: &str = "worlds";
+/// The run's directory of each uncached setup's overlay scratch, `setup-layers/<repo>`.
+const SETUP_LAYERS: &str = "setup-layers";
+
+/// The overlays' scratch directories ([`OverlaySpec::scratch`]) the run in `run_dir` made.
+pub(super) fn overlay_scratches(run_dir: &Path) -> Vec<PathBuf> {
+    let subdirs = |dir: &Path| -> Vec<PathBuf> {
+        fs_err::read_dir(dir)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+            .map(|e| e.path())
+            .collect()
+    };
+    let mut out = subdirs(&run_dir.join(SETUP_LAYERS));
+    for n in subdirs(&run_dir.join(WORLDS)) {
+        out.extend(subdirs(&n));
+    }
+    out.sort();
+    out
 }
 
 /// Where execution `n`'s private copy of `repo` is made when the run has no mount

@@ -28,10 +28,17 @@ pub(super) struct Sandboxes {
 
 impl Drop for Sandboxes {
     /// The run's directory (sandboxes and logs; the logs are in the store by
-    /// now) goes with the run, unless `--keep-sandbox`.
+    /// now) goes with the run, unless `--keep-sandbox`. Kept, it loses only the overlays'
+    /// work directories: the kernel's scratch, unreadable (mode 000) and of no use once the
+    /// run is over, which a tool walking the repository would stumble on in the store.
     fn drop(&mut self) {
-        if !self.keep {
-            let threads = std::thread::available_parallelism().unwrap_or(NonZeroUsize::MIN);
+        let threads = std::thread::available_parallelism().unwrap_or(NonZeroUsize::MIN);
+        if self.keep {
+            for scratch in super::layers::overlay_scratches(&self.root) {
+                let work = proofgraph_sandbox::OverlaySpec::work_dir(&scratch);
+                let _ = proofgraph_sandbox::materialize::remove(&work, threads);
+            }
+        } else {
             let _ = proofgraph_sandbox::materialize::remove(&self.root, threads);
         }
     }
@@ -137,11 +144,25 @@ mod tests {
 
     #[test]
     fn the_runs_directory_goes_with_the_run_unless_it_is_kept() {
+        use std::os::unix::fs::PermissionsExt as _;
         let dir = tempfile::tempdir().expect("tempdir");
         for keep in [false, true] {
             let run_dir = dir.path().join(format!("run-{keep}"));
             fs_err::create_dir_all(run_dir.join("logs")).expect("mkdir");
             fs_err::write(run_dir.join("logs/0001-unit.log"), b"x").expect("write");
+            // Two overlays' scratch as the kernel leaves it: what the job wrote, and a
+            // work directory of mode 000.
+            for scratch in ["worlds/1/root", "setup-layers/root"] {
+                let scratch = run_dir.join(scratch);
+                fs_err::create_dir_all(scratch.join("upper")).expect("mkdir");
+                fs_err::write(scratch.join("upper/out.txt"), b"written").expect("write");
+                fs_err::create_dir_all(scratch.join("work/work")).expect("mkdir");
+                fs_err::set_permissions(
+                    scratch.join("work/work"),
+                    std::fs::Permissions::from_mode(0o000),
+                )
+                .expect("chmod");
+            }
             let made = make(
                 &workspace(dir.path()),
                 &BTreeMap::new(),
@@ -157,6 +178,12 @@ mod tests {
                 keep,
                 "keep: {keep}"
             );
+            // Kept, it keeps what the jobs wrote but not the kernel's work directories.
+            for scratch in ["worlds/1/root", "setup-layers/root"] {
+                let scratch = run_dir.join(scratch);
+                assert_eq!(scratch.join("upper/out.txt").exists(), keep, "keep: {keep}");
+                assert!(!scratch.join("work").exists(), "keep: {keep}");
+            }
         }
     }
 }

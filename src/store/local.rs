@@ -5,7 +5,7 @@
 //! ```text
 //! .proofgraph/
 //!   .gitignore                 "*": the store is never tracked
-//!   store.json                 {"format": "proofgraph-store", "version": 1}
+//!   store.json                 {"format": "proofgraph-store", "version": 1, "entries": "files"}
 //!   keys/workspace.key         the workspace's Ed25519 signing key (PKCS#8 PEM, mode 0600)
 //!   keys/workspace.pub         its public key (SPKI PEM); trusted only when pinned
 //!                              outside the store (see `crate::proof::trust`)
@@ -17,6 +17,8 @@
 //!   runs/<run id>/             sandboxes and logs of a run in progress
 //! ```
 //!
+//! (docs/store.md shows the rest: setup trees, caches, artifacts, `watch.sock`.)
+//!
 //! Every write goes to a temporary file in `tmp/` that is flushed and then
 //! renamed into place, so a reader sees a whole file or none. A blob's name
 //! is the SHA-256 of its bytes and is checked on every read; a blob that does
@@ -25,14 +27,17 @@
 //! that prove the same thing both write valid entries and the last rename
 //! wins. Nothing is ever rewritten in place.
 //!
-//! A pointer is a symbolic link whose target is the receipt's digest,
-//! `sha256-<unpadded base64url>` (50 bytes, never a path that resolves): short
-//! enough to live in the inode on ext4 and tmpfs, so writing one allocates no
-//! data block and replacing one frees none (a regular file's block is freed on
-//! every replacement, which a filesystem mounted with `discard` turns into a
-//! synchronous discard). Entries that are regular files holding the digest in
-//! hex (as earlier versions wrote them) are still read.
-
+//! A pointer is a regular file holding the receipt's digest as 64 lowercase hex digits and
+//! a newline, the spelling every version has read. The store holds no symbolic link: a tool
+//! that walks the repository (`node --test`, a linter, a backup) opens every file of it.
+//! Earlier versions (from af316a2) wrote pointers as symbolic links to
+//! `sha256-<unpadded base64url>`, which name no file and so dangle; such a link is still
+//! read wherever it is found, the first writable [`Store::open`] of a store whose
+//! `store.json` lacks `"entries": "files"` rewrites every one as a file (and records that
+//! it did), and [`Store::collect`] rewrites any it meets later (one an older proofgraph
+//! wrote into a converted store). What the project's own commands made — setup trees,
+//! declared caches, artifacts, a kept sandbox — is kept as they made it, links included:
+//! those are the project's files, not the store's.
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
@@ -46,6 +51,9 @@ use crate::attest::keys;
 pub const DIR: &str = ".proofgraph";
 /// The layout version written to `store.json`.
 pub const VERSION: u64 = 1;
+/// What `store.json` says under `entries` once every pointer of the store is a regular
+/// file (see the module documentation); a store without it may hold symbolic links.
+const ENTRIES_ARE_FILES: &str = "files";
 
 /// A store could not be used.
 #[derive(Debug, thiserror::Error)]
@@ -152,8 +160,10 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
     proofgraph_graph::fingerprint::hex(&sha2::Sha256::digest(bytes))
 }
 
-/// The target of a pointer to the blob `sha256` (hex): `sha256-<unpadded base64url>`;
-/// `None` when `sha256` is not 64 lowercase hex digits. [`decode_link_target`] reads it.
+/// The target an earlier version gave the symbolic link of a pointer to the blob `sha256`
+/// (hex): `sha256-<unpadded base64url>`; `None` when `sha256` is not 64 lowercase hex
+/// digits. [`decode_link_target`] reads it. Nothing writes it any more: it spells such a
+/// link for the tests and fuzz targets that check old stores still read.
 pub fn pointer_target(sha256: &str) -> Option<String> {
     use base64::Engine as _;
     if !is_sha256_hex(sha256) {
@@ -166,8 +176,15 @@ pub fn pointer_target(sha256: &str) -> Option<String> {
     ))
 }
 
-/// The blob a pointer names (hex), or `None` when it is absent or malformed. A regular
-/// file holding the hex digest (an entry written by an earlier version) is read too.
+/// The content of a pointer to `sha256`: its 64 lowercase hex digits and a newline.
+/// [`decode_entry_file`] reads it.
+pub fn entry_file(sha256: &Sha256) -> String {
+    format!("{sha256}\n")
+}
+
+/// The blob a pointer names (hex), or `None` when it is absent or malformed: a regular
+/// file holding the hex digest (what the store writes), or a symbolic link an earlier
+/// version wrote.
 fn read_pointer(path: &Path) -> Option<String> {
     use std::os::unix::ffi::OsStrExt as _;
     match fs_err::read_link(path) {
@@ -190,8 +207,8 @@ pub fn decode_link_target(target: &[u8]) -> Option<String> {
     (bytes.len() == 32).then(|| proofgraph_graph::fingerprint::hex(&bytes))
 }
 
-/// The blob (hex) an entry written as a regular file names (as earlier versions wrote
-/// them): 64 lowercase hex digits, surrounding whitespace allowed; `None` otherwise.
+/// The blob (hex) an entry written as a regular file names: 64 lowercase hex digits,
+/// surrounding whitespace allowed; `None` otherwise.
 pub fn decode_entry_file(bytes: &[u8]) -> Option<String> {
     let digest = std::str::from_utf8(bytes).ok()?.trim();
     is_sha256_hex(digest).then(|| digest.to_owned())
@@ -275,7 +292,7 @@ impl Store {
             )?;
         }
         let marker = store.dir.join("store.json");
-        match fs_err::read_to_string(&marker) {
+        let converted = match fs_err::read_to_string(&marker) {
             Ok(text) => {
                 let value: serde_json::Value = serde_json::from_str(&text).unwrap_or_default();
                 if value["version"].as_u64() != Some(VERSION) {
@@ -284,14 +301,55 @@ impl Store {
                         found: value["version"].to_string(),
                     });
                 }
+                value["entries"].as_str() == Some(ENTRIES_ARE_FILES)
             }
-            Err(_) => {
-                let body =
-                    format!("{{\"format\": \"proofgraph-store\", \"version\": {VERSION}}}\n");
-                store.write_atomic(&marker, body.as_bytes())?;
-            }
+            Err(_) => false,
+        };
+        // Once per store: an earlier version's links become files. One that cannot be
+        // rewritten now still reads, and `cache gc` rewrites it.
+        if !converted {
+            store.convert_links();
+            let body = format!(
+                "{{\"format\": \"proofgraph-store\", \"version\": {VERSION}, \"entries\": \"{ENTRIES_ARE_FILES}\"}}\n"
+            );
+            store.write_atomic(&marker, body.as_bytes())?;
         }
         Ok(store)
+    }
+
+    /// Rewrites every pointer of `ac/` and `refs/` that is a symbolic link (as earlier
+    /// versions wrote them) as a regular file naming the same blob, and removes a link that
+    /// names none (it was no entry).
+    fn convert_links(&self) {
+        let mut stack = vec![self.dir.join("ac"), self.dir.join("refs")];
+        while let Some(dir) = stack.pop() {
+            let Ok(entries) = fs_err::read_dir(&dir) else {
+                continue;
+            };
+            for entry in entries.flatten() {
+                match entry.file_type() {
+                    Ok(t) if t.is_dir() => stack.push(entry.path()),
+                    Ok(t) if t.is_symlink() => self.convert_link(&entry.path()),
+                    _ => {}
+                }
+            }
+        }
+    }
+
+    /// Rewrites the link `path` as a file naming the same blob, or removes it when it names
+    /// none. It is checked to still be a link just before it is replaced, so that an entry
+    /// another process wrote meanwhile is not put back to what the link said.
+    fn convert_link(&self, path: &Path) {
+        match read_pointer(path).as_deref().and_then(Sha256::parse) {
+            Some(sha) => {
+                if fs_err::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink()) {
+                    let _ = self.write_pointer(path, &sha);
+                }
+            }
+            None => {
+                let _ = fs_err::remove_file(path);
+            }
+        }
     }
 
     /// The store under `root` for reading only: nothing is created, and an
@@ -514,34 +572,10 @@ impl Store {
             .and_then(Sha256::parse)
     }
 
-    /// Points an entry at a blob: a symbolic link made in `tmp/` and renamed into place
-    /// (see the module documentation).
+    /// Points an entry at a blob: a regular file holding its digest, written to `tmp/` and
+    /// renamed into place (see the module documentation).
     fn write_pointer(&self, path: &Path, sha256: &Sha256) -> Result<(), StoreError> {
-        let target = pointer_target(&sha256.to_hex()).ok_or_else(|| StoreError::Io {
-            action: "point",
-            path: path.to_path_buf(),
-            source: std::io::Error::new(
-                std::io::ErrorKind::InvalidInput,
-                format!("`{sha256}` is not a SHA-256 digest"),
-            ),
-        })?;
-        self.remaking_dirs(|| {
-            let tmp_dir = self.dir.join("tmp");
-            self.ensure_dir(&tmp_dir)?;
-            if let Some(parent) = path.parent() {
-                self.ensure_dir(parent)?;
-            }
-            let link = tempfile::Builder::new()
-                .prefix("link-")
-                .make_in(&tmp_dir, |at| fs_err::os::unix::fs::symlink(&target, at))
-                .map_err(io("create a link in", &tmp_dir))?;
-            link.persist(path).map_err(|e| StoreError::Io {
-                action: "rename into",
-                path: path.to_path_buf(),
-                source: e.error,
-            })?;
-            Ok(())
-        })
+        self.write_atomic(path, entry_file(sha256).as_bytes())
     }
 
     /// Where the artifacts a provider handed to its dependents are kept, for the run
@@ -610,7 +644,8 @@ impl Store {
     /// current receipt needs) and older than `keep` — never one younger than
     /// [`MIN_GC_AGE`], whatever `keep` says, since a run writing now makes its blobs before
     /// the entries that name them. Then, while the blobs left weigh more than `max_bytes`,
-    /// the oldest of those that may go. Entries and refs that named a removed blob go too.
+    /// the oldest of those that may go. Entries and refs that named a removed blob go too,
+    /// and any left that is a symbolic link (an older proofgraph wrote it) becomes a file.
     pub fn collect(
         &self,
         protect: &std::collections::HashSet<Sha256>,
@@ -702,9 +737,13 @@ impl Store {
                     .as_deref()
                     .and_then(Sha256::parse)
                     .is_some_and(|sha| removed.contains(&sha))
-                    && fs_err::remove_file(&path).is_ok()
                 {
-                    out.entries_removed += 1;
+                    if fs_err::remove_file(&path).is_ok() {
+                        out.entries_removed += 1;
+                    }
+                } else if entry.file_type().is_ok_and(|t| t.is_symlink()) {
+                    // An older proofgraph wrote it into a converted store.
+                    self.convert_link(&path);
                 }
             }
         }
@@ -828,17 +867,26 @@ mod tests {
             .set_ref(&change, &provider, &discovery, &receipt)
             .expect("ref");
         assert_eq!(store.latest(&change, &provider, &discovery), Some(receipt));
-        // Entries are fast symbolic links to `sha256-<base64url>`, never a path.
-        let target = fs_err::read_link(store.ac_path(&key)).expect("a link");
-        assert_eq!(
-            target.to_str().map(|t| (t.len(), t.starts_with("sha256-"))),
-            Some((50, true))
-        );
-        // A regular file with the digest in hex (an earlier version's entry) still reads.
+        // Entries are regular files holding the digest in hex, never a link.
+        for entry in [
+            store.ac_path(&key),
+            store.ref_path(&change, &provider, &discovery),
+        ] {
+            let meta = fs_err::symlink_metadata(&entry).expect("an entry");
+            assert!(meta.file_type().is_file(), "{}", entry.display());
+            assert_eq!(
+                fs_err::read_to_string(&entry).expect("read"),
+                format!("{receipt}\n")
+            );
+        }
+        // A symbolic link to `sha256-<base64url>` (an earlier version's entry) still reads.
         fs_err::remove_file(store.ac_path(&key)).expect("remove");
-        fs_err::write(store.ac_path(&key), format!("{receipt}\n")).expect("legacy");
-        let other = Store::open(dir.path()).expect("open again");
-        assert_eq!(other.action(&key), Some(receipt));
+        let target = pointer_target(&receipt.to_hex()).expect("a digest");
+        fs_err::os::unix::fs::symlink(&target, store.ac_path(&key)).expect("legacy");
+        assert_eq!(
+            Store::open_read_only(dir.path()).action(&key),
+            Some(receipt)
+        );
         // Read by anyone else (another process opens the store afresh), a corrupt entry
         // is no entry — a garbage file or a link to something else; the process that
         // wrote it remembers what it wrote.
@@ -876,6 +924,91 @@ mod tests {
         assert_eq!(
             Store::open(dir.path()).expect("open again").action(&key),
             Some(other_receipt)
+        );
+    }
+
+    /// Every entry of `ac/` and `refs/`, with whether it is a symbolic link.
+    fn entries(store: &Store) -> Vec<(PathBuf, bool)> {
+        let mut out = Vec::new();
+        let mut stack = vec![store.dir.join("ac"), store.dir.join("refs")];
+        while let Some(dir) = stack.pop() {
+            for entry in fs_err::read_dir(&dir).expect("read").flatten() {
+                let kind = entry.file_type().expect("a type");
+                if kind.is_dir() {
+                    stack.push(entry.path());
+                } else {
+                    out.push((entry.path(), kind.is_symlink()));
+                }
+            }
+        }
+        out.sort();
+        out
+    }
+
+    #[test]
+    fn an_earlier_versions_links_read_and_become_files_once() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = Store::open(dir.path()).expect("open");
+        let receipt = store.put(b"receipt").expect("put");
+        let change = ChangeName::parse("c").expect("a change name");
+        let provider = ProviderId::parse("unit").expect("an id");
+        let test = CapabilityName::test();
+        // The store as an earlier version left it: `store.json` without `entries`, every
+        // pointer a symbolic link to `sha256-<base64url>`, one link naming nothing.
+        let legacy = |path: &Path, target: &str| {
+            fs_err::create_dir_all(path.parent().expect("a parent")).expect("mkdir");
+            let _ = fs_err::remove_file(path);
+            fs_err::os::unix::fs::symlink(target, path).expect("link");
+        };
+        let target = pointer_target(&receipt.to_hex()).expect("a digest");
+        let key = hex("a");
+        legacy(&store.ac_path(&key), &target);
+        legacy(&store.ref_path(&change, &provider, &test), &target);
+        legacy(&store.ac_path(&hex("b")), "sha256-AAAA");
+        fs_err::write(
+            store.dir.join("store.json"),
+            r#"{"format": "proofgraph-store", "version": 1}"#,
+        )
+        .expect("write");
+        // Read as they are by a reader that writes nothing.
+        let reader = Store::open_read_only(dir.path());
+        assert_eq!(reader.action(&key), Some(receipt));
+        assert_eq!(reader.latest(&change, &provider, &test), Some(receipt));
+        assert_eq!(entries(&reader).iter().filter(|e| e.1).count(), 3);
+        // The first writable open rewrites them as files and says so in `store.json`.
+        let store = Store::open(dir.path()).expect("open");
+        assert_eq!(
+            entries(&store),
+            [
+                (store.ac_path(&key), false),
+                (store.ref_path(&change, &provider, &test), false)
+            ]
+        );
+        assert_eq!(store.action(&key), Some(receipt));
+        assert_eq!(store.latest(&change, &provider, &test), Some(receipt));
+        let marker: serde_json::Value = serde_json::from_str(
+            &fs_err::read_to_string(store.dir.join("store.json")).expect("read"),
+        )
+        .expect("JSON");
+        assert_eq!(marker["entries"], "files");
+        assert_eq!(marker["version"], VERSION);
+        // Once: a link an older proofgraph writes afterwards is read, and left to `gc`.
+        legacy(&store.ac_path(&key), &target);
+        let again = Store::open(dir.path()).expect("open again");
+        assert_eq!(again.action(&key), Some(receipt));
+        assert_eq!(entries(&again).iter().filter(|e| e.1).count(), 1);
+        let collected = again
+            .collect(
+                &std::collections::HashSet::new(),
+                std::time::Duration::ZERO,
+                None,
+            )
+            .expect("collect");
+        assert_eq!(collected.removed, 0, "the receipt is younger than an hour");
+        assert_eq!(entries(&again).iter().filter(|e| e.1).count(), 0);
+        assert_eq!(
+            Store::open_read_only(dir.path()).action(&key),
+            Some(receipt)
         );
     }
 

@@ -258,7 +258,7 @@ fn assert_no_false_pass(sb: &Sandbox, runs_log: &str, good_id: &str) -> usize {
 }
 
 /// The store's integrity: every blob is named by its content's SHA-256, and every action
-/// entry and ref names a blob that is there.
+/// entry and ref is a whole file (a digest and a newline) naming a blob that is there.
 fn assert_store_intact(sb: &Sandbox) -> usize {
     use sha2::Digest as _;
     let store = sb.work().join(".proofgraph");
@@ -296,18 +296,18 @@ fn assert_store_intact(sb: &Sandbox) -> usize {
                 continue;
             }
             pointers += 1;
-            let target = fs_err::read_link(&path).expect("a pointer is a symbolic link");
-            let encoded = target
-                .to_str()
-                .and_then(|t| t.strip_prefix("sha256-"))
-                .expect("a pointer names sha256-<base64url>");
-            use base64::Engine as _;
-            let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
-                .decode(encoded)
-                .expect("base64url");
-            let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
             assert!(
-                blobs.contains(&hex),
+                meta.file_type().is_file(),
+                "{} is not a regular file",
+                path.display()
+            );
+            let text = fs_err::read_to_string(&path).expect("a pointer");
+            let hex = text
+                .strip_suffix('\n')
+                .filter(|hex| hex.len() == 64 && hex.bytes().all(|b| b.is_ascii_hexdigit()))
+                .unwrap_or_else(|| panic!("{} holds {text:?}, not a digest", path.display()));
+            assert!(
+                blobs.contains(hex),
                 "{} points at a blob that is not there",
                 path.display()
             );

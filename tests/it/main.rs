@@ -51,6 +51,7 @@ mod setup;
 mod setup_mount;
 mod shells;
 mod snapshots;
+mod store_layout;
 mod support;
 mod syntax;
 mod trust;
