@@ -11,13 +11,15 @@
 //! - **Interpreters**, exactly as Linux runs them: the `#!` line's interpreter (an
 //!   absolute path, or a program `/usr/bin/env` finds on the job's `PATH`, `env -S` split
 //!   included), then that interpreter's own `#!`, four levels deep.
-//! - **A shell's `-c` script** (`sh`, `bash`, `dash`, `zsh`, `ksh`): the first word of each
-//!   of its simple commands (after `;`, `&&`, `||`, `|`, `&`, newlines, `(`, `{`, `if`,
-//!   `then`, `do`, `!`, `exec`, `command`, `time`, `env` and leading `NAME=value`
-//!   assignments) that is a plain word, not a shell builtin, and found as the job would
-//!   find it — with its own interpreters. Words made at run time (`$TOOL`, `` `x` ``) and
-//!   names found nowhere (a function the script defines) are not identified: this is a
-//!   reading of the script, not a shell.
+//! - **A shell's `-c` script** (`sh`, `bash`, `dash`, `zsh`, `ksh`), read with the
+//!   workspace's one shell tokenizer (`bootstrap::shell`: POSIX quoting, comments,
+//!   redirections, here-documents): the first word of each of its simple commands (after
+//!   `;`, `&&`, `||`, `|`, `&`, newlines, `(`, `{`, `if`, `then`, `do`, `!`, `exec`,
+//!   `command`, `time`, `env` and leading `NAME=value` assignments) that is a plain word,
+//!   not a shell builtin, and found as the job would find it — with its own interpreters;
+//!   and the same of every command substitution's script (`$(…)`, `` `…` ``), eight deep.
+//!   Words made at run time (`$TOOL`) and names found nowhere (a function the script
+//!   defines) are not identified: this is a reading of the script, not a shell.
 //!
 //! Content digests of files outside the repositories are remembered by their stat data
 //! (device, inode, size, and modification and change times to the nanosecond) in
@@ -473,76 +475,33 @@ const PREFIXES: &[&str] = &[
     "if", "then", "else", "do", "!", "{", "(", "exec", "command", "time", "nohup",
 ];
 
-/// The first plain word of each simple command of a `-c` script (module docs).
+/// How deep command substitutions inside command substitutions are read.
+const SUBSTITUTION_DEPTH: usize = 8;
+
+/// The first plain word of each simple command of a `-c` script (module docs), read with
+/// the workspace's one shell tokenizer (`bootstrap::shell`).
 fn script_commands(script: &str) -> Vec<String> {
     let mut out = Vec::new();
-    let mut segment = String::new();
-    let mut segments = Vec::new();
-    let mut quote: Option<char> = None;
-    let mut chars = script.chars().peekable();
-    while let Some(c) = chars.next() {
-        match quote {
-            Some(q) if c == q => {
-                quote = None;
-                segment.push(c);
-            }
-            Some(_) => segment.push(c),
-            None => match c {
-                '\'' | '"' => {
-                    quote = Some(c);
-                    segment.push(c);
-                }
-                '\\' => {
-                    segment.push(c);
-                    if let Some(next) = chars.next() {
-                        segment.push(next);
-                    }
-                }
-                // `2>&1`, `<&3`, `&>out`: a redirection, not a separator.
-                '&' if segment.ends_with(['>', '<']) || chars.peek() == Some(&'>') => {
-                    segment.push(c);
-                }
-                ';' | '&' | '|' | '\n' | '(' | ')' | '`' => {
-                    segments.push(std::mem::take(&mut segment));
-                }
-                '#' if segment.is_empty() || segment.ends_with([' ', '\t']) => {
-                    // A comment, to the end of the line.
-                    for c in chars.by_ref() {
-                        if c == '\n' {
-                            break;
-                        }
-                    }
-                    segments.push(std::mem::take(&mut segment));
-                }
-                _ => segment.push(c),
-            },
-        }
-    }
-    segments.push(segment);
-    for segment in segments {
-        let mut words = segment.split_whitespace().peekable();
+    commands_of(script, 0, &mut out);
+    out
+}
+
+fn commands_of(script: &str, depth: usize, out: &mut Vec<String>) {
+    use bootstrap::shell::{Script, Token, is_assignment, tokens};
+    let tokens = tokens(script);
+    for command in Script::of_tokens(&tokens).commands {
         let mut after_env = false;
-        while let Some(word) = words.next() {
-            let plain = word.trim_matches(['\'', '"']);
+        for word in &command {
+            let plain = word.value.as_str();
             if PREFIXES.contains(&plain) || after_env && plain.starts_with('-') {
                 continue;
             }
             // `NAME=value cmd`: an assignment before the program.
-            if plain.split_once('=').is_some_and(|(name, _)| {
-                !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
-            }) {
+            if is_assignment(&word.raw) {
                 continue;
             }
-            if plain.starts_with(['<', '>'])
-                || plain.starts_with(|c: char| c.is_ascii_digit()) && plain.contains('>')
-            {
-                // A redirection before the program takes the next word as its file.
-                if matches!(plain, "<" | ">" | ">>" | "2>" | "2>>" | "&>") {
-                    words.next();
-                }
-                continue;
-            }
-            let is_plain = !plain.is_empty()
+            let is_plain = word.literal
+                && !plain.is_empty()
                 && plain
                     .chars()
                     .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.' | '+' | '/'));
@@ -557,7 +516,17 @@ fn script_commands(script: &str) -> Vec<String> {
             break;
         }
     }
-    out
+    // What command substitutions run, wherever they are (an argument, an assignment, a
+    // redirection's target).
+    if depth < SUBSTITUTION_DEPTH {
+        for token in &tokens {
+            if let Token::Word(word) = token {
+                for inner in &word.substitutions {
+                    commands_of(inner, depth + 1, out);
+                }
+            }
+        }
+    }
 }
 
 /// A file's stat data, as remembered with its digest.
@@ -861,9 +830,37 @@ mod tests {
             ("{ make; } 2>&1", vec!["make"]),
             ("for x in a b; do jq . $x; done", vec!["jq"]),
             ("> out.txt printf x", vec![]),
+            ("2>/dev/null make check", vec!["make"]),
         ] {
             assert_eq!(script_commands(script), want, "{script:?}");
         }
+    }
+
+    /// Read with the shell's own rules (`bootstrap::shell`), where the reader this one
+    /// replaced split words at blanks and quotes by hand: a quoted word is one word, a
+    /// here-document's body runs nothing, and a command substitution runs its programs
+    /// wherever it is, double quotes included.
+    #[test]
+    fn a_script_is_read_with_the_shell_s_rules() {
+        for (script, want) in [
+            // Was `my`: the quote trimmed off the first half of one word.
+            ("'my tool' --x; make", vec!["make"]),
+            // Was `cat`, `rm` and `EOF`.
+            ("cat <<EOF\nrm -rf x\nEOF\nnode a.js", vec!["cat", "node"]),
+            // Was nothing: the substitution was inside double quotes.
+            ("echo \"$(which node)\"", vec!["which"]),
+            ("X=$(git rev-parse HEAD) make", vec!["make", "git"]),
+            ("exec \"$(dirname \"$0\")/run.sh\"", vec!["dirname"]),
+            ("npm test \\\n  && make", vec!["npm", "make"]),
+            ("a=1 \"b=2\" c", vec![]),
+            ("jest 2>&1 | tee out", vec!["jest", "tee"]),
+            // Nested substitutions are read a bounded depth down.
+            ("echo $(echo $(cat f))", vec!["cat"]),
+        ] {
+            assert_eq!(script_commands(script), want, "{script:?}");
+        }
+        let deep = format!("{}x{}", "$(echo ".repeat(100_000), ")".repeat(100_000));
+        assert_eq!(script_commands(&deep), Vec::<String>::new());
     }
 
     /// A `#!` naming a FIFO (or a repository program that is one) is no file to read: the
