@@ -33,6 +33,7 @@ use super::backend::{
 use super::config::Settings;
 use super::proxy::Proxy;
 use super::tunnel::{Tunnel, TunnelError};
+use crate::base::redact::Secrets;
 
 /// The batch limit when the server states none (`max_batch_total_size_bytes: 0`): 4 MiB,
 /// gRPC's usual largest message.
@@ -66,8 +67,9 @@ pub(super) struct Grpc {
     /// A channel per runtime that called, the latest last (see the module's documentation).
     channels: Mutex<Vec<(tokio::runtime::Id, Channel)>>,
     metadata: Vec<(AsciiMetadataKey, AsciiMetadataValue)>,
-    /// The headers' values, kept out of every error text.
-    secrets: Vec<String>,
+    /// The headers' values, kept out of every error text (by the one redactor,
+    /// `base::redact`, raw and through the escapes a server's message may put them in).
+    secrets: Secrets,
     timeout: Duration,
     /// What the server said at first contact.
     capabilities: tokio::sync::OnceCell<Capabilities>,
@@ -218,16 +220,6 @@ fn code_name(code: Code) -> &'static str {
     }
 }
 
-/// `text` with every value of `secrets` replaced.
-fn scrub(mut text: String, secrets: &[String]) -> String {
-    for secret in secrets.iter().filter(|s| !s.is_empty()) {
-        if text.contains(secret.as_str()) {
-            text = text.replace(secret.as_str(), "<redacted>");
-        }
-    }
-    text
-}
-
 /// What the server offers, as this client uses it: SHA-256 or a refusal naming what it
 /// offers instead.
 pub(super) fn judge(
@@ -337,7 +329,7 @@ impl Grpc {
             endpoint,
             channels: Mutex::new(Vec::new()),
             metadata,
-            secrets: settings.headers.iter().map(|(_, v)| v.clone()).collect(),
+            secrets: Secrets::new(settings.headers.iter().map(|(_, v)| v.clone().into_bytes())),
             timeout: settings.timeout,
             capabilities: tokio::sync::OnceCell::new(),
             proxy: settings.route.proxy().cloned(),
@@ -415,7 +407,7 @@ impl Grpc {
                     remote: self.name.clone(),
                     proxy: proxy.to_string(),
                     variable: proxy.variable().to_owned(),
-                    reason: scrub(tunnel.reason(), &self.secrets),
+                    reason: self.redacted(&tunnel.reason()),
                 };
             }
             source = cause.source();
@@ -423,13 +415,13 @@ impl Grpc {
         let mut reason = format!("{method} answered {}", code_name(status.code()));
         if !status.message().is_empty() {
             reason.push_str(": ");
-            reason.push_str(&escaped(status.message()));
+            reason.push_str(&escaped(&self.redacted(status.message())));
         }
         // The transport's cause (a refused connection, a reset stream), deepest last.
         let mut source = std::error::Error::source(status);
         let mut causes = Vec::new();
         while let Some(cause) = source {
-            let text = escaped(&cause.to_string());
+            let text = escaped(&self.redacted(&cause.to_string()));
             if !reason.contains(&text) && !causes.contains(&text) {
                 causes.push(text);
             }
@@ -438,7 +430,7 @@ impl Grpc {
         if !causes.is_empty() {
             reason.push_str(&format!(" ({})", causes.join(": ")));
         }
-        failure(&self.name, status.code(), scrub(reason, &self.secrets))
+        failure(&self.name, status.code(), self.redacted(&reason))
     }
 
     /// A per-blob status that is not OK, as an error.
@@ -452,9 +444,15 @@ impl Grpc {
         let mut reason = format!("{method} answered {} for the blob {blob}", code_name(code));
         if !status.message.is_empty() {
             reason.push_str(": ");
-            reason.push_str(&escaped(&status.message));
+            reason.push_str(&escaped(&self.redacted(&status.message)));
         }
-        failure(&self.name, code, scrub(reason, &self.secrets))
+        failure(&self.name, code, self.redacted(&reason))
+    }
+
+    /// `text` without the headers' values. A server's text is redacted before it is
+    /// escaped and cut to length (`escaped`), so a cut never leaves part of a value behind.
+    fn redacted(&self, text: &str) -> String {
+        self.secrets.text(text).into_owned()
     }
 
     /// A server that sent more of `blob` than its size in one message.
@@ -1062,7 +1060,7 @@ mod tests {
         let text = err.to_string();
         assert!(!text.contains("tok-12345"), "{text}");
         assert!(
-            text.contains("UNAUTHENTICATED") && text.contains("<redacted>"),
+            text.contains("UNAUTHENTICATED") && text.contains("[redacted]"),
             "{text}"
         );
         let blob = grpc.blob_failed(
@@ -1076,5 +1074,41 @@ mod tests {
         );
         assert!(matches!(blob, RemoteError::Unavailable { .. }), "{blob}");
         assert!(!blob.to_string().contains("tok-12345"), "{blob}");
+    }
+
+    /// The headers' values are removed by the one redactor (`base::redact`), so a value a
+    /// server quotes escaped (JSON's `\/`, an XML reference, percent-encoded) is found as
+    /// well as a raw one, and a long message is cut only after it was redacted, never
+    /// through a value (the scrubber this replaced did the reverse, and left the part before
+    /// the cut).
+    #[test]
+    fn a_header_value_is_redacted_escaped_and_across_the_cut() {
+        let token = "Bearer a/b+c=d&e-123456";
+        let mut settings = Settings::new("grpc://127.0.0.1:1/main");
+        settings.headers = vec![("authorization".into(), token.into())];
+        let grpc = Grpc::new(&settings, false).expect("a client");
+        let forms = [
+            token.to_owned(),
+            r#"Bearer a\/b+c=d\u0026e-123456"#.to_owned(),
+            "Bearer a/b+c=d&amp;e-123456".to_owned(),
+            "Bearer%20a%2Fb%2Bc%3Dd%26e-123456".to_owned(),
+        ];
+        for form in &forms {
+            let status =
+                Status::permission_denied(format!("{{\"detail\": \"{form} is refused\"}}"));
+            let text = grpc.failed("GetActionResult", &status).to_string();
+            assert!(text.contains("[redacted]"), "{form}: {text}");
+            assert!(
+                !text.contains("a/b+c") && !text.contains("123456"),
+                "{form}: {text}"
+            );
+        }
+        // The value straddles the 1000th character, where the message is cut.
+        for at in 990..1000 {
+            let message = format!("{}{token} and more", "x".repeat(at));
+            let status = Status::permission_denied(message);
+            let text = grpc.failed("GetActionResult", &status).to_string();
+            assert!(!text.contains("Bearer a"), "cut at {at}: {text}");
+        }
     }
 }
