@@ -109,8 +109,8 @@ fn prefix(instance: &str) -> String {
     }
 }
 
-/// A random (version 4) UUID, as an upload's name.
-fn uuid() -> String {
+/// A random (version 4) UUID, as an upload's name, spelled as the `uuid` crate spells it.
+fn upload_id() -> String {
     let mut b = [0u8; 16];
     if getrandom::fill(&mut b).is_err() {
         // No randomness: the clock still tells concurrent uploads apart in practice.
@@ -119,17 +119,10 @@ fn uuid() -> String {
             .map_or(0, |d| d.as_nanos());
         b = (nanos ^ u128::from(std::process::id())).to_le_bytes();
     }
-    b[6] = (b[6] & 0x0f) | 0x40;
-    b[8] = (b[8] & 0x3f) | 0x80;
-    let hex = proofgraph_graph::fingerprint::hex(&b);
-    format!(
-        "{}-{}-{}-{}-{}",
-        &hex[..8],
-        &hex[8..12],
-        &hex[12..16],
-        &hex[16..20],
-        &hex[20..]
-    )
+    uuid::Builder::from_random_bytes(b)
+        .into_uuid()
+        .hyphenated()
+        .to_string()
 }
 
 /// The batch limit to use for a server that states `stated` bytes (0: none stated).
@@ -547,7 +540,7 @@ impl Grpc {
     /// 8 MiB in 15 ms), and it reaches the server only at the link's pace.
     async fn stream_write(&self, blob: BlobDigest, bytes: Vec<u8>) -> Result<(), RemoteError> {
         let method = "ByteStream.Write";
-        let resource = write_resource(&self.instance, &uuid(), blob);
+        let resource = write_resource(&self.instance, &upload_id(), blob);
         let (tx, rx) = tokio::sync::mpsc::channel(1);
         let timeout = self.timeout;
         let feed = async move {
@@ -891,8 +884,11 @@ mod tests {
             write_resource("", "u-1", blob),
             format!("uploads/u-1/blobs/{hash}/5")
         );
-        let (one, two) = (uuid(), uuid());
+        let (one, two) = (upload_id(), upload_id());
         assert_ne!(one, two);
+        let parsed = uuid::Uuid::parse_str(&one).expect("a UUID");
+        assert_eq!(parsed.get_version(), Some(uuid::Version::Random), "{one}");
+        assert_eq!(parsed.get_variant(), uuid::Variant::RFC4122, "{one}");
         assert_eq!(one.len(), 36);
         let parts: Vec<&str> = one.split('-').collect();
         assert_eq!(
