@@ -35,6 +35,8 @@ use std::path::{Path, PathBuf};
 use proofgraph_graph::fingerprint::{Digest, Executable};
 use serde::{Deserialize, Serialize};
 
+use crate::store::Store;
+
 /// A command's program, found as its job will find it: resolved once, with the job's own
 /// `PATH`, and then both fingerprinted and executed exactly — never looked up again.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
@@ -149,13 +151,12 @@ pub(super) struct Lookup<'a> {
 }
 
 impl Programs {
-    /// Finds and identifies programs, remembering digests in the store at `store_dir`
-    /// (`.proofgraph/`) when it exists.
-    pub(super) fn new(store_dir: Option<&Path>) -> Self {
+    /// Finds and identifies programs, remembering digests in `store` when it exists.
+    pub(super) fn new(store: Option<&Store>) -> Self {
         Self {
             read: BTreeMap::new(),
             found: BTreeMap::new(),
-            known: Known::load(store_dir),
+            known: Known::load(store),
         }
     }
 
@@ -567,8 +568,8 @@ struct Entry {
 
 /// The digests of program files outside the repositories, by path and stat data.
 struct Known {
-    /// `.proofgraph/programs.json`, when the store exists.
-    file: Option<PathBuf>,
+    /// The store `programs.json` is kept in, when it exists.
+    store: Option<Store>,
     entries: BTreeMap<PathBuf, Entry>,
     changed: bool,
 }
@@ -580,15 +581,17 @@ const KNOWN_MAX: usize = 4096;
 const KNOWN_FILE: &str = "programs.json";
 
 impl Known {
-    fn load(store_dir: Option<&Path>) -> Self {
-        let file = store_dir.filter(|d| d.is_dir()).map(|d| d.join(KNOWN_FILE));
-        let entries = file
+    /// The table of `store` (empty when there is none, or it is unreadable: it is a cache).
+    /// It is only ever replaced whole (`save`), so a reader sees one table or the other.
+    fn load(store: Option<&Store>) -> Self {
+        let store = store.filter(|s| s.dir().is_dir()).cloned();
+        let entries = store
             .as_ref()
-            .and_then(|f| fs_err::read(f).ok())
+            .and_then(|s| fs_err::read(s.dir().join(KNOWN_FILE)).ok())
             .and_then(|bytes| serde_json::from_slice(&bytes).ok())
             .unwrap_or_default();
         Self {
-            file,
+            store,
             entries,
             changed: false,
         }
@@ -645,8 +648,11 @@ impl Known {
         (digest, head)
     }
 
+    /// Replaces the table through the store's write-then-rename (`Store::write_atomic`: a
+    /// temporary file in `tmp/`, which the store sweeps), so a process killed while saving
+    /// leaves the old table or the new one, and no stray file. A failure costs a rehash.
     fn save(mut self) {
-        let Some(file) = self.file.take() else {
+        let Some(store) = self.store.take() else {
             return;
         };
         if !self.changed {
@@ -662,15 +668,7 @@ impl Known {
         let Ok(bytes) = serde_json::to_vec(&self.entries) else {
             return;
         };
-        let Some(dir) = file.parent() else {
-            return;
-        };
-        if let Ok(mut tmp) = tempfile::NamedTempFile::new_in(dir) {
-            use std::io::Write as _;
-            if tmp.write_all(&bytes).is_ok() {
-                let _ = tmp.persist(&file);
-            }
-        }
+        let _ = store.write_atomic(&store.dir().join(KNOWN_FILE), &bytes);
     }
 }
 
@@ -683,10 +681,10 @@ pub struct CurrentPrograms {
 }
 
 impl CurrentPrograms {
-    /// The table of the store at `store_dir`.
-    pub fn load(store_dir: &Path) -> Self {
+    /// The table of `store`.
+    pub fn load(store: &Store) -> Self {
         CurrentPrograms {
-            known: std::sync::Mutex::new(Known::load(Some(store_dir))),
+            known: std::sync::Mutex::new(Known::load(Some(store))),
         }
     }
 
@@ -904,8 +902,9 @@ mod tests {
     fn a_remembered_digest_is_used_only_while_the_file_is_unchanged() {
         use std::os::unix::fs::PermissionsExt as _;
         let tmp = tempfile::tempdir().expect("tempdir");
-        let store = tmp.path().join("store");
-        fs_err::create_dir_all(&store).expect("mkdir");
+        let store_dir = tmp.path().join(crate::store::DIR);
+        fs_err::create_dir_all(&store_dir).expect("mkdir");
+        let store = Store::open_read_only(tmp.path());
         let tool = tmp.path().join("tool");
         fs_err::write(&tool, "#!/bin/sh\necho one\n").expect("write");
         fs_err::set_permissions(&tool, std::fs::Permissions::from_mode(0o755)).expect("chmod");
@@ -945,7 +944,7 @@ mod tests {
         assert_eq!(shebang.as_deref(), Some("/bin/sh"));
         assert!(known.changed, "remembered");
         known.save();
-        let saved = fs_err::read_to_string(store.join(KNOWN_FILE)).expect("saved");
+        let saved = fs_err::read_to_string(store_dir.join(KNOWN_FILE)).expect("saved");
         assert!(saved.contains(&first.to_hex()), "{saved}");
 
         // A remembered digest whose stat data still match is used as it is: forged here to
@@ -953,7 +952,7 @@ mod tests {
         let mut forged: BTreeMap<PathBuf, Entry> = serde_json::from_str(&saved).expect("json");
         forged.get_mut(&tool).expect("the tool").digest = Digest::of(b"forged").to_hex();
         fs_err::write(
-            store.join(KNOWN_FILE),
+            store_dir.join(KNOWN_FILE),
             serde_json::to_vec(&forged).expect("json"),
         )
         .expect("write");
@@ -979,7 +978,55 @@ mod tests {
         let mut none = Known::load(None);
         assert_eq!(none.digest(&tool).0, again);
         none.save();
-        fs_err::write(store.join(KNOWN_FILE), "{not json").expect("damage");
+        fs_err::write(store_dir.join(KNOWN_FILE), "{not json").expect("damage");
         assert_eq!(Known::load(Some(&store)).digest(&tool).0, again);
+    }
+
+    /// The table is replaced through the store's write-then-rename: its temporary file is in
+    /// `tmp/`, which the store sweeps, never beside the table, and a save that cannot write
+    /// there leaves the old table whole (it is a cache: the next run hashes again).
+    #[test]
+    fn the_table_is_replaced_through_the_store() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let store_dir = tmp.path().join(crate::store::DIR);
+        fs_err::create_dir_all(&store_dir).expect("mkdir");
+        let store = Store::open_read_only(tmp.path());
+        let tool = tmp.path().join("tool");
+        fs_err::write(&tool, "#!/bin/sh\n").expect("write");
+        let entry = |digest: &[u8]| Entry {
+            stat: Stat::of(&fs_err::metadata(&tool).expect("stat")),
+            digest: Digest::of(digest).to_hex(),
+            shebang: None,
+        };
+        let save = |digest: &[u8]| {
+            let mut known = Known::load(Some(&store));
+            known.entries.insert(tool.clone(), entry(digest));
+            known.changed = true;
+            known.save();
+        };
+        save(b"one");
+        let names = |dir: &Path| -> Vec<String> {
+            let mut names: Vec<String> = fs_err::read_dir(dir)
+                .expect("read_dir")
+                .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+                .collect();
+            names.sort();
+            names
+        };
+        assert_eq!(names(&store_dir), [KNOWN_FILE, "tmp"]);
+        assert!(
+            names(&store_dir.join("tmp")).is_empty(),
+            "renamed into place"
+        );
+        let read = || Known::load(Some(&store)).entries[&tool].digest.clone();
+        assert_eq!(read(), Digest::of(b"one").to_hex());
+        save(b"two");
+        assert_eq!(read(), Digest::of(b"two").to_hex());
+        // `tmp/` cannot be made: nothing is written, beside the table or anywhere.
+        fs_err::remove_dir(store_dir.join("tmp")).expect("rmdir");
+        fs_err::write(store_dir.join("tmp"), "not a directory").expect("write");
+        save(b"three");
+        assert_eq!(read(), Digest::of(b"two").to_hex(), "the old table, whole");
+        assert_eq!(names(&store_dir), [KNOWN_FILE, "tmp"]);
     }
 }

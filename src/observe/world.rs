@@ -678,7 +678,7 @@ fn from_snapshots(
     let mut resolved = BTreeMap::new();
     let mut service_programs = BTreeMap::new();
     let mut warnings = Vec::new();
-    let mut programs = Programs::new(Some(&workspace.root.join(crate::store::DIR)));
+    let mut programs = Programs::new(Some(&crate::store::Store::open_read_only(&workspace.root)));
     let reports = report_paths(graph);
     // The repositories each provider's job sees (where it runs, those it binds files of,
     // those of the services it talks to), for its part of the catalog.
