@@ -104,7 +104,7 @@ mod pattern;
 mod proposal;
 mod scan;
 mod setup;
-mod shell;
+pub mod shell;
 mod specs;
 mod wiring;
 

@@ -371,10 +371,13 @@ fn completion_words() -> Vec<String> {
     std::env::args().skip_while(|a| a != "--").skip(1).collect()
 }
 
-/// The nearest OpenSpec root above the directory the line being completed runs in: the
-/// working directory, or the one its `-C <dir>` names.
+/// The OpenSpec root the line being completed will run in, found as the command will find
+/// it (`root::resolve`, the one root finder): from the working directory or the one its
+/// `-C <dir>` names, with the store its `--store <id>` names. None when the command would
+/// find none.
 fn completion_root() -> Option<PathBuf> {
-    let mut cwd = std::env::current_dir().ok()?;
+    let mut env = process_env().ok()?;
+    let mut store = None;
     let words = completion_words();
     let mut words = words.iter();
     while let Some(word) = words.next() {
@@ -384,15 +387,23 @@ fn completion_root() -> Option<PathBuf> {
             None => None,
         };
         if let Some(dir) = dir {
-            cwd = cwd.join(dir);
+            env.cwd = env.cwd.join(dir);
+        } else if word == "--store" {
+            store = words.next().cloned();
+        } else if let Some(id) = word.strip_prefix("--store=") {
+            store = Some(id.to_owned());
         }
     }
-    cwd.ancestors()
-        .find(|d| d.join("openspec").is_dir())
-        .map(std::path::Path::to_path_buf)
+    crate::load::openspec::root::resolve(
+        &env,
+        store.as_deref(),
+        crate::load::openspec::root::Implicit::Refused,
+    )
+    .ok()
+    .map(|resolution| resolution.root.path)
 }
 
-/// The changes of the nearest OpenSpec root above the working directory, for completion
+/// The changes of the OpenSpec root the line being completed runs in, for completion
 /// (`archive/` and hidden directories left out).
 fn change_names() -> Vec<clap_complete::engine::CompletionCandidate> {
     changes_here()
@@ -428,7 +439,7 @@ fn provider_names() -> Vec<clap_complete::engine::CompletionCandidate> {
         .collect()
 }
 
-/// The names of the changes of the nearest OpenSpec root, sorted.
+/// The names of the changes of the OpenSpec root the line being completed runs in, sorted.
 fn changes_here() -> Vec<String> {
     let Some(root) = completion_root() else {
         return Vec::new();

@@ -10,7 +10,7 @@ use serde::Serialize;
 
 use crate::base::diagnostic::{Code, Diagnostic};
 use crate::load::workspace::Workspace;
-use crate::observe::watch::{SOCKET, Served, Watcher};
+use crate::observe::watch::{GitUserFiles, SOCKET, Served, Watcher};
 use crate::present::exit::Verdict;
 use crate::present::output::{Payload, Report};
 use crate::session::context::{Context, RootOutput};
@@ -69,9 +69,10 @@ pub fn run(ctx: &Context) -> Report<WatchPayload> {
             socket.display()
         ));
     }
-    let mut watcher = match Watcher::new(Box::new(|line| {
-        crate::present::output::note(&format!("watch: {line}"))
-    })) {
+    let mut watcher = match Watcher::new(
+        Box::new(|line| crate::present::output::note(&format!("watch: {line}"))),
+        GitUserFiles::of(ctx.env()),
+    ) {
         Ok(w) => w,
         Err(e) => return unusable(format!("inotify cannot be used: {e}")),
     };

@@ -42,7 +42,7 @@ pub fn wanted(
                 && in_shard.as_ref().is_none_or(|s| s.contains(node))
         })
         .collect();
-    let programs = crate::observe::programs::CurrentPrograms::load(store.dir());
+    let programs = crate::observe::programs::CurrentPrograms::load(store);
     let proven = |(_, _, p): &(&ProviderId, NodeId, &ProviderNode)| {
         crate::decide::status::is_proven(p, fingerprints, store, trusted, change, &programs)
     };

@@ -11,13 +11,15 @@
 //! - **Interpreters**, exactly as Linux runs them: the `#!` line's interpreter (an
 //!   absolute path, or a program `/usr/bin/env` finds on the job's `PATH`, `env -S` split
 //!   included), then that interpreter's own `#!`, four levels deep.
-//! - **A shell's `-c` script** (`sh`, `bash`, `dash`, `zsh`, `ksh`): the first word of each
-//!   of its simple commands (after `;`, `&&`, `||`, `|`, `&`, newlines, `(`, `{`, `if`,
-//!   `then`, `do`, `!`, `exec`, `command`, `time`, `env` and leading `NAME=value`
-//!   assignments) that is a plain word, not a shell builtin, and found as the job would
-//!   find it — with its own interpreters. Words made at run time (`$TOOL`, `` `x` ``) and
-//!   names found nowhere (a function the script defines) are not identified: this is a
-//!   reading of the script, not a shell.
+//! - **A shell's `-c` script** (`sh`, `bash`, `dash`, `zsh`, `ksh`), read with the
+//!   workspace's one shell tokenizer (`bootstrap::shell`: POSIX quoting, comments,
+//!   redirections, here-documents): the first word of each of its simple commands (after
+//!   `;`, `&&`, `||`, `|`, `&`, newlines, `(`, `{`, `if`, `then`, `do`, `!`, `exec`,
+//!   `command`, `time`, `env` and leading `NAME=value` assignments) that is a plain word,
+//!   not a shell builtin, and found as the job would find it — with its own interpreters;
+//!   and the same of every command substitution's script (`$(…)`, `` `…` ``), eight deep.
+//!   Words made at run time (`$TOOL`) and names found nowhere (a function the script
+//!   defines) are not identified: this is a reading of the script, not a shell.
 //!
 //! Content digests of files outside the repositories are remembered by their stat data
 //! (device, inode, size, and modification and change times to the nanosecond) in
@@ -32,6 +34,8 @@ use std::path::{Path, PathBuf};
 
 use proofgraph_graph::fingerprint::{Digest, Executable};
 use serde::{Deserialize, Serialize};
+
+use crate::store::Store;
 
 /// A command's program, found as its job will find it: resolved once, with the job's own
 /// `PATH`, and then both fingerprinted and executed exactly — never looked up again.
@@ -147,13 +151,12 @@ pub(super) struct Lookup<'a> {
 }
 
 impl Programs {
-    /// Finds and identifies programs, remembering digests in the store at `store_dir`
-    /// (`.proofgraph/`) when it exists.
-    pub(super) fn new(store_dir: Option<&Path>) -> Self {
+    /// Finds and identifies programs, remembering digests in `store` when it exists.
+    pub(super) fn new(store: Option<&Store>) -> Self {
         Self {
             read: BTreeMap::new(),
             found: BTreeMap::new(),
-            known: Known::load(store_dir),
+            known: Known::load(store),
         }
     }
 
@@ -473,76 +476,33 @@ const PREFIXES: &[&str] = &[
     "if", "then", "else", "do", "!", "{", "(", "exec", "command", "time", "nohup",
 ];
 
-/// The first plain word of each simple command of a `-c` script (module docs).
+/// How deep command substitutions inside command substitutions are read.
+const SUBSTITUTION_DEPTH: usize = 8;
+
+/// The first plain word of each simple command of a `-c` script (module docs), read with
+/// the workspace's one shell tokenizer (`bootstrap::shell`).
 fn script_commands(script: &str) -> Vec<String> {
     let mut out = Vec::new();
-    let mut segment = String::new();
-    let mut segments = Vec::new();
-    let mut quote: Option<char> = None;
-    let mut chars = script.chars().peekable();
-    while let Some(c) = chars.next() {
-        match quote {
-            Some(q) if c == q => {
-                quote = None;
-                segment.push(c);
-            }
-            Some(_) => segment.push(c),
-            None => match c {
-                '\'' | '"' => {
-                    quote = Some(c);
-                    segment.push(c);
-                }
-                '\\' => {
-                    segment.push(c);
-                    if let Some(next) = chars.next() {
-                        segment.push(next);
-                    }
-                }
-                // `2>&1`, `<&3`, `&>out`: a redirection, not a separator.
-                '&' if segment.ends_with(['>', '<']) || chars.peek() == Some(&'>') => {
-                    segment.push(c);
-                }
-                ';' | '&' | '|' | '\n' | '(' | ')' | '`' => {
-                    segments.push(std::mem::take(&mut segment));
-                }
-                '#' if segment.is_empty() || segment.ends_with([' ', '\t']) => {
-                    // A comment, to the end of the line.
-                    for c in chars.by_ref() {
-                        if c == '\n' {
-                            break;
-                        }
-                    }
-                    segments.push(std::mem::take(&mut segment));
-                }
-                _ => segment.push(c),
-            },
-        }
-    }
-    segments.push(segment);
-    for segment in segments {
-        let mut words = segment.split_whitespace().peekable();
+    commands_of(script, 0, &mut out);
+    out
+}
+
+fn commands_of(script: &str, depth: usize, out: &mut Vec<String>) {
+    use bootstrap::shell::{Script, Token, is_assignment, tokens};
+    let tokens = tokens(script);
+    for command in Script::of_tokens(&tokens).commands {
         let mut after_env = false;
-        while let Some(word) = words.next() {
-            let plain = word.trim_matches(['\'', '"']);
+        for word in &command {
+            let plain = word.value.as_str();
             if PREFIXES.contains(&plain) || after_env && plain.starts_with('-') {
                 continue;
             }
             // `NAME=value cmd`: an assignment before the program.
-            if plain.split_once('=').is_some_and(|(name, _)| {
-                !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
-            }) {
+            if is_assignment(&word.raw) {
                 continue;
             }
-            if plain.starts_with(['<', '>'])
-                || plain.starts_with(|c: char| c.is_ascii_digit()) && plain.contains('>')
-            {
-                // A redirection before the program takes the next word as its file.
-                if matches!(plain, "<" | ">" | ">>" | "2>" | "2>>" | "&>") {
-                    words.next();
-                }
-                continue;
-            }
-            let is_plain = !plain.is_empty()
+            let is_plain = word.literal
+                && !plain.is_empty()
                 && plain
                     .chars()
                     .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.' | '+' | '/'));
@@ -557,7 +517,17 @@ fn script_commands(script: &str) -> Vec<String> {
             break;
         }
     }
-    out
+    // What command substitutions run, wherever they are (an argument, an assignment, a
+    // redirection's target).
+    if depth < SUBSTITUTION_DEPTH {
+        for token in &tokens {
+            if let Token::Word(word) = token {
+                for inner in &word.substitutions {
+                    commands_of(inner, depth + 1, out);
+                }
+            }
+        }
+    }
 }
 
 /// A file's stat data, as remembered with its digest.
@@ -598,8 +568,8 @@ struct Entry {
 
 /// The digests of program files outside the repositories, by path and stat data.
 struct Known {
-    /// `.proofgraph/programs.json`, when the store exists.
-    file: Option<PathBuf>,
+    /// The store `programs.json` is kept in, when it exists.
+    store: Option<Store>,
     entries: BTreeMap<PathBuf, Entry>,
     changed: bool,
 }
@@ -611,15 +581,17 @@ const KNOWN_MAX: usize = 4096;
 const KNOWN_FILE: &str = "programs.json";
 
 impl Known {
-    fn load(store_dir: Option<&Path>) -> Self {
-        let file = store_dir.filter(|d| d.is_dir()).map(|d| d.join(KNOWN_FILE));
-        let entries = file
+    /// The table of `store` (empty when there is none, or it is unreadable: it is a cache).
+    /// It is only ever replaced whole (`save`), so a reader sees one table or the other.
+    fn load(store: Option<&Store>) -> Self {
+        let store = store.filter(|s| s.dir().is_dir()).cloned();
+        let entries = store
             .as_ref()
-            .and_then(|f| fs_err::read(f).ok())
+            .and_then(|s| fs_err::read(s.dir().join(KNOWN_FILE)).ok())
             .and_then(|bytes| serde_json::from_slice(&bytes).ok())
             .unwrap_or_default();
         Self {
-            file,
+            store,
             entries,
             changed: false,
         }
@@ -676,8 +648,11 @@ impl Known {
         (digest, head)
     }
 
+    /// Replaces the table through the store's write-then-rename (`Store::write_atomic`: a
+    /// temporary file in `tmp/`, which the store sweeps), so a process killed while saving
+    /// leaves the old table or the new one, and no stray file. A failure costs a rehash.
     fn save(mut self) {
-        let Some(file) = self.file.take() else {
+        let Some(store) = self.store.take() else {
             return;
         };
         if !self.changed {
@@ -693,15 +668,7 @@ impl Known {
         let Ok(bytes) = serde_json::to_vec(&self.entries) else {
             return;
         };
-        let Some(dir) = file.parent() else {
-            return;
-        };
-        if let Ok(mut tmp) = tempfile::NamedTempFile::new_in(dir) {
-            use std::io::Write as _;
-            if tmp.write_all(&bytes).is_ok() {
-                let _ = tmp.persist(&file);
-            }
-        }
+        let _ = store.write_atomic(&store.dir().join(KNOWN_FILE), &bytes);
     }
 }
 
@@ -714,10 +681,10 @@ pub struct CurrentPrograms {
 }
 
 impl CurrentPrograms {
-    /// The table of the store at `store_dir`.
-    pub fn load(store_dir: &Path) -> Self {
+    /// The table of `store`.
+    pub fn load(store: &Store) -> Self {
         CurrentPrograms {
-            known: std::sync::Mutex::new(Known::load(Some(store_dir))),
+            known: std::sync::Mutex::new(Known::load(Some(store))),
         }
     }
 
@@ -861,9 +828,37 @@ mod tests {
             ("{ make; } 2>&1", vec!["make"]),
             ("for x in a b; do jq . $x; done", vec!["jq"]),
             ("> out.txt printf x", vec![]),
+            ("2>/dev/null make check", vec!["make"]),
         ] {
             assert_eq!(script_commands(script), want, "{script:?}");
         }
+    }
+
+    /// Read with the shell's own rules (`bootstrap::shell`), where the reader this one
+    /// replaced split words at blanks and quotes by hand: a quoted word is one word, a
+    /// here-document's body runs nothing, and a command substitution runs its programs
+    /// wherever it is, double quotes included.
+    #[test]
+    fn a_script_is_read_with_the_shell_s_rules() {
+        for (script, want) in [
+            // Was `my`: the quote trimmed off the first half of one word.
+            ("'my tool' --x; make", vec!["make"]),
+            // Was `cat`, `rm` and `EOF`.
+            ("cat <<EOF\nrm -rf x\nEOF\nnode a.js", vec!["cat", "node"]),
+            // Was nothing: the substitution was inside double quotes.
+            ("echo \"$(which node)\"", vec!["which"]),
+            ("X=$(git rev-parse HEAD) make", vec!["make", "git"]),
+            ("exec \"$(dirname \"$0\")/run.sh\"", vec!["dirname"]),
+            ("npm test \\\n  && make", vec!["npm", "make"]),
+            ("a=1 \"b=2\" c", vec![]),
+            ("jest 2>&1 | tee out", vec!["jest", "tee"]),
+            // Nested substitutions are read a bounded depth down.
+            ("echo $(echo $(cat f))", vec!["cat"]),
+        ] {
+            assert_eq!(script_commands(script), want, "{script:?}");
+        }
+        let deep = format!("{}x{}", "$(echo ".repeat(100_000), ")".repeat(100_000));
+        assert_eq!(script_commands(&deep), Vec::<String>::new());
     }
 
     /// A `#!` naming a FIFO (or a repository program that is one) is no file to read: the
@@ -907,8 +902,9 @@ mod tests {
     fn a_remembered_digest_is_used_only_while_the_file_is_unchanged() {
         use std::os::unix::fs::PermissionsExt as _;
         let tmp = tempfile::tempdir().expect("tempdir");
-        let store = tmp.path().join("store");
-        fs_err::create_dir_all(&store).expect("mkdir");
+        let store_dir = tmp.path().join(crate::store::DIR);
+        fs_err::create_dir_all(&store_dir).expect("mkdir");
+        let store = Store::open_read_only(tmp.path());
         let tool = tmp.path().join("tool");
         fs_err::write(&tool, "#!/bin/sh\necho one\n").expect("write");
         fs_err::set_permissions(&tool, std::fs::Permissions::from_mode(0o755)).expect("chmod");
@@ -948,7 +944,7 @@ mod tests {
         assert_eq!(shebang.as_deref(), Some("/bin/sh"));
         assert!(known.changed, "remembered");
         known.save();
-        let saved = fs_err::read_to_string(store.join(KNOWN_FILE)).expect("saved");
+        let saved = fs_err::read_to_string(store_dir.join(KNOWN_FILE)).expect("saved");
         assert!(saved.contains(&first.to_hex()), "{saved}");
 
         // A remembered digest whose stat data still match is used as it is: forged here to
@@ -956,7 +952,7 @@ mod tests {
         let mut forged: BTreeMap<PathBuf, Entry> = serde_json::from_str(&saved).expect("json");
         forged.get_mut(&tool).expect("the tool").digest = Digest::of(b"forged").to_hex();
         fs_err::write(
-            store.join(KNOWN_FILE),
+            store_dir.join(KNOWN_FILE),
             serde_json::to_vec(&forged).expect("json"),
         )
         .expect("write");
@@ -982,7 +978,55 @@ mod tests {
         let mut none = Known::load(None);
         assert_eq!(none.digest(&tool).0, again);
         none.save();
-        fs_err::write(store.join(KNOWN_FILE), "{not json").expect("damage");
+        fs_err::write(store_dir.join(KNOWN_FILE), "{not json").expect("damage");
         assert_eq!(Known::load(Some(&store)).digest(&tool).0, again);
+    }
+
+    /// The table is replaced through the store's write-then-rename: its temporary file is in
+    /// `tmp/`, which the store sweeps, never beside the table, and a save that cannot write
+    /// there leaves the old table whole (it is a cache: the next run hashes again).
+    #[test]
+    fn the_table_is_replaced_through_the_store() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let store_dir = tmp.path().join(crate::store::DIR);
+        fs_err::create_dir_all(&store_dir).expect("mkdir");
+        let store = Store::open_read_only(tmp.path());
+        let tool = tmp.path().join("tool");
+        fs_err::write(&tool, "#!/bin/sh\n").expect("write");
+        let entry = |digest: &[u8]| Entry {
+            stat: Stat::of(&fs_err::metadata(&tool).expect("stat")),
+            digest: Digest::of(digest).to_hex(),
+            shebang: None,
+        };
+        let save = |digest: &[u8]| {
+            let mut known = Known::load(Some(&store));
+            known.entries.insert(tool.clone(), entry(digest));
+            known.changed = true;
+            known.save();
+        };
+        save(b"one");
+        let names = |dir: &Path| -> Vec<String> {
+            let mut names: Vec<String> = fs_err::read_dir(dir)
+                .expect("read_dir")
+                .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+                .collect();
+            names.sort();
+            names
+        };
+        assert_eq!(names(&store_dir), [KNOWN_FILE, "tmp"]);
+        assert!(
+            names(&store_dir.join("tmp")).is_empty(),
+            "renamed into place"
+        );
+        let read = || Known::load(Some(&store)).entries[&tool].digest.clone();
+        assert_eq!(read(), Digest::of(b"one").to_hex());
+        save(b"two");
+        assert_eq!(read(), Digest::of(b"two").to_hex());
+        // `tmp/` cannot be made: nothing is written, beside the table or anywhere.
+        fs_err::remove_dir(store_dir.join("tmp")).expect("rmdir");
+        fs_err::write(store_dir.join("tmp"), "not a directory").expect("write");
+        save(b"three");
+        assert_eq!(read(), Digest::of(b"two").to_hex(), "the old table, whole");
+        assert_eq!(names(&store_dir), [KNOWN_FILE, "tmp"]);
     }
 }

@@ -303,19 +303,18 @@ impl AtRevision<'_> {
         let revision = self.0.get(dir)?;
         let rel = rel.to_str()?;
         // A link to a file of the repository is followed, a few levels deep, as the
-        // checkout's file system would.
-        let mut path = crate::base::paths::normalize(Path::new(rel));
+        // checkout's file system would. One that leaves the repository (an absolute target,
+        // or a `..` above its top) leads to no file of it at this revision.
+        let mut path = crate::base::paths::normalize_beneath(Path::new(rel))?;
         for _ in 0..8 {
             let (bytes, kind) = revision.read(dir, path.to_str()?).ok()??;
             if kind != inputs::FileKind::Symlink {
                 return Some((bytes, kind));
             }
             let target = PathBuf::from(String::from_utf8(bytes).ok()?);
-            if target.is_absolute() {
-                return None;
-            }
-            path =
-                crate::base::paths::normalize(&path.parent().unwrap_or(Path::new("")).join(target));
+            path = crate::base::paths::normalize_beneath(
+                &path.parent().unwrap_or(Path::new("")).join(target),
+            )?;
         }
         None
     }
@@ -678,7 +677,7 @@ fn from_snapshots(
     let mut resolved = BTreeMap::new();
     let mut service_programs = BTreeMap::new();
     let mut warnings = Vec::new();
-    let mut programs = Programs::new(Some(&workspace.root.join(crate::store::DIR)));
+    let mut programs = Programs::new(Some(&crate::store::Store::open_read_only(&workspace.root)));
     let reports = report_paths(graph);
     // The repositories each provider's job sees (where it runs, those it binds files of,
     // those of the services it talks to), for its part of the catalog.
@@ -1289,6 +1288,58 @@ sandbox: worktree
             ("openspec/changesx", false),
         ] {
             assert_eq!(inputs::excluded(path.as_bytes(), &exclude), out, "{path}");
+        }
+    }
+
+    /// At a revision a program's links are followed as a checkout's file system follows
+    /// them, inside the repository; a link that leaves it — above its top, however far, or
+    /// absolute — leads to no file of it, never to the file of the same name inside (the
+    /// lexical `..` once popped a `..` it had kept, so `../../x` read the repository's `x`).
+    #[test]
+    fn a_link_that_leaves_the_repository_at_a_revision_reads_nothing() {
+        use crate::base::testing::{commit_all, git, write};
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let top = fs_err::canonicalize(tmp.path()).expect("canonical");
+        git(&top, &["init", "-q", "repo"]);
+        let dir = top.join("repo");
+        write(&dir, "x", "inside\n");
+        write(&dir, "bin/tool", "#!/bin/sh\n");
+        write(&top, "x", "outside\n");
+        for (name, target) in [
+            ("tool", "bin/tool"),
+            ("bin/x", "../x"),
+            ("bin/via", "../tool"),
+            ("up", "../x"),
+            ("leave", "../../x"),
+            ("bin/leave", "../../../x"),
+            ("bin/back", "../../repo/x"),
+            ("abs", "/etc/hostname"),
+            ("chain", "bin/leave"),
+        ] {
+            std::os::unix::fs::symlink(target, dir.join(name)).expect("symlink");
+        }
+        commit_all(&dir);
+        let revision = Revision::resolve(&dir, "HEAD").expect("HEAD");
+        let at = AtRevision([(dir.clone(), &revision)].into());
+        let read = |rel: &str| {
+            at.read(&dir, Path::new(rel))
+                .map(|b| String::from_utf8_lossy(&b).into_owned())
+        };
+        assert_eq!(read("tool").as_deref(), Some("#!/bin/sh\n"));
+        assert_eq!(read("bin/x").as_deref(), Some("inside\n"));
+        assert_eq!(read("bin/via").as_deref(), Some("#!/bin/sh\n"));
+        // `bin/back` comes back in through the checkout's own name: at a revision no
+        // checkout exists, so it has left the repository all the same.
+        for rel in [
+            "up",
+            "leave",
+            "bin/leave",
+            "bin/back",
+            "abs",
+            "chain",
+            "../x",
+        ] {
+            assert_eq!(read(rel), None, "{rel}");
         }
     }
 }

@@ -305,7 +305,7 @@ pub fn pull(
                 });
             }
             let mut failed = None;
-            for (w, got, warnings) in join_all(calls).await {
+            for (w, got, warnings) in futures_util::future::join_all(calls).await {
                 pulled.warnings.extend(warnings);
                 match got {
                     Ok(Some(sha)) => pulled.imported.push((w.clone(), sha)),
@@ -331,30 +331,6 @@ pub fn pull(
             () = signalled(interrupt) => Pulled::default(),
         }
     })
-}
-
-/// Runs every future of `calls` to its end on this task, concurrently.
-async fn join_all<F: std::future::Future>(calls: Vec<F>) -> Vec<F::Output> {
-    let mut pinned: Vec<std::pin::Pin<Box<F>>> = calls.into_iter().map(Box::pin).collect();
-    let mut out: Vec<Option<F::Output>> = (0..pinned.len()).map(|_| None).collect();
-    std::future::poll_fn(|cx| {
-        let mut pending = false;
-        for (i, call) in pinned.iter_mut().enumerate() {
-            if out[i].is_none() {
-                match call.as_mut().poll(cx) {
-                    std::task::Poll::Ready(v) => out[i] = Some(v),
-                    std::task::Poll::Pending => pending = true,
-                }
-            }
-        }
-        if pending {
-            std::task::Poll::Pending
-        } else {
-            std::task::Poll::Ready(())
-        }
-    })
-    .await;
-    out.into_iter().flatten().collect()
 }
 
 /// What pushing did.

@@ -147,6 +147,59 @@ fn bash_completes_commands_options_and_the_changes_of_the_root_it_stands_in() {
     }
 }
 
+/// Completion finds the root the command will run in, through the one root finder
+/// (`load::openspec::root::resolve`): a bare `openspec/` (a store's layout) between the
+/// working directory and the root does not capture it, and `--store <id>` completes the
+/// changes of the registered store it names.
+#[test]
+fn completion_finds_the_root_the_command_will_use() {
+    let sb = Sandbox::new();
+    workspace(&sb);
+    let file = sb.write("proofgraph.bash", script(&sb, "bash"));
+    // A bare `openspec/` in `src/`: no root, so the changes are the workspace's.
+    sb.mkdir("src/openspec");
+    let below = sb.work().join("src/deep");
+    let changes = bash_complete(&sb, &below, &file, "proofgraph status a");
+    assert_eq!(changes, ["add-profile"], "{changes:?}");
+    let listed = sb.run(&below, &["list", "--json"]).json();
+    assert_eq!(
+        listed["root"]["path"],
+        fs_err::canonicalize(sb.work())
+            .expect("canonical")
+            .display()
+            .to_string(),
+        "the command runs in the same root: {listed:#}"
+    );
+    // A registered store, named on the line: its changes, from anywhere.
+    let store = sb.openspec_root("stores/team");
+    sb.write(
+        "stores/team/.openspec-store/store.yaml",
+        "version: 1\nid: team\n",
+    );
+    sb.write(
+        "stores/team/openspec/changes/team-change/proposal.md",
+        "# t\n",
+    );
+    crate::support::write(
+        &sb.data_home().join("openspec/stores/registry.yaml"),
+        format!(
+            "version: 1\nstores:\n  team:\n    backend:\n      type: git\n      local_path: {}\n",
+            store.display()
+        ),
+    );
+    let outside = tempfile::tempdir().expect("tempdir");
+    for line in [
+        "proofgraph --store team status t",
+        "proofgraph --store=team status t",
+    ] {
+        let there = bash_complete(&sb, outside.path(), &file, line);
+        assert_eq!(there, ["team-change"], "{line}: {there:?}");
+    }
+    // Without it, the store is no root of the directory the line runs in.
+    let none = bash_complete(&sb, outside.path(), &file, "proofgraph status t");
+    assert!(none.iter().all(|c| c != "team-change"), "{none:?}");
+}
+
 #[test]
 fn fish_completes_the_same() {
     let sb = Sandbox::new();

@@ -320,8 +320,8 @@ impl NodeFacts {
             return out;
         }
         let script = Script::parse(text);
-        let named: Vec<(usize, Framework)> = script
-            .commands
+        let commands = script.values();
+        let named: Vec<(usize, Framework)> = commands
             .iter()
             .enumerate()
             .filter_map(|(i, c)| Framework::of(c).map(|f| (i, f)))
@@ -347,7 +347,7 @@ impl NodeFacts {
             [framework] => {
                 let framework = *framework;
                 let (index, _) = named[named.len() - 1];
-                let command = &script.commands[index];
+                let command = &commands[index];
                 out.proposals
                     .push(self.scripted(name, text, &script, index, command, framework));
             }

@@ -23,4 +23,4 @@ mod tree;
 
 pub use client::{is_served, query, wake};
 pub use protocol::SOCKET;
-pub use tree::{Served, Watcher};
+pub use tree::{GitUserFiles, Served, Watcher};

@@ -157,7 +157,10 @@ mod tests {
     ) -> std::thread::JoinHandle<std::io::Result<Served>> {
         let (path, flag) = (socket.to_path_buf(), Arc::clone(stop));
         let handle = std::thread::spawn(move || {
-            let mut watcher = Watcher::new(Box::new(|_| {}))?;
+            let mut watcher = Watcher::new(
+                Box::new(|_| {}),
+                crate::observe::watch::GitUserFiles::default(),
+            )?;
             watcher.serve(&path, &flag).map(|()| watcher.served())
         });
         let deadline = Instant::now() + Duration::from_secs(20);
@@ -220,7 +223,11 @@ mod tests {
             "{header}"
         );
 
-        let mut second = Watcher::new(Box::new(|_| {})).expect("inotify is usable");
+        let mut second = Watcher::new(
+            Box::new(|_| {}),
+            crate::observe::watch::GitUserFiles::default(),
+        )
+        .expect("inotify is usable");
         let e = second
             .serve(&socket, &AtomicBool::new(false))
             .expect_err("one watcher per socket");

@@ -33,6 +33,7 @@ use super::backend::{
 use super::config::Settings;
 use super::proxy::Proxy;
 use super::tunnel::{Tunnel, TunnelError};
+use crate::base::redact::Secrets;
 
 /// The batch limit when the server states none (`max_batch_total_size_bytes: 0`): 4 MiB,
 /// gRPC's usual largest message.
@@ -66,8 +67,9 @@ pub(super) struct Grpc {
     /// A channel per runtime that called, the latest last (see the module's documentation).
     channels: Mutex<Vec<(tokio::runtime::Id, Channel)>>,
     metadata: Vec<(AsciiMetadataKey, AsciiMetadataValue)>,
-    /// The headers' values, kept out of every error text.
-    secrets: Vec<String>,
+    /// The headers' values, kept out of every error text (by the one redactor,
+    /// `base::redact`, raw and through the escapes a server's message may put them in).
+    secrets: Secrets,
     timeout: Duration,
     /// What the server said at first contact.
     capabilities: tokio::sync::OnceCell<Capabilities>,
@@ -107,8 +109,8 @@ fn prefix(instance: &str) -> String {
     }
 }
 
-/// A random (version 4) UUID, as an upload's name.
-fn uuid() -> String {
+/// A random (version 4) UUID, as an upload's name, spelled as the `uuid` crate spells it.
+fn upload_id() -> String {
     let mut b = [0u8; 16];
     if getrandom::fill(&mut b).is_err() {
         // No randomness: the clock still tells concurrent uploads apart in practice.
@@ -117,17 +119,10 @@ fn uuid() -> String {
             .map_or(0, |d| d.as_nanos());
         b = (nanos ^ u128::from(std::process::id())).to_le_bytes();
     }
-    b[6] = (b[6] & 0x0f) | 0x40;
-    b[8] = (b[8] & 0x3f) | 0x80;
-    let hex = proofgraph_graph::fingerprint::hex(&b);
-    format!(
-        "{}-{}-{}-{}-{}",
-        &hex[..8],
-        &hex[8..12],
-        &hex[12..16],
-        &hex[16..20],
-        &hex[20..]
-    )
+    uuid::Builder::from_random_bytes(b)
+        .into_uuid()
+        .hyphenated()
+        .to_string()
 }
 
 /// The batch limit to use for a server that states `stated` bytes (0: none stated).
@@ -216,16 +211,6 @@ fn code_name(code: Code) -> &'static str {
         Code::DataLoss => "DATA_LOSS",
         Code::Unauthenticated => "UNAUTHENTICATED",
     }
-}
-
-/// `text` with every value of `secrets` replaced.
-fn scrub(mut text: String, secrets: &[String]) -> String {
-    for secret in secrets.iter().filter(|s| !s.is_empty()) {
-        if text.contains(secret.as_str()) {
-            text = text.replace(secret.as_str(), "<redacted>");
-        }
-    }
-    text
 }
 
 /// What the server offers, as this client uses it: SHA-256 or a refusal naming what it
@@ -337,7 +322,7 @@ impl Grpc {
             endpoint,
             channels: Mutex::new(Vec::new()),
             metadata,
-            secrets: settings.headers.iter().map(|(_, v)| v.clone()).collect(),
+            secrets: Secrets::new(settings.headers.iter().map(|(_, v)| v.clone().into_bytes())),
             timeout: settings.timeout,
             capabilities: tokio::sync::OnceCell::new(),
             proxy: settings.route.proxy().cloned(),
@@ -415,7 +400,7 @@ impl Grpc {
                     remote: self.name.clone(),
                     proxy: proxy.to_string(),
                     variable: proxy.variable().to_owned(),
-                    reason: scrub(tunnel.reason(), &self.secrets),
+                    reason: self.redacted(&tunnel.reason()),
                 };
             }
             source = cause.source();
@@ -423,13 +408,13 @@ impl Grpc {
         let mut reason = format!("{method} answered {}", code_name(status.code()));
         if !status.message().is_empty() {
             reason.push_str(": ");
-            reason.push_str(&escaped(status.message()));
+            reason.push_str(&escaped(&self.redacted(status.message())));
         }
         // The transport's cause (a refused connection, a reset stream), deepest last.
         let mut source = std::error::Error::source(status);
         let mut causes = Vec::new();
         while let Some(cause) = source {
-            let text = escaped(&cause.to_string());
+            let text = escaped(&self.redacted(&cause.to_string()));
             if !reason.contains(&text) && !causes.contains(&text) {
                 causes.push(text);
             }
@@ -438,7 +423,7 @@ impl Grpc {
         if !causes.is_empty() {
             reason.push_str(&format!(" ({})", causes.join(": ")));
         }
-        failure(&self.name, status.code(), scrub(reason, &self.secrets))
+        failure(&self.name, status.code(), self.redacted(&reason))
     }
 
     /// A per-blob status that is not OK, as an error.
@@ -452,9 +437,15 @@ impl Grpc {
         let mut reason = format!("{method} answered {} for the blob {blob}", code_name(code));
         if !status.message.is_empty() {
             reason.push_str(": ");
-            reason.push_str(&escaped(&status.message));
+            reason.push_str(&escaped(&self.redacted(&status.message)));
         }
-        failure(&self.name, code, scrub(reason, &self.secrets))
+        failure(&self.name, code, self.redacted(&reason))
+    }
+
+    /// `text` without the headers' values. A server's text is redacted before it is
+    /// escaped and cut to length (`escaped`), so a cut never leaves part of a value behind.
+    fn redacted(&self, text: &str) -> String {
+        self.secrets.text(text).into_owned()
     }
 
     /// A server that sent more of `blob` than its size in one message.
@@ -549,7 +540,7 @@ impl Grpc {
     /// 8 MiB in 15 ms), and it reaches the server only at the link's pace.
     async fn stream_write(&self, blob: BlobDigest, bytes: Vec<u8>) -> Result<(), RemoteError> {
         let method = "ByteStream.Write";
-        let resource = write_resource(&self.instance, &uuid(), blob);
+        let resource = write_resource(&self.instance, &upload_id(), blob);
         let (tx, rx) = tokio::sync::mpsc::channel(1);
         let timeout = self.timeout;
         let feed = async move {
@@ -893,8 +884,11 @@ mod tests {
             write_resource("", "u-1", blob),
             format!("uploads/u-1/blobs/{hash}/5")
         );
-        let (one, two) = (uuid(), uuid());
+        let (one, two) = (upload_id(), upload_id());
         assert_ne!(one, two);
+        let parsed = uuid::Uuid::parse_str(&one).expect("a UUID");
+        assert_eq!(parsed.get_version(), Some(uuid::Version::Random), "{one}");
+        assert_eq!(parsed.get_variant(), uuid::Variant::RFC4122, "{one}");
         assert_eq!(one.len(), 36);
         let parts: Vec<&str> = one.split('-').collect();
         assert_eq!(
@@ -1062,7 +1056,7 @@ mod tests {
         let text = err.to_string();
         assert!(!text.contains("tok-12345"), "{text}");
         assert!(
-            text.contains("UNAUTHENTICATED") && text.contains("<redacted>"),
+            text.contains("UNAUTHENTICATED") && text.contains("[redacted]"),
             "{text}"
         );
         let blob = grpc.blob_failed(
@@ -1076,5 +1070,41 @@ mod tests {
         );
         assert!(matches!(blob, RemoteError::Unavailable { .. }), "{blob}");
         assert!(!blob.to_string().contains("tok-12345"), "{blob}");
+    }
+
+    /// The headers' values are removed by the one redactor (`base::redact`), so a value a
+    /// server quotes escaped (JSON's `\/`, an XML reference, percent-encoded) is found as
+    /// well as a raw one, and a long message is cut only after it was redacted, never
+    /// through a value (the scrubber this replaced did the reverse, and left the part before
+    /// the cut).
+    #[test]
+    fn a_header_value_is_redacted_escaped_and_across_the_cut() {
+        let token = "Bearer a/b+c=d&e-123456";
+        let mut settings = Settings::new("grpc://127.0.0.1:1/main");
+        settings.headers = vec![("authorization".into(), token.into())];
+        let grpc = Grpc::new(&settings, false).expect("a client");
+        let forms = [
+            token.to_owned(),
+            r#"Bearer a\/b+c=d\u0026e-123456"#.to_owned(),
+            "Bearer a/b+c=d&amp;e-123456".to_owned(),
+            "Bearer%20a%2Fb%2Bc%3Dd%26e-123456".to_owned(),
+        ];
+        for form in &forms {
+            let status =
+                Status::permission_denied(format!("{{\"detail\": \"{form} is refused\"}}"));
+            let text = grpc.failed("GetActionResult", &status).to_string();
+            assert!(text.contains("[redacted]"), "{form}: {text}");
+            assert!(
+                !text.contains("a/b+c") && !text.contains("123456"),
+                "{form}: {text}"
+            );
+        }
+        // The value straddles the 1000th character, where the message is cut.
+        for at in 990..1000 {
+            let message = format!("{}{token} and more", "x".repeat(at));
+            let status = Status::permission_denied(message);
+            let text = grpc.failed("GetActionResult", &status).to_string();
+            assert!(!text.contains("Bearer a"), "cut at {at}: {text}");
+        }
     }
 }

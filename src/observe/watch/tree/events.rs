@@ -230,7 +230,11 @@ mod tests {
         git(dir, &["init", "-q"]);
         write(dir, "d/a.txt", "a\n");
         commit_all(dir);
-        let mut watcher = Watcher::new(Box::new(|_| {})).expect("inotify is usable");
+        let mut watcher = Watcher::new(
+            Box::new(|_| {}),
+            crate::observe::watch::GitUserFiles::default(),
+        )
+        .expect("inotify is usable");
         assert_eq!(watcher.sync(), Ok(0), "no work tree: nothing to wait for");
         watcher.snapshot(dir, &[]).expect("the watcher answers");
         write(dir, "new.txt", "new\n");

@@ -66,4 +66,5 @@ mod untracked;
 mod watcher;
 mod worktree;
 
+pub use untracked::GitUserFiles;
 pub use watcher::{Served, Watcher};

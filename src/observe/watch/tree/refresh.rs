@@ -254,9 +254,12 @@ mod tests {
         commit_all(dir);
         let log = Arc::new(Mutex::new(Vec::<String>::new()));
         let lines = Arc::clone(&log);
-        let mut watcher = Watcher::new(Box::new(move |line| {
-            lock_log(&lines).push(line.to_owned());
-        }))
+        let mut watcher = Watcher::new(
+            Box::new(move |line| {
+                lock_log(&lines).push(line.to_owned());
+            }),
+            crate::observe::watch::GitUserFiles::default(),
+        )
         .expect("inotify is usable");
         let check = |watcher: &mut Watcher, step: &str| {
             let answered = watcher.snapshot(dir, &[]).expect("the watcher answers");

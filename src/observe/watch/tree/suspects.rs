@@ -310,7 +310,11 @@ mod tests {
             write(dir, &name(i), &format!("{i}\n"));
         }
         commit_all(dir);
-        let mut watcher = Watcher::new(Box::new(|_| {})).expect("inotify is usable");
+        let mut watcher = Watcher::new(
+            Box::new(|_| {}),
+            crate::observe::watch::GitUserFiles::default(),
+        )
+        .expect("inotify is usable");
         watcher.held_limit = 100;
         let check = |watcher: &mut Watcher, step: &str| {
             let answered = watcher.snapshot(dir, &[]).expect("the watcher answers");
@@ -361,7 +365,11 @@ mod tests {
         write(&dir, "a.txt", "aaaa\n");
         write(&dir, "b.txt", "bbbb\n");
         commit_all(&dir);
-        let mut watcher = Watcher::new(Box::new(|_| {})).expect("inotify is usable");
+        let mut watcher = Watcher::new(
+            Box::new(|_| {}),
+            crate::observe::watch::GitUserFiles::default(),
+        )
+        .expect("inotify is usable");
         watcher.held_limit = held_limit;
         let check = |watcher: &mut Watcher, step: &str| {
             let answered = watcher.snapshot(&dir, &[]).expect("the watcher answers");

@@ -40,7 +40,11 @@ fn agrees_after_every_change(held_limit: Option<usize>) {
         write(dir, path, content);
     }
     commit_all(dir);
-    let mut watcher = Watcher::new(Box::new(|_| {})).expect("inotify is usable");
+    let mut watcher = Watcher::new(
+        Box::new(|_| {}),
+        crate::observe::watch::GitUserFiles::default(),
+    )
+    .expect("inotify is usable");
     if let Some(limit) = held_limit {
         watcher.held_limit = limit;
     }
@@ -233,7 +237,11 @@ fn untracked_files_agree_with_a_walk_and_are_walked_only_after_a_change_that_cou
     write(dir, "a/one.txt", "one\n");
     write(dir, ".gitignore", "build/\n");
     commit_all(dir);
-    let mut watcher = Watcher::new(Box::new(|_| {})).expect("inotify is usable");
+    let mut watcher = Watcher::new(
+        Box::new(|_| {}),
+        crate::observe::watch::GitUserFiles::default(),
+    )
+    .expect("inotify is usable");
     let wanted: [(&Path, &[String]); 1] = [(dir, &[])];
     let check = |watcher: &mut Watcher, step: &str, walks: u64| {
         let refreshed = watcher.refreshed(&wanted).expect("the watcher answers");
@@ -274,4 +282,68 @@ fn untracked_files_agree_with_a_walk_and_are_walked_only_after_a_change_that_cou
     write(dir, ".git/info/exclude", "a/y.txt\n");
     check(&mut watcher, "info/exclude edited", 10);
     check(&mut watcher, "nothing changed again", 10);
+}
+
+/// The user's git files are the ones the CLI's environment names, handed to the watcher:
+/// a change of the ignore file or configuration under the home it was given makes the next
+/// query walk again, and the same change under a home it was not given does not.
+#[test]
+fn the_user_s_git_files_are_the_ones_the_watcher_was_given() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path().join("repo");
+    git(tmp.path(), &["init", "-q", "repo"]);
+    write(&dir, "a/one.txt", "one\n");
+    commit_all(&dir);
+    let home = tmp.path().join("home");
+    let xdg = tmp.path().join("xdg");
+    let given = [
+        super::GitUserFiles {
+            home: Some(home.clone()),
+            config_home: None,
+        },
+        super::GitUserFiles {
+            home: Some(home.clone()),
+            config_home: Some(xdg.clone()),
+        },
+    ];
+    let others = super::GitUserFiles {
+        home: Some(tmp.path().join("another-home")),
+        config_home: None,
+    };
+    let walks = |user: &super::GitUserFiles, change: &dyn Fn()| -> u64 {
+        let mut watcher = Watcher::new(Box::new(|_| {}), user.clone()).expect("inotify is usable");
+        let wanted: [(&Path, &[String]); 1] = [(&dir, &[])];
+        let ask = |watcher: &mut Watcher| {
+            let refreshed = watcher.refreshed(&wanted).expect("the watcher answers");
+            let (canonical, t, _) = refreshed[0].clone();
+            watcher
+                .untracked(t, &canonical, &[])
+                .expect("the watcher answers");
+        };
+        ask(&mut watcher);
+        change();
+        ask(&mut watcher);
+        watcher.served.untracked_walks
+    };
+    let edits: [(&Path, &str); 4] = [
+        (&home, ".gitconfig"),
+        (&home, ".config/git/ignore"),
+        (&xdg, "git/ignore"),
+        (&xdg, "git/config"),
+    ];
+    for (n, (base, file)) in edits.into_iter().enumerate() {
+        let user = if base == xdg { &given[1] } else { &given[0] };
+        let edit = || write(base, file, &format!("# edit {n}\n"));
+        assert_eq!(walks(user, &edit), 2, "{file} edited under the home given");
+        let edit = || write(base, file, &format!("# again {n}\n"));
+        assert_eq!(walks(&others, &edit), 1, "{file} edited elsewhere");
+    }
+    // `$XDG_CONFIG_HOME`, when set, replaces `~/.config` as git's.
+    let user = &given[1];
+    let edit = || write(&home, ".config/git/ignore", "# not git's\n");
+    assert_eq!(
+        walks(user, &edit),
+        1,
+        "~/.config is not git's under XDG_CONFIG_HOME"
+    );
 }

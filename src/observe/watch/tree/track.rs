@@ -234,7 +234,11 @@ mod tests {
         let dir = tmp.path();
         fs_err::hard_link(dir.join("a.txt"), dir.join("b.txt")).expect("ln");
         commit_all(dir);
-        let mut watcher = Watcher::new(Box::new(|_| {})).expect("inotify is usable");
+        let mut watcher = Watcher::new(
+            Box::new(|_| {}),
+            crate::observe::watch::GitUserFiles::default(),
+        )
+        .expect("inotify is usable");
         agrees(&mut watcher, dir, "first");
         let wd = |watcher: &Watcher, rel: &str| watcher.trees[0].file_wd[rel];
         let paths = |watcher: &Watcher, wd: i32| lock(&watcher.shared.0).files[&wd].clone();
@@ -262,7 +266,11 @@ mod tests {
         let tmp = repo(&["a.txt", "b.txt", "c.txt"]);
         let dir = tmp.path();
         commit_all(dir);
-        let mut watcher = Watcher::new(Box::new(|_| {})).expect("inotify is usable");
+        let mut watcher = Watcher::new(
+            Box::new(|_| {}),
+            crate::observe::watch::GitUserFiles::default(),
+        )
+        .expect("inotify is usable");
         watcher.held_limit = 2;
         agrees(&mut watcher, dir, "first");
         assert_eq!(watcher.held_count, 2);

@@ -18,6 +18,7 @@ use std::path::{Path, PathBuf};
 use super::Watcher;
 use super::events::lock;
 use super::worktree::{Stamp, stamp};
+use crate::base::env::Env;
 use crate::observe::inputs::{self, FileEntry};
 
 impl Watcher {
@@ -35,13 +36,13 @@ impl Watcher {
                         || tree.tracked.binary_search(p).is_err()
                 })
         };
-        let stamps = ignore_stamps(tree);
+        let stamps = ignore_stamps(tree, &self.user_files);
         if stale || stamp(&tree.index_path) != tree.index_stamp || stamps != tree.ignore_stamps {
             let tree = &mut self.trees[t];
             tree.untracked.clear();
             // The configuration may name another ignore file now.
             tree.excludes_file = excludes_file(&tree.workdir);
-            tree.ignore_stamps = ignore_stamps(tree);
+            tree.ignore_stamps = ignore_stamps(tree, &self.user_files);
         }
     }
 
@@ -97,19 +98,47 @@ impl Watcher {
     }
 }
 
-/// The stat data of the files outside a work tree that decide what git ignores in it.
-fn ignore_stamps(tree: &super::worktree::Tree) -> Vec<Option<Stamp>> {
-    let git_dir = tree.index_path.parent().unwrap_or(Path::new("/"));
-    let home = std::env::var_os("HOME").map(PathBuf::from);
-    let config_home = std::env::var_os("XDG_CONFIG_HOME")
-        .map(PathBuf::from)
-        .or_else(|| home.as_ref().map(|h| h.join(".config")));
-    let mut paths = vec![git_dir.join("info/exclude"), git_dir.join("config")];
-    paths.extend(home.map(|h| h.join(".gitconfig")));
-    if let Some(c) = config_home {
-        paths.push(c.join("git/config"));
-        paths.push(c.join("git/ignore"));
+/// Where the user's own git files are (`~/.gitconfig`, `$XDG_CONFIG_HOME/git/config` and
+/// `…/git/ignore`), which decide what git ignores in every work tree: from `$HOME` and
+/// `$XDG_CONFIG_HOME`, which the CLI reads (`Env`) and hands down — nothing here reads the
+/// environment.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct GitUserFiles {
+    /// `$HOME`.
+    pub home: Option<PathBuf>,
+    /// `$XDG_CONFIG_HOME`, when set and non-empty.
+    pub config_home: Option<PathBuf>,
+}
+
+impl GitUserFiles {
+    /// The user's, as the process's environment gives them.
+    pub fn of(env: &Env) -> Self {
+        GitUserFiles {
+            home: Some(env.home.clone()),
+            config_home: env.xdg_config_home.clone(),
+        }
     }
+
+    /// The files, as git looks for them: `$XDG_CONFIG_HOME/git/…`, else `~/.config/git/…`.
+    fn paths(&self) -> Vec<PathBuf> {
+        let config_home = self
+            .config_home
+            .clone()
+            .or_else(|| self.home.as_ref().map(|h| h.join(".config")));
+        let mut paths: Vec<PathBuf> = self.home.iter().map(|h| h.join(".gitconfig")).collect();
+        if let Some(c) = config_home {
+            paths.push(c.join("git/config"));
+            paths.push(c.join("git/ignore"));
+        }
+        paths
+    }
+}
+
+/// The stat data of the files outside a work tree that decide what git ignores in it.
+fn ignore_stamps(tree: &super::worktree::Tree, user: &GitUserFiles) -> Vec<Option<Stamp>> {
+    let git_dir = tree.index_path.parent().unwrap_or(Path::new("/"));
+    let mut paths = vec![git_dir.join("info/exclude"), git_dir.join("config")];
+    paths.extend(user.paths());
     paths.extend(tree.excludes_file.clone());
     paths.iter().map(|p| stamp(p)).collect()
 }
@@ -121,4 +150,50 @@ pub(super) fn excludes_file(workdir: &Path) -> Option<PathBuf> {
         .trusted_path("core.excludesFile")
         .ok()
         .flatten()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+    use std::path::PathBuf;
+
+    use super::GitUserFiles;
+    use crate::base::env::Env;
+
+    #[test]
+    fn the_user_s_git_files_follow_home_and_xdg_config_home_as_git_does() {
+        let mut env = Env {
+            cwd: PathBuf::from("/w"),
+            home: PathBuf::from("/home/u"),
+            xdg_data_home: Some(PathBuf::from("/data")),
+            xdg_config_home: None,
+            path: None,
+            vars: BTreeMap::new(),
+        };
+        let paths = |env: &Env| -> Vec<String> {
+            GitUserFiles::of(env)
+                .paths()
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect()
+        };
+        assert_eq!(
+            paths(&env),
+            [
+                "/home/u/.gitconfig",
+                "/home/u/.config/git/config",
+                "/home/u/.config/git/ignore"
+            ]
+        );
+        env.xdg_config_home = Some(PathBuf::from("/x/config"));
+        assert_eq!(
+            paths(&env),
+            [
+                "/home/u/.gitconfig",
+                "/x/config/git/config",
+                "/x/config/git/ignore"
+            ]
+        );
+        assert!(GitUserFiles::default().paths().is_empty());
+    }
 }

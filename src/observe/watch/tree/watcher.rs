@@ -11,6 +11,7 @@ use serde::Serialize;
 
 use super::events::{Shared, lock, read_events};
 use super::track::descriptor_budget;
+use super::untracked::GitUserFiles;
 use super::worktree::Tree;
 use crate::observe::inputs::{FileEntry, Snapshot};
 use crate::observe::watch::protocol::mount_namespace;
@@ -45,6 +46,8 @@ pub struct Watcher {
     pub(in crate::observe::watch) mount_namespace: Option<String>,
     pub(in crate::observe::watch) served: Served,
     pub(in crate::observe::watch) log: Box<dyn FnMut(&str) + Send>,
+    /// The user's own git files, whose changes may change what git ignores.
+    pub(super) user_files: GitUserFiles,
     /// Descriptors held, and how many may be.
     pub(super) held_count: usize,
     pub(super) held_limit: usize,
@@ -60,8 +63,12 @@ pub struct Watcher {
 
 impl Watcher {
     /// Creates the inotify instance and starts the thread that reads it.
-    /// `log` receives one line per query and per full snapshot.
-    pub fn new(log: Box<dyn FnMut(&str) + Send>) -> std::io::Result<Self> {
+    /// `log` receives one line per query and per full snapshot; `user_files` are where the
+    /// user's git configuration and ignore file are (the CLI's `Env` says).
+    pub fn new(
+        log: Box<dyn FnMut(&str) + Send>,
+        user_files: GitUserFiles,
+    ) -> std::io::Result<Self> {
         let fd = Arc::new(inotify::init(CreateFlags::CLOEXEC)?);
         let shared: Arc<(Mutex<Shared>, Condvar)> = Arc::default();
         {
@@ -87,6 +94,7 @@ impl Watcher {
             mount_namespace: mount_namespace(),
             served: Served::default(),
             log,
+            user_files,
             held_count: 0,
             held_limit: descriptor_budget(),
             asked: 0,
