@@ -8,6 +8,7 @@ use std::net::{Shutdown, TcpListener, TcpStream};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
+use proofgraph::attest::keys::KeyId;
 use proofgraph::store::remote::encoding::{self, Encoded, Outputs};
 use proofgraph::store::remote::{
     BlobDigest, Capabilities, RemoteCache, RemoteError, Settings, Uploaded, backend,
@@ -42,12 +43,14 @@ fn open(url: &str) -> RemoteCache {
     RemoteCache::open(&settings(url)).expect("a gRPC cache opens without contacting it")
 }
 
-/// The key of receipt `receipt` for `unit`/`test` at a fingerprint of `seed`.
+/// The key of receipt `receipt` for `unit`/`test` at a fingerprint of `seed`, signed by a
+/// key whose id is all `ee`.
 fn key(seed: u8, receipt: &str) -> Encoded {
     encoding::action(
         &Fingerprint::from_hex(&format!("{seed:02x}").repeat(32)).expect("hex"),
         &ProviderId::parse(receipt).expect("a provider id"),
         &CapabilityName::parse("test").expect("a capability"),
+        &KeyId::parse(&format!("sha256:{}", "ee".repeat(32))).expect("a key id"),
     )
 }
 
