@@ -696,6 +696,13 @@ fn prove_what_ci_pushed_to_buildgrid_a_fresh_clone_reuses_without_running_anythi
 }
 
 #[test]
+fn prove_a_stranger_s_push_to_buildgrid_never_stops_a_laptop_from_reusing_ci_s_entries() {
+    let sb = Sandbox::new();
+    let mut server = BuildGrid::start();
+    remote_http::a_stranger_pushes_the_same_fingerprints(&sb, &mut server);
+}
+
+#[test]
 fn prove_a_receipt_in_buildgrid_signed_by_an_untrusted_key_is_never_reused() {
     let sb = Sandbox::new();
     let mut server = BuildGrid::start();
