@@ -129,6 +129,11 @@ impl TrustedKey {
     pub fn keyid(&self) -> &str {
         &self.keyid
     }
+
+    /// The key id, typed.
+    pub fn id(&self) -> keys::KeyId {
+        keys::KeyId::of(&self.key)
+    }
 }
 
 /// A verified envelope's body and the trusted key that signed it.

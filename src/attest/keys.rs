@@ -222,11 +222,53 @@ pub fn public_key_to_pem(key: &VerifyingKey) -> String {
         .expect("an Ed25519 public key always has a PEM encoding")
 }
 
+/// A key id: the SHA-256 of an Ed25519 public key's SubjectPublicKeyInfo DER,
+/// written `sha256:<64 lowercase hex digits>`.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct KeyId([u8; 32]);
+
+impl KeyId {
+    /// The id of `key`.
+    pub fn of(key: &VerifyingKey) -> Self {
+        Self(Sha256::digest(public_key_to_spki_der(key)).into())
+    }
+
+    /// Reads `sha256:<64 hex digits>` (either case). The error is a lowercase
+    /// fragment saying what is wrong.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        let hex = text.strip_prefix("sha256:").ok_or_else(|| {
+            format!("`{text}` is not a key id: it must start with `sha256:` (as `proofgraph key show` prints it)")
+        })?;
+        proofgraph_graph::fingerprint::decode_hex(hex)
+            .map(Self)
+            .ok_or_else(|| {
+                format!("`{text}` is not a key id: `sha256:` must be followed by 64 hex digits")
+            })
+    }
+}
+
+impl fmt::Display for KeyId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "sha256:{}", proofgraph_graph::fingerprint::hex(&self.0))
+    }
+}
+
+impl fmt::Debug for KeyId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
+    }
+}
+
+impl serde::Serialize for KeyId {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
+}
+
 /// The key id of `key`: `sha256:` and the lowercase hex SHA-256 of its
-/// SubjectPublicKeyInfo DER.
+/// SubjectPublicKeyInfo DER ([`KeyId`], spelled out).
 pub fn key_id(key: &VerifyingKey) -> String {
-    let digest = Sha256::digest(public_key_to_spki_der(key));
-    format!("sha256:{}", hex_lower(&digest))
+    KeyId::of(key).to_string()
 }
 
 /// `key` as a `-----BEGIN PRIVATE KEY-----` PKCS#8 v1 PEM block, LF line
@@ -573,11 +615,6 @@ fn lowercase_first(text: &str) -> String {
     }
 }
 
-/// Lowercase hex of `bytes`.
-pub(crate) fn hex_lower(bytes: &[u8]) -> String {
-    proofgraph_graph::fingerprint::hex(bytes)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -662,7 +699,8 @@ mod tests {
         let id = key_id(&key);
         assert!(id.starts_with("sha256:"));
         assert_eq!(id.len(), "sha256:".len() + 64);
-        let expected = hex_lower(&Sha256::digest(public_key_to_spki_der(&key)));
+        let expected =
+            proofgraph_graph::fingerprint::hex(&Sha256::digest(public_key_to_spki_der(&key)));
         assert_eq!(id, format!("sha256:{expected}"));
     }
 

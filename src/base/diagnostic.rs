@@ -189,6 +189,9 @@ codes! {
     UnwiredCapability = "unwired_capability",
     /// A `trustedKeys` entry of `proofgraph.yaml` is not a usable Ed25519 public key.
     TrustedKeyInvalid = "trusted_key_invalid",
+    /// `trustedKeys` lists more keys than a pull looks a receipt up under in the remote
+    /// cache: the keys past the limit are trusted, but their receipts are never pulled.
+    TrustedKeysTooMany = "trusted_keys_too_many",
     /// A catalog repository's `path` is not a directory.
     RepositoryPathMissing = "repository_path_missing",
     /// A catalog repository's `path` is absolute, so the catalog is not relocatable.

@@ -1,6 +1,13 @@
 //! Receipts that travel: pulling the receipts a change needs from the remote cache into
 //! the local store, and pushing the receipts a run wrote.
 //!
+//! Entries are kept per signer: a receipt is pushed under its fingerprint, name, capability
+//! *and* the key id of the key that signed it (`encoding::action`), and a pull asks only for
+//! the entries of the keys this workspace trusts ([`Signers`]: the store's own key, then
+//! `trustedKeys` in order, at most [`LOOKED_UP_TRUSTED_KEYS`] of them), all at once, and
+//! takes the first, in that order, that counts. A writer nobody here trusts can only push
+//! under its own key id, where no reader of this workspace looks.
+//!
 //! A pulled receipt counts only when its envelope verifies against a key this workspace
 //! trusts *and* it answers exactly what was asked — the fingerprint computed here, now, for
 //! the same receipt name and capability. Its blobs are checked against their digests
@@ -19,10 +26,15 @@ use proofgraph_graph::fingerprint::Fingerprint;
 use proofgraph_graph::{CapabilityName, ProviderId};
 
 use crate::attest::envelope::TrustedKey;
+use crate::attest::keys::KeyId;
 use crate::base::diagnostic::{Code, Diagnostic};
 use crate::base::interrupt::Interrupt;
+use crate::load::config::catalog::Catalog;
 use crate::proof::receipt;
-use crate::store::remote::{BlobDigest, RemoteCache, RemoteError, Uploaded, encoding};
+use crate::store::remote::encoding::Outputs;
+use crate::store::remote::{
+    BlobDigest, LOOKED_UP_TRUSTED_KEYS, RemoteCache, RemoteError, Uploaded, encoding,
+};
 use crate::store::{Sha256, Store};
 
 /// What a receipt answers: the action-cache triple.
@@ -38,6 +50,55 @@ pub struct Wanted {
 
 /// How many receipts are fetched at once.
 const IN_FLIGHT: usize = 8;
+
+/// Whose entries a pull looks up, and the keys a pulled receipt is verified against.
+#[derive(Debug, Clone)]
+pub struct Signers {
+    /// The keys whose receipts count.
+    trusted: Vec<TrustedKey>,
+    /// The key ids a receipt is looked up under, in the order a pull takes their entries:
+    /// the store's own key (trusted, and not listed in `trustedKeys`: CI's key, listed
+    /// there, is looked up where the list puts it), then the first
+    /// [`LOOKED_UP_TRUSTED_KEYS`] entries of `trustedKeys`, each once.
+    looked_up: Vec<KeyId>,
+    /// Whether `trustedKeys` lists a usable key: without one, only what this store's own
+    /// key pushed can come back.
+    listed: bool,
+}
+
+impl Signers {
+    /// The signers of a workspace that trusts `trusted` (the store's key when it is
+    /// trusted, and every usable `trustedKeys` entry of `catalog`).
+    pub fn new(trusted: &[TrustedKey], catalog: Option<&Catalog>) -> Self {
+        let listed: Vec<KeyId> = catalog
+            .iter()
+            .flat_map(|c| &c.trusted_keys)
+            .filter_map(|k| TrustedKey::from_pem(&k.public_key.value).ok())
+            .map(|k| k.id())
+            .collect();
+        let mut looked_up: Vec<KeyId> = trusted
+            .iter()
+            .map(TrustedKey::id)
+            .filter(|id| !listed.contains(id))
+            .collect();
+        let trusted_ids: Vec<KeyId> = trusted.iter().map(TrustedKey::id).collect();
+        for id in listed.iter().take(LOOKED_UP_TRUSTED_KEYS) {
+            if trusted_ids.contains(id) && !looked_up.contains(id) {
+                looked_up.push(*id);
+            }
+        }
+        Signers {
+            trusted: trusted.to_vec(),
+            looked_up,
+            listed: !listed.is_empty(),
+        }
+    }
+
+    /// The key ids a receipt is looked up under, in order.
+    pub fn looked_up(&self) -> &[KeyId] {
+        &self.looked_up
+    }
+}
 
 /// The most bytes a pulled receipt's envelope may have: what a receipt read from a file
 /// may (`receipt verify`); a real one holds a few KiB, or a few MiB with every test named.
@@ -103,6 +164,25 @@ pub fn diagnostic(e: &RemoteError, what: &str, surface: &str) -> Diagnostic {
     .fix(fix)
 }
 
+/// Why `missed` receipts were not found: the workspace trusts no key but its store's own
+/// (`own` of them: 0 or 1), and entries are kept per signer.
+fn unlisted(missed: usize, own: usize) -> Diagnostic {
+    let looked = if own == 0 {
+        "no key was looked up (this store has no key of its own yet)"
+    } else {
+        "only this store's own key was looked up"
+    };
+    Diagnostic::warning(
+        Code::RemoteReceiptUntrusted,
+        format!(
+            "{missed} receipt{} not found in the remote cache: `trustedKeys` in proofgraph.yaml lists no key, so {looked}; the remote keeps each receipt under the key id of its signer, and one that CI or another clone pushed is looked up only under a key this workspace trusts",
+            if missed == 1 { " was" } else { "s were" }
+        ),
+    )
+    .surface("cache.pull")
+    .fix("Nothing to do if you do not know the signer: the provider runs here. If CI signs with a key this workspace should trust, add CI's public key to `trustedKeys` of proofgraph.yaml as CI prints it (`proofgraph key show` on CI), never one taken from the receipt.")
+}
+
 fn untrusted(wanted: &Wanted, why: String) -> Diagnostic {
     Diagnostic::warning(
         Code::RemoteReceiptUntrusted,
@@ -116,19 +196,61 @@ fn untrusted(wanted: &Wanted, why: String) -> Diagnostic {
 }
 
 /// Fetches the receipt that answers `wanted`, checks it, and keeps it in `store` (and its
-/// input listing and artifacts, so `explain` and `log` work as for a local one). `None`:
-/// the remote has none, or one this workspace does not use (a warning in `warnings`).
+/// input listing and artifacts, so `explain` and `log` work as for a local one). Every
+/// signer's entry is asked for at once (one round trip, however many keys are trusted);
+/// the first, in [`Signers::looked_up`]'s order, that counts is taken. `None`: the remote
+/// has none, or none this workspace uses (a warning in `warnings` for each it found and
+/// refused). A corrupt entry or blob is a warning too, and the next signer's entry is
+/// tried; a remote that fails otherwise ends the lookup.
 async fn pull_one(
+    cache: &RemoteCache,
+    store: &Store,
+    signers: &Signers,
+    wanted: &Wanted,
+    warnings: &mut Vec<Diagnostic>,
+) -> Result<Option<Sha256>, RemoteError> {
+    let keys: Vec<BlobDigest> = signers
+        .looked_up
+        .iter()
+        .map(|signer| {
+            encoding::action(
+                &wanted.fingerprint,
+                &wanted.receipt,
+                &wanted.capability,
+                signer,
+            )
+            .key
+        })
+        .collect();
+    let entries = join_all(keys.into_iter().map(|key| cache.entry(key)).collect()).await;
+    for entry in entries {
+        let taken = match entry {
+            Ok(Some(outputs)) => {
+                take(cache, store, &signers.trusted, wanted, outputs, warnings).await
+            }
+            Ok(None) => continue,
+            Err(e) => Err(e),
+        };
+        match taken {
+            Ok(Some(sha)) => return Ok(Some(sha)),
+            Ok(None) => {}
+            Err(e @ RemoteError::Corrupt { .. }) => warnings.push(diagnostic(&e, "pull", "pull")),
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(None)
+}
+
+/// Checks the receipt of the entry `outputs` (found for `wanted`) and keeps it in `store`;
+/// `None` (with a warning) when it does not count.
+async fn take(
     cache: &RemoteCache,
     store: &Store,
     trusted: &[TrustedKey],
     wanted: &Wanted,
+    outputs: Outputs,
     warnings: &mut Vec<Diagnostic>,
 ) -> Result<Option<Sha256>, RemoteError> {
-    let encoded = encoding::action(&wanted.fingerprint, &wanted.receipt, &wanted.capability);
-    let Some(outputs) = cache.entry(encoded.key).await? else {
-        return Ok(None);
-    };
     let Some(envelope) = cache.blob(outputs.envelope, MAX_ENVELOPE_BYTES).await? else {
         warnings.push(untrusted(
             wanted,
@@ -279,7 +401,7 @@ pub fn check(
 pub fn pull(
     cache: &RemoteCache,
     store: &Store,
-    trusted: &[TrustedKey],
+    signers: &Signers,
     wanted: Vec<Wanted>,
     interrupt: Option<&Interrupt>,
 ) -> Pulled {
@@ -300,7 +422,7 @@ pub fn pull(
             for w in chunk {
                 calls.push(async move {
                     let mut warnings = Vec::new();
-                    let got = pull_one(cache, store, trusted, w, &mut warnings).await;
+                    let got = pull_one(cache, store, signers, w, &mut warnings).await;
                     (w, got, warnings)
                 });
             }
@@ -322,6 +444,12 @@ pub fn pull(
                 pulled.warnings.push(diagnostic(&e, "pull", "pull"));
                 return pulled;
             }
+        }
+        let missed = wanted.len() - pulled.imported.len();
+        if missed > 0 && !signers.listed {
+            pulled
+                .warnings
+                .push(unlisted(missed, signers.looked_up.len()));
         }
         pulled
     };
@@ -386,7 +514,15 @@ async fn push_one(
         inputs,
         artifacts,
     };
-    let encoded = encoding::action(&proof.fingerprint, &proof.receipt, &proof.capability);
+    // Under the key that signed it (the one it verified against here), whoever pushes it.
+    let signer = KeyId::parse(&verified.keyid)
+        .map_err(|why| format!("receipt {sha}'s signer cannot be named: {why}"))?;
+    let encoded = encoding::action(
+        &proof.fingerprint,
+        &proof.receipt,
+        &proof.capability,
+        &signer,
+    );
     cache
         .put(&encoded, &outputs, blobs)
         .await
@@ -588,5 +724,107 @@ impl Uploader {
             .take()
             .and_then(|t| t.join().ok())
             .unwrap_or_default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use proofgraph_graph::span::{Pos, Spanned};
+
+    use super::*;
+    use crate::load::config::catalog;
+
+    fn key(seed: u8) -> TrustedKey {
+        TrustedKey::new(ed25519_dalek::SigningKey::from_bytes(&[seed; 32]).verifying_key())
+    }
+
+    /// A catalog whose `trustedKeys` lists the keys of `seeds`, in that order.
+    fn listing(seeds: &[u8]) -> Catalog {
+        Catalog {
+            trusted_keys: seeds
+                .iter()
+                .map(|s| catalog::TrustedKey {
+                    name: Spanned::new(format!("k{s}"), Pos::default()),
+                    public_key: Spanned::new(
+                        crate::attest::keys::public_key_to_pem(key(*s).verifying_key()),
+                        Pos::default(),
+                    ),
+                })
+                .collect(),
+            ..Catalog::default()
+        }
+    }
+
+    #[test]
+    fn the_store_s_own_key_is_looked_up_first_then_trusted_keys_in_their_order() {
+        // As `trust::inspect` lists them: the store's key (pinned), then `trustedKeys`.
+        let trusted = [key(9), key(3), key(1), key(2)];
+        let signers = Signers::new(&trusted, Some(&listing(&[3, 1, 2])));
+        assert_eq!(
+            signers.looked_up(),
+            [key(9).id(), key(3).id(), key(1).id(), key(2).id()]
+        );
+        assert!(signers.listed);
+        // CI: its store's key is the one `trustedKeys` lists; it is looked up once, where
+        // the list puts it.
+        let trusted = [key(2), key(1)];
+        let signers = Signers::new(&trusted, Some(&listing(&[1, 2])));
+        assert_eq!(signers.looked_up(), [key(1).id(), key(2).id()]);
+    }
+
+    #[test]
+    fn a_workspace_that_lists_no_key_looks_up_its_own_or_nothing() {
+        let signers = Signers::new(&[key(9)], Some(&Catalog::default()));
+        assert_eq!(signers.looked_up(), [key(9).id()]);
+        assert!(!signers.listed);
+        let signers = Signers::new(&[], None);
+        assert!(signers.looked_up().is_empty());
+        assert!(!signers.listed);
+    }
+
+    #[test]
+    fn no_more_than_the_limit_of_trusted_keys_is_looked_up() {
+        let seeds: Vec<u8> = (1..=40).collect();
+        let mut trusted = vec![key(99)];
+        trusted.extend(seeds.iter().map(|s| key(*s)));
+        let signers = Signers::new(&trusted, Some(&listing(&seeds)));
+        assert_eq!(signers.looked_up().len(), 1 + LOOKED_UP_TRUSTED_KEYS);
+        assert_eq!(
+            signers.looked_up()[0],
+            key(99).id(),
+            "the store's own first"
+        );
+        let listed: Vec<KeyId> = seeds[..LOOKED_UP_TRUSTED_KEYS]
+            .iter()
+            .map(|s| key(*s).id())
+            .collect();
+        assert_eq!(
+            signers.looked_up()[1..],
+            listed,
+            "then the first of the list"
+        );
+        // Every trusted key still verifies: the limit is on lookups, never on trust.
+        assert_eq!(signers.trusted.len(), trusted.len());
+    }
+
+    #[test]
+    fn the_warning_of_a_workspace_that_lists_no_key_says_what_was_looked_up() {
+        let own = unlisted(3, 1);
+        assert_eq!(own.code, Code::RemoteReceiptUntrusted);
+        assert!(
+            own.message.contains("3 receipts were not found")
+                && own
+                    .message
+                    .contains("only this store's own key was looked up"),
+            "{}",
+            own.message
+        );
+        let none = unlisted(1, 0);
+        assert!(
+            none.message.contains("1 receipt was not found")
+                && none.message.contains("no key was looked up"),
+            "{}",
+            none.message
+        );
     }
 }

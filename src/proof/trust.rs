@@ -34,7 +34,6 @@ use std::path::{Path, PathBuf};
 use ed25519_dalek::pkcs8::spki::der::zeroize::Zeroizing;
 use ed25519_dalek::{SigningKey, VerifyingKey};
 use serde::{Deserialize, Serialize};
-use sha2::Digest as _;
 
 use crate::attest::envelope::TrustedKey;
 use crate::attest::keys;
@@ -43,55 +42,16 @@ use crate::base::env::Env;
 use crate::load::config::catalog::Catalog;
 use crate::store::{self, KeyFiles, Store};
 
+/// Key ids are defined beside the keys (`attest::keys`), so the layers below this one (the
+/// remote cache's encoding) name a signer by the same type.
+pub use crate::attest::keys::KeyId;
+
 /// The pin file's `format`.
 const PIN_FORMAT: &str = "proofgraph-pin";
 /// The pin file's layout version.
 const PIN_VERSION: u64 = 1;
 /// The largest key or pin file read.
 const MAX_FILE_BYTES: u64 = 64 * 1024;
-
-/// A key id: the SHA-256 of an Ed25519 public key's SubjectPublicKeyInfo DER,
-/// written `sha256:<64 lowercase hex digits>`.
-#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct KeyId([u8; 32]);
-
-impl KeyId {
-    /// The id of `key`.
-    pub fn of(key: &VerifyingKey) -> Self {
-        Self(sha2::Sha256::digest(keys::public_key_to_spki_der(key)).into())
-    }
-
-    /// Reads `sha256:<64 hex digits>` (either case). The error is a lowercase
-    /// fragment saying what is wrong.
-    pub fn parse(text: &str) -> Result<Self, String> {
-        let hex = text.strip_prefix("sha256:").ok_or_else(|| {
-            format!("`{text}` is not a key id: it must start with `sha256:` (as `proofgraph key show` prints it)")
-        })?;
-        proofgraph_graph::fingerprint::decode_hex(hex)
-            .map(Self)
-            .ok_or_else(|| {
-                format!("`{text}` is not a key id: `sha256:` must be followed by 64 hex digits")
-            })
-    }
-}
-
-impl fmt::Display for KeyId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "sha256:{}", proofgraph_graph::fingerprint::hex(&self.0))
-    }
-}
-
-impl fmt::Debug for KeyId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Display::fmt(self, f)
-    }
-}
-
-impl Serialize for KeyId {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.collect_str(self)
-    }
-}
 
 /// A pin could not be read or written. Messages read after "failed to".
 #[derive(Debug, thiserror::Error)]

@@ -154,10 +154,14 @@ pub fn complete(
             match Store::open(&root) {
                 Ok(writable) => {
                     let interrupt = crate::base::interrupt::Interrupt::installed();
+                    let signers = crate::proof::remote::Signers::new(
+                        &trusted,
+                        loaded.workspace.catalog.as_ref(),
+                    );
                     let p = crate::proof::remote::pull(
                         &r.cache,
                         &writable,
-                        &trusted,
+                        &signers,
                         wanted,
                         interrupt.as_ref(),
                     );

@@ -8,6 +8,7 @@ use std::net::{Shutdown, TcpListener, TcpStream};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
+use proofgraph::attest::keys::KeyId;
 use proofgraph::store::remote::encoding::{self, Encoded, Outputs};
 use proofgraph::store::remote::{
     BlobDigest, Capabilities, RemoteCache, RemoteError, Settings, Uploaded, backend,
@@ -42,12 +43,14 @@ fn open(url: &str) -> RemoteCache {
     RemoteCache::open(&settings(url)).expect("a gRPC cache opens without contacting it")
 }
 
-/// The key of receipt `receipt` for `unit`/`test` at a fingerprint of `seed`.
+/// The key of receipt `receipt` for `unit`/`test` at a fingerprint of `seed`, signed by a
+/// key whose id is all `ee`.
 fn key(seed: u8, receipt: &str) -> Encoded {
     encoding::action(
         &Fingerprint::from_hex(&format!("{seed:02x}").repeat(32)).expect("hex"),
         &ProviderId::parse(receipt).expect("a provider id"),
         &CapabilityName::parse("test").expect("a capability"),
+        &KeyId::parse(&format!("sha256:{}", "ee".repeat(32))).expect("a key id"),
     )
 }
 
@@ -690,6 +693,13 @@ fn prove_what_ci_pushed_to_buildgrid_a_fresh_clone_reuses_without_running_anythi
     let sb = Sandbox::new();
     let mut server = BuildGrid::start();
     remote_http::ci_pushes_and_a_fresh_clone_reuses(&sb, &mut server);
+}
+
+#[test]
+fn prove_a_stranger_s_push_to_buildgrid_never_stops_a_laptop_from_reusing_ci_s_entries() {
+    let sb = Sandbox::new();
+    let mut server = BuildGrid::start();
+    remote_http::a_stranger_pushes_the_same_fingerprints(&sb, &mut server);
 }
 
 #[test]

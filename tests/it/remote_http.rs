@@ -11,7 +11,11 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use proofgraph::attest::keys;
+use ed25519_dalek::VerifyingKey;
+use proofgraph::attest::keys::{self, KeyId};
+use proofgraph::store::remote::{BlobDigest, RemoteCache, Settings, encoding};
+use proofgraph_graph::fingerprint::Fingerprint;
+use proofgraph_graph::{CapabilityName, ProviderId};
 use serde_json::Value;
 
 use crate::support::{Run, Sandbox, assert_emits, git, git_commit_all, input_refs};
@@ -164,6 +168,11 @@ pub(crate) trait Served {
     fn stop(&mut self);
     /// What it logged, for a failure's message.
     fn log(&self) -> String;
+    /// The directory its action-cache entries lie in, one file per key (nginx:
+    /// `ac/<sha256>`); `None` when it keeps them in memory (BuildGrid's LRU cache).
+    fn action_cache(&self) -> Option<PathBuf> {
+        None
+    }
 }
 
 impl Served for Nginx {
@@ -178,6 +187,9 @@ impl Served for Nginx {
     }
     fn log(&self) -> String {
         Nginx::log(self)
+    }
+    fn action_cache(&self) -> Option<PathBuf> {
+        Some(self.dir.join("data/cache/ac"))
     }
 }
 
@@ -351,6 +363,8 @@ pub(crate) fn an_untrusted_signer(sb: &Sandbox, remote: &mut dyn Served) {
     let run = prove(sb, &ci, &[CI], &[]);
     assert_eq!(run.code, Some(0), "{}", run.stdout);
     assert_eq!(summary(&run, "pushed"), 3);
+    // The laptop trusts no key but its own: the clone's entries are kept under the clone's
+    // key id, which it never looks up. Everything runs, and it says why.
     let laptop = clone(sb, "laptop");
     let run = prove(sb, &laptop, &[], &[]);
     assert_eq!(run.code, Some(0), "{}", run.stdout);
@@ -378,6 +392,239 @@ fn a_receipt_signed_by_a_key_this_clone_does_not_trust_is_never_reused() {
     let sb = Sandbox::new();
     let mut nginx = Nginx::start(&sb, None);
     an_untrusted_signer(&sb, &mut nginx);
+}
+
+/// The `trustedKeys` part of a catalog that trusts `keys` (name, public key), in order.
+fn trusting(keys: &[(&str, &VerifyingKey)]) -> String {
+    let mut out = String::from("trustedKeys:\n");
+    for (name, key) in keys {
+        out.push_str(&format!("  - name: {name}\n    publicKey: |\n"));
+        for line in keys::public_key_to_pem(key).lines() {
+            out.push_str(&format!("      {line}\n"));
+        }
+    }
+    out
+}
+
+/// The fingerprint of each provider of the change in `dir` (`hash --json`), by name.
+fn fingerprints(sb: &Sandbox, dir: &Path) -> Vec<(String, Fingerprint)> {
+    let hash = sb.run(dir, &["hash", CHANGE, "--json"]);
+    assert_eq!(hash.code, Some(0), "{}", hash.stdout);
+    hash.json()["bindings"]
+        .as_array()
+        .expect("bindings")
+        .iter()
+        .map(|b| {
+            let name = b["provider"].as_str().expect("a provider").to_owned();
+            let fp = Fingerprint::from_hex(b["fingerprint"].as_str().expect("a fingerprint"))
+                .expect("a fingerprint");
+            (name, fp)
+        })
+        .collect()
+}
+
+/// The remote key of the receipt of the origin's provider `name` (its capability has the
+/// same name) at `fp`, signed by `signer`.
+fn remote_key(name: &str, fp: &Fingerprint, signer: &KeyId) -> encoding::Encoded {
+    encoding::action(
+        fp,
+        &ProviderId::parse(name).expect("a provider id"),
+        &CapabilityName::parse(name).expect("a capability"),
+        signer,
+    )
+}
+
+/// Every action-cache entry file of `dir` with its bytes.
+fn entry_files(dir: &Path) -> std::collections::BTreeMap<PathBuf, Vec<u8>> {
+    files(dir)
+        .into_iter()
+        .map(|p| {
+            let bytes = fs_err::read(&p).expect("read an entry");
+            (p, bytes)
+        })
+        .collect()
+}
+
+/// The scenario of `a_stranger_s_push_never_stops_a_laptop_from_reusing_ci_s_entries`,
+/// against any remote (issue 27): entries are kept per signer, so a clone with a key of its
+/// own and `remote:rw` pushing the same fingerprints lands beside CI's entries, never over
+/// them, and a laptop that trusts CI reuses CI's; one that trusts both takes the first its
+/// list names, one that trusts nobody looks nothing up and says why. A writer that replaces
+/// CI's entry on purpose (a key id is public, the server checks no signature) costs a rerun,
+/// never a pass.
+pub(crate) fn a_stranger_pushes_the_same_fingerprints(sb: &Sandbox, remote: &mut dyn Served) {
+    let (secret, trusted) = ci_key(sb);
+    let url = remote.url();
+    origin(sb, &format!("  remote: {url}\n"), &trusted);
+    let ci_key = keys::read_signing_key(&secret)
+        .expect("the CI key")
+        .verifying_key();
+    let ci_id = KeyId::of(&ci_key);
+    let ci = clone(sb, "ci");
+    install(&secret, &ci);
+    let run = prove(sb, &ci, &[CI], &[]);
+    assert_eq!(run.code, Some(0), "{}\n{}", run.stdout, remote.log());
+    assert_eq!(summary(&run, "pushed"), 3, "{}", run.stdout);
+    assert_eq!(runs(sb), 3);
+    let names = ["integration", "lint", "unit"];
+    let ci_receipts: Vec<String> = names.iter().map(|p| receipt_sha(&run, p)).collect();
+    let ci_entries = remote.action_cache().map(|dir| entry_files(&dir));
+
+    // A stranger: a clone whose store has a key of its own that no one trusts, proving the
+    // same fingerprints again (`--no-cache`: it reuses nothing) with `remote:rw`.
+    let stranger = clone(sb, "stranger");
+    let run = prove(sb, &stranger, &[CI], &["--no-cache"]);
+    assert_eq!(run.code, Some(0), "{}", run.stdout);
+    assert_eq!(runs(sb), 6, "the stranger ran everything");
+    assert_eq!(summary(&run, "pushed"), 3, "{}", run.stdout);
+    let stranger_receipts: Vec<String> = names.iter().map(|p| receipt_sha(&run, p)).collect();
+    let stranger_key = keys::read_public_key(&stranger.join(".proofgraph/keys/workspace.pub"))
+        .expect("the stranger's key");
+    let stranger_id = KeyId::of(&stranger_key);
+    assert_ne!(stranger_id, ci_id);
+
+    // Its entries landed beside CI's, under its own key id; CI's are as CI left them.
+    let prints = fingerprints(sb, &ci);
+    assert_eq!(
+        prints.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>(),
+        names
+    );
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a runtime");
+    let cache = RemoteCache::open(&Settings::new(&url)).expect("a client of the remote");
+    let mut theirs_outputs = Vec::new();
+    for (i, (name, fp)) in prints.iter().enumerate() {
+        let ours = remote_key(name, fp, &ci_id);
+        let theirs = remote_key(name, fp, &stranger_id);
+        assert_ne!(ours.key, theirs.key, "{name}: two signers, two entries");
+        let at = |key: BlobDigest| {
+            rt.block_on(cache.entry(key))
+                .expect("the remote answers")
+                .unwrap_or_else(|| panic!("{name}: no entry under {key}"))
+        };
+        assert_eq!(
+            at(ours.key).envelope.sha256.to_hex(),
+            ci_receipts[i],
+            "{name}: CI's entry still names CI's receipt"
+        );
+        let outputs = at(theirs.key);
+        assert_eq!(
+            outputs.envelope.sha256.to_hex(),
+            stranger_receipts[i],
+            "{name}: the stranger's entry names the stranger's receipt"
+        );
+        theirs_outputs.push((ours, outputs));
+    }
+    if let (Some(dir), Some(before)) = (remote.action_cache(), &ci_entries) {
+        let after = entry_files(&dir);
+        assert_eq!(before.len(), 3, "{before:?}");
+        assert_eq!(after.len(), 6, "three entries more, beside CI's: {after:?}");
+        for (path, bytes) in before {
+            assert_eq!(
+                after.get(path),
+                Some(bytes),
+                "{} was rewritten",
+                path.display()
+            );
+        }
+        for (ours, _) in &theirs_outputs {
+            assert!(
+                before.contains_key(&dir.join(ours.key.sha256.to_hex())),
+                "CI's entry is at ac/<its key>"
+            );
+        }
+    }
+
+    // A laptop trusting CI (the committed `trustedKeys`) reuses everything CI pushed.
+    let laptop = clone(sb, "laptop");
+    let run = prove(sb, &laptop, &[], &[]);
+    assert_eq!(run.code, Some(0), "{}", run.stdout);
+    assert_eq!(runs(sb), 6, "nothing ran on the laptop: {}", run.stdout);
+    assert_eq!(summary(&run, "pulled"), 3, "{}", run.stdout);
+    let reused: Vec<String> = names.iter().map(|p| receipt_sha(&run, p)).collect();
+    assert_eq!(reused, ci_receipts, "CI's receipts");
+    assert!(
+        !run.status_codes()
+            .contains(&"remote_receipt_untrusted".to_owned()),
+        "{}",
+        run.stdout
+    );
+
+    // A laptop trusting both, the stranger listed first: the first signer in its order
+    // whose receipt verifies is taken.
+    let both = clone(sb, "both");
+    fs_err::write(
+        both.join("proofgraph.yaml"),
+        format!(
+            "version: 1\ncache:\n  remote: {url}\n{}",
+            trusting(&[("stranger", &stranger_key), ("ci", &ci_key)])
+        ),
+    )
+    .expect("trust both");
+    let run = prove(sb, &both, &[], &[]);
+    assert_eq!(run.code, Some(0), "{}", run.stdout);
+    assert_eq!(runs(sb), 6, "nothing ran: {}", run.stdout);
+    assert_eq!(summary(&run, "pulled"), 3, "{}", run.stdout);
+    let reused: Vec<String> = names.iter().map(|p| receipt_sha(&run, p)).collect();
+    assert_eq!(
+        reused, stranger_receipts,
+        "the first listed signer's receipts"
+    );
+
+    // A laptop trusting nobody but itself looks up only its own key: it pulls nothing, and
+    // says why.
+    let nobody = clone(sb, "nobody");
+    fs_err::write(
+        nobody.join("proofgraph.yaml"),
+        format!("version: 1\ncache:\n  remote: {url}\n"),
+    )
+    .expect("trust nobody");
+    let run = prove(sb, &nobody, &[], &[]);
+    assert_eq!(run.code, Some(0), "{}", run.stdout);
+    assert_eq!(runs(sb), 9, "everything ran: {}", run.stdout);
+    assert_eq!(summary(&run, "pulled"), 0, "{}", run.stdout);
+    assert_emits!(run.status_codes(), "remote_receipt_untrusted");
+    let message = run.json()["status"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|d| d["code"] == "remote_receipt_untrusted")
+        .and_then(|d| d["message"].as_str())
+        .unwrap_or_default()
+        .to_owned();
+    assert!(
+        message.contains("3 receipts were not found")
+            && message.contains("`trustedKeys` in proofgraph.yaml lists no key")
+            && message.contains("only this store's own key was looked up"),
+        "{message}"
+    );
+
+    // A writer that replaces CI's entries on purpose, here with the stranger's: the laptop
+    // finds in CI's place a receipt no key it trusts signed, and runs.
+    for (ours, outputs) in &theirs_outputs {
+        rt.block_on(cache.put(ours, outputs, Vec::new()))
+            .expect("overwrite CI's entry");
+    }
+    let overwritten = clone(sb, "overwritten");
+    let run = prove(sb, &overwritten, &[], &[]);
+    assert_eq!(run.code, Some(0), "{}", run.stdout);
+    assert_eq!(runs(sb), 12, "a rerun, never a pass: {}", run.stdout);
+    assert_eq!(summary(&run, "pulled"), 0, "{}", run.stdout);
+    assert_emits!(run.status_codes(), "remote_receipt_untrusted");
+    assert!(
+        run.stdout.contains(&stranger_id.to_string()),
+        "the refusal names the key that signed it: {}",
+        run.stdout
+    );
+}
+
+#[test]
+fn a_stranger_s_push_never_stops_a_laptop_from_reusing_ci_s_entries() {
+    let sb = Sandbox::new();
+    let mut nginx = Nginx::start(&sb, None);
+    a_stranger_pushes_the_same_fingerprints(&sb, &mut nginx);
 }
 
 /// The scenario of `a_blob_corrupted_on_the_server_is_never_used`, against any remote.

@@ -650,3 +650,51 @@ fn an_unpinnable_key_signs_nothing_and_a_keyless_store_has_nothing_to_pin() {
         ".proofgraph/keys/workspace.key"
     );
 }
+
+/// A pull looks a receipt up in the remote cache under the store's own key and the first
+/// `LOOKED_UP_TRUSTED_KEYS` entries of `trustedKeys` (one lookup each): a longer list is
+/// trusted whole, and `validate` warns at the first entry no pull looks under.
+#[test]
+fn trusted_keys_past_the_lookup_limit_are_named_by_validate() {
+    use proofgraph::store::remote::LOOKED_UP_TRUSTED_KEYS;
+    let catalog = |count: usize| {
+        let mut text = String::from("version: 1\ntrustedKeys:\n");
+        for i in 0..count {
+            let key = ed25519_dalek::SigningKey::from_bytes(&[u8::try_from(i).expect("few"); 32]);
+            text.push_str(&format!("  - name: k{i}\n    publicKey: |\n"));
+            for line in keys::public_key_to_pem(&key.verifying_key()).lines() {
+                text.push_str(&format!("      {line}\n"));
+            }
+        }
+        text
+    };
+    let sb = Sandbox::new();
+    sb.openspec_root("");
+    sb.write("proofgraph.yaml", catalog(LOOKED_UP_TRUSTED_KEYS));
+    let run = sb.run(&sb.work(), &["validate", "--all", "--json"]);
+    assert_codes!(crate::support::issue_codes(&run.json()), []);
+    sb.write("proofgraph.yaml", catalog(LOOKED_UP_TRUSTED_KEYS + 2));
+    let run = sb.run(&sb.work(), &["validate", "--all", "--json"]);
+    run.expect_code(0);
+    let doc = run.json();
+    assert_codes!(crate::support::issue_codes(&doc), ["trusted_keys_too_many"]);
+    let issue = &doc["items"][0]["issues"][0];
+    // Each entry is five lines (name, publicKey, three of PEM), after two of header.
+    let line = 3 + 5 * LOOKED_UP_TRUSTED_KEYS as u64;
+    assert_eq!(issue["path"], "proofgraph.yaml", "{issue}");
+    assert_eq!(
+        (issue["line"].as_u64(), issue["column"].as_u64()),
+        (Some(line), Some(11)),
+        "at the name of the first key left out: {issue}"
+    );
+    let message = issue["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains(&format!("lists {} keys", LOOKED_UP_TRUSTED_KEYS + 2))
+            && message.contains(&format!("`k{LOOKED_UP_TRUSTED_KEYS}`")),
+        "{message}"
+    );
+    assert!(
+        issue["fix"].as_str().is_some_and(|f| !f.is_empty()),
+        "{issue}"
+    );
+}

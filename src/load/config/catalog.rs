@@ -226,10 +226,13 @@ pub fn decode(sink: &mut Sink, root: &Node) -> Option<Catalog> {
     let sandbox = top
         .get("sandbox")
         .and_then(|n| one_of(sink, n, "`sandbox`", Code::InvalidValue, &modes));
-    let trusted_keys = top
+    let trusted_keys: Vec<TrustedKey> = top
         .get("trustedKeys")
         .and_then(|n| list(sink, n, "`trustedKeys`", trusted_key))
         .unwrap_or_default();
+    if let Some(first) = trusted_keys.get(crate::store::remote::LOOKED_UP_TRUSTED_KEYS) {
+        too_many_trusted_keys(sink, trusted_keys.len(), first);
+    }
     let cache = top.get("cache").and_then(|n| cache(sink, n));
     let host_paths = top
         .get("hostPaths")
@@ -476,6 +479,23 @@ pub fn installs_project(argv: &[String]) -> Option<&'static str> {
         return Some("installs the project too unless given `--no-root`");
     }
     None
+}
+
+/// The warning of a `trustedKeys` list of `count` keys, longer than a pull looks up, at
+/// `first`, the first key left out.
+fn too_many_trusted_keys(sink: &mut Sink, count: usize, first: &TrustedKey) {
+    let limit = crate::store::remote::LOOKED_UP_TRUSTED_KEYS;
+    sink.warning(
+        Code::TrustedKeysTooMany,
+        first.name.pos,
+        format!(
+            "`trustedKeys` lists {count} keys, and a pull looks a receipt up in the remote cache under the store's own key and the first {limit} of them only: receipts signed by `{}` (`trustedKeys[{limit}]`) and the keys after it count when they are in the local store, but never come from the remote cache",
+            first.name.value
+        ),
+        format!(
+            "Keep at most {limit} keys in `trustedKeys` (each is one lookup per receipt on every pull): the signers whose receipts should travel, such as CI's, first; remove keys no longer in use."
+        ),
+    );
 }
 
 fn trusted_key(sink: &mut Sink, node: &Node, index: usize) -> Option<TrustedKey> {

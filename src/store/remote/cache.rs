@@ -21,6 +21,10 @@ use super::http::Http;
 const READ_BUDGET: u64 = 64 << 20;
 /// The unit of [`READ_BUDGET`]'s permits.
 const PERMIT: u64 = 1 << 10;
+/// How many entries are looked up at once, over every lookup in flight: a pull asks for
+/// each receipt under every key it trusts at once, and an HTTP/1.1 cache answers each
+/// request on a connection of its own.
+const LOOKUPS_IN_FLIGHT: usize = 16;
 
 /// A remote cache.
 pub struct RemoteCache {
@@ -31,6 +35,8 @@ pub struct RemoteCache {
     settings: Settings,
     /// Reads in flight hold a permit per KiB they may return.
     reading: tokio::sync::Semaphore,
+    /// Entry lookups in flight hold a permit each.
+    looking: tokio::sync::Semaphore,
 }
 
 /// What an upload did.
@@ -77,6 +83,7 @@ impl RemoteCache {
             down: Mutex::new(None),
             settings: settings.clone(),
             reading: tokio::sync::Semaphore::new((READ_BUDGET / PERMIT) as usize),
+            looking: tokio::sync::Semaphore::new(LOOKUPS_IN_FLIGHT),
         }
     }
 
@@ -142,8 +149,11 @@ impl RemoteCache {
             .await
     }
 
-    /// What the entry of `key` points at, if the remote has one of ours.
+    /// What the entry of `key` points at, if the remote has one of ours. At most
+    /// [`LOOKUPS_IN_FLIGHT`] lookups are in flight at once; the others wait their turn.
     pub async fn entry(&self, key: BlobDigest) -> Result<Option<Outputs>, RemoteError> {
+        // The semaphore is never closed.
+        let _slot = self.looking.acquire().await;
         let Some(result) = self
             .guard(
                 &format!("reading the entry {key}"),

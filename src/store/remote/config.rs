@@ -11,6 +11,11 @@ pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 /// says otherwise: an operation moving `n` bytes is given up after the connect timeout,
 /// plus the request timeout, plus `n` bytes at this rate (1 MiB/s).
 pub const MIN_BYTES_PER_SECOND: u64 = 1 << 20;
+/// How many `trustedKeys` entries a pull looks a receipt up under, at most, besides the
+/// store's own key: one action-cache lookup per key and receipt, so a workspace that trusts
+/// more keys than this costs no more than 16 lookups per receipt (`validate` warns,
+/// `trusted_keys_too_many`, at the first entry left out).
+pub const LOOKED_UP_TRUSTED_KEYS: usize = 15;
 
 /// The protocol a remote's URL names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -2,13 +2,19 @@
 //! (docs/remote-cache.md gives it with a worked example).
 //!
 //! The key is the digest of a deterministic REAPI `Action`: no input files (the empty
-//! `Directory`), and a `Command` whose arguments name what the receipt answers —
-//! `["proofgraph-receipt", "v1", <fingerprint>, <receipt name>, <capability>]` — the same
-//! triple the local action cache is keyed by. The `Action` and `Command` blobs are stored
-//! too, so servers that check an entry's completeness accept it. The entry, an
-//! `ActionResult` with exit code 0, lists as output files the receipt's DSSE envelope
-//! (`receipt.dsse.json`), its input listing (`inputs.txt`) and each artifact it keeps (the
-//! log, the report, attachments) as `artifacts/<sha256>`.
+//! `Directory`), and a `Command` whose arguments name what the receipt answers and who
+//! signed it — `["proofgraph-receipt", "v2", <fingerprint>, <receipt name>, <capability>,
+//! <signer's key id>]`: the triple the local action cache is keyed by, and the key id
+//! (`sha256:<hex>`) of the key that signed the envelope. Each signer has entries of its
+//! own, so a writer's push never lands where a reader that does not trust it looks, and a
+//! reader asks for the entries of the keys it trusts, one key at a time. The `Action` and
+//! `Command` blobs are stored too, so servers that check an entry's completeness accept
+//! it. The entry, an `ActionResult` with exit code 0, lists as output files the receipt's
+//! DSSE envelope (`receipt.dsse.json`), its input listing (`inputs.txt`) and each artifact
+//! it keeps (the log, the report, attachments) as `artifacts/<sha256>`.
+//!
+//! `v1` keys (without the signer) are never asked for: entries written before the signer
+//! was part of the key are cold, as if the cache were empty.
 
 use bazel_remote_apis::build::bazel::remote::execution::v2 as reapi;
 use proofgraph_graph::fingerprint::Fingerprint;
@@ -16,6 +22,7 @@ use proofgraph_graph::{CapabilityName, ProviderId};
 use prost::Message as _;
 
 use super::backend::{BlobDigest, escaped};
+use crate::attest::keys::KeyId;
 
 /// The envelope's output path.
 pub const ENVELOPE: &str = "receipt.dsse.json";
@@ -23,8 +30,9 @@ pub const ENVELOPE: &str = "receipt.dsse.json";
 pub const INPUTS: &str = "inputs.txt";
 /// The directory of artifacts' output paths.
 pub const ARTIFACTS: &str = "artifacts";
-/// The first argument of every receipt's `Command`, and the layout version after it.
-pub const PROGRAM: [&str; 2] = ["proofgraph-receipt", "v1"];
+/// The first argument of every receipt's `Command`, and the layout version after it (`v2`:
+/// the signer's key id is the last argument; `v1` had none).
+pub const PROGRAM: [&str; 2] = ["proofgraph-receipt", "v2"];
 
 /// The `Action` of a receipt, with its `Command`, serialized.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -45,11 +53,13 @@ impl Encoded {
     }
 }
 
-/// The `Action` that answers for the receipt `receipt` of `capability` at `fingerprint`.
+/// The `Action` that answers for the receipt `receipt` of `capability` at `fingerprint`
+/// signed by the key `signer`.
 pub fn action(
     fingerprint: &Fingerprint,
     receipt: &ProviderId,
     capability: &CapabilityName,
+    signer: &KeyId,
 ) -> Encoded {
     let command = reapi::Command {
         arguments: [
@@ -58,6 +68,7 @@ pub fn action(
             fingerprint.to_string(),
             receipt.to_string(),
             capability.to_string(),
+            signer.to_string(),
         ]
         .into(),
         output_paths: [ARTIFACTS, INPUTS, ENVELOPE].map(str::to_owned).into(),
@@ -160,23 +171,31 @@ pub fn outputs(result: &reapi::ActionResult) -> Result<Outputs, String> {
 mod tests {
     use super::*;
 
-    fn key() -> (Fingerprint, ProviderId, CapabilityName) {
+    fn key() -> (Fingerprint, ProviderId, CapabilityName, KeyId) {
         (
             Fingerprint::from_hex(&"ab".repeat(32)).expect("hex"),
             ProviderId::parse("unit").expect("id"),
             CapabilityName::parse("test").expect("capability"),
+            KeyId::parse(&format!("sha256:{}", "cd".repeat(32))).expect("a key id"),
         )
     }
 
     #[test]
-    fn the_action_is_deterministic_and_names_what_the_receipt_answers() {
-        let (f, r, c) = key();
-        let one = action(&f, &r, &c);
-        assert_eq!(one, action(&f, &r, &c), "the same triple, the same key");
+    fn the_action_is_deterministic_and_names_what_the_receipt_answers_and_who_signed_it() {
+        let (f, r, c, k) = key();
+        let one = action(&f, &r, &c, &k);
+        assert_eq!(one, action(&f, &r, &c, &k), "the same four, the same key");
         let command = reapi::Command::decode(one.command.as_slice()).expect("a Command");
         assert_eq!(
             command.arguments,
-            ["proofgraph-receipt", "v1", &"ab".repeat(32), "unit", "test"]
+            [
+                "proofgraph-receipt",
+                "v2",
+                &"ab".repeat(32),
+                "unit",
+                "test",
+                &format!("sha256:{}", "cd".repeat(32))
+            ]
         );
         let decoded = reapi::Action::decode(one.action.as_slice()).expect("an Action");
         assert_eq!(
@@ -188,13 +207,33 @@ mod tests {
             Some("e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855".to_owned()),
             "no inputs: the empty Directory"
         );
-        // Each part of the triple changes the key.
+        // Each part changes the key: the triple, and the signer.
         let other = ProviderId::parse("e2e").expect("id");
-        assert_ne!(action(&f, &other, &c).key, one.key);
+        assert_ne!(action(&f, &other, &c, &k).key, one.key);
         let cap = CapabilityName::parse("integration").expect("capability");
-        assert_ne!(action(&f, &r, &cap).key, one.key);
+        assert_ne!(action(&f, &r, &cap, &k).key, one.key);
         let fp = Fingerprint::from_hex(&"cd".repeat(32)).expect("hex");
-        assert_ne!(action(&fp, &r, &c).key, one.key);
+        assert_ne!(action(&fp, &r, &c, &k).key, one.key);
+        let stranger = KeyId::parse(&format!("sha256:{}", "ef".repeat(32))).expect("a key id");
+        assert_ne!(
+            action(&f, &r, &c, &stranger).key,
+            one.key,
+            "another signer's entry is another entry"
+        );
+    }
+
+    /// The key of a fixed input, as the worked example of docs/remote-cache.md computes it
+    /// with Python's standard library: a change to the encoding is a visible diff here, and
+    /// there.
+    #[test]
+    fn the_key_of_a_fixed_input_is_the_one_the_docs_compute() {
+        let (f, r, c, k) = key();
+        let encoded = action(&f, &r, &c, &k);
+        assert_eq!(
+            encoded.key.sha256.to_hex(),
+            "664b66053db1891fb858e450535d3b027ac337ebd169a6cbc90d830b6a7fecda"
+        );
+        assert_eq!(encoded.key.size, 139);
     }
 
     #[test]

@@ -16,6 +16,6 @@ mod tunnel;
 pub use backend::{Backend, BlobDigest, Capabilities, Fut, RemoteError, escaped};
 pub use cache::{RemoteCache, Uploaded, backend};
 pub use config::{
-    CONNECT_TIMEOUT, InstanceProblem, MIN_BYTES_PER_SECOND, Protocol, REQUEST_TIMEOUT, Settings,
-    instance,
+    CONNECT_TIMEOUT, InstanceProblem, LOOKED_UP_TRUSTED_KEYS, MIN_BYTES_PER_SECOND, Protocol,
+    REQUEST_TIMEOUT, Settings, instance,
 };
