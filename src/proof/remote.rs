@@ -222,7 +222,8 @@ async fn pull_one(
             .key
         })
         .collect();
-    let entries = join_all(keys.into_iter().map(|key| cache.entry(key)).collect()).await;
+    let entries =
+        futures_util::future::join_all(keys.into_iter().map(|key| cache.entry(key))).await;
     for entry in entries {
         let taken = match entry {
             Ok(Some(outputs)) => {
