@@ -234,7 +234,7 @@ impl Worlds {
         }
         for (repo, dir) in &self.snapshots {
             stamps
-                .snapshot(repo, dir, files(repo))
+                .snapshot(repo, dir, &files(repo))
                 .map_err(|e| format!("the times of `{repo}`'s files could not be set: {e}"))?;
         }
         self.stamps = Some(stamps);

