@@ -18,15 +18,14 @@
 //! - [`cli`]: argv into options, and the dispatch to a command.
 //!
 //! The pure core lives in `proofgraph-graph`, sandboxes and process supervision in
-//! `proofgraph-sandbox`, wiring bootstrap in `proofgraph-bootstrap`. [`fuzz`] holds the
-//! fuzz targets, outside the layers.
+//! `proofgraph-sandbox`, wiring bootstrap in `proofgraph-bootstrap`. The fuzz targets
+//! are a crate of their own (`fuzz/targets`), which sees this one through its public API.
 
 pub mod attest;
 pub mod base;
 pub mod cli;
 pub mod commands;
 pub mod decide;
-pub mod fuzz;
 pub mod load;
 pub mod observe;
 pub mod present;

@@ -1,7 +1,7 @@
-//! libFuzzer entry point of the `config` target (`proofgraph::fuzz::config`).
+//! libFuzzer entry point of the `config` target (`proofgraph_fuzz_targets::config`).
 #![no_main]
 
-use proofgraph::fuzz::Target;
+use proofgraph_fuzz_targets::Target;
 
 libfuzzer_sys::fuzz_target!(
     init: proofgraph_fuzz::init(Target::Config),

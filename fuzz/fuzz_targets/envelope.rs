@@ -1,7 +1,7 @@
-//! libFuzzer entry point of the `envelope` target (`proofgraph::fuzz::envelope`).
+//! libFuzzer entry point of the `envelope` target (`proofgraph_fuzz_targets::envelope`).
 #![no_main]
 
-use proofgraph::fuzz::Target;
+use proofgraph_fuzz_targets::Target;
 
 libfuzzer_sys::fuzz_target!(
     init: proofgraph_fuzz::init(Target::Envelope),

@@ -1,7 +1,7 @@
-//! libFuzzer entry point of the `pem` target (`proofgraph::fuzz::pem`).
+//! libFuzzer entry point of the `pem` target (`proofgraph_fuzz_targets::pem`).
 #![no_main]
 
-use proofgraph::fuzz::Target;
+use proofgraph_fuzz_targets::Target;
 
 libfuzzer_sys::fuzz_target!(
     init: proofgraph_fuzz::init(Target::Pem),

@@ -1,7 +1,7 @@
-//! libFuzzer entry point of the `receipt` target (`proofgraph::fuzz::receipt`).
+//! libFuzzer entry point of the `receipt` target (`proofgraph_fuzz_targets::receipt`).
 #![no_main]
 
-use proofgraph::fuzz::Target;
+use proofgraph_fuzz_targets::Target;
 
 libfuzzer_sys::fuzz_target!(
     init: proofgraph_fuzz::init(Target::Receipt),

@@ -1,7 +1,7 @@
-//! libFuzzer entry point of the `report` target (`proofgraph::fuzz::report`).
+//! libFuzzer entry point of the `report` target (`proofgraph_fuzz_targets::report`).
 #![no_main]
 
-use proofgraph::fuzz::Target;
+use proofgraph_fuzz_targets::Target;
 
 libfuzzer_sys::fuzz_target!(
     init: proofgraph_fuzz::init(Target::Report),

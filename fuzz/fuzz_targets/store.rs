@@ -1,7 +1,7 @@
-//! libFuzzer entry point of the `store` target (`proofgraph::fuzz::store`).
+//! libFuzzer entry point of the `store` target (`proofgraph_fuzz_targets::store`).
 #![no_main]
 
-use proofgraph::fuzz::Target;
+use proofgraph_fuzz_targets::Target;
 
 libfuzzer_sys::fuzz_target!(
     init: proofgraph_fuzz::init(Target::Store),

@@ -3,12 +3,12 @@
 //! Each binary runs [`init`] once before fuzzing. With `PROOFGRAPH_FUZZ_SEEDS` set to a
 //! directory (and `PROOFGRAPH_FUZZ_REPO` to the checkout; `PROOFGRAPH_FUZZ_COMPAT`, if set,
 //! to the shared corpus), it writes `<dir>/<target>/seed-<n>` and `<dir>/<target>.dict`
-//! and exits instead: the seeds come from `proofgraph::fuzz::seeds`, the code the smoke run
+//! and exits instead: the seeds come from `proofgraph_fuzz_targets::seeds`, the code the smoke run
 //! uses, and no separate, uninstrumented build is needed to produce them.
 
 use std::path::PathBuf;
 
-use proofgraph::fuzz::{Target, seeds};
+use proofgraph_fuzz_targets::{Target, seeds};
 
 /// Writes the seeds and exits when asked to (see the crate documentation).
 pub fn init(target: Target) {

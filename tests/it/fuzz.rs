@@ -11,7 +11,7 @@ use std::collections::HashMap;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::OnceLock;
 
-use proofgraph::fuzz::{Target, seeds};
+use proofgraph_fuzz_targets::{Target, seeds};
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
 
@@ -321,7 +321,7 @@ fn sniff_and_parse_agree_behind_byte_order_marks() {
 }
 
 proptest! {
-    #![proptest_config(config())]
+    #![proptest_config(crate::support::beside_source(config()))]
 
     #[test]
     fn fuzz_config(data in mutated(Target::Config)) {
@@ -355,7 +355,7 @@ proptest! {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: config().cases / 4, ..config() })]
+    #![proptest_config(crate::support::beside_source(ProptestConfig { cases: config().cases / 4, ..config() }))]
 
     /// The `store` target checks the decoders; this checks that the store reads an entry
     /// on disk, as a link and as a file, exactly as they decode it.
@@ -393,7 +393,7 @@ proptest! {
 /// besides adds its changes.
 #[test]
 fn each_compatibility_fixture_is_one_config_seed() {
-    use proofgraph::fuzz::config::SEPARATOR;
+    use proofgraph_fuzz_targets::config::SEPARATOR;
     let fixtures = repo_root().join("fixtures/compat/changeloop");
     let seeds = seeds_of(Target::Config);
     let mut changes = 0;

@@ -25,7 +25,6 @@ const LAYERS: &[&[&str]] = &[
     &["session"],
     &["commands"],
     &["cli"],
-    &["fuzz"],
 ];
 
 /// Files at the root of `src/` that are not a layer.

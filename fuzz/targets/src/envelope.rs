@@ -14,9 +14,9 @@
 
 use ed25519_dalek::SigningKey;
 
-use crate::attest::b64;
-use crate::attest::envelope::{self, Envelope, TrustedKey, VerifyError};
-use crate::attest::statement::IN_TOTO_PAYLOAD_TYPE;
+use proofgraph::attest::b64;
+use proofgraph::attest::envelope::{self, Envelope, TrustedKey, VerifyError};
+use proofgraph::attest::statement::IN_TOTO_PAYLOAD_TYPE;
 
 /// The RFC 8032 section 7.1 TEST 1 and TEST 2 secret keys (keys `A` and `B` of
 /// `fixtures/attest/dsse-vectors.json`).

@@ -16,13 +16,13 @@ use super::Target;
 use super::config::SEPARATOR;
 use super::envelope::test_keys;
 use super::receipt::{BINDING, CLAIMS, ISSUER};
-use crate::attest::envelope;
-use crate::attest::keys;
-use crate::attest::statement::{
+use proofgraph::attest::envelope;
+use proofgraph::attest::keys;
+use proofgraph::attest::statement::{
     DigestSet, IN_TOTO_PAYLOAD_TYPE, Statement, Subject, sign_statement,
 };
-use crate::proof::receipt::{self, Outcome, PREDICATE_TYPE, Proof, TestNames};
-use crate::store::{self, Sha256};
+use proofgraph::proof::receipt::{self, Outcome, PREDICATE_TYPE, Proof, TestNames};
+use proofgraph::store::{self, Sha256};
 
 /// The directory of inputs kept for `target` (regressions and hand-made seeds).
 pub fn regression_dir(repo: &Path, target: Target) -> PathBuf {

@@ -1,5 +1,5 @@
-//! Fuzz target `report`: any bytes through [`crate::decide::report::parse`] as every declared
-//! format (`auto`, `json` and each format by name) and through [`crate::decide::report::sniff`].
+//! Fuzz target `report`: any bytes through [`proofgraph::decide::report::parse`] as every declared
+//! format (`auto`, `json` and each format by name) and through [`proofgraph::decide::report::sniff`].
 //!
 //! Invariants, beyond "never panics":
 //!
@@ -19,7 +19,7 @@
 
 use std::collections::BTreeSet;
 
-use crate::decide::report::{
+use proofgraph::decide::report::{
     self, CriticalFinding, CriticalRow, Declared, Format, TestCounts, TestReport,
 };
 

@@ -1,6 +1,6 @@
 //! Fuzz target `receipt`: any bytes as the statement inside a signed envelope, read back
-//! as a receipt ([`crate::proof::receipt::verify_bytes`], what `prove` and `status` trust) and as
-//! a CI-signed external result ([`crate::decide::external::verify`], what `evidence verify-ci`
+//! as a receipt ([`proofgraph::proof::receipt::verify_bytes`], what `prove` and `status` trust) and as
+//! a CI-signed external result ([`proofgraph::decide::external::verify`], what `evidence verify-ci`
 //! accepts). The envelope is signed with a trusted test key, so the signature holds and
 //! everything after it is exercised; the bytes are also tried as an envelope themselves.
 //!
@@ -16,12 +16,12 @@
 
 use serde_json::Value;
 
-use crate::attest::canonical::CanonicalJsonError;
-use crate::attest::envelope::{self, TrustedKey};
-use crate::attest::keys;
-use crate::attest::statement::{self, IN_TOTO_PAYLOAD_TYPE, Statement, StatementError};
-use crate::decide::external::{self, Expectation};
-use crate::proof::receipt::{self, PREDICATE_TYPE, Rejected, TestNames};
+use proofgraph::attest::canonical::CanonicalJsonError;
+use proofgraph::attest::envelope::{self, TrustedKey};
+use proofgraph::attest::keys;
+use proofgraph::attest::statement::{self, IN_TOTO_PAYLOAD_TYPE, Statement, StatementError};
+use proofgraph::decide::external::{self, Expectation};
+use proofgraph::proof::receipt::{self, PREDICATE_TYPE, Rejected, TestNames};
 
 use super::envelope::test_keys;
 

@@ -4,7 +4,7 @@
 //!
 //! The input is up to three files joined by [`SEPARATOR`]: an `evidence.yaml`, an
 //! `execution.yaml` and a `proofgraph.yaml`. Each is read with
-//! [`crate::load::config::load::parse_bytes`] and decoded as its kind; when the first two decode,
+//! [`proofgraph::load::config::load::parse_bytes`] and decoded as its kind; when the first two decode,
 //! the change is wired and sealed as `validate` and `prove` do. Invariants:
 //!
 //! - every position (in the tree, in a diagnostic, in a finding) is 1-based and inside the
@@ -26,16 +26,16 @@ use std::path::PathBuf;
 use proofgraph_graph::schedule::{Action, Scheduler, State, Step};
 use proofgraph_graph::{ChangeName, RepoId, SealedGraph};
 
-use crate::base::diagnostic::Diagnostic;
-use crate::load::config::catalog::{self, Catalog};
-use crate::load::config::decode::Sink;
-use crate::load::config::evidence::{self, Evidence};
-use crate::load::config::execution::{self, Execution};
-use crate::load::config::load::parse_bytes;
-use crate::load::workspace::{Change, Repository, Wired, Workspace};
-use crate::syntax::node::{Node, Pos, Span, Value};
-use crate::syntax::parse::{MAX_DEPTH, Syntax};
-use crate::syntax::{json, yaml};
+use proofgraph::base::diagnostic::Diagnostic;
+use proofgraph::load::config::catalog::{self, Catalog};
+use proofgraph::load::config::decode::Sink;
+use proofgraph::load::config::evidence::{self, Evidence};
+use proofgraph::load::config::execution::{self, Execution};
+use proofgraph::load::config::load::parse_bytes;
+use proofgraph::load::workspace::{Change, Repository, Wired, Workspace};
+use proofgraph::syntax::node::{Node, Pos, Span, Value};
+use proofgraph::syntax::parse::{MAX_DEPTH, Syntax};
+use proofgraph::syntax::{json, yaml};
 
 /// The line that separates the files of one input.
 pub const SEPARATOR: &[u8] = b"\n#~~~ next file ~~~\n";
@@ -133,7 +133,7 @@ impl Bounds {
             .chars()
             .filter(|c| matches!(c, '\n' | '\r' | '\u{85}' | '\u{2028}' | '\u{2029}'))
             .count();
-        let saturate = crate::syntax::parse::saturate;
+        let saturate = proofgraph::syntax::parse::saturate;
         Self {
             lines: saturate(breaks + 2),
             columns: saturate(text.chars().count() + 2),
@@ -459,7 +459,7 @@ fn seal(evidence: Evidence, execution: Execution, catalog: Option<Catalog>, boun
             "a coverage diagnostic without a fix: {d:?}"
         );
     }
-    match crate::load::preflight::builder(&workspace, &change).seal() {
+    match proofgraph::load::preflight::builder(&workspace, &change).seal() {
         Ok(graph) => check_sealed(&graph),
         Err(findings) => {
             assert!(!findings.is_empty(), "sealing failed without a finding");

@@ -7,7 +7,7 @@
 //! that name the same blob are the same entry; a file entry is the digest and whitespace;
 //! any digest, written as a link or as the file the store writes, reads back as itself.
 
-use crate::store;
+use proofgraph::store;
 
 /// Runs one input; panics when an invariant does not hold.
 pub fn run(data: &[u8]) {

@@ -9,8 +9,8 @@
 //!   same key id; a private key's public half reads as a public key;
 //! - an error message never repeats a line of the PEM body (key material).
 
-use crate::attest::envelope::TrustedKey;
-use crate::attest::keys;
+use proofgraph::attest::envelope::TrustedKey;
+use proofgraph::attest::keys;
 
 /// A body line shorter than this is too short to be key material worth hiding (an Ed25519
 /// key's base64 is 64 characters or more), and could appear in a message by chance.
