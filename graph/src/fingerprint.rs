@@ -1395,6 +1395,7 @@ mod tests {
     }
 
     proptest! {
+        #![proptest_config(crate::testing::beside_source(proptest::test_runner::Config::default()))]
         #[test]
         fn the_fingerprint_changes_iff_a_component_changes(a in knobs(), b in knobs()) {
             let (fa, ma) = fingerprint_of(build(&a));
@@ -1404,6 +1405,7 @@ mod tests {
     }
 
     proptest! {
+        #![proptest_config(crate::testing::beside_source(proptest::test_runner::Config::default()))]
         #[test]
         fn threads_do_not_change_fingerprints(g in crate::testing::random_graph(300), threads in 2..5usize) {
             let graph = g.seal();

@@ -370,6 +370,7 @@ mod tests {
         ];
 
         proptest! {
+            #![proptest_config(crate::testing::beside_source(proptest::test_runner::Config::default()))]
             /// Entry by entry over every path at once is the last-match rule path by path,
             /// and each exclude's count is what it keeps out of what the entries before it took.
             #[test]

@@ -695,7 +695,7 @@ mod tests {
     }
 
     proptest! {
-        #![proptest_config(ProptestConfig::with_cases(256))]
+        #![proptest_config(crate::testing::beside_source(ProptestConfig::with_cases(256)))]
 
         #[test]
         fn topological_order_respects_every_edge(g in random_graph(25)) {

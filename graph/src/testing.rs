@@ -148,3 +148,16 @@ impl RandomGraph {
         seal(providers, services)
     }
 }
+
+/// `config` with proptest's failures kept beside the test's source file
+/// (`schedule.rs` → `schedule.proptest-regressions`), not in a tree parallel to the crate.
+pub(crate) fn beside_source(
+    config: proptest::test_runner::Config,
+) -> proptest::test_runner::Config {
+    proptest::test_runner::Config {
+        failure_persistence: Some(Box::new(
+            proptest::test_runner::FileFailurePersistence::WithSource("proptest-regressions"),
+        )),
+        ..config
+    }
+}

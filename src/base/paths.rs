@@ -72,6 +72,7 @@ mod tests {
     }
 
     proptest::proptest! {
+        #![proptest_config(crate::base::testing::beside_source(proptest::test_runner::Config::default()))]
         /// Against the file system's own resolution: every directory a random relative path
         /// names is made below a `root` (whose name the paths never use, so a path that
         /// leaves it cannot come back), and `canonicalize` says where the path leads. The

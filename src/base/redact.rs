@@ -1432,7 +1432,7 @@ mod tests {
     }
 
     proptest! {
-        #![proptest_config(ProptestConfig::with_cases(512))]
+        #![proptest_config(crate::base::testing::beside_source(ProptestConfig::with_cases(512)))]
 
         /// Whatever mix of encodings a secret's characters take (mixing JSON and XML
         /// escapes within one occurrence only as far as one decoding allows), and

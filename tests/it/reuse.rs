@@ -224,11 +224,11 @@ fn apply(sb: &Sandbox, tools: &Path, state: &mut State, edit: &Edit) {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig {
+    #![proptest_config(crate::support::beside_source(ProptestConfig {
         cases: crate::support::proptest_cases(2),
         max_shrink_iters: 8,
         ..ProptestConfig::default()
-    })]
+    }))]
 
     #[test]
     fn after_every_edit_reuse_agrees_with_a_fresh_run(

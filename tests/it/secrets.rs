@@ -1118,12 +1118,12 @@ fn secret_strategy() -> impl Strategy<Value = String> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig {
+    #![proptest_config(crate::support::beside_source(ProptestConfig {
         cases: crate::support::proptest_cases(24),
         // Each case runs the binary several times; shrinking a failure would take long.
         max_shrink_iters: 16,
         ..ProptestConfig::default()
-    })]
+    }))]
 
     /// For a random secret in random channels of a random format (and, sometimes, a
     /// service's readiness answer), no form of it reaches any output or any stored file.

@@ -857,6 +857,19 @@ pub(crate) fn kill_marked(marker: &str) {
     }
 }
 
+/// `config` with proptest's failures kept beside the test's source file
+/// (`worlds.rs` → `worlds.proptest-regressions`), not in a tree parallel to the tests.
+pub(crate) fn beside_source(
+    config: proptest::test_runner::Config,
+) -> proptest::test_runner::Config {
+    proptest::test_runner::Config {
+        failure_persistence: Some(Box::new(
+            proptest::test_runner::FileFailurePersistence::WithSource("proptest-regressions"),
+        )),
+        ..config
+    }
+}
+
 /// How many cases a proptest of whole runs tries: `PROPTEST_CASES` when set, else
 /// `default` (each case runs the binary several times).
 pub(crate) fn proptest_cases(default: u32) -> u32 {

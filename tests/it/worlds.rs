@@ -173,11 +173,11 @@ fn model(all: &[Provider], committed: &[Option<bool>]) -> BTreeMap<String, Strin
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig {
+    #![proptest_config(crate::support::beside_source(ProptestConfig {
         cases: crate::support::proptest_cases(24),
         max_shrink_iters: 32,
         ..ProptestConfig::default()
-    })]
+    }))]
 
     #[test]
     fn every_verdict_is_the_providers_own_on_its_bound_inputs(
