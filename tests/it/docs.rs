@@ -115,3 +115,68 @@ fn every_decoder_key_is_described_in_the_reference_and_the_schema() {
         }
     }
 }
+
+/// The names of the subcommands a `--help` lists under `Commands:` (but `help`).
+fn subcommands(help: &str) -> Vec<String> {
+    help.lines()
+        .skip_while(|l| l.trim_end() != "Commands:")
+        .skip(1)
+        .take_while(|l| !l.trim().is_empty())
+        .filter(|l| l.starts_with("  ") && !l.starts_with("   "))
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|name| *name != "help")
+        .map(str::to_owned)
+        .collect()
+}
+
+/// Appends the help of `proofgraph <path>` and of every command below it to `out`.
+fn help_of(sb: &crate::support::Sandbox, path: &[String], out: &mut String) {
+    let mut args: Vec<&str> = path.iter().map(String::as_str).collect();
+    args.push("--help");
+    let run = crate::support::Run::of(sb.proofgraph(&sb.work()).args(&args));
+    run.expect_code(0);
+    assert!(
+        run.stderr.is_empty(),
+        "`{}` wrote to stderr",
+        args.join(" ")
+    );
+    let title = std::iter::once("proofgraph")
+        .chain(path.iter().map(String::as_str))
+        .collect::<Vec<_>>()
+        .join(" ");
+    out.push_str(&format!("## `{title}`\n\n```text\n{}```\n\n", run.stdout));
+    for name in subcommands(&run.stdout) {
+        let mut below = path.to_vec();
+        below.push(name);
+        help_of(sb, &below, out);
+    }
+}
+
+/// The help text of every command and subcommand, as the binary prints it (80 columns), in
+/// one Markdown document pinned by a snapshot (jj's `cli-reference@.md.snap`): a changed
+/// flag, default or wording is a visible diff. To accept one:
+/// `INSTA_UPDATE=always cargo nextest run -E 'test(cli_reference)'`, then read the diff.
+#[test]
+fn cli_reference_pins_the_help_of_every_command() {
+    let sb = crate::support::Sandbox::new();
+    let mut out = String::from(
+        "# The help of every proofgraph command\n\n\
+         `proofgraph <command> --help` for each command and subcommand, at 80 columns.\n\n",
+    );
+    help_of(&sb, &[], &mut out);
+    assert!(
+        out.contains("## `proofgraph cache gc`"),
+        "nested commands are walked"
+    );
+    let mut settings = insta::Settings::clone_current();
+    settings.set_snapshot_suffix(".md");
+    settings.set_omit_expression(true);
+    settings.set_prepend_module_to_snapshot(false);
+    settings.bind(|| insta::assert_snapshot!("cli-reference", out));
+}
+
+#[test]
+fn subcommands_are_read_from_the_commands_section() {
+    let help = "Usage: proofgraph cache <COMMAND>\n\nCommands:\n  push   Upload\n         more of push\n  gc     Remove\n  help   Print this message\n\nOptions:\n  -h, --help  Print help\n";
+    assert_eq!(subcommands(help), ["push", "gc"]);
+}
