@@ -3,11 +3,18 @@
 //! - `docs/reference/{execution,evidence,proofgraph}.md`, the field reference, is what
 //!   `proofgraph::load::config::reference` generates from the decoders' key lists (the ones
 //!   `proofgraph schema` describes); `PROOFGRAPH_BLESS=1` rewrites the files.
+//! - The `console` blocks of README and `docs/` (`$ proofgraph …` and what it prints) are
+//!   run by trycmd against the real binary, each document in a project the test builds
+//!   ([`DOCUMENTED`]); a documented output the binary no longer prints fails, and
+//!   `TRYCMD=overwrite` writes what it prints back into the document.
+//! - The help of every command is pinned by one snapshot, `cli-reference@.md.snap`.
 
 use proofgraph::load::config::reference;
 use proofgraph::load::config::schema::Kind;
 
-use crate::support::repo_root;
+use std::path::{Path, PathBuf};
+
+use crate::support::{Sandbox, git_commit_all, repo_root};
 
 /// Whether the run asks to rewrite generated files rather than compare them.
 fn blessing() -> bool {
@@ -179,4 +186,138 @@ fn cli_reference_pins_the_help_of_every_command() {
 fn subcommands_are_read_from_the_commands_section() {
     let help = "Usage: proofgraph cache <COMMAND>\n\nCommands:\n  push   Upload\n         more of push\n  gc     Remove\n  help   Print this message\n\nOptions:\n  -h, --help  Print help\n";
     assert_eq!(subcommands(help), ["push", "gc"]);
+}
+
+/// A document whose `console` blocks run, and how the project they run in is made (in the
+/// directory given, a git work tree with one commit).
+struct Documented {
+    /// The document, relative to the repository.
+    doc: &'static str,
+    /// Makes the project in the directory given.
+    project: fn(&Path),
+}
+
+/// The documents whose examples run. The ones left out, and why, are listed in the report of
+/// the change that added this (a command that needs a remote server, CI's variables, a
+/// signing key of CI's, or a build of the binary itself).
+const DOCUMENTED: [Documented; 1] = [Documented {
+    doc: "README.md",
+    project: readme_project,
+}];
+
+/// The fenced block of `lang` that follows the heading `heading` of `text` first.
+fn block_after(text: &str, heading: &str, lang: &str) -> String {
+    let from = text
+        .find(heading)
+        .unwrap_or_else(|| panic!("the document has the section {heading:?}"));
+    let fence = format!("```{lang}\n");
+    let start = text[from..]
+        .find(&fence)
+        .map(|at| from + at + fence.len())
+        .unwrap_or_else(|| panic!("{heading:?} has a {lang} block"));
+    let len = text[start..].find("```").expect("the block ends");
+    text[start..start + len].to_owned()
+}
+
+/// README's "Your first change": a Node.js project whose `npm test` is `node --test`, with
+/// one test, on which the README's own `sh` block made the change.
+fn readme_project(dir: &Path) {
+    crate::support::write(
+        &dir.join("package.json"),
+        r#"{"name": "x", "version": "1.0.0", "scripts": {"test": "node --test"}}"#,
+    );
+    crate::support::write(
+        &dir.join("test/x.test.js"),
+        "const test = require('node:test');\nconst assert = require('node:assert');\ntest('adds', () => assert.strictEqual(1 + 1, 2));\n",
+    );
+    git_commit_all(dir);
+    let readme = fs_err::read_to_string(repo_root().join("README.md")).expect("read README.md");
+    let script = block_after(&readme, "## Your first change", "sh");
+    let out = std::process::Command::new("sh")
+        .args(["-e", "-c", &script])
+        .current_dir(dir)
+        .output()
+        .expect("run sh");
+    assert!(
+        out.status.success(),
+        "README's first-change block failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Copies `doc` into `root` (its `console` blocks are what trycmd runs) with the project its
+/// commands run in beside it, `<doc>.in/`; returns the copy's path.
+fn staged(root: &Path, case: &Documented, doc_text: &str) -> PathBuf {
+    let copy = root.join(case.doc);
+    crate::support::write(&copy, doc_text);
+    let project = copy.with_extension("in");
+    fs_err::create_dir_all(&project).expect("create the project");
+    crate::support::git(&project, &["init", "-q", "-b", "main"]);
+    (case.project)(&project);
+    copy
+}
+
+/// trycmd's cases for the staged documents, with the environment every test's program gets
+/// (`Sandbox::proofgraph`: an isolated home, fixed width, time zone and locale).
+fn cases(sb: &Sandbox, docs: &[PathBuf]) -> trycmd::TestCases {
+    let cases = trycmd::TestCases::new();
+    cases
+        .register_bin("proofgraph", Path::new(env!("CARGO_BIN_EXE_proofgraph")))
+        .default_bin_name("proofgraph")
+        .timeout(std::time::Duration::from_secs(300));
+    let hermetic = sb.proofgraph(&sb.work());
+    for (key, value) in hermetic.get_envs() {
+        if let (Some(key), Some(value)) = (key.to_str(), value.and_then(|v| v.to_str())) {
+            cases.env(key, value);
+        }
+    }
+    for doc in docs {
+        cases.case(doc);
+    }
+    cases
+}
+
+/// Every `console` block of [`DOCUMENTED`] runs the binary and prints what it shows.
+#[test]
+fn the_documented_commands_print_what_the_docs_show() {
+    let sb = Sandbox::new();
+    let root = sb.path().join("docs");
+    let staged: Vec<(PathBuf, &Documented)> = DOCUMENTED
+        .iter()
+        .map(|case| {
+            let text = fs_err::read_to_string(repo_root().join(case.doc)).expect("read the doc");
+            assert!(
+                text.contains("```console\n$ proofgraph "),
+                "{} has a console block",
+                case.doc
+            );
+            (staged(&root, case, &text), case)
+        })
+        .collect();
+    let paths: Vec<PathBuf> = staged.iter().map(|(p, _)| p.clone()).collect();
+    cases(&sb, &paths).run();
+    if std::env::var_os("TRYCMD").is_some_and(|v| v == "overwrite") {
+        for (copy, case) in &staged {
+            fs_err::copy(copy, repo_root().join(case.doc)).expect("write the doc back");
+        }
+    }
+}
+
+/// The harness compares: a document whose shown output the binary does not print fails.
+#[test]
+fn a_documented_output_the_binary_does_not_print_fails() {
+    let sb = Sandbox::new();
+    let case = &DOCUMENTED[0];
+    let text = fs_err::read_to_string(repo_root().join(case.doc)).expect("read the doc");
+    let shown = "add-x: nothing stands between the change and a proof run";
+    assert!(text.contains(shown), "README shows doctor's verdict");
+    let wrong = text.replace(shown, "add-x: 1 finding");
+    let copy = staged(&sb.path().join("docs"), case, &wrong);
+    let harness = cases(&sb, &[copy]);
+    // The cases own everything they touch; a panic leaves nothing half-changed behind.
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| harness.run()));
+    assert!(
+        outcome.is_err(),
+        "trycmd accepted an output the binary does not print"
+    );
 }
