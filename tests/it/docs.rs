@@ -222,6 +222,12 @@ fn block_after(text: &str, heading: &str, lang: &str) -> String {
 /// README's "Your first change": a Node.js project whose `npm test` is `node --test`, with
 /// one test, on which the README's own `sh` block made the change.
 fn readme_project(dir: &Path) {
+    let node = std::process::Command::new("node").arg("--version").output();
+    assert!(
+        node.is_ok_and(|o| o.status.success()),
+        "README's first change is run on a Node.js project: install Node.js 20 or later \
+         (`apt-get install nodejs`)"
+    );
     crate::support::write(
         &dir.join("package.json"),
         r#"{"name": "x", "version": "1.0.0", "scripts": {"test": "node --test"}}"#,
