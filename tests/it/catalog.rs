@@ -1,6 +1,6 @@
 //! The catalogs the docs keep, checked against the code. `docs/evidence.md`
-//! lists exactly the capability names `graph/src/id.rs` knows and the keys
-//! the `evidence.yaml` decoder reads. The diagnostic catalog:
+//! lists exactly the capability names `graph/src/id.rs` knows (the field reference of each
+//! file is generated from the decoders' key lists: `docs.rs`). The diagnostic catalog:
 //! `docs/diagnostics.md` lists exactly the codes the
 //! code can emit, and every code is asserted emitted by at least one test:
 //! named as a literal in `assert_emits!(findings, "code")`, in the list of
@@ -86,56 +86,6 @@ fn the_evidence_doc_lists_exactly_the_known_capabilities() {
     assert!(
         unknown.is_empty(),
         "docs/evidence.md lists capabilities graph/src/id.rs does not know: {unknown:?}"
-    );
-}
-
-#[test]
-fn the_evidence_doc_lists_exactly_the_fields_the_decoder_reads() {
-    use proofgraph::load::config::evidence::{CLAIM_KEYS, TOP_KEYS};
-    let tables = evidence_doc_tables("Fields");
-    assert_eq!(tables.len(), 2, "a top-level and a claim table: {tables:?}");
-    let sorted = |keys: &[&str]| {
-        let mut v: Vec<String> = keys.iter().map(|k| (*k).to_owned()).collect();
-        v.sort();
-        v
-    };
-    let mut top = tables[0].clone();
-    top.sort();
-    let mut claim = tables[1].clone();
-    claim.sort();
-    assert_eq!(top, sorted(&TOP_KEYS), "the top-level fields");
-    assert_eq!(claim, sorted(&CLAIM_KEYS), "a claim's fields");
-}
-
-/// docs/execution.md's field reference lists exactly the keys the decoder reads: the
-/// document's, a provider's, a service's and a readiness probe's, in four tables.
-#[test]
-fn the_execution_doc_lists_exactly_the_fields_the_decoder_reads() {
-    use proofgraph::load::config::execution::{
-        PROVIDER_KEYS, READINESS_KEYS, SERVICE_KEYS, TOP_KEYS,
-    };
-    let tables = doc_tables("docs/execution.md", "Fields");
-    let sorted = |keys: &[&str]| {
-        let mut v: Vec<String> = keys.iter().map(|k| (*k).to_owned()).collect();
-        v.sort();
-        v
-    };
-    let listed: Vec<Vec<String>> = tables
-        .into_iter()
-        .map(|mut t| {
-            t.sort();
-            t
-        })
-        .collect();
-    assert_eq!(
-        listed,
-        [
-            sorted(&TOP_KEYS),
-            sorted(&PROVIDER_KEYS),
-            sorted(&SERVICE_KEYS),
-            sorted(&READINESS_KEYS)
-        ],
-        "the document's, a provider's, a service's and a readiness probe's fields"
     );
 }
 

@@ -10,6 +10,7 @@ mod compat;
 mod contract;
 mod critical;
 mod diagnostics;
+mod docs;
 mod doctor;
 mod evidence;
 mod excludes;

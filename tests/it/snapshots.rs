@@ -1,7 +1,9 @@
-//! The command-line contract: what `prove`, `plan`, `status` (and its CI reports,
-//! `--format markdown|junit`), `explain`, `hash`, `doctor` and `validate` print — the `--json` document and the
-//! human output, stdout and stderr and the exit code — pinned by snapshots in
-//! `tests/it/snapshots/` (`it__snapshots__*.snap`).
+//! The command-line contract: what `prove`, `plan` (and `plan --base`), `status` (and its CI
+//! reports, `--format markdown|junit`), `explain`, `hash`, `doctor`, `validate`, `log`,
+//! `receipt verify`, `rerun`, `key`, `cache`, `graph`, `evidence` and `schema` print — the
+//! `--json` document and the human output, stdout and stderr and the exit code — pinned by
+//! snapshots in `tests/it/snapshots/` (`it__snapshots__*.snap`; `evidence verify-ci`'s are
+//! in `verify_ci.rs`, every command's help in `docs.rs`).
 //!
 //! They run on the bundled example (`examples/profile`, its tracked files
 //! copied into a fresh git repository) as it is, after an edit that makes a
@@ -91,12 +93,27 @@ impl Example {
 
     /// Runs proofgraph and pins its transcript as snapshot `name`.
     fn snap(&self, name: &str, args: &[&str]) -> Run {
+        self.snap_filtered(name, args, &[])
+    }
+
+    /// [`Example::snap`], with `filters` (regex, replacement) for what varies between runs
+    /// of this command beyond what every snapshot redacts.
+    fn snap_filtered(&self, name: &str, args: &[&str], filters: &[(&str, &str)]) -> Run {
         let run = self.run(args);
         let text = canonical_progress(&transcript(args, &run));
         let mut settings = snapshot_settings(&self.sb);
+        for (regex, replacement) in filters {
+            settings.add_filter(regex, *replacement);
+        }
         settings.set_omit_expression(true);
         settings.bind(|| insta::assert_snapshot!(name, text));
         run
+    }
+
+    /// Writes the example's file `rel` and commits.
+    fn write(&self, rel: &str, text: &str) {
+        self.sb.write(rel, text);
+        git_commit_all(&self.sb.work());
     }
 
     /// Replaces `from` with `to` in the example's file `rel` and commits.
@@ -374,4 +391,135 @@ fn example_with_an_invalid_execution_yaml() {
     ] {
         ex.snap(name, args);
     }
+}
+
+/// The sha256 of the receipt `name` a `prove --json` document lists.
+fn receipt_sha(prove: &serde_json::Value, name: &str) -> String {
+    prove["providers"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|p| p["receipts"].as_array().into_iter().flatten())
+        .find(|r| r["receipt"] == name)
+        .and_then(|r| r["sha256"].as_str())
+        .unwrap_or_else(|| panic!("prove wrote a receipt for `{name}`"))
+        .to_owned()
+}
+
+/// What reads a proven change's receipts and store: `receipt verify` and `rerun` of the web
+/// client's test receipt, `key show` and `key pin`, `cache stats` and `cache gc`, and `cache
+/// push`/`pull` with no remote configured.
+#[test]
+fn example_receipts_key_and_cache() {
+    let ex = Example::new();
+    let prove = ex.run(&["prove", CHANGE, "--jobs", "1", "--json"]);
+    prove.expect_code(0);
+    let sha = receipt_sha(&prove.json(), "test-web");
+    ex.snap("example_receipt_verify", &["receipt", "verify", &sha])
+        .expect_code(0);
+    ex.snap(
+        "example_receipt_verify_json",
+        &["receipt", "verify", &sha, "--json"],
+    )
+    .expect_code(0);
+    ex.snap("example_rerun", &["rerun", &sha]).expect_code(0);
+    ex.snap("example_rerun_json", &["rerun", &sha, "--json"])
+        .expect_code(0);
+    let key = ex.snap("example_key_show_json", &["key", "show", "--json"]);
+    ex.snap("example_key_show", &["key", "show"]);
+    let id = key.json()["keyid"]
+        .as_str()
+        .map(str::to_owned)
+        .expect("`key show --json` names the key's id");
+    ex.snap("example_key_pin", &["key", "pin", &id]);
+    ex.snap("example_key_pin_json", &["key", "pin", &id, "--json"]);
+    // A receipt's size varies with the digits of the durations and counts it records.
+    let bytes = [
+        (r"\([1-9]\d* bytes\)", "([BYTES] bytes)"),
+        (r#""(blob_bytes|kept_bytes)": [1-9]\d*"#, r#""$1": [BYTES]"#),
+    ];
+    ex.snap_filtered("example_cache_stats", &["cache", "stats"], &bytes);
+    ex.snap_filtered(
+        "example_cache_stats_json",
+        &["cache", "stats", "--json"],
+        &bytes,
+    );
+    ex.snap_filtered("example_cache_gc", &["cache", "gc"], &bytes);
+    ex.snap_filtered("example_cache_gc_json", &["cache", "gc", "--json"], &bytes);
+    ex.snap("example_cache_push", &["cache", "push", CHANGE]);
+    ex.snap(
+        "example_cache_pull_json",
+        &["cache", "pull", CHANGE, "--json"],
+    );
+}
+
+/// `plan --base`: a commit edits the web client's formatter after a proven run; the plan of
+/// that diff names the changed path, the providers and claims it affects and their status at
+/// the head, as text, a document and a Markdown job summary.
+#[test]
+fn example_plan_of_a_diff() {
+    let ex = Example::new();
+    ex.run(&["prove", CHANGE, "--jobs", "1", "--json"])
+        .expect_code(0);
+    ex.edit(
+        "web/bin/format-profile.sh",
+        "printf '#%s %s\\n'",
+        "printf '#%s: %s\\n'",
+    );
+    ex.snap("example_plan_base", &["plan", CHANGE, "--base", "HEAD~1"]);
+    ex.snap(
+        "example_plan_base_json",
+        &["plan", CHANGE, "--base", "HEAD~1", "--json"],
+    );
+    ex.snap(
+        "example_plan_base_markdown",
+        &[
+            "plan", CHANGE, "--base", "HEAD~1", "--head", "HEAD", "--format", "markdown",
+        ],
+    );
+}
+
+/// `graph` in its three formats, `evidence detect|init|doctor` on the example's change, and
+/// the JSON Schemas `schema` prints: nothing runs, nothing is written.
+#[test]
+fn example_graph_evidence_and_schema() {
+    let ex = Example::new();
+    ex.snap("example_graph_dot", &["graph", CHANGE, "--format", "dot"]);
+    ex.snap(
+        "example_graph_mermaid",
+        &["graph", CHANGE, "--format", "mermaid"],
+    );
+    ex.snap("example_graph_json", &["graph", CHANGE, "--format", "json"]);
+    // A new change that claims tests and has no wiring yet: what `evidence` proposes from
+    // the example's manifests, as `evidence init` would write it, and what stands in the way.
+    let fresh = "add-x";
+    ex.write(
+        &format!("openspec/changes/{fresh}/proposal.md"),
+        "# Add x\n",
+    );
+    ex.write(
+        &format!("openspec/changes/{fresh}/evidence.yaml"),
+        "version: 2\nclaims:\n  - {id: works, scenario: The code works, capabilities: [test]}\n",
+    );
+    ex.snap("example_evidence_detect", &["evidence", "detect", fresh]);
+    ex.snap(
+        "example_evidence_detect_json",
+        &["evidence", "detect", fresh, "--json"],
+    );
+    ex.snap("example_evidence_init", &["evidence", "init", fresh]);
+    ex.snap(
+        "example_evidence_init_json",
+        &["evidence", "init", fresh, "--json"],
+    );
+    ex.snap("example_evidence_doctor", &["evidence", "doctor", fresh]);
+    ex.snap(
+        "example_evidence_doctor_json",
+        &["evidence", "doctor", fresh, "--json"],
+    );
+    for kind in ["execution", "evidence", "catalog"] {
+        ex.snap(&format!("schema_{kind}"), &["schema", kind])
+            .expect_code(0);
+    }
+    ex.snap("schema_evidence_json", &["schema", "evidence", "--json"])
+        .expect_code(0);
 }

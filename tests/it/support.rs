@@ -598,6 +598,11 @@ fn snapshot_filters(sb: &Sandbox) -> Vec<(String, &'static str)> {
         // JUnit's seconds (`status --format junit`).
         (r#"\btime="\d+\.\d{3}""#.to_owned(), r#"time="[DURATION]""#),
         (r"\b(pid|process) \d+\b".to_owned(), "$1 [PID]"),
+        // An Ed25519 public key's PEM body (a store's key is made at random).
+        (
+            r"MCowBQYDK2VwAyEA[A-Za-z0-9+/]{43}=".to_owned(),
+            "[ED25519_PUBLIC_KEY]",
+        ),
         (
             r"namespaces \(network, PID, /tmp\)(?: via a user namespace)?".to_owned(),
             "namespaces (network, PID, /tmp)[USERNS]",

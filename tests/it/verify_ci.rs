@@ -518,3 +518,49 @@ fn the_documented_securesystemslib_example_is_accepted() {
     verify(&sb, &envelope).expect_code(0);
     assert_eq!(e2e_state(&sb), "passed");
 }
+
+/// What `evidence verify-ci` prints, pinned by snapshots: a result another key signed
+/// (refused, exit 1) and one CI signed (accepted), each as text and as a document.
+#[test]
+fn verify_ci_output_is_pinned() {
+    let sb = Sandbox::new();
+    let keys = tempfile::tempdir().expect("tempdir");
+    let (private, public) = keypair(keys.path(), "ci");
+    let (other, _) = keypair(keys.path(), "other");
+    workspace(&sb, &public);
+    let bound = binding(&sb);
+    let signed = |key: &Path, name: &str| {
+        let path = sb.path().join(name);
+        crate::support::write(
+            &path,
+            sign(keys.path(), key, &statement(&bound, "PASSED", &[], ISSUER)),
+        );
+        path.to_str().expect("utf-8 path").to_owned()
+    };
+    let forged = signed(&other, "forged.dsse.json");
+    let good = signed(&private, "ci-result.dsse.json");
+    let cases = [
+        ("verify_ci_another_key", &forged, false, 1),
+        ("verify_ci_another_key_json", &forged, true, 1),
+        ("verify_ci_accepted", &good, false, 0),
+        ("verify_ci_accepted_again_json", &good, true, 0),
+    ];
+    for (name, envelope, json, code) in cases {
+        let mut args = vec![
+            "evidence",
+            "verify-ci",
+            "add-x",
+            "ci-e2e",
+            envelope.as_str(),
+        ];
+        if json {
+            args.push("--json");
+        }
+        let run = sb.run(&sb.work(), &args);
+        run.expect_code(code);
+        let text = crate::support::transcript(&args, &run);
+        let mut settings = crate::support::snapshot_settings(&sb);
+        settings.set_omit_expression(true);
+        settings.bind(|| insta::assert_snapshot!(name, text));
+    }
+}

@@ -13,7 +13,8 @@ use proofgraph_sandbox::SandboxMode;
 
 use super::caches::{CacheKind, judged_by_mtime};
 use super::decode::{
-    self, Sink, Spanned, fields, ident, ident_str, list, missing, nonempty_string, one_of,
+    self, Field, Sink, Spanned, fields, ident, ident_str, keys, list, missing, nonempty_string,
+    one_of,
 };
 use super::execution::{argv, check_version};
 use crate::base::diagnostic::Code;
@@ -120,31 +121,104 @@ pub struct Catalog {
     pub logs: Option<Logs>,
 }
 
+/// The fields of a repository of `repositories`.
+pub const REPOSITORY_FIELDS: [Field; 5] = [
+    Field::new(
+        "path",
+        "Its directory, relative to the OpenSpec root (required); it must lie in a git work tree, as the whole repository or a directory of one (docs/workspaces.md).",
+    ),
+    Field::new(
+        "setup",
+        "Commands (each an argv) run before any of its providers, in each fresh sandbox of the repository, with the outside network: to install dependencies (docs/setup.md).",
+    ),
+    Field::new(
+        "setupCache",
+        "Directories the setup makes that the store keeps, keyed by the setup's inputs, so that setup runs once per distinct input and sees only its inputs (docs/setup.md#two-kinds-of-setup).",
+    ),
+    Field::new(
+        "setupInputs",
+        "The files a cached setup sees, as `inputs` patterns relative to the repository (default: every manifest and lockfile of the repository).",
+    ),
+    Field::new(
+        "caches",
+        "Build and download caches its jobs keep across runs, each a directory of the store whose variable proofgraph sets (docs/setup.md#build-and-download-caches-caches).",
+    ),
+];
 /// The keys of a repository of `repositories`.
-pub(crate) const REPOSITORY_KEYS: [&str; 5] =
-    ["path", "setup", "setupCache", "setupInputs", "caches"];
+pub(crate) const REPOSITORY_KEYS: [&str; 5] = keys(&REPOSITORY_FIELDS);
+/// The fields of `cache`.
+pub const CACHE_FIELDS: [Field; 6] = [
+    Field::new(
+        "remote",
+        "The remote cache's URL: `grpc://host:port[/instance]` or `grpcs://…` (the Remote Execution API), `http://…` or `https://host[:port]/prefix` (the Bazel HTTP cache protocol); without it, no remote (docs/remote-cache.md).",
+    ),
+    Field::new(
+        "policy",
+        "Which tiers are read and written, `local:<access>,remote:<access>` with access `rw`, `r`, `w` or `off` (default `local:rw,remote:r`); `--cache` and `PROOFGRAPH_CACHE` override it.",
+    ),
+    Field::new(
+        "headersFromEnv",
+        "Headers (gRPC metadata) sent on every request, each with the environment variable that holds its value: names, never values.",
+    ),
+    Field::new(
+        "connectTimeoutMs",
+        "How long to wait for a connection, in milliseconds (default 3000).",
+    ),
+    Field::new(
+        "timeoutMs",
+        "How long one request, or one chunk of a stream, may take, in milliseconds (default 30000).",
+    ),
+    Field::new(
+        "minBytesPerSecond",
+        "The slowest transfer waited for, in bytes per second (default 1048576): with the timeouts, the deadline of every operation on the remote.",
+    ),
+];
 /// The keys of `cache`.
-pub(crate) const CACHE_KEYS: [&str; 6] = [
-    "remote",
-    "policy",
-    "headersFromEnv",
-    "connectTimeoutMs",
-    "timeoutMs",
-    "minBytesPerSecond",
-];
+pub(crate) const CACHE_KEYS: [&str; 6] = keys(&CACHE_FIELDS);
+/// The fields of `logs`.
+pub const LOGS_FIELDS: [Field; 1] = [Field::new(
+    "keepBytes",
+    "The most bytes of each job's log a receipt keeps (default 4194304, 4 MiB): a longer log is kept as its first and last halves of that, with the whole's size and SHA-256.",
+)];
 /// The keys of `logs`.
-pub(crate) const LOGS_KEYS: [&str; 1] = ["keepBytes"];
-/// The keys of an entry of `trustedKeys`.
-pub(crate) const TRUSTED_KEY_KEYS: [&str; 2] = ["name", "publicKey"];
-pub(crate) const TOP_KEYS: [&str; 7] = [
-    "version",
-    "repositories",
-    "sandbox",
-    "trustedKeys",
-    "cache",
-    "hostPaths",
-    "logs",
+pub(crate) const LOGS_KEYS: [&str; 1] = keys(&LOGS_FIELDS);
+/// The fields of an entry of `trustedKeys`.
+pub const TRUSTED_KEY_FIELDS: [Field; 2] = [
+    Field::new(
+        "name",
+        "A name for the key, shown where it is used (`ci`; required).",
+    ),
+    Field::new(
+        "publicKey",
+        "The Ed25519 public key (PEM) whose receipts count (required): `proofgraph key show` on the signing store prints it.",
+    ),
 ];
+/// The keys of an entry of `trustedKeys`.
+pub(crate) const TRUSTED_KEY_KEYS: [&str; 2] = keys(&TRUSTED_KEY_FIELDS);
+/// The document's fields.
+pub const TOP_FIELDS: [Field; 7] = [
+    Field::new("version", "The format's version: `1` (required)."),
+    Field::new(
+        "repositories",
+        "The repositories of the workspace, by id (default: one, `root`, the git work tree that holds the OpenSpec root).",
+    ),
+    Field::new(
+        "sandbox",
+        "The default sandbox mode of `prove` (default `worktree`); `--sandbox` overrides it.",
+    ),
+    Field::new(
+        "trustedKeys",
+        "Keys whose receipts count beside the store's own (a CI's): a receipt they signed is reused when it binds the fingerprint computed here (docs/threat-model.md).",
+    ),
+    Field::new("cache", "The remote cache (docs/remote-cache.md)."),
+    Field::new(
+        "hostPaths",
+        "Host paths every job's world holds, read-only (`~/…` is the caller's home): toolchains outside the system's directories, such as `~/.cargo` and `~/.rustup` (docs/execution.md).",
+    ),
+    Field::new("logs", "How much of each job's log a receipt keeps."),
+];
+/// The keys of the document.
+pub(crate) const TOP_KEYS: [&str; 7] = keys(&TOP_FIELDS);
 
 /// What a key of the catalog does to fingerprints.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

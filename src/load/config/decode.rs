@@ -119,6 +119,35 @@ impl<'n> Fields<'n> {
     }
 }
 
+/// A key a decoder reads, with what it means: one source for the decoder's key list, the
+/// JSON Schema's `description` of the key (an editor shows it on hover) and the field
+/// reference (`docs/reference/`), all generated from it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Field {
+    /// The key, as written in the file.
+    pub key: &'static str,
+    /// What it means, its default and what it takes, in a sentence or two (Markdown).
+    pub about: &'static str,
+}
+
+impl Field {
+    /// The key `key`, meaning `about`.
+    pub const fn new(key: &'static str, about: &'static str) -> Self {
+        Self { key, about }
+    }
+}
+
+/// The keys of `fields`, in order: what [`fields`] is given to read a mapping.
+pub const fn keys<const N: usize>(fields: &[Field; N]) -> [&'static str; N] {
+    let mut out = [""; N];
+    let mut i = 0;
+    while i < N {
+        out[i] = fields[i].key;
+        i += 1;
+    }
+    out
+}
+
 /// Reads `node` as a mapping with the given known keys, warning about the
 /// others. Reports `wrong_type` and returns `None` if it is not a mapping.
 pub fn fields<'n>(

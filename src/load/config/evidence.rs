@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use proofgraph_graph::{CapabilityName, ClaimId, ProviderId, RepoId};
 
-use super::decode::{Sink, fields, ident, list, missing, nonempty_string, one_of};
+use super::decode::{Field, Sink, fields, ident, keys, list, missing, nonempty_string, one_of};
 use proofgraph_graph::model::{Claim, Impact, Provider};
 
 use super::execution::{check_version, decode_providers};
@@ -24,10 +24,48 @@ pub struct Evidence {
     pub providers: Option<BTreeMap<ProviderId, Provider>>,
 }
 
-/// The keys of the document (docs/evidence.md lists each; a test checks it).
-pub const TOP_KEYS: [&str; 3] = ["version", "claims", "providers"];
-/// The keys of a claim (docs/evidence.md lists each; a test checks it).
-pub const CLAIM_KEYS: [&str; 5] = ["id", "scenario", "impact", "capabilities", "repositories"];
+/// The document's fields (docs/reference/evidence.md is generated from them).
+pub const TOP_FIELDS: [Field; 3] = [
+    Field::new(
+        "version",
+        "The format's version (required): `2`, the current one, or `1`, still read the same way; anything else is `unsupported_version`.",
+    ),
+    Field::new(
+        "claims",
+        "The claims the change must prove, in order (required); an empty list is `no_claims`, nothing to prove.",
+    ),
+    Field::new(
+        "providers",
+        "Wiring embedded in `evidence.yaml`, as Change Loop's version 2 allowed: read as if it were in `execution.yaml` (which wins on a name clash, `provider_shadowed`), with an `embedded_providers` warning; its format is `execution.yaml`'s `providers` (docs/reference/execution.md).",
+    ),
+];
+/// The keys of the document.
+pub const TOP_KEYS: [&str; 3] = keys(&TOP_FIELDS);
+/// A claim's fields.
+pub const CLAIM_FIELDS: [Field; 5] = [
+    Field::new(
+        "id",
+        "A stable name, unique in the file (required): a letter or digit, then letters, digits, `.`, `_` and `-` (`profile-update`, `R1.2`). A provider's `claims` and every receipt name the claim by it.",
+    ),
+    Field::new(
+        "scenario",
+        "What holds when the claim is true, in a sentence a reviewer can check against the tests (required, not empty).",
+    ),
+    Field::new(
+        "impact",
+        "How much breaking the claim would cost; `show` prints it, and every claim is proven the same way whatever its impact.",
+    ),
+    Field::new(
+        "capabilities",
+        "The capabilities that must each have a passing, current receipt for the claim to be proven (required, at least one; `test` implies `discovery`). A name outside docs/evidence.md#capabilities is `unknown_capability` and needs a provider whose `capability` is that name.",
+    ),
+    Field::new(
+        "repositories",
+        "Repository ids of `proofgraph.yaml`: only providers of those repositories count for the claim, and each needs its own provider of every capability (default: any provider of the capability counts).",
+    ),
+];
+/// The keys of a claim.
+pub const CLAIM_KEYS: [&str; 5] = keys(&CLAIM_FIELDS);
 
 /// Decodes a whole `evidence.yaml` document.
 pub fn decode(sink: &mut Sink, root: &Node) -> Option<Evidence> {

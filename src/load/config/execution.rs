@@ -16,8 +16,8 @@ use proofgraph_graph::{
 };
 
 use super::decode::{
-    self, Fields, Sink, Spanned, fields, ident, ident_str, list, missing, nonempty_string, one_of,
-    scalar_text,
+    self, Field, Fields, Sink, Spanned, fields, ident, ident_str, keys, list, missing,
+    nonempty_string, one_of, scalar_text,
 };
 use crate::base::diagnostic::Code;
 use crate::syntax::node::{Node, Value};
@@ -31,49 +31,185 @@ pub struct Execution {
     pub services: BTreeMap<ServiceId, Service>,
 }
 
+/// A provider's fields: the keys it accepts, each with what it means.
+pub const PROVIDER_FIELDS: [Field; 25] = [
+    Field::new(
+        "adapter",
+        "How the provider produces a result (required): `command` by its exit code, `test-discovery` by a test report, `playwright` by a Playwright JSON report, `contract-digest` by comparing contract files, `external` by a result signed elsewhere (docs/external.md).",
+    ),
+    Field::new(
+        "capability",
+        "The capability it proves (default: the provider's id); docs/evidence.md#capabilities lists the known names.",
+    ),
+    Field::new(
+        "command",
+        "The argv it runs, a program on its `PATH` or a file of its repository; required by `command`, `test-discovery` and `playwright`. Fingerprinted with the program's digest.",
+    ),
+    Field::new(
+        "report",
+        "The path of the structured report the command writes, read after it exits (`test-discovery`, `playwright`).",
+    ),
+    Field::new(
+        "reportFormat",
+        "The report's format (default: recognised from its content; docs/reports.md).",
+    ),
+    Field::new(
+        "minimum",
+        "The fewest tests a run must execute for `discovery` (absent or 0: 1); `evidence init` proposes the count the source declares.",
+    ),
+    Field::new(
+        "discoveryProvider",
+        "The `test-discovery` provider of `discovery` that receives this test run's discovery receipt (the provider named `test` needs none).",
+    ),
+    Field::new(
+        "timeoutMs",
+        "How long the command may run, in milliseconds (default 120000); a run past it fails.",
+    ),
+    Field::new(
+        "repository",
+        "The repository of `proofgraph.yaml` the command runs in (default: the workspace's only one).",
+    ),
+    Field::new(
+        "repositories",
+        "The repositories a provider spanning several reads: the base of its `inputs`.",
+    ),
+    Field::new(
+        "inputs",
+        "The files it binds, as globs, `repo:glob` and `!glob`, narrowing the default (every file of its repositories); the last matching entry decides (docs/inputs.md).",
+    ),
+    Field::new(
+        "resources",
+        "The locks it holds while it runs (`name` or `name:value`), in place of its adapter's defaults; two providers holding one lock never run at once.",
+    ),
+    Field::new(
+        "dependsOn",
+        "Providers that must finish first; their fingerprints are part of its own.",
+    ),
+    Field::new(
+        "env",
+        "Literal, non-secret environment variables of the command (fingerprinted).",
+    ),
+    Field::new(
+        "envFrom",
+        "Variables taken from the caller's environment, as secrets: never fingerprinted, logged or stored (docs/execution.md#secrets).",
+    ),
+    Field::new(
+        "service",
+        "The services it needs, started and probed ready before it runs.",
+    ),
+    Field::new("project", "The Playwright project it runs (`playwright`)."),
+    Field::new(
+        "outputs",
+        "Further capabilities one Playwright run vouches for (docs/playwright.md).",
+    ),
+    Field::new(
+        "inputMode",
+        "How a browser provider drives input, recorded in its receipts.",
+    ),
+    Field::new(
+        "claims",
+        "Which claims it vouches for: `declared` (the default) for every claim that requires its capability, or a list of exactly the claims it covers.",
+    ),
+    Field::new(
+        "contract",
+        "The contract file of each repository whose bytes must agree (`contract-digest`).",
+    ),
+    Field::new(
+        "ci",
+        "Who signs an `external` provider's results, and with which key (docs/external.md).",
+    ),
+    Field::new(
+        "network",
+        "The job's network: `private`, its own loopback (the default), or `host`, the machine's. Fingerprinted and shown in receipts.",
+    ),
+    Field::new(
+        "criticalCases",
+        "Test cases the report must show passing for a pass; a report without one of them is not a pass.",
+    ),
+    Field::new(
+        "artifacts",
+        "Globs of files it writes that the providers depending on it see, read-only (docs/execution.md#where-and-with-what).",
+    ),
+];
+
 /// The keys a provider accepts.
-pub const PROVIDER_KEYS: [&str; 25] = [
-    "adapter",
-    "capability",
-    "command",
-    "report",
-    "reportFormat",
-    "minimum",
-    "discoveryProvider",
-    "timeoutMs",
-    "repository",
-    "repositories",
-    "inputs",
-    "resources",
-    "dependsOn",
-    "env",
-    "envFrom",
-    "service",
-    "project",
-    "outputs",
-    "inputMode",
-    "claims",
-    "contract",
-    "ci",
-    "network",
-    "criticalCases",
-    "artifacts",
+pub const PROVIDER_KEYS: [&str; 25] = keys(&PROVIDER_FIELDS);
+
+/// The document's fields.
+pub const TOP_FIELDS: [Field; 3] = [
+    Field::new("version", "The format's version: `1` (required)."),
+    Field::new(
+        "providers",
+        "What proves the change's capabilities, by provider id (required; `{}` for none).",
+    ),
+    Field::new(
+        "services",
+        "Long-running processes providers need, by service id: started once per run and probed ready.",
+    ),
 ];
 
 /// The keys of the document.
-pub const TOP_KEYS: [&str; 3] = ["version", "providers", "services"];
+pub const TOP_KEYS: [&str; 3] = keys(&TOP_FIELDS);
+
+/// A service's fields.
+pub const SERVICE_FIELDS: [Field; 6] = [
+    Field::new("command", "The argv that starts it (required)."),
+    Field::new(
+        "repository",
+        "The repository it runs in (default: the workspace's only one).",
+    ),
+    Field::new(
+        "readiness",
+        "How it is known to be this run's and ready (required).",
+    ),
+    Field::new("env", "Literal, non-secret environment variables."),
+    Field::new(
+        "envFrom",
+        "Variables taken from the caller's environment, as secrets.",
+    ),
+    Field::new(
+        "network",
+        "Its network, as a provider's: `private` (the default) or `host`.",
+    ),
+];
 
 /// The keys a service accepts.
-pub const SERVICE_KEYS: [&str; 6] = [
-    "command",
-    "repository",
-    "readiness",
-    "env",
-    "envFrom",
-    "network",
+pub const SERVICE_KEYS: [&str; 6] = keys(&SERVICE_FIELDS);
+
+/// A readiness probe's fields.
+pub const READINESS_FIELDS: [Field; 4] = [
+    Field::new(
+        "url",
+        "What is polled until it answers (required): `http://HOST:PORT/path`, plain HTTP inside the run's network; its port is the lock `port:<n>` the service holds.",
+    ),
+    Field::new(
+        "expectHeader",
+        "Headers the answer must carry, so that a foreign server on the port is not taken for the service.",
+    ),
+    Field::new("expectBody", "Text the answer's body must contain."),
+    Field::new(
+        "timeoutMs",
+        "How long to poll, in milliseconds (default 30000).",
+    ),
 ];
+
 /// The keys of a service's readiness probe.
-pub const READINESS_KEYS: [&str; 4] = ["url", "expectHeader", "expectBody", "timeoutMs"];
+pub const READINESS_KEYS: [&str; 4] = keys(&READINESS_FIELDS);
+
+/// The fields of an `external` provider's `ci`.
+pub const CI_FIELDS: [Field; 2] = [
+    Field::new(
+        "issuer",
+        "Who signs the results (required): the `predicate.issuer` a signed result must name.",
+    ),
+    Field::new(
+        "publicKey",
+        "The Ed25519 public key (PEM) the results' signatures must verify against (required).",
+    ),
+];
+
+/// The keys of an `external` provider's `ci`.
+pub const CI_KEYS: [&str; 2] = keys(&CI_FIELDS);
 
 /// Decodes a whole `execution.yaml` document.
 pub fn decode(sink: &mut Sink, root: &Node) -> Option<Execution> {
@@ -638,7 +774,7 @@ fn contract(sink: &mut Sink, node: &Node, what: &str) -> Option<BTreeMap<RepoId,
 }
 
 fn ci(sink: &mut Sink, node: &Node, what: &str) -> Option<CiVerification> {
-    let f = fields(sink, node, what, &["issuer", "publicKey"])?;
+    let f = fields(sink, node, what, &CI_KEYS)?;
     let issuer = match f.get("issuer") {
         Some(n) => nonempty_string(sink, n, &format!("`issuer` of {what}")),
         None => {

@@ -7,4 +7,5 @@ pub mod decode;
 pub mod evidence;
 pub mod execution;
 pub mod load;
+pub mod reference;
 pub mod schema;

@@ -4,7 +4,10 @@
 //!
 //! Built from the decoders' own key lists and the graph's enumerations, so a key or a value
 //! the decoders accept is never missing here; the types of each key are written beside
-//! them, and a test validates every fixture with a real validator against them. The schema
+//! them, and a test validates every fixture with a real validator against them. Every key
+//! carries the `description` its decoder's [`Field`] gives it (an editor shows it on hover),
+//! and the field reference (`docs/reference/`, [`super::reference`]) is generated from the
+//! same schemas and descriptions. The schema
 //! is the shape only: what needs the whole change (a `dependsOn` that names no provider, a
 //! cycle, a secret-looking `env` value) is `validate`'s. An unknown key fails the schema
 //! where the decoders warn (`unknown_key`), so an editor marks it.
@@ -13,6 +16,9 @@ use proofgraph_graph::Adapter;
 use proofgraph_graph::model::{Impact, InputMode, Network, ReportFormat};
 use proofgraph_sandbox::SandboxMode;
 use serde_json::{Value, json};
+
+use super::decode::Field;
+use super::{catalog as cat, evidence as ev, execution as ex};
 
 /// Which file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -35,15 +41,15 @@ impl Kind {
 }
 
 /// `[a-z0-9][a-z0-9._-]*`: provider, service and repository ids.
-const LOWER_NAME: &str = "^[a-z0-9][a-z0-9._-]*$";
+pub(crate) const LOWER_NAME: &str = "^[a-z0-9][a-z0-9._-]*$";
 /// Claim ids.
-const CLAIM_NAME: &str = "^[A-Za-z0-9][A-Za-z0-9._-]*$";
+pub(crate) const CLAIM_NAME: &str = "^[A-Za-z0-9][A-Za-z0-9._-]*$";
 /// Capability names (kebab-case).
-const KEBAB: &str = "^[a-z0-9]+(-[a-z0-9]+)*$";
+pub(crate) const KEBAB: &str = "^[a-z0-9]+(-[a-z0-9]+)*$";
 /// Environment variable names.
-const ENV_NAME: &str = "^[A-Za-z_][A-Za-z0-9_]*$";
+pub(crate) const ENV_NAME: &str = "^[A-Za-z_][A-Za-z0-9_]*$";
 /// Resource names: a lower name, optionally `:parameter`.
-const RESOURCE: &str = "^[a-z0-9][a-z0-9._-]*(:[^\\s]+)?$";
+pub(crate) const RESOURCE: &str = "^[a-z0-9][a-z0-9._-]*(:[^\\s]+)?$";
 
 fn id(pattern: &str) -> Value {
     json!({"type": "string", "pattern": pattern})
@@ -81,11 +87,25 @@ fn env_map() -> Value {
     })
 }
 
-fn object(description: &str, properties: Value, required: &[&str]) -> Value {
+/// `properties` with each key's `description` taken from `fields` (the decoder's), so an
+/// editor shows what a key means on hover. A key of one and not the other is left as it is:
+/// `the_schemas_hold_exactly_the_decoders_keys` fails on it.
+fn described(fields: &[Field], mut properties: Value) -> Value {
+    if let Value::Object(map) = &mut properties {
+        for field in fields {
+            if let Some(Value::Object(property)) = map.get_mut(field.key) {
+                property.insert("description".to_owned(), Value::from(field.about));
+            }
+        }
+    }
+    properties
+}
+
+fn object(description: &str, fields: &[Field], properties: Value, required: &[&str]) -> Value {
     json!({
         "type": "object",
         "description": description,
-        "properties": properties,
+        "properties": described(fields, properties),
         "required": required,
         "additionalProperties": false,
     })
@@ -121,6 +141,7 @@ fn provider() -> Value {
         },
         "ci": object(
             "The key an `external` provider's signed results must verify against.",
+            &ex::CI_FIELDS,
             json!({"issuer": text(), "publicKey": text()}),
             &["issuer", "publicKey"],
         ),
@@ -129,7 +150,8 @@ fn provider() -> Value {
         "artifacts": texts(),
     });
     object(
-        "A provider: what proves a capability (docs/execution.md).",
+        "A provider: what proves a capability (docs/reference/execution.md).",
+        &ex::PROVIDER_FIELDS,
         properties,
         &["adapter"],
     )
@@ -138,6 +160,7 @@ fn provider() -> Value {
 fn service() -> Value {
     let readiness = object(
         "The probe that says the service is this run's and ready.",
+        &ex::READINESS_FIELDS,
         json!({
             "url": text(),
             "expectHeader": {"type": "object", "additionalProperties": {"type": "string"}},
@@ -147,7 +170,8 @@ fn service() -> Value {
         &["url"],
     );
     object(
-        "A service the providers that name it need running (docs/execution.md).",
+        "A service the providers that name it need running (docs/reference/execution.md).",
+        &ex::SERVICE_FIELDS,
         json!({
             "command": argv(),
             "repository": id(LOWER_NAME),
@@ -171,7 +195,7 @@ fn providers() -> Value {
 fn execution() -> Value {
     json!({
         "type": "object",
-        "properties": {
+        "properties": described(&ex::TOP_FIELDS, json!({
             "version": {"const": 1},
             "providers": providers(),
             "services": {
@@ -179,7 +203,7 @@ fn execution() -> Value {
                 "propertyNames": {"pattern": LOWER_NAME},
                 "additionalProperties": service(),
             },
-        },
+        })),
         "required": ["version", "providers"],
         "additionalProperties": false,
     })
@@ -187,7 +211,8 @@ fn execution() -> Value {
 
 fn evidence() -> Value {
     let claim = object(
-        "A claim: a scenario and the capabilities that must vouch for it (docs/evidence.md).",
+        "A claim: a scenario and the capabilities that must vouch for it (docs/reference/evidence.md).",
+        &ev::CLAIM_FIELDS,
         json!({
             "id": id(CLAIM_NAME),
             "scenario": text(),
@@ -199,11 +224,11 @@ fn evidence() -> Value {
     );
     json!({
         "type": "object",
-        "properties": {
+        "properties": described(&ev::TOP_FIELDS, json!({
             "version": {"enum": [1, 2]},
             "claims": {"type": "array", "items": claim},
             "providers": providers(),
-        },
+        })),
         "required": ["version", "claims"],
         "additionalProperties": false,
     })
@@ -212,6 +237,7 @@ fn evidence() -> Value {
 fn catalog() -> Value {
     let repository = object(
         "A repository of the workspace, and its sandbox setup (docs/setup.md).",
+        &cat::REPOSITORY_FIELDS,
         json!({
             "path": text(),
             "setup": {"type": "array", "items": argv()},
@@ -227,11 +253,13 @@ fn catalog() -> Value {
     );
     let trusted = object(
         "A key whose receipts count (a CI's).",
+        &cat::TRUSTED_KEY_FIELDS,
         json!({"name": text(), "publicKey": text()}),
         &["name", "publicKey"],
     );
     let cache = object(
         "The remote cache (docs/remote-cache.md).",
+        &cat::CACHE_FIELDS,
         json!({
             "remote": {
                 "type": "string",
@@ -253,18 +281,19 @@ fn catalog() -> Value {
     );
     let logs = object(
         "How much of each job's log a receipt keeps (docs/execution.md).",
+        &cat::LOGS_FIELDS,
         json!({
             "keepBytes": {
                 "type": "integer",
-                "minimum": super::catalog::MIN_LOG_KEEP_BYTES,
-                "maximum": super::catalog::MAX_LOG_KEEP_BYTES,
+                "minimum": cat::MIN_LOG_KEEP_BYTES,
+                "maximum": cat::MAX_LOG_KEEP_BYTES,
             },
         }),
         &[],
     );
     json!({
         "type": "object",
-        "properties": {
+        "properties": described(&cat::TOP_FIELDS, json!({
             "version": {"const": 1},
             "repositories": {
                 "type": "object",
@@ -276,7 +305,7 @@ fn catalog() -> Value {
             "cache": cache,
             "hostPaths": texts(),
             "logs": logs,
-        },
+        })),
         "required": ["version"],
         "additionalProperties": false,
     })
@@ -363,5 +392,60 @@ mod tests {
             keys(&catalog()["properties"]["logs"]),
             sorted(&super::super::catalog::LOGS_KEYS)
         );
+        assert_eq!(
+            keys(&catalog()["properties"]["trustedKeys"]["items"]),
+            sorted(&super::super::catalog::TRUSTED_KEY_KEYS)
+        );
+        assert_eq!(
+            keys(&provider()["properties"]["ci"]),
+            sorted(&super::super::execution::CI_KEYS)
+        );
+    }
+
+    /// The keys of every object of `schema` (at `at`) without a non-empty `description`.
+    fn undescribed(schema: &Value, at: &str, out: &mut Vec<String>) {
+        match schema {
+            Value::Object(map) => {
+                if let Some(Value::Object(properties)) = map.get("properties") {
+                    for (key, property) in properties {
+                        let about = property.get("description").and_then(Value::as_str);
+                        if about.is_none_or(|a| a.trim().is_empty()) {
+                            out.push(format!("{at}/properties/{key}"));
+                        }
+                    }
+                }
+                for (key, value) in map {
+                    undescribed(value, &format!("{at}/{key}"), out);
+                }
+            }
+            Value::Array(items) => {
+                for (i, item) in items.iter().enumerate() {
+                    undescribed(item, &format!("{at}/{i}"), out);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Every key of every schema `proofgraph schema` prints says what it means, so an
+    /// editor shows it on hover and the field reference lists it.
+    #[test]
+    fn every_key_has_a_description() {
+        for (name, kind) in Kind::ALL {
+            let mut missing = Vec::new();
+            undescribed(&of(kind), "", &mut missing);
+            assert!(
+                missing.is_empty(),
+                "keys of `schema {name}` without a description: {missing:?}"
+            );
+        }
+        // The walk finds what it looks for: a property without one.
+        let mut missing = Vec::new();
+        undescribed(
+            &json!({"properties": {"a": {"type": "string"}}}),
+            "",
+            &mut missing,
+        );
+        assert_eq!(missing, ["/properties/a"]);
     }
 }
