@@ -162,7 +162,7 @@ mod tests {
     }
 
     proptest! {
-        #![proptest_config(crate::base::testing::beside_source(proptest::test_runner::Config::default()))]
+        #![proptest_config(crate::attest::testing::beside_source(proptest::test_runner::Config::default()))]
         #[test]
         fn every_spelling_round_trips(bytes in proptest::collection::vec(any::<u8>(), 0..80)) {
             let padded = encode(&bytes);

@@ -441,7 +441,7 @@ mod tests {
     }
 
     proptest! {
-        #![proptest_config(crate::base::testing::beside_source(proptest::test_runner::Config::default()))]
+        #![proptest_config(crate::attest::testing::beside_source(proptest::test_runner::Config::default()))]
         #[test]
         fn canonical_bytes_parse_back_and_are_stable(value in arb_json()) {
             let bytes = to_canonical_json(&value).expect("canonical");

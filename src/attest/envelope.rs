@@ -597,7 +597,7 @@ mod tests {
     }
 
     proptest::proptest! {
-        #![proptest_config(crate::base::testing::beside_source(proptest::test_runner::Config::with_cases(32)))]
+        #![proptest_config(crate::attest::testing::beside_source(proptest::test_runner::Config::with_cases(32)))]
         #[test]
         fn any_type_and_body_round_trip(
             ty in ".{0,24}",

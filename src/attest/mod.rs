@@ -26,6 +26,8 @@ pub mod envelope;
 pub mod keys;
 pub mod pae;
 pub mod statement;
+#[cfg(test)]
+pub(crate) mod testing;
 
 pub use envelope::{
     Envelope, EnvelopeSignature, ThresholdVerified, TrustedKey, Verified, VerifyError, sign,

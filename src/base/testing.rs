@@ -49,15 +49,4 @@ pub(crate) fn write(dir: &Path, path: &str, content: &str) {
     fs_err::write(&p, content).expect("write");
 }
 
-/// `config` with proptest's failures kept beside the test's source file
-/// (`paths.rs` → `paths.proptest-regressions`), not in a tree parallel to the crate.
-pub(crate) fn beside_source(
-    config: proptest::test_runner::Config,
-) -> proptest::test_runner::Config {
-    proptest::test_runner::Config {
-        failure_persistence: Some(Box::new(
-            proptest::test_runner::FileFailurePersistence::WithSource("proptest-regressions"),
-        )),
-        ..config
-    }
-}
+pub(crate) use crate::attest::testing::beside_source;
