@@ -12,7 +12,7 @@ use serde::Serialize;
 
 use crate::base::diagnostic::{Code, Diagnostic};
 use crate::decide::external::{self, Expectation, MAX_ENVELOPE_BYTES};
-use crate::observe::inputs::listing;
+use crate::observe::listing::Listing;
 use crate::present::exit::Verdict;
 use crate::present::output::{Payload, Report};
 use crate::proof::receipt::components;
@@ -187,7 +187,7 @@ pub fn run(ctx: &Context, change: &str, provider: &str, envelope: &Path) -> Repo
         .get(&id)
         .map(Vec::as_slice)
         .unwrap_or_default();
-    let listing = listing(files);
+    let listing = Listing::write(files);
     let inputs = match e.store.put(&listing) {
         Ok(s) => s,
         Err(err) => return Report::failed(vec![store_error(&err)], Verdict::Invalid),
