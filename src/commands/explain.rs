@@ -2,44 +2,23 @@
 //! provider's fingerprint changed since its last receipt — "inputs:
 //! api:src/app.rs changed", "env NODE_ENV: test → ci" — or that none did.
 
-use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use proofgraph_graph::ProviderId;
+use proofgraph_graph::graph::ProviderNode;
 use proofgraph_sandbox::SandboxMode;
 use serde::Serialize;
 
 use crate::base::diagnostic::{Code, Diagnostic};
-use crate::observe::inputs::listing;
+use crate::decide::drift::{self, Candidate};
+// `diff` is also `plan`'s, which names what changed in a provider's reason.
+pub use crate::decide::drift::{Change, InputChanges, diff};
+use crate::observe::listing::Listing;
 use crate::present::exit::Verdict;
 use crate::present::output::{Payload, Report};
-use crate::proof::receipt::Component;
-use crate::proof::receipt::components;
+use crate::proof::receipt::{Proof, Verified, components};
 use crate::session::context::{Context, RootOutput};
-use crate::session::evaluate::{Keys, evaluate};
-
-/// One component that differs.
-#[derive(Debug, Clone, Serialize)]
-pub struct Change {
-    /// The component (`argv`, `env`, `inputs`, …), or `env.NODE_ENV` for one
-    /// entry of a map.
-    pub component: String,
-    /// Its value in the receipt (null when absent).
-    pub before: serde_json::Value,
-    /// Its value now.
-    pub after: serde_json::Value,
-}
-
-/// Input files that differ.
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct InputChanges {
-    /// Files read now and not then.
-    pub added: Vec<String>,
-    /// Files read then and not now.
-    pub removed: Vec<String>,
-    /// Files whose content changed.
-    pub changed: Vec<String>,
-}
+use crate::session::evaluate::{Evaluated, Keys, evaluate};
 
 /// The payload of `explain`.
 #[derive(Debug, Clone, Default, Serialize)]
@@ -144,56 +123,6 @@ fn short(v: &serde_json::Value) -> String {
     }
 }
 
-/// The differences between two component lists, maps entry by entry.
-pub fn diff(before: &[Component], after: &[Component]) -> Vec<Change> {
-    let old: BTreeMap<&str, &serde_json::Value> =
-        before.iter().map(|c| (c.name.as_str(), &c.value)).collect();
-    let mut out = Vec::new();
-    for c in after {
-        let was = old
-            .get(c.name.as_str())
-            .copied()
-            .unwrap_or(&serde_json::Value::Null);
-        if was == &c.value {
-            continue;
-        }
-        match (was, &c.value) {
-            (serde_json::Value::Object(a), serde_json::Value::Object(b)) if c.name != "inputs" => {
-                let keys: std::collections::BTreeSet<&String> = a.keys().chain(b.keys()).collect();
-                for k in keys {
-                    let (x, y) = (
-                        a.get(k).cloned().unwrap_or_default(),
-                        b.get(k).cloned().unwrap_or_default(),
-                    );
-                    if x != y {
-                        out.push(Change {
-                            component: format!("{}.{k}", c.name),
-                            before: x,
-                            after: y,
-                        });
-                    }
-                }
-            }
-            _ => out.push(Change {
-                component: c.name.clone(),
-                before: was.clone(),
-                after: c.value.clone(),
-            }),
-        }
-    }
-    out
-}
-
-fn parse_listing(bytes: &[u8]) -> BTreeMap<String, String> {
-    String::from_utf8_lossy(bytes)
-        .lines()
-        .filter_map(|l| {
-            l.split_once('\t')
-                .map(|(p, d)| (p.to_owned(), d.to_owned()))
-        })
-        .collect()
-}
-
 /// Runs `explain`.
 pub fn run(
     ctx: &Context,
@@ -206,29 +135,14 @@ pub fn run(
         Err(all) => return Report::failed(all, Verdict::Invalid),
     };
     let graph = &e.loaded.prepared.graph;
-    let Some((id, node)) = ProviderId::parse(provider)
-        .ok()
-        .and_then(|id| graph.provider(&id).map(|n| (id, n)))
-    else {
-        let known: Vec<String> = graph.providers().map(|(id, _, _)| id.to_string()).collect();
-        return Report::failed(
-            vec![
-                Diagnostic::error(
-                    Code::UnknownProvider,
-                    format!("change `{change}` has no provider `{provider}`"),
-                )
-                .surface("provider")
-                .fix(format!("Use one of: {}.", known.join(", "))),
-            ],
-            Verdict::Invalid,
-        );
+    let (id, node) = match crate::session::provider::find(graph, change, provider) {
+        Ok(found) => found,
+        Err(d) => return Report::failed(vec![d], Verdict::Invalid),
     };
-    let name = e.loaded.change.name.to_string();
     let p = graph
         .node(node)
         .provider()
         .expect("provider ids map to provider nodes");
-    let fingerprint = e.fingerprints.providers.get(&id);
     let manifest = match graph.manifest(&id, &e.observed.world, &e.fingerprints) {
         Ok(m) => components(&m),
         Err(err) => {
@@ -238,12 +152,61 @@ pub fn run(
             );
         }
     };
-    // The newest receipt of the provider's outputs that verifies: its own first, since a
-    // discovery producer also writes its receiver's, bound to the receiver's fingerprint.
-    // Each is compared with the fingerprint it is bound to now.
+    let mut payload = ExplainPayload {
+        change: Some(e.loaded.change.name.to_string()),
+        provider: Some(id.to_string()),
+        fingerprint: e.fingerprints.providers.get(&id).map(|f| f.to_string()),
+        root: Some(e.loaded.root.clone()),
+        ..ExplainPayload::default()
+    };
+    if let Some((owner, latest)) = latest(&e, &id, p) {
+        let current =
+            |proof: &Proof| e.fingerprints.providers.get(&owner) == Some(&proof.fingerprint);
+        // Today's input listing of the receipt's owner, once: the search and the diff below.
+        let now = (!current(&latest.proof)).then(|| listing_now(&e, &owner));
+        let (chosen, receipt) = match now
+            .as_ref()
+            .and_then(|now| closest(&e, &owner, &latest, now))
+        {
+            Some(closer) => ("closest", closer),
+            None => ("latest", latest),
+        };
+        payload.chosen = Some(chosen);
+        payload.receipt = Some(receipt.sha256.to_hex());
+        payload.receipt_fingerprint = Some(receipt.proof.fingerprint.to_string());
+        if !current(&receipt.proof) {
+            let manifest = if owner == id {
+                manifest
+            } else {
+                graph
+                    .manifest(&owner, &e.observed.world, &e.fingerprints)
+                    .map(|m| components(&m))
+                    .unwrap_or_default()
+            };
+            payload.changes = diff(&receipt.proof.manifest, &manifest);
+            if payload.changes.iter().any(|c| c.component == "inputs") {
+                let now = now.unwrap_or_else(|| listing_now(&e, &owner));
+                let then = listing_of(&e, &receipt.proof);
+                payload.inputs = Some(InputChanges::between(&now, &then));
+            }
+        }
+    }
+    let mut status = e.loaded.notes;
+    status.extend(e.loaded.prepared.warnings);
+    Report {
+        payload: Some(payload),
+        status,
+        verdict: Verdict::Success,
+    }
+}
+
+/// The newest receipt of the provider's outputs that verifies, and the provider whose
+/// fingerprint it is bound to now: its own first, since a discovery producer also writes
+/// its receiver's, bound to the receiver's fingerprint.
+fn latest(e: &Evaluated, id: &ProviderId, p: &ProviderNode) -> Option<(ProviderId, Verified)> {
     let mut outputs: Vec<_> = p.outputs.iter().collect();
-    outputs.sort_by_key(|o| o.under != id && e.fingerprints.providers.contains_key(&o.under));
-    let latest = outputs.iter().find_map(|o| {
+    outputs.sort_by_key(|o| o.under != *id && e.fingerprints.providers.contains_key(&o.under));
+    outputs.iter().find_map(|o| {
         let sha = e
             .store
             .latest(&e.loaded.change.name, &o.under, &o.capability)?;
@@ -256,115 +219,57 @@ pub fn run(
             owner,
             crate::proof::receipt::read(&e.store, &sha, &e.trusted)?,
         ))
-    });
-    // When the latest receipt is not for today's fingerprint, the one to compare with is the
-    // receipt whose inputs are closest to today's tree (after a revert, the older one that
-    // matches again): any verified receipt of the same requirement in the store.
-    let mut chosen = "latest";
-    let files_now = |owner: &ProviderId| {
-        parse_listing(&listing(
-            e.observed
-                .files
-                .get(owner)
-                .map(Vec::as_slice)
-                .unwrap_or_default(),
-        ))
+    })
+}
+
+/// When the latest receipt is not for today's fingerprint, the one to compare with is
+/// the receipt whose inputs are closest to today's tree `now` (after a revert, the older
+/// one that matches again): any verified receipt of the same requirement in the store.
+fn closest(
+    e: &Evaluated,
+    owner: &ProviderId,
+    latest: &Verified,
+    now: &Listing,
+) -> Option<Verified> {
+    let distance = |proof: &Proof| {
+        let current = e.fingerprints.providers.get(owner) == Some(&proof.fingerprint);
+        if current {
+            return 0;
+        }
+        drift::distance(false, now, &listing_of(e, proof))
     };
-    // Today's input listing of the receipt's owner, once: the search and the diff below.
-    let mut now_listing = None;
-    let latest = latest.map(|(owner, latest)| {
-        if e.fingerprints.providers.get(&owner) == Some(&latest.proof.fingerprint) {
-            return (owner, latest);
-        }
-        let now = now_listing.insert(files_now(&owner));
-        let distance = |r: &crate::proof::receipt::Verified| -> usize {
-            if e.fingerprints.providers.get(&owner) == Some(&r.proof.fingerprint) {
-                return 0;
-            }
-            let then = e
-                .store
-                .get(&r.proof.inputs)
-                .map(|b| parse_listing(&b))
-                .unwrap_or_default();
-            let differ = now.iter().filter(|(p, d)| then.get(*p) != Some(*d)).count();
-            1 + differ + then.keys().filter(|p| !now.contains_key(*p)).count()
-        };
-        let best = e
-            .store
-            .action_targets()
-            .iter()
-            .filter_map(|sha| crate::proof::receipt::read(&e.store, sha, &e.trusted))
-            .filter(|r| {
-                r.proof.change == latest.proof.change
-                    && r.proof.receipt == latest.proof.receipt
-                    && r.proof.capability == latest.proof.capability
-            })
-            .map(|r| {
-                (
-                    distance(&r),
-                    std::cmp::Reverse(r.proof.finished_at.clone()),
-                    r,
-                )
-            })
-            .min_by(|a, b| (a.0, &a.1).cmp(&(b.0, &b.1)));
-        match best {
-            Some((d, _, r)) if d < distance(&latest) && r.sha256 != latest.sha256 => {
-                chosen = "closest";
-                (owner, r)
-            }
-            _ => (owner, latest),
-        }
-    });
-    let mut payload = ExplainPayload {
-        change: Some(name),
-        provider: Some(id.to_string()),
-        fingerprint: fingerprint.map(|f| f.to_string()),
-        root: Some(e.loaded.root.clone()),
-        ..ExplainPayload::default()
-    };
-    if let Some((owner, receipt)) = latest {
-        payload.chosen = Some(chosen);
-        payload.receipt = Some(receipt.sha256.to_hex());
-        payload.receipt_fingerprint = Some(receipt.proof.fingerprint.to_string());
-        if e.fingerprints.providers.get(&owner) != Some(&receipt.proof.fingerprint) {
-            let manifest = if owner == id {
-                manifest
-            } else {
-                match graph.manifest(&owner, &e.observed.world, &e.fingerprints) {
-                    Ok(m) => components(&m),
-                    Err(_) => Vec::new(),
-                }
-            };
-            payload.changes = diff(&receipt.proof.manifest, &manifest);
-            if payload.changes.iter().any(|c| c.component == "inputs") {
-                let now = now_listing.take().unwrap_or_else(|| files_now(&owner));
-                let then = e
-                    .store
-                    .get(&receipt.proof.inputs)
-                    .map(|b| parse_listing(&b))
-                    .unwrap_or_default();
-                let mut changes = InputChanges::default();
-                for (path, digest) in &now {
-                    match then.get(path) {
-                        None => changes.added.push(path.clone()),
-                        Some(d) if d != digest => changes.changed.push(path.clone()),
-                        Some(_) => {}
-                    }
-                }
-                changes.removed = then
-                    .keys()
-                    .filter(|p| !now.contains_key(*p))
-                    .cloned()
-                    .collect();
-                payload.inputs = Some(changes);
-            }
-        }
-    }
-    let mut status = e.loaded.notes;
-    status.extend(e.loaded.prepared.warnings);
-    Report {
-        payload: Some(payload),
-        status,
-        verdict: Verdict::Success,
-    }
+    let targets = e.store.action_targets();
+    let candidates = targets
+        .iter()
+        .filter_map(|sha| crate::proof::receipt::read(&e.store, sha, &e.trusted))
+        .filter(|r| {
+            r.proof.change == latest.proof.change
+                && r.proof.receipt == latest.proof.receipt
+                && r.proof.capability == latest.proof.capability
+        })
+        .map(|r| Candidate {
+            distance: distance(&r.proof),
+            finished_at: r.proof.finished_at.clone(),
+            receipt: r,
+        });
+    drift::closest(distance(&latest.proof), candidates)
+}
+
+/// The input listing of `owner` today.
+fn listing_now(e: &Evaluated, owner: &ProviderId) -> Listing {
+    Listing::of(
+        e.observed
+            .files
+            .get(owner)
+            .map(Vec::as_slice)
+            .unwrap_or_default(),
+    )
+}
+
+/// The input listing a receipt binds (empty when the store lacks it or it does not read).
+fn listing_of(e: &Evaluated, proof: &Proof) -> Listing {
+    e.store
+        .get(&proof.inputs)
+        .and_then(|b| Listing::parse(&b).ok())
+        .unwrap_or_default()
 }

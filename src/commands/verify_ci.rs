@@ -7,19 +7,20 @@ use std::fmt::Write as _;
 use std::io::Read as _;
 use std::path::Path;
 
-use proofgraph_graph::{Adapter, ProviderId};
+use proofgraph_graph::ProviderId;
+use proofgraph_graph::fingerprint::Binding;
+use proofgraph_graph::graph::ProviderNode;
 use serde::Serialize;
 
 use crate::base::diagnostic::{Code, Diagnostic};
-use crate::decide::external::{self, Expectation, MAX_ENVELOPE_BYTES};
-use crate::observe::inputs::listing;
+use crate::decide::external::{self, Accepted, Expectation, Imported, MAX_ENVELOPE_BYTES};
+use crate::observe::listing::Listing;
 use crate::present::exit::Verdict;
 use crate::present::output::{Payload, Report};
-use crate::proof::receipt::components;
-use crate::proof::receipt::{self, Artifact, Outcome, Proof, TestNames};
+use crate::proof::receipt::{self, Outcome, Proof, TestNames, components};
 use crate::run::ReceiptView;
 use crate::session::context::{Context, RootOutput};
-use crate::session::evaluate::{Keys, evaluate};
+use crate::session::evaluate::{Evaluated, Keys, evaluate};
 use crate::store::Store;
 use crate::store::diagnostic as store_error;
 
@@ -84,66 +85,44 @@ fn read_envelope(path: &Path) -> Result<Vec<u8>, Diagnostic> {
 
 /// Runs `evidence verify-ci`.
 pub fn run(ctx: &Context, change: &str, provider: &str, envelope: &Path) -> Report<VerifyPayload> {
-    let e = match evaluate(ctx, change, None, Keys::Sign) {
-        Ok(e) => e,
-        Err(all) => return Report::failed(all, Verdict::Invalid),
-    };
-    let graph = &e.loaded.prepared.graph;
-    let name = e.loaded.change.name.clone();
-    let Some((id, p)) = ProviderId::parse(provider).ok().and_then(|id| {
-        let node = graph.provider(&id)?;
-        Some((id, graph.node(node).provider()?.clone()))
-    }) else {
-        let known: Vec<String> = graph.providers().map(|(id, _, _)| id.to_string()).collect();
-        return Report::failed(
-            vec![
-                Diagnostic::error(
-                    Code::UnknownProvider,
-                    format!("change `{change}` has no provider `{provider}`"),
-                )
-                .surface("provider")
-                .fix(format!("Use one of: {}.", known.join(", "))),
-            ],
-            Verdict::Invalid,
-        );
-    };
-    let ci = match (&p.spec.ci, p.spec.adapter.value) {
-        (Some(ci), Adapter::External) => ci.clone(),
-        _ => {
-            return Report::failed(
-                vec![Diagnostic::error(
-                    Code::NotExternal,
-                    format!("provider `{id}` is not an `external` provider with `ci: {{issuer, publicKey}}`; only those accept signed results"),
-                )
-                .at(&p.file, p.spec.adapter.pos)
-                .fix("Declare the provider with `adapter: external` and `ci: {issuer: <who signs>, publicKey: <Ed25519 PEM>}`.")],
-                Verdict::Invalid,
-            );
-        }
-    };
-    if let Err(r) = external::ci_key(&ci.public_key.value) {
-        return Report::failed(
-            vec![
-                Diagnostic::error(r.code, r.message)
-                    .at(&p.file, ci.public_key.pos)
-                    .fix(r.fix),
-            ],
-            Verdict::Invalid,
-        );
+    match verify_ci(ctx, change, provider, envelope) {
+        Ok(report) => report,
+        Err(all) => Report::failed(all, Verdict::Invalid),
     }
-    let bytes = match read_envelope(envelope) {
-        Ok(b) => b,
-        Err(d) => return Report::failed(vec![d], Verdict::Invalid),
-    };
-    let binding = match graph.binding(&id, &e.observed.world, &e.fingerprints) {
-        Ok(b) => b,
-        Err(err) => {
-            return Report::failed(
-                vec![Diagnostic::error(Code::InternalError, err.to_string())],
-                Verdict::Invalid,
-            );
-        }
-    };
+}
+
+fn verify_ci(
+    ctx: &Context,
+    change: &str,
+    provider: &str,
+    envelope: &Path,
+) -> Result<Report<VerifyPayload>, Vec<Diagnostic>> {
+    let e = evaluate(ctx, change, None, Keys::Sign)?;
+    let graph = &e.loaded.prepared.graph;
+    let (id, node) =
+        crate::session::provider::find(graph, change, provider).map_err(|d| vec![d])?;
+    let p = graph
+        .node(node)
+        .provider()
+        .expect("provider ids map to provider nodes");
+    let ci = external::declared_ci(p).map_err(|r| {
+        vec![
+            Diagnostic::error(r.code, r.message)
+                .at(&p.file, p.spec.adapter.pos)
+                .fix(r.fix),
+        ]
+    })?;
+    external::ci_key(&ci.public_key.value).map_err(|r| {
+        vec![
+            Diagnostic::error(r.code, r.message)
+                .at(&p.file, ci.public_key.pos)
+                .fix(r.fix),
+        ]
+    })?;
+    let bytes = read_envelope(envelope).map_err(|d| vec![d])?;
+    let binding = graph
+        .binding(&id, &e.observed.world, &e.fingerprints)
+        .map_err(|err| vec![Diagnostic::error(Code::InternalError, err.to_string())])?;
     let claims: Vec<String> = p.claims.iter().map(ToString::to_string).collect();
     let expected = Expectation {
         issuer: &ci.issuer.value,
@@ -152,7 +131,7 @@ pub fn run(ctx: &Context, change: &str, provider: &str, envelope: &Path) -> Repo
         claims: &claims,
     };
     let mut payload = VerifyPayload {
-        change: Some(name.to_string()),
+        change: Some(e.loaded.change.name.to_string()),
         provider: Some(id.to_string()),
         accepted: Some(false),
         binding: Some(binding.sha256_hex()),
@@ -165,125 +144,125 @@ pub fn run(ctx: &Context, change: &str, provider: &str, envelope: &Path) -> Repo
             let d = Diagnostic::error(r.code, r.message)
                 .surface("envelope")
                 .fix(r.fix);
-            return Report {
+            return Ok(Report {
                 payload: Some(payload),
                 status: vec![d],
                 verdict: Verdict::Failed,
-            };
+            });
         }
     };
+    payload.receipts = import(
+        &e,
+        (&id, p),
+        &accepted,
+        &binding,
+        &claims,
+        (envelope, &bytes),
+    )?;
+    payload.accepted = Some(true);
+    payload.keyid = Some(accepted.keyid);
+    Ok(Report {
+        payload: Some(payload),
+        status: e.loaded.prepared.warnings,
+        verdict: Verdict::Success,
+    })
+}
+
+/// Keeps the accepted envelope and the provider's input listing in the store, and writes
+/// the receipts the result makes (`external::receipts`), each with its action-cache entry
+/// and ref.
+fn import(
+    e: &Evaluated,
+    (id, p): (&ProviderId, &ProviderNode),
+    accepted: &Accepted,
+    binding: &Binding,
+    claims: &[String],
+    (envelope, bytes): (&Path, &[u8]),
+) -> Result<Vec<ReceiptView>, Vec<Diagnostic>> {
     let key = e
         .signing_key
         .clone()
         .expect("evaluate made or refused the signing key");
     let now = receipt::now_rfc3339();
-    let envelope_sha = match e.store.put(&bytes) {
-        Ok(s) => s,
-        Err(err) => return Report::failed(vec![store_error(&err)], Verdict::Invalid),
-    };
+    let envelope_sha = e.store.put(bytes).map_err(|err| vec![store_error(&err)])?;
     let files = e
         .observed
         .files
-        .get(&id)
+        .get(id)
         .map(Vec::as_slice)
         .unwrap_or_default();
-    let listing = listing(files);
-    let inputs = match e.store.put(&listing) {
-        Ok(s) => s,
-        Err(err) => return Report::failed(vec![store_error(&err)], Verdict::Invalid),
-    };
-    let manifest = graph
-        .manifest(&id, &e.observed.world, &e.fingerprints)
+    let listing = Listing::write(files);
+    let inputs = e
+        .store
+        .put(&listing)
+        .map_err(|err| vec![store_error(&err)])?;
+    let manifest = e
+        .loaded
+        .prepared
+        .graph
+        .manifest(id, &e.observed.world, &e.fingerprints)
         .map(|m| components(&m))
         .unwrap_or_default();
-    let tests = TestNames {
-        passed: accepted.passed_tests.clone(),
-        ..TestNames::default()
+    let imported = Imported {
+        change: &e.loaded.change.name,
+        provider: id,
+        outputs: &p.outputs,
+        claims,
+        binding,
+        manifest: &manifest,
+        inputs: (inputs, listing.len() as u64, files.len() as u64),
+        envelope: (
+            envelope.display().to_string(),
+            envelope_sha,
+            bytes.len() as u64,
+        ),
+        now: &now,
     };
-    for output in &p.outputs {
-        let proof = Proof {
-            version: receipt::RECEIPT_VERSION,
-            change: name.clone(),
-            provider: id.clone(),
-            receipt: output.under.clone(),
-            capability: output.capability.clone(),
-            claims: claims.clone(),
-            outcome: Outcome::Pass,
-            reason: None,
-            claim_outcomes: std::collections::BTreeMap::new(),
-            critical_cases: std::collections::BTreeMap::new(),
-            adapter: "external".to_owned(),
-            counts: None,
-            discovered: None,
-            minimum: None,
-            sandbox: proofgraph_sandbox::SandboxMode::None,
-            isolation: receipt::RunIsolation::None,
-            network: proofgraph_graph::model::Network::Private,
-            run_id: format!("verify-ci:{}", accepted.keyid),
-            started_at: now.clone(),
-            finished_at: now.clone(),
-            duration_ms: 0,
-            exit: None,
-            artifacts: vec![Artifact {
-                kind: receipt::ArtifactKind::ExternalEvidence,
-                path: Some(envelope.display().to_string()),
-                sha256: envelope_sha,
-                size: bytes.len() as u64,
-                name: None,
-                content_type: None,
-                whole: None,
-            }],
-            fingerprint: binding.fingerprint,
-            binding: crate::store::Sha256::from_bytes(binding.sha256),
-            manifest: manifest.clone(),
-            inputs,
-            inputs_size: Some(listing.len() as u64),
-            input_files: files.len() as u64,
-            trees: std::collections::BTreeMap::new(),
-            commits: std::collections::BTreeMap::new(),
-            executed: None,
-        };
-        let written = receipt::write(&e.store, &key, proof, &tests, &e.loaded.secrets)
-            .map_err(|err| err.to_string())
-            .and_then(|(sha, proof)| {
-                let action =
-                    Store::action_key(&proof.fingerprint, &proof.receipt, &proof.capability);
-                e.store
-                    .set_action(&action, &sha)
-                    .and_then(|()| {
-                        e.store
-                            .set_ref(&name, &proof.receipt, &proof.capability, &sha)
-                    })
-                    .map(|()| (sha, proof))
-                    .map_err(|err| err.to_string())
-            });
-        match written {
-            Ok((sha, proof)) => payload.receipts.push(ReceiptView {
-                receipt: proof.receipt.clone(),
-                capability: proof.capability.clone(),
-                outcome: Outcome::Pass,
-                reason: None,
-                sha256: sha,
-            }),
-            Err(err) => {
-                return Report::failed(
-                    vec![
-                        Diagnostic::error(
-                            Code::StoreUnusable,
-                            format!("the receipt could not be written: failed to {err}"),
-                        )
-                        .surface("store"),
-                    ],
-                    Verdict::Invalid,
-                );
-            }
-        }
-    }
-    payload.accepted = Some(true);
-    payload.keyid = Some(accepted.keyid);
-    Report {
-        payload: Some(payload),
-        status: e.loaded.prepared.warnings,
-        verdict: Verdict::Success,
-    }
+    let (proofs, tests) = external::receipts(accepted, &imported);
+    proofs
+        .into_iter()
+        .map(|proof| written(e, &key, proof, &tests))
+        .collect()
+}
+
+/// A receipt written with its action-cache entry and ref.
+fn written(
+    e: &Evaluated,
+    key: &ed25519_dalek::SigningKey,
+    proof: Proof,
+    tests: &TestNames,
+) -> Result<ReceiptView, Vec<Diagnostic>> {
+    let (sha, proof) = receipt::write(&e.store, key, proof, tests, &e.loaded.secrets)
+        .map_err(|err| err.to_string())
+        .and_then(|(sha, proof)| {
+            let action = Store::action_key(&proof.fingerprint, &proof.receipt, &proof.capability);
+            e.store
+                .set_action(&action, &sha)
+                .and_then(|()| {
+                    e.store.set_ref(
+                        &e.loaded.change.name,
+                        &proof.receipt,
+                        &proof.capability,
+                        &sha,
+                    )
+                })
+                .map(|()| (sha, proof))
+                .map_err(|err| err.to_string())
+        })
+        .map_err(|err| {
+            vec![
+                Diagnostic::error(
+                    Code::StoreUnusable,
+                    format!("the receipt could not be written: failed to {err}"),
+                )
+                .surface("store"),
+            ]
+        })?;
+    Ok(ReceiptView {
+        receipt: proof.receipt.clone(),
+        capability: proof.capability.clone(),
+        outcome: Outcome::Pass,
+        reason: None,
+        sha256: sha,
+    })
 }

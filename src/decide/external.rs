@@ -16,13 +16,21 @@
 //! 7. `result` is `PASSED` and `failedTests` is empty or absent (anything but a list there
 //!    is refused, never read as no failure).
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
+
+use proofgraph_graph::graph::{Output, ProviderNode};
+use proofgraph_graph::model::{CiVerification, Network};
+use proofgraph_graph::{Adapter, ChangeName, ProviderId};
 
 use crate::attest::envelope::{self, TrustedKey};
 use crate::attest::keys;
 use crate::attest::statement::{IN_TOTO_PAYLOAD_TYPE, Statement};
 use crate::base::diagnostic::Code;
-use crate::proof::receipt::PREDICATE_TYPE;
+use crate::proof::receipt::{
+    self, Artifact, ArtifactKind, Component, Outcome, PREDICATE_TYPE, Proof, RunIsolation,
+    TestNames,
+};
+use crate::store::Sha256;
 
 /// The largest envelope read.
 pub const MAX_ENVELOPE_BYTES: usize = 16 * 1024 * 1024;
@@ -213,4 +221,226 @@ pub fn verify(bytes: &[u8], expected: &Expectation<'_>) -> Result<Accepted, Reje
         keyid: verified.keyid,
         passed_tests,
     })
+}
+
+/// The provider's `ci` verification, when it is an `external` provider that declares one:
+/// only those accept signed results.
+pub fn declared_ci(p: &ProviderNode) -> Result<&CiVerification, Rejection> {
+    match (&p.spec.ci, p.spec.adapter.value) {
+        (Some(ci), Adapter::External) => Ok(ci),
+        _ => Err(reject(
+            Code::NotExternal,
+            format!(
+                "provider `{}` is not an `external` provider with `ci: {{issuer, publicKey}}`; only those accept signed results",
+                p.spec.id.value
+            ),
+            "Declare the provider with `adapter: external` and `ci: {issuer: <who signs>, publicKey: <Ed25519 PEM>}`.",
+        )),
+    }
+}
+
+/// What an imported result's receipts record besides the accepted envelope.
+#[derive(Debug, Clone)]
+pub struct Imported<'a> {
+    /// The change.
+    pub change: &'a ChangeName,
+    /// The provider.
+    pub provider: &'a ProviderId,
+    /// The receipts its run writes.
+    pub outputs: &'a [Output],
+    /// The claims it vouches for.
+    pub claims: &'a [String],
+    /// Its current binding.
+    pub binding: &'a proofgraph_graph::fingerprint::Binding,
+    /// Its fingerprint's components.
+    pub manifest: &'a [Component],
+    /// The input listing's SHA-256 and size, and how many files it lists.
+    pub inputs: (Sha256, u64, u64),
+    /// The envelope as the user named it, its SHA-256 in the store and its size.
+    pub envelope: (String, Sha256, u64),
+    /// When it was imported (RFC 3339).
+    pub now: &'a str,
+}
+
+/// The receipts an accepted result makes: one pass per output of the provider, run by
+/// nothing here (no sandbox, no isolation, no exit), the envelope its evidence, and the
+/// tests the predicate lists as passed.
+pub fn receipts(accepted: &Accepted, imported: &Imported<'_>) -> (Vec<Proof>, TestNames) {
+    let (inputs, inputs_size, input_files) = imported.inputs;
+    let (path, envelope_sha, size) = &imported.envelope;
+    let proof = |output: &Output| Proof {
+        version: receipt::RECEIPT_VERSION,
+        change: imported.change.clone(),
+        provider: imported.provider.clone(),
+        receipt: output.under.clone(),
+        capability: output.capability.clone(),
+        claims: imported.claims.to_vec(),
+        outcome: Outcome::Pass,
+        reason: None,
+        claim_outcomes: BTreeMap::new(),
+        critical_cases: BTreeMap::new(),
+        adapter: "external".to_owned(),
+        counts: None,
+        discovered: None,
+        minimum: None,
+        sandbox: proofgraph_sandbox::SandboxMode::None,
+        isolation: RunIsolation::None,
+        network: Network::Private,
+        run_id: format!("verify-ci:{}", accepted.keyid),
+        started_at: imported.now.to_owned(),
+        finished_at: imported.now.to_owned(),
+        duration_ms: 0,
+        exit: None,
+        artifacts: vec![Artifact {
+            kind: ArtifactKind::ExternalEvidence,
+            path: Some(path.clone()),
+            sha256: *envelope_sha,
+            size: *size,
+            name: None,
+            content_type: None,
+            whole: None,
+        }],
+        fingerprint: imported.binding.fingerprint,
+        binding: Sha256::from_bytes(imported.binding.sha256),
+        manifest: imported.manifest.to_vec(),
+        inputs,
+        inputs_size: Some(inputs_size),
+        input_files,
+        trees: BTreeMap::new(),
+        commits: BTreeMap::new(),
+        executed: None,
+    };
+    let tests = TestNames {
+        passed: accepted.passed_tests.clone(),
+        ..TestNames::default()
+    };
+    (imported.outputs.iter().map(proof).collect(), tests)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use proofgraph_graph::fingerprint::{Binding, Digest, Fingerprint};
+    use proofgraph_graph::model::Provider;
+    use proofgraph_graph::span::{Pos, Spanned};
+    use proofgraph_graph::{CapabilityName, GraphBuilder, RepoId, Repositories, SealedGraph};
+
+    use super::*;
+    use crate::attest::statement::{DigestSet, Subject};
+
+    fn at<T>(value: T) -> Spanned<T> {
+        Spanned::new(value, Pos::default())
+    }
+
+    fn pid(s: &str) -> ProviderId {
+        ProviderId::parse(s).expect("a provider id")
+    }
+
+    /// `ci` (external, with `ci:`), `bare` (external without it) and `unit` (a command).
+    fn graph() -> SealedGraph {
+        let integration = || Some(at(CapabilityName::parse("integration").expect("valid")));
+        let mut ci = Provider::new(pid("ci"), Adapter::External);
+        ci.capability = integration();
+        ci.ci = Some(CiVerification {
+            issuer: at("github-actions".to_owned()),
+            public_key: at("PEM".to_owned()),
+        });
+        let mut bare = Provider::new(pid("bare"), Adapter::External);
+        bare.capability = integration();
+        let mut unit = Provider::new(pid("unit"), Adapter::Command);
+        unit.capability = integration();
+        unit.command = Some(at(vec!["true".to_owned()]));
+        let mut b = GraphBuilder::new(Repositories {
+            ids: [RepoId::root()].into(),
+        });
+        for p in [ci, bare, unit] {
+            b.provider(p, Arc::from("execution.yaml"));
+        }
+        b.seal().expect("seal")
+    }
+
+    fn node<'a>(graph: &'a SealedGraph, id: &str) -> &'a ProviderNode {
+        let n = graph.provider(&pid(id)).expect("a provider");
+        graph.node(n).provider().expect("a provider node")
+    }
+
+    #[test]
+    fn only_an_external_provider_with_ci_accepts_signed_results() {
+        let graph = graph();
+        let ci = declared_ci(node(&graph, "ci")).expect("declared");
+        assert_eq!(ci.issuer.value, "github-actions");
+        for id in ["bare", "unit"] {
+            let r = declared_ci(node(&graph, id)).expect_err("refused");
+            assert_eq!(r.code, Code::NotExternal);
+            assert!(
+                r.message
+                    .starts_with(&format!("provider `{id}` is not an `external` provider")),
+                "{}",
+                r.message
+            );
+        }
+    }
+
+    #[test]
+    fn an_accepted_result_is_a_pass_per_output_that_nothing_here_ran() {
+        let graph = graph();
+        let p = node(&graph, "ci");
+        let statement = Statement::new(
+            vec![Subject::new("ci", DigestSet::sha256("b".repeat(64)))],
+            "https://in-toto.io/attestation/test-result/v0.1",
+            serde_json::json!({}),
+        )
+        .expect("a statement");
+        let accepted = Accepted {
+            statement,
+            keyid: "SHA256:key".to_owned(),
+            passed_tests: vec!["t1".to_owned(), "t2".to_owned()],
+        };
+        let binding = Binding {
+            sha256: [0xbb; 32],
+            fingerprint: Fingerprint(Digest([0xaa; 32])),
+        };
+        let change = ChangeName::parse("c").expect("a change");
+        let claims = ["claim-a".to_owned()];
+        let imported = Imported {
+            change: &change,
+            provider: &p.spec.id.value,
+            outputs: &p.outputs,
+            claims: &claims,
+            binding: &binding,
+            manifest: &[],
+            inputs: (Sha256::of(b"listing"), 7, 1),
+            envelope: ("ci.json".to_owned(), Sha256::of(b"envelope"), 8),
+            now: "2026-01-01T00:00:00.000Z",
+        };
+        let (proofs, tests) = receipts(&accepted, &imported);
+        assert_eq!(tests.passed, ["t1", "t2"]);
+        assert!(tests.failed.is_empty() && tests.warned.is_empty());
+        assert_eq!(proofs.len(), p.outputs.len());
+        assert!(!proofs.is_empty());
+        for (proof, output) in proofs.iter().zip(&p.outputs) {
+            assert_eq!(proof.receipt, output.under);
+            assert_eq!(proof.capability, output.capability);
+            assert_eq!(proof.outcome, Outcome::Pass);
+            assert_eq!(proof.run_id, "verify-ci:SHA256:key");
+            assert_eq!(proof.sandbox, proofgraph_sandbox::SandboxMode::None);
+            assert_eq!(proof.isolation, RunIsolation::None);
+            assert_eq!(proof.exit, None);
+            assert_eq!(proof.fingerprint, binding.fingerprint);
+            assert_eq!(proof.binding, Sha256::from_bytes([0xbb; 32]));
+            assert_eq!(proof.claims, claims);
+            assert_eq!((proof.inputs_size, proof.input_files), (Some(7), 1));
+            assert!(proof.trees.is_empty() && proof.executed.is_none());
+            let [evidence] = proof.artifacts.as_slice() else {
+                panic!("{:?}", proof.artifacts);
+            };
+            assert_eq!(evidence.kind, ArtifactKind::ExternalEvidence);
+            assert_eq!(evidence.path.as_deref(), Some("ci.json"));
+            assert_eq!(
+                (evidence.sha256, evidence.size),
+                (Sha256::of(b"envelope"), 8)
+            );
+        }
+    }
 }

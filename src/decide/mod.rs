@@ -2,8 +2,10 @@
 //! each provider's status, signed external results into passes; which providers reuse
 //! their receipts.
 
+pub mod drift;
 pub mod external;
 pub mod judge;
 pub mod report;
+pub mod reproduce;
 pub mod reuse;
 pub mod status;

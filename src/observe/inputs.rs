@@ -973,18 +973,6 @@ pub fn select<'a>(
         .filter(move |f| pattern.matches(&f.path))
 }
 
-/// The input listing of a provider: `repo:path<TAB>identity` lines, sorted.
-pub fn listing(files: &[(String, proofgraph_graph::fingerprint::Digest)]) -> Vec<u8> {
-    let mut out = String::with_capacity(files.len() * 64);
-    for (path, id) in files {
-        out.push_str(path);
-        out.push('\t');
-        out.push_str(&id.to_hex());
-        out.push('\n');
-    }
-    out.into_bytes()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -13,8 +13,10 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
+use proofgraph_graph::RepoId;
 use proofgraph_graph::fingerprint::Digest;
 
+use crate::observe::git_id::GitId;
 use crate::observe::inputs::{FileKind, bytes_identity, identity};
 
 /// The namespace of the refs that keep recorded trees.
@@ -25,9 +27,9 @@ pub const REF_PREFIX: &str = "refs/proofgraph/inputs/";
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Recorded {
     /// Per repository, the tree of exactly the bound files.
-    pub trees: std::collections::BTreeMap<String, String>,
+    pub trees: std::collections::BTreeMap<RepoId, GitId>,
     /// Per repository of `trees`, the commit its work tree had checked out.
-    pub commits: std::collections::BTreeMap<String, String>,
+    pub commits: std::collections::BTreeMap<RepoId, GitId>,
 }
 
 /// Why a tree could not be recorded.

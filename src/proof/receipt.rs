@@ -15,12 +15,13 @@ use serde::{Deserialize, Serialize};
 
 use proofgraph_graph::fingerprint::{Fingerprint, Manifest, Value as FpValue};
 use proofgraph_graph::model::Network;
-use proofgraph_graph::{CapabilityName, ChangeName, ProviderId};
+use proofgraph_graph::{CapabilityName, ChangeName, ProviderId, RepoId};
 use proofgraph_sandbox::SandboxMode;
 
 use crate::attest::envelope::TrustedKey;
 use crate::attest::statement::{self, DigestSet, Statement, Subject};
 use crate::base::redact::{Redact, Secrets};
+use crate::observe::git_id::GitId;
 use crate::store::{Sha256, Store};
 
 /// The in-toto predicate type of every receipt.
@@ -351,12 +352,12 @@ pub struct Proof {
     /// under `refs/proofgraph/inputs/`), from which `rerun` rebuilds its sandbox; empty
     /// when none could be recorded (or the receipt predates them).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub trees: BTreeMap<String, String>,
+    pub trees: BTreeMap<RepoId, GitId>,
     /// Per repository of `trees`, the commit its work tree had checked out (`HEAD`) when
     /// the tree was recorded: a clone that lacks the tree rebuilds it from that commit
     /// when the run bound only what the commit holds.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub commits: BTreeMap<String, String>,
+    pub commits: BTreeMap<RepoId, GitId>,
     /// The programs from outside the run's own directories that the job's processes
     /// executed (every `execve`, a script's interpreters and a program's loader
     /// included), each with the BLAKE3 of what ran; `None` when the run could not record
@@ -1021,6 +1022,11 @@ mod tests {
             ("sandbox", serde_json::json!("chroot")),
             ("isolation", serde_json::json!("vm")),
             ("network", serde_json::json!("public")),
+            ("trees", serde_json::json!({"root": "a".repeat(39)})),
+            ("trees", serde_json::json!({"root": "A".repeat(40)})),
+            ("trees", serde_json::json!({"Not A Repo": "a".repeat(40)})),
+            ("commits", serde_json::json!({"root": "HEAD"})),
+            ("commits", serde_json::json!({"root": "a".repeat(41)})),
         ] {
             let mut forged = good.clone();
             forged["predicate"]["proofgraph"][field] = bad;
@@ -1034,6 +1040,23 @@ mod tests {
                 other => panic!("{field}: {other:?}"),
             }
         }
+    }
+
+    #[test]
+    fn recorded_trees_and_commits_read_as_they_were_written() {
+        let tree = "0123456789abcdef0123456789abcdef01234567";
+        let commit = "ab".repeat(32);
+        let mut value = serde_json::to_value(proof()).expect("serializes");
+        value["trees"] = serde_json::json!({"root": tree, "web": tree});
+        value["commits"] = serde_json::json!({"root": commit});
+        let read: Proof = serde_json::from_value(value.clone()).expect("reads");
+        let root = RepoId::root();
+        assert_eq!(read.trees.get(&root).map(GitId::as_str), Some(tree));
+        assert_eq!(
+            read.commits.get(&root).map(GitId::as_str),
+            Some(commit.as_str())
+        );
+        assert_eq!(serde_json::to_value(&read).expect("serializes"), value);
     }
 
     #[test]

@@ -147,16 +147,19 @@ impl<'a> Writer<'a> {
         }
         let mut out = crate::observe::record::Recorded::default();
         for (repo, files) in by_repo {
-            let Some(snapshot) = snapshots.get(repo) else {
+            let Some((id, snapshot)) = self
+                .observed
+                .snapshots
+                .iter()
+                .find(|(id, _)| id.as_str() == repo)
+            else {
                 continue;
             };
             match recorder.record(&snapshot.dir, &files) {
                 Ok(tree) => {
-                    out.trees
-                        .insert(repo.to_owned(), tree.to_hex().to_string());
+                    out.trees.insert(id.clone(), tree.into());
                     if let Some(commit) = recorder.head(&snapshot.dir) {
-                        out.commits
-                            .insert(repo.to_owned(), commit.to_hex().to_string());
+                        out.commits.insert(id.clone(), commit.into());
                     }
                 }
                 Err(e) => diagnostics.push(
@@ -214,7 +217,7 @@ impl<'a> Writer<'a> {
             .get(pid)
             .map(Vec::as_slice)
             .unwrap_or_default();
-        let listing = crate::observe::inputs::listing(files);
+        let listing = crate::observe::listing::Listing::write(files);
         // A receipt binds the listing of what the job saw: one that cannot be stored is no
         // receipt, never a receipt naming no inputs.
         let inputs = match store.put(&listing) {

@@ -6,6 +6,8 @@ pub mod context;
 pub mod evaluate;
 pub mod failures;
 pub mod load;
+pub mod provider;
 pub mod receipt_file;
 pub mod remote;
+pub mod rerun_world;
 pub mod revision;

@@ -361,11 +361,10 @@ fn listed_identity(sb: &Sandbox, receipt_sha: &str, path: &str) -> Option<String
         .as_str()
         .expect("an inputs listing")
         .to_owned();
-    let listing = String::from_utf8(crate::support::cas(sb, &listing_sha)).expect("utf-8");
-    listing.lines().find_map(|line| {
-        let (p, id) = line.split_once('\t')?;
-        (p == path).then(|| id.to_owned())
-    })
+    let listing =
+        proofgraph::observe::listing::Listing::parse(&crate::support::cas(sb, &listing_sha))
+            .expect("a listing");
+    listing.get(path).map(|id| id.to_hex())
 }
 
 /// A file whose index entry still matches its stat data but not its content (same size,

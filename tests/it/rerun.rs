@@ -256,6 +256,60 @@ fn what_cannot_be_rerun_exactly_is_refused() {
     );
 }
 
+/// A receipt the workspace's own key signed whose recorded tree or commit is not a git
+/// object id (or names no repository a catalog could hold) is not a receipt: `rerun` and
+/// `receipt verify` refuse it as such, and nothing is rerun.
+#[test]
+fn a_receipt_whose_recorded_ids_break_their_grammar_is_not_a_receipt() {
+    let sb = Sandbox::new();
+    let dir = workspace(&sb, false);
+    let (_, sha) = prove(&sb, &dir);
+    let stored = dir.join(".proofgraph/cas").join(&sha[..2]).join(&sha[2..]);
+    let envelope: Value =
+        serde_json::from_slice(&fs_err::read(&stored).expect("the receipt")).expect("json");
+    let body = proofgraph::attest::b64::decode(envelope["payload"].as_str().expect("payload"))
+        .expect("base64");
+    let statement: Value = serde_json::from_slice(&body).expect("a statement");
+    let proof = &statement["predicate"]["proofgraph"];
+    let tree = proof["trees"]["root"].as_str().expect("a recorded tree");
+    assert!(proof["commits"]["root"].is_string(), "{proof:#}");
+    let key =
+        proofgraph::attest::keys::read_signing_key(&dir.join(".proofgraph/keys/workspace.key"))
+            .expect("the workspace's key");
+    let keyid = proofgraph::attest::keys::key_id(&key.verifying_key());
+    let forged = [
+        ("trees", serde_json::json!({"root": tree.to_uppercase()})),
+        ("trees", serde_json::json!({"root": &tree[..39]})),
+        ("trees", serde_json::json!({"Not A Repo": tree})),
+        ("commits", serde_json::json!({"root": "HEAD"})),
+    ];
+    for (i, (field, bad)) in forged.into_iter().enumerate() {
+        let mut statement = statement.clone();
+        statement["predicate"]["proofgraph"][field] = bad.clone();
+        let signed = proofgraph::attest::envelope::sign(
+            proofgraph::attest::IN_TOTO_PAYLOAD_TYPE,
+            &serde_json::to_vec(&statement).expect("serialize"),
+            &key,
+            Some(&keyid),
+        );
+        let file = sb.write(&format!("forged-{i}.json"), signed.to_json());
+        let file = file.to_str().expect("utf-8");
+        for args in [
+            &["rerun", "--json", file][..],
+            &["receipt", "verify", file, "--json"],
+        ] {
+            let run = sb.run(&dir, args);
+            assert_ne!(run.code, Some(0), "{field} {bad}: {}", run.stdout);
+            assert_codes!(
+                run.status_codes(),
+                ["statement_invalid"],
+                "{field} {bad}: {}",
+                run.stdout
+            );
+        }
+    }
+}
+
 /// Deletes every recorded tree: its ref, then git's gc drops what nothing reaches.
 fn drop_input_trees(dir: &Path) {
     for name in input_refs(dir) {
