@@ -5,6 +5,7 @@
 pub mod context;
 pub mod evaluate;
 pub mod failures;
+pub mod gc_roots;
 pub mod load;
 pub mod provider_log;
 pub mod receipt_file;
