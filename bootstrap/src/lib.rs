@@ -112,7 +112,7 @@ pub use catalog::{NotEdited, add_setup};
 pub use detect::detect;
 pub use doctor::doctor;
 pub use host::Host;
-pub use init::{InitError, init, read};
+pub use init::{InitError, Writes, init, read};
 pub use model::{
     Candidate, Confidence, Detection, Finding, InitOutput, LastRun, Repo, RepositorySetup, Setup,
     Severity, Skipped, Unresolved, UnresolvedReason,
