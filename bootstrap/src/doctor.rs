@@ -17,7 +17,7 @@
 //! | `missing_discovery_provider` | a test provider not named `test` sends its discovery receipt nowhere |
 //! | `test_report_missing` | a `test-discovery` provider declares no `report`, so no test count can be read |
 //! | `executable_not_found` | a provider's program is a path in its repository that neither exists nor is made by setup, or a name not on its `PATH`; the fix says what to install |
-//! | `dependencies_not_installed` | `package.json` declares dependencies, a provider running Node.js tooling (a package manager, `node`, `node_modules/.bin/…`) runs in the repository, and no setup installs `node_modules` where the run needs it |
+//! | `dependencies_not_installed` | `package.json` declares dependencies, a provider running Node.js tooling (a package manager, `node_modules/.bin/…`, or `node` running files that import a declared package or preloading one) runs in the repository, and no setup installs `node_modules` where the run needs it; `node --test` over tests that import only node's built-ins and the repository's own files needs none |
 //! | `dependencies_need_network` | `Cargo.toml` declares crates cargo downloads (not `path`), or `go.mod` requires modules (not replaced by a local directory), a provider running cargo or go runs (or `init` would add one) there on the private network without a download cache of its own, and no setup (nor a committed `vendor/`) provides them; the fix is docs/setup.md's recipe, for cargo with placeholders for this manifest's targets |
 //! | `python_module_missing` | a provider runs `python… -m <module>` with an interpreter from `PATH` whose standard library, site-packages and dist-packages (and the provider's `PYTHONPATH`) certainly hold no `<module>` (a virtual environment's: the venv's site-packages); an interpreter this cannot read (a shim, a script) is not judged |
 //! | `timeout_too_short` | a provider's last run timed out and its `timeoutMs` is still no longer than that run; the fix suggests twice the run's duration, rounded up |
@@ -29,6 +29,7 @@ use proofgraph_graph::{Adapter, CapabilityName, RepoId};
 
 use crate::detect::{Analysis, analyze, receiver_action};
 use crate::ecosystem::node::{NodeFacts, existing_file};
+use crate::ecosystem::node_imports::needs_node_modules;
 use crate::git::{Seen, Tree};
 use crate::host::{Host, install_hint};
 use crate::model::{Confidence, Finding, LastRun, Repo, Severity};
@@ -923,10 +924,23 @@ fn dependencies(
     host: &Host,
     trees: &mut BTreeMap<RepoId, Option<Tree>>,
 ) -> Option<Finding> {
+    if repo.setup.installs_node_modules().is_some() {
+        return None;
+    }
+    let node = NodeFacts::read(&repo.dir, "", &mut Vec::new())?;
+    if node.deps.is_empty() {
+        return None;
+    }
+    // `node --test` over tests that import no declared package needs no `node_modules`.
+    let tracked: Option<std::collections::BTreeSet<String>> =
+        tree(trees, repo).map(|t| t.tracked().map(str::to_owned).collect());
+    let needs = |argv: &[String]| {
+        runs_node(argv) && needs_node_modules(argv, &repo.dir, tracked.as_ref(), &node.deps)
+    };
     let runs_here = existing.iter().any(|p| {
         p.adapter.value.runs_command()
             && wiring::home(p, repos).is_some_and(|h| h.id == repo.id)
-            && p.command.as_ref().is_some_and(|c| runs_node(&c.value))
+            && p.command.as_ref().is_some_and(|c| needs(&c.value))
     }) || analysis.detection.candidates.iter().any(|c| {
         c.recommended
             && c.repository == repo.id
@@ -935,14 +949,10 @@ fn dependencies(
                     .iter()
                     .filter_map(|w| w.as_str().map(str::to_owned))
                     .collect();
-                runs_node(&argv)
+                needs(&argv)
             })
     });
-    if !runs_here || repo.setup.installs_node_modules().is_some() {
-        return None;
-    }
-    let node = NodeFacts::read(&repo.dir, "", &mut Vec::new())?;
-    if node.deps.is_empty() {
+    if !runs_here {
         return None;
     }
     let absent = if host.in_place {

@@ -169,6 +169,75 @@ fn init_write_then_prove_a_vitest_project() {
     init_then_prove(&sb, 2);
 }
 
+/// commander.js's shape (issue 27): `npm test` is `node --test && npm run check:type:ts`,
+/// and package.json declares devDependencies the tests never import. `init --write` wires
+/// the real `node --test` with its reporter flags (not `npm run test -- …`, whose flags
+/// would reach the type check), `doctor` asks for no `node_modules`, and the real node
+/// proves the claim with its tests counted — no `npm install` anywhere.
+#[test]
+fn init_write_then_prove_node_test_before_the_end_of_an_npm_test_chain() {
+    let sb = Sandbox::new();
+    change(&sb);
+    sb.write(
+        "package.json",
+        r#"{"name": "demo", "main": "./index.js", "scripts": {"test": "node --test && npm run check:type:ts", "check:type:ts": "tsc --noEmit"}, "devDependencies": {"typescript": "^5.4.0", "eslint": "^9.0.0"}}
+"#,
+    );
+    sb.write("package-lock.json", "{\"lockfileVersion\": 3}\n");
+    sb.write("index.js", "exports.sum = (a, b) => a + b;\n");
+    sb.write(
+        "tests/sum.test.js",
+        "const test = require('node:test');\nconst assert = require('node:assert');\nconst { sum } = require('../');\n\ntest('adds', () => assert.equal(sum(1, 2), 3));\ntest('adds negatives', () => assert.equal(sum(-1, -2), -3));\n",
+    );
+    sb.write(
+        "eslint.config.js",
+        "import js from 'eslint';\nexport default [js];\n",
+    );
+    sb.write(".gitignore", "node_modules/\ntest-results/\n");
+    git_commit_all(&sb.work());
+    let detect = run(&sb, &["evidence", "detect", "add-x", "--json"]);
+    detect.expect_code(0);
+    let doc = detect.json();
+    let test = doc["candidates"]
+        .as_array()
+        .expect("candidates")
+        .iter()
+        .find(|c| c["name"] == "test")
+        .expect("a test candidate");
+    assert_eq!(test["recommended"], true, "{test:#}");
+    let argv: Vec<&str> = test["provider"]["command"]
+        .as_array()
+        .expect("an argv")
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert_eq!(
+        argv[4..],
+        [
+            "node",
+            "--test-reporter=tap",
+            "--test-reporter-destination=test-results/node-test.tap",
+            "--test"
+        ],
+        "{argv:?}"
+    );
+    assert!(!argv.contains(&"npm"), "{argv:?}");
+    init_then_prove(&sb, 2);
+    assert!(
+        !sb.work().join("node_modules").exists(),
+        "nothing was installed"
+    );
+    // A test that does import a declared package needs node_modules: doctor says so.
+    sb.write(
+        "tests/types.test.js",
+        "const ts = require('typescript');\nrequire('node:test')('has ts', () => {});\n",
+    );
+    git_commit_all(&sb.work());
+    let doctor = run(&sb, &["evidence", "doctor", "add-x", "--json"]);
+    doctor.expect_code(2);
+    assert_codes!(doctor.status_codes(), ["dependencies_not_installed"]);
+}
+
 #[test]
 fn init_keeps_an_existing_json_file_json_and_its_providers_byte_for_byte() {
     let sb = Sandbox::new();
