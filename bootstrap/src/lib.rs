@@ -111,8 +111,8 @@ mod wiring;
 
 pub use catalog::{NotEdited, add_setup};
 pub use detect::detect;
-pub use doctor::doctor;
-pub use host::Host;
+pub use doctor::{doctor, python_questions};
+pub use host::{Host, PythonImport, PythonQuestion};
 pub use init::{InitError, Writes, init, read};
 pub use model::{
     Candidate, Confidence, Detection, Finding, InitOutput, LastRun, Repo, RepositorySetup, Setup,

@@ -940,12 +940,22 @@ pub fn doctor(ctx: &Context, name: &str) -> Report<EvidenceDoctorPayload> {
         Ok(l) => l,
         Err(all) => return Report::failed(all, Verdict::Invalid),
     };
+    let repos = loaded.repos();
+    let providers = loaded.providers();
+    // Interpreters bootstrap cannot read answer for themselves.
+    let questions = bootstrap::python_questions(&repos, &providers);
+    let answers = crate::observe::interpreters::ask(
+        &questions,
+        ctx.path_var().map(|p| p.as_os_str()),
+        &ctx.env().vars,
+    );
+    let host = loaded.host.clone().with_python_imports(answers);
     let findings = bootstrap::doctor(
-        &loaded.repos(),
+        &repos,
         &loaded.claims(),
-        &loaded.providers(),
+        &providers,
         &loaded.services(),
-        &loaded.host,
+        &host,
         &loaded.last_runs(ctx),
     );
     let mut status = loaded.notes.clone();

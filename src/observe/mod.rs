@@ -2,6 +2,7 @@
 //! the world a fingerprint is computed from — or at a revision, from git's objects.
 
 pub mod inputs;
+pub mod interpreters;
 pub mod programs;
 pub mod record;
 pub mod revision;

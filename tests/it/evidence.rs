@@ -1311,6 +1311,89 @@ fn doctor_names_a_python_module_the_interpreter_cannot_import() {
     );
 }
 
+/// `python3 -m pytest` through a shim (pyenv's, asdf's): bootstrap cannot read a script,
+/// so doctor used to judge nothing and say "nothing stands between the change and a proof
+/// run" when the interpreter behind it could not import pytest (issue 27). The interpreter
+/// is asked now: a real venv without pytest is named, with its own path; the pinned test
+/// tools' venv, which has it, clears the finding.
+#[test]
+fn doctor_asks_a_shimmed_interpreter_whether_it_can_import_the_module() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let sb = Sandbox::new();
+    change(&sb);
+    sb.write(
+        "openspec/changes/add-x/execution.yaml",
+        "version: 1\nproviders:\n  test:\n    adapter: test-discovery\n    command: [sh, -c, \"mkdir -p test-results && exec \\\"$@\\\"\", sh, python3, -B, -m, pytest, --junitxml=test-results/p.xml]\n    report: test-results/p.xml\n    reportFormat: junit\n",
+    );
+    git_commit_all(&sb.work());
+    let bare = sb.path().join("bare-venv");
+    let made = std::process::Command::new("python3")
+        .args(["-m", "venv", "--without-pip"])
+        .arg(&bare)
+        .status()
+        .expect("python3 runs");
+    assert!(made.success(), "python3 -m venv made {}", bare.display());
+    let shims = sb.path().join("shims");
+    fs_err::create_dir_all(&shims).expect("mkdir");
+    let shim_to = |python: &std::path::Path| {
+        let shim = shims.join("python3");
+        fs_err::write(
+            &shim,
+            format!("#!/bin/sh\nexec '{}' \"$@\"\n", python.display()),
+        )
+        .expect("write");
+        fs_err::set_permissions(&shim, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    };
+    let path = format!(
+        "{}:{}",
+        shims.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let doctor = |json: bool| {
+        let mut args = vec!["evidence", "doctor", "add-x"];
+        if json {
+            args.push("--json");
+        }
+        run_with(&sb, &args, &[("PATH", path.as_str())])
+    };
+    shim_to(&bare.join("bin/python3"));
+    let found = doctor(true);
+    found.expect_code(2);
+    assert_codes!(found.status_codes(), ["python_module_missing"]);
+    let d = &found.json()["status"][0];
+    assert_eq!(d["target"], "openspec/changes/add-x/execution.yaml:3:3");
+    let message = d["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("cannot import `pytest` (asked in the repository")
+            && message.contains(&format!("({}", bare.display())),
+        "{message}"
+    );
+    let human = doctor(false);
+    human.expect_code(2);
+    assert!(
+        !human.stdout.contains("nothing stands between"),
+        "{}",
+        human.stdout
+    );
+    assert!(
+        human.stdout.contains("add-x: 1 finding"),
+        "{}",
+        human.stdout
+    );
+    // An interpreter that has pytest: nothing stands in the way.
+    shim_to(&crate::support::python_tools_venv().join("bin/python3"));
+    let clear = doctor(false);
+    clear.expect_code(0);
+    assert!(
+        clear
+            .stdout
+            .contains("add-x: nothing stands between the change and a proof run"),
+        "{}\n{}",
+        clear.stdout,
+        clear.stderr
+    );
+}
+
 /// A provider that reads the whole repository reruns on every README or docs edit:
 /// doctor says so as a note (the exit code stays 0), naming the `!` entries that leave the
 /// documentation out; with them the note is gone, the suite still proves, and a README
