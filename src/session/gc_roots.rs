@@ -98,10 +98,10 @@ pub fn unevaluated(name: &str) -> Diagnostic {
 /// `dirs` sorted, keeping the first of those `key` puts in one group and leaving out those
 /// it gives none (one directory per git repository: the repositories of a workspace may
 /// share one).
-pub fn one_per<'d, K: Eq + std::hash::Hash>(
-    mut dirs: Vec<&'d Path>,
+pub fn one_per<K: Eq + std::hash::Hash>(
+    mut dirs: Vec<&Path>,
     key: impl Fn(&Path) -> Option<K>,
-) -> Vec<&'d Path> {
+) -> Vec<&Path> {
     dirs.sort();
     let mut seen = HashSet::new();
     dirs.into_iter()
