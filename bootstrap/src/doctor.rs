@@ -17,9 +17,9 @@
 //! | `missing_discovery_provider` | a test provider not named `test` sends its discovery receipt nowhere |
 //! | `test_report_missing` | a `test-discovery` provider declares no `report`, so no test count can be read |
 //! | `executable_not_found` | a provider's program is a path in its repository that neither exists nor is made by setup, or a name not on its `PATH`; the fix says what to install |
-//! | `dependencies_not_installed` | `package.json` declares dependencies, a provider running Node.js tooling (a package manager, `node`, `node_modules/.bin/…`) runs in the repository, and no setup installs `node_modules` where the run needs it |
+//! | `dependencies_not_installed` | `package.json` declares dependencies, a provider running Node.js tooling (a package manager, `node_modules/.bin/…`, or `node` running files that import a declared package or preloading one) runs in the repository, and no setup installs `node_modules` where the run needs it; `node --test` over tests that import only node's built-ins and the repository's own files needs none |
 //! | `dependencies_need_network` | `Cargo.toml` declares crates cargo downloads (not `path`), or `go.mod` requires modules (not replaced by a local directory), a provider running cargo or go runs (or `init` would add one) there on the private network without a download cache of its own, and no setup (nor a committed `vendor/`) provides them; the fix is docs/setup.md's recipe, for cargo with placeholders for this manifest's targets |
-//! | `python_module_missing` | a provider runs `python… -m <module>` with an interpreter from `PATH` whose standard library, site-packages and dist-packages (and the provider's `PYTHONPATH`) certainly hold no `<module>` (a virtual environment's: the venv's site-packages); an interpreter this cannot read (a shim, a script) is not judged |
+//! | `python_module_missing` | a provider runs `python… -m <module>` (directly, after interpreter flags, or inside the report wrapper) with an interpreter from `PATH` that cannot import `<module>`: as the interpreter answered when the application asked it (`Host::python_imports`, in the repository with the provider's `PYTHONPATH`), else as its standard library, site-packages and dist-packages (and the `PYTHONPATH`) certainly hold none (a virtual environment's: the venv's site-packages); an interpreter that neither answered nor can be read (a shim, a script) is not judged |
 //! | `timeout_too_short` | a provider's last run timed out and its `timeoutMs` is still no longer than that run; the fix suggests twice the run's duration, rounded up |
 
 use std::collections::BTreeMap;
@@ -29,8 +29,9 @@ use proofgraph_graph::{Adapter, CapabilityName, RepoId};
 
 use crate::detect::{Analysis, analyze, receiver_action};
 use crate::ecosystem::node::{NodeFacts, existing_file};
+use crate::ecosystem::node_imports::needs_node_modules;
 use crate::git::{Seen, Tree};
-use crate::host::{Host, install_hint};
+use crate::host::{Host, PythonQuestion, install_hint};
 use crate::model::{Confidence, Finding, LastRun, Repo, Severity};
 use crate::pattern::{Cover, covering};
 use crate::proposal::show;
@@ -712,36 +713,25 @@ fn provider_findings(
         };
         out.push(finding("executable_not_found", message, fix));
     }
-    if p.adapter.value.runs_command()
-        && let (Some(repo), Some(command)) = (home, &p.command)
-        && let [python, flag, module, ..] = command.value.as_slice()
-        && flag == "-m"
-        && python.starts_with("python")
+    if let Some(question) = python_question(p, repos)
+        && let Some((interpreter, asked)) = python_lacks(host, &question)
     {
-        let extra: Vec<std::path::PathBuf> = p
-            .env
-            .as_ref()
-            .and_then(|env| env.iter().find(|(k, _)| k.as_str() == "PYTHONPATH"))
-            .map(|(_, v)| {
-                v.value
-                    .split(':')
-                    .filter(|d| !d.is_empty())
-                    .map(|d| repo.dir.join(d))
-                    .collect()
-            })
-            .unwrap_or_default();
-        if let Some(interpreter) = host.python_lacks(python, module, &extra) {
-            out.push(finding(
-                "python_module_missing",
-                format!(
-                    "provider `{id}` runs `{python} -m {module}`, but `{python}` ({}) has no module `{module}`: its standard library and site-packages hold none, so the run fails at the import",
-                    interpreter.display()
-                ),
-                format!(
-                    "Install it for that interpreter (`{python} -m pip install {module}`), or make a virtual environment in the repository's `setup` and run `.venv/bin/python -m {module}` (docs/setup.md)."
-                ),
-            ));
-        }
+        let (python, module) = (&question.python, &question.module);
+        let why = if asked {
+            format!("cannot import `{module}` (asked in the repository, as the run will be)")
+        } else {
+            format!("has no module `{module}`: its standard library and site-packages hold none")
+        };
+        out.push(finding(
+            "python_module_missing",
+            format!(
+                "provider `{id}` runs `{python} -m {module}`, but `{python}` ({}) {why}, so the run fails at the import",
+                interpreter.display()
+            ),
+            format!(
+                "Install it for that interpreter (`{python} -m pip install {module}`), or make a virtual environment in the repository's `setup` and run `.venv/bin/python -m {module}` (docs/setup.md)."
+            ),
+        ));
     }
     if let Some(last) = last.filter(|l| l.timed_out) {
         let limit = p
@@ -767,6 +757,96 @@ fn provider_findings(
                 ),
             ));
         }
+    }
+}
+
+/// The interpreter `python… -m <module>` in `argv` — directly, after interpreter flags
+/// (`python3 -B -m pytest`), or as the program of bootstrap's report wrapper
+/// (`sh -c '…' sh python3 -m pytest`): its name (a bare name on `PATH`) and the module's
+/// top-level package.
+pub(crate) fn python_module(argv: &[String]) -> Option<(&str, &str)> {
+    let mut rest = argv;
+    if let [sh, c, _, _, tail @ ..] = rest
+        && (sh == "sh" || sh == "bash")
+        && c == "-c"
+    {
+        rest = tail;
+    }
+    let [python, args @ ..] = rest else {
+        return None;
+    };
+    if !python.starts_with("python") {
+        return None;
+    }
+    let mut words = args.iter();
+    while let Some(word) = words.next() {
+        match word.as_str() {
+            "-m" => {
+                let module = words.next()?;
+                return Some((python, module.split('.').next().unwrap_or(module)));
+            }
+            // Options that take a value, which is not the module.
+            "-W" | "-X" | "--check-hash-based-pycs" => {
+                words.next();
+            }
+            w if w.starts_with('-') && !w.starts_with("-c") => {}
+            // A script or `-c`: no module.
+            _ => return None,
+        }
+    }
+    None
+}
+
+/// What to ask the interpreter a provider runs as `python… -m <module>` in its repository
+/// (with its `PYTHONPATH`), when it runs a command.
+fn python_question(p: &Provider, repos: &[Repo]) -> Option<PythonQuestion> {
+    if !p.adapter.value.runs_command() {
+        return None;
+    }
+    let repo = wiring::home(p, repos)?;
+    let (python, module) = python_module(&p.command.as_ref()?.value)?;
+    let pythonpath = p
+        .env
+        .as_ref()
+        .and_then(|env| env.iter().find(|(k, _)| k.as_str() == "PYTHONPATH"))
+        .map(|(_, v)| {
+            v.value
+                .split(':')
+                .filter(|d| !d.is_empty())
+                .map(|d| repo.dir.join(d))
+                .collect()
+        })
+        .unwrap_or_default();
+    Some(PythonQuestion {
+        python: python.to_owned(),
+        module: module.to_owned(),
+        dir: repo.dir.clone(),
+        pythonpath,
+    })
+}
+
+/// What the application should ask the interpreters the `existing` providers run as
+/// `python… -m <module>` (each question once): bootstrap reads what it can of an
+/// interpreter, but one it cannot read (a shim, a script) only answers when run.
+pub fn python_questions(repos: &[Repo], existing: &[Provider]) -> Vec<PythonQuestion> {
+    let mut out: Vec<PythonQuestion> = Vec::new();
+    for question in existing.iter().filter_map(|p| python_question(p, repos)) {
+        if !out.contains(&question) {
+            out.push(question);
+        }
+    }
+    out
+}
+
+/// The interpreter that cannot import the module `question` names, and whether it said so
+/// itself: the answer it gave when asked, else what reading its installation says (`None`:
+/// it can, or it cannot be judged).
+fn python_lacks(host: &Host, question: &PythonQuestion) -> Option<(std::path::PathBuf, bool)> {
+    match host.python_imports.iter().find(|a| a.question == *question) {
+        Some(answer) => (!answer.found).then(|| (answer.executable.clone(), true)),
+        None => host
+            .python_lacks(&question.python, &question.module, &question.pythonpath)
+            .map(|interpreter| (interpreter, false)),
     }
 }
 
@@ -923,10 +1003,23 @@ fn dependencies(
     host: &Host,
     trees: &mut BTreeMap<RepoId, Option<Tree>>,
 ) -> Option<Finding> {
+    if repo.setup.installs_node_modules().is_some() {
+        return None;
+    }
+    let node = NodeFacts::read(&repo.dir, "", &mut Vec::new())?;
+    if node.deps.is_empty() {
+        return None;
+    }
+    // `node --test` over tests that import no declared package needs no `node_modules`.
+    let tracked: Option<std::collections::BTreeSet<String>> =
+        tree(trees, repo).map(|t| t.tracked().map(str::to_owned).collect());
+    let needs = |argv: &[String]| {
+        runs_node(argv) && needs_node_modules(argv, &repo.dir, tracked.as_ref(), &node.deps)
+    };
     let runs_here = existing.iter().any(|p| {
         p.adapter.value.runs_command()
             && wiring::home(p, repos).is_some_and(|h| h.id == repo.id)
-            && p.command.as_ref().is_some_and(|c| runs_node(&c.value))
+            && p.command.as_ref().is_some_and(|c| needs(&c.value))
     }) || analysis.detection.candidates.iter().any(|c| {
         c.recommended
             && c.repository == repo.id
@@ -935,14 +1028,10 @@ fn dependencies(
                     .iter()
                     .filter_map(|w| w.as_str().map(str::to_owned))
                     .collect();
-                runs_node(&argv)
+                needs(&argv)
             })
     });
-    if !runs_here || repo.setup.installs_node_modules().is_some() {
-        return None;
-    }
-    let node = NodeFacts::read(&repo.dir, "", &mut Vec::new())?;
-    if node.deps.is_empty() {
+    if !runs_here {
         return None;
     }
     let absent = if host.in_place {
@@ -975,6 +1064,70 @@ fn dependencies(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn argv(words: &[&str]) -> Vec<String> {
+        words.iter().map(|w| (*w).to_owned()).collect()
+    }
+
+    #[test]
+    fn python_m_is_found_after_interpreter_flags_and_inside_the_report_wrapper() {
+        let module =
+            |words: &[&str]| python_module(&argv(words)).map(|(p, m)| (p.to_owned(), m.to_owned()));
+        let pytest = Some(("python3".to_owned(), "pytest".to_owned()));
+        assert_eq!(module(&["python3", "-m", "pytest", "-q"]), pytest);
+        assert_eq!(
+            module(&["python3", "-B", "-X", "dev", "-m", "pytest"]),
+            pytest
+        );
+        assert_eq!(
+            module(&[
+                "sh",
+                "-c",
+                "mkdir -p r && exec \"$@\"",
+                "sh",
+                "python3",
+                "-m",
+                "pytest"
+            ]),
+            pytest
+        );
+        assert_eq!(
+            module(&["python3.12", "-m", "pytest.main"]),
+            Some(("python3.12".to_owned(), "pytest".to_owned()))
+        );
+        assert_eq!(module(&["python3", "run.py", "-m", "pytest"]), None);
+        assert_eq!(module(&["python3", "-c", "import x", "-m", "pytest"]), None);
+        assert_eq!(module(&["pytest", "-m", "slow"]), None);
+        assert_eq!(module(&["python3", "-m"]), None);
+    }
+
+    #[test]
+    fn an_interpreters_own_answer_decides_before_its_installation_is_read() {
+        let question = PythonQuestion {
+            python: "python3".to_owned(),
+            module: "pytest".to_owned(),
+            dir: std::path::PathBuf::from("/repo"),
+            pythonpath: Vec::new(),
+        };
+        let answered = |found| {
+            Host::default().with_python_imports(vec![crate::host::PythonImport {
+                question: question.clone(),
+                found,
+                executable: "/opt/py/bin/python3.12".into(),
+            }])
+        };
+        assert_eq!(
+            python_lacks(&answered(false), &question),
+            Some(("/opt/py/bin/python3.12".into(), true))
+        );
+        assert_eq!(python_lacks(&answered(true), &question), None);
+        // Another question's answer is not this one's; nothing on PATH: not judged.
+        let other = PythonQuestion {
+            module: "mypy".to_owned(),
+            ..question.clone()
+        };
+        assert_eq!(python_lacks(&answered(false), &other), None);
+    }
 
     #[test]
     fn a_suggested_timeout_is_twice_the_run_rounded_up() {

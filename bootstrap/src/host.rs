@@ -20,6 +20,36 @@ pub struct Host {
     /// Whether providers run in place (`sandbox: none`): then the checkout's
     /// own ignored directories (`node_modules`) are what a run sees.
     pub in_place: bool,
+    /// What interpreters answered when the application asked them whether they can
+    /// import a module ([`crate::python_questions`]): bootstrap runs nothing itself, and
+    /// an interpreter it cannot read (a shim, a script) is judged by its answer.
+    pub python_imports: Vec<PythonImport>,
+}
+
+/// A Python interpreter asked whether it can import a module, as a provider's
+/// `python… -m <module>` will: in the repository's directory, with the provider's
+/// `PYTHONPATH`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PythonQuestion {
+    /// The interpreter as the command names it (`python3`).
+    pub python: String,
+    /// The module's top-level package (`pytest` for `pytest.main`).
+    pub module: String,
+    /// The repository's directory, where it runs.
+    pub dir: PathBuf,
+    /// The provider's `PYTHONPATH` entries, as paths.
+    pub pythonpath: Vec<PathBuf>,
+}
+
+/// What the interpreter answered.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PythonImport {
+    /// The question.
+    pub question: PythonQuestion,
+    /// Whether it can import the module.
+    pub found: bool,
+    /// The interpreter that answered (its `sys.executable`).
+    pub executable: PathBuf,
 }
 
 impl Host {
@@ -30,6 +60,15 @@ impl Host {
                 .map(|p| std::env::split_paths(p).collect())
                 .unwrap_or_default(),
             in_place,
+            python_imports: Vec::new(),
+        }
+    }
+
+    /// This host, knowing what its interpreters answered.
+    pub fn with_python_imports(self, python_imports: Vec<PythonImport>) -> Self {
+        Self {
+            python_imports,
+            ..self
         }
     }
 

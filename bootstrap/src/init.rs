@@ -86,6 +86,34 @@ struct Entry<'c> {
     comment: String,
 }
 
+/// Which files `evidence init` writes: none without `--write`; with it, the drafted
+/// `evidence.yaml` when one was drafted (a change without one), `execution.yaml` when
+/// providers were added, and the catalog's setup for them only when `execution.yaml` was
+/// (setup for providers nobody wired is not added). The application writes them in this
+/// order — claims first, as the providers are wired for them — and stops at the first
+/// failure.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Writes {
+    /// Create `evidence.yaml`.
+    pub evidence: bool,
+    /// Replace `execution.yaml`.
+    pub execution: bool,
+    /// Replace `proofgraph.yaml` with the setup the added providers need.
+    pub catalog: bool,
+}
+
+impl Writes {
+    /// What `--write` (`write`) writes, given whether claims were `drafted` for a change
+    /// without `evidence.yaml`, providers were `added`, and the catalog needs `setup`.
+    pub fn plan(write: bool, drafted: bool, added: bool, setup: bool) -> Self {
+        Writes {
+            evidence: write && drafted,
+            execution: write && added,
+            catalog: write && added && setup,
+        }
+    }
+}
+
 /// Adds the recommended candidates of `detection` to `existing` (the text
 /// of `execution.yaml`, `None` when there is none). JSON text (it starts
 /// with `{`) stays JSON, YAML stays YAML; no file gives a new `version: 1`
@@ -709,5 +737,45 @@ fn edit_yaml(text: &str, root: Option<&Node>, entries: &[Entry<'_>]) -> Result<S
         _ => Err(InitError::ProvidersNotAMapping {
             line: line_of(key.pos),
         }),
+    }
+}
+
+#[cfg(test)]
+mod writes_tests {
+    use super::Writes;
+
+    #[test]
+    fn nothing_is_written_without_write_and_the_catalog_only_with_execution_yaml() {
+        for (drafted, added, setup) in [(true, true, true), (false, true, true)] {
+            assert_eq!(
+                Writes::plan(false, drafted, added, setup),
+                Writes::default()
+            );
+        }
+        assert_eq!(
+            Writes::plan(true, true, true, true),
+            Writes {
+                evidence: true,
+                execution: true,
+                catalog: true
+            }
+        );
+        assert_eq!(
+            Writes::plan(true, true, false, true),
+            Writes {
+                evidence: true,
+                execution: false,
+                catalog: false
+            },
+            "claims drafted but nothing to wire: evidence.yaml alone"
+        );
+        assert_eq!(
+            Writes::plan(true, false, true, false),
+            Writes {
+                evidence: false,
+                execution: true,
+                catalog: false
+            }
+        );
     }
 }

@@ -29,7 +29,8 @@
 //! | capability | source | proposal | grade |
 //! |---|---|---|---|
 //! | test | `package.json` script `test` / `test:unit` / `unit` running vitest, jest, mocha or `node --test` as the last command of an `&&` chain | `<pm> run <script> [--] <report flags>` (jest and `node --test` inside `sh -c 'mkdir -p test-results && exec "$@"'`, as they do not create the directory) | high |
-//! | test | the same, in watch mode, not last in the chain, a competing `--reporter`, or an uncertain package manager | as above | review |
+//! | test | the same runner before the end of an `&&` chain (`node --test && npm run check:type`) | that command by itself with the report flags (node's before `--test`; vitest, jest, mocha through `<pm> exec`) | high (review when it is not plain words, in watch mode, or the package manager is uncertain) |
+//! | test | the same, in watch mode, not last in a chain of other operators, a competing `--reporter`, or an uncertain package manager | as above | review |
 //! | test | a test script that runs something else, with exactly one runner among the dependencies, or no test script | the runner run directly (`npm exec --no -- vitest …`) | review |
 //! | test | two or more runners (in the script, or among the dependencies when the script names none) | one per runner, run directly | ambiguous |
 //! | test | a risky script, `pre` or `post` hook (sudo/curl/wget at a command start, `rm -rf`, `$(`, backtick) | refused: `provider` is `null` | review |
@@ -110,9 +111,9 @@ mod wiring;
 
 pub use catalog::{NotEdited, add_setup};
 pub use detect::detect;
-pub use doctor::doctor;
-pub use host::Host;
-pub use init::{InitError, init, read};
+pub use doctor::{doctor, python_questions};
+pub use host::{Host, PythonImport, PythonQuestion};
+pub use init::{InitError, Writes, init, read};
 pub use model::{
     Candidate, Confidence, Detection, Finding, InitOutput, LastRun, Repo, RepositorySetup, Setup,
     Severity, Skipped, Unresolved, UnresolvedReason,

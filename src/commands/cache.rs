@@ -13,6 +13,7 @@ use crate::present::exit::Verdict;
 use crate::present::output::{Payload, Report};
 use crate::session::context::{Context, RootOutput};
 use crate::session::evaluate::{Keys, evaluate};
+use crate::session::gc_roots;
 use crate::store::{Sha256, Store};
 
 /// The payload of `cache push`, `cache pull` and `cache stats`.
@@ -108,26 +109,6 @@ impl Payload for CachePayload {
 }
 
 /// The current receipts of the change `e` evaluated: one per requirement that has one.
-fn current(e: &crate::session::evaluate::Evaluated) -> Vec<Sha256> {
-    let mut out = Vec::new();
-    for (id, _, p) in e.loaded.prepared.graph.providers() {
-        for o in &p.outputs {
-            let Some(fp) = e.fingerprints.of_receipt(id, &o.under) else {
-                continue;
-            };
-            if let Some(sha) = e
-                .store
-                .action(&Store::action_key(fp, &o.under, &o.capability))
-            {
-                out.push(sha);
-            }
-        }
-    }
-    out.sort();
-    out.dedup();
-    out
-}
-
 /// The policy as asked for: `tier` read or written on purpose, unless `off`.
 fn asking(ctx: &Context, policy: &str) -> Context {
     ctx.clone().with_cache_policy(Some(policy.to_owned()))
@@ -168,7 +149,7 @@ pub fn push(ctx: &Context, change: &str) -> Report<CachePayload> {
     if remote.policy.remote == CacheAccess::Off {
         return no_remote();
     }
-    let shas = current(&e);
+    let shas = gc_roots::current_receipts(&e);
     let name = remote.cache.name().to_owned();
     let pushed =
         crate::proof::remote::push(remote.cache, &e.store, &e.trusted, shas, Some(&interrupt));
@@ -347,98 +328,35 @@ pub fn gc(ctx: &Context, keep: std::time::Duration, max_size: Option<u64>) -> Re
     };
     // Only the local store: a remote is not consulted to decide what is current here.
     let local = asking(ctx, "local:rw,remote:off");
-    let mut protect = std::collections::HashSet::new();
-    // The setup trees the repositories need now (none known without a change to observe
-    // them through: then every setup tree stays).
-    let mut setup_keys: Option<std::collections::BTreeSet<String>> = None;
+    let mut roots = gc_roots::Roots::default();
     for name in &names {
-        let e = match evaluate(&local, name.as_str(), None, Keys::Check) {
-            Ok(e) => e,
+        match evaluate(&local, name.as_str(), None, Keys::Check) {
+            Ok(e) => roots.add(&e),
             Err(mut all) => {
-                all.push(
-                    crate::base::diagnostic::Diagnostic::error(
-                        crate::base::diagnostic::Code::InvalidValue,
-                        format!("`cache gc` removes nothing while change `{name}` cannot be evaluated: its current receipts cannot be known"),
-                    )
-                    .surface("cache.gc")
-                    .fix("Fix the change (`proofgraph validate`), then run `cache gc` again."),
-                );
+                all.push(gc_roots::unevaluated(name.as_str()));
                 return Report::failed(all, Verdict::Invalid);
-            }
-        };
-        if let Some(catalog) = &e.loaded.workspace.catalog {
-            setup_keys.get_or_insert_with(Default::default).extend(
-                crate::run::setup::current_keys(catalog, &e.observed.snapshots),
-            );
-        } else {
-            setup_keys.get_or_insert_with(Default::default);
-        }
-        let mut shas = current(&e);
-        for (_, _, p) in e.loaded.prepared.graph.providers() {
-            for o in &p.outputs {
-                shas.extend(e.store.latest(name, &o.under, &o.capability));
-            }
-        }
-        for sha in shas {
-            protect.insert(sha);
-            if let Some(v) = crate::proof::receipt::read(&e.store, &sha, &e.trusted) {
-                protect.insert(v.proof.inputs);
-                protect.extend(v.proof.artifacts.iter().map(|a| a.sha256));
             }
         }
     }
     let store = Store::open_read_only(&workspace.root);
-    match store.collect(&protect, keep, max_size) {
-        Ok(mut collected) => {
-            if let Some(keys) = &setup_keys {
-                let (n, bytes) = crate::run::setup::collect(&store, keys, keep);
-                collected.setup_trees_removed = n;
-                collected.setup_bytes_freed = bytes;
-            }
-            // The input trees no receipt left in the store names.
-            let kept: std::collections::HashSet<String> = store
-                .action_targets()
-                .iter()
-                .chain(protect.iter())
-                .flat_map(|sha| crate::proof::receipt::named_trees(&store, sha))
-                .collect();
-            let mut status = Vec::new();
-            let mut dirs: Vec<&std::path::Path> = workspace
-                .repositories
-                .values()
-                .map(|r| r.dir.as_path())
-                .collect();
-            dirs.sort();
-            let mut seen = std::collections::HashSet::new();
-            for dir in dirs {
-                let Some(git_dir) = crate::observe::record::git_dir_of(dir) else {
-                    continue;
-                };
-                if !seen.insert(git_dir) {
-                    continue;
-                }
-                match crate::observe::record::prune(dir, &kept, crate::store::MIN_GC_AGE) {
-                    Ok(n) => collected.trees_removed += n as u64,
-                    Err(e) => status.push(
-                        crate::base::diagnostic::Diagnostic::warning(
-                            crate::base::diagnostic::Code::InputsNotRecorded,
-                            format!("the input trees of removed receipts could not be let go: {e}"),
-                        )
-                        .surface("cache.gc")
-                        .fix("Check that the repository's refs are writable; `cache gc` tries again next time."),
-                    ),
-                }
-            }
-            Report {
-                payload: Some(CachePayload {
-                    collected: Some(collected),
-                    root: Some(RootOutput::from(&resolution.root)),
-                    ..CachePayload::default()
-                }),
-                status,
-                verdict: Verdict::Success,
-            }
-        }
-        Err(e) => Report::failed(vec![crate::store::diagnostic(&e)], Verdict::Invalid),
+    let mut collected = match store.collect(&roots.blobs, keep, max_size) {
+        Ok(collected) => collected,
+        Err(e) => return Report::failed(vec![crate::store::diagnostic(&e)], Verdict::Invalid),
+    };
+    if let Some(keys) = &roots.setup_keys {
+        let (n, bytes) = crate::run::setup::collect(&store, keys, keep);
+        collected.setup_trees_removed = n;
+        collected.setup_bytes_freed = bytes;
+    }
+    let (trees_removed, status) = gc_roots::prune_input_trees(&store, &workspace, &roots);
+    collected.trees_removed += trees_removed;
+    Report {
+        payload: Some(CachePayload {
+            collected: Some(collected),
+            root: Some(RootOutput::from(&resolution.root)),
+            ..CachePayload::default()
+        }),
+        status,
+        verdict: Verdict::Success,
     }
 }

@@ -98,117 +98,15 @@ pub struct DoctorPayload {
 impl Payload for DoctorPayload {
     fn human(&self, out: &mut String) {
         let Some(root) = &self.root else { return };
-        let _ = writeln!(out, "Root");
-        let _ = writeln!(out, "  Location: {}", root.root.path.display());
-        let _ = writeln!(
-            out,
-            "  OpenSpec root: {}",
-            if root.healthy { "ok" } else { "unhealthy" }
-        );
-        for d in &root.status {
-            let _ = writeln!(out, "  - {}", d.message);
-        }
-        if let Some(store) = &self.store {
-            let note = if store.metadata.valid {
-                "metadata ok"
-            } else {
-                "metadata invalid"
-            };
-            let _ = writeln!(out, "  Store: {} ({note})", store.id);
-        }
+        root_lines(out, root, self.store.as_ref());
         if let Some(ws) = &self.workspace {
-            let _ = writeln!(out, "Workspace");
-            let _ = writeln!(
-                out,
-                "  Catalog: {}",
-                ws.catalog.unwrap_or("(none: one repository, `root`)")
-            );
-            for r in &ws.repositories {
-                let state = if r.exists { "ok" } else { "missing" };
-                let _ = writeln!(out, "  Repository {}: {} ({state})", r.id, r.path);
-            }
-            let _ = writeln!(out, "  Changes: {}", ws.changes);
-            for d in &ws.status {
-                let _ = writeln!(out, "  - {}", d.message);
-            }
+            workspace_lines(out, ws);
         }
         if let Some(iso) = &self.isolation {
-            let _ = writeln!(out, "Isolation");
-            match (&iso.reason, iso.user_namespace) {
-                (Some(reason), _) => {
-                    let _ = writeln!(out, "  none: {reason}");
-                }
-                (None, true) => {
-                    let _ = writeln!(
-                        out,
-                        "  namespaces (network, PID, /tmp) via a user namespace"
-                    );
-                }
-                (None, false) => {
-                    let _ = writeln!(out, "  namespaces (network, PID, /tmp)");
-                }
-            }
+            isolation_lines(out, iso);
         }
         if let Some(ps) = &self.proof_store {
-            let _ = writeln!(out, "Proof store");
-            let _ = writeln!(
-                out,
-                "  Location: {}{}",
-                ps.path.display(),
-                if ps.exists { "" } else { " (not created yet)" }
-            );
-            let _ = writeln!(out, "  Receipts: {}", ps.receipts);
-            let _ = writeln!(
-                out,
-                "  Watcher: {}",
-                if ps.watcher {
-                    "answering (`proofgraph watch`)"
-                } else {
-                    "none (snapshots lstat every tracked file; `proofgraph watch` avoids that)"
-                }
-            );
-            let t = &ps.trust;
-            let show = |k: Option<crate::proof::trust::KeyId>| {
-                k.map(|k| k.to_string()).unwrap_or_default()
-            };
-            let _ = match (t.state, &t.pinned_by) {
-                (KeyStatus::Pinned, Some(PinnedBy::TrustedKey { name })) => writeln!(
-                    out,
-                    "  Signing key: {} (trusted: `{name}` in trustedKeys of proofgraph.yaml)",
-                    show(t.keyid)
-                ),
-                (KeyStatus::Pinned, _) => writeln!(
-                    out,
-                    "  Signing key: {} (trusted: pinned in {})",
-                    show(t.keyid),
-                    t.pin_file.display()
-                ),
-                (KeyStatus::Mismatch, _) => writeln!(
-                    out,
-                    "  Signing key: {} NOT TRUSTED: the key pinned for this store is {}",
-                    show(t.keyid),
-                    show(t.pinned_keyid)
-                ),
-                (KeyStatus::Unpinned, _) => writeln!(
-                    out,
-                    "  Signing key: {} NOT TRUSTED: not pinned (`proofgraph key pin {}` once you checked it)",
-                    show(t.keyid),
-                    show(t.keyid)
-                ),
-                (KeyStatus::Unreadable, _) => writeln!(out, "  Signing key: unreadable"),
-                (KeyStatus::Absent, _) => writeln!(
-                    out,
-                    "  Signing key: none yet (the first prove makes one and pins it)"
-                ),
-            };
-            for k in &ps.trusted_keys {
-                let _ = writeln!(
-                    out,
-                    "  Trusted key {}: {}",
-                    k.name,
-                    k.keyid.as_deref().unwrap_or("invalid")
-                );
-            }
+            proof_store_lines(out, ps);
         }
         if let Some(cache) = &self.cache {
             let _ = writeln!(out, "Remote cache");
@@ -222,6 +120,117 @@ impl Payload for DoctorPayload {
                 None => writeln!(out, "  Proxy: none ({})", cache.proxy.reason),
             };
         }
+    }
+}
+
+/// The `Root` section, with the store when the root is one.
+fn root_lines(out: &mut String, root: &RootHealth, store: Option<&StoreHealth>) {
+    let _ = writeln!(out, "Root");
+    let _ = writeln!(out, "  Location: {}", root.root.path.display());
+    let _ = writeln!(
+        out,
+        "  OpenSpec root: {}",
+        if root.healthy { "ok" } else { "unhealthy" }
+    );
+    for d in &root.status {
+        let _ = writeln!(out, "  - {}", d.message);
+    }
+    if let Some(store) = store {
+        let note = if store.metadata.valid {
+            "metadata ok"
+        } else {
+            "metadata invalid"
+        };
+        let _ = writeln!(out, "  Store: {} ({note})", store.id);
+    }
+}
+
+/// The `Workspace` section.
+fn workspace_lines(out: &mut String, ws: &WorkspaceHealth) {
+    let _ = writeln!(out, "Workspace");
+    let _ = writeln!(
+        out,
+        "  Catalog: {}",
+        ws.catalog.unwrap_or("(none: one repository, `root`)")
+    );
+    for r in &ws.repositories {
+        let state = if r.exists { "ok" } else { "missing" };
+        let _ = writeln!(out, "  Repository {}: {} ({state})", r.id, r.path);
+    }
+    let _ = writeln!(out, "  Changes: {}", ws.changes);
+    for d in &ws.status {
+        let _ = writeln!(out, "  - {}", d.message);
+    }
+}
+
+/// The `Isolation` section.
+fn isolation_lines(out: &mut String, iso: &machine::IsolationHealth) {
+    let _ = writeln!(out, "Isolation");
+    let _ = match (&iso.reason, iso.user_namespace) {
+        (Some(reason), _) => writeln!(out, "  none: {reason}"),
+        (None, true) => writeln!(
+            out,
+            "  namespaces (network, PID, /tmp) via a user namespace"
+        ),
+        (None, false) => writeln!(out, "  namespaces (network, PID, /tmp)"),
+    };
+}
+
+/// The `Proof store` section: where, what it holds, the watcher and the keys.
+fn proof_store_lines(out: &mut String, ps: &machine::ProofStoreHealth) {
+    let _ = writeln!(out, "Proof store");
+    let _ = writeln!(
+        out,
+        "  Location: {}{}",
+        ps.path.display(),
+        if ps.exists { "" } else { " (not created yet)" }
+    );
+    let _ = writeln!(out, "  Receipts: {}", ps.receipts);
+    let _ = writeln!(
+        out,
+        "  Watcher: {}",
+        if ps.watcher {
+            "answering (`proofgraph watch`)"
+        } else {
+            "none (snapshots lstat every tracked file; `proofgraph watch` avoids that)"
+        }
+    );
+    let _ = writeln!(out, "  Signing key: {}", signing_key(&ps.trust));
+    for k in &ps.trusted_keys {
+        let _ = writeln!(
+            out,
+            "  Trusted key {}: {}",
+            k.name,
+            k.keyid.as_deref().unwrap_or("invalid")
+        );
+    }
+}
+
+/// The signing key and whether this store trusts it.
+fn signing_key(t: &crate::proof::trust::KeyReport) -> String {
+    let show = |k: Option<crate::proof::trust::KeyId>| k.map(|k| k.to_string()).unwrap_or_default();
+    match (t.state, &t.pinned_by) {
+        (KeyStatus::Pinned, Some(PinnedBy::TrustedKey { name })) => format!(
+            "{} (trusted: `{name}` in trustedKeys of proofgraph.yaml)",
+            show(t.keyid)
+        ),
+        (KeyStatus::Pinned, _) => format!(
+            "{} (trusted: pinned in {})",
+            show(t.keyid),
+            t.pin_file.display()
+        ),
+        (KeyStatus::Mismatch, _) => format!(
+            "{} NOT TRUSTED: the key pinned for this store is {}",
+            show(t.keyid),
+            show(t.pinned_keyid)
+        ),
+        (KeyStatus::Unpinned, _) => format!(
+            "{} NOT TRUSTED: not pinned (`proofgraph key pin {}` once you checked it)",
+            show(t.keyid),
+            show(t.keyid)
+        ),
+        (KeyStatus::Unreadable, _) => "unreadable".to_owned(),
+        (KeyStatus::Absent, _) => "none yet (the first prove makes one and pins it)".to_owned(),
     }
 }
 

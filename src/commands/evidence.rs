@@ -655,146 +655,57 @@ pub fn init(
         Err(all) => return Report::failed(all, Verdict::Invalid),
     };
     let mut status = loaded.notes.clone();
-    let mut from_specs: Option<ClaimsFromSpecs> = None;
-    let mut claims = loaded.claims();
-    if claims_from_specs {
-        let exists = loaded.change.has_evidence;
-        let drafted = if exists {
-            // Shown for reference only; the file keeps every byte.
-            let drafted = bootstrap::draft_claims(&loaded.change.dir);
-            ClaimsFromSpecs {
-                file: PathBuf::from(loaded.evidence_file()),
-                written: false,
-                exists: true,
-                specs: drafted.files,
-                claims: drafted.claims,
-                text: None,
-            }
-        } else {
-            let draft = match draft(&loaded) {
-                Ok(d) => d,
-                Err(all) => {
-                    let mut all = all;
-                    all.extend(status);
-                    diagnostic::sort(&mut all);
-                    return Report::failed(all, Verdict::Invalid);
-                }
-            };
-            claims = draft.claims;
-            ClaimsFromSpecs {
-                file: PathBuf::from(loaded.evidence_file()),
-                // Set once the file is created, after everything that can
-                // refuse the command has been worked out.
-                written: false,
-                exists: false,
-                specs: draft.drafted.files,
-                claims: draft.drafted.claims,
-                text: Some(draft.text),
-            }
-        };
-        from_specs = Some(drafted);
-    }
+    let (claims, mut from_specs) = match claims_for(&loaded, claims_from_specs) {
+        Ok(found) => found,
+        Err(mut all) => {
+            all.extend(status);
+            diagnostic::sort(&mut all);
+            return Report::failed(all, Verdict::Invalid);
+        }
+    };
     let detection = loaded.detect_for(&claims);
     let path = loaded.change.dir.join(EXECUTION_FILE);
     let shown = format!("openspec/changes/{}/{EXECUTION_FILE}", loaded.change.name);
-    let existing = if path.exists() {
-        match fs_err::read_to_string(&path) {
-            Ok(t) => Some(t),
-            Err(e) => {
-                return Report::failed(
-                    vec![Diagnostic::error(Code::FileUnreadable, e.to_string()).surface(&shown)],
-                    Verdict::Invalid,
-                );
-            }
-        }
-    } else {
-        None
-    };
-    let output = match bootstrap::init(existing.as_deref(), &detection) {
+    let output = match read_existing(&path, &shown)
+        .and_then(|existing| edit_execution(existing.as_deref(), &detection, &shown))
+    {
         Ok(o) => o,
-        Err(e) => {
-            return Report::failed(
-                vec![
-                    Diagnostic::error(
-                        Code::InitRefused,
-                        format!("`evidence init` cannot edit {shown}: {e}"),
-                    )
-                    .surface(&shown)
-                    .fix("Fix the file so `proofgraph validate` accepts it, or add the providers `evidence detect` proposes by hand."),
-                ],
-                Verdict::Invalid,
-            );
-        }
+        Err(d) => return Report::failed(vec![d], Verdict::Invalid),
     };
     status.extend(detection_notes(&detection));
-    let changed = !output.added.is_empty();
-    let mut written = false;
-    // evidence.yaml first: the providers are wired for its claims.
-    let mut created_evidence = false;
-    if write
-        && let Some(drafted) = from_specs.as_mut().filter(|d| !d.exists)
-        && let Some(text) = &drafted.text
-    {
-        if let Err(e) = create(&loaded.change.dir.join(EVIDENCE_FILE), text) {
-            status.push(
-                Diagnostic::error(Code::FileUnreadable, format!("failed to {e}"))
-                    .surface(&loaded.evidence_file())
-                    .fix("Check that the change directory is writable and that no evidence.yaml appeared meanwhile."),
-            );
-            return Report::failed(status, Verdict::Invalid);
-        }
-        drafted.written = true;
-        created_evidence = true;
-    }
-    if write && changed {
-        if let Err(e) = replace(&path, &output.text) {
-            status.push(
-                Diagnostic::error(Code::FileUnreadable, format!("failed to {e}"))
-                    .surface(&shown)
-                    .fix("Check that the change directory is writable."),
-            );
-            return Report::failed(status, Verdict::Invalid);
-        }
-        written = true;
-    }
     // The setup the added providers need (cargo's crates for `--offline`), in the catalog.
-    let catalog = catalog_setups(&loaded, &output.setups, &mut status);
-    let catalog = match catalog {
-        Some(mut c) if write && written => {
-            if let Err(e) = replace(&loaded.workspace.root.join(CATALOG_FILE), &c.text) {
-                status.push(
-                    Diagnostic::error(Code::FileUnreadable, format!("failed to {e}"))
-                        .surface(CATALOG_FILE)
-                        .fix("Check that the OpenSpec root's directory is writable, then add the setup `evidence init` showed to proofgraph.yaml."),
-                );
-                return Report::failed(status, Verdict::Invalid);
-            }
-            c.written = true;
-            Some(c)
-        }
-        other => other,
-    };
-    if written || created_evidence {
-        // What was written must load as cleanly as before.
-        let reloaded = loaded.workspace.load_change(&loaded.change.name);
-        status.extend(
-            reloaded
-                .diagnostics
-                .iter()
-                .filter(|d| !loaded.change.diagnostics.contains(d))
-                .cloned(),
-        );
+    let mut catalog = catalog_setups(&loaded, &output.setups, &mut status);
+    let writes = bootstrap::Writes::plan(
+        write,
+        from_specs.as_ref().is_some_and(|d| d.text.is_some()),
+        !output.added.is_empty(),
+        catalog.is_some(),
+    );
+    if let Err(d) = write_files(&loaded, writes, &from_specs, &output.text, &catalog) {
+        status.push(d);
+        return Report::failed(status, Verdict::Invalid);
+    }
+    let written = writes;
+    if let Some(drafted) = from_specs.as_mut() {
+        drafted.written = written.evidence;
+    }
+    if let Some(c) = catalog.as_mut() {
+        c.written = written.catalog;
+    }
+    if written.evidence || written.execution {
+        status.extend(new_findings(&loaded));
     }
     let verdict = if status.iter().any(Diagnostic::is_error) {
         Verdict::Invalid
     } else {
         Verdict::Success
     };
+    let changed = !output.added.is_empty();
     Report {
         payload: Some(InitPayload {
             change: Some(loaded.change.name.to_string()),
             file: Some(PathBuf::from(shown)),
-            written,
+            written: written.execution,
             added: output.added.iter().map(|p| p.to_string()).collect(),
             kept: output.kept.iter().map(|p| p.to_string()).collect(),
             skipped: output.skipped,
@@ -808,6 +719,118 @@ pub fn init(
         status,
         verdict,
     }
+}
+
+/// What the change says once loaded again that it did not say before: what was written
+/// must load as cleanly as before.
+fn new_findings(loaded: &Loaded) -> Vec<Diagnostic> {
+    let reloaded = loaded.workspace.load_change(&loaded.change.name);
+    reloaded
+        .diagnostics
+        .into_iter()
+        .filter(|d| !loaded.change.diagnostics.contains(d))
+        .collect()
+}
+
+/// The claims providers are detected for, and with `claims_from_specs` what was drafted
+/// from the delta specs: for reference only when `evidence.yaml` exists (it keeps every
+/// byte), else the draft whose claims are used (its `text` is what `--write` creates).
+fn claims_for(
+    loaded: &Loaded,
+    claims_from_specs: bool,
+) -> Result<(Vec<Claim>, Option<ClaimsFromSpecs>), Vec<Diagnostic>> {
+    let file = PathBuf::from(loaded.evidence_file());
+    if !claims_from_specs {
+        return Ok((loaded.claims(), None));
+    }
+    if loaded.change.has_evidence {
+        let drafted = bootstrap::draft_claims(&loaded.change.dir);
+        let shown = ClaimsFromSpecs {
+            file,
+            written: false,
+            exists: true,
+            specs: drafted.files,
+            claims: drafted.claims,
+            text: None,
+        };
+        return Ok((loaded.claims(), Some(shown)));
+    }
+    let draft = draft(loaded)?;
+    let shown = ClaimsFromSpecs {
+        file,
+        // Set once the file is created, after everything that can refuse the command has
+        // been worked out.
+        written: false,
+        exists: false,
+        specs: draft.drafted.files,
+        claims: draft.drafted.claims,
+        text: Some(draft.text),
+    };
+    Ok((draft.claims, Some(shown)))
+}
+
+/// The text of `execution.yaml` at `path`, when it exists.
+fn read_existing(path: &Path, shown: &str) -> Result<Option<String>, Diagnostic> {
+    if !path.exists() {
+        return Ok(None);
+    }
+    fs_err::read_to_string(path)
+        .map(Some)
+        .map_err(|e| Diagnostic::error(Code::FileUnreadable, e.to_string()).surface(shown))
+}
+
+/// `execution.yaml`'s text with the recommended providers added, or why it cannot be
+/// edited.
+fn edit_execution(
+    existing: Option<&str>,
+    detection: &Detection,
+    shown: &str,
+) -> Result<bootstrap::InitOutput, Diagnostic> {
+    bootstrap::init(existing, detection).map_err(|e| {
+        Diagnostic::error(
+            Code::InitRefused,
+            format!("`evidence init` cannot edit {shown}: {e}"),
+        )
+        .surface(shown)
+        .fix("Fix the file so `proofgraph validate` accepts it, or add the providers `evidence detect` proposes by hand.")
+    })
+}
+
+/// Writes what `writes` says, in its order: the drafted `evidence.yaml` (created, never
+/// replacing one), `execution.yaml`, then `proofgraph.yaml`'s setup (each replaced
+/// atomically). The first failure stops the rest.
+fn write_files(
+    loaded: &Loaded,
+    writes: bootstrap::Writes,
+    from_specs: &Option<ClaimsFromSpecs>,
+    execution: &str,
+    catalog: &Option<CatalogSetup>,
+) -> Result<(), Diagnostic> {
+    let failed = |e: String, at: &str, fix: &str| {
+        Diagnostic::error(Code::FileUnreadable, format!("failed to {e}"))
+            .surface(at)
+            .fix(fix)
+    };
+    if writes.evidence
+        && let Some(text) = from_specs.as_ref().and_then(|d| d.text.as_ref())
+    {
+        create(&loaded.change.dir.join(EVIDENCE_FILE), text).map_err(|e| {
+            failed(e, &loaded.evidence_file(), "Check that the change directory is writable and that no evidence.yaml appeared meanwhile.")
+        })?;
+    }
+    if writes.execution {
+        let shown = format!("openspec/changes/{}/{EXECUTION_FILE}", loaded.change.name);
+        replace(&loaded.change.dir.join(EXECUTION_FILE), execution)
+            .map_err(|e| failed(e, &shown, "Check that the change directory is writable."))?;
+    }
+    if writes.catalog
+        && let Some(c) = catalog
+    {
+        replace(&loaded.workspace.root.join(CATALOG_FILE), &c.text).map_err(|e| {
+            failed(e, CATALOG_FILE, "Check that the OpenSpec root's directory is writable, then add the setup `evidence init` showed to proofgraph.yaml.")
+        })?;
+    }
+    Ok(())
 }
 
 /// The payload of `evidence doctor`.
@@ -917,12 +940,22 @@ pub fn doctor(ctx: &Context, name: &str) -> Report<EvidenceDoctorPayload> {
         Ok(l) => l,
         Err(all) => return Report::failed(all, Verdict::Invalid),
     };
+    let repos = loaded.repos();
+    let providers = loaded.providers();
+    // Interpreters bootstrap cannot read answer for themselves.
+    let questions = bootstrap::python_questions(&repos, &providers);
+    let answers = crate::observe::interpreters::ask(
+        &questions,
+        ctx.path_var().map(|p| p.as_os_str()),
+        &ctx.env().vars,
+    );
+    let host = loaded.host.clone().with_python_imports(answers);
     let findings = bootstrap::doctor(
-        &loaded.repos(),
+        &repos,
         &loaded.claims(),
-        &loaded.providers(),
+        &providers,
         &loaded.services(),
-        &loaded.host,
+        &host,
         &loaded.last_runs(ctx),
     );
     let mut status = loaded.notes.clone();

@@ -10,9 +10,9 @@ use serde::Serialize;
 use crate::base::diagnostic::{Code, Diagnostic};
 use crate::present::exit::Verdict;
 use crate::present::output::{Payload, Report};
-use crate::proof::receipt::{self, ArtifactKind, Verified};
+use crate::proof::receipt;
 use crate::session::context::{Context, RootOutput};
-use crate::store::Sha256;
+use crate::session::provider_log;
 
 /// The payload of `log`.
 #[derive(Debug, Clone, Default, Serialize)]
@@ -66,13 +66,6 @@ impl Payload for LogPayload {
     }
 }
 
-fn failed(code: Code, message: String, fix: String) -> Report<LogPayload> {
-    Report::failed(
-        vec![Diagnostic::error(code, message).surface("log").fix(fix)],
-        Verdict::Invalid,
-    )
-}
-
 /// Runs `log`.
 pub fn run(
     ctx: &Context,
@@ -96,135 +89,38 @@ pub fn run(
         Some((id, graph.node(node).provider()?))
     }) else {
         let known: Vec<String> = graph.providers().map(|(id, _, _)| id.to_string()).collect();
-        return failed(
-            Code::UnknownProvider,
-            format!("change `{change}` has no provider `{provider}`"),
-            format!("Use one of: {}.", known.join(", ")),
+        return Report::failed(
+            vec![
+                Diagnostic::error(
+                    Code::UnknownProvider,
+                    format!("change `{change}` has no provider `{provider}`"),
+                )
+                .surface("log")
+                .fix(format!("Use one of: {}.", known.join(", "))),
+            ],
+            Verdict::Invalid,
         );
     };
     let name = &loaded.change.name;
-    let found: Option<Verified> = match receipt {
-        Some(text) => {
-            let Some(sha) = Sha256::parse(text.trim()) else {
-                return failed(
-                    Code::UsageError,
-                    format!("`{text}` is not a receipt's SHA-256 (64 lowercase hex digits)"),
-                    format!(
-                        "Pass the `sha256` of one of `{id}`'s receipts, as `prove --json` or `status --json` show it."
-                    ),
-                );
-            };
-            let Some(verified) = receipt::read(&store, &sha, &trusted) else {
-                return failed(
-                    Code::NoLog,
-                    format!("no verified receipt `{sha}` is in the store"),
-                    "Check the digest (`proofgraph receipt verify <sha256>` says why one does not count).".to_owned(),
-                );
-            };
-            if verified.proof.provider != id {
-                return failed(
-                    Code::NoLog,
-                    format!(
-                        "receipt `{sha}` records a run of `{}`, not of `{id}`",
-                        verified.proof.provider
-                    ),
-                    format!(
-                        "Run `proofgraph log {name} {}`, or pass a receipt of `{id}`.",
-                        verified.proof.provider
-                    ),
-                );
-            }
-            Some(verified)
-        }
-        // Its own receipt first: a discovery producer also writes its receiver's, from the
-        // same run, with the same log.
-        None => {
-            let mut outputs: Vec<_> = p.outputs.iter().collect();
-            outputs.sort_by_key(|o| o.under != id);
-            outputs.iter().find_map(|o| {
-                let sha = store.latest(name, &o.under, &o.capability)?;
-                receipt::read(&store, &sha, &trusted)
-            })
-        }
+    let kept = provider_log::receipt(&store, &trusted, name, &id, &p.outputs, receipt)
+        .and_then(|found| provider_log::kept(&store, found));
+    let kept = match kept {
+        Ok(kept) => kept,
+        Err(why) => return Report::failed(vec![why.diagnostic(name, &id)], Verdict::Invalid),
     };
-    let Some(found) = found else {
-        return failed(
-            Code::NoLog,
-            format!("`{id}` has no receipt yet, so no log is kept"),
-            format!("Run `proofgraph prove {name}`; its log is kept with its receipt."),
-        );
-    };
-    let Some(artifact) = found
-        .proof
-        .artifacts
-        .iter()
-        .find(|a| a.kind == ArtifactKind::CommandLog)
-    else {
-        return failed(
-            Code::NoLog,
-            format!(
-                "the receipt of `{id}` keeps no log: its `{}` adapter runs no command",
-                found.proof.adapter
-            ),
-            format!(
-                "Run `proofgraph receipt verify {}` to see what it records.",
-                found.sha256
-            ),
-        );
-    };
-    let Some(bytes) = store.get(&artifact.sha256) else {
-        return failed(
-            Code::NoLog,
-            format!(
-                "the log `{}` of `{id}`'s receipt is not in the store (or no longer intact)",
-                artifact.sha256
-            ),
-            format!(
-                "Run `proofgraph prove {name} --no-cache` to run `{id}` again and keep a new log."
-            ),
-        );
-    };
-    // The failing tests' messages, bound by the receipt's digest like the log.
-    let kept_failures = found
-        .proof
-        .artifacts
-        .iter()
-        .find(|a| a.kind == ArtifactKind::TestFailures);
-    let failures = match kept_failures {
-        None => None,
-        Some(artifact) => {
-            match store
-                .get(&artifact.sha256)
-                .and_then(|b| receipt::Failures::from_bytes(&b))
-            {
-                Some(failures) => Some(failures),
-                None => {
-                    return failed(
-                        Code::NoLog,
-                        format!(
-                            "the failing tests `{}` of `{id}`'s receipt are not in the store (or no longer intact)",
-                            artifact.sha256
-                        ),
-                        format!(
-                            "Run `proofgraph prove {name} --no-cache` to run `{id}` again and keep them anew."
-                        ),
-                    );
-                }
-            }
-        }
-    };
+    let (failures_sha256, failures) = kept.failures.unzip();
     Report {
         payload: Some(LogPayload {
             change: Some(name.to_string()),
             provider: Some(id.to_string()),
-            receipt: Some(found.sha256.to_hex()),
-            outcome: Some(found.proof.outcome),
-            finished_at: Some(found.proof.finished_at.clone()),
-            sha256: Some(artifact.sha256.to_hex()),
-            bytes: Some(bytes.len() as u64),
-            whole: artifact.whole,
-            log: Some(String::from_utf8_lossy(&bytes).into_owned()),
-            failures_sha256: kept_failures.map(|a| a.sha256.to_hex()),
+            receipt: Some(kept.receipt.sha256.to_hex()),
+            outcome: Some(kept.receipt.proof.outcome),
+            finished_at: Some(kept.receipt.proof.finished_at.clone()),
+            sha256: Some(kept.log.sha256.to_hex()),
+            bytes: Some(kept.bytes.len() as u64),
+            whole: kept.log.whole,
+            log: Some(String::from_utf8_lossy(&kept.bytes).into_owned()),
+            failures_sha256: failures_sha256.map(|sha| sha.to_hex()),
             failures,
             root: Some(loaded.root.clone()),
         }),

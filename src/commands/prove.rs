@@ -13,11 +13,13 @@ use crate::base::interrupt::Interrupt;
 use crate::decide::status::{self, Requirement};
 use crate::present::exit::Verdict;
 use crate::present::output::{Payload, Report};
-use crate::proof::receipt::Outcome;
+use crate::run::account;
 use crate::run::execute::{self, Plan, Stopped};
-use crate::run::{Progress, ProviderAction, ProviderRun, ReceiptView};
+use crate::run::{Progress, ProviderAction, ProviderRun};
 use crate::session::context::{Context, RootOutput};
-use crate::session::evaluate::{Keys, evaluate};
+use crate::session::evaluate::{Evaluated, Keys, evaluate};
+use crate::session::failures;
+use crate::store::Sha256;
 
 /// Options of `prove`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -130,24 +132,6 @@ impl Payload for ProvePayload {
     }
 }
 
-/// How many lines of a provider's log `prove` shows when it did not pass.
-const LOG_TAIL_LINES: usize = 15;
-
-/// The last `n` lines of a log that hold anything, each cut to 240 characters (a minified
-/// bundle's one line must not fill the terminal), as text.
-pub fn log_tail(log: &[u8], n: usize) -> Vec<String> {
-    let text = String::from_utf8_lossy(log);
-    let mut lines: Vec<String> = text
-        .lines()
-        .rev()
-        .filter(|l| !l.trim().is_empty())
-        .take(n)
-        .map(crate::session::failures::cut_line)
-        .collect();
-    lines.reverse();
-    lines
-}
-
 pub use crate::proof::receipt::RunIsolation;
 
 /// Runs `prove`. When a repository's files change between the snapshot and its sandbox
@@ -184,41 +168,14 @@ fn attempt(
         Err(all) => return Some(Report::failed(all, Verdict::Invalid)),
     };
     let name = e.loaded.change.name.clone();
-    let graph = &e.loaded.prepared.graph;
-    let stream = match &options.stream {
-        None => None,
-        Some(wanted) => {
-            match proofgraph_graph::ProviderId::parse(wanted)
-                .ok()
-                .filter(|id| graph.provider(id).is_some())
-            {
-                Some(id) => Some(id),
-                None => {
-                    let known: Vec<String> =
-                        graph.providers().map(|(id, _, _)| id.to_string()).collect();
-                    return Some(Report::failed(
-                    vec![
-                        crate::base::diagnostic::Diagnostic::error(
-                            crate::base::diagnostic::Code::UnknownProvider,
-                            format!("`--stream {wanted}`: change `{name}` has no provider `{wanted}`"),
-                        )
-                        .surface("prove.stream")
-                        .fix(format!("Use one of: {}.", known.join(", "))),
-                    ],
-                    Verdict::Invalid,
-                ));
-                }
-            }
-        }
+    let stream = match stream_provider(&e.loaded.prepared.graph, options.stream.as_deref(), &name) {
+        Ok(stream) => stream,
+        Err(d) => return Some(Report::failed(vec![d], Verdict::Invalid)),
     };
-    let key = e
-        .signing_key
-        .clone()
-        .expect("evaluate made or refused the signing key");
     // Leftovers of runs killed long ago (never a live run's files).
     e.store.sweep(std::time::Duration::from_secs(24 * 3600));
     let (wanted, reused) = crate::decide::reuse::wanted(
-        graph,
+        &e.loaded.prepared.graph,
         &e.fingerprints,
         &e.store,
         &e.trusted,
@@ -230,62 +187,57 @@ fn attempt(
     let jobs = options
         .jobs
         .unwrap_or_else(crate::session::load::default_jobs);
-    let bar = crate::present::output::ProgressBar::new(
-        crate::present::output::ProgressBar::stderr_is_terminal(ctx.env()),
-        crate::present::output::ProgressBar::width(ctx.env()),
-    )
-    .with_secrets(e.loaded.secrets.clone());
+    let bar = progress_bar(ctx, &e);
     bar.line(&format!(
         "prove {name}: {} to run, {} reused ({} sandbox, --jobs {jobs})",
         wanted.len(),
         reused.len(),
         e.mode.as_str()
     ));
-    let mut providers: Vec<ProviderRun> = Vec::new();
-    let mut unrecorded = Vec::new();
-    for (id, receipts) in &reused {
-        let verified: Vec<_> = receipts
-            .iter()
-            .filter_map(|sha| crate::proof::receipt::read(&e.store, sha, &e.trusted))
-            .collect();
-        if verified
-            .iter()
-            .any(crate::decide::reuse::executions_unrecorded)
-        {
-            unrecorded.push(id.clone());
+    let uploader = start_uploads(&mut e, !wanted.is_empty(), interrupt);
+    let run = Run {
+        ctx,
+        options,
+        e: &e,
+        wanted: &wanted,
+        run_id: &run_id,
+        jobs,
+        stream,
+        upload: uploader.as_ref().and_then(|u| u.sender()),
+        interrupt,
+        bar: &bar,
+    };
+    let ran = match run.ran(last) {
+        Ok(ran) => ran,
+        Err(None) => {
+            bar.line("prove: the inputs changed while the sandbox was made; observing them again");
+            e.release();
+            return None;
         }
-        let views = verified
-            .into_iter()
-            .map(|v| ReceiptView {
-                receipt: v.proof.receipt.clone(),
-                capability: v.proof.capability.clone(),
-                outcome: v.proof.outcome,
-                reason: v.proof.reason.clone(),
-                sha256: v.sha256,
-            })
-            .collect();
-        let from_remote = receipts
-            .iter()
-            .any(|sha| e.pulled.iter().any(|(_, pulled)| pulled == sha));
-        providers.push(ProviderRun {
-            provider: id.to_string(),
-            action: ProviderAction::Reused,
-            reason: from_remote.then(|| "its receipt came from the remote cache".to_owned()),
-            duration_ms: None,
-            receipts: views,
-            log: None,
-            log_tail: Vec::new(),
-            failures: Default::default(),
-            result: None,
-        });
-    }
-    let pulled = e.pulled.len();
-    // Receipts this run writes are uploaded while it goes on, when the policy writes the
-    // remote and something runs (a no-op starts no upload thread).
-    let uploader = e
-        .remote
+        Err(Some(all)) => return Some(Report::failed(all, Verdict::Invalid)),
+    };
+    Some(finish(e, options, &reused, ran, uploader, run_id))
+}
+
+/// The progress lines on stderr, redacted with the change's secrets.
+fn progress_bar(ctx: &Context, e: &Evaluated) -> crate::present::output::ProgressBar {
+    crate::present::output::ProgressBar::new(
+        crate::present::output::ProgressBar::stderr_is_terminal(ctx.env()),
+        crate::present::output::ProgressBar::width(ctx.env()),
+    )
+    .with_secrets(e.loaded.secrets.clone())
+}
+
+/// Receipts this run writes are uploaded while it goes on, when the policy writes the
+/// remote and something `runs` (a no-op starts no upload thread).
+fn start_uploads(
+    e: &mut Evaluated,
+    runs: bool,
+    interrupt: &Interrupt,
+) -> Option<crate::proof::remote::Uploader> {
+    e.remote
         .take()
-        .filter(|r| r.policy.pushes() && !wanted.is_empty() && !interrupt.is_set())
+        .filter(|r| r.policy.pushes() && runs && !interrupt.is_set())
         .map(|r| {
             crate::proof::remote::Uploader::start(
                 r.cache,
@@ -293,60 +245,181 @@ fn attempt(
                 e.trusted.clone(),
                 Some(interrupt.clone()),
             )
-        });
+        })
+}
+
+/// The report once the run is over (the evaluation released): every provider accounted
+/// for, the requirements afterwards, the summary, the verdict, and what was found on the
+/// way, in order: loading, reuse, the run, the uploads, an interrupt.
+fn finish(
+    e: Evaluated,
+    options: &ProveOptions,
+    reused: &BTreeMap<proofgraph_graph::ProviderId, Vec<Sha256>>,
+    ran: Ran,
+    uploader: Option<crate::proof::remote::Uploader>,
+    run_id: String,
+) -> Report<ProvePayload> {
+    let pulled: Vec<Sha256> = e.pulled.iter().map(|(_, sha)| *sha).collect();
+    let account::Reused {
+        runs: mut providers,
+        unrecorded,
+    } = account::reused(&e.store, &e.trusted, &pulled, reused);
     let mut diagnostics = e.loaded.notes.clone();
     diagnostics.extend(e.loaded.secret_warnings.clone());
     diagnostics.extend(e.loaded.prepared.warnings.clone());
     diagnostics.extend(e.observed.warnings.clone());
     diagnostics.extend(crate::decide::reuse::unrecorded_executions(&unrecorded));
-    let mut isolation = None;
-    let mut interrupted = interrupt.is_set();
-    let mut inputs_changed = false;
-    if interrupted {
-        // A signal before anything started: nothing ran.
-        for id in &wanted {
-            providers.push(ProviderRun {
-                provider: graph.node(*id).name.clone(),
-                action: ProviderAction::Interrupted,
-                reason: Some("the run was interrupted before it started".to_owned()),
-                duration_ms: None,
-                receipts: Vec::new(),
-                log: None,
-                log_tail: Vec::new(),
-                failures: Default::default(),
-                result: None,
+    providers.extend(ran.providers);
+    diagnostics.extend(ran.diagnostics);
+    let ending = account::Ending {
+        interrupted: ran.interrupted,
+        inputs_changed: ran.inputs_changed,
+        shard: options.shard,
+    };
+    let traffic = account::Traffic {
+        pulled: pulled.len(),
+        pushed: uploader.map(|uploader| {
+            let pushed = uploader.finish();
+            diagnostics.extend(pushed.warnings);
+            (pushed.receipts, pushed.failed)
+        }),
+    };
+    let payload = conclude(&e, reused, providers, traffic);
+    let graph = &e.loaded.prepared.graph;
+    let verdict = account::verdict(graph, &payload.providers, &payload.requirements, ending);
+    if ending.interrupted {
+        diagnostics.push(
+            crate::base::diagnostic::Diagnostic::error(
+                crate::base::diagnostic::Code::Interrupted,
+                "prove was interrupted; every process of the run was stopped",
+            )
+            .surface("prove")
+            .fix("Run prove again; finished receipts are kept and reused."),
+        );
+    }
+    e.release();
+    Report {
+        payload: Some(ProvePayload {
+            run_id: Some(run_id),
+            isolation: ran.isolation,
+            ..payload
+        }),
+        status: diagnostics,
+        verdict,
+    }
+}
+
+/// `--stream <provider>`, when given: a provider of the change, or the diagnostic naming
+/// the ones it has.
+fn stream_provider(
+    graph: &proofgraph_graph::SealedGraph,
+    wanted: Option<&str>,
+    change: &proofgraph_graph::ChangeName,
+) -> Result<Option<proofgraph_graph::ProviderId>, crate::base::diagnostic::Diagnostic> {
+    let Some(wanted) = wanted else {
+        return Ok(None);
+    };
+    match proofgraph_graph::ProviderId::parse(wanted)
+        .ok()
+        .filter(|id| graph.provider(id).is_some())
+    {
+        Some(id) => Ok(Some(id)),
+        None => {
+            let known: Vec<String> = graph.providers().map(|(id, _, _)| id.to_string()).collect();
+            Err(crate::base::diagnostic::Diagnostic::error(
+                crate::base::diagnostic::Code::UnknownProvider,
+                format!("`--stream {wanted}`: change `{change}` has no provider `{wanted}`"),
+            )
+            .surface("prove.stream")
+            .fix(format!("Use one of: {}.", known.join(", "))))
+        }
+    }
+}
+
+/// What running the wanted providers gave.
+#[derive(Default)]
+struct Ran {
+    isolation: Option<RunIsolation>,
+    interrupted: bool,
+    inputs_changed: bool,
+    providers: Vec<ProviderRun>,
+    diagnostics: Vec<crate::base::diagnostic::Diagnostic>,
+}
+
+/// What the executor is handed for one attempt.
+struct Run<'a> {
+    ctx: &'a Context,
+    options: &'a ProveOptions,
+    e: &'a Evaluated,
+    wanted: &'a std::collections::BTreeSet<proofgraph_graph::NodeId>,
+    run_id: &'a str,
+    jobs: NonZeroUsize,
+    stream: Option<proofgraph_graph::ProviderId>,
+    upload: Option<tokio::sync::mpsc::UnboundedSender<Sha256>>,
+    interrupt: &'a Interrupt,
+    bar: &'a crate::present::output::ProgressBar,
+}
+
+impl Run<'_> {
+    /// What running the wanted providers gave: nothing when a signal came first (each
+    /// wanted provider says so) or nothing is wanted, else [`Run::execute`].
+    fn ran(self, last: bool) -> Result<Ran, Option<Vec<crate::base::diagnostic::Diagnostic>>> {
+        if self.interrupt.is_set() {
+            return Ok(Ran {
+                interrupted: true,
+                providers: account::not_run(
+                    &self.e.loaded.prepared.graph,
+                    self.wanted,
+                    ProviderAction::Interrupted,
+                    account::INTERRUPTED_BEFORE_START,
+                ),
+                ..Ran::default()
             });
         }
-    } else if !wanted.is_empty() {
+        if self.wanted.is_empty() {
+            return Ok(Ran::default());
+        }
+        self.execute(last)
+    }
+
+    /// Runs the wanted providers. `Err(None)`: the inputs changed under the sandbox and
+    /// this is not the `last` attempt; `Err(Some(_))`: the run could not be made.
+    fn execute(self, last: bool) -> Result<Ran, Option<Vec<crate::base::diagnostic::Diagnostic>>> {
+        let e = self.e;
+        let graph = &e.loaded.prepared.graph;
         // What a run derives from its jobs names files relative to their repository, never
         // inside this run's sandboxes.
         let shown = e.loaded.secrets.with_rewrites(crate::run::path_rewrites(
             &e.store,
-            &run_id,
+            self.run_id,
             &e.loaded.workspace,
             e.mode,
-            wanted.len() + graph.services().count(),
+            self.wanted.len() + graph.services().count(),
         ));
+        let bar = self.bar;
         let plan = Plan {
             graph,
-            change: &name,
+            change: &e.loaded.change.name,
             workspace: &e.loaded.workspace,
             observed: &e.observed,
             fingerprints: &e.fingerprints,
             store: &e.store,
-            key: &key,
+            key: e
+                .signing_key
+                .as_ref()
+                .expect("evaluate made or refused the signing key"),
             mode: e.mode,
-            jobs,
-            keep_going: options.keep_going,
-            keep_sandbox: options.keep_sandbox,
-            isolation: options.isolation,
-            env: ctx.env(),
-            interrupt,
-            run_id: &run_id,
+            jobs: self.jobs,
+            keep_going: self.options.keep_going,
+            keep_sandbox: self.options.keep_sandbox,
+            isolation: self.options.isolation,
+            env: self.ctx.env(),
+            interrupt: self.interrupt,
+            run_id: self.run_id,
             secrets: &shown,
-            heartbeat: Some(std::time::Duration::from_secs(options.heartbeat)),
-            stream: stream.clone(),
-            upload: uploader.as_ref().and_then(|u| u.sender()),
+            heartbeat: Some(std::time::Duration::from_secs(self.options.heartbeat)),
+            stream: self.stream,
+            upload: self.upload,
             trees: None,
             progress: &|p: Progress<'_>| match p {
                 Progress::Line(line) => bar.line(&line.to_string()),
@@ -357,213 +430,72 @@ fn attempt(
                 } => bar.status(done, total, running),
             },
         };
-        let executed = execute::execute(&plan, &wanted);
+        let executed = execute::execute(&plan, self.wanted);
         bar.finish();
         match executed {
-            Ok(executed) => {
-                isolation = executed.isolation.as_ref().map(|i| {
+            Ok(executed) => Ok(Ran {
+                isolation: executed.isolation.as_ref().map(|i| {
                     if i.is_isolated() {
                         RunIsolation::Namespaces
                     } else {
                         RunIsolation::None
                     }
-                });
-                interrupted = executed.interrupted;
-                providers.extend(executed.providers);
-                diagnostics.extend(executed.diagnostics);
-            }
-            Err(Stopped::InputsChanged(_)) if !last => {
-                bar.line(
-                    "prove: the inputs changed while the sandbox was made; observing them again",
-                );
-                e.release();
-                return None;
-            }
-            Err(Stopped::InputsChanged(all)) => {
-                inputs_changed = true;
-                diagnostics.extend(all);
-                for id in &wanted {
-                    providers.push(ProviderRun {
-                        provider: graph.node(*id).name.clone(),
-                        action: ProviderAction::NotRun,
-                        reason: Some(
-                            "error: its inputs changed while its sandbox was made, twice; nothing was judged against a fingerprint they no longer have".to_owned(),
-                        ),
-                        duration_ms: None,
-                        receipts: Vec::new(),
-                        log: None,
-                        log_tail: Vec::new(),
-                        failures: Default::default(),
-                        result: None,
-                    });
-                }
-            }
-            Err(Stopped::Failed(all)) => return Some(Report::failed(all, Verdict::Invalid)),
+                }),
+                interrupted: executed.interrupted,
+                inputs_changed: false,
+                providers: executed.providers,
+                diagnostics: executed.diagnostics,
+            }),
+            Err(Stopped::InputsChanged(_)) if !last => Err(None),
+            Err(Stopped::InputsChanged(all)) => Ok(Ran {
+                inputs_changed: true,
+                providers: account::not_run(
+                    graph,
+                    self.wanted,
+                    ProviderAction::NotRun,
+                    account::INPUTS_CHANGED_TWICE,
+                ),
+                diagnostics: all,
+                ..Ran::default()
+            }),
+            Err(Stopped::Failed(all)) => Err(Some(all)),
         }
     }
-    // A discovery receiver is never run on its own: its receipt comes from its producer's
-    // run (when that ran; when it was reused, so was the receiver).
-    for (id, node, _) in graph.providers() {
-        let producers: Vec<String> = graph
-            .producers_of(node)
-            .into_iter()
-            .map(|n| graph.node(n).name.clone())
-            .collect();
-        if producers.is_empty() || reused.contains_key(id) {
-            continue;
-        }
-        let receipts: Vec<ReceiptView> = providers
-            .iter()
-            .filter(|run| producers.contains(&run.provider))
-            .flat_map(|run| run.receipts.iter())
-            .filter(|r| r.receipt == *id)
-            .cloned()
-            .collect();
-        let via: Vec<String> = producers.iter().map(|p| format!("`{p}`")).collect();
-        providers.push(ProviderRun {
-            provider: id.to_string(),
-            action: ProviderAction::Produced,
-            reason: Some(format!(
-                "its receipt comes from the run of {}",
-                via.join(", ")
-            )),
-            duration_ms: None,
-            receipts,
-            log: None,
-            log_tail: Vec::new(),
-            failures: Default::default(),
-            result: None,
-        });
-    }
+}
+
+/// The payload once the run is over: every provider accounted for (the discovery
+/// receivers' rows, the end of each failed log), the requirements afterwards and the
+/// summary.
+fn conclude(
+    e: &Evaluated,
+    reused: &BTreeMap<proofgraph_graph::ProviderId, Vec<Sha256>>,
+    mut providers: Vec<ProviderRun>,
+    traffic: account::Traffic,
+) -> ProvePayload {
+    let graph = &e.loaded.prepared.graph;
+    let name = &e.loaded.change.name;
+    let produced = account::produced(graph, reused, &providers);
+    providers.extend(produced);
     providers.sort_by(|a, b| a.provider.cmp(&b.provider));
     // What a person reads first about a failure: the end of its log.
-    for run in &mut providers {
-        let passed = run.receipts.iter().all(|r| r.outcome == Outcome::Pass);
-        if run.action == ProviderAction::Ran
-            && !passed
-            && let Some(log) = run.log.and_then(|sha| e.store.get(&sha))
-        {
-            run.log_tail = log_tail(&log, LOG_TAIL_LINES);
+    for run in providers.iter_mut().filter(|run| account::shows_log(run)) {
+        if let Some(log) = run.log.and_then(|sha| e.store.get(&sha)) {
+            run.log_tail = failures::log_tail(&log, failures::LOG_TAIL_LINES);
         }
     }
-    let mut requirements =
-        status::requirements(graph, &e.fingerprints, &e.store, &e.trusted, &name);
-    // A requirement none of whose providers got to run in this prove says why this run
-    // skipped them, not what an earlier receipt was for.
-    for r in &mut requirements {
-        if r.state == status::State::Passed || r.evidence.is_empty() {
-            continue;
-        }
-        let skipped: Option<Vec<&str>> = r
-            .evidence
-            .iter()
-            .map(|ev| {
-                providers
-                    .iter()
-                    .find(|p| p.provider == ev.provider)
-                    .filter(|p| {
-                        matches!(
-                            p.action,
-                            ProviderAction::Blocked | ProviderAction::Interrupted
-                        )
-                    })
-                    .and_then(|p| p.reason.as_deref())
-            })
-            .collect();
-        if let Some(first) = skipped.and_then(|reasons| reasons.first().copied()) {
-            r.reason = Some(first.to_owned());
-            for ev in &mut r.evidence {
-                ev.reason = Some(first.to_owned());
-            }
-        }
+    let mut requirements = status::requirements(graph, &e.fingerprints, &e.store, &e.trusted, name);
+    account::explain_skipped(&mut requirements, &providers);
+    let summary = account::summary(&requirements, &providers, traffic);
+    ProvePayload {
+        change: Some(name.to_string()),
+        run_id: None,
+        sandbox: Some(e.mode),
+        isolation: None,
+        providers,
+        requirements,
+        summary,
+        root: Some(e.loaded.root.clone()),
     }
-    let mut summary = super::status::summary(&requirements);
-    if pulled > 0 {
-        summary.insert("pulled", pulled);
-    }
-    if let Some(uploader) = uploader {
-        let pushed = uploader.finish();
-        summary.insert("pushed", pushed.receipts);
-        if pushed.failed > 0 {
-            summary.insert("push_failed", pushed.failed);
-        }
-        diagnostics.extend(pushed.warnings);
-    }
-    summary.insert(
-        "ran",
-        providers
-            .iter()
-            .filter(|p| p.action == ProviderAction::Ran)
-            .count(),
-    );
-    summary.insert(
-        "reused",
-        providers
-            .iter()
-            .filter(|p| p.action == ProviderAction::Reused)
-            .count(),
-    );
-    let verdict = if interrupted {
-        diagnostics.push(
-            crate::base::diagnostic::Diagnostic::error(
-                crate::base::diagnostic::Code::Interrupted,
-                "prove was interrupted; every process of the run was stopped",
-            )
-            .surface("prove")
-            .fix("Run prove again; finished receipts are kept and reused."),
-        );
-        Verdict::Interrupted
-    } else if providers
-        .iter()
-        .any(|p| p.result == Some(crate::run::Mark::CouldNotStart))
-    {
-        // A command that cannot start is a configuration problem, not a result.
-        Verdict::Invalid
-    } else if inputs_changed
-        || providers
-            .iter()
-            .flat_map(|p| &p.receipts)
-            .any(|r| matches!(r.outcome, Outcome::Fail | Outcome::Error))
-    {
-        Verdict::Failed
-    } else if let Some((i, n)) = options.shard {
-        // A shard answers for its own providers: the others are other jobs' to run, and
-        // `status` after every shard gives the change's verdict.
-        let mine: std::collections::BTreeSet<String> =
-            proofgraph_graph::schedule::shard(graph, i, n)
-                .into_iter()
-                .map(|id| graph.node(id).name.clone())
-                .collect();
-        let unproven = requirements
-            .iter()
-            .flat_map(|r| &r.evidence)
-            .filter(|ev| mine.contains(&ev.provider))
-            .any(|ev| ev.state != status::State::Passed);
-        if unproven {
-            Verdict::Unproven
-        } else {
-            Verdict::Success
-        }
-    } else {
-        super::status::verdict(&requirements)
-    };
-    let sandbox = e.mode;
-    let root = e.loaded.root.clone();
-    e.release();
-    Some(Report {
-        payload: Some(ProvePayload {
-            change: Some(name.to_string()),
-            run_id: Some(run_id),
-            sandbox: Some(sandbox),
-            isolation,
-            providers,
-            requirements,
-            summary,
-            root: Some(root),
-        }),
-        status: diagnostics,
-        verdict,
-    })
 }
 
 /// The document of a `prove` interrupted before it could evaluate the change.

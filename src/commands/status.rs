@@ -75,33 +75,7 @@ impl Payload for StatusPayload {
     }
 }
 
-/// The verdict for a set of requirements: every one passed → success; any
-/// failed → failed; otherwise not everything is proven.
-pub fn verdict(requirements: &[Requirement]) -> Verdict {
-    match status::overall(requirements) {
-        State::Passed => Verdict::Success,
-        State::Failed => Verdict::Failed,
-        State::Inconclusive | State::Stale | State::Pending => Verdict::Unproven,
-    }
-}
-
-/// Counts per state, every state present.
-pub fn summary(requirements: &[Requirement]) -> BTreeMap<&'static str, usize> {
-    let mut out: BTreeMap<&'static str, usize> = [
-        State::Passed,
-        State::Failed,
-        State::Inconclusive,
-        State::Stale,
-        State::Pending,
-    ]
-    .iter()
-    .map(|s| (s.as_str(), 0))
-    .collect();
-    for r in requirements {
-        *out.entry(r.state.as_str()).or_default() += 1;
-    }
-    out
-}
+pub use crate::decide::status::{summary, verdict};
 
 /// Runs `status`.
 ///

@@ -17,6 +17,7 @@ use proofgraph_graph::{CapabilityName, ChangeName, ProviderId, RepoId, SealedGra
 use serde::Serialize;
 
 use crate::attest::envelope::TrustedKey;
+use crate::present::exit::Verdict;
 use crate::proof::receipt::{self, Outcome, Verified};
 use crate::store::{Sha256, Store};
 
@@ -410,4 +411,78 @@ pub fn verify_current(
 /// The state of the whole change, for the exit code.
 pub fn overall(requirements: &[Requirement]) -> State {
     combine(requirements.iter().map(|r| r.state))
+}
+
+/// The verdict for a set of requirements: every one passed → success; any
+/// failed → failed; otherwise not everything is proven.
+pub fn verdict(requirements: &[Requirement]) -> Verdict {
+    match overall(requirements) {
+        State::Passed => Verdict::Success,
+        State::Failed => Verdict::Failed,
+        State::Inconclusive | State::Stale | State::Pending => Verdict::Unproven,
+    }
+}
+
+/// Counts per state, every state present.
+pub fn summary(requirements: &[Requirement]) -> BTreeMap<&'static str, usize> {
+    let mut out: BTreeMap<&'static str, usize> = [
+        State::Passed,
+        State::Failed,
+        State::Inconclusive,
+        State::Stale,
+        State::Pending,
+    ]
+    .iter()
+    .map(|s| (s.as_str(), 0))
+    .collect();
+    for r in requirements {
+        *out.entry(r.state.as_str()).or_default() += 1;
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn requirement(state: State) -> Requirement {
+        Requirement {
+            claim: "c".to_owned(),
+            capability: "test".to_owned(),
+            state,
+            evidence: Vec::new(),
+            reason: None,
+        }
+    }
+
+    #[test]
+    fn the_verdict_is_success_only_when_every_requirement_passed() {
+        let of =
+            |states: &[State]| verdict(&states.iter().map(|s| requirement(*s)).collect::<Vec<_>>());
+        assert_eq!(of(&[State::Passed, State::Passed]), Verdict::Success);
+        assert_eq!(of(&[State::Passed, State::Failed]), Verdict::Failed);
+        assert_eq!(of(&[State::Failed, State::Pending]), Verdict::Failed);
+        for unproven in [State::Inconclusive, State::Stale, State::Pending] {
+            assert_eq!(of(&[State::Passed, unproven]), Verdict::Unproven);
+        }
+    }
+
+    #[test]
+    fn the_summary_counts_every_state_and_names_them_all() {
+        let counts = summary(&[
+            requirement(State::Passed),
+            requirement(State::Passed),
+            requirement(State::Stale),
+        ]);
+        assert_eq!(
+            counts.into_iter().collect::<Vec<_>>(),
+            [
+                ("failed", 0),
+                ("inconclusive", 0),
+                ("passed", 2),
+                ("pending", 0),
+                ("stale", 1)
+            ]
+        );
+    }
 }

@@ -4,6 +4,7 @@
 pub mod git_id;
 pub mod inputs;
 pub mod listing;
+pub mod interpreters;
 pub mod programs;
 pub mod rebuild;
 pub mod record;

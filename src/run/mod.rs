@@ -2,6 +2,7 @@
 //! repository setup. `execute` is the entry point; the files beside it each hold one part
 //! of it (see ARCHITECTURE.md's code map).
 
+pub mod account;
 mod artifacts;
 mod command;
 mod conclude;

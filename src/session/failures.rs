@@ -1,5 +1,6 @@
 //! The failing tests of a run as the commands show them (`prove` after `failing:`, `log`
-//! after the log): each test's name, then what its runner attached, line by line.
+//! after the log): each test's name, then what its runner attached, line by line; and the
+//! end of a failed provider's log, which `prove` shows first.
 
 use std::fmt::Write as _;
 
@@ -37,10 +38,43 @@ pub fn cut_line(line: &str) -> String {
     }
 }
 
+/// How many lines of a provider's log `prove` shows when it did not pass.
+pub const LOG_TAIL_LINES: usize = 15;
+
+/// The last `n` lines of a log that hold anything, each cut to 240 characters, as text.
+pub fn log_tail(log: &[u8], n: usize) -> Vec<String> {
+    let text = String::from_utf8_lossy(log);
+    let mut lines: Vec<String> = text
+        .lines()
+        .rev()
+        .filter(|l| !l.trim().is_empty())
+        .take(n)
+        .map(cut_line)
+        .collect();
+    lines.reverse();
+    lines
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::proof::receipt::Failure;
+
+    #[test]
+    fn a_log_tail_is_its_last_lines_that_hold_anything_each_cut() {
+        let log = format!("one\n\ntwo  \n   \nthree\n{}\n\n", "y".repeat(250));
+        assert_eq!(
+            log_tail(log.as_bytes(), 3),
+            [
+                "two".to_owned(),
+                "three".to_owned(),
+                format!("{}…", "y".repeat(240))
+            ]
+        );
+        assert_eq!(log_tail(b"only\n", 15), ["only"]);
+        assert!(log_tail(b"\n \n", 15).is_empty());
+        assert_eq!(log_tail(b"a\xffb", 1), ["a\u{fffd}b"]);
+    }
 
     #[test]
     fn each_test_then_its_lines_then_how_many_were_left_out() {

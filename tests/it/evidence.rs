@@ -169,6 +169,75 @@ fn init_write_then_prove_a_vitest_project() {
     init_then_prove(&sb, 2);
 }
 
+/// commander.js's shape (issue 27): `npm test` is `node --test && npm run check:type:ts`,
+/// and package.json declares devDependencies the tests never import. `init --write` wires
+/// the real `node --test` with its reporter flags (not `npm run test -- …`, whose flags
+/// would reach the type check), `doctor` asks for no `node_modules`, and the real node
+/// proves the claim with its tests counted — no `npm install` anywhere.
+#[test]
+fn init_write_then_prove_node_test_before_the_end_of_an_npm_test_chain() {
+    let sb = Sandbox::new();
+    change(&sb);
+    sb.write(
+        "package.json",
+        r#"{"name": "demo", "main": "./index.js", "scripts": {"test": "node --test && npm run check:type:ts", "check:type:ts": "tsc --noEmit"}, "devDependencies": {"typescript": "^5.4.0", "eslint": "^9.0.0"}}
+"#,
+    );
+    sb.write("package-lock.json", "{\"lockfileVersion\": 3}\n");
+    sb.write("index.js", "exports.sum = (a, b) => a + b;\n");
+    sb.write(
+        "tests/sum.test.js",
+        "const test = require('node:test');\nconst assert = require('node:assert');\nconst { sum } = require('../');\n\ntest('adds', () => assert.equal(sum(1, 2), 3));\ntest('adds negatives', () => assert.equal(sum(-1, -2), -3));\n",
+    );
+    sb.write(
+        "eslint.config.js",
+        "import js from 'eslint';\nexport default [js];\n",
+    );
+    sb.write(".gitignore", "node_modules/\ntest-results/\n");
+    git_commit_all(&sb.work());
+    let detect = run(&sb, &["evidence", "detect", "add-x", "--json"]);
+    detect.expect_code(0);
+    let doc = detect.json();
+    let test = doc["candidates"]
+        .as_array()
+        .expect("candidates")
+        .iter()
+        .find(|c| c["name"] == "test")
+        .expect("a test candidate");
+    assert_eq!(test["recommended"], true, "{test:#}");
+    let argv: Vec<&str> = test["provider"]["command"]
+        .as_array()
+        .expect("an argv")
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert_eq!(
+        argv[4..],
+        [
+            "node",
+            "--test-reporter=tap",
+            "--test-reporter-destination=test-results/node-test.tap",
+            "--test"
+        ],
+        "{argv:?}"
+    );
+    assert!(!argv.contains(&"npm"), "{argv:?}");
+    init_then_prove(&sb, 2);
+    assert!(
+        !sb.work().join("node_modules").exists(),
+        "nothing was installed"
+    );
+    // A test that does import a declared package needs node_modules: doctor says so.
+    sb.write(
+        "tests/types.test.js",
+        "const ts = require('typescript');\nrequire('node:test')('has ts', () => {});\n",
+    );
+    git_commit_all(&sb.work());
+    let doctor = run(&sb, &["evidence", "doctor", "add-x", "--json"]);
+    doctor.expect_code(2);
+    assert_codes!(doctor.status_codes(), ["dependencies_not_installed"]);
+}
+
 #[test]
 fn init_keeps_an_existing_json_file_json_and_its_providers_byte_for_byte() {
     let sb = Sandbox::new();
@@ -1239,6 +1308,89 @@ fn doctor_names_a_python_module_the_interpreter_cannot_import() {
             .status_codes()
             .contains(&"python_module_missing".to_owned()),
         "installed in the venv"
+    );
+}
+
+/// `python3 -m pytest` through a shim (pyenv's, asdf's): bootstrap cannot read a script,
+/// so doctor used to judge nothing and say "nothing stands between the change and a proof
+/// run" when the interpreter behind it could not import pytest (issue 27). The interpreter
+/// is asked now: a real venv without pytest is named, with its own path; the pinned test
+/// tools' venv, which has it, clears the finding.
+#[test]
+fn doctor_asks_a_shimmed_interpreter_whether_it_can_import_the_module() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let sb = Sandbox::new();
+    change(&sb);
+    sb.write(
+        "openspec/changes/add-x/execution.yaml",
+        "version: 1\nproviders:\n  test:\n    adapter: test-discovery\n    command: [sh, -c, \"mkdir -p test-results && exec \\\"$@\\\"\", sh, python3, -B, -m, pytest, --junitxml=test-results/p.xml]\n    report: test-results/p.xml\n    reportFormat: junit\n",
+    );
+    git_commit_all(&sb.work());
+    let bare = sb.path().join("bare-venv");
+    let made = std::process::Command::new("python3")
+        .args(["-m", "venv", "--without-pip"])
+        .arg(&bare)
+        .status()
+        .expect("python3 runs");
+    assert!(made.success(), "python3 -m venv made {}", bare.display());
+    let shims = sb.path().join("shims");
+    fs_err::create_dir_all(&shims).expect("mkdir");
+    let shim_to = |python: &std::path::Path| {
+        let shim = shims.join("python3");
+        fs_err::write(
+            &shim,
+            format!("#!/bin/sh\nexec '{}' \"$@\"\n", python.display()),
+        )
+        .expect("write");
+        fs_err::set_permissions(&shim, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    };
+    let path = format!(
+        "{}:{}",
+        shims.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let doctor = |json: bool| {
+        let mut args = vec!["evidence", "doctor", "add-x"];
+        if json {
+            args.push("--json");
+        }
+        run_with(&sb, &args, &[("PATH", path.as_str())])
+    };
+    shim_to(&bare.join("bin/python3"));
+    let found = doctor(true);
+    found.expect_code(2);
+    assert_codes!(found.status_codes(), ["python_module_missing"]);
+    let d = &found.json()["status"][0];
+    assert_eq!(d["target"], "openspec/changes/add-x/execution.yaml:3:3");
+    let message = d["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("cannot import `pytest` (asked in the repository")
+            && message.contains(&format!("({}", bare.display())),
+        "{message}"
+    );
+    let human = doctor(false);
+    human.expect_code(2);
+    assert!(
+        !human.stdout.contains("nothing stands between"),
+        "{}",
+        human.stdout
+    );
+    assert!(
+        human.stdout.contains("add-x: 1 finding"),
+        "{}",
+        human.stdout
+    );
+    // An interpreter that has pytest: nothing stands in the way.
+    shim_to(&crate::support::python_tools_venv().join("bin/python3"));
+    let clear = doctor(false);
+    clear.expect_code(0);
+    assert!(
+        clear
+            .stdout
+            .contains("add-x: nothing stands between the change and a proof run"),
+        "{}\n{}",
+        clear.stdout,
+        clear.stderr
     );
 }
 

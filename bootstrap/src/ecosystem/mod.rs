@@ -4,6 +4,7 @@
 pub(crate) mod cargo;
 pub(crate) mod go;
 pub(crate) mod node;
+pub(crate) mod node_imports;
 pub(crate) mod playwright;
 pub(crate) mod python;
 

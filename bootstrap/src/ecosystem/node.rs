@@ -9,8 +9,11 @@
 //! - A script that runs exactly one of vitest, jest, mocha or `node --test`,
 //!   as the last command of an `&&` chain and not in watch mode, gets the
 //!   runner's structured-report flags appended through the package manager:
-//!   high grade. Anything less certain runs the runner directly instead and
-//!   needs review; several runners are ambiguous.
+//!   high grade. One that runs it before the end of an `&&` chain
+//!   (`node --test && tsc`) gets that command run by itself with the flags
+//!   (appended to the script, they would reach the last command): high grade
+//!   when the command is plain words. Anything less certain runs the runner
+//!   directly instead and needs review; several runners are ambiguous.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -385,7 +388,12 @@ impl NodeFacts {
     ) -> Proposal {
         let report = report_path(framework.report_file());
         let mut doubts = Vec::new();
-        if index + 1 != script.commands.len() || !script.is_and_chain() {
+        let last = index + 1 == script.commands.len();
+        if !last && script.is_and_chain() {
+            // `X && Y`: flags appended to the script would reach Y; run X itself.
+            return self.alone(name, text, script, index, framework);
+        }
+        if !last || !script.is_and_chain() {
             doubts.push(format!(
                 "{} is not the last command of an `&&` chain, so appended flags would not reach it",
                 framework.name()
@@ -451,6 +459,88 @@ impl NodeFacts {
         } else {
             proposal
         };
+        if doubts.is_empty() {
+            proposal
+        } else {
+            let mut p = proposal.graded(Confidence::Review);
+            p.evidence.extend(doubts);
+            p
+        }
+    }
+
+    /// The runner command `index` of script `name`, an `&&` chain in which it is not the
+    /// last, run by itself with its report flags: appended to the script, they would reach
+    /// the chain's last command instead. High when the command is plain words (no
+    /// assignment or launcher before the runner, nothing the shell expands), the runner
+    /// is not in watch mode and the package manager is certain (node needs none).
+    fn alone(
+        &self,
+        name: &str,
+        text: &str,
+        script: &Script,
+        index: usize,
+        framework: Framework,
+    ) -> Proposal {
+        let words = &script.commands[index];
+        let values: Vec<String> = words.iter().map(|w| w.value.clone()).collect();
+        let runner = program_words(&values);
+        let report = report_path(framework.report_file());
+        let flags = framework.flags(&report);
+        let mut run = match framework {
+            // node reads a word after `--test` as a file: its flags go first.
+            Framework::NodeTest => {
+                let mut node = vec![runner[0].clone()];
+                node.extend(flags.iter().cloned());
+                node.extend(runner.iter().skip(1).cloned());
+                node
+            }
+            _ if runner[0].contains('/') => {
+                let mut direct = runner.to_vec();
+                direct.extend(flags.iter().cloned());
+                direct
+            }
+            _ => {
+                let mut args: Vec<String> = runner[1..].to_vec();
+                args.extend(flags.iter().cloned());
+                self.pm.exec(&runner[0], &args)
+            }
+        };
+        if framework.needs_report_dir() {
+            run = in_report_dir(run, &report, false);
+        }
+        let rest: Vec<String> = script.values()[index + 1..]
+            .iter()
+            .map(|c| show(c))
+            .collect();
+        let mut proposal = Proposal::new(
+            Confidence::High,
+            "test-discovery",
+            run,
+            format!("{} from the script", framework.name()),
+        )
+        .because(Self::script_fact(name, text))
+        .because_all(framework.dep().and_then(|d| self.dep(d)))
+        .because(format!(
+            "runs the script's `{}` by itself with `{}`: {}; appended to the script, they would reach `{}`, the last command of its `&&` chain",
+            show(&values),
+            flags.join(" "),
+            framework.writes(&report),
+            rest.last().map_or("", String::as_str)
+        ));
+        let mut doubts = Vec::new();
+        if runner.len() != values.len() || !words.iter().all(|w| w.literal) {
+            doubts.push(format!(
+                "`{}` is not plain words (an assignment, a launcher or something the shell expands), so running it outside the script may differ",
+                show(&values)
+            ));
+        }
+        if let Some(why) = framework.conflict(&values) {
+            doubts.push(why);
+        }
+        if framework != Framework::NodeTest && !self.pm_certain {
+            doubts.push("the package manager is uncertain (see warnings)".to_owned());
+        }
+        proposal = proposal.report(&report, framework.format());
         if doubts.is_empty() {
             proposal
         } else {

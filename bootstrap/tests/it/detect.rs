@@ -228,7 +228,7 @@ fn a_script_running_two_runners_is_ambiguous() {
 }
 
 #[test]
-fn a_runner_that_is_not_last_in_the_chain_needs_review() {
+fn a_runner_that_is_not_last_in_the_chain_runs_by_itself() {
     let dir = temp();
     write(
         dir.path(),
@@ -243,13 +243,26 @@ fn a_runner_that_is_not_last_in_the_chain_needs_review() {
         &[],
         &host(),
     );
+    // Flags appended to the script would reach `eslint .`: `vitest run` runs by itself
+    // (it was a `review` candidate appending them to `npm run test --` before issue 27).
     assert_eq!(detection.candidates.len(), 1);
-    assert_eq!(detection.candidates[0].confidence, Confidence::Review);
+    assert_eq!(detection.candidates[0].confidence, Confidence::High);
     assert_eq!(
-        detection.unresolved[0].reason,
-        UnresolvedReason::NeedsReview
+        detection.candidates[0].provider["command"],
+        serde_json::json!([
+            "npm",
+            "exec",
+            "--no",
+            "--",
+            "vitest",
+            "run",
+            "--run",
+            "--reporter=json",
+            "--outputFile=test-results/vitest.json"
+        ])
     );
-    // A chain that ends with the runner is fine.
+    assert!(detection.unresolved.is_empty());
+    // A chain that ends with the runner appends the flags to the script.
     write(
         dir.path(),
         &[(
@@ -299,6 +312,108 @@ fn node_test_reporter_flags_go_before_file_patterns() {
         ])
     );
     assert_eq!(c.provider["reportFormat"], "tap");
+}
+
+#[test]
+fn a_runner_before_the_end_of_an_and_chain_runs_by_itself_with_its_flags() {
+    // commander.js: `npm test` is `node --test && npm run check:type:ts`. Flags appended to
+    // `npm run test --` would reach `npm run check:type:ts`; the runner runs by itself.
+    let dir = temp();
+    write(
+        dir.path(),
+        &[(
+            "package.json",
+            r#"{"name": "x", "scripts": {"test": "node --test && npm run check:type:ts", "check:type:ts": "tsc"}}"#,
+        )],
+    );
+    let detection = detect(
+        &root(dir.path()),
+        &[claim("c", &["test"], None)],
+        &[],
+        &host(),
+    );
+    let c = &detection.candidates[0];
+    assert_eq!(c.confidence, Confidence::High, "{:#?}", c.evidence);
+    assert!(c.recommended);
+    assert_eq!(
+        c.provider["command"],
+        serde_json::json!([
+            "sh",
+            "-c",
+            "mkdir -p test-results && exec \"$@\"",
+            "sh",
+            "node",
+            "--test-reporter=tap",
+            "--test-reporter-destination=test-results/node-test.tap",
+            "--test"
+        ])
+    );
+    assert_eq!(c.provider["reportFormat"], "tap");
+    assert!(
+        c.evidence
+            .iter()
+            .any(|e| e.contains("they would reach `npm run check:type:ts`")),
+        "{:#?}",
+        c.evidence
+    );
+    // Any runner we understand, not node alone: vitest through the package manager.
+    let dir = temp();
+    write(
+        dir.path(),
+        &[
+            (
+                "package.json",
+                r#"{"name": "x", "scripts": {"test": "vitest run && tsc --noEmit"}, "devDependencies": {"vitest": "^1.0.0"}}"#,
+            ),
+            ("package-lock.json", "{}"),
+        ],
+    );
+    let detection = detect(
+        &root(dir.path()),
+        &[claim("c", &["test"], None)],
+        &[],
+        &host(),
+    );
+    let c = &detection.candidates[0];
+    assert_eq!(c.confidence, Confidence::High, "{:#?}", c.evidence);
+    assert_eq!(
+        c.provider["command"],
+        serde_json::json!([
+            "npm",
+            "exec",
+            "--no",
+            "--",
+            "vitest",
+            "run",
+            "--run",
+            "--reporter=json",
+            "--outputFile=test-results/vitest.json"
+        ])
+    );
+    // Not plain words (an assignment before the runner): still by itself, for review.
+    let dir = temp();
+    write(
+        dir.path(),
+        &[(
+            "package.json",
+            r#"{"name": "x", "scripts": {"test": "NODE_ENV=test node --test && echo done"}}"#,
+        )],
+    );
+    let detection = detect(
+        &root(dir.path()),
+        &[claim("c", &["test"], None)],
+        &[],
+        &host(),
+    );
+    let c = &detection.candidates[0];
+    assert_eq!(c.confidence, Confidence::Review);
+    assert!(
+        c.provider["command"]
+            .as_array()
+            .is_some_and(|argv| argv.iter().all(|w| w != "npm")),
+        "{}",
+        c.provider["command"]
+    );
 }
 
 #[test]

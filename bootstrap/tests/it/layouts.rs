@@ -76,6 +76,7 @@ pub(crate) fn host() -> Host {
     Host {
         path: vec![dir.path().to_path_buf()],
         in_place: false,
+        python_imports: Vec::new(),
     }
 }
 
@@ -90,6 +91,7 @@ pub(crate) fn host_without(missing: &[&str]) -> (Host, tempfile::TempDir) {
     let host = Host {
         path: vec![dir.path().to_path_buf()],
         in_place: false,
+        python_imports: Vec::new(),
     };
     (host, dir)
 }
