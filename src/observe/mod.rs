@@ -1,6 +1,7 @@
 //! Looking at the working tree: input snapshots, the watcher that answers for them, and
 //! the world a fingerprint is computed from — or at a revision, from git's objects.
 
+pub mod changes;
 pub mod inputs;
 pub mod programs;
 pub mod record;

@@ -28,13 +28,15 @@ use serde::Serialize;
 use crate::decide::status::{self, State};
 use crate::load::config::catalog::Catalog;
 use crate::load::workspace::{Change, Workspace};
-use crate::observe::inputs::{FileEntry, Snapshot};
+use crate::observe::changes::{self, Head};
 use crate::observe::world::{Program, declared_catalog_fields, report_paths, rules};
 use crate::present::exit::Verdict;
 use crate::present::output::{Payload, Report};
 use crate::session::context::{Context, RootOutput};
 use crate::session::evaluate::{Evaluated, Keys};
 use crate::session::revision::{RevisionArgs, Revisions};
+
+pub use crate::observe::changes::{Changed, PathChange};
 
 /// Options of `plan --base`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -60,34 +62,6 @@ pub struct Side {
     pub repositories: BTreeMap<String, String>,
     /// The revisions given for one repository (`--base api=REV`), by repository.
     pub named: BTreeMap<String, String>,
-}
-
-/// How a path changed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum PathChange {
-    /// New at the head.
-    Added,
-    /// Gone at the head.
-    Deleted,
-    /// Other content, or another kind (executable bit, link).
-    Modified,
-    /// Moved with its content unchanged (`from` says where from).
-    Renamed,
-}
-
-/// One changed path.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
-pub struct Changed {
-    /// The repository.
-    pub repository: String,
-    /// The path at the head (at the base when deleted), relative to the repository.
-    pub path: String,
-    /// How it changed.
-    pub change: PathChange,
-    /// Where a renamed file was.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub from: Option<String>,
 }
 
 /// Why something is in the plan: through a relation the files declare (`stored`: the
@@ -376,78 +350,6 @@ pub fn document(
     }
 }
 
-/// The changed paths between two snapshots of one repository (both sorted by path); a
-/// deleted and an added file with one content are a rename.
-pub fn diff(repository: &str, base: &[FileEntry], head: &[FileEntry]) -> Vec<Changed> {
-    let mut out = Vec::new();
-    let (mut i, mut j) = (0, 0);
-    let mut added: Vec<&FileEntry> = Vec::new();
-    let mut deleted: Vec<&FileEntry> = Vec::new();
-    while i < base.len() || j < head.len() {
-        match (base.get(i), head.get(j)) {
-            (Some(b), Some(h)) if b.path == h.path => {
-                if b.id != h.id || b.kind != h.kind {
-                    out.push(Changed {
-                        repository: repository.to_owned(),
-                        path: h.path.clone(),
-                        change: PathChange::Modified,
-                        from: None,
-                    });
-                }
-                i += 1;
-                j += 1;
-            }
-            (Some(b), Some(h)) if b.path < h.path => {
-                deleted.push(b);
-                i += 1;
-            }
-            (Some(_), Some(h)) | (None, Some(h)) => {
-                added.push(h);
-                j += 1;
-            }
-            (Some(b), None) => {
-                deleted.push(b);
-                i += 1;
-            }
-            (None, None) => break,
-        }
-    }
-    // Renames: each added file takes the first deleted one with its content and kind.
-    let mut taken = vec![false; deleted.len()];
-    for a in added {
-        let from = deleted
-            .iter()
-            .enumerate()
-            .find(|(k, d)| !taken[*k] && d.id == a.id && d.kind == a.kind)
-            .map(|(k, d)| {
-                taken[k] = true;
-                d.path.clone()
-            });
-        out.push(Changed {
-            repository: repository.to_owned(),
-            path: a.path.clone(),
-            change: if from.is_some() {
-                PathChange::Renamed
-            } else {
-                PathChange::Added
-            },
-            from,
-        });
-    }
-    for (k, d) in deleted.into_iter().enumerate() {
-        if !taken[k] {
-            out.push(Changed {
-                repository: repository.to_owned(),
-                path: d.path.clone(),
-                change: PathChange::Deleted,
-                from: None,
-            });
-        }
-    }
-    out.sort();
-    out
-}
-
 /// Names a few paths: `a, b and 3 more`.
 fn few(paths: &[String]) -> String {
     match paths.len() {
@@ -530,33 +432,7 @@ fn plan(
         }
     };
     let base_change = base.change(&workspace, &name);
-    // The base's files, each repository left out where the head's snapshot is.
-    let mut changed = Vec::new();
-    for (id, revision) in base.by_repository() {
-        let Some(head_snapshot) = e.observed.snapshots.get(&id) else {
-            continue;
-        };
-        let repo = &workspace.repositories[&id];
-        let exclude = e.observed.excludes.get(&id).cloned().unwrap_or_default();
-        let base_snapshot: Snapshot = revision.snapshot(&repo.dir, &exclude).map_err(|err| {
-            vec![
-                crate::base::diagnostic::Diagnostic::error(
-                    crate::base::diagnostic::Code::UnknownRevision,
-                    format!(
-                        "repository `{id}` cannot be read at `{}`: {err}",
-                        revision.rev()
-                    ),
-                )
-                .surface("cli.revision")
-                .fix("Check that the repository's objects are intact (`git fsck`)."),
-            ]
-        })?;
-        changed.extend(diff(
-            id.as_str(),
-            &base_snapshot.files,
-            &head_snapshot.files,
-        ));
-    }
+    let changed = changed_paths(&workspace, &base, head_revisions.as_ref(), &e.observed)?;
     // The catalog is this checkout's on both sides (trust is never a revision's), but what
     // of it can change a result is compared with the base's.
     let base_catalog = base
@@ -613,6 +489,49 @@ fn plan(
         status: diagnostics,
         verdict,
     })
+}
+
+/// The changed paths of every repository the head observed, from its files at the base
+/// to the head's (a revision's, else the working tree's).
+fn changed_paths(
+    workspace: &Workspace,
+    base: &Revisions,
+    head: Option<&Revisions>,
+    observed: &crate::observe::world::Observed,
+) -> Result<Vec<Changed>, Vec<crate::base::diagnostic::Diagnostic>> {
+    let heads = head.map(Revisions::by_repository).unwrap_or_default();
+    let mut changed = Vec::new();
+    for (id, revision) in base.by_repository() {
+        let Some(head_snapshot) = observed.snapshots.get(&id) else {
+            continue;
+        };
+        let repo = &workspace.repositories[&id];
+        let exclude = observed.excludes.get(&id).cloned().unwrap_or_default();
+        let unreadable = |err: crate::observe::revision::RevisionError| {
+            vec![
+                crate::base::diagnostic::Diagnostic::error(
+                    crate::base::diagnostic::Code::UnknownRevision,
+                    format!(
+                        "repository `{id}` cannot be read at `{}`: {err}",
+                        revision.rev()
+                    ),
+                )
+                .surface("cli.revision")
+                .fix("Check that the repository's objects are intact (`git fsck`)."),
+            ]
+        };
+        let base_snapshot = revision.snapshot(&repo.dir, &exclude).map_err(unreadable)?;
+        let head = heads.get(&id).map_or(Head::WorkTree, |r| Head::Revision(r));
+        let changes = changes::between(
+            id.as_str(),
+            &repo.dir,
+            (revision, &base_snapshot.files),
+            (head, &head_snapshot.files),
+        )
+        .map_err(unreadable)?;
+        changed.extend(changes.changed);
+    }
+    Ok(changed)
 }
 
 /// The workspace as the catalog at the base describes it (its repositories' paths, setup
