@@ -8,11 +8,13 @@ use std::collections::BTreeSet;
 use std::fmt::Write as _;
 use std::num::NonZeroUsize;
 
-use proofgraph_graph::fingerprint::Fingerprint;
 use proofgraph_graph::schedule::{Action, Scheduler, Step};
 use proofgraph_graph::{NodeId, NodeKind, SealedGraph};
 use serde::Serialize;
 
+pub use crate::decide::action::PlanAction;
+
+use crate::decide::action::{Situation, decide};
 use crate::observe::world::Observed;
 use crate::present::exit::Verdict;
 use crate::present::output::{Payload, Report};
@@ -27,29 +29,6 @@ pub struct PlanOptions {
     pub jobs: Option<NonZeroUsize>,
     /// `--cache <policy>`.
     pub cache: Option<String>,
-}
-
-/// What `prove` would do with a provider.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum PlanAction {
-    /// It runs (or runs through its producer).
-    Run,
-    /// Its receipts are current: reused.
-    Reuse,
-    /// An `external` provider: nothing runs, it waits for a signed result.
-    Wait,
-}
-
-impl PlanAction {
-    /// The word the output uses.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            PlanAction::Run => "run",
-            PlanAction::Reuse => "reuse",
-            PlanAction::Wait => "wait",
-        }
-    }
 }
 
 /// An edge into a node.
@@ -265,16 +244,26 @@ pub fn run(ctx: &Context, options: &PlanOptions) -> Report<PlanPayload> {
         .map(|id| (*id, 0))
         .collect();
     order.splice(0..0, idle);
+    let pulled: Vec<crate::store::Sha256> = e.pulled.iter().map(|(_, sha)| *sha).collect();
+    let situation = Situation {
+        graph,
+        fingerprints: &e.fingerprints,
+        world: &e.observed.world,
+        store: &e.store,
+        trusted: &e.trusted,
+        change: &name,
+        pulled: &pulled,
+    };
     let nodes = order
         .into_iter()
         .enumerate()
         .map(|(i, (id, wave))| {
             let mut node = plan_node(graph, &e.observed, &e.fingerprints, id, i + 1, wave);
             if let Some(p) = graph.node(id).provider() {
-                let (action, reason, receipts) = decision(&e, p, reused.get(&p.spec.id.value));
-                node.action = Some(action);
-                node.reason = reason;
-                node.receipts = receipts;
+                let decision = decide(&situation, p, reused.get(&p.spec.id.value));
+                node.action = Some(decision.action);
+                node.reason = decision.reason;
+                node.receipts = decision.receipts;
             }
             node
         })
@@ -292,114 +281,6 @@ pub fn run(ctx: &Context, options: &PlanOptions) -> Report<PlanPayload> {
         status,
         verdict: Verdict::Success,
     }
-}
-
-/// Whether a provider's receipts are reused or it runs, and why.
-fn decision(
-    e: &crate::session::evaluate::Evaluated,
-    p: &proofgraph_graph::graph::ProviderNode,
-    reused: Option<&Vec<crate::store::Sha256>>,
-) -> (PlanAction, Option<String>, Vec<crate::store::Sha256>) {
-    if p.spec.adapter.value == proofgraph_graph::Adapter::External {
-        return (PlanAction::Wait, Some("external: nothing runs; it takes a signed result (`proofgraph evidence verify-ci`)".to_owned()), Vec::new());
-    }
-    if let Some(receipts) = reused {
-        // A receipt this evaluation pulled from the remote cache says where it came from.
-        let remote: Vec<String> = receipts
-            .iter()
-            .filter(|sha| e.pulled.iter().any(|(_, pulled)| pulled == *sha))
-            .map(|sha| sha.to_hex()[..12].to_owned())
-            .collect();
-        let why = (!remote.is_empty()).then(|| {
-            format!(
-                "remote receipt {} (pulled from the remote cache)",
-                remote.join(", ")
-            )
-        });
-        return (PlanAction::Reuse, why, receipts.clone());
-    }
-    let graph = &e.loaded.prepared.graph;
-    let id = &p.spec.id.value;
-    if let Some(producer) = graph
-        .provider(id)
-        .and_then(|n| graph.producers_of(n).first().copied())
-        .and_then(|n| graph.node(n).provider())
-    {
-        return (
-            PlanAction::Run,
-            Some(format!(
-                "through `{}`, whose run writes its receipt",
-                producer.spec.id.value
-            )),
-            Vec::new(),
-        );
-    }
-    // The first output without a current pass decides the reason, judged against the
-    // fingerprint that output's receipt is bound to.
-    let checked: Vec<_> = p
-        .outputs
-        .iter()
-        .filter_map(|o| {
-            let sha = e
-                .store
-                .latest(&e.loaded.change.name, &o.under, &o.capability)?;
-            let owner = if e.fingerprints.providers.contains_key(&o.under) {
-                o.under.clone()
-            } else {
-                id.clone()
-            };
-            Some((
-                owner,
-                crate::proof::receipt::check(&e.store, &sha, &e.trusted),
-            ))
-        })
-        .collect();
-    let current = |owner: &proofgraph_graph::ProviderId, fingerprint: &Fingerprint| {
-        e.fingerprints.providers.get(owner) == Some(fingerprint)
-    };
-    let latest = checked
-        .iter()
-        .filter_map(|(owner, c)| Some((owner, c.as_ref().ok()?)))
-        .find(|(owner, r)| {
-            !(current(owner, &r.proof.fingerprint)
-                && r.proof.outcome == crate::proof::receipt::Outcome::Pass)
-        })
-        .or_else(|| {
-            checked
-                .iter()
-                .find_map(|(owner, c)| Some((owner, c.as_ref().ok()?)))
-        });
-    // A receipt that does not count is named as such, never as "no receipt".
-    let refused = checked.iter().find_map(|(_, c)| match c {
-        Err(
-            why @ (crate::proof::receipt::Unverified::Untrusted { .. }
-            | crate::proof::receipt::Unverified::Invalid(_)),
-        ) => Some(why),
-        _ => None,
-    });
-    let reason = match latest {
-        None => match refused {
-            Some(why) => format!("its last receipt {}", why.reason()),
-            None => "no receipt yet".to_owned(),
-        },
-        Some((owner, r)) if current(owner, &r.proof.fingerprint) => {
-            format!("its last run was {}", r.proof.outcome.as_str())
-        }
-        Some((owner, r)) => match graph.manifest(owner, &e.observed.world, &e.fingerprints) {
-            Ok(m) => {
-                let changes =
-                    super::explain::diff(&r.proof.manifest, &crate::proof::receipt::components(&m));
-                let mut names: Vec<String> = changes
-                    .iter()
-                    .map(|c| c.component.split('.').next().unwrap_or("").to_owned())
-                    .collect();
-                names.dedup();
-                format!("{} changed", names.join(", "))
-            }
-            Err(_) => "its fingerprint changed".to_owned(),
-        },
-    };
-    (PlanAction::Run, Some(reason), Vec::new())
 }
 
 fn plan_node(

@@ -2,6 +2,8 @@
 //! each provider's status, signed external results into passes; which providers reuse
 //! their receipts.
 
+pub mod action;
+pub mod affected;
 pub mod drift;
 pub mod external;
 pub mod judge;

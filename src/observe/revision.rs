@@ -170,14 +170,6 @@ impl Revision {
         self.tree
     }
 
-    fn read_error(&self, message: impl ToString) -> RevisionError {
-        RevisionError::Read {
-            rev: self.rev.clone(),
-            workdir: self.workdir.clone(),
-            message: message.to_string(),
-        }
-    }
-
     /// Where `dir` lies in the work tree: `""` for its top, else `a/b/`.
     fn prefix_of(&self, dir: &Path) -> Result<String, RevisionError> {
         let dir = fs_err::canonicalize(dir).map_err(|e| self.read_error(e))?;
@@ -261,6 +253,51 @@ impl Revision {
             out.push((path, kind, entry.oid));
         }
         Ok(out)
+    }
+
+    /// The blob ids of `paths` (relative to `dir`, a directory of this repository's work
+    /// tree) at this revision, in their order: `None` for one that is no file there.
+    pub fn blobs(
+        &self,
+        dir: &Path,
+        paths: &[&str],
+    ) -> Result<Vec<Option<gix::ObjectId>>, RevisionError> {
+        let Some(tree) = self.subtree(dir)? else {
+            return Ok(vec![None; paths.len()]);
+        };
+        // A few paths are looked up; many, in one traversal of the tree.
+        if paths.len() <= 16 {
+            return paths
+                .iter()
+                .map(|path| {
+                    Ok(tree
+                        .lookup_entry_by_path(path)
+                        .map_err(|e| self.read_error(e))?
+                        .filter(|entry| entry.mode().is_blob_or_symlink())
+                        .map(|entry| entry.object_id()))
+                })
+                .collect();
+        }
+        let all: std::collections::HashMap<String, gix::ObjectId> = self
+            .entries_of(&tree, &[])?
+            .into_iter()
+            .map(|(path, _, oid)| (path, oid))
+            .collect();
+        Ok(paths.iter().map(|path| all.get(*path).copied()).collect())
+    }
+
+    /// The git repository the revision is read from.
+    pub fn repository(&self) -> &gix::Repository {
+        &self.repo
+    }
+
+    /// Why reading from this revision failed.
+    pub(crate) fn read_error(&self, message: impl ToString) -> RevisionError {
+        RevisionError::Read {
+            rev: self.rev.clone(),
+            workdir: self.workdir.clone(),
+            message: message.to_string(),
+        }
     }
 
     /// The tree under `dir` (a directory of this repository's work tree) at this revision;

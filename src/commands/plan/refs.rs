@@ -21,20 +21,22 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 
-use proofgraph_graph::model::compare;
-use proofgraph_graph::{ChangeName, EdgeKind, ProviderId, RepoId};
+use proofgraph_graph::{ChangeName, RepoId};
 use serde::Serialize;
 
+use crate::decide::affected;
 use crate::decide::status::{self, State};
 use crate::load::config::catalog::Catalog;
 use crate::load::workspace::{Change, Workspace};
-use crate::observe::inputs::{FileEntry, Snapshot};
-use crate::observe::world::{Program, declared_catalog_fields, report_paths, rules};
+use crate::observe::changes::{self, Head};
 use crate::present::exit::Verdict;
 use crate::present::output::{Payload, Report};
 use crate::session::context::{Context, RootOutput};
 use crate::session::evaluate::{Evaluated, Keys};
 use crate::session::revision::{RevisionArgs, Revisions};
+
+pub use crate::decide::affected::{Origin, Removed};
+pub use crate::observe::changes::{Changed, PathChange};
 
 /// Options of `plan --base`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -60,46 +62,6 @@ pub struct Side {
     pub repositories: BTreeMap<String, String>,
     /// The revisions given for one repository (`--base api=REV`), by repository.
     pub named: BTreeMap<String, String>,
-}
-
-/// How a path changed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum PathChange {
-    /// New at the head.
-    Added,
-    /// Gone at the head.
-    Deleted,
-    /// Other content, or another kind (executable bit, link).
-    Modified,
-    /// Moved with its content unchanged (`from` says where from).
-    Renamed,
-}
-
-/// One changed path.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
-pub struct Changed {
-    /// The repository.
-    pub repository: String,
-    /// The path at the head (at the base when deleted), relative to the repository.
-    pub path: String,
-    /// How it changed.
-    pub change: PathChange,
-    /// Where a renamed file was.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub from: Option<String>,
-}
-
-/// Why something is in the plan: through a relation the files declare (`stored`: the
-/// wiring or the claim itself changed) or one derived from the diff (`derived`: a changed
-/// input, a dependency).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Origin {
-    /// The declaration changed.
-    Stored,
-    /// Derived from the changed paths.
-    Derived,
 }
 
 /// One provider of the change at the head.
@@ -140,15 +102,6 @@ pub struct PlannedClaim {
     pub status: State,
     /// The providers that vouch for it.
     pub providers: Vec<String>,
-}
-
-/// What the head no longer has.
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct Removed {
-    /// Providers declared at the base only.
-    pub providers: Vec<String>,
-    /// Claims declared at the base only.
-    pub claims: Vec<String>,
 }
 
 /// Counts.
@@ -376,106 +329,6 @@ pub fn document(
     }
 }
 
-/// The changed paths between two snapshots of one repository (both sorted by path); a
-/// deleted and an added file with one content are a rename.
-pub fn diff(repository: &str, base: &[FileEntry], head: &[FileEntry]) -> Vec<Changed> {
-    let mut out = Vec::new();
-    let (mut i, mut j) = (0, 0);
-    let mut added: Vec<&FileEntry> = Vec::new();
-    let mut deleted: Vec<&FileEntry> = Vec::new();
-    while i < base.len() || j < head.len() {
-        match (base.get(i), head.get(j)) {
-            (Some(b), Some(h)) if b.path == h.path => {
-                if b.id != h.id || b.kind != h.kind {
-                    out.push(Changed {
-                        repository: repository.to_owned(),
-                        path: h.path.clone(),
-                        change: PathChange::Modified,
-                        from: None,
-                    });
-                }
-                i += 1;
-                j += 1;
-            }
-            (Some(b), Some(h)) if b.path < h.path => {
-                deleted.push(b);
-                i += 1;
-            }
-            (Some(_), Some(h)) | (None, Some(h)) => {
-                added.push(h);
-                j += 1;
-            }
-            (Some(b), None) => {
-                deleted.push(b);
-                i += 1;
-            }
-            (None, None) => break,
-        }
-    }
-    // Renames: each added file takes the first deleted one with its content and kind.
-    let mut taken = vec![false; deleted.len()];
-    for a in added {
-        let from = deleted
-            .iter()
-            .enumerate()
-            .find(|(k, d)| !taken[*k] && d.id == a.id && d.kind == a.kind)
-            .map(|(k, d)| {
-                taken[k] = true;
-                d.path.clone()
-            });
-        out.push(Changed {
-            repository: repository.to_owned(),
-            path: a.path.clone(),
-            change: if from.is_some() {
-                PathChange::Renamed
-            } else {
-                PathChange::Added
-            },
-            from,
-        });
-    }
-    for (k, d) in deleted.into_iter().enumerate() {
-        if !taken[k] {
-            out.push(Changed {
-                repository: repository.to_owned(),
-                path: d.path.clone(),
-                change: PathChange::Deleted,
-                from: None,
-            });
-        }
-    }
-    out.sort();
-    out
-}
-
-/// Names a few paths: `a, b and 3 more`.
-fn few(paths: &[String]) -> String {
-    match paths.len() {
-        0 => String::new(),
-        1..=3 => paths.join(", "),
-        n => format!("{} and {} more", paths[..3].join(", "), n - 3),
-    }
-}
-
-/// What a list of reasons makes of a provider or claim: whether it is affected, the reasons
-/// in one sentence, and its origin (`stored` when any reason is).
-fn conclude(reasons: &[(Origin, String)]) -> (bool, Option<String>, Option<Origin>) {
-    if reasons.is_empty() {
-        return (false, None, None);
-    }
-    let text = reasons
-        .iter()
-        .map(|(_, r)| r.as_str())
-        .collect::<Vec<_>>()
-        .join("; ");
-    let origin = if reasons.iter().any(|(o, _)| *o == Origin::Stored) {
-        Origin::Stored
-    } else {
-        Origin::Derived
-    };
-    (true, Some(text), Some(origin))
-}
-
 /// Runs `plan --base`. SIGINT and SIGTERM end a pull from the remote cache at once, and
 /// the command with exit 130 and its document.
 pub fn run(ctx: &Context, options: &RefsOptions) -> Report<RefsPayload> {
@@ -529,81 +382,20 @@ fn plan(
             (None, e)
         }
     };
-    let base_change = base.change(&workspace, &name);
-    // The base's files, each repository left out where the head's snapshot is.
-    let mut changed = Vec::new();
-    for (id, revision) in base.by_repository() {
-        let Some(head_snapshot) = e.observed.snapshots.get(&id) else {
-            continue;
-        };
-        let repo = &workspace.repositories[&id];
-        let exclude = e.observed.excludes.get(&id).cloned().unwrap_or_default();
-        let base_snapshot: Snapshot = revision.snapshot(&repo.dir, &exclude).map_err(|err| {
-            vec![
-                crate::base::diagnostic::Diagnostic::error(
-                    crate::base::diagnostic::Code::UnknownRevision,
-                    format!(
-                        "repository `{id}` cannot be read at `{}`: {err}",
-                        revision.rev()
-                    ),
-                )
-                .surface("cli.revision")
-                .fix("Check that the repository's objects are intact (`git fsck`)."),
-            ]
-        })?;
-        changed.extend(diff(
-            id.as_str(),
-            &base_snapshot.files,
-            &head_snapshot.files,
-        ));
-    }
-    // The catalog is this checkout's on both sides (trust is never a revision's), but what
-    // of it can change a result is compared with the base's.
-    let base_catalog = base
-        .catalog(&workspace)
-        .ok()
-        .map(|c| as_catalog_says(&workspace, c));
-    let payload = assemble(
-        &workspace,
-        &e,
-        &Base {
-            change: &base_change,
-            workspace: base_catalog.as_ref(),
-        },
-        changed,
-        &name,
-    );
-    let verdict = match status::combine(payload.claims.iter().map(|c| c.status)) {
-        _ if payload.claims.is_empty() => Verdict::Success,
-        State::Passed => Verdict::Success,
-        State::Failed => Verdict::Failed,
-        State::Inconclusive | State::Stale | State::Pending => Verdict::Unproven,
-    };
+    let changed = changed_paths(&workspace, &base, head_revisions.as_ref(), &e.observed)?;
+    let payload = assemble(&workspace, &e, &base, changed, &name);
+    let verdict = verdict(&payload.claims);
     let mut diagnostics = e.loaded.notes.clone();
     diagnostics.extend(e.loaded.prepared.warnings.iter().cloned());
     diagnostics.extend(e.observed.warnings.iter().cloned());
     let payload = RefsPayload {
         change: Some(name.to_string()),
-        base: Some(Side {
-            rev: Some(base.rev.clone()),
-            working_tree: false,
-            repositories: base.commits(),
-            named: base.named.clone(),
-        }),
-        head: Some(match &head_revisions {
-            Some(h) => Side {
-                rev: Some(h.rev.clone()),
-                working_tree: false,
-                repositories: h.commits(),
-                named: h.named.clone(),
-            },
-            None => Side {
-                rev: None,
-                working_tree: true,
-                repositories: BTreeMap::new(),
-                named: BTreeMap::new(),
-            },
-        }),
+        base: Some(side(&base)),
+        head: Some(
+            head_revisions
+                .as_ref()
+                .map_or_else(Side::working_tree, side),
+        ),
         root: Some(e.loaded.root.clone()),
         ..payload
     };
@@ -615,9 +407,84 @@ fn plan(
     })
 }
 
+/// A side of the plan as the payload shows it.
+fn side(revisions: &Revisions) -> Side {
+    Side {
+        rev: Some(revisions.rev.clone()),
+        working_tree: false,
+        repositories: revisions.commits(),
+        named: revisions.named.clone(),
+    }
+}
+
+impl Side {
+    fn working_tree() -> Self {
+        Side {
+            rev: None,
+            working_tree: true,
+            repositories: BTreeMap::new(),
+            named: BTreeMap::new(),
+        }
+    }
+}
+
+/// The exit code: 0 every requirement at the head is passed (or there is none), 1 one
+/// failed, 2 one is pending, stale or inconclusive.
+fn verdict(claims: &[PlannedClaim]) -> Verdict {
+    match status::combine(claims.iter().map(|c| c.status)) {
+        _ if claims.is_empty() => Verdict::Success,
+        State::Passed => Verdict::Success,
+        State::Failed => Verdict::Failed,
+        State::Inconclusive | State::Stale | State::Pending => Verdict::Unproven,
+    }
+}
+
+/// The changed paths of every repository the head observed, from its files at the base
+/// to the head's (a revision's, else the working tree's).
+fn changed_paths(
+    workspace: &Workspace,
+    base: &Revisions,
+    head: Option<&Revisions>,
+    observed: &crate::observe::world::Observed,
+) -> Result<Vec<Changed>, Vec<crate::base::diagnostic::Diagnostic>> {
+    let heads = head.map(Revisions::by_repository).unwrap_or_default();
+    let mut changed = Vec::new();
+    for (id, revision) in base.by_repository() {
+        let Some(head_snapshot) = observed.snapshots.get(&id) else {
+            continue;
+        };
+        let repo = &workspace.repositories[&id];
+        let exclude = observed.excludes.get(&id).cloned().unwrap_or_default();
+        let unreadable = |err: crate::observe::revision::RevisionError| {
+            vec![
+                crate::base::diagnostic::Diagnostic::error(
+                    crate::base::diagnostic::Code::UnknownRevision,
+                    format!(
+                        "repository `{id}` cannot be read at `{}`: {err}",
+                        revision.rev()
+                    ),
+                )
+                .surface("cli.revision")
+                .fix("Check that the repository's objects are intact (`git fsck`)."),
+            ]
+        };
+        let base_snapshot = revision.snapshot(&repo.dir, &exclude).map_err(unreadable)?;
+        let head = heads.get(&id).map_or(Head::WorkTree, |r| Head::Revision(r));
+        let changes = changes::between(
+            id.as_str(),
+            &repo.dir,
+            (revision, &base_snapshot.files),
+            (head, &head_snapshot.files),
+        )
+        .map_err(unreadable)?;
+        changed.extend(changes.changed);
+    }
+    Ok(changed)
+}
+
 /// The workspace as the catalog at the base describes it (its repositories' paths, setup
 /// and `hostPaths`; a repository it does not name is not there), for comparing what of the
-/// catalog can change a result ([`declared_catalog_fields`]).
+/// catalog can change a result ([`declared_catalog_fields`](crate::observe::world::declared_catalog_fields)).
 fn as_catalog_says(workspace: &Workspace, catalog: Option<Catalog>) -> Workspace {
     let mut out = workspace.clone();
     match &catalog {
@@ -641,248 +508,111 @@ fn as_catalog_says(workspace: &Workspace, catalog: Option<Catalog>) -> Workspace
     out
 }
 
-/// The base side: its change, and the workspace as its catalog describes it (`None` when the
-/// catalog there cannot be read: nothing is said of the catalog then).
-struct Base<'a> {
-    change: &'a Change,
-    workspace: Option<&'a Workspace>,
-}
-
 /// The affected providers and claims, and their statuses at the head.
 fn assemble(
     workspace: &Workspace,
     e: &Evaluated,
-    base_side: &Base<'_>,
+    base: &Revisions,
     changed: Vec<Changed>,
     name: &ChangeName,
 ) -> RefsPayload {
-    let base = base_side.change;
-    let graph = &e.loaded.prepared.graph;
-    let head = &e.loaded.change;
-    let reports = report_paths(graph);
-    // Why each provider is affected: (origin, reason), in the order found.
-    let mut why: BTreeMap<ProviderId, Vec<(Origin, String)>> = BTreeMap::new();
-    let changed_services: BTreeMap<String, Vec<&'static str>> = head
-        .services
-        .iter()
-        .filter_map(|(id, s)| {
-            let fields = match base.services.get(id) {
-                Some(b) => compare::service_fields(b, s),
-                None => vec!["added"],
-            };
-            (!fields.is_empty()).then(|| (id.to_string(), fields))
+    let base_change = base.change(workspace, name);
+    // The catalog is this checkout's on both sides (trust is never a revision's), but what
+    // of it can change a result is compared with the base's.
+    let base_workspace = base
+        .catalog(workspace)
+        .ok()
+        .map(|c| as_catalog_says(workspace, c));
+    let why = affected::providers(&affected::Diff {
+        workspace,
+        base_workspace: base_workspace.as_ref(),
+        base: &base_change,
+        head: &e.loaded.change,
+        graph: &e.loaded.prepared.graph,
+        observed: &e.observed,
+        changed: &changed,
+    });
+    let providers: Vec<PlannedProvider> = e
+        .loaded
+        .prepared
+        .graph
+        .providers()
+        .map(|(id, _, p)| {
+            let (status, receipt) =
+                affected::provider_status(&e.store, &e.trusted, name, &e.fingerprints, id, p);
+            let (affected, reason, origin) = affected::conclude(&why[id]);
+            PlannedProvider {
+                id: id.to_string(),
+                capability: p.capability.to_string(),
+                affected,
+                reason,
+                origin,
+                status,
+                fingerprint: e.fingerprints.providers.get(id).map(|f| f.0.to_hex()),
+                receipt,
+            }
         })
         .collect();
-    for (id, _, p) in graph.providers() {
-        let reasons = why.entry(id.clone()).or_default();
-        match base.providers.get(id) {
-            None => reasons.push((Origin::Stored, "added to the change's wiring".to_owned())),
-            Some(b) => {
-                let fields = compare::provider_fields(&b.provider, &p.spec);
-                if !fields.is_empty() {
-                    reasons.push((
-                        Origin::Stored,
-                        format!("wiring changed: {}", fields.join(", ")),
-                    ));
-                }
-            }
-        }
-        for s in p.spec.services.iter().flatten() {
-            if let Some(fields) = changed_services.get(s.value.as_str()) {
-                reasons.push((
-                    Origin::Stored,
-                    format!("service `{}` changed: {}", s.value, fields.join(", ")),
-                ));
-            }
-        }
-        // What of the catalog its fingerprint binds, at the base and here.
-        if let (Some(base_ws), Some(sees)) = (base_side.workspace, e.observed.sees.get(id)) {
-            let (was, now) = (
-                declared_catalog_fields(base_ws, sees),
-                declared_catalog_fields(workspace, sees),
-            );
-            let fields: Vec<String> = was
-                .keys()
-                .chain(now.keys())
-                .filter(|k| was.get(*k) != now.get(*k))
-                .cloned()
-                .collect::<BTreeSet<_>>()
-                .into_iter()
-                .collect();
-            if !fields.is_empty() {
-                reasons.push((Origin::Stored, format!("catalog changed: {}", few(&fields))));
-            }
-        }
-        if let Ok(rules) = rules(workspace, head, p) {
-            let hit: Vec<String> = changed
-                .iter()
-                .filter(|c| {
-                    let Ok(repo) = RepoId::parse(&c.repository) else {
-                        return false;
-                    };
-                    // By its rules, or bound another way: a link's target among its files.
-                    let bound = e.observed.files.get(id);
-                    let selects = |path: &str| {
-                        let scoped = format!("{repo}:{path}");
-                        !reports.contains(&scoped)
-                            && (rules.selects(&repo, path)
-                                || bound.is_some_and(|f| f.iter().any(|(p, _)| *p == scoped)))
-                    };
-                    selects(&c.path) || c.from.as_deref().is_some_and(selects)
-                })
-                .map(|c| format!("{}:{}", c.repository, c.path))
-                .collect();
-            if !hit.is_empty() {
-                reasons.push((Origin::Derived, format!("inputs changed: {}", few(&hit))));
-            }
-        }
-        // A program of the repository is part of the fingerprint whether or not it is
-        // among the inputs.
-        if let (Some(Some(Program::InRepository(relative))), Some(repo)) =
-            (e.observed.programs.get(id), p.runs_in.as_ref())
-        {
-            let path = relative.to_string_lossy();
-            if changed.iter().any(|c| {
-                c.repository == repo.as_str()
-                    && (c.path == path || c.from.as_deref() == Some(&*path))
-            }) {
-                reasons.push((Origin::Derived, format!("program changed: {repo}:{path}")));
-            }
-        }
+    let claims = planned_claims(e, &base_change, name, &providers);
+    RefsPayload {
+        summary: Some(summary(&changed, &providers, &claims)),
+        removed: affected::removed(&base_change, &e.loaded.change),
+        changed,
+        providers,
+        claims,
+        ..RefsPayload::default()
     }
-    // Dependents, in the graph's order (dependencies first): `dependsOn`, and a receiver
-    // whose receipt its producer's run writes.
-    for node in graph.order() {
-        let Some(p) = graph.node(*node).provider() else {
-            continue;
-        };
-        let mut upstream: Vec<String> = graph
-            .incoming(*node)
-            .into_iter()
-            .filter(|(_, kind)| matches!(kind, EdgeKind::DependsOn | EdgeKind::Discovery))
-            .filter_map(|(from, _)| graph.node(from).provider())
-            .map(|d| d.spec.id.value.clone())
-            .filter(|d| why.get(d).is_some_and(|r| !r.is_empty()))
-            .map(|d| d.to_string())
-            .collect();
-        upstream.sort();
-        upstream.dedup();
-        if !upstream.is_empty() {
-            let line = format!("depends on affected {}", few(&upstream));
-            why.entry(p.spec.id.value.clone())
-                .or_default()
-                .push((Origin::Derived, line));
-        }
-    }
-    let mut providers = Vec::new();
-    for (id, _, p) in graph.providers() {
-        let mut states = Vec::new();
-        let mut receipt = None;
-        for o in &p.outputs {
-            let Some(fp) = e.fingerprints.of_receipt(id, &o.under) else {
-                continue;
-            };
-            let l = status::lookup(&e.store, &e.trusted, name, fp, &o.under, &o.capability);
-            states.push(l.state);
-            if receipt.is_none() {
-                receipt = l
-                    .verified
-                    .as_ref()
-                    .map(|v| v.sha256.to_hex())
-                    .or_else(|| l.other.map(|s| s.to_hex()));
-            }
-        }
-        let state = status::combine(states);
-        let reasons = why.get(id).cloned().unwrap_or_default();
-        let (affected, reason, origin) = conclude(&reasons);
-        providers.push(PlannedProvider {
-            id: id.to_string(),
-            capability: p.capability.to_string(),
-            affected,
-            reason,
-            origin,
-            status: state,
-            fingerprint: e.fingerprints.providers.get(id).map(|f| f.0.to_hex()),
-            receipt,
-        });
-    }
-    // Claims: the requirements `status` gives at the head.
-    let base_claims: BTreeMap<String, &proofgraph_graph::model::Claim> = base
-        .evidence
-        .iter()
-        .flat_map(|ev| ev.claims.iter())
-        .map(|c| (c.id.value.to_string(), c))
-        .collect();
-    let head_claims: BTreeMap<String, &proofgraph_graph::model::Claim> = head
-        .evidence
-        .iter()
-        .flat_map(|ev| ev.claims.iter())
-        .map(|c| (c.id.value.to_string(), c))
-        .collect();
+}
+
+/// Claims: the requirements `status` gives at the head, each affected or not.
+fn planned_claims(
+    e: &Evaluated,
+    base: &Change,
+    name: &ChangeName,
+    providers: &[PlannedProvider],
+) -> Vec<PlannedClaim> {
+    let (base_claims, head_claims) = (
+        affected::claims_of(base),
+        affected::claims_of(&e.loaded.change),
+    );
+    let graph = &e.loaded.prepared.graph;
     let requirements = status::requirements(graph, &e.fingerprints, &e.store, &e.trusted, name);
-    let mut claims = Vec::new();
-    for r in &requirements {
-        let mut reasons: Vec<(Origin, String)> = Vec::new();
-        match (base_claims.get(&r.claim), head_claims.get(&r.claim)) {
-            (None, Some(_)) => reasons.push((Origin::Stored, "claim added".to_owned())),
-            (Some(b), Some(h)) => {
-                let fields = compare::claim_fields(b, h);
-                if !fields.is_empty() {
-                    reasons.push((
-                        Origin::Stored,
-                        format!("claim changed: {}", fields.join(", ")),
-                    ));
-                }
+    requirements
+        .iter()
+        .map(|r| {
+            let mut by: Vec<String> = r.evidence.iter().map(|ev| ev.provider.clone()).collect();
+            by.sort();
+            by.dedup();
+            let vouching: Vec<(&str, Option<affected::Origin>)> = by
+                .iter()
+                .map(|p| {
+                    let planned = providers.iter().find(|pp| &pp.id == p && pp.affected);
+                    (p.as_str(), planned.and_then(|pp| pp.origin))
+                })
+                .collect();
+            let reasons = affected::claim_reasons(
+                base_claims.get(&r.claim).copied(),
+                head_claims.get(&r.claim).copied(),
+                &vouching,
+            );
+            let (affected, reason, origin) = affected::conclude(&reasons);
+            PlannedClaim {
+                id: r.claim.clone(),
+                capability: r.capability.clone(),
+                affected,
+                reason,
+                origin,
+                status: r.state,
+                providers: by,
             }
-            _ => {}
-        }
-        let mut by: Vec<String> = r.evidence.iter().map(|ev| ev.provider.clone()).collect();
-        by.sort();
-        by.dedup();
-        let affected_by: Vec<&String> = by
-            .iter()
-            .filter(|p| providers.iter().any(|pp| &pp.id == *p && pp.affected))
-            .collect();
-        if !affected_by.is_empty() {
-            let origin = if affected_by.iter().any(|p| {
-                providers
-                    .iter()
-                    .any(|pp| &pp.id == *p && pp.origin == Some(Origin::Stored))
-            }) {
-                Origin::Stored
-            } else {
-                Origin::Derived
-            };
-            let names: Vec<String> = affected_by.iter().map(|s| (*s).clone()).collect();
-            reasons.push((origin, format!("provider {} affected", few(&names))));
-        }
-        let (affected, reason, origin) = conclude(&reasons);
-        claims.push(PlannedClaim {
-            id: r.claim.clone(),
-            capability: r.capability.clone(),
-            affected,
-            reason,
-            origin,
-            status: r.state,
-            providers: by,
-        });
-    }
-    let head_providers: BTreeSet<&ProviderId> = head.providers.keys().collect();
-    let removed = Removed {
-        providers: base
-            .providers
-            .keys()
-            .filter(|p| !head_providers.contains(p))
-            .map(ToString::to_string)
-            .collect(),
-        claims: base_claims
-            .keys()
-            .filter(|c| !head_claims.contains_key(*c))
-            .cloned()
-            .collect(),
-    };
+        })
+        .collect()
+}
+
+/// The counts.
+fn summary(changed: &[Changed], providers: &[PlannedProvider], claims: &[PlannedClaim]) -> Summary {
     let count = |s: State| claims.iter().filter(|c| c.status == s).count();
-    let summary = Summary {
+    Summary {
         changed_repositories: changed
             .iter()
             .map(|c| c.repository.as_str())
@@ -896,13 +626,5 @@ fn assemble(
         inconclusive: count(State::Inconclusive),
         pending: count(State::Pending),
         stale: count(State::Stale),
-    };
-    RefsPayload {
-        summary: Some(summary),
-        changed,
-        providers,
-        claims,
-        removed,
-        ..RefsPayload::default()
     }
 }
