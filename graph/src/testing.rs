@@ -1,6 +1,12 @@
 //! Helpers for the crate's own tests: small constructors and proptest
 //! strategies for random graphs.
 
+use proptest::test_runner::{Config as ProptestConfig, FileFailurePersistence};
+
+/// Where [`beside_source`] keeps a failing case: `x.rs` → `x.proptest-regressions`.
+const BESIDE_SOURCE: FileFailurePersistence =
+    FileFailurePersistence::WithSource("proptest-regressions");
+
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
@@ -151,13 +157,7 @@ impl RandomGraph {
 
 /// `config` with proptest's failures kept beside the test's source file
 /// (`schedule.rs` → `schedule.proptest-regressions`), not in a tree parallel to the crate.
-pub(crate) fn beside_source(
-    config: proptest::test_runner::Config,
-) -> proptest::test_runner::Config {
-    proptest::test_runner::Config {
-        failure_persistence: Some(Box::new(
-            proptest::test_runner::FileFailurePersistence::WithSource("proptest-regressions"),
-        )),
-        ..config
-    }
+pub(crate) fn beside_source(mut config: ProptestConfig) -> ProptestConfig {
+    config.failure_persistence = Some(Box::new(BESIDE_SOURCE));
+    config
 }

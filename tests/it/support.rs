@@ -1,6 +1,12 @@
 //! Shared helpers: temporary OpenSpec trees, running the binary in an
 //! isolated environment, and snapshot redaction.
 
+use proptest::test_runner::{Config as ProptestConfig, FileFailurePersistence};
+
+/// Where [`beside_source`] keeps a failing case: `x.rs` → `x.proptest-regressions`.
+const BESIDE_SOURCE: FileFailurePersistence =
+    FileFailurePersistence::WithSource("proptest-regressions");
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -864,15 +870,9 @@ pub(crate) fn kill_marked(marker: &str) {
 
 /// `config` with proptest's failures kept beside the test's source file
 /// (`worlds.rs` → `worlds.proptest-regressions`), not in a tree parallel to the tests.
-pub(crate) fn beside_source(
-    config: proptest::test_runner::Config,
-) -> proptest::test_runner::Config {
-    proptest::test_runner::Config {
-        failure_persistence: Some(Box::new(
-            proptest::test_runner::FileFailurePersistence::WithSource("proptest-regressions"),
-        )),
-        ..config
-    }
+pub(crate) fn beside_source(mut config: ProptestConfig) -> ProptestConfig {
+    config.failure_persistence = Some(Box::new(BESIDE_SOURCE));
+    config
 }
 
 /// How many cases a proptest of whole runs tries: `PROPTEST_CASES` when set, else
