@@ -2,7 +2,7 @@
 //!
 //! Three parts: [`materialize`] copies exactly the given files of a repository into a fresh
 //! directory (a `worktree` or `copy` sandbox); the rest of this crate runs commands in it
-//! with hermetic isolation on Linux; and [`evidence`] reads what a job wrote there (beneath
+//! with hermetic isolation on Linux; and [`beneath`] reads what a job wrote there (beneath
 //! a directory of the run, never through a link, bounded). The crate knows nothing of
 //! graphs, providers or receipts: it is given directories, file lists and argv, and reports
 //! what happened.
@@ -87,9 +87,9 @@
 //! `sys.rs` imports nothing of the crate, so the namespaces (`isolation.rs`) and the job
 //! processes (`child.rs`) share its helpers without depending on each other.
 
+pub mod beneath;
 mod child;
 mod error;
-pub mod evidence;
 mod exec_record;
 mod init;
 mod isolation;

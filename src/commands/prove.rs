@@ -234,12 +234,12 @@ fn start_uploads(
     e: &mut Evaluated,
     runs: bool,
     interrupt: &Interrupt,
-) -> Option<crate::proof::remote::Uploader> {
+) -> Option<crate::proof::travel::Uploader> {
     e.remote
         .take()
         .filter(|r| r.policy.pushes() && runs && !interrupt.is_set())
         .map(|r| {
-            crate::proof::remote::Uploader::start(
+            crate::proof::travel::Uploader::start(
                 r.cache,
                 e.store.clone(),
                 e.trusted.clone(),
@@ -256,7 +256,7 @@ fn finish(
     options: &ProveOptions,
     reused: &BTreeMap<proofgraph_graph::ProviderId, Vec<Sha256>>,
     ran: Ran,
-    uploader: Option<crate::proof::remote::Uploader>,
+    uploader: Option<crate::proof::travel::Uploader>,
     run_id: String,
 ) -> Report<ProvePayload> {
     let pulled: Vec<Sha256> = e.pulled.iter().map(|(_, sha)| *sha).collect();

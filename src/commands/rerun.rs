@@ -191,7 +191,7 @@ fn rerun(ctx: &Context, options: &RerunOptions) -> Result<Report<RerunPayload>, 
         key: &key,
         trusted: &trusted,
         interrupt: &interrupt,
-        recorded_inputs: crate::observe::record::Recorded {
+        recorded_inputs: crate::observe::input_trees::Recorded {
             trees: proof.trees.clone(),
             commits: proof.commits.clone(),
         },
@@ -292,7 +292,7 @@ struct Runner<'a> {
     /// The keys the runs' receipts are verified with.
     trusted: &'a [TrustedKey],
     interrupt: &'a crate::base::interrupt::Interrupt,
-    recorded_inputs: crate::observe::record::Recorded,
+    recorded_inputs: crate::observe::input_trees::Recorded,
     bar: crate::present::output::ProgressBar,
 }
 

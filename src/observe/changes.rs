@@ -25,7 +25,7 @@ use gix::diff::rewrites::tracker::{Change as Tracked, ChangeKind};
 use serde::Serialize;
 
 use crate::observe::inputs::{FileEntry, FileKind, identity};
-use crate::observe::revision::{Revision, RevisionError};
+use crate::observe::repo_at_revision::{Revision, RevisionError};
 
 /// How a path changed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]

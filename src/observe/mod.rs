@@ -3,13 +3,13 @@
 
 pub mod changes;
 pub mod git_id;
+pub mod input_trees;
 pub mod inputs;
 pub mod interpreters;
 pub mod listing;
 pub mod programs;
 pub mod rebuild;
-pub mod record;
-pub mod revision;
+pub mod repo_at_revision;
 pub mod setup_inputs;
 pub mod watch;
 pub mod world;

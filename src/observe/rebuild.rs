@@ -10,7 +10,7 @@ use std::path::Path;
 use crate::observe::git_id::GitId;
 use crate::observe::inputs::FileEntry;
 use crate::observe::listing::Listing;
-use crate::observe::revision::Revision;
+use crate::observe::repo_at_revision::Revision;
 
 /// A recorded tree to be had in a repository.
 #[derive(Debug, Clone, Copy)]
@@ -144,7 +144,7 @@ fn rebuild(wanted: &Wanted<'_>) -> Result<Revision, RebuildError> {
         if tree.to_gix() == Some(rebuilt) {
             // The ref only spares the next rerun this work; without it the tree is had all
             // the same.
-            let _ = crate::observe::record::keep(dir, rebuilt);
+            let _ = crate::observe::input_trees::keep(dir, rebuilt);
             return Revision::resolve(dir, tree.as_str()).map_err(|e| RebuildError::Unreadable {
                 tree: tree.to_string(),
                 repo: repo.to_owned(),

@@ -15,7 +15,7 @@ use crate::base::diagnostic::{Code, Diagnostic};
 use crate::load::workspace::{Change, Workspace};
 use crate::observe::inputs::{self, Pattern, Snapshot};
 use crate::observe::programs::{Lookup, Programs, RepoFiles, WorkingTree, job_path};
-use crate::observe::revision::Revision;
+use crate::observe::repo_at_revision::Revision;
 use proofgraph_graph::pattern::{self, Sign};
 
 pub use crate::observe::programs::Program;
@@ -222,7 +222,7 @@ pub fn observe_at(
             Ok(s) => {
                 snapshots.insert(id.clone(), s);
             }
-            Err(super::revision::RevisionError::NameNotUtf8 { rev, name }) => errors.push(
+            Err(super::repo_at_revision::RevisionError::NameNotUtf8 { rev, name }) => errors.push(
                 Diagnostic::error(
                     Code::InputNameNotUtf8,
                     format!("repository `{id}` ({}) holds `{name}` at `{rev}`, whose name is not UTF-8: proofgraph cannot bind it as an input", repo.path),

@@ -1,5 +1,5 @@
 //! Receipts: what a run signs and stores, and which keys are trusted to have signed it.
 
 pub mod receipt;
-pub mod remote;
+pub mod travel;
 pub mod trust;

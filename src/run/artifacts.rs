@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use proofgraph_graph::pattern::Pattern;
 use proofgraph_graph::{NodeId, RepoId};
 
-use super::dispatch::Dispatcher;
+use super::event_loop::Dispatcher;
 use super::layers::Seen;
 
 /// Copies the files of `written` (what an execution wrote in one repository) that match

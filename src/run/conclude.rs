@@ -8,8 +8,8 @@ use std::collections::BTreeSet;
 use proofgraph_graph::schedule::{Scheduler, State};
 use proofgraph_graph::{NodeId, SealedGraph};
 
-use super::dispatch::Dispatcher;
 use super::ended::Finished;
+use super::event_loop::Dispatcher;
 use super::events::{ProviderAction, ProviderRun};
 
 impl Dispatcher<'_, '_> {

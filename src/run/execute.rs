@@ -3,9 +3,9 @@
 //! writes a signed receipt for every outcome it observes.
 //!
 //! [`execute`] makes the run's directory and sandboxes, starts the run, and hands them to
-//! the dispatcher (`dispatch.rs`): a tokio current-thread loop over the run's events
+//! the dispatcher (`event_loop.rs`): a tokio current-thread loop over the run's events
 //! (forwarded by the sandbox's reader thread) and SIGINT/SIGTERM. A finished provider is
-//! judged on the loop (`record.rs`); its receipts are signed and written by a writer
+//! judged on the loop (`finished.rs`); its receipts are signed and written by a writer
 //! thread (`recorder.rs`, `writer.rs`), in the order they were judged. Identical
 //! executions (same argv, directory, environment, timeout and network; `job.rs`) in one
 //! run start once; every provider sharing one is judged from that one execution.
@@ -22,12 +22,12 @@ use proofgraph_sandbox::{Isolation, Run, RunConfig};
 
 use crate::base::diagnostic::{Code, Diagnostic};
 
-pub use super::plan::{Executed, Plan, Stopped};
+pub use super::handoff::{Executed, Plan, Stopped};
 
-use super::dispatch::{Dispatched, Dispatcher};
+use super::event_loop::{Dispatched, Dispatcher};
 use super::events::{Line, Progress};
+use super::handoff::diag;
 use super::layers::Worlds;
-use super::plan::diag;
 use super::recorder::Recorder;
 use super::sandboxes;
 use super::stamps::Stamps;

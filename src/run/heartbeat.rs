@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use proofgraph_graph::ProviderId;
 
-use super::dispatch::Dispatcher;
+use super::event_loop::Dispatcher;
 use super::events::Line;
 use crate::proof::receipt::Counts;
 

@@ -9,14 +9,14 @@ use std::time::Instant;
 
 use proofgraph_graph::graph::ProviderNode;
 use proofgraph_graph::{Adapter, NodeId};
-use proofgraph_sandbox::evidence;
+use proofgraph_sandbox::beneath;
 
 use crate::decide::judge::{self, Ended};
 use crate::proof::receipt;
 
 use super::contract;
-use super::dispatch::{Dispatcher, Execution, Purpose};
 use super::ended::Finished;
+use super::event_loop::{Dispatcher, Execution, Purpose};
 use super::events::Line;
 use super::job::ExecKey;
 
@@ -153,7 +153,7 @@ impl Dispatcher<'_, '_> {
         // tracked file may be there.)
         for (repo, report) in self.reports.get(&prepared.key).into_iter().flatten() {
             if let Some(dir) = dirs.of(repo.as_ref()) {
-                let _ = evidence::remove_beneath(&dir.written, Path::new(report));
+                let _ = beneath::remove_beneath(&dir.written, Path::new(report));
             }
         }
         if let Some(path) = &prepared.playwright_report {

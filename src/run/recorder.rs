@@ -12,7 +12,7 @@ use crate::decide::judge::Judged;
 
 use super::ended::Finished;
 use super::events::ProviderRun;
-use super::evidence::Kept;
+use super::kept_evidence::Kept;
 use crate::proof::receipt::RunIsolation;
 
 /// One provider's judged result, for the receipt writer.

@@ -14,7 +14,7 @@ use crate::base::diagnostic::Code;
 use crate::load::workspace::Workspace;
 use crate::observe::inputs::Snapshot;
 
-use super::plan::{Stopped, diag};
+use super::handoff::{Stopped, diag};
 
 /// The sandbox of each repository, under the run's directory `root`.
 #[derive(Debug)]

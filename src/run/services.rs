@@ -15,7 +15,7 @@ use proofgraph_sandbox::JobId;
 
 use crate::base::diagnostic::{Code, Diagnostic};
 
-use super::dispatch::{Dispatcher, Purpose};
+use super::event_loop::{Dispatcher, Purpose};
 use super::events::Line;
 use crate::proof::receipt::RunIsolation;
 

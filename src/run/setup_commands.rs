@@ -14,7 +14,7 @@ use crate::base::diagnostic::{Code, Diagnostic};
 use crate::load::config::catalog::Catalog;
 use crate::observe::inputs::Snapshot;
 
-use super::dispatch::Dispatcher;
+use super::event_loop::Dispatcher;
 use super::events::Line;
 use super::services::last_lines;
 use super::signals::Signals;

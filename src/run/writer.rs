@@ -19,8 +19,8 @@ use crate::proof::receipt::{self, Artifact, Proof};
 use crate::store::{Sha256, Store};
 
 use super::events::ReceiptView;
-use super::evidence::{ArtifactKind, Kept};
-use super::plan::{Plan, diag};
+use super::handoff::{Plan, diag};
+use super::kept_evidence::{ArtifactKind, Kept};
 use super::recorder::{Persist, Persisted, Recorder};
 
 /// Starts the receipt writer's thread in `scope`, writing with `writer`; it ends when the
@@ -35,7 +35,7 @@ pub(super) fn start<'scope, 'env: 'scope>(
         .name("receipts".to_owned())
         .spawn_scoped(scope, move || {
             // Git repositories are opened on this thread, and stay on it.
-            let mut trees = crate::observe::record::Recorder::new();
+            let mut trees = crate::observe::input_trees::Recorder::new();
             for job in jobs {
                 if to_loop.send(writer.persist_with(job, &mut trees)).is_err() {
                     break;
@@ -63,7 +63,7 @@ pub(super) struct Writer<'a> {
     run_id: &'a str,
     secrets: &'a Secrets,
     upload: Option<tokio::sync::mpsc::UnboundedSender<crate::store::Sha256>>,
-    trees: Option<&'a crate::observe::record::Recorded>,
+    trees: Option<&'a crate::observe::input_trees::Recorded>,
 }
 
 impl<'a> Writer<'a> {
@@ -92,9 +92,9 @@ impl<'a> Writer<'a> {
         node: proofgraph_graph::NodeId,
         pid: &ProviderId,
         files: &[(String, proofgraph_graph::fingerprint::Digest)],
-        recorder: &mut crate::observe::record::Recorder,
+        recorder: &mut crate::observe::input_trees::Recorder,
         diagnostics: &mut Vec<Diagnostic>,
-    ) -> crate::observe::record::Recorded {
+    ) -> crate::observe::input_trees::Recorded {
         use crate::observe::inputs::FileKind;
         let snapshots: BTreeMap<&str, &crate::observe::inputs::Snapshot> = self
             .observed
@@ -145,7 +145,7 @@ impl<'a> Writer<'a> {
                 .collect();
             entry.extend(extra);
         }
-        let mut out = crate::observe::record::Recorded::default();
+        let mut out = crate::observe::input_trees::Recorded::default();
         for (repo, files) in by_repo {
             let Some((id, snapshot)) = self
                 .observed
@@ -178,14 +178,14 @@ impl<'a> Writer<'a> {
     /// verdict, with its action-cache entry and ref.
     #[cfg(test)]
     fn persist(&self, job: Persist) -> Persisted {
-        self.persist_with(job, &mut crate::observe::record::Recorder::new())
+        self.persist_with(job, &mut crate::observe::input_trees::Recorder::new())
     }
 
     /// [`Writer::persist`], recording input trees with `trees` (opened on this thread).
     fn persist_with(
         &self,
         job: Persist,
-        trees: &mut crate::observe::record::Recorder,
+        trees: &mut crate::observe::input_trees::Recorder,
     ) -> Persisted {
         let Persist {
             id,

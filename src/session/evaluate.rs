@@ -46,9 +46,9 @@ pub struct Evaluated {
     /// The workspace's signing key, for [`Keys::Sign`] and [`Keys::SignFresh`].
     pub signing_key: Option<ed25519_dalek::SigningKey>,
     /// The remote cache in use, if any (not for [`Keys::Ignore`]).
-    pub remote: Option<super::remote::Remote>,
+    pub remote: Option<super::remote_choice::Remote>,
     /// Receipts pulled from it into the local store by this evaluation.
-    pub pulled: Vec<(crate::proof::remote::Wanted, crate::store::Sha256)>,
+    pub pulled: Vec<(crate::proof::travel::Wanted, crate::store::Sha256)>,
 }
 
 impl Evaluated {
@@ -135,7 +135,7 @@ pub fn complete(
     };
     let remote = match keys {
         Keys::Ignore => None,
-        Keys::Sign | Keys::SignFresh | Keys::Check => super::remote::open(
+        Keys::Sign | Keys::SignFresh | Keys::Check => super::remote_choice::open(
             ctx,
             loaded.workspace.catalog.as_ref(),
             ctx.cache_policy(),
@@ -154,11 +154,11 @@ pub fn complete(
             match Store::open(&root) {
                 Ok(writable) => {
                     let interrupt = crate::base::interrupt::Interrupt::installed();
-                    let signers = crate::proof::remote::Signers::new(
+                    let signers = crate::proof::travel::Signers::new(
                         &trusted,
                         loaded.workspace.catalog.as_ref(),
                     );
-                    let p = crate::proof::remote::pull(
+                    let p = crate::proof::travel::pull(
                         &r.cache,
                         &writable,
                         &signers,
@@ -211,7 +211,7 @@ fn missing(
     loaded: &Loaded,
     fingerprints: &Fingerprints,
     store: &Store,
-) -> Vec<crate::proof::remote::Wanted> {
+) -> Vec<crate::proof::travel::Wanted> {
     let mut out = Vec::new();
     for (id, _, p) in loaded.prepared.graph.providers() {
         for o in &p.outputs {
@@ -222,7 +222,7 @@ fn missing(
                 .action(&Store::action_key(fp, &o.under, &o.capability))
                 .is_none()
             {
-                out.push(crate::proof::remote::Wanted {
+                out.push(crate::proof::travel::Wanted {
                     fingerprint: *fp,
                     receipt: o.under.clone(),
                     capability: o.capability.clone(),

@@ -130,8 +130,8 @@ pub fn prune_input_trees(
         .collect();
     let mut removed = 0;
     let mut status = Vec::new();
-    for dir in one_per(dirs, crate::observe::record::git_dir_of) {
-        match crate::observe::record::prune(dir, &kept, crate::store::MIN_GC_AGE) {
+    for dir in one_per(dirs, crate::observe::input_trees::git_dir_of) {
+        match crate::observe::input_trees::prune(dir, &kept, crate::store::MIN_GC_AGE) {
             Ok(n) => removed += n as u64,
             Err(e) => status.push(
                 Diagnostic::warning(

@@ -17,7 +17,7 @@ use crate::observe::git_id::GitId;
 use crate::observe::inputs::{FileEntry, Snapshot};
 use crate::observe::listing::Listing;
 use crate::observe::rebuild::{self, Wanted};
-use crate::observe::revision::Revision;
+use crate::observe::repo_at_revision::Revision;
 use crate::observe::world::Observed;
 use crate::proof::receipt::{self, Proof};
 use crate::store::Store;

@@ -255,7 +255,7 @@ pub fn cache(
         Err(_) => return None,
     };
     let mut notes = Vec::new();
-    let remote = match crate::session::remote::open(ctx, Some(catalog), None, &mut notes) {
+    let remote = match crate::session::remote_choice::open(ctx, Some(catalog), None, &mut notes) {
         Ok(Some(remote)) => remote,
         Ok(None) => {
             findings.extend(notes);
@@ -272,7 +272,7 @@ pub fn cache(
         access(remote.policy.local),
         access(remote.policy.remote)
     );
-    let (answer, took) = crate::proof::remote::check(&remote.cache);
+    let (answer, took) = crate::proof::travel::check(&remote.cache);
     let latency_ms = u64::try_from(took.as_millis()).unwrap_or(u64::MAX);
     let health = CacheHealth {
         remote: url.value.clone(),
@@ -290,7 +290,7 @@ pub fn cache(
     };
     if let Err(e) = answer {
         findings.push(
-            crate::proof::remote::diagnostic(&e, "be checked", "remote")
+            crate::proof::travel::diagnostic(&e, "be checked", "remote")
                 .at(crate::load::config::catalog::FILE_NAME, url.pos),
         );
     }

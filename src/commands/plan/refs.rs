@@ -31,9 +31,9 @@ use crate::load::workspace::{Change, Workspace};
 use crate::observe::changes::{self, Head};
 use crate::present::exit::Verdict;
 use crate::present::output::{Payload, Report};
+use crate::session::change_at_revision::{RevisionArgs, Revisions};
 use crate::session::context::{Context, RootOutput};
 use crate::session::evaluate::{Evaluated, Keys};
-use crate::session::revision::{RevisionArgs, Revisions};
 
 pub use crate::decide::affected::{Origin, Removed};
 pub use crate::observe::changes::{Changed, PathChange};
@@ -366,7 +366,7 @@ fn plan(
     let (head_revisions, e) = match head_args.is_empty() {
         false => {
             let head = Revisions::resolve(&workspace, &head_args, "--head")?;
-            let e = crate::session::revision::evaluate_at(
+            let e = crate::session::change_at_revision::evaluate_at(
                 ctx,
                 workspace.clone(),
                 root,
@@ -455,7 +455,7 @@ fn changed_paths(
         };
         let repo = &workspace.repositories[&id];
         let exclude = observed.excludes.get(&id).cloned().unwrap_or_default();
-        let unreadable = |err: crate::observe::revision::RevisionError| {
+        let unreadable = |err: crate::observe::repo_at_revision::RevisionError| {
             vec![
                 crate::base::diagnostic::Diagnostic::error(
                     crate::base::diagnostic::Code::UnknownRevision,

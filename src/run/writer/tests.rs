@@ -12,7 +12,7 @@ use crate::proof::receipt::RunIsolation;
 use crate::proof::receipt::{Exit, Outcome};
 use crate::run::ended::Finished;
 use crate::run::events::{ProviderAction, ProviderRun};
-use crate::run::evidence::Kept;
+use crate::run::kept_evidence::Kept;
 use crate::run::testing::{discovery_pair, node, observed, pid, provider, seal};
 use crate::store::Sha256;
 

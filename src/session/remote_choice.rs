@@ -193,7 +193,7 @@ pub fn open(
             route,
         })),
         Err(e) => {
-            notes.push(crate::proof::remote::diagnostic(&e, "be used", "remote"));
+            notes.push(crate::proof::travel::diagnostic(&e, "be used", "remote"));
             Ok(None)
         }
     }

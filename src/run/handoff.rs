@@ -63,7 +63,7 @@ pub struct Plan<'a> {
     /// The input trees every receipt names, when they are known already (`rerun`: the
     /// sandboxes were rebuilt from exactly these); `None` records each receipt's own into
     /// its repositories' git (see [`crate::observe::record`]).
-    pub trees: Option<&'a crate::observe::record::Recorded>,
+    pub trees: Option<&'a crate::observe::input_trees::Recorded>,
 }
 
 /// The result of a run.

@@ -15,13 +15,13 @@ use crate::decide::judge::{self, Ended, Judged, ReportFile};
 use crate::proof::receipt::{Failures, Outcome, TestNames};
 
 use super::contract;
-use super::dispatch::Dispatcher;
 use super::ended::Finished;
+use super::event_loop::Dispatcher;
 use super::events::{Line, Mark, ProviderAction, ProviderRun};
-use super::evidence::{ArtifactKind, Kept, attachment, read_written};
+use super::handoff::diag;
 use super::job;
+use super::kept_evidence::{ArtifactKind, Kept, attachment, read_written};
 use super::kept_log;
-use super::plan::diag;
 use super::recorder::Persist;
 
 /// Where a provider's report is read from once its execution ended.

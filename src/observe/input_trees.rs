@@ -326,7 +326,7 @@ pub fn prune(
 mod tests {
     use super::*;
     use crate::base::testing::{commit_all, git, write};
-    use crate::observe::revision::Revision;
+    use crate::observe::repo_at_revision::Revision;
 
     /// A tree rebuilt from a commit (`rerun` in a clone that lacks the recorded one) is the
     /// very tree the recorder made of the same files, in a directory of a monorepo, with an

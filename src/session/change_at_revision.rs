@@ -17,7 +17,7 @@ use crate::load::config::catalog::{self, Catalog};
 use crate::load::config::decode::Sink;
 use crate::load::config::load::parse_bytes;
 use crate::load::workspace::{Change, Workspace};
-use crate::observe::revision::{Revision, RevisionError};
+use crate::observe::repo_at_revision::{Revision, RevisionError};
 
 /// The revisions one side of `plan` names (`--base`, `--head`, each repeatable): at most
 /// one plain revision, and `name=REV` for a repository. Parsed from the words alone; which

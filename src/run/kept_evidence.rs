@@ -1,12 +1,12 @@
 //! Reading what a job wrote as evidence, and holding what is kept of it ([`Kept`]) until
-//! the receipt writer stores it. Every read goes through `proofgraph_sandbox::evidence`:
+//! the receipt writer stores it. Every read goes through `proofgraph_sandbox::beneath`:
 //! beneath one of the run's directories, never through a link, a regular file only,
 //! bounded while read.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
-use proofgraph_sandbox::evidence::{self, EvidenceError};
+use proofgraph_sandbox::beneath::{self, EvidenceError};
 
 use crate::decide::judge::ReportFile;
 use crate::decide::report::Attachment;
@@ -41,14 +41,14 @@ impl Kept {
     }
 }
 
-/// Reads a file a job wrote under `dir` as evidence (`proofgraph_sandbox::evidence`): never
+/// Reads a file a job wrote under `dir` as evidence (`proofgraph_sandbox::beneath`): never
 /// through a symbolic link, never a FIFO or a device, at most [`MAX_REPORT_BYTES`] counted
 /// while reading, and only when it was written after the command started (`started`), with a
 /// second's slack for file systems that keep coarse times — Change Loop's Node.js runtime's
 /// rule. Anything else is not evidence, whatever it holds.
 pub(super) fn read_written(dir: &Path, relative: &str, started: Option<SystemTime>) -> ReportFile {
     let shown = relative.to_owned();
-    match evidence::read_beneath(dir, Path::new(relative), MAX_REPORT_BYTES) {
+    match beneath::read_beneath(dir, Path::new(relative), MAX_REPORT_BYTES) {
         Ok(written) => match started {
             Some(started) if written.modified + Duration::from_secs(1) < started => {
                 let before = started
@@ -100,7 +100,7 @@ pub(super) fn attachment(
                     .chain(std::iter::once((out, out)))
                     .find_map(|(at, written)| Some((written, file.strip_prefix(at).ok()?)))?
             };
-            let written = evidence::read_beneath(base, relative, MAX_REPORT_BYTES).ok()?;
+            let written = beneath::read_beneath(base, relative, MAX_REPORT_BYTES).ok()?;
             let shown = if base == out {
                 path.clone()
             } else {

@@ -6,7 +6,7 @@
 //!
 //! The loop owns every piece of the run's state ([`Dispatcher`]); the files beside it add
 //! its methods for one kind of work each, and judging a finished execution is in
-//! `record.rs`.
+//! `finished.rs`.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::num::NonZeroUsize;
@@ -22,10 +22,10 @@ use crate::base::diagnostic::{Code, Diagnostic};
 
 use super::ended::{self, Finished};
 use super::events::{Line, Progress, ProviderRun};
+use super::handoff::{Plan, diag};
 use super::heartbeat::Heartbeat;
 use super::job::{ExecKey, Jobs};
 use super::layers::{ExecDirs, Files, Seen, Worlds};
-use super::plan::{Plan, diag};
 use super::recorder::{Persisted, Recorder};
 use super::sandboxes::Sandboxes;
 use super::signals::Signals;

@@ -325,7 +325,7 @@ impl Revision {
 
     /// Writes into the repository's object database the tree of the files under `dir` at
     /// this revision that `keep` selects (by their path relative to `dir`), the tree a
-    /// [`Recorder`](crate::observe::record::Recorder) makes of the same files, and returns
+    /// [`Recorder`](crate::observe::input_trees::Recorder) makes of the same files, and returns
     /// its id with every file under `dir` at this revision (selected or not).
     pub fn extract(
         &self,
