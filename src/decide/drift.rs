@@ -148,7 +148,6 @@ pub fn closest<T>(latest: usize, candidates: impl IntoIterator<Item = Candidate<
 
 #[cfg(test)]
 mod tests {
-    use proofgraph_graph::fingerprint::Digest;
     use serde_json::json;
 
     use super::*;
@@ -161,14 +160,6 @@ mod tests {
                 value: value.clone(),
             })
             .collect()
-    }
-
-    fn listing(files: &[(&str, u8)]) -> Listing {
-        let files: Vec<(String, Digest)> = files
-            .iter()
-            .map(|(p, d)| ((*p).to_owned(), Digest([*d; 32])))
-            .collect();
-        Listing::of(&files)
     }
 
     #[test]
@@ -232,8 +223,8 @@ mod tests {
 
     #[test]
     fn input_changes_and_distance_count_the_same_files() {
-        let then = listing(&[("app:a", 1), ("app:b", 2), ("app:gone", 3)]);
-        let now = listing(&[("app:a", 1), ("app:b", 9), ("app:new", 4)]);
+        let then = Listing::filled(&[("app:a", 1), ("app:b", 2), ("app:gone", 3)]);
+        let now = Listing::filled(&[("app:a", 1), ("app:b", 9), ("app:new", 4)]);
         assert_eq!(
             InputChanges::between(&now, &then),
             InputChanges {
