@@ -10,9 +10,7 @@ use proofgraph_sandbox::SandboxMode;
 use serde::Serialize;
 
 use crate::base::diagnostic::{Code, Diagnostic};
-use crate::decide::drift::{self, Candidate};
-// `diff` is also `plan`'s, which names what changed in a provider's reason.
-pub use crate::decide::drift::{Change, InputChanges, diff};
+use crate::decide::drift::{self, Candidate, Change, InputChanges, diff};
 use crate::observe::listing::Listing;
 use crate::present::exit::Verdict;
 use crate::present::output::{Payload, Report};

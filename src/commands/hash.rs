@@ -60,26 +60,9 @@ pub fn run(
     };
     let graph = &e.loaded.prepared.graph;
     let ids: Vec<ProviderId> = match provider {
-        Some(name) => match ProviderId::parse(name)
-            .ok()
-            .filter(|id| graph.provider(id).is_some())
-        {
-            Some(id) => vec![id],
-            None => {
-                let known: Vec<String> =
-                    graph.providers().map(|(id, _, _)| id.to_string()).collect();
-                return Report::failed(
-                    vec![
-                        Diagnostic::error(
-                            Code::UnknownProvider,
-                            format!("change `{change}` has no provider `{name}`"),
-                        )
-                        .surface("provider")
-                        .fix(format!("Use one of: {}.", known.join(", "))),
-                    ],
-                    Verdict::Invalid,
-                );
-            }
+        Some(name) => match crate::session::provider::find(graph, change, name) {
+            Ok((id, _)) => vec![id],
+            Err(unknown) => return Report::failed(vec![unknown], Verdict::Invalid),
         },
         None => graph.providers().map(|(id, _, _)| id.clone()).collect(),
     };

@@ -4,10 +4,8 @@
 //! and SHA-256) — by default the one of its latest receipt, its own before a discovery
 //! receiver's.
 
-use proofgraph_graph::ProviderId;
 use serde::Serialize;
 
-use crate::base::diagnostic::{Code, Diagnostic};
 use crate::present::exit::Verdict;
 use crate::present::output::{Payload, Report};
 use crate::proof::receipt;
@@ -84,23 +82,15 @@ pub fn run(
         Err(all) => return Report::failed(all, Verdict::Invalid),
     };
     let graph = &loaded.prepared.graph;
-    let Some((id, p)) = ProviderId::parse(provider).ok().and_then(|id| {
-        let node = graph.provider(&id)?;
-        Some((id, graph.node(node).provider()?))
-    }) else {
-        let known: Vec<String> = graph.providers().map(|(id, _, _)| id.to_string()).collect();
-        return Report::failed(
-            vec![
-                Diagnostic::error(
-                    Code::UnknownProvider,
-                    format!("change `{change}` has no provider `{provider}`"),
-                )
-                .surface("log")
-                .fix(format!("Use one of: {}.", known.join(", "))),
-            ],
-            Verdict::Invalid,
-        );
+    // The same refusal as every command's, but aimed at `log`.
+    let (id, node) = match crate::session::provider::find(graph, change, provider) {
+        Ok(found) => found,
+        Err(unknown) => return Report::failed(vec![unknown.surface("log")], Verdict::Invalid),
     };
+    let p = graph
+        .node(node)
+        .provider()
+        .expect("provider ids map to provider nodes");
     let name = &loaded.change.name;
     let kept = provider_log::receipt(&store, &trusted, name, &id, &p.outputs, receipt)
         .and_then(|found| provider_log::kept(&store, found));

@@ -5,14 +5,13 @@
 //! outcome when its fingerprint is the same, else the components of the fingerprint that
 //! changed since.
 
-use std::collections::BTreeMap;
-
 use proofgraph_graph::fingerprint::{Fingerprint, Fingerprints, World};
 use proofgraph_graph::graph::ProviderNode;
 use proofgraph_graph::{ChangeName, ProviderId, SealedGraph};
 use serde::Serialize;
 
 use crate::attest::envelope::TrustedKey;
+use crate::decide::drift;
 use crate::proof::receipt::{self, Component, Outcome, Unverified};
 use crate::store::{Sha256, Store};
 
@@ -201,37 +200,12 @@ pub fn why_it_runs(
             Some(components) => {
                 format!(
                     "{} changed",
-                    changed_components(r.manifest, &components).join(", ")
+                    drift::changed_components(r.manifest, &components).join(", ")
                 )
             }
             None => "its fingerprint changed".to_owned(),
         },
     }
-}
-
-/// The names of the components whose values differ from `before` to `after` (a map
-/// compared key by key, but `inputs` whole), in `after`'s order; a component `after` no
-/// longer has is not named.
-pub fn changed_components(before: &[Component], after: &[Component]) -> Vec<String> {
-    use serde_json::Value;
-    let old: BTreeMap<&str, &Value> = before.iter().map(|c| (c.name.as_str(), &c.value)).collect();
-    let mut names: Vec<String> = Vec::new();
-    for c in after {
-        let was = old.get(c.name.as_str()).copied().unwrap_or(&Value::Null);
-        let differs = match (was, &c.value) {
-            _ if was == &c.value => false,
-            (Value::Object(a), Value::Object(b)) if c.name != "inputs" => a
-                .keys()
-                .chain(b.keys())
-                .any(|k| a.get(k).unwrap_or(&Value::Null) != b.get(k).unwrap_or(&Value::Null)),
-            _ => true,
-        };
-        if differs {
-            names.push(c.name.split('.').next().unwrap_or("").to_owned());
-        }
-    }
-    names.dedup();
-    names
 }
 
 #[cfg(test)]

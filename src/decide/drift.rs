@@ -36,14 +36,44 @@ pub struct InputChanges {
 /// The differences between two component lists, maps entry by entry (but `inputs`, whose
 /// files [`InputChanges::between`] names).
 pub fn diff(before: &[Component], after: &[Component]) -> Vec<Change> {
+    let mut out = Vec::new();
+    each_difference(before, after, |name, key, was, now| {
+        out.push(Change {
+            component: key.map_or_else(|| name.to_owned(), |k| format!("{name}.{k}")),
+            before: was.clone(),
+            after: now.clone(),
+        });
+    });
+    out
+}
+
+/// The names of the components whose values differ from `before` to `after` (a map
+/// compared key by key, but `inputs` whole), each once, in `after`'s order; a component
+/// `after` no longer has is not named.
+pub fn changed_components(before: &[Component], after: &[Component]) -> Vec<String> {
+    let mut names: Vec<String> = Vec::new();
+    each_difference(before, after, |name, _, _, _| {
+        if names.last().is_none_or(|last| last != name) {
+            names.push(name.to_owned());
+        }
+    });
+    names
+}
+
+/// Calls `found` with each difference from `before` to `after`, in `after`'s order: the
+/// component's name, the key of the map entry that differs (`None`: the component whole;
+/// `inputs` is always whole), its value then (null when absent) and now. A map's keys come
+/// sorted; a key whose value is null is the key absent.
+fn each_difference(
+    before: &[Component],
+    after: &[Component],
+    mut found: impl FnMut(&str, Option<&str>, &serde_json::Value, &serde_json::Value),
+) {
+    const ABSENT: &serde_json::Value = &serde_json::Value::Null;
     let old: BTreeMap<&str, &serde_json::Value> =
         before.iter().map(|c| (c.name.as_str(), &c.value)).collect();
-    let mut out = Vec::new();
     for c in after {
-        let was = old
-            .get(c.name.as_str())
-            .copied()
-            .unwrap_or(&serde_json::Value::Null);
+        let was = old.get(c.name.as_str()).copied().unwrap_or(ABSENT);
         if was == &c.value {
             continue;
         }
@@ -51,27 +81,15 @@ pub fn diff(before: &[Component], after: &[Component]) -> Vec<Change> {
             (serde_json::Value::Object(a), serde_json::Value::Object(b)) if c.name != "inputs" => {
                 let keys: BTreeSet<&String> = a.keys().chain(b.keys()).collect();
                 for k in keys {
-                    let (x, y) = (
-                        a.get(k).cloned().unwrap_or_default(),
-                        b.get(k).cloned().unwrap_or_default(),
-                    );
+                    let (x, y) = (a.get(k).unwrap_or(ABSENT), b.get(k).unwrap_or(ABSENT));
                     if x != y {
-                        out.push(Change {
-                            component: format!("{}.{k}", c.name),
-                            before: x,
-                            after: y,
-                        });
+                        found(&c.name, Some(k), x, y);
                     }
                 }
             }
-            _ => out.push(Change {
-                component: c.name.clone(),
-                before: was.clone(),
-                after: c.value.clone(),
-            }),
+            _ => found(&c.name, None, was, &c.value),
         }
     }
-    out
 }
 
 /// The components a re-execution would not reproduce: those that differ (maps entry by
@@ -148,7 +166,6 @@ pub fn closest<T>(latest: usize, candidates: impl IntoIterator<Item = Candidate<
 
 #[cfg(test)]
 mod tests {
-    use proofgraph_graph::fingerprint::Digest;
     use serde_json::json;
 
     use super::*;
@@ -163,12 +180,28 @@ mod tests {
             .collect()
     }
 
-    fn listing(files: &[(&str, u8)]) -> Listing {
-        let files: Vec<(String, Digest)> = files
-            .iter()
-            .map(|(p, d)| ((*p).to_owned(), Digest([*d; 32])))
-            .collect();
-        Listing::of(&files)
+    #[test]
+    fn changed_components_are_named_once_in_their_order() {
+        let before = components(&[
+            ("command", json!(["a"])),
+            ("env", json!({"A": "1", "B": "2"})),
+            ("inputs", json!({"x": "1"})),
+            ("gone", json!(1)),
+            ("same", json!({"k": null})),
+        ]);
+        let after = components(&[
+            ("command", json!(["a"])),
+            ("env", json!({"A": "1", "B": "3", "C": "4"})),
+            ("inputs", json!({"x": "2"})),
+            ("new", json!("v")),
+            // A key whose value is null is the key absent, as `explain` shows it.
+            ("same", json!({})),
+        ]);
+        assert_eq!(
+            changed_components(&before, &after),
+            ["env", "inputs", "new"]
+        );
+        assert!(changed_components(&after, &after).is_empty());
     }
 
     #[test]
@@ -232,8 +265,8 @@ mod tests {
 
     #[test]
     fn input_changes_and_distance_count_the_same_files() {
-        let then = listing(&[("app:a", 1), ("app:b", 2), ("app:gone", 3)]);
-        let now = listing(&[("app:a", 1), ("app:b", 9), ("app:new", 4)]);
+        let then = Listing::filled(&[("app:a", 1), ("app:b", 2), ("app:gone", 3)]);
+        let now = Listing::filled(&[("app:a", 1), ("app:b", 9), ("app:new", 4)]);
         assert_eq!(
             InputChanges::between(&now, &then),
             InputChanges {

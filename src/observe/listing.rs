@@ -132,6 +132,19 @@ fn record_end(bytes: &[u8], at: usize) -> Option<usize> {
 }
 
 #[cfg(test)]
+impl Listing {
+    /// For tests: the listing of `files`, each name's identity 32 bytes of its number.
+    pub(crate) fn filled(files: &[(&str, u8)]) -> Self {
+        Self {
+            files: files
+                .iter()
+                .map(|(p, d)| ((*p).to_owned(), Digest([*d; 32])))
+                .collect(),
+        }
+    }
+}
+
+#[cfg(test)]
 mod tests {
     use proptest::prelude::*;
 

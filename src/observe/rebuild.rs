@@ -238,17 +238,9 @@ mod tests {
         }
     }
 
-    fn listing(files: &[(&str, u8)]) -> Listing {
-        let files: Vec<(String, Digest)> = files
-            .iter()
-            .map(|(p, d)| ((*p).to_owned(), Digest([*d; 32])))
-            .collect();
-        Listing::of(&files)
-    }
-
     #[test]
     fn a_tree_must_hold_what_the_listing_binds() {
-        let listed = listing(&[("app:a", 1), ("app:b", 2), ("web:c", 3)]);
+        let listed = Listing::filled(&[("app:a", 1), ("app:b", 2), ("web:c", 3)]);
         let tree = [entry("a", 1), entry("b", 2)];
         assert_eq!(first_unlisted(&listed, "app", &tree, false), None);
         let other = [entry("a", 1), entry("b", 9)];
@@ -265,7 +257,7 @@ mod tests {
 
     #[test]
     fn every_listed_file_must_be_in_a_recorded_tree() {
-        let listed = listing(&[("app:a", 1), ("app:b", 2), ("web:c", 3)]);
+        let listed = Listing::filled(&[("app:a", 1), ("app:b", 2), ("web:c", 3)]);
         let app = [entry("a", 1), entry("b", 2)];
         let web = [entry("c", 3)];
         assert_eq!(

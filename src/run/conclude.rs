@@ -59,17 +59,7 @@ impl Dispatcher<'_, '_> {
 
 /// A provider that got no result, and why.
 fn not_run(graph: &SealedGraph, id: NodeId, action: ProviderAction, reason: &str) -> ProviderRun {
-    ProviderRun {
-        provider: graph.node(id).name.clone(),
-        action,
-        reason: Some(reason.to_owned()),
-        duration_ms: None,
-        receipts: Vec::new(),
-        log: None,
-        log_tail: Vec::new(),
-        failures: Default::default(),
-        result: None,
-    }
+    super::account::row(graph.node(id).name.clone(), action, Some(reason.to_owned()))
 }
 
 /// Why a provider never started: the dependencies that did not pass, or the stop after a

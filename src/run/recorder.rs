@@ -101,6 +101,7 @@ mod tests {
     use super::*;
     use crate::base::redact::Secrets;
     use crate::decide::judge::{self, Ended, ReportFile};
+    use crate::run::account::row;
     use crate::run::events::ProviderAction;
     use crate::run::testing::{node, pid, provider, seal};
     use proofgraph_sandbox::Isolation;
@@ -122,17 +123,7 @@ mod tests {
             judged: Secrets::none().redact(judged),
             kept: Vec::new(),
             isolation: RunIsolation::None,
-            run: ProviderRun {
-                provider: id.into(),
-                action: ProviderAction::Ran,
-                reason: None,
-                duration_ms: None,
-                receipts: Vec::new(),
-                log: None,
-                log_tail: Vec::new(),
-                failures: Default::default(),
-                result: None,
-            },
+            run: row(id.into(), ProviderAction::Ran, None),
         }
     }
 

@@ -41,6 +41,17 @@ fn change(sb: &Sandbox) {
     );
 }
 
+/// A sandbox holding [`change`] and `files` (path, text), all committed.
+fn project(files: &[(&str, &str)]) -> Sandbox {
+    let sb = Sandbox::new();
+    change(&sb);
+    for (rel, text) in files {
+        sb.write(rel, text);
+    }
+    git_commit_all(&sb.work());
+    sb
+}
+
 /// `init --write`, commit, `prove`: the claim is proven by the runner's
 /// own report, with at least `tests` tests discovered.
 fn init_then_prove(sb: &Sandbox, tests: u64) {
@@ -110,35 +121,33 @@ fn init_then_prove_with(sb: &Sandbox, tests: u64, vars: &[(&str, &str)]) {
 
 #[test]
 fn init_write_then_prove_a_cargo_crate() {
-    let sb = Sandbox::new();
-    change(&sb);
-    sb.write(
-        "Cargo.toml",
-        "[package]\nname = \"demo\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[workspace]\n",
-    );
-    sb.write(
-        "src/lib.rs",
-        "pub fn sum(a: i32, b: i32) -> i32 { a + b }\n\n#[cfg(test)]\nmod tests {\n    #[test]\n    fn adds() { assert_eq!(super::sum(1, 2), 3); }\n    #[test]\n    fn adds_negatives() { assert_eq!(super::sum(-1, -2), -3); }\n}\n",
-    );
-    sb.write(".gitignore", "target/\n");
-    git_commit_all(&sb.work());
+    let sb = project(&[
+        (
+            "Cargo.toml",
+            "[package]\nname = \"demo\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[workspace]\n",
+        ),
+        (
+            "src/lib.rs",
+            "pub fn sum(a: i32, b: i32) -> i32 { a + b }\n\n#[cfg(test)]\nmod tests {\n    #[test]\n    fn adds() { assert_eq!(super::sum(1, 2), 3); }\n    #[test]\n    fn adds_negatives() { assert_eq!(super::sum(-1, -2), -3); }\n}\n",
+        ),
+        (".gitignore", "target/\n"),
+    ]);
     init_then_prove(&sb, 2);
 }
 
 #[test]
 fn init_write_then_prove_a_pytest_project() {
-    let sb = Sandbox::new();
-    change(&sb);
-    sb.write(
-        "pyproject.toml",
-        "[project]\nname = \"demo\"\nversion = \"0.1.0\"\n\n[tool.pytest.ini_options]\ntestpaths = [\"tests\"]\n",
-    );
-    sb.write("demo/__init__.py", "def sum(a, b):\n    return a + b\n");
-    sb.write(
-        "tests/test_sum.py",
-        "from demo import sum\n\n\ndef test_adds():\n    assert sum(1, 2) == 3\n\n\ndef test_adds_negatives():\n    assert sum(-1, -2) == -3\n",
-    );
-    git_commit_all(&sb.work());
+    let sb = project(&[
+        (
+            "pyproject.toml",
+            "[project]\nname = \"demo\"\nversion = \"0.1.0\"\n\n[tool.pytest.ini_options]\ntestpaths = [\"tests\"]\n",
+        ),
+        ("demo/__init__.py", "def sum(a, b):\n    return a + b\n"),
+        (
+            "tests/test_sum.py",
+            "from demo import sum\n\n\ndef test_adds():\n    assert sum(1, 2) == 3\n\n\ndef test_adds_negatives():\n    assert sum(-1, -2) == -3\n",
+        ),
+    ]);
     // The real pytest, the Python test tools' (pinned): `python3` is their venv's.
     let path = sb.path_with_python_tools();
     init_then_prove_with(&sb, 2, &[("PATH", path.as_str())]);
@@ -176,25 +185,24 @@ fn init_write_then_prove_a_vitest_project() {
 /// proves the claim with its tests counted — no `npm install` anywhere.
 #[test]
 fn init_write_then_prove_node_test_before_the_end_of_an_npm_test_chain() {
-    let sb = Sandbox::new();
-    change(&sb);
-    sb.write(
-        "package.json",
-        r#"{"name": "demo", "main": "./index.js", "scripts": {"test": "node --test && npm run check:type:ts", "check:type:ts": "tsc --noEmit"}, "devDependencies": {"typescript": "^5.4.0", "eslint": "^9.0.0"}}
+    let sb = project(&[
+        (
+            "package.json",
+            r#"{"name": "demo", "main": "./index.js", "scripts": {"test": "node --test && npm run check:type:ts", "check:type:ts": "tsc --noEmit"}, "devDependencies": {"typescript": "^5.4.0", "eslint": "^9.0.0"}}
 "#,
-    );
-    sb.write("package-lock.json", "{\"lockfileVersion\": 3}\n");
-    sb.write("index.js", "exports.sum = (a, b) => a + b;\n");
-    sb.write(
-        "tests/sum.test.js",
-        "const test = require('node:test');\nconst assert = require('node:assert');\nconst { sum } = require('../');\n\ntest('adds', () => assert.equal(sum(1, 2), 3));\ntest('adds negatives', () => assert.equal(sum(-1, -2), -3));\n",
-    );
-    sb.write(
-        "eslint.config.js",
-        "import js from 'eslint';\nexport default [js];\n",
-    );
-    sb.write(".gitignore", "node_modules/\ntest-results/\n");
-    git_commit_all(&sb.work());
+        ),
+        ("package-lock.json", "{\"lockfileVersion\": 3}\n"),
+        ("index.js", "exports.sum = (a, b) => a + b;\n"),
+        (
+            "tests/sum.test.js",
+            "const test = require('node:test');\nconst assert = require('node:assert');\nconst { sum } = require('../');\n\ntest('adds', () => assert.equal(sum(1, 2), 3));\ntest('adds negatives', () => assert.equal(sum(-1, -2), -3));\n",
+        ),
+        (
+            "eslint.config.js",
+            "import js from 'eslint';\nexport default [js];\n",
+        ),
+        (".gitignore", "node_modules/\ntest-results/\n"),
+    ]);
     let detect = run(&sb, &["evidence", "detect", "add-x", "--json"]);
     detect.expect_code(0);
     let doc = detect.json();
@@ -240,20 +248,19 @@ fn init_write_then_prove_node_test_before_the_end_of_an_npm_test_chain() {
 
 #[test]
 fn init_keeps_an_existing_json_file_json_and_its_providers_byte_for_byte() {
-    let sb = Sandbox::new();
-    change(&sb);
-    sb.write(
-        "openspec/changes/add-x/evidence.yaml",
-        "version: 2\nclaims:\n  - {id: works, scenario: The code works, capabilities: [test, static-analysis]}\n",
-    );
     let existing = "{\n  \"version\": 1,\n  \"providers\": {\n    \"lint\": {\"adapter\": \"command\", \"capability\": \"static-analysis\", \"command\": [\"sh\", \"-c\", \"true\"]}\n  }\n}\n";
-    sb.write("openspec/changes/add-x/execution.yaml", existing);
-    sb.write(
-        "Cargo.toml",
-        "[package]\nname = \"demo\"\nversion = \"0.1.0\"\nedition = \"2021\"\n",
-    );
-    sb.write("src/lib.rs", "#[test]\nfn t() {}\n");
-    git_commit_all(&sb.work());
+    let sb = project(&[
+        (
+            "openspec/changes/add-x/evidence.yaml",
+            "version: 2\nclaims:\n  - {id: works, scenario: The code works, capabilities: [test, static-analysis]}\n",
+        ),
+        ("openspec/changes/add-x/execution.yaml", existing),
+        (
+            "Cargo.toml",
+            "[package]\nname = \"demo\"\nversion = \"0.1.0\"\nedition = \"2021\"\n",
+        ),
+        ("src/lib.rs", "#[test]\nfn t() {}\n"),
+    ]);
     let init = run(&sb, &["evidence", "init", "add-x", "--write", "--json"]);
     init.expect_code(0);
     assert_eq!(init.json()["kept"], serde_json::json!(["lint"]));
@@ -271,18 +278,17 @@ fn init_keeps_an_existing_json_file_json_and_its_providers_byte_for_byte() {
 
 #[test]
 fn doctor_names_the_helper_script_inputs_do_not_cover_at_its_line() {
-    let sb = Sandbox::new();
-    change(&sb);
-    sb.write(
-        "scripts/test.sh",
-        "#!/bin/sh\necho 'TAP version 13'; echo '1..1'; echo 'ok 1 - works'\n",
-    );
-    sb.write("src/app.sh", "echo app\n");
-    sb.write(
-        "openspec/changes/add-x/execution.yaml",
-        "version: 1\nproviders:\n  test:\n    adapter: test-discovery\n    command: [sh, scripts/test.sh]\n    inputs: [\"src/**\"]\n    report: out.tap\n",
-    );
-    git_commit_all(&sb.work());
+    let sb = project(&[
+        (
+            "scripts/test.sh",
+            "#!/bin/sh\necho 'TAP version 13'; echo '1..1'; echo 'ok 1 - works'\n",
+        ),
+        ("src/app.sh", "echo app\n"),
+        (
+            "openspec/changes/add-x/execution.yaml",
+            "version: 1\nproviders:\n  test:\n    adapter: test-discovery\n    command: [sh, scripts/test.sh]\n    inputs: [\"src/**\"]\n    report: out.tap\n",
+        ),
+    ]);
     let doctor = run(&sb, &["evidence", "doctor", "add-x", "--json"]);
     doctor.expect_code(2);
     assert_codes!(doctor.status_codes(), ["command_file_not_in_inputs"]);
@@ -310,12 +316,11 @@ fn doctor_names_the_helper_script_inputs_do_not_cover_at_its_line() {
 
 #[test]
 fn doctor_reports_each_wiring_problem_with_its_code() {
-    let sb = Sandbox::new();
-    change(&sb);
-    sb.write("run-tests.sh", "echo ok\n");
-    sb.write(
-        "openspec/changes/add-x/execution.yaml",
-        r#"version: 1
+    let sb = project(&[
+        ("run-tests.sh", "echo ok\n"),
+        (
+            "openspec/changes/add-x/execution.yaml",
+            r#"version: 1
 providers:
   unit:
     adapter: test-discovery
@@ -328,8 +333,8 @@ providers:
     report: out/report.xml
     inputs: ["out/**"]
 "#,
-    );
-    git_commit_all(&sb.work());
+        ),
+    ]);
     // run-tests.sh stays in the working tree, but git stops tracking it and
     // ignores it: no sandbox has it. (Untracked and not ignored, it would be
     // an input like any file `git status` shows.)
@@ -349,10 +354,7 @@ providers:
 
 #[test]
 fn detect_names_a_manifest_it_cannot_read() {
-    let sb = Sandbox::new();
-    change(&sb);
-    sb.write("package.json", "{\"name\": \"broken\",");
-    git_commit_all(&sb.work());
+    let sb = project(&[("package.json", "{\"name\": \"broken\",")]);
     let detect = run(&sb, &["evidence", "detect", "add-x", "--json"]);
     detect.expect_code(0);
     assert_codes!(
@@ -372,16 +374,15 @@ fn detect_names_a_manifest_it_cannot_read() {
 /// editor cannot read back exactly is refused, not rewritten.
 #[test]
 fn init_refuses_a_file_it_cannot_edit_without_changing_it() {
-    let sb = Sandbox::new();
-    change(&sb);
     let existing = "{\"version\": 1, \"x-budget\": 1e400, \"providers\": {}}\n";
-    sb.write("openspec/changes/add-x/execution.yaml", existing);
-    sb.write(
-        "Cargo.toml",
-        "[package]\nname = \"demo\"\nversion = \"0.1.0\"\nedition = \"2021\"\n",
-    );
-    sb.write("src/lib.rs", "#[test]\nfn t() {}\n");
-    git_commit_all(&sb.work());
+    let sb = project(&[
+        ("openspec/changes/add-x/execution.yaml", existing),
+        (
+            "Cargo.toml",
+            "[package]\nname = \"demo\"\nversion = \"0.1.0\"\nedition = \"2021\"\n",
+        ),
+        ("src/lib.rs", "#[test]\nfn t() {}\n"),
+    ]);
     let init = run(&sb, &["evidence", "init", "add-x", "--write", "--json"]);
     init.expect_code(3);
     assert_codes!(init.status_codes(), ["init_refused"]);
@@ -667,16 +668,15 @@ fn stub_bin(sb: &Sandbox, name: &str, programs: &[&str]) -> String {
 /// with what to install. No test suite is narrowed to its manifests.
 #[test]
 fn detect_proposes_only_runners_on_path_and_never_manifest_inputs() {
-    let sb = Sandbox::new();
-    change(&sb);
-    sb.write(
-        "pyproject.toml",
-        "[project]\nname = \"demo\"\nversion = \"0.1.0\"\n\n[tool.pytest.ini_options]\ntestpaths = [\"tests\"]\n",
-    );
-    sb.write("uv.lock", "version = 1\n");
-    sb.write("demo/__init__.py", "\n");
-    sb.write("tests/test_demo.py", "def test_it():\n    pass\n");
-    git_commit_all(&sb.work());
+    let sb = project(&[
+        (
+            "pyproject.toml",
+            "[project]\nname = \"demo\"\nversion = \"0.1.0\"\n\n[tool.pytest.ini_options]\ntestpaths = [\"tests\"]\n",
+        ),
+        ("uv.lock", "version = 1\n"),
+        ("demo/__init__.py", "\n"),
+        ("tests/test_demo.py", "def test_it():\n    pass\n"),
+    ]);
     let without = stub_bin(&sb, "no-uv", &["python3", "sh"]);
     let with = stub_bin(&sb, "with-uv", &["python3", "sh", "uv"]);
     let detect = |path: &str, json: bool| {
@@ -751,27 +751,26 @@ fn detect_proposes_only_runners_on_path_and_never_manifest_inputs() {
 /// packages takes part: the venv is made without the system's site-packages.
 #[test]
 fn init_write_then_prove_pytest_through_the_venv_the_setup_makes() {
-    let sb = Sandbox::new();
-    change(&sb);
-    sb.write(
-        "pyproject.toml",
-        "[project]\nname = \"demo\"\nversion = \"0.1.0\"\n\n[tool.pytest.ini_options]\ntestpaths = [\"tests\"]\n",
-    );
-    sb.write("src/demo/__init__.py", "def sum(a, b):\n    return a + b\n");
-    sb.write(
-        "tests/test_sum.py",
-        "from demo import sum\n\n\ndef test_adds():\n    assert sum(1, 2) == 3\n\n\ndef test_adds_negatives():\n    assert sum(-1, -2) == -3\n",
-    );
-    sb.write(
-        "requirements.txt",
-        "pytest==9.2.0\niniconfig==2.3.1\npackaging==26.4\npluggy==1.7.0\nPygments==2.21.0\n",
-    );
-    sb.write(".gitignore", ".venv/\ntest-results/\n");
-    sb.write(
-        "proofgraph.yaml",
-        "version: 1\nrepositories:\n  root:\n    path: .\n    setup:\n      - [python3, -m, venv, .venv]\n      - [.venv/bin/pip, install, --quiet, -r, requirements.txt]\n    setupCache: [.venv]\n",
-    );
-    git_commit_all(&sb.work());
+    let sb = project(&[
+        (
+            "pyproject.toml",
+            "[project]\nname = \"demo\"\nversion = \"0.1.0\"\n\n[tool.pytest.ini_options]\ntestpaths = [\"tests\"]\n",
+        ),
+        ("src/demo/__init__.py", "def sum(a, b):\n    return a + b\n"),
+        (
+            "tests/test_sum.py",
+            "from demo import sum\n\n\ndef test_adds():\n    assert sum(1, 2) == 3\n\n\ndef test_adds_negatives():\n    assert sum(-1, -2) == -3\n",
+        ),
+        (
+            "requirements.txt",
+            "pytest==9.2.0\niniconfig==2.3.1\npackaging==26.4\npluggy==1.7.0\nPygments==2.21.0\n",
+        ),
+        (".gitignore", ".venv/\ntest-results/\n"),
+        (
+            "proofgraph.yaml",
+            "version: 1\nrepositories:\n  root:\n    path: .\n    setup:\n      - [python3, -m, venv, .venv]\n      - [.venv/bin/pip, install, --quiet, -r, requirements.txt]\n    setupCache: [.venv]\n",
+        ),
+    ]);
     let detect = run(&sb, &["evidence", "detect", "add-x", "--json"]);
     detect.expect_code(0);
     let doc = detect.json();
@@ -872,14 +871,13 @@ fn doctor_reports_dependencies_no_setup_installs() {
 /// install; the provider's own `env.PATH` is where it is looked up.
 #[test]
 fn doctor_reports_a_program_that_is_not_on_path() {
-    let sb = Sandbox::new();
-    change(&sb);
-    sb.write("uv.lock", "version = 1\n");
-    sb.write(
-        "openspec/changes/add-x/execution.yaml",
-        "version: 1\nproviders:\n  test:\n    adapter: test-discovery\n    command: [uv, run, --no-sync, pytest, --junitxml=test-results/p.xml]\n    report: test-results/p.xml\n",
-    );
-    git_commit_all(&sb.work());
+    let sb = project(&[
+        ("uv.lock", "version = 1\n"),
+        (
+            "openspec/changes/add-x/execution.yaml",
+            "version: 1\nproviders:\n  test:\n    adapter: test-discovery\n    command: [uv, run, --no-sync, pytest, --junitxml=test-results/p.xml]\n    report: test-results/p.xml\n",
+        ),
+    ]);
     let without = stub_bin(&sb, "no-uv", &["python3", "sh"]);
     let doctor = sb.run_with_env(
         &sb.work(),
@@ -1008,18 +1006,17 @@ fn init_claims_from_specs_writes_nothing_when_the_wiring_is_refused() {
 /// `-count=1`, its wiring is clean, and it proves on its first run.
 #[test]
 fn doctor_names_go_test_with_its_test_cache_on() {
-    let sb = Sandbox::new();
-    change(&sb);
-    sb.write("go.mod", "module example.com/m\n\ngo 1.18\n");
-    sb.write(
-        "m_test.go",
-        "package m\n\nimport \"testing\"\n\nfunc TestM(t *testing.T) {}\n",
-    );
-    sb.write(
-        "openspec/changes/add-x/execution.yaml",
-        "version: 1\nproviders:\n  test:\n    adapter: test-discovery\n    command: [sh, -c, 'mkdir -p r && exec \"$@\" > r/go.json', sh, go, test, -json, ./...]\n    report: r/go.json\n",
-    );
-    git_commit_all(&sb.work());
+    let sb = project(&[
+        ("go.mod", "module example.com/m\n\ngo 1.18\n"),
+        (
+            "m_test.go",
+            "package m\n\nimport \"testing\"\n\nfunc TestM(t *testing.T) {}\n",
+        ),
+        (
+            "openspec/changes/add-x/execution.yaml",
+            "version: 1\nproviders:\n  test:\n    adapter: test-discovery\n    command: [sh, -c, 'mkdir -p r && exec \"$@\" > r/go.json', sh, go, test, -json, ./...]\n    report: r/go.json\n",
+        ),
+    ]);
     let doctor = run(&sb, &["evidence", "doctor", "add-x", "--json"]);
     assert_codes!(doctor.status_codes(), ["go_test_replays"]);
     let doc = doctor.json();
@@ -1060,17 +1057,16 @@ fn doctor_names_go_test_with_its_test_cache_on() {
 /// ones, the manifest — are named before a run: the provider's world will not hold them.
 #[test]
 fn doctor_names_the_tests_a_runner_would_find_outside_the_inputs() {
-    let sb = Sandbox::new();
-    change(&sb);
-    sb.write("package.json", "{\"name\": \"x\"}\n");
-    sb.write("lib/index.js", "module.exports = 1;\n");
-    sb.write("tests/a.test.js", "require('node:test')('a', () => {});\n");
-    sb.write("extra.test.js", "require('node:test')('b', () => {});\n");
-    sb.write(
-        "openspec/changes/add-x/execution.yaml",
-        "version: 1\nproviders:\n  test:\n    adapter: test-discovery\n    command: [node, --test, --test-reporter=tap, --test-reporter-destination=out.tap]\n    inputs: [\"lib/**\", \"tests/**\"]\n    report: out.tap\n",
-    );
-    git_commit_all(&sb.work());
+    let sb = project(&[
+        ("package.json", "{\"name\": \"x\"}\n"),
+        ("lib/index.js", "module.exports = 1;\n"),
+        ("tests/a.test.js", "require('node:test')('a', () => {});\n"),
+        ("extra.test.js", "require('node:test')('b', () => {});\n"),
+        (
+            "openspec/changes/add-x/execution.yaml",
+            "version: 1\nproviders:\n  test:\n    adapter: test-discovery\n    command: [node, --test, --test-reporter=tap, --test-reporter-destination=out.tap]\n    inputs: [\"lib/**\", \"tests/**\"]\n    report: out.tap\n",
+        ),
+    ]);
     let doctor = run(&sb, &["evidence", "doctor", "add-x", "--json"]);
     assert_codes!(doctor.status_codes(), ["runner_files_not_in_inputs"]);
     let doc = doctor.json();
@@ -1206,13 +1202,10 @@ fn init_wires_a_crate_without_a_lockfile_that_proves_on_its_first_run() {
 #[test]
 fn doctor_names_a_python_module_the_interpreter_cannot_import() {
     use std::os::unix::fs::PermissionsExt as _;
-    let sb = Sandbox::new();
-    change(&sb);
-    sb.write(
+    let sb = project(&[(
         "openspec/changes/add-x/execution.yaml",
         "version: 1\nproviders:\n  test:\n    adapter: command\n    capability: test\n    command: [python3, -m, pytest, -q]\n",
-    );
-    git_commit_all(&sb.work());
+    )]);
     // An interpreter as a distribution lays it out: a program (not a script) under a
     // prefix holding its standard library.
     let prefix = sb.path().join("py");
@@ -1319,13 +1312,10 @@ fn doctor_names_a_python_module_the_interpreter_cannot_import() {
 #[test]
 fn doctor_asks_a_shimmed_interpreter_whether_it_can_import_the_module() {
     use std::os::unix::fs::PermissionsExt as _;
-    let sb = Sandbox::new();
-    change(&sb);
-    sb.write(
+    let sb = project(&[(
         "openspec/changes/add-x/execution.yaml",
         "version: 1\nproviders:\n  test:\n    adapter: test-discovery\n    command: [sh, -c, \"mkdir -p test-results && exec \\\"$@\\\"\", sh, python3, -B, -m, pytest, --junitxml=test-results/p.xml]\n    report: test-results/p.xml\n    reportFormat: junit\n",
-    );
-    git_commit_all(&sb.work());
+    )]);
     let bare = sb.path().join("bare-venv");
     let made = std::process::Command::new("python3")
         .args(["-m", "venv", "--without-pip"])
@@ -1400,23 +1390,22 @@ fn doctor_asks_a_shimmed_interpreter_whether_it_can_import_the_module() {
 /// edit keeps its receipt.
 #[test]
 fn doctor_points_to_the_documentation_a_suite_reruns_for() {
-    let sb = Sandbox::new();
-    change(&sb);
-    sb.write("package.json", "{\"name\": \"x\"}\n");
-    sb.write("README.md", "# x\n");
-    sb.write("docs/usage.md", "Use it.\n");
-    sb.write(
-        "test/a.test.js",
-        "require('node:test')('a', () => { require('node:assert').ok(true); });\n",
-    );
     let wiring = |inputs: &str| {
         format!(
             "version: 1\nproviders:\n  test:\n    adapter: test-discovery\n    command: [node, --test, --test-reporter=tap, --test-reporter-destination=out.tap]\n{inputs}    report: out.tap\n"
         )
     };
-    sb.write("openspec/changes/add-x/execution.yaml", wiring(""));
-    sb.write(".gitignore", ".proofgraph/\nout.tap\n");
-    git_commit_all(&sb.work());
+    let sb = project(&[
+        ("package.json", "{\"name\": \"x\"}\n"),
+        ("README.md", "# x\n"),
+        ("docs/usage.md", "Use it.\n"),
+        (
+            "test/a.test.js",
+            "require('node:test')('a', () => { require('node:assert').ok(true); });\n",
+        ),
+        ("openspec/changes/add-x/execution.yaml", &wiring("")),
+        (".gitignore", ".proofgraph/\nout.tap\n"),
+    ]);
     let doctor = run(&sb, &["evidence", "doctor", "add-x", "--json"]);
     doctor.expect_code(0);
     assert_codes!(doctor.status_codes(), ["docs_in_inputs"]);

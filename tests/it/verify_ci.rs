@@ -113,6 +113,17 @@ fn workspace(sb: &Sandbox, public_pem: &str) {
     git_commit_all(&sb.work());
 }
 
+/// A sandbox holding [`workspace`], which trusts CI's key; the directory of the keys, and
+/// two private keys in it: CI's and another's.
+fn signing() -> (Sandbox, tempfile::TempDir, PathBuf, PathBuf) {
+    let sb = Sandbox::new();
+    let keys = tempfile::tempdir().expect("tempdir");
+    let (ci, public) = keypair(keys.path(), "ci");
+    let (other, _) = keypair(keys.path(), "other");
+    workspace(&sb, &public);
+    (sb, keys, ci, other)
+}
+
 fn binding(sb: &Sandbox) -> String {
     let run = sb.run(&sb.work(), &["hash", "add-x", "ci-e2e"]);
     run.expect_code(0);
@@ -169,10 +180,7 @@ fn refs(sb: &Sandbox) -> Vec<PathBuf> {
 
 #[test]
 fn a_result_ci_signed_with_openssl_proves_the_claim_until_the_code_changes() {
-    let sb = Sandbox::new();
-    let keys = tempfile::tempdir().expect("tempdir");
-    let (private, public) = keypair(keys.path(), "ci");
-    workspace(&sb, &public);
+    let (sb, keys, private, _) = signing();
     assert_eq!(e2e_state(&sb), "pending");
     // prove runs the local provider and nothing for the external one.
     let prove = sb.run(&sb.work(), &["prove", "add-x", "--json"]);
@@ -230,11 +238,7 @@ fn a_result_ci_signed_with_openssl_proves_the_claim_until_the_code_changes() {
 
 #[test]
 fn wrong_signer_issuer_or_result_is_rejected_and_writes_nothing() {
-    let sb = Sandbox::new();
-    let keys = tempfile::tempdir().expect("tempdir");
-    let (private, public) = keypair(keys.path(), "ci");
-    let (other, _) = keypair(keys.path(), "other");
-    workspace(&sb, &public);
+    let (sb, keys, private, other) = signing();
     let bound = binding(&sb);
     let cases: Vec<(&str, Vec<u8>, Emitted<'_>)> = vec![
         (
@@ -447,10 +451,7 @@ fn every_single_byte_change_is_rejected() {
 /// envelope `verify-ci` accepts.
 #[test]
 fn the_documented_signing_script_is_accepted() {
-    let sb = Sandbox::new();
-    let keys = tempfile::tempdir().expect("tempdir");
-    let (private, public) = keypair(keys.path(), "ci");
-    workspace(&sb, &public);
+    let (sb, _keys, private, _) = signing();
     let script = crate::support::repo_root().join("scripts/sign-ci-result.sh");
     let signed = sb.command_with_env(
         "sh",
@@ -483,10 +484,7 @@ fn the_documented_securesystemslib_example_is_accepted() {
         .nth(1)
         .and_then(|rest| rest.split("```").next())
         .expect("a python example in docs/external.md");
-    let sb = Sandbox::new();
-    let keys = tempfile::tempdir().expect("tempdir");
-    let (private, public) = keypair(keys.path(), "ci");
-    workspace(&sb, &public);
+    let (sb, _keys, private, _) = signing();
     // The example's names: change add-profile-page, provider ci-e2e, claim
     // profile-saves, issuer https://ci.example/proofgraph, key ci-signing.pem.
     let python = python
@@ -523,11 +521,7 @@ fn the_documented_securesystemslib_example_is_accepted() {
 /// (refused, exit 1) and one CI signed (accepted), each as text and as a document.
 #[test]
 fn verify_ci_output_is_pinned() {
-    let sb = Sandbox::new();
-    let keys = tempfile::tempdir().expect("tempdir");
-    let (private, public) = keypair(keys.path(), "ci");
-    let (other, _) = keypair(keys.path(), "other");
-    workspace(&sb, &public);
+    let (sb, keys, private, other) = signing();
     let bound = binding(&sb);
     let signed = |key: &Path, name: &str| {
         let path = sb.path().join(name);

@@ -272,10 +272,7 @@ fn resolve(dir: &Path, from: &str, specifier: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn argv(words: &[&str]) -> Vec<String> {
-        words.iter().map(|w| (*w).to_owned()).collect()
-    }
+    use crate::proposal::{argv, in_report_dir};
 
     /// A repository holding `files`, all tracked; `typescript` and `@scope/lib` declared.
     fn repo(files: &[(&str, &str)]) -> (tempfile::TempDir, BTreeSet<String>) {
@@ -294,8 +291,12 @@ mod tests {
     }
 
     fn needs(argv_words: &[&str], files: &[(&str, &str)]) -> bool {
+        needs_argv(&argv(argv_words), files)
+    }
+
+    fn needs_argv(argv: &[String], files: &[(&str, &str)]) -> bool {
         let (dir, tracked) = repo(files);
-        needs_node_modules(&argv(argv_words), dir.path(), Some(&tracked), &deps())
+        needs_node_modules(argv, dir.path(), Some(&tracked), &deps())
     }
 
     #[test]
@@ -313,16 +314,13 @@ mod tests {
             ("eslint.config.js", "import ts from 'typescript';\n"),
         ];
         assert!(!needs(&["node", "--test"], &files));
-        let wrapped = [
-            "sh",
-            "-c",
-            "mkdir -p test-results && exec \"$@\"",
-            "sh",
-            "node",
-            "--test-reporter=tap",
-            "--test",
-        ];
-        assert!(!needs(&wrapped, &files));
+        // As a proposal runs it: inside the shell that creates the report's directory.
+        let wrapped = in_report_dir(
+            argv(&["node", "--test-reporter=tap", "--test"]),
+            "test-results/node-test.tap",
+            false,
+        );
+        assert!(!needs_argv(&wrapped, &files));
     }
 
     #[test]

@@ -3,10 +3,55 @@
 //! checked against the runner's documented flags (and, for vitest, jest,
 //! pytest, cargo, nextest and go, actually run by `real_tools`).
 
-use bootstrap::{Confidence, UnresolvedReason, detect};
+use bootstrap::{Confidence, Detection, UnresolvedReason, detect};
 use proofgraph_graph::Adapter;
 
 use crate::layouts::*;
+
+/// `detect` over a repository holding `files`, for one claim that needs `test`.
+fn detect_test(files: &[(&str, &str)]) -> Detection {
+    let dir = temp();
+    write(dir.path(), files);
+    detect(
+        &root(dir.path()),
+        &[claim("c", &["test"], None)],
+        &[],
+        &host(),
+    )
+}
+
+/// The argv proposed for a vitest script run through npm: vitest itself, with its JSON
+/// report.
+fn vitest_through_npm() -> serde_json::Value {
+    serde_json::json!([
+        "npm",
+        "exec",
+        "--no",
+        "--",
+        "vitest",
+        "run",
+        "--run",
+        "--reporter=json",
+        "--outputFile=test-results/vitest.json"
+    ])
+}
+
+/// The argv proposed for `node --test` then `patterns`: its TAP reporter flags first, inside
+/// the shell that creates the report's directory.
+fn node_test_with_tap(patterns: &[&str]) -> serde_json::Value {
+    let mut argv = vec![
+        "sh",
+        "-c",
+        "mkdir -p test-results && exec \"$@\"",
+        "sh",
+        "node",
+        "--test-reporter=tap",
+        "--test-reporter-destination=test-results/node-test.tap",
+        "--test",
+    ];
+    argv.extend_from_slice(patterns);
+    serde_json::json!(argv)
+}
 
 #[test]
 fn vite_vitest_playwright_app() {
@@ -172,20 +217,14 @@ fn risky_scripts_are_refused() {
 
 #[test]
 fn jest_and_vitest_together_are_ambiguous() {
-    let dir = temp();
-    write(
-        dir.path(),
-        &[
-            (
-                "package.json",
-                r#"{"name": "x", "scripts": {"test": "node scripts/run-tests.mjs"}, "devDependencies": {"jest": "^29.0.0", "vitest": "^3.0.0"}}"#,
-            ),
-            ("package-lock.json", "{}"),
-            ("scripts/run-tests.mjs", "// runs both\n"),
-        ],
-    );
-    let claims = [claim("c", &["test"], None)];
-    let detection = detect(&root(dir.path()), &claims, &[], &host());
+    let detection = detect_test(&[
+        (
+            "package.json",
+            r#"{"name": "x", "scripts": {"test": "node scripts/run-tests.mjs"}, "devDependencies": {"jest": "^29.0.0", "vitest": "^3.0.0"}}"#,
+        ),
+        ("package-lock.json", "{}"),
+        ("scripts/run-tests.mjs", "// runs both\n"),
+    ]);
     insta::assert_json_snapshot!("ambiguous", detection);
     assert_eq!(detection.candidates.len(), 2);
     assert!(
@@ -204,20 +243,10 @@ fn jest_and_vitest_together_are_ambiguous() {
 
 #[test]
 fn a_script_running_two_runners_is_ambiguous() {
-    let dir = temp();
-    write(
-        dir.path(),
-        &[(
-            "package.json",
-            r#"{"name": "x", "scripts": {"test": "jest && vitest run"}, "devDependencies": {"jest": "^29.0.0", "vitest": "^3.0.0"}}"#,
-        )],
-    );
-    let detection = detect(
-        &root(dir.path()),
-        &[claim("c", &["test"], None)],
-        &[],
-        &host(),
-    );
+    let detection = detect_test(&[(
+        "package.json",
+        r#"{"name": "x", "scripts": {"test": "jest && vitest run"}, "devDependencies": {"jest": "^29.0.0", "vitest": "^3.0.0"}}"#,
+    )]);
     assert_eq!(detection.candidates.len(), 2);
     assert!(
         detection
@@ -229,88 +258,36 @@ fn a_script_running_two_runners_is_ambiguous() {
 
 #[test]
 fn a_runner_that_is_not_last_in_the_chain_runs_by_itself() {
-    let dir = temp();
-    write(
-        dir.path(),
-        &[(
-            "package.json",
-            r#"{"name": "x", "scripts": {"test": "vitest run && eslint ."}, "devDependencies": {"vitest": "^3.0.0"}}"#,
-        )],
-    );
-    let detection = detect(
-        &root(dir.path()),
-        &[claim("c", &["test"], None)],
-        &[],
-        &host(),
-    );
+    let detection = detect_test(&[(
+        "package.json",
+        r#"{"name": "x", "scripts": {"test": "vitest run && eslint ."}, "devDependencies": {"vitest": "^3.0.0"}}"#,
+    )]);
     // Flags appended to the script would reach `eslint .`: `vitest run` runs by itself
     // (it was a `review` candidate appending them to `npm run test --` before issue 27).
     assert_eq!(detection.candidates.len(), 1);
     assert_eq!(detection.candidates[0].confidence, Confidence::High);
     assert_eq!(
         detection.candidates[0].provider["command"],
-        serde_json::json!([
-            "npm",
-            "exec",
-            "--no",
-            "--",
-            "vitest",
-            "run",
-            "--run",
-            "--reporter=json",
-            "--outputFile=test-results/vitest.json"
-        ])
+        vitest_through_npm()
     );
     assert!(detection.unresolved.is_empty());
     // A chain that ends with the runner appends the flags to the script.
-    write(
-        dir.path(),
-        &[(
-            "package.json",
-            r#"{"name": "x", "scripts": {"test": "tsc --noEmit && vitest run"}, "devDependencies": {"vitest": "^3.0.0"}}"#,
-        )],
-    );
-    let detection = detect(
-        &root(dir.path()),
-        &[claim("c", &["test"], None)],
-        &[],
-        &host(),
-    );
+    let detection = detect_test(&[(
+        "package.json",
+        r#"{"name": "x", "scripts": {"test": "tsc --noEmit && vitest run"}, "devDependencies": {"vitest": "^3.0.0"}}"#,
+    )]);
     assert_eq!(detection.candidates[0].confidence, Confidence::High);
 }
 
 #[test]
 fn node_test_reporter_flags_go_before_file_patterns() {
-    let dir = temp();
-    write(
-        dir.path(),
-        &[(
-            "package.json",
-            r#"{"name": "x", "scripts": {"test": "node --test test/"}}"#,
-        )],
-    );
-    let detection = detect(
-        &root(dir.path()),
-        &[claim("c", &["test"], None)],
-        &[],
-        &host(),
-    );
+    let detection = detect_test(&[(
+        "package.json",
+        r#"{"name": "x", "scripts": {"test": "node --test test/"}}"#,
+    )]);
     let c = &detection.candidates[0];
     assert_eq!(c.confidence, Confidence::High);
-    assert_eq!(
-        c.provider["command"],
-        serde_json::json!([
-            "sh",
-            "-c",
-            "mkdir -p test-results && exec \"$@\"",
-            "sh",
-            "node",
-            "--test-reporter=tap",
-            "--test-reporter-destination=test-results/node-test.tap",
-            "--test",
-            "test/"
-        ])
-    );
+    assert_eq!(c.provider["command"], node_test_with_tap(&["test/"]));
     assert_eq!(c.provider["reportFormat"], "tap");
 }
 
@@ -318,36 +295,14 @@ fn node_test_reporter_flags_go_before_file_patterns() {
 fn a_runner_before_the_end_of_an_and_chain_runs_by_itself_with_its_flags() {
     // commander.js: `npm test` is `node --test && npm run check:type:ts`. Flags appended to
     // `npm run test --` would reach `npm run check:type:ts`; the runner runs by itself.
-    let dir = temp();
-    write(
-        dir.path(),
-        &[(
-            "package.json",
-            r#"{"name": "x", "scripts": {"test": "node --test && npm run check:type:ts", "check:type:ts": "tsc"}}"#,
-        )],
-    );
-    let detection = detect(
-        &root(dir.path()),
-        &[claim("c", &["test"], None)],
-        &[],
-        &host(),
-    );
+    let detection = detect_test(&[(
+        "package.json",
+        r#"{"name": "x", "scripts": {"test": "node --test && npm run check:type:ts", "check:type:ts": "tsc"}}"#,
+    )]);
     let c = &detection.candidates[0];
     assert_eq!(c.confidence, Confidence::High, "{:#?}", c.evidence);
     assert!(c.recommended);
-    assert_eq!(
-        c.provider["command"],
-        serde_json::json!([
-            "sh",
-            "-c",
-            "mkdir -p test-results && exec \"$@\"",
-            "sh",
-            "node",
-            "--test-reporter=tap",
-            "--test-reporter-destination=test-results/node-test.tap",
-            "--test"
-        ])
-    );
+    assert_eq!(c.provider["command"], node_test_with_tap(&[]));
     assert_eq!(c.provider["reportFormat"], "tap");
     assert!(
         c.evidence
@@ -357,54 +312,21 @@ fn a_runner_before_the_end_of_an_and_chain_runs_by_itself_with_its_flags() {
         c.evidence
     );
     // Any runner we understand, not node alone: vitest through the package manager.
-    let dir = temp();
-    write(
-        dir.path(),
-        &[
-            (
-                "package.json",
-                r#"{"name": "x", "scripts": {"test": "vitest run && tsc --noEmit"}, "devDependencies": {"vitest": "^1.0.0"}}"#,
-            ),
-            ("package-lock.json", "{}"),
-        ],
-    );
-    let detection = detect(
-        &root(dir.path()),
-        &[claim("c", &["test"], None)],
-        &[],
-        &host(),
-    );
+    let detection = detect_test(&[
+        (
+            "package.json",
+            r#"{"name": "x", "scripts": {"test": "vitest run && tsc --noEmit"}, "devDependencies": {"vitest": "^1.0.0"}}"#,
+        ),
+        ("package-lock.json", "{}"),
+    ]);
     let c = &detection.candidates[0];
     assert_eq!(c.confidence, Confidence::High, "{:#?}", c.evidence);
-    assert_eq!(
-        c.provider["command"],
-        serde_json::json!([
-            "npm",
-            "exec",
-            "--no",
-            "--",
-            "vitest",
-            "run",
-            "--run",
-            "--reporter=json",
-            "--outputFile=test-results/vitest.json"
-        ])
-    );
+    assert_eq!(c.provider["command"], vitest_through_npm());
     // Not plain words (an assignment before the runner): still by itself, for review.
-    let dir = temp();
-    write(
-        dir.path(),
-        &[(
-            "package.json",
-            r#"{"name": "x", "scripts": {"test": "NODE_ENV=test node --test && echo done"}}"#,
-        )],
-    );
-    let detection = detect(
-        &root(dir.path()),
-        &[claim("c", &["test"], None)],
-        &[],
-        &host(),
-    );
+    let detection = detect_test(&[(
+        "package.json",
+        r#"{"name": "x", "scripts": {"test": "NODE_ENV=test node --test && echo done"}}"#,
+    )]);
     let c = &detection.candidates[0];
     assert_eq!(c.confidence, Confidence::Review);
     assert!(
@@ -467,20 +389,10 @@ fn a_repository_without_a_test_runner_is_unresolved() {
 
 #[test]
 fn an_unknown_test_command_lacks_a_structured_count() {
-    let dir = temp();
-    write(
-        dir.path(),
-        &[(
-            "package.json",
-            r#"{"name": "x", "scripts": {"test": "./run-tests.sh"}}"#,
-        )],
-    );
-    let detection = detect(
-        &root(dir.path()),
-        &[claim("c", &["test"], None)],
-        &[],
-        &host(),
-    );
+    let detection = detect_test(&[(
+        "package.json",
+        r#"{"name": "x", "scripts": {"test": "./run-tests.sh"}}"#,
+    )]);
     assert_eq!(
         detection.unresolved[0].reason,
         UnresolvedReason::StructuredTestCountUnavailable
@@ -494,20 +406,10 @@ fn an_unknown_test_command_lacks_a_structured_count() {
 
 #[test]
 fn invalid_manifests_are_warnings() {
-    let dir = temp();
-    write(
-        dir.path(),
-        &[
-            ("package.json", "{ not json"),
-            ("Cargo.toml", "[package\nname="),
-        ],
-    );
-    let detection = detect(
-        &root(dir.path()),
-        &[claim("c", &["test"], None)],
-        &[],
-        &host(),
-    );
+    let detection = detect_test(&[
+        ("package.json", "{ not json"),
+        ("Cargo.toml", "[package\nname="),
+    ]);
     assert_eq!(detection.warnings.len(), 2, "{:?}", detection.warnings);
     assert!(detection.warnings[0].starts_with("`package.json` is not valid JSON"));
     assert!(detection.warnings[1].starts_with("`Cargo.toml` is not valid TOML"));
@@ -521,23 +423,13 @@ fn the_package_manager_follows_the_lockfile() {
         ("bun.lockb", "bun"),
         ("package-lock.json", "npm"),
     ] {
-        let dir = temp();
-        write(
-            dir.path(),
-            &[
-                (
-                    "package.json",
-                    r#"{"scripts": {"test": "vitest"}, "devDependencies": {"vitest": "3"}}"#,
-                ),
-                (lock, ""),
-            ],
-        );
-        let detection = detect(
-            &root(dir.path()),
-            &[claim("c", &["test"], None)],
-            &[],
-            &host(),
-        );
+        let detection = detect_test(&[
+            (
+                "package.json",
+                r#"{"scripts": {"test": "vitest"}, "devDependencies": {"vitest": "3"}}"#,
+            ),
+            (lock, ""),
+        ]);
         assert_eq!(
             detection.candidates[0].provider["command"][0], argv0,
             "{lock}"

@@ -76,28 +76,3 @@ fn a_provider_runs_for_its_first_receipt_that_is_not_a_current_pass() {
         "its last run was fail"
     );
 }
-
-#[test]
-fn changed_components_are_named_once_in_their_order() {
-    use serde_json::json;
-    let before = [
-        component("command", json!(["a"])),
-        component("env", json!({"A": "1", "B": "2"})),
-        component("inputs", json!({"x": "1"})),
-        component("gone", json!(1)),
-        component("same", json!({"k": null})),
-    ];
-    let after = [
-        component("command", json!(["a"])),
-        component("env", json!({"A": "1", "B": "3", "C": "4"})),
-        component("inputs", json!({"x": "2"})),
-        component("new", json!("v")),
-        // A key whose value is null is the key absent, as `explain` shows it.
-        component("same", json!({})),
-    ];
-    assert_eq!(
-        changed_components(&before, &after),
-        ["env", "inputs", "new"]
-    );
-    assert!(changed_components(&after, &after).is_empty());
-}

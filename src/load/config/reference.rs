@@ -27,6 +27,23 @@ pub struct Section {
     pub fields: &'static [Field],
 }
 
+impl Section {
+    /// The table `title` of the object at `pointer`, with keys `fields`, which is `about`.
+    const fn new(
+        title: &'static str,
+        pointer: &'static str,
+        fields: &'static [Field],
+        about: &'static str,
+    ) -> Self {
+        Self {
+            title,
+            about,
+            pointer,
+            fields,
+        }
+    }
+}
+
 /// An object of a schema documented in another file's reference: its pointer, and the
 /// Markdown that names it there.
 const ELSEWHERE: [(Kind, &str, &str); 1] = [(
@@ -35,87 +52,96 @@ const ELSEWHERE: [(Kind, &str, &str); 1] = [(
     "provider ([execution.md](execution.md#a-provider))",
 )];
 
+/// The sections of the reference of `execution.yaml`.
+const EXECUTION: [Section; 5] = [
+    Section::new(
+        "The document",
+        "",
+        &ex::TOP_FIELDS,
+        "`openspec/changes/<change>/execution.yaml`: the wiring of a change.",
+    ),
+    Section::new(
+        "A provider",
+        "/properties/providers/additionalProperties",
+        &ex::PROVIDER_FIELDS,
+        "What proves a capability: a command and how its result is read, or a result signed elsewhere. Paths are relative to the provider's repository; \"fingerprinted\" means a change reruns the provider.",
+    ),
+    Section::new(
+        "An external provider's ci",
+        "/properties/providers/additionalProperties/properties/ci",
+        &ex::CI_FIELDS,
+        "The key an `external` provider's signed results must verify against.",
+    ),
+    Section::new(
+        "A service",
+        "/properties/services/additionalProperties",
+        &ex::SERVICE_FIELDS,
+        "A long-running process the providers that name it need, started once per run.",
+    ),
+    Section::new(
+        "A readiness probe",
+        "/properties/services/additionalProperties/properties/readiness",
+        &ex::READINESS_FIELDS,
+        "How a service is known to be this run's and ready.",
+    ),
+];
+
+/// The sections of the reference of `evidence.yaml`.
+const EVIDENCE: [Section; 2] = [
+    Section::new(
+        "The document",
+        "",
+        &ev::TOP_FIELDS,
+        "`openspec/changes/<change>/evidence.yaml`: the claims a change must prove.",
+    ),
+    Section::new(
+        "A claim",
+        "/properties/claims/items",
+        &ev::CLAIM_FIELDS,
+        "A scenario and the capabilities that must vouch for it.",
+    ),
+];
+
+/// The sections of the reference of `proofgraph.yaml`.
+const CATALOG: [Section; 5] = [
+    Section::new(
+        "The document",
+        "",
+        &cat::TOP_FIELDS,
+        "`proofgraph.yaml` at the OpenSpec root (optional): the workspace's repositories, sandbox, trusted keys and remote cache.",
+    ),
+    Section::new(
+        "A repository",
+        "/properties/repositories/additionalProperties",
+        &cat::REPOSITORY_FIELDS,
+        "A repository of the workspace, and how a fresh sandbox of it is set up.",
+    ),
+    Section::new(
+        "A trusted key",
+        "/properties/trustedKeys/items",
+        &cat::TRUSTED_KEY_FIELDS,
+        "An entry of `trustedKeys`: a key whose receipts count.",
+    ),
+    Section::new(
+        "The remote cache",
+        "/properties/cache",
+        &cat::CACHE_FIELDS,
+        "`cache`: where receipts travel between machines.",
+    ),
+    Section::new(
+        "Logs",
+        "/properties/logs",
+        &cat::LOGS_FIELDS,
+        "`logs`: how much of each job's log a receipt keeps.",
+    ),
+];
+
 /// The sections of `kind`'s reference, in order.
 pub fn sections(kind: Kind) -> &'static [Section] {
     match kind {
-        Kind::Execution => &[
-            Section {
-                title: "The document",
-                about: "`openspec/changes/<change>/execution.yaml`: the wiring of a change.",
-                pointer: "",
-                fields: &ex::TOP_FIELDS,
-            },
-            Section {
-                title: "A provider",
-                about: "What proves a capability: a command and how its result is read, or a result signed elsewhere. Paths are relative to the provider's repository; \"fingerprinted\" means a change reruns the provider.",
-                pointer: "/properties/providers/additionalProperties",
-                fields: &ex::PROVIDER_FIELDS,
-            },
-            Section {
-                title: "An external provider's ci",
-                about: "The key an `external` provider's signed results must verify against.",
-                pointer: "/properties/providers/additionalProperties/properties/ci",
-                fields: &ex::CI_FIELDS,
-            },
-            Section {
-                title: "A service",
-                about: "A long-running process the providers that name it need, started once per run.",
-                pointer: "/properties/services/additionalProperties",
-                fields: &ex::SERVICE_FIELDS,
-            },
-            Section {
-                title: "A readiness probe",
-                about: "How a service is known to be this run's and ready.",
-                pointer: "/properties/services/additionalProperties/properties/readiness",
-                fields: &ex::READINESS_FIELDS,
-            },
-        ],
-        Kind::Evidence => &[
-            Section {
-                title: "The document",
-                about: "`openspec/changes/<change>/evidence.yaml`: the claims a change must prove.",
-                pointer: "",
-                fields: &ev::TOP_FIELDS,
-            },
-            Section {
-                title: "A claim",
-                about: "A scenario and the capabilities that must vouch for it.",
-                pointer: "/properties/claims/items",
-                fields: &ev::CLAIM_FIELDS,
-            },
-        ],
-        Kind::Catalog => &[
-            Section {
-                title: "The document",
-                about: "`proofgraph.yaml` at the OpenSpec root (optional): the workspace's repositories, sandbox, trusted keys and remote cache.",
-                pointer: "",
-                fields: &cat::TOP_FIELDS,
-            },
-            Section {
-                title: "A repository",
-                about: "A repository of the workspace, and how a fresh sandbox of it is set up.",
-                pointer: "/properties/repositories/additionalProperties",
-                fields: &cat::REPOSITORY_FIELDS,
-            },
-            Section {
-                title: "A trusted key",
-                about: "An entry of `trustedKeys`: a key whose receipts count.",
-                pointer: "/properties/trustedKeys/items",
-                fields: &cat::TRUSTED_KEY_FIELDS,
-            },
-            Section {
-                title: "The remote cache",
-                about: "`cache`: where receipts travel between machines.",
-                pointer: "/properties/cache",
-                fields: &cat::CACHE_FIELDS,
-            },
-            Section {
-                title: "Logs",
-                about: "`logs`: how much of each job's log a receipt keeps.",
-                pointer: "/properties/logs",
-                fields: &cat::LOGS_FIELDS,
-            },
-        ],
+        Kind::Execution => &EXECUTION,
+        Kind::Evidence => &EVIDENCE,
+        Kind::Catalog => &CATALOG,
     }
 }
 
