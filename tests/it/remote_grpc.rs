@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use proofgraph::attest::keys::KeyId;
 use proofgraph::store::remote::encoding::{self, Encoded, Outputs};
 use proofgraph::store::remote::{
-    BlobDigest, Capabilities, RemoteCache, RemoteError, Settings, Uploaded, backend,
+    BlobDigest, Capabilities, Deadline, RemoteCache, RemoteError, Settings, Uploaded, backend,
 };
 use proofgraph_graph::fingerprint::Fingerprint;
 use proofgraph_graph::{CapabilityName, ProviderId};
@@ -19,6 +19,12 @@ use proofgraph_graph::{CapabilityName, ProviderId};
 use crate::remote_http::{self, Served};
 use crate::remote_support::{BuildGrid, INSTANCE};
 use crate::support::{Sandbox, assert_emits, assert_port_free, free_port};
+
+/// The end of a backend call's overall deadline, for a call made without the cache
+/// (which gives each operation its own).
+fn soon() -> Deadline {
+    Deadline::after(Duration::from_secs(30))
+}
 
 /// BuildGrid 0.4.4's batch limit (`MAX_REQUEST_SIZE`, 4 MiB - 1 KiB).
 const BUILDGRID_BATCH: u64 = 4 * 1024 * 1024 - 1024;
@@ -150,13 +156,16 @@ fn buildgrid_keeps_an_entry_and_its_blobs_through_batches_and_bytestream() {
     let direct = backend(&settings(&server.url)).expect("a backend");
     let all: Vec<BlobDigest> = blobs.iter().map(|b| BlobDigest::of(b)).collect();
     assert_eq!(
-        rt.block_on(direct.find_missing(all.clone())),
+        rt.block_on(direct.find_missing(all.clone(), soon())),
         Ok(Vec::new())
     );
     let unknown = BlobDigest::of(b"never uploaded");
     let mut asked = all.clone();
     asked.push(unknown);
-    assert_eq!(rt.block_on(direct.find_missing(asked)), Ok(vec![unknown]));
+    assert_eq!(
+        rt.block_on(direct.find_missing(asked, soon())),
+        Ok(vec![unknown])
+    );
     assert_eq!(
         rt.block_on(cache.put(&encoded, &outputs, blobs.clone())),
         Ok(Uploaded::default())
@@ -471,7 +480,7 @@ fn a_refused_port_is_unavailable_at_once_and_names_no_header_value() {
     );
     let direct = backend(&with_header).expect("a backend");
     let read = assert_unavailable(
-        rt.block_on(direct.read_blob(BlobDigest::of(b"x"))),
+        rt.block_on(direct.read_blob(BlobDigest::of(b"x"), soon())),
         "read_blob",
     );
     for text in [&reason, &entry, &put, &read] {

@@ -10,6 +10,7 @@ use std::pin::Pin;
 
 use bazel_remote_apis::build::bazel::remote::execution::v2 as reapi;
 
+use super::retry::Deadline;
 use crate::store::Sha256;
 
 /// The largest action-cache entry read (an entry of ours lists a few files).
@@ -100,7 +101,8 @@ pub struct Capabilities {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum RemoteError {
     /// It could not be reached, did not answer in time, or said it is unavailable (5xx,
-    /// `UNAVAILABLE`, a connection dropped mid-stream).
+    /// `UNAVAILABLE`, a connection dropped mid-stream) — after the attempts `retry.rs`
+    /// allows, when the failure was one that may pass.
     #[error("reach {remote}: {reason}")]
     Unavailable {
         /// The remote (its URL without credentials).
@@ -150,26 +152,37 @@ pub enum RemoteError {
 }
 
 /// One remote cache protocol. Every method is one request (or one bounded set of
-/// requests); the caller adds deadlines, retries nothing, and checks every blob read.
+/// requests), each sent again while its failure may pass (`retry.rs`), never past `until`,
+/// the end of the operation's overall deadline; the caller enforces that deadline and
+/// checks every blob read.
 pub trait Backend: Send + Sync {
     /// The remote as a user wrote it, without credentials (for messages).
     fn name(&self) -> &str;
 
     /// What the server can do; the first call a run makes.
-    fn capabilities(&self) -> Fut<'_, Capabilities>;
+    fn capabilities(&self, until: Deadline) -> Fut<'_, Capabilities>;
 
     /// The action-cache entry of `action`, if the server has one.
-    fn get_action_result(&self, action: BlobDigest) -> Fut<'_, Option<reapi::ActionResult>>;
+    fn get_action_result(
+        &self,
+        action: BlobDigest,
+        until: Deadline,
+    ) -> Fut<'_, Option<reapi::ActionResult>>;
 
     /// Records `result` as the action-cache entry of `action`.
-    fn update_action_result(&self, action: BlobDigest, result: reapi::ActionResult) -> Fut<'_, ()>;
+    fn update_action_result(
+        &self,
+        action: BlobDigest,
+        result: reapi::ActionResult,
+        until: Deadline,
+    ) -> Fut<'_, ()>;
 
     /// Of `blobs`, those the server does not have.
-    fn find_missing(&self, blobs: Vec<BlobDigest>) -> Fut<'_, Vec<BlobDigest>>;
+    fn find_missing(&self, blobs: Vec<BlobDigest>, until: Deadline) -> Fut<'_, Vec<BlobDigest>>;
 
     /// Stores each blob under its digest (the caller computed the digests).
-    fn write_blobs(&self, blobs: Vec<(BlobDigest, Vec<u8>)>) -> Fut<'_, ()>;
+    fn write_blobs(&self, blobs: Vec<(BlobDigest, Vec<u8>)>, until: Deadline) -> Fut<'_, ()>;
 
     /// The bytes stored under `blob`, if the server has them (unchecked).
-    fn read_blob(&self, blob: BlobDigest) -> Fut<'_, Option<Vec<u8>>>;
+    fn read_blob(&self, blob: BlobDigest, until: Deadline) -> Fut<'_, Option<Vec<u8>>>;
 }

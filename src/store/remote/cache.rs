@@ -1,8 +1,9 @@
 //! A remote cache as a run uses it: one backend, every blob read under a size the caller
 //! decided before the first byte and checked against its digest before any byte of it is
-//! returned, every operation under an overall deadline, and a remote that failed once in
-//! a run left alone for the rest of it (one warning, not one per provider; no run waits on
-//! a dead remote twice).
+//! returned, every operation under an overall deadline, and a remote that failed in a run
+//! left alone for the rest of it (one warning, not one per provider; no run waits on a dead
+//! remote twice) — once the backend's retries of a failure that may pass (`retry.rs`),
+//! all inside that deadline, are spent.
 
 use std::sync::Mutex;
 use std::time::Duration;
@@ -14,6 +15,7 @@ use super::config::{Protocol, Settings};
 use super::encoding::{self, Encoded, Outputs};
 use super::grpc::Grpc;
 use super::http::Http;
+use super::retry::Deadline;
 
 /// How many bytes of blobs are read at once, over every read in flight (a larger blob is
 /// read alone): a server that serves each of many concurrent reads as much as it may
@@ -101,18 +103,23 @@ impl RemoteCache {
     }
 
     /// Runs `call` (`what`, moving `bytes` bytes) unless the remote is down, under the
-    /// overall deadline of an operation of that size ([`Settings::deadline`]); a remote
-    /// that is unavailable (the deadline passed, too) or refuses is down from then on.
-    async fn guard<T>(
+    /// overall deadline of an operation of that size ([`Settings::deadline`]), which the
+    /// backend's retries stay inside (`call` is given its end); a remote that is still
+    /// unavailable after them (or past the deadline), or refuses, is down from then on.
+    async fn guard<T, F>(
         &self,
         what: &str,
         bytes: u64,
-        call: impl std::future::Future<Output = Result<T, RemoteError>>,
-    ) -> Result<T, RemoteError> {
+        call: impl FnOnce(Deadline) -> F,
+    ) -> Result<T, RemoteError>
+    where
+        F: std::future::Future<Output = Result<T, RemoteError>>,
+    {
         if let Some(e) = self.down() {
             return Err(e);
         }
         let deadline = self.settings.deadline(bytes);
+        let call = call(Deadline::after(deadline));
         let result = match tokio::time::timeout(deadline, call).await {
             Ok(result) => result,
             Err(_) => Err(self.overdue(what, bytes, deadline)),
@@ -145,8 +152,10 @@ impl RemoteCache {
 
     /// What the server can do (and that it answers at all).
     pub async fn capabilities(&self) -> Result<Capabilities, RemoteError> {
-        self.guard("asking its capabilities", 0, self.backend.capabilities())
-            .await
+        self.guard("asking its capabilities", 0, |until| {
+            self.backend.capabilities(until)
+        })
+        .await
     }
 
     /// What the entry of `key` points at, if the remote has one of ours. At most
@@ -155,11 +164,9 @@ impl RemoteCache {
         // The semaphore is never closed.
         let _slot = self.looking.acquire().await;
         let Some(result) = self
-            .guard(
-                &format!("reading the entry {key}"),
-                0,
-                self.backend.get_action_result(key),
-            )
+            .guard(&format!("reading the entry {key}"), 0, |until| {
+                self.backend.get_action_result(key, until)
+            })
             .await?
         else {
             return Ok(None);
@@ -195,11 +202,9 @@ impl RemoteCache {
             .acquire_many(permits(blob.size.min(READ_BUDGET)))
             .await;
         let Some(bytes) = self
-            .guard(
-                &format!("reading the blob {blob}"),
-                blob.size,
-                self.backend.read_blob(blob),
-            )
+            .guard(&format!("reading the blob {blob}"), blob.size, |until| {
+                self.backend.read_blob(blob, until)
+            })
             .await?
         else {
             return Ok(None);
@@ -235,11 +240,9 @@ impl RemoteCache {
         all.dedup_by_key(|(digest, _)| *digest);
         let wanted: Vec<BlobDigest> = all.iter().map(|(d, _)| *d).collect();
         let missing = self
-            .guard(
-                "asking which blobs it lacks",
-                0,
-                self.backend.find_missing(wanted),
-            )
+            .guard("asking which blobs it lacks", 0, |until| {
+                self.backend.find_missing(wanted, until)
+            })
             .await?;
         let send: Vec<(BlobDigest, Vec<u8>)> = all
             .into_iter()
@@ -253,16 +256,15 @@ impl RemoteCache {
             self.guard(
                 &format!("writing {} blobs", uploaded.blobs),
                 uploaded.bytes,
-                self.backend.write_blobs(send),
+                |until| self.backend.write_blobs(send, until),
             )
             .await?;
         }
         let result: reapi::ActionResult = encoding::result(outputs);
-        self.guard(
-            &format!("writing the entry {}", encoded.key),
-            0,
-            self.backend.update_action_result(encoded.key, result),
-        )
+        self.guard(&format!("writing the entry {}", encoded.key), 0, |until| {
+            self.backend
+                .update_action_result(encoded.key, result, until)
+        })
         .await?;
         Ok(uploaded)
     }
@@ -282,22 +284,31 @@ mod tests {
         fn name(&self) -> &str {
             "endless"
         }
-        fn capabilities(&self) -> Fut<'_, Capabilities> {
+        fn capabilities(&self, _: Deadline) -> Fut<'_, Capabilities> {
             Box::pin(std::future::pending())
         }
-        fn get_action_result(&self, _: BlobDigest) -> Fut<'_, Option<reapi::ActionResult>> {
+        fn get_action_result(
+            &self,
+            _: BlobDigest,
+            _: Deadline,
+        ) -> Fut<'_, Option<reapi::ActionResult>> {
             Box::pin(std::future::pending())
         }
-        fn update_action_result(&self, _: BlobDigest, _: reapi::ActionResult) -> Fut<'_, ()> {
+        fn update_action_result(
+            &self,
+            _: BlobDigest,
+            _: reapi::ActionResult,
+            _: Deadline,
+        ) -> Fut<'_, ()> {
             Box::pin(std::future::pending())
         }
-        fn find_missing(&self, _: Vec<BlobDigest>) -> Fut<'_, Vec<BlobDigest>> {
+        fn find_missing(&self, _: Vec<BlobDigest>, _: Deadline) -> Fut<'_, Vec<BlobDigest>> {
             Box::pin(std::future::pending())
         }
-        fn write_blobs(&self, _: Vec<(BlobDigest, Vec<u8>)>) -> Fut<'_, ()> {
+        fn write_blobs(&self, _: Vec<(BlobDigest, Vec<u8>)>, _: Deadline) -> Fut<'_, ()> {
             Box::pin(std::future::pending())
         }
-        fn read_blob(&self, _: BlobDigest) -> Fut<'_, Option<Vec<u8>>> {
+        fn read_blob(&self, _: BlobDigest, _: Deadline) -> Fut<'_, Option<Vec<u8>>> {
             self.0.fetch_add(1, Ordering::SeqCst);
             Box::pin(std::future::pending())
         }

@@ -32,6 +32,7 @@ use super::backend::{
 };
 use super::config::Settings;
 use super::proxy::Proxy;
+use super::retry::{self, Deadline, Failed};
 use super::tunnel::{Tunnel, TunnelError};
 use crate::base::redact::Secrets;
 
@@ -174,6 +175,9 @@ pub(super) fn failure(name: &str, code: Code, reason: String) -> RemoteError {
         | Code::ResourceExhausted
         | Code::Internal
         | Code::Unknown
+        // The server gave up on the call (a conflict, a transaction aborted): `retry.rs`
+        // sends it again, and a server that keeps answering so is unavailable.
+        | Code::Aborted
         // The call was cut off (tonic's own deadline, a connection that went away).
         | Code::Cancelled => RemoteError::Unavailable { remote, reason },
         Code::Unauthenticated | Code::PermissionDenied => RemoteError::Refused { remote, reason },
@@ -426,6 +430,15 @@ impl Grpc {
         failure(&self.name, status.code(), self.redacted(&reason))
     }
 
+    /// A failed call as an attempt: [`Grpc::failed`], and whether it may pass when sent
+    /// again (`retry.rs` decides).
+    fn attempt_failed(&self, method: &str, status: &Status) -> Failed {
+        Failed {
+            error: self.failed(method, status),
+            retry: retry::grpc(status),
+        }
+    }
+
     /// A per-blob status that is not OK, as an error.
     fn blob_failed(
         &self,
@@ -476,36 +489,39 @@ impl Grpc {
     }
 
     /// `GetCapabilities`, judged.
-    async fn ask_capabilities(&self) -> Result<Capabilities, RemoteError> {
+    async fn ask_capabilities(&self, until: Deadline) -> Result<Capabilities, RemoteError> {
         let method = "GetCapabilities";
-        let mut client = CapabilitiesClient::new(self.channel());
-        let request = self.request(reapi::GetCapabilitiesRequest {
-            instance_name: self.instance.clone(),
-        });
-        let server = self
-            .unary(method, client.get_capabilities(request))
-            .await?
-            .map_err(|s| self.failed(method, &s))?;
+        let server = retry::attempts(until, move || async move {
+            let mut client = CapabilitiesClient::new(self.channel());
+            let request = self.request(reapi::GetCapabilitiesRequest {
+                instance_name: self.instance.clone(),
+            });
+            self.unary(method, client.get_capabilities(request))
+                .await?
+                .map_err(|s| self.attempt_failed(method, &s))
+        })
+        .await?;
         judge(&self.name, &server)
     }
 
     /// The batch limit, asking the server once if no call has yet.
-    async fn limit(&self) -> Result<u64, RemoteError> {
+    async fn limit(&self, until: Deadline) -> Result<u64, RemoteError> {
         let capabilities = self
             .capabilities
-            .get_or_try_init(|| self.ask_capabilities())
+            .get_or_try_init(|| self.ask_capabilities(until))
             .await?;
         Ok(capabilities.max_batch_bytes.unwrap_or(DEFAULT_BATCH_BYTES))
     }
 
-    async fn batch_update(&self, blobs: Vec<(BlobDigest, Vec<u8>)>) -> Result<(), RemoteError> {
+    /// One `BatchUpdateBlobs` attempt: a batch failed for one blob is sent again whole.
+    async fn batch_update(&self, blobs: &[(BlobDigest, Vec<u8>)]) -> Result<(), Failed> {
         let method = "BatchUpdateBlobs";
         let requests = blobs
-            .into_iter()
+            .iter()
             .map(
                 |(digest, data)| reapi::batch_update_blobs_request::Request {
                     digest: Some(digest.to_reapi()),
-                    data,
+                    data: data.clone(),
                     compressor: 0,
                 },
             )
@@ -518,7 +534,7 @@ impl Grpc {
         let answer = self
             .unary(method, self.cas().batch_update_blobs(request))
             .await?
-            .map_err(|s| self.failed(method, &s))?;
+            .map_err(|s| self.attempt_failed(method, &s))?;
         for response in answer.responses {
             let Some(status) = response.status.filter(|s| s.code != Code::Ok as i32) else {
                 continue;
@@ -527,7 +543,10 @@ impl Grpc {
                 || "it did not name".to_owned(),
                 |d| format!("{}/{}", d.hash, d.size_bytes),
             );
-            return Err(self.blob_failed(method, &blob, &status));
+            return Err(Failed {
+                error: self.blob_failed(method, &blob, &status),
+                retry: retry::grpc_blob(Code::from_i32(status.code)),
+            });
         }
         Ok(())
     }
@@ -538,7 +557,9 @@ impl Grpc {
     /// plus the time the upload took so far plus a second per MiB of the blob: the
     /// connection's buffers can take a whole blob of several MiB at once (BuildGrid's took
     /// 8 MiB in 15 ms), and it reaches the server only at the link's pace.
-    async fn stream_write(&self, blob: BlobDigest, bytes: Vec<u8>) -> Result<(), RemoteError> {
+    ///
+    /// Each attempt is an upload of its own name (a fresh UUID), from the first byte.
+    async fn stream_write(&self, blob: BlobDigest, bytes: &[u8]) -> Result<(), Failed> {
         let method = "ByteStream.Write";
         let resource = write_resource(&self.instance, &upload_id(), blob);
         let (tx, rx) = tokio::sync::mpsc::channel(1);
@@ -583,7 +604,8 @@ impl Grpc {
                     return Err(RemoteError::Unavailable {
                         remote: self.name.clone(),
                         reason: format!("{method}: the server took no data for {timeout:?}"),
-                    });
+                    }
+                    .into());
                 }
                 let drain = timeout
                     + started.elapsed()
@@ -594,12 +616,15 @@ impl Grpc {
                         return Err(RemoteError::Unavailable {
                             remote: self.name.clone(),
                             reason: format!("{method}: no answer within {drain:?} of the last chunk"),
-                        });
+                        }
+                        .into());
                     }
                 }
             }
         };
-        let answer = answer.map_err(|s| self.failed(method, &s))?.into_inner();
+        let answer = answer
+            .map_err(|s| self.attempt_failed(method, &s))?
+            .into_inner();
         if u64::try_from(answer.committed_size).ok() != Some(blob.size) {
             return Err(unsupported(
                 &self.name,
@@ -607,12 +632,13 @@ impl Grpc {
                     "{method} committed {} bytes of the blob {blob}",
                     answer.committed_size
                 ),
-            ));
+            )
+            .into());
         }
         Ok(())
     }
 
-    async fn batch_read(&self, blob: BlobDigest) -> Result<Option<Vec<u8>>, RemoteError> {
+    async fn batch_read(&self, blob: BlobDigest) -> Result<Option<Vec<u8>>, Failed> {
         let method = "BatchReadBlobs";
         let request = self.request(reapi::BatchReadBlobsRequest {
             instance_name: self.instance.clone(),
@@ -625,8 +651,8 @@ impl Grpc {
         let mut client = self.cas().max_decoding_message_size(limit.min(MAX_MESSAGE));
         let answer = match self.unary(method, client.batch_read_blobs(request)).await? {
             Ok(answer) => answer,
-            Err(s) if oversized(&s) => return Err(self.too_long(method, blob)),
-            Err(s) => return Err(self.failed(method, &s)),
+            Err(s) if oversized(&s) => return Err(self.too_long(method, blob).into()),
+            Err(s) => return Err(self.attempt_failed(method, &s)),
         };
         let wanted = blob.to_reapi();
         let Some(response) = answer
@@ -637,17 +663,20 @@ impl Grpc {
             return Err(unsupported(
                 &self.name,
                 format!("{method} did not answer for the blob {blob}"),
-            ));
+            )
+            .into());
         };
         match response.status {
             Some(s) if s.code == Code::NotFound as i32 => Ok(None),
-            Some(s) if s.code != Code::Ok as i32 => {
-                Err(self.blob_failed(method, &blob.to_string(), &s))
-            }
+            Some(s) if s.code != Code::Ok as i32 => Err(Failed {
+                error: self.blob_failed(method, &blob.to_string(), &s),
+                retry: retry::grpc_blob(Code::from_i32(s.code)),
+            }),
             _ if response.compressor != 0 => Err(unsupported(
                 &self.name,
                 format!("{method} sent the blob {blob} compressed, which was not asked for"),
-            )),
+            )
+            .into()),
             _ => Ok(Some(response.data)),
         }
     }
@@ -656,7 +685,9 @@ impl Grpc {
     /// to see it is too long), and no chunk larger than that is even decoded — whatever the
     /// server streams, what is held stays within the size the caller allowed; the deadline
     /// applies to each chunk (the cache's overall deadline to the whole read).
-    async fn stream_read(&self, blob: BlobDigest) -> Result<Option<Vec<u8>>, RemoteError> {
+    ///
+    /// A stream dropped or reset mid-way fails the attempt; the next reads from the start.
+    async fn stream_read(&self, blob: BlobDigest) -> Result<Option<Vec<u8>>, Failed> {
         let method = &format!("ByteStream.Read of the blob {blob}");
         let request = self.stream_request(bytestream::ReadRequest {
             resource_name: read_resource(&self.instance, blob),
@@ -670,17 +701,17 @@ impl Grpc {
         let mut stream = match self.unary(method, client.read(request)).await? {
             Ok(stream) => stream,
             Err(s) if s.code() == Code::NotFound => return Ok(None),
-            Err(s) if oversized(&s) => return Err(self.too_long(method, blob)),
-            Err(s) => return Err(self.failed(method, &s)),
+            Err(s) if oversized(&s) => return Err(self.too_long(method, blob).into()),
+            Err(s) => return Err(self.attempt_failed(method, &s)),
         };
         let capacity = usize::try_from(blob.size.min(MAX_MESSAGE as u64)).unwrap_or(MAX_MESSAGE);
         let mut data = Vec::with_capacity(capacity);
         loop {
             match tokio::time::timeout(self.timeout, stream.message()).await {
-                Err(_) => return Err(self.timed_out(method)),
+                Err(_) => return Err(self.timed_out(method).into()),
                 Ok(Err(s)) if s.code() == Code::NotFound && data.is_empty() => return Ok(None),
-                Ok(Err(s)) if oversized(&s) => return Err(self.too_long(method, blob)),
-                Ok(Err(s)) => return Err(self.failed(method, &s)),
+                Ok(Err(s)) if oversized(&s) => return Err(self.too_long(method, blob).into()),
+                Ok(Err(s)) => return Err(self.attempt_failed(method, &s)),
                 Ok(Ok(None)) => break,
                 Ok(Ok(Some(chunk))) => {
                     data.extend_from_slice(&chunk.data);
@@ -699,16 +730,20 @@ impl Backend for Grpc {
         &self.name
     }
 
-    fn capabilities(&self) -> Fut<'_, Capabilities> {
+    fn capabilities(&self, until: Deadline) -> Fut<'_, Capabilities> {
         Box::pin(async move {
-            let capabilities = self.ask_capabilities().await?;
+            let capabilities = self.ask_capabilities(until).await?;
             let _ = self.capabilities.set(capabilities);
             Ok(capabilities)
         })
     }
 
-    fn get_action_result(&self, action: BlobDigest) -> Fut<'_, Option<reapi::ActionResult>> {
-        Box::pin(async move {
+    fn get_action_result(
+        &self,
+        action: BlobDigest,
+        until: Deadline,
+    ) -> Fut<'_, Option<reapi::ActionResult>> {
+        Box::pin(retry::attempts(until, move || async move {
             let method = "GetActionResult";
             // An entry of ours lists a few files; a larger answer is not read.
             let mut client = ActionCacheClient::new(self.channel())
@@ -727,44 +762,56 @@ impl Backend for Grpc {
             {
                 Ok(result) => Ok(Some(result)),
                 Err(s) if s.code() == Code::NotFound => Ok(None),
-                Err(s) => Err(self.failed(method, &s)),
+                Err(s) => Err(self.attempt_failed(method, &s)),
             }
-        })
+        }))
     }
 
-    fn update_action_result(&self, action: BlobDigest, result: reapi::ActionResult) -> Fut<'_, ()> {
+    fn update_action_result(
+        &self,
+        action: BlobDigest,
+        result: reapi::ActionResult,
+        until: Deadline,
+    ) -> Fut<'_, ()> {
         Box::pin(async move {
-            let method = "UpdateActionResult";
-            let mut client =
-                ActionCacheClient::new(self.channel()).max_decoding_message_size(MAX_MESSAGE);
-            let request = self.request(reapi::UpdateActionResultRequest {
-                instance_name: self.instance.clone(),
-                action_digest: Some(action.to_reapi()),
-                action_result: Some(result),
-                results_cache_policy: None,
-                digest_function: SHA256,
-            });
-            self.unary(method, client.update_action_result(request))
-                .await?
-                .map_err(|s| self.failed(method, &s))?;
-            Ok(())
+            let result = &result;
+            // The same entry under the same key: sent again, it changes nothing more.
+            retry::attempts(until, move || async move {
+                let method = "UpdateActionResult";
+                let mut client =
+                    ActionCacheClient::new(self.channel()).max_decoding_message_size(MAX_MESSAGE);
+                let request = self.request(reapi::UpdateActionResultRequest {
+                    instance_name: self.instance.clone(),
+                    action_digest: Some(action.to_reapi()),
+                    action_result: Some(result.clone()),
+                    results_cache_policy: None,
+                    digest_function: SHA256,
+                });
+                self.unary(method, client.update_action_result(request))
+                    .await?
+                    .map_err(|s| self.attempt_failed(method, &s))?;
+                Ok(())
+            })
+            .await
         })
     }
 
-    fn find_missing(&self, blobs: Vec<BlobDigest>) -> Fut<'_, Vec<BlobDigest>> {
+    fn find_missing(&self, blobs: Vec<BlobDigest>, until: Deadline) -> Fut<'_, Vec<BlobDigest>> {
         Box::pin(async move {
             let method = "FindMissingBlobs";
             let mut missing = Vec::new();
             for page in blobs.chunks(FIND_PAGE) {
-                let request = self.request(reapi::FindMissingBlobsRequest {
-                    instance_name: self.instance.clone(),
-                    blob_digests: page.iter().map(|b| b.to_reapi()).collect(),
-                    digest_function: SHA256,
-                });
-                let answer = self
-                    .unary(method, self.cas().find_missing_blobs(request))
-                    .await?
-                    .map_err(|s| self.failed(method, &s))?;
+                let answer = retry::attempts(until, move || async move {
+                    let request = self.request(reapi::FindMissingBlobsRequest {
+                        instance_name: self.instance.clone(),
+                        blob_digests: page.iter().map(|b| b.to_reapi()).collect(),
+                        digest_function: SHA256,
+                    });
+                    self.unary(method, self.cas().find_missing_blobs(request))
+                        .await?
+                        .map_err(|s| self.attempt_failed(method, &s))
+                })
+                .await?;
                 for digest in &answer.missing_blob_digests {
                     let blob = BlobDigest::from_reapi(digest).map_err(|reason| {
                         unsupported(&self.name, format!("{method} answered {reason}"))
@@ -778,32 +825,37 @@ impl Backend for Grpc {
         })
     }
 
-    fn write_blobs(&self, blobs: Vec<(BlobDigest, Vec<u8>)>) -> Fut<'_, ()> {
+    fn write_blobs(&self, blobs: Vec<(BlobDigest, Vec<u8>)>, until: Deadline) -> Fut<'_, ()> {
         Box::pin(async move {
-            let limit = self.limit().await?;
+            let limit = self.limit(until).await?;
             let sizes: Vec<u64> = blobs.iter().map(|(d, _)| d.size).collect();
             let (batches, alone) = batches(&sizes, limit);
             let mut blobs: Vec<Option<(BlobDigest, Vec<u8>)>> =
                 blobs.into_iter().map(Some).collect();
+            // Blobs are written under their digests: a batch or an upload sent again
+            // stores the same bytes.
             for batch in batches {
-                let batch = batch.iter().filter_map(|&i| blobs[i].take()).collect();
-                self.batch_update(batch).await?;
+                let batch: Vec<(BlobDigest, Vec<u8>)> =
+                    batch.iter().filter_map(|&i| blobs[i].take()).collect();
+                let batch = &batch;
+                retry::attempts(until, move || self.batch_update(batch)).await?;
             }
             for i in alone {
                 if let Some((blob, bytes)) = blobs[i].take() {
-                    self.stream_write(blob, bytes).await?;
+                    let bytes = bytes.as_slice();
+                    retry::attempts(until, move || self.stream_write(blob, bytes)).await?;
                 }
             }
             Ok(())
         })
     }
 
-    fn read_blob(&self, blob: BlobDigest) -> Fut<'_, Option<Vec<u8>>> {
+    fn read_blob(&self, blob: BlobDigest, until: Deadline) -> Fut<'_, Option<Vec<u8>>> {
         Box::pin(async move {
-            if fits_batch(blob.size, self.limit().await?) {
-                self.batch_read(blob).await
+            if fits_batch(blob.size, self.limit(until).await?) {
+                retry::attempts(until, move || self.batch_read(blob)).await
             } else {
-                self.stream_read(blob).await
+                retry::attempts(until, move || self.stream_read(blob)).await
             }
         })
     }
@@ -999,6 +1051,7 @@ mod tests {
             Code::Internal,
             Code::Unknown,
             Code::Cancelled,
+            Code::Aborted,
         ] {
             assert_eq!(kind(code), "unavailable", "{code:?}");
         }
@@ -1013,7 +1066,6 @@ mod tests {
             Code::Unimplemented,
             Code::OutOfRange,
             Code::AlreadyExists,
-            Code::Aborted,
         ] {
             assert_eq!(kind(code), "unsupported", "{code:?}");
         }

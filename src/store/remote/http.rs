@@ -3,20 +3,20 @@
 //! by bazel-remote, nginx with WebDAV `PUT`, Buildbarn's HTTP frontend, and object stores
 //! behind a proxy.
 
-use std::sync::Arc;
-
 use bazel_remote_apis::build::bazel::remote::execution::v2 as reapi;
+use futures_util::StreamExt as _;
 use prost::Message as _;
+use prost::bytes::Bytes;
 use reqwest::StatusCode;
-use tokio::sync::Semaphore;
 
 use super::backend::{
     Backend, BlobDigest, Capabilities, Fut, MAX_ENTRY_BYTES, RemoteError, escaped,
 };
 use super::config::Settings;
 use super::proxy::Proxy;
+use super::retry::{self, Deadline, Failed, Retry};
 
-/// How many requests one call has in flight at once.
+/// How many requests one call has in flight at once (each with its own retries).
 const IN_FLIGHT: usize = 8;
 
 /// A Bazel HTTP cache at `base` (no trailing slash).
@@ -213,53 +213,108 @@ fn status(name: &str, method: &str, status: StatusCode) -> RemoteError {
 }
 
 impl Http {
-    async fn get(&self, url: String, limit: u64) -> Result<Option<Vec<u8>>, RemoteError> {
-        let mut response = self
-            .client()?
-            .get(&url)
-            .send()
-            .await
-            .map_err(|e| self.failed(&e))?;
-        match response.status() {
-            StatusCode::OK => {}
-            StatusCode::NOT_FOUND => return Ok(None),
-            s => return Err(self.status("GET", s)),
+    /// A failed request as an attempt: [`Http::failed`], and whether it may pass when
+    /// sent again (a reset connection; `retry.rs` decides).
+    fn attempt_failed(&self, e: &reqwest::Error) -> Failed {
+        Failed {
+            error: self.failed(e),
+            retry: retry::http_transport(e),
         }
-        // Read at most one byte more than expected: enough to see a blob is too long. A
-        // body announced longer is not read at all.
-        if response.content_length().is_some_and(|n| n > limit) {
-            return Err(RemoteError::Corrupt {
-                remote: self.name.clone(),
-                reason: format!(
-                    "GET {url} announced {} bytes where at most {limit} were expected",
-                    response.content_length().unwrap_or_default()
-                ),
-            });
-        }
-        let mut body = Vec::new();
-        while let Some(chunk) = response.chunk().await.map_err(|e| self.failed(&e))? {
-            body.extend_from_slice(&chunk);
-            if body.len() as u64 > limit {
-                break;
-            }
-        }
-        Ok(Some(body))
     }
 
-    async fn put(&self, url: String, body: Vec<u8>) -> Result<(), RemoteError> {
-        let response = self
-            .client()?
-            .put(&url)
-            .header(reqwest::header::CONTENT_LENGTH, body.len())
-            .body(body)
-            .send()
-            .await
-            .map_err(|e| self.failed(&e))?;
-        if response.status().is_success() {
-            Ok(())
-        } else {
-            Err(self.status("PUT", response.status()))
+    /// One attempt of `request` (`method`): its answer, or a failure — a transient status
+    /// (429, 502, 503, 504) among them, to be sent again.
+    async fn answer(
+        &self,
+        method: &str,
+        request: reqwest::RequestBuilder,
+    ) -> Result<reqwest::Response, Failed> {
+        let response = request.send().await.map_err(|e| self.attempt_failed(&e))?;
+        let status = response.status();
+        match retry::http(status, response.headers()) {
+            Retry::No => Ok(response),
+            retry => Err(Failed {
+                error: self.status(method, status),
+                retry,
+            }),
         }
+    }
+
+    async fn get(
+        &self,
+        url: &str,
+        limit: u64,
+        until: Deadline,
+    ) -> Result<Option<Vec<u8>>, RemoteError> {
+        retry::attempts(until, move || async move {
+            let mut response = self.answer("GET", self.client()?.get(url)).await?;
+            match response.status() {
+                StatusCode::OK => {}
+                StatusCode::NOT_FOUND => return Ok(None),
+                s => return Err(self.status("GET", s).into()),
+            }
+            // Read at most one byte more than expected: enough to see a blob is too long.
+            // A body announced longer is not read at all.
+            if response.content_length().is_some_and(|n| n > limit) {
+                return Err(RemoteError::Corrupt {
+                    remote: self.name.clone(),
+                    reason: format!(
+                        "GET {url} announced {} bytes where at most {limit} were expected",
+                        response.content_length().unwrap_or_default()
+                    ),
+                }
+                .into());
+            }
+            let mut body = Vec::new();
+            // A connection reset mid-body fails the attempt; the next reads from the start.
+            while let Some(chunk) = response
+                .chunk()
+                .await
+                .map_err(|e| self.attempt_failed(&e))?
+            {
+                body.extend_from_slice(&chunk);
+                if body.len() as u64 > limit {
+                    break;
+                }
+            }
+            Ok(Some(body))
+        })
+        .await
+    }
+
+    /// `PUT`s `body` at `url` (a blob under its digest, an entry under its key: the same
+    /// request twice stores the same thing, so it is sent again while it may pass).
+    async fn put(&self, url: &str, body: Bytes, until: Deadline) -> Result<(), RemoteError> {
+        let body = &body;
+        retry::attempts(until, move || async move {
+            // Always a length, even 0: nginx's WebDAV refuses a PUT whose empty body it
+            // was not told the size of.
+            let request = self
+                .client()?
+                .put(url)
+                .header(reqwest::header::CONTENT_LENGTH, body.len())
+                .body(body.clone());
+            let response = self.answer("PUT", request).await?;
+            if response.status().is_success() {
+                Ok(())
+            } else {
+                Err(self.status("PUT", response.status()).into())
+            }
+        })
+        .await
+    }
+
+    /// Whether the blob at `url` is there (`HEAD`).
+    async fn has(&self, url: &str, until: Deadline) -> Result<bool, RemoteError> {
+        retry::attempts(until, move || async move {
+            let response = self.answer("HEAD", self.client()?.head(url)).await?;
+            match response.status() {
+                StatusCode::OK => Ok(true),
+                StatusCode::NOT_FOUND => Ok(false),
+                s => Err(self.status("HEAD", s).into()),
+            }
+        })
+        .await
     }
 }
 
@@ -268,17 +323,15 @@ impl Backend for Http {
         &self.name
     }
 
-    fn capabilities(&self) -> Fut<'_, Capabilities> {
+    fn capabilities(&self, until: Deadline) -> Fut<'_, Capabilities> {
         // The protocol has no capabilities call; a HEAD of the empty blob shows the server
         // answers (any status but a refusal or an error is a cache that can be used).
         Box::pin(async move {
-            let url = self.url("cas", &crate::store::Sha256::of(&[]));
-            let response = self
-                .client()?
-                .head(&url)
-                .send()
-                .await
-                .map_err(|e| self.failed(&e))?;
+            let url = &self.url("cas", &crate::store::Sha256::of(&[]));
+            let response = retry::attempts(until, move || async move {
+                self.answer("HEAD", self.client()?.head(url)).await
+            })
+            .await?;
             let s = response.status();
             if s == StatusCode::UNAUTHORIZED
                 || s == StatusCode::FORBIDDEN
@@ -294,10 +347,14 @@ impl Backend for Http {
         })
     }
 
-    fn get_action_result(&self, action: BlobDigest) -> Fut<'_, Option<reapi::ActionResult>> {
+    fn get_action_result(
+        &self,
+        action: BlobDigest,
+        until: Deadline,
+    ) -> Fut<'_, Option<reapi::ActionResult>> {
         Box::pin(async move {
             let Some(bytes) = self
-                .get(self.url("ac", &action.sha256), MAX_ENTRY_BYTES)
+                .get(&self.url("ac", &action.sha256), MAX_ENTRY_BYTES, until)
                 .await?
             else {
                 return Ok(None);
@@ -320,36 +377,33 @@ impl Backend for Http {
         })
     }
 
-    fn update_action_result(&self, action: BlobDigest, result: reapi::ActionResult) -> Fut<'_, ()> {
+    fn update_action_result(
+        &self,
+        action: BlobDigest,
+        result: reapi::ActionResult,
+        until: Deadline,
+    ) -> Fut<'_, ()> {
         Box::pin(async move {
-            self.put(self.url("ac", &action.sha256), result.encode_to_vec())
+            let url = self.url("ac", &action.sha256);
+            self.put(&url, Bytes::from(result.encode_to_vec()), until)
                 .await
         })
     }
 
-    fn find_missing(&self, blobs: Vec<BlobDigest>) -> Fut<'_, Vec<BlobDigest>> {
+    fn find_missing(&self, blobs: Vec<BlobDigest>, until: Deadline) -> Fut<'_, Vec<BlobDigest>> {
         Box::pin(async move {
-            let limit = Arc::new(Semaphore::new(IN_FLIGHT));
-            let mut tasks = tokio::task::JoinSet::new();
-            for blob in blobs {
-                let client = self.client()?.clone();
-                let url = self.url("cas", &blob.sha256);
-                let limit = Arc::clone(&limit);
-                tasks.spawn(async move {
-                    let _slot = limit.acquire_owned().await;
-                    (blob, client.head(&url).send().await)
-                });
-            }
+            let mut answers = futures_util::stream::iter(blobs)
+                .map(|blob| async move {
+                    let url = self.url("cas", &blob.sha256);
+                    self.has(&url, until).await.map(|has| (blob, has))
+                })
+                .buffer_unordered(IN_FLIGHT);
             let mut missing = Vec::new();
-            while let Some(done) = tasks.join_next().await {
-                let Ok((blob, answer)) = done else {
-                    continue;
-                };
-                let response = answer.map_err(|e| self.failed(&e))?;
-                match response.status() {
-                    StatusCode::OK => {}
-                    StatusCode::NOT_FOUND => missing.push(blob),
-                    s => return Err(self.status("HEAD", s)),
+            // The first failure ends the call (the requests still in flight are dropped).
+            while let Some(answer) = answers.next().await {
+                let (blob, has) = answer?;
+                if !has {
+                    missing.push(blob);
                 }
             }
             missing.sort();
@@ -357,40 +411,25 @@ impl Backend for Http {
         })
     }
 
-    fn write_blobs(&self, blobs: Vec<(BlobDigest, Vec<u8>)>) -> Fut<'_, ()> {
+    fn write_blobs(&self, blobs: Vec<(BlobDigest, Vec<u8>)>, until: Deadline) -> Fut<'_, ()> {
         Box::pin(async move {
-            let limit = Arc::new(Semaphore::new(IN_FLIGHT));
-            let mut tasks = tokio::task::JoinSet::new();
-            for (blob, bytes) in blobs {
-                let client = self.client()?.clone();
-                let url = self.url("cas", &blob.sha256);
-                let limit = Arc::clone(&limit);
-                tasks.spawn(async move {
-                    let _slot = limit.acquire_owned().await;
-                    // Always a length, even 0: nginx's WebDAV refuses a PUT whose
-                    // empty body it was not told the size of.
-                    client
-                        .put(&url)
-                        .header(reqwest::header::CONTENT_LENGTH, bytes.len())
-                        .body(bytes)
-                        .send()
-                        .await
-                });
-            }
-            while let Some(done) = tasks.join_next().await {
-                let Ok(answer) = done else {
-                    continue;
-                };
-                let response = answer.map_err(|e| self.failed(&e))?;
-                if !response.status().is_success() {
-                    return Err(self.status("PUT", response.status()));
-                }
+            let mut answers = futures_util::stream::iter(blobs)
+                .map(|(blob, bytes)| async move {
+                    let url = self.url("cas", &blob.sha256);
+                    self.put(&url, Bytes::from(bytes), until).await
+                })
+                .buffer_unordered(IN_FLIGHT);
+            while let Some(answer) = answers.next().await {
+                answer?;
             }
             Ok(())
         })
     }
 
-    fn read_blob(&self, blob: BlobDigest) -> Fut<'_, Option<Vec<u8>>> {
-        Box::pin(async move { self.get(self.url("cas", &blob.sha256), blob.size).await })
+    fn read_blob(&self, blob: BlobDigest, until: Deadline) -> Fut<'_, Option<Vec<u8>>> {
+        Box::pin(async move {
+            self.get(&self.url("cas", &blob.sha256), blob.size, until)
+                .await
+        })
     }
 }

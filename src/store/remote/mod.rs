@@ -11,6 +11,7 @@ pub mod encoding;
 mod grpc;
 mod http;
 pub mod proxy;
+mod retry;
 mod tunnel;
 
 pub use backend::{Backend, BlobDigest, Capabilities, Fut, RemoteError, escaped};
@@ -19,3 +20,4 @@ pub use config::{
     CONNECT_TIMEOUT, InstanceProblem, LOOKED_UP_TRUSTED_KEYS, MIN_BYTES_PER_SECOND, Protocol,
     REQUEST_TIMEOUT, Settings, instance,
 };
+pub use retry::Deadline;
