@@ -3,7 +3,9 @@
 //! client uses) and a Bazel HTTP cache (std threads). Each keeps what it is sent, as a
 //! cache does, and serves it honestly until a test sets a [`Fault`]: then it lies about a
 //! blob's size in the entries it serves and streams that blob without end, trickles a blob
-//! a byte a second, or fails with a message of its choosing. Nothing here needs a tool.
+//! a byte a second, fails with a message of its choosing, or fails its next calls with a
+//! status of the test's choosing before it answers honestly again. Nothing here needs a
+//! tool.
 
 use std::collections::{HashMap, HashSet};
 use std::io::{BufRead as _, BufReader, Read as _, Write as _};
@@ -53,6 +55,10 @@ pub(crate) enum Fault {
     Trickle(Target),
     /// Every entry lookup fails (`UNAVAILABLE`, HTTP 503) with this text as its message.
     Message(String),
+    /// The next `calls` calls of any kind fail with `code` (over HTTP: `UNAVAILABLE` is
+    /// 503, `RESOURCE_EXHAUSTED` 429, `PERMISSION_DENIED` 403), then it is honest again;
+    /// `usize::MAX` calls: it never recovers.
+    Failing { code: tonic::Code, calls: usize },
 }
 
 /// The state a hostile server shares with its test.
@@ -69,6 +75,9 @@ pub(crate) struct State {
     pub(crate) updates: AtomicUsize,
     /// Reads of an aimed blob started (endless or trickling).
     pub(crate) attacks: AtomicUsize,
+    /// The calls [`Fault::Failing`] failed since it was set, each as its method and what
+    /// it named (a key, a blob, a resource).
+    pub(crate) failed: Mutex<Vec<String>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -80,6 +89,33 @@ impl State {
     pub(crate) fn set(&self, fault: Fault) {
         *lock(&self.fault) = Some(fault);
         lock(&self.aimed).clear();
+        lock(&self.failed).clear();
+    }
+
+    /// The calls failed so far, as [`State::failed`] lists them.
+    pub(crate) fn failed(&self) -> Vec<String> {
+        lock(&self.failed).clone()
+    }
+
+    /// Whether the call `what` fails, under [`Fault::Failing`], and with which code.
+    fn trip(&self, what: String) -> Option<tonic::Code> {
+        let Fault::Failing { code, calls } = self.fault() else {
+            return None;
+        };
+        let mut failed = lock(&self.failed);
+        if failed.len() >= calls {
+            return None;
+        }
+        failed.push(what);
+        Some(code)
+    }
+
+    /// [`State::trip`] as a gRPC status.
+    fn check(&self, what: String) -> Result<(), Status> {
+        match self.trip(what) {
+            Some(code) => Err(Status::new(code, "injected: try again later")),
+            None => Ok(()),
+        }
     }
 
     fn fault(&self) -> Fault {
@@ -91,7 +127,7 @@ impl State {
         let bytes = lock(&self.entries).get(key).cloned()?;
         let target = match self.fault() {
             Fault::Declared(target, _) | Fault::Trickle(target) => target,
-            Fault::Honest | Fault::Message(_) => return Some(bytes),
+            Fault::Honest | Fault::Message(_) | Fault::Failing { .. } => return Some(bytes),
         };
         let mut result = reapi::ActionResult::decode(bytes.as_slice()).expect("an entry");
         if let Some(file) = result.output_files.iter_mut().find(|f| target.is(&f.path))
@@ -213,6 +249,7 @@ impl reapi::capabilities_server::Capabilities for Service {
         &self,
         _: Request<reapi::GetCapabilitiesRequest>,
     ) -> Result<Response<reapi::ServerCapabilities>, Status> {
+        self.0.check("GetCapabilities".to_owned())?;
         Ok(Response::new(reapi::ServerCapabilities {
             cache_capabilities: Some(reapi::CacheCapabilities {
                 digest_functions: vec![reapi::digest_function::Value::Sha256 as i32],
@@ -237,6 +274,7 @@ impl reapi::action_cache_server::ActionCache for Service {
             return Err(Status::unavailable(text));
         }
         let key = request.into_inner().action_digest.unwrap_or_default().hash;
+        self.0.check(format!("GetActionResult {key}"))?;
         match self.0.entry(&key) {
             Some(bytes) => Ok(Response::new(
                 reapi::ActionResult::decode(bytes.as_slice()).expect("an entry"),
@@ -255,6 +293,7 @@ impl reapi::action_cache_server::ActionCache for Service {
         }
         let request = request.into_inner();
         let key = request.action_digest.unwrap_or_default().hash;
+        self.0.check(format!("UpdateActionResult {key}"))?;
         let result = request.action_result.unwrap_or_default();
         lock(&self.0.entries).insert(key, result.encode_to_vec());
         Ok(Response::new(result))
@@ -267,8 +306,15 @@ impl reapi::content_addressable_storage_server::ContentAddressableStorage for Se
         &self,
         request: Request<reapi::FindMissingBlobsRequest>,
     ) -> Result<Response<reapi::FindMissingBlobsResponse>, Status> {
+        let request = request.into_inner();
+        let asked: Vec<&str> = request
+            .blob_digests
+            .iter()
+            .map(|d| d.hash.as_str())
+            .collect();
+        self.0
+            .check(format!("FindMissingBlobs {}", asked.join(",")))?;
         let missing = request
-            .into_inner()
             .blob_digests
             .into_iter()
             .filter(|d| !self.0.has(&d.hash))
@@ -282,8 +328,16 @@ impl reapi::content_addressable_storage_server::ContentAddressableStorage for Se
         &self,
         request: Request<reapi::BatchUpdateBlobsRequest>,
     ) -> Result<Response<reapi::BatchUpdateBlobsResponse>, Status> {
+        let request = request.into_inner();
+        let sent: Vec<String> = request
+            .requests
+            .iter()
+            .map(|r| r.digest.clone().unwrap_or_default().hash)
+            .collect();
+        self.0
+            .check(format!("BatchUpdateBlobs {}", sent.join(",")))?;
         let mut responses = Vec::new();
-        for r in request.into_inner().requests {
+        for r in request.requests {
             let digest = r.digest.unwrap_or_default();
             self.0.put_blob(digest.hash.clone(), r.data);
             responses.push(reapi::batch_update_blobs_response::Response {
@@ -298,8 +352,12 @@ impl reapi::content_addressable_storage_server::ContentAddressableStorage for Se
         &self,
         request: Request<reapi::BatchReadBlobsRequest>,
     ) -> Result<Response<reapi::BatchReadBlobsResponse>, Status> {
+        let request = request.into_inner();
+        let asked: Vec<&str> = request.digests.iter().map(|d| d.hash.as_str()).collect();
+        self.0
+            .check(format!("BatchReadBlobs {}", asked.join(",")))?;
         let mut responses = Vec::new();
-        for digest in request.into_inner().digests {
+        for digest in request.digests {
             let (data, code) = match self.0.serving(&digest.hash) {
                 Serving::Missing => (Vec::new(), tonic::Code::NotFound),
                 Serving::Bytes(b) | Serving::Trickle(b) => (b, tonic::Code::Ok),
@@ -378,6 +436,7 @@ impl bytestream::byte_stream_server::ByteStream for Service {
         request: Request<bytestream::ReadRequest>,
     ) -> Result<Response<Self::ReadStream>, Status> {
         let hash = resource_hash(&request.into_inner().resource_name);
+        self.0.check(format!("ByteStream.Read {hash}"))?;
         let (tx, rx) = tokio::sync::mpsc::channel(2);
         match self.0.serving(&hash) {
             Serving::Missing => return Err(Status::not_found("no such blob")),
@@ -437,6 +496,7 @@ impl bytestream::byte_stream_server::ByteStream for Service {
         while let Some(message) = stream.message().await? {
             if hash.is_empty() {
                 hash = resource_hash(&message.resource_name);
+                self.0.check(format!("ByteStream.Write {hash}"))?;
             }
             data.extend_from_slice(&message.data);
             if message.finish_write {
@@ -530,6 +590,15 @@ fn serve_http(state: &State, mut stream: TcpStream) -> std::io::Result<()> {
     let Some(rest) = path.strip_prefix("/cache/") else {
         return respond(&mut stream, "404 Not Found", b"");
     };
+    if let Some(code) = state.trip(format!("{method} {path}")) {
+        let status = match code {
+            tonic::Code::Unavailable => "503 Service Unavailable",
+            tonic::Code::ResourceExhausted => "429 Too Many Requests",
+            tonic::Code::PermissionDenied => "403 Forbidden",
+            _ => "500 Internal Server Error",
+        };
+        return respond(&mut stream, status, b"injected");
+    }
     let (tier, hash) = rest.split_once('/').unwrap_or((rest, ""));
     match (method.as_str(), tier) {
         ("PUT", "cas") => {

@@ -38,6 +38,7 @@ mod remote_grpc;
 mod remote_hostile;
 mod remote_http;
 mod remote_proxy;
+mod remote_retry;
 mod remote_support;
 mod replays;
 mod reports;

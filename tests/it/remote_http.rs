@@ -47,18 +47,25 @@ fn free_port() -> u16 {
 
 impl Nginx {
     pub(crate) fn start(sb: &Sandbox, token: Option<&str>) -> Nginx {
-        Nginx::start_with(sb, token, true, false)
+        Nginx::start_with(sb, token, true, false, None)
+    }
+
+    /// A writable cache that answers 503 to requests past `rate` (`limit_req`, no burst:
+    /// a request sooner than `1/rate` after the one before is refused), as a busy cache
+    /// behind a rate limit does.
+    pub(crate) fn start_rate_limited(sb: &Sandbox, rate: &str) -> Nginx {
+        Nginx::start_with(sb, None, true, false, Some(rate))
     }
 
     /// A cache that serves what it has and refuses `PUT` (405), as a read-only mirror does.
     pub(crate) fn start_read_only(sb: &Sandbox) -> Nginx {
-        Nginx::start_with(sb, None, false, false)
+        Nginx::start_with(sb, None, false, false, None)
     }
 
     /// A writable cache that speaks TLS only, with a certificate for 127.0.0.1 from a CA of
     /// its own (`ca_file`); `url` is `https://127.0.0.1:PORT/cache`.
     pub(crate) fn start_tls(sb: &Sandbox) -> Nginx {
-        Nginx::start_with(sb, None, true, true)
+        Nginx::start_with(sb, None, true, true, None)
     }
 
     /// The certificate of the CA that issued a TLS server's certificate.
@@ -66,7 +73,13 @@ impl Nginx {
         self.dir.join("tls/ca.crt")
     }
 
-    fn start_with(sb: &Sandbox, token: Option<&str>, writable: bool, tls: bool) -> Nginx {
+    fn start_with(
+        sb: &Sandbox,
+        token: Option<&str>,
+        writable: bool,
+        tls: bool,
+        rate: Option<&str>,
+    ) -> Nginx {
         let dir = sb.path().join("nginx");
         // `cas/` and `ac/` made first: nginx's `create_full_put_path` races with itself
         // when concurrent PUTs make the same directory (a 500), as docs/remote-cache.md says.
@@ -74,8 +87,12 @@ impl Nginx {
             fs_err::create_dir_all(dir.join(sub)).expect("mkdir");
         }
         let port = free_port();
-        let guard = token.map_or(String::new(), |t| {
+        let mut guard = token.map_or(String::new(), |t| {
             format!("      if ($http_authorization != \"Bearer {t}\") {{ return 401; }}\n")
+        });
+        let zone = rate.map_or(String::new(), |rate| {
+            guard.push_str("      limit_req zone=cache;\n      limit_req_status 503;\n");
+            format!("  limit_req_zone $binary_remote_addr zone=cache:1m rate={rate};\n")
         });
         let dav = if writable {
             "      dav_methods PUT;\n      create_full_put_path on;\n      dav_access user:rw group:r all:r;\n"
@@ -98,7 +115,7 @@ impl Nginx {
             (String::new(), "http")
         };
         let conf = format!(
-            "user root;\nworker_processes 1;\ndaemon off;\npid {d}/nginx.pid;\nerror_log {d}/logs/error.log;\nevents {{ worker_connections 64; }}\nhttp {{\n  access_log {d}/logs/access.log;\n  client_body_temp_path {d}/tmp/body;\n  proxy_temp_path {d}/tmp/proxy;\n  fastcgi_temp_path {d}/tmp/fastcgi;\n  uwsgi_temp_path {d}/tmp/uwsgi;\n  scgi_temp_path {d}/tmp/scgi;\n  client_max_body_size 0;\n  server {{\n    listen 127.0.0.1:{port}{ssl};\n    location /cache/ {{\n{guard}      root {d}/data;\n{dav}    }}\n  }}\n}}\n"
+            "user root;\nworker_processes 1;\ndaemon off;\npid {d}/nginx.pid;\nerror_log {d}/logs/error.log;\nevents {{ worker_connections 64; }}\nhttp {{\n{zone}  access_log {d}/logs/access.log;\n  client_body_temp_path {d}/tmp/body;\n  proxy_temp_path {d}/tmp/proxy;\n  fastcgi_temp_path {d}/tmp/fastcgi;\n  uwsgi_temp_path {d}/tmp/uwsgi;\n  scgi_temp_path {d}/tmp/scgi;\n  client_max_body_size 0;\n  server {{\n    listen 127.0.0.1:{port}{ssl};\n    location /cache/ {{\n{guard}      root {d}/data;\n{dav}    }}\n  }}\n}}\n"
         );
         fs_err::write(dir.join("nginx.conf"), conf).expect("write nginx.conf");
         let child = Command::new(nginx_binary())
@@ -133,6 +150,16 @@ impl Nginx {
     /// What nginx logged, for a failure's message.
     pub(crate) fn log(&self) -> String {
         fs_err::read_to_string(self.dir.join("logs/error.log")).unwrap_or_default()
+    }
+
+    /// Every request nginx answered, a line each (`"GET /cache/… HTTP/1.1" 503 …`).
+    pub(crate) fn access_log(&self) -> String {
+        fs_err::read_to_string(self.dir.join("logs/access.log")).unwrap_or_default()
+    }
+
+    /// Where action-cache entries are kept, by key.
+    pub(crate) fn ac(&self) -> PathBuf {
+        self.dir.join("data/cache/ac")
     }
 
     /// Where blobs are kept, by SHA-256.
