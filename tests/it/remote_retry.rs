@@ -12,9 +12,7 @@ use bazel_remote_apis::build::bazel::remote::execution::v2 as reapi;
 use prost::Message as _;
 
 use crate::hostile_support::{Fault, HostileHttp, HostileReapi, State};
-use crate::remote_http::{
-    CHANGE, CI, Nginx, ci_key, clone, files, install, origin, prove, runs, summary,
-};
+use crate::remote_http::{CI, Nginx, ci_key, clone, files, install, origin, prove, runs, summary};
 use crate::support::{Run, Sandbox, assert_emits};
 
 /// The deadlines of the tests that give up: a connection in 1 s, a request in 3 s.
