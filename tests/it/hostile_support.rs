@@ -664,3 +664,15 @@ fn serve_http(state: &State, mut stream: TcpStream) -> std::io::Result<()> {
         _ => respond(&mut stream, "405 Method Not Allowed", b""),
     }
 }
+
+/// A hostile server of the Bazel HTTP cache protocol (`http`) or of the Remote Execution API,
+/// started: its URL and the state it shares with the test.
+pub(crate) fn start_either(http: bool) -> (String, Arc<State>) {
+    if http {
+        let s = HostileHttp::start();
+        (s.url, s.state)
+    } else {
+        let s = HostileReapi::start();
+        (s.url, s.state)
+    }
+}

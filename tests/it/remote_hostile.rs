@@ -385,13 +385,7 @@ fn a_server_message_cannot_add_a_line_to_the_human_output() {
     let injected = "passed unit (injected)";
     for http in [false, true] {
         let sb = Sandbox::new();
-        let (url, state) = if http {
-            let s = HostileHttp::start();
-            (s.url.clone(), s.state)
-        } else {
-            let s = HostileReapi::start();
-            (s.url.clone(), s.state)
-        };
+        let (url, state) = crate::hostile_support::start_either(http);
         pushed_by_ci(&sb, &url, "");
         state.set(Fault::Message(format!(
             "the cache is down\n{injected}\r\n\u{1b}[2J\u{7}"

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use bazel_remote_apis::build::bazel::remote::execution::v2 as reapi;
 use prost::Message as _;
 
-use crate::hostile_support::{Fault, HostileHttp, HostileReapi, State};
+use crate::hostile_support::{Fault, HostileReapi, State};
 use crate::remote_http::{CI, Nginx, ci_key, clone, files, install, origin, prove, runs, summary};
 use crate::support::{Run, Sandbox, assert_emits};
 
@@ -150,13 +150,7 @@ fn laptop_against(sb: &Sandbox, state: &State, name: &str, code: tonic::Code) ->
 fn remote_a_cache_that_never_recovers_is_given_up_within_the_deadline_and_everything_runs() {
     for http in [false, true] {
         let sb = Sandbox::new();
-        let (url, state) = if http {
-            let s = HostileHttp::start();
-            (s.url.clone(), s.state)
-        } else {
-            let s = HostileReapi::start();
-            (s.url.clone(), s.state)
-        };
+        let (url, state) = crate::hostile_support::start_either(http);
         let ci = ci_of(&sb, &url, DEADLINES);
         let run = prove(&sb, &ci, &[CI], &[]);
         assert_eq!(summary(&run, "pushed"), 3, "{}", shown(&run));
