@@ -151,8 +151,18 @@ pub fn push(ctx: &Context, change: &str) -> Report<CachePayload> {
     }
     let shas = gc_roots::current_receipts(&e);
     let name = remote.cache.name().to_owned();
-    let pushed =
-        crate::proof::travel::push(remote.cache, &e.store, &e.trusted, shas, Some(&interrupt));
+    let runtime = match ctx.runtime() {
+        Ok(runtime) => runtime,
+        Err(d) => return Report::failed(vec![d], Verdict::Invalid),
+    };
+    let pushed = crate::proof::travel::push(
+        &runtime,
+        remote.cache,
+        &e.store,
+        &e.trusted,
+        shas,
+        Some(&interrupt),
+    );
     let mut status = e.loaded.notes.clone();
     status.extend(pushed.warnings);
     if interrupt.is_set() {

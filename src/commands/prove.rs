@@ -194,7 +194,7 @@ fn attempt(
         reused.len(),
         e.mode.as_str()
     ));
-    let uploader = start_uploads(&mut e, !wanted.is_empty(), interrupt);
+    let uploader = start_uploads(ctx, &mut e, !wanted.is_empty(), interrupt);
     let run = Run {
         ctx,
         options,
@@ -231,21 +231,29 @@ fn progress_bar(ctx: &Context, e: &Evaluated) -> crate::present::output::Progres
 /// Receipts this run writes are uploaded while it goes on, when the policy writes the
 /// remote and something `runs` (a no-op starts no upload thread).
 fn start_uploads(
+    ctx: &Context,
     e: &mut Evaluated,
     runs: bool,
     interrupt: &Interrupt,
 ) -> Option<crate::proof::travel::Uploader> {
-    e.remote
+    let remote = e
+        .remote
         .take()
-        .filter(|r| r.policy.pushes() && runs && !interrupt.is_set())
-        .map(|r| {
-            crate::proof::travel::Uploader::start(
-                r.cache,
-                e.store.clone(),
-                e.trusted.clone(),
-                Some(interrupt.clone()),
-            )
-        })
+        .filter(|r| r.policy.pushes() && runs && !interrupt.is_set())?;
+    let runtime = match ctx.runtime() {
+        Ok(runtime) => runtime,
+        Err(d) => {
+            e.loaded.notes.push(d);
+            return None;
+        }
+    };
+    Some(crate::proof::travel::Uploader::start(
+        runtime,
+        remote.cache,
+        e.store.clone(),
+        e.trusted.clone(),
+        Some(interrupt.clone()),
+    ))
 }
 
 /// The report once the run is over (the evaluation released): every provider accounted
@@ -430,7 +438,10 @@ impl Run<'_> {
                 } => bar.status(done, total, running),
             },
         };
-        let executed = execute::execute(&plan, self.wanted);
+        let executed = match self.ctx.runtime() {
+            Ok(runtime) => execute::execute(&plan, self.wanted, &runtime),
+            Err(d) => Err(Stopped::Failed(vec![d])),
+        };
         bar.finish();
         match executed {
             Ok(executed) => Ok(Ran {

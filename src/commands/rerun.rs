@@ -336,7 +336,8 @@ impl Runner<'_> {
             upload: None,
             trees: Some(&self.recorded_inputs),
         };
-        let mut executed = match execute::execute(&plan, &wanted) {
+        let runtime = self.ctx.runtime().map_err(|d| vec![d])?;
+        let mut executed = match execute::execute(&plan, &wanted, &runtime) {
             Ok(executed) => executed,
             Err(Stopped::InputsChanged(all) | Stopped::Failed(all)) => return Err(all),
         };

@@ -369,29 +369,16 @@ async fn take(
     }
 }
 
-/// A runtime of its own for a command that is not async.
-fn runtime() -> Option<tokio::runtime::Runtime> {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .ok()
-}
-
 /// The remote's first call (capabilities), and how long it took: what `doctor` shows.
 pub fn check(
+    runtime: &tokio::runtime::Handle,
     cache: &RemoteCache,
 ) -> (
     Result<crate::store::remote::Capabilities, RemoteError>,
     std::time::Duration,
 ) {
     let started = std::time::Instant::now();
-    let answer = match runtime() {
-        Some(rt) => rt.block_on(cache.capabilities()),
-        None => Err(RemoteError::Unavailable {
-            remote: cache.name().to_owned(),
-            reason: "no runtime to call it from".to_owned(),
-        }),
-    };
+    let answer = runtime.block_on(cache.capabilities());
     (answer, started.elapsed())
 }
 
@@ -400,6 +387,7 @@ pub fn check(
 /// `interrupt` is set (SIGINT, SIGTERM), the pull ends at once with what it has; the
 /// caller sees the signal and stops.
 pub fn pull(
+    runtime: &tokio::runtime::Handle,
     cache: &RemoteCache,
     store: &Store,
     signers: &Signers,
@@ -409,9 +397,6 @@ pub fn pull(
     if wanted.is_empty() {
         return Pulled::default();
     }
-    let Some(rt) = runtime() else {
-        return Pulled::default();
-    };
     let work = async {
         let mut pulled = Pulled::default();
         if let Err(e) = cache.capabilities().await {
@@ -454,7 +439,7 @@ pub fn pull(
         }
         pulled
     };
-    rt.block_on(async {
+    runtime.block_on(async {
         tokio::select! {
             pulled = work => pulled,
             () = signalled(interrupt) => Pulled::default(),
@@ -653,6 +638,7 @@ async fn push_all(
 
 /// Uploads each receipt of `shas` (a command's `cache push`).
 pub fn push(
+    runtime: &tokio::runtime::Handle,
     cache: RemoteCache,
     store: &Store,
     trusted: &[TrustedKey],
@@ -664,16 +650,13 @@ pub fn push(
         let _ = tx.send(sha);
     }
     drop(tx);
-    match runtime() {
-        Some(rt) => rt.block_on(push_all(
-            Arc::new(cache),
-            store.clone(),
-            Arc::new(trusted.to_vec()),
-            rx,
-            interrupt.cloned(),
-        )),
-        None => Pushed::default(),
-    }
+    runtime.block_on(push_all(
+        Arc::new(cache),
+        store.clone(),
+        Arc::new(trusted.to_vec()),
+        rx,
+        interrupt.cloned(),
+    ))
 }
 
 /// Uploads receipts while a run goes on: a thread of its own takes each receipt as it is
@@ -686,8 +669,11 @@ pub struct Uploader {
 
 impl Uploader {
     /// Starts uploading to `cache` what `store` holds; `interrupt` (set by SIGINT or
-    /// SIGTERM) ends the uploads at once.
+    /// SIGTERM) ends the uploads at once. The thread drives them on `runtime` (the
+    /// invocation's, whose workers move the uploads on while the run's loop blocks
+    /// another thread in it).
     pub fn start(
+        runtime: tokio::runtime::Handle,
         cache: RemoteCache,
         store: Store,
         trusted: Vec<TrustedKey>,
@@ -696,15 +682,14 @@ impl Uploader {
         let (tx, rx) = tokio::sync::mpsc::unbounded_channel::<Sha256>();
         let thread = std::thread::Builder::new()
             .name("upload".to_owned())
-            .spawn(move || match runtime() {
-                Some(rt) => rt.block_on(push_all(
+            .spawn(move || {
+                runtime.block_on(push_all(
                     Arc::new(cache),
                     store,
                     Arc::new(trusted),
                     rx,
                     interrupt,
-                )),
-                None => Pushed::default(),
+                ))
             })
             .ok();
         Uploader {

@@ -1,4 +1,5 @@
-//! The dispatcher: one loop, on a tokio current-thread runtime, over the run's events and
+//! The dispatcher: one loop, on the thread that calls `execute` (driving the invocation's
+//! runtime with `Handle::block_on`), over the run's events and
 //! SIGINT/SIGTERM. Each turn asks the graph's pure scheduler what may start, starts it
 //! (providers: `provider.rs`; services and probes: `services.rs`), and waits for the next
 //! event; when the scheduler has nothing left, it accounts for every wanted provider that

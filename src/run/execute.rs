@@ -3,7 +3,7 @@
 //! writes a signed receipt for every outcome it observes.
 //!
 //! [`execute`] makes the run's directory and sandboxes, starts the run, and hands them to
-//! the dispatcher (`event_loop.rs`): a tokio current-thread loop over the run's events
+//! the dispatcher (`event_loop.rs`): a tokio loop, on the calling thread, over the run's events
 //! (forwarded by the sandbox's reader thread) and SIGINT/SIGTERM. A finished provider is
 //! judged on the loop (`finished.rs`); its receipts are signed and written by a writer
 //! thread (`recorder.rs`, `writer.rs`), in the order they were judged. Identical
@@ -34,17 +34,13 @@ use super::stamps::Stamps;
 use super::writer::{self, Writer};
 use crate::proof::receipt::RunIsolation;
 
-/// Runs `wanted` (providers) and writes their receipts.
-pub fn execute(plan: &Plan<'_>, wanted: &BTreeSet<NodeId>) -> Result<Executed, Stopped> {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| {
-            vec![Diagnostic::error(
-                Code::InternalError,
-                format!("failed to start the executor: {e}"),
-            )]
-        })?;
+/// Runs `wanted` (providers) and writes their receipts, its loop driven on the calling
+/// thread by `runtime` (the invocation's: its timers, signals and I/O).
+pub fn execute(
+    plan: &Plan<'_>,
+    wanted: &BTreeSet<NodeId>,
+    runtime: &tokio::runtime::Handle,
+) -> Result<Executed, Stopped> {
     let writer = Writer::new(plan);
     std::thread::scope(|scope| {
         let recorder = writer::start(scope, writer).map_err(|e| vec![e])?;

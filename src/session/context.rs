@@ -1,5 +1,6 @@
 //! What every command knows about its invocation: the process's environment, the global
-//! options, the OpenSpec root they select, and the secrets learnt on the way.
+//! options, the OpenSpec root they select, the secrets learnt on the way, and the one tokio
+//! runtime of the invocation (the remote cache's calls, the executor's loop).
 
 use std::path::PathBuf;
 
@@ -31,7 +32,34 @@ pub struct Context {
     cache: Option<String>,
     /// The secrets of every change this invocation loaded: nothing it prints holds one.
     secrets: std::sync::Arc<std::sync::Mutex<Secrets>>,
+    /// The invocation's runtime, made at its first use (a command that neither runs nor
+    /// reaches a remote starts no thread). Every clone of the context shares it.
+    runtime: std::sync::Arc<std::sync::OnceLock<Result<Shared, String>>>,
 }
+
+/// The invocation's runtime. When the last clone of the context goes (the report is out),
+/// it is shut down without waiting for a blocking task still going (a name lookup past its
+/// deadline, say): nothing is left that needs it.
+#[derive(Debug)]
+struct Shared(Option<tokio::runtime::Runtime>);
+
+impl Drop for Shared {
+    fn drop(&mut self) {
+        if let Some(runtime) = self.0.take() {
+            runtime.shutdown_background();
+        }
+    }
+}
+
+/// Worker threads of the invocation's runtime.
+///
+/// Multi-thread, so that tonic's connection tasks (and the upload tasks of a run) progress
+/// on the workers while any other thread is blocked in `Handle::block_on`: the executor's
+/// loop, a pull, the upload thread. One gRPC channel then serves them all (a channel's
+/// connection is a task of the runtime that made it, and a current-thread runtime drives
+/// its tasks only while its own `block_on` runs). Two workers: the work on them is network
+/// I/O and hashing of blobs being sent, and the machine is left to the providers.
+const WORKERS: usize = 2;
 
 impl Context {
     /// Builds the context from the process facts and the global options.
@@ -45,6 +73,32 @@ impl Context {
             directory: global.directory.clone(),
             cache: None,
             secrets: std::sync::Arc::default(),
+            runtime: std::sync::Arc::default(),
+        }
+    }
+
+    /// The invocation's tokio runtime, made once, at the first call; the layers below are
+    /// handed its handle and never build one of their own.
+    pub fn runtime(&self) -> Result<tokio::runtime::Handle, Diagnostic> {
+        let made = self.runtime.get_or_init(|| {
+            tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(WORKERS)
+                .thread_name("proofgraph-io")
+                .enable_all()
+                .build()
+                .map(|runtime| Shared(Some(runtime)))
+                .map_err(|e| e.to_string())
+        });
+        match made {
+            Ok(Shared(Some(runtime))) => Ok(runtime.handle().clone()),
+            Ok(Shared(None)) => Err(Diagnostic::error(
+                Code::InternalError,
+                "failed to start the async runtime: it was shut down",
+            )),
+            Err(e) => Err(Diagnostic::error(
+                Code::InternalError,
+                format!("failed to start the async runtime: {e}"),
+            )),
         }
     }
 

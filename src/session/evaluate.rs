@@ -151,14 +151,18 @@ pub fn complete(
         let wanted = missing(&loaded, &fingerprints, &store);
         if !wanted.is_empty() {
             // Pulled receipts are kept: a store only read so far is made a real one.
-            match Store::open(&root) {
-                Ok(writable) => {
+            match Store::open(&root)
+                .map_err(|e| crate::store::diagnostic(&e))
+                .and_then(|writable| ctx.runtime().map(|runtime| (writable, runtime)))
+            {
+                Ok((writable, runtime)) => {
                     let interrupt = crate::base::interrupt::Interrupt::installed();
                     let signers = crate::proof::travel::Signers::new(
                         &trusted,
                         loaded.workspace.catalog.as_ref(),
                     );
                     let p = crate::proof::travel::pull(
+                        &runtime,
                         &r.cache,
                         &writable,
                         &signers,
@@ -168,7 +172,7 @@ pub fn complete(
                     loaded.notes.extend(p.warnings);
                     pulled = p.imported;
                 }
-                Err(e) => loaded.notes.push(crate::store::diagnostic(&e)),
+                Err(d) => loaded.notes.push(d),
             }
         }
     }

@@ -29,9 +29,10 @@ fn soon() -> Deadline {
 /// BuildGrid 0.4.4's batch limit (`MAX_REQUEST_SIZE`, 4 MiB - 1 KiB).
 const BUILDGRID_BATCH: u64 = 4 * 1024 * 1024 - 1024;
 
-/// A runtime like the executor's: one thread, with timers and I/O.
+/// A runtime like the invocation's (`Context::runtime`): two workers, with timers and I/O.
 fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread()
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
         .enable_all()
         .build()
         .expect("a runtime")
@@ -197,22 +198,34 @@ fn buildgrid_keeps_an_entry_and_its_blobs_through_batches_and_bytestream() {
     assert_eq!(rt.block_on(reader.blob(big_unknown, u64::MAX)), Ok(None));
     assert_eq!(reader.down(), None, "nothing failed");
 
-    // A cache outlives the runtime that first used it (the channel is made again on the
-    // next), and serves runtimes that take turns — more of them than it keeps channels for.
-    drop(rt);
-    for _ in 0..3 {
-        let again = runtime();
-        assert_eq!(
-            again.block_on(reader.entry(encoded.key)),
-            Ok(Some(outputs.clone()))
-        );
-        let other_runtime = runtime();
-        assert_eq!(
-            other_runtime.block_on(reader.blob(outputs.envelope, u64::MAX)),
-            Ok(Some(blobs[0].clone()))
-        );
-    }
-    let rt = runtime();
+    // One channel serves every thread of the invocation's runtime at once: while one
+    // thread is blocked in it (the run's loop, waiting for its next event), others (the
+    // upload thread, a pull) call through the same cache, and their calls complete.
+    let handle = rt.handle().clone();
+    let (done, waited) = tokio::sync::oneshot::channel::<()>();
+    std::thread::scope(|scope| {
+        let waiting = scope.spawn(|| handle.block_on(waited));
+        let callers: Vec<_> = (0..3)
+            .map(|_| {
+                scope.spawn(|| {
+                    (
+                        handle.block_on(reader.entry(encoded.key)),
+                        handle.block_on(reader.blob(outputs.envelope, u64::MAX)),
+                    )
+                })
+            })
+            .collect();
+        for caller in callers {
+            let (entry, blob) = caller.join().expect("a caller ends");
+            assert_eq!(entry, Ok(Some(outputs.clone())));
+            assert_eq!(blob, Ok(Some(blobs[0].clone())));
+        }
+        done.send(()).expect("the blocked thread still waits");
+        waiting
+            .join()
+            .expect("the blocked thread ends")
+            .expect("it was woken");
+    });
 
     // An instance the server does not serve is refused, and is not taken for an outage.
     let other = open(&server.url.replace(&format!("/{INSTANCE}"), "/other"));

@@ -272,7 +272,14 @@ pub fn cache(
         access(remote.policy.local),
         access(remote.policy.remote)
     );
-    let (answer, took) = crate::proof::travel::check(&remote.cache);
+    let runtime = match ctx.runtime() {
+        Ok(runtime) => runtime,
+        Err(d) => {
+            findings.push(d);
+            return None;
+        }
+    };
+    let (answer, took) = crate::proof::travel::check(&runtime, &remote.cache);
     let latency_ms = u64::try_from(took.as_millis()).unwrap_or(u64::MAX);
     let health = CacheHealth {
         remote: url.value.clone(),

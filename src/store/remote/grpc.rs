@@ -8,12 +8,14 @@
 //! through `ByteStream.Write` / `Read` (1 MiB chunks) above it. The instance name is the
 //! URL's path without its leading slash.
 //!
-//! A channel is made at the first call of each runtime, on that runtime (tonic spawns its
-//! connection there): opening sends nothing and needs no runtime, and a cache outlives the
-//! runtime that first used it. Every call carries the configured headers as metadata
+//! One channel, made at the first call, on the runtime of that call (tonic spawns its
+//! connection there): opening sends nothing and needs no runtime. Every later call must come
+//! from that same runtime — the invocation's one multi-thread runtime
+//! (`session::context::Context::runtime`), whose workers drive the connection while other
+//! threads (the run's loop, the upload thread) block in it. Every call carries the configured headers as metadata
 //! (marked sensitive) and a deadline; no error text holds a header's value.
 
-use std::sync::{Mutex, PoisonError};
+use std::sync::OnceLock;
 use std::time::Duration;
 
 use bazel_remote_apis::build::bazel::remote::execution::v2 as reapi;
@@ -53,8 +55,6 @@ const CHUNK: usize = 1 << 20;
 /// The largest message read: a batch at `MAX_BATCH_BYTES`, with room to see a blob that
 /// grew on the server's disk.
 const MAX_MESSAGE: usize = 32 << 20;
-/// Channels kept, one per runtime that called (older ones are dropped).
-const RUNTIMES: usize = 4;
 /// Digests asked about in one `FindMissingBlobs`.
 const FIND_PAGE: usize = 4096;
 /// The digest function of every request.
@@ -65,8 +65,8 @@ pub(super) struct Grpc {
     name: String,
     instance: String,
     endpoint: Endpoint,
-    /// A channel per runtime that called, the latest last (see the module's documentation).
-    channels: Mutex<Vec<(tokio::runtime::Id, Channel)>>,
+    /// The channel, made at the first call (see the module's documentation).
+    channel: OnceLock<Channel>,
     metadata: Vec<(AsciiMetadataKey, AsciiMetadataValue)>,
     /// The headers' values, kept out of every error text (by the one redactor,
     /// `base::redact`, raw and through the escapes a server's message may put them in).
@@ -324,7 +324,7 @@ impl Grpc {
             name,
             instance,
             endpoint,
-            channels: Mutex::new(Vec::new()),
+            channel: OnceLock::new(),
             metadata,
             secrets: Secrets::new(settings.headers.iter().map(|(_, v)| v.clone().into_bytes())),
             timeout: settings.timeout,
@@ -334,29 +334,18 @@ impl Grpc {
         })
     }
 
-    /// The channel of the calling runtime: made at its first call, since tonic runs a
-    /// channel's connection as a task of the runtime that made it (a channel of a runtime
-    /// that has ended, or is not being driven, would never answer).
-    /// A few are kept, so runtimes that take turns (a run's pulls, its upload thread) do
-    /// not reconnect at each turn.
+    /// The channel: made at the first call, on the calling runtime, since tonic runs a
+    /// channel's connection as a task of the runtime that made it.
     fn channel(&self) -> Channel {
-        let here = tokio::runtime::Handle::current().id();
-        let mut channels = self.channels.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some((_, channel)) = channels.iter().find(|(runtime, _)| *runtime == here) {
-            return channel.clone();
-        }
-        let channel = match &self.proxy {
-            None => self.endpoint.connect_lazy(),
-            // tonic puts TLS (`grpcs://`) and the connect timeout around the tunnel.
-            Some(proxy) => self
-                .endpoint
-                .connect_with_connector_lazy(Tunnel::new(proxy.clone(), self.connect_timeout)),
-        };
-        if channels.len() >= RUNTIMES {
-            channels.remove(0);
-        }
-        channels.push((here, channel.clone()));
-        channel
+        self.channel
+            .get_or_init(|| match &self.proxy {
+                None => self.endpoint.connect_lazy(),
+                // tonic puts TLS (`grpcs://`) and the connect timeout around the tunnel.
+                Some(proxy) => self
+                    .endpoint
+                    .connect_with_connector_lazy(Tunnel::new(proxy.clone(), self.connect_timeout)),
+            })
+            .clone()
     }
 
     fn cas(&self) -> ContentAddressableStorageClient<Channel> {
