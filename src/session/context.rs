@@ -179,3 +179,54 @@ impl From<&root::Root> for RootOutput {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn context() -> Context {
+        let env = Env {
+            cwd: PathBuf::from("/nonexistent"),
+            home: PathBuf::from("/nonexistent"),
+            xdg_data_home: None,
+            xdg_config_home: None,
+            path: None,
+            vars: std::collections::BTreeMap::new(),
+        };
+        let global = Global {
+            json: false,
+            directory: None,
+            store: None,
+        };
+        Context::new(env, &global)
+    }
+
+    #[test]
+    fn every_clone_of_a_context_shares_one_runtime() {
+        let ctx = context();
+        let first = ctx.runtime().expect("a runtime").id();
+        let clone = ctx.clone().with_cache_policy(Some("local:rw".to_owned()));
+        assert_eq!(clone.runtime().expect("a runtime").id(), first);
+        assert_eq!(ctx.runtime().expect("a runtime").id(), first);
+        assert_ne!(
+            context().runtime().expect("a runtime").id(),
+            first,
+            "another invocation, another runtime"
+        );
+    }
+
+    #[test]
+    fn its_tasks_progress_while_no_thread_drives_it() {
+        // What one gRPC channel for the whole invocation rests on: the connection's task
+        // moves on while every caller's thread is busy elsewhere (a current-thread runtime
+        // would leave it, and this task, waiting).
+        let ctx = context();
+        let handle = ctx.runtime().expect("a runtime");
+        let (tx, rx) = std::sync::mpsc::channel();
+        handle.spawn(async move {
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+            let _ = tx.send(7);
+        });
+        assert_eq!(rx.recv_timeout(std::time::Duration::from_secs(10)), Ok(7));
+    }
+}
