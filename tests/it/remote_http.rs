@@ -981,6 +981,63 @@ fn cache_push_uploads_what_a_laptop_proved_and_cache_pull_fetches_it() {
     assert_eq!(stats.json()["remote"], nginx.url.as_str());
 }
 
+/// A run's receipts are uploaded while it goes on (by the upload thread, in the
+/// invocation's one runtime, whose workers move the uploads on while the run's loop blocks
+/// its own thread), not once it ends: `integration` waits until nginx has taken the
+/// entries of the two receipts written before it.
+#[test]
+fn a_run_uploads_its_receipts_while_it_goes_on() {
+    let sb = Sandbox::new();
+    let nginx = Nginx::start(&sb, None);
+    let (secret, trusted) = ci_key(&sb);
+    origin(&sb, &format!("  remote: {}\n", nginx.url), &trusted);
+    let go = sb.channel("go");
+    sb.write(
+        "openspec/changes/share/execution.yaml",
+        format!(
+            "version: 1\nproviders:\n  unit:\n    adapter: command\n    capability: unit\n    command: [sh, -c, \"exit 0 # unit\"]\n  lint:\n    adapter: command\n    capability: lint\n    command: [sh, -c, \"exit 0 # lint\"]\n  integration:\n    adapter: command\n    capability: integration\n    command: [sh, -c, \"read -r go < {}\"]\n",
+            go.env()
+        ),
+    );
+    git_commit_all(&sb.work());
+    let a = clone(&sb, "a");
+    install(&secret, &a);
+    let crate::support::Captured { mut child, output } = crate::support::Captured::spawn(
+        sb.proofgraph(&a)
+            .args(["prove", CHANGE, "--json", "--jobs", "2"])
+            .env(CI.0, CI.1),
+    );
+    let log = nginx.dir.join("logs/access.log");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut uploaded_meanwhile = false;
+    while Instant::now() < deadline {
+        let text = fs_err::read_to_string(&log).unwrap_or_default();
+        if text
+            .lines()
+            .filter(|l| l.contains("PUT /cache/ac/"))
+            .count()
+            >= 2
+        {
+            uploaded_meanwhile = true;
+            break;
+        }
+        if child.try_wait().expect("wait for prove").is_some() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    go.send("go");
+    let status = child.wait().expect("prove ends");
+    let run = output.into_run(status);
+    assert!(
+        uploaded_meanwhile,
+        "two entries were not uploaded while `integration` ran\n{}\n{}",
+        run.stdout, run.stderr
+    );
+    assert_eq!(run.code, Some(0), "{}", run.stdout);
+    assert_eq!(summary(&run, "pushed"), 3, "{}", run.stdout);
+}
+
 #[test]
 fn plan_says_which_receipts_come_from_the_remote() {
     let sb = Sandbox::new();
