@@ -19,6 +19,9 @@ const ASK: &str = "import importlib.util, sys\nsys.stdout.write(sys.executable)\
 /// How long an interpreter may take to answer; one that does not is not judged.
 const PATIENCE: Duration = Duration::from_secs(10);
 
+/// The most of its answer (its executable's path) that is read.
+const ANSWER_BYTES: u64 = 4096;
+
 /// The answers of the interpreters `questions` name, found on `path`, run with the
 /// environment `vars`. An interpreter that cannot be started, is killed, answers anything
 /// else or takes longer than 10 s gives no answer (bootstrap then reads its installation).
@@ -40,6 +43,9 @@ fn answer(
 ) -> Option<PythonImport> {
     let program = find(&question.python, path?)?;
     let pythonpath = std::env::join_paths(&question.pythonpath).ok()?;
+    // The answer goes to a file, not a pipe: a process the interpreter (or its shim) leaves
+    // behind may hold its stdout open, and reading a pipe would wait for it to end.
+    let mut answer = tempfile::tempfile().ok()?;
     let mut child = Command::new(&program)
         .args(["-c", ASK, &question.module])
         .current_dir(&question.dir)
@@ -50,7 +56,7 @@ fn answer(
         .env("PYTHONNOUSERSITE", "1")
         .env_remove("PYTHONHOME")
         .stdin(Stdio::null())
-        .stdout(Stdio::piped())
+        .stdout(answer.try_clone().ok()?)
         .stderr(Stdio::null())
         .spawn()
         .ok()?;
@@ -69,7 +75,8 @@ fn answer(
         }
     };
     let mut out = String::new();
-    std::io::Read::read_to_string(&mut child.stdout.take()?, &mut out).ok()?;
+    std::io::Seek::rewind(&mut answer).ok()?;
+    std::io::Read::read_to_string(&mut std::io::Read::take(answer, ANSWER_BYTES), &mut out).ok()?;
     let found = match status.code() {
         Some(0) => true,
         Some(3) => false,
@@ -171,6 +178,42 @@ mod tests {
         assert!(
             answers.iter().all(|a| a.executable != shim),
             "the interpreter names itself, not the shim"
+        );
+    }
+
+    /// A shim that leaves a process behind holding its stdout: the answer is still read as
+    /// soon as the interpreter exits, not when that process ends (60 s later).
+    #[test]
+    fn a_process_left_holding_the_interpreter_s_output_does_not_hold_the_answer() {
+        use std::os::unix::fs::PermissionsExt as _;
+        let machine = std::env::var_os("PATH").expect("PATH is set");
+        let real = find("python3", &machine)
+            .expect("python3 is on this machine's PATH (the tests need it)");
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let shim = dir.path().join("python3");
+        fs_err::write(
+            &shim,
+            format!("#!/bin/sh\nsleep 60 &\nexec '{}' \"$@\"\n", real.display()),
+        )
+        .expect("a shim");
+        fs_err::set_permissions(&shim, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+        let path = std::env::join_paths(
+            std::iter::once(dir.path().to_path_buf()).chain(std::env::split_paths(&machine)),
+        )
+        .expect("a PATH");
+        let vars: std::collections::BTreeMap<OsString, OsString> = std::env::vars_os().collect();
+        let started = Instant::now();
+        let answers = ask(
+            &[question("python3", "json", dir.path())],
+            Some(&path),
+            &vars,
+        );
+        let took = started.elapsed();
+        assert_eq!(answers.len(), 1, "the interpreter answered");
+        assert!(answers[0].found);
+        assert!(
+            took < Duration::from_secs(30),
+            "the answer waited for the process left behind: {took:?}"
         );
     }
 
