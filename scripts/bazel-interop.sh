@@ -78,7 +78,9 @@ mkdir "$ws"
 # /usr/share/bazel --trust_install_base; without them: "Failed to open '/proc/self/exe' as a
 # zip file"), so those lines, and only those, are kept. Its `build` lines (--sandbox_debug,
 # --host_javabase=@local_jdk//:jdk) are left out: a genrule needs no Java toolchain.
-startup=(--ignore_all_rc_files "--output_user_root=$dir/root" --max_idle_secs=600)
+# Bazel's server outlives its client (it daemonizes): it is shut down on the way out, and if
+# this script is killed with SIGKILL it exits by itself after 60 s without a command.
+startup=(--ignore_all_rc_files "--output_user_root=$dir/root" --max_idle_secs=60)
 if [ -f /etc/bazel/bazelrc ]; then
   while read -r kind option; do
     [ "$kind" = startup ] && startup+=("$option")
@@ -98,6 +100,9 @@ cleanup() {
   fi
 }
 trap cleanup EXIT
+# A signal ends the script through `exit`, so the EXIT trap shuts the server down.
+trap 'exit 130' INT
+trap 'exit 143' TERM
 
 nonce="$(od -An -N8 -tx1 /dev/urandom | tr -d ' \n')"
 cat > "$ws/WORKSPACE" <<'EOF'
@@ -145,7 +150,10 @@ build() {
   local started
   started="$(now_ms)"
   : > "$log"
-  if ! (cd "$ws" && bz build "${flags[@]}" //:gen) >> "$log" 2>&1; then
+  # In the background and waited for, so that a signal is acted on at once, not once the
+  # build has ended.
+  (cd "$ws" && bz build "${flags[@]}" //:gen) >> "$log" 2>&1 &
+  if ! wait $!; then
     fail "$1: bazel build failed"
   fi
   elapsed=$(($(now_ms) - started))
@@ -170,7 +178,8 @@ esac
 echo "bazel-interop: first build (server start included): $(secs "$first"); ${summary#INFO: }"
 
 started="$(now_ms)"
-(cd "$ws" && bz clean) >> "$log" 2>&1 || fail "bazel clean failed"
+(cd "$ws" && bz clean) >> "$log" 2>&1 &
+wait $! || fail "bazel clean failed"
 clean=$(($(now_ms) - started))
 
 build "build after clean"
