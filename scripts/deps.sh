@@ -19,6 +19,8 @@ set -euo pipefail
 #                    tests reach their caches through
 #   zsh, fish        the shells whose completion scripts the tests source and ask (bash is there)
 #   groff            groff-base: renders the man page, warnings as errors
+#   bazel            bazel-bootstrap: a real Remote Execution API client, built against the
+#                    engine and `proofgraph worker` (scripts/bazel-interop.sh)
 needs=(
   "git:git"
   "dot:graphviz"
@@ -34,6 +36,7 @@ needs=(
   "zsh:zsh"
   "fish:fish"
   "groff:groff-base"
+  "bazel:bazel-bootstrap"
 )
 missing=()
 for need in "${needs[@]}"; do
