@@ -34,6 +34,7 @@ mod python_tools;
 mod real_projects;
 mod receipt;
 mod recipes;
+mod remote_execution;
 mod remote_grpc;
 mod remote_hostile;
 mod remote_http;

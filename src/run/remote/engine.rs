@@ -604,7 +604,9 @@ impl Engine {
                 })?
             }
             None => {
-                return Err(self.integrity(&name, "the operation is done with no result".to_owned()));
+                return Err(
+                    self.integrity(&name, "the operation is done with no result".to_owned())
+                );
             }
         };
         if let Some(status) = &response.status
