@@ -12,6 +12,7 @@ mod critical;
 mod diagnostics;
 mod docs;
 mod doctor;
+mod engine_support;
 mod evidence;
 mod excludes;
 mod failure_messages;
