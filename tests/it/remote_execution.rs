@@ -434,3 +434,66 @@ fn an_engine_that_is_not_there_is_unreachable_before_anything_is_submitted() {
     assert!(error.may_run_elsewhere());
     assert!(stages.is_empty());
 }
+
+/// Against a real engine (BuildGrid with its SQL scheduler, tests/it/engine_support.rs), no
+/// worker yet: the input blobs land in its CAS once, an Action with a platform property it
+/// does not know is refused, and an action it queued is followed until the caller cancels.
+///
+/// The end-to-end run on a worker (`proofgraph worker`, being written beside this) is the
+/// lead's to add once both are merged: `Engine::execute` is the whole client side of it.
+#[test]
+fn on_buildgrid_blobs_go_once_an_unknown_property_is_refused_and_a_queued_action_is_cancelled() {
+    let engine = crate::engine_support::Engine::start();
+    let encoded = job();
+    let client = Engine::open(&settings(&engine.url)).expect("a client");
+    let rt = runtime();
+    let first = rt.block_on(client.upload(&encoded)).expect("uploaded");
+    assert_eq!(first.blobs, encoded.digests().len());
+    for digest in encoded.digests() {
+        let path = engine.blob_path(&digest.to_reapi().hash);
+        assert_eq!(
+            fs_err::read(&path).expect("in the engine's CAS"),
+            encoded.blob(digest).expect("named").expect("bytes")
+        );
+    }
+    let again = rt.block_on(client.upload(&encoded)).expect("nothing to do");
+    assert_eq!(again.blobs, 0, "FindMissingBlobs says it has everything");
+
+    // A property the engine does not match workers by.
+    let mut files = Files::new();
+    files.bytes("a.txt", b"a", false).expect("add");
+    let odd = encode(&Execution {
+        files,
+        argv: vec!["true".into()],
+        working_directory: RelPath::root(),
+        env: Environment::checked(Vec::new(), &Secrets::none()).expect("empty"),
+        outputs: Vec::new(),
+        platform: vec![("Flavor".into(), "vanilla".into())],
+        timeout: Duration::from_secs(10),
+    })
+    .expect("encoded");
+    let out = tempfile::tempdir().expect("a directory");
+    let (outcome, _) = execute(&engine.url, &odd, out.path(), &Cancel::new());
+    let error = outcome.expect_err("refused");
+    assert!(matches!(error, ExecError::Refused { .. }), "{error}");
+    assert!(error.may_run_elsewhere());
+
+    // No worker: the action is queued; the caller cancels once it is.
+    let cancel = Cancel::new();
+    let trigger = cancel.clone();
+    let mut stages = Vec::new();
+    let mut progress = |stage: Stage| {
+        if stage == Stage::Queued {
+            trigger.cancel();
+        }
+        stages.push(stage);
+    };
+    let result = rt.block_on(client.execute(&encoded, out.path(), &mut progress, &cancel));
+    let error = result.expect_err("cancelled");
+    assert!(
+        matches!(&error, ExecError::Cancelled { operation: Some(name), .. } if !name.is_empty()),
+        "{error:?}\n{}",
+        engine.log()
+    );
+    assert_eq!(stages, [Stage::Queued]);
+}
