@@ -21,6 +21,9 @@ set -euo pipefail
 #   groff            groff-base: renders the man page, warnings as errors
 #   bazel            bazel-bootstrap: a real Remote Execution API client, built against the
 #                    engine and `proofgraph worker` (scripts/bazel-interop.sh)
+#   (postgresql)     the database of the Remote Execution API engine (BuildGrid's SQL scheduler)
+#                    the remote-execution tests start; Debian keeps its programs out of PATH,
+#                    in /usr/lib/postgresql/<version>/bin
 needs=(
   "git:git"
   "dot:graphviz"
@@ -43,6 +46,9 @@ for need in "${needs[@]}"; do
   # sbin too: a user's PATH may lack it, and nginx lives there.
   PATH="$PATH:/usr/sbin:/sbin" command -v "${need%%:*}" >/dev/null 2>&1 || missing+=("${need#*:}")
 done
+# PostgreSQL: Debian installs initdb and postgres under /usr/lib/postgresql/<version>/bin, not
+# in PATH (tests/it/engine_support.rs looks there).
+compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null || missing+=(postgresql)
 # Python: venv with ensurepip, for the venvs of the pinned Python test tools
 # (scripts/python-venv.sh, each with a pip of its own: the system's pip is never used) and of
 # the pytest projects in the tests.

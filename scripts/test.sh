@@ -22,7 +22,9 @@ fi
 ./scripts/python-venv.sh tools/interop/.venv tools/interop/requirements.txt
 
 # BuildGrid, the Remote Execution API server the gRPC remote-cache tests start (pinned with
-# every dependency in tools/buildgrid/requirements.txt; Python 3.11 or later), in its own venv.
+# every dependency in tools/buildgrid/requirements.txt; Python 3.11 or later), in its own venv;
+# the remote-execution tests run it with execution on Debian's PostgreSQL (scripts/deps.sh
+# installs `postgresql`; each test makes its own cluster with initdb).
 python3 -c 'import sys; sys.exit(sys.version_info < (3, 11))' ||
   { echo "BuildGrid (the gRPC remote-cache tests) needs Python 3.11 or later; found $(python3 --version)" >&2; exit 1; }
 ./scripts/python-venv.sh tools/buildgrid/.venv tools/buildgrid/requirements.txt

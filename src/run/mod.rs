@@ -20,6 +20,7 @@ mod kept_log;
 mod layers;
 mod provider;
 mod recorder;
+pub mod remote;
 mod sandboxes;
 mod service_job;
 mod services;

@@ -4,8 +4,10 @@
 //! cache does, and serves it honestly until a test sets a [`Fault`]: then it lies about a
 //! blob's size in the entries it serves and streams that blob without end, trickles a blob
 //! a byte a second, fails with a message of its choosing, or fails its next calls with a
-//! status of the test's choosing before it answers honestly again. Nothing here needs a
-//! tool.
+//! status of the test's choosing before it answers honestly again. The REAPI server is an
+//! engine too: its `Execute` follows a [`Script`] (a result, forged or not; a refusal; a
+//! status; a stream dropped mid-operation; an operation that never ends), and its
+//! Operations service records each `CancelOperation`. Nothing here needs a tool.
 
 use std::collections::{HashMap, HashSet};
 use std::io::{BufRead as _, BufReader, Read as _, Write as _};
@@ -16,6 +18,7 @@ use std::time::Duration;
 
 use bazel_remote_apis::build::bazel::remote::execution::v2 as reapi;
 use bazel_remote_apis::google::bytestream;
+use bazel_remote_apis::google::longrunning;
 use prost::Message as _;
 use tonic::codegen::tokio_stream::wrappers::{ReceiverStream, TcpListenerStream};
 use tonic::{Request, Response, Status};
@@ -61,9 +64,36 @@ pub(crate) enum Fault {
     Failing { code: tonic::Code, calls: usize },
 }
 
+/// What the hostile engine does with the next `Execute` (and `WaitExecution`).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Script {
+    /// Queued, executing on `hostile-bot`, then done with this result (whatever its
+    /// digests name: the test decides what the CAS holds).
+    Complete(reapi::ActionResult),
+    /// `Execute` fails at once with this code.
+    Refuse(tonic::Code),
+    /// Queued, then done with an `ExecuteResponse` whose status has this code.
+    Status(tonic::Code),
+    /// Queued, then the stream fails (`UNAVAILABLE`); `WaitExecution` then answers with
+    /// this result, or with `NOT_FOUND` when there is none.
+    Drop(Option<reapi::ActionResult>),
+    /// Queued, then silent until the client goes away.
+    Hang,
+}
+
 /// The state a hostile server shares with its test.
 #[derive(Default)]
 pub(crate) struct State {
+    /// What the next `Execute` does (`None`: `UNIMPLEMENTED`).
+    pub(crate) script: Mutex<Option<Script>>,
+    /// Every `ExecuteRequest` received.
+    pub(crate) executed: Mutex<Vec<reapi::ExecuteRequest>>,
+    /// The operations `WaitExecution` was asked about.
+    pub(crate) waited: Mutex<Vec<String>>,
+    /// The operations `CancelOperation` was asked to cancel.
+    pub(crate) cancelled: Mutex<Vec<String>>,
+    /// Blobs written by the client (by `BatchUpdateBlobs` or `ByteStream.Write`), in order.
+    pub(crate) written: Mutex<Vec<String>>,
     blobs: Mutex<HashMap<String, Vec<u8>>>,
     entries: Mutex<HashMap<String, Vec<u8>>>,
     fault: Mutex<Option<Fault>>,
@@ -90,6 +120,30 @@ impl State {
         *lock(&self.fault) = Some(fault);
         lock(&self.aimed).clear();
         lock(&self.failed).clear();
+    }
+
+    /// Stores `bytes` honestly; their digest.
+    pub(crate) fn put(&self, bytes: &[u8]) -> reapi::Digest {
+        use sha2::Digest as _;
+        let hash = sha2::Sha256::digest(bytes)
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect::<String>();
+        self.put_blob(hash.clone(), bytes.to_vec());
+        reapi::Digest {
+            hash,
+            size_bytes: i64::try_from(bytes.len()).expect("a size"),
+        }
+    }
+
+    /// Stores `bytes` under `digest`, whatever they are (a forged blob).
+    pub(crate) fn forge(&self, digest: &reapi::Digest, bytes: &[u8]) {
+        self.put_blob(digest.hash.clone(), bytes.to_vec());
+    }
+
+    /// What the next `Execute` does.
+    pub(crate) fn script(&self, script: Script) {
+        *lock(&self.script) = Some(script);
     }
 
     /// The calls failed so far, as [`State::failed`] lists them.
@@ -219,6 +273,10 @@ impl HostileReapi {
                                 service.clone(),
                             ),
                         )
+                        .add_service(reapi::execution_server::ExecutionServer::new(service.clone()))
+                        .add_service(longrunning::operations_server::OperationsServer::new(
+                            service.clone(),
+                        ))
                         .add_service(bytestream::byte_stream_server::ByteStreamServer::new(service))
                         .serve_with_incoming(TcpListenerStream::new(listener))
                         .await;
@@ -257,6 +315,11 @@ impl reapi::capabilities_server::Capabilities for Service {
                 action_cache_update_capabilities: Some(reapi::ActionCacheUpdateCapabilities {
                     update_enabled: !self.0.read_only.load(Ordering::SeqCst),
                 }),
+                ..Default::default()
+            }),
+            execution_capabilities: Some(reapi::ExecutionCapabilities {
+                digest_function: reapi::digest_function::Value::Sha256 as i32,
+                exec_enabled: true,
                 ..Default::default()
             }),
             ..Default::default()
@@ -339,6 +402,7 @@ impl reapi::content_addressable_storage_server::ContentAddressableStorage for Se
         let mut responses = Vec::new();
         for r in request.requests {
             let digest = r.digest.unwrap_or_default();
+            lock(&self.0.written).push(digest.hash.clone());
             self.0.put_blob(digest.hash.clone(), r.data);
             responses.push(reapi::batch_update_blobs_response::Response {
                 digest: Some(digest),
@@ -504,6 +568,7 @@ impl bytestream::byte_stream_server::ByteStream for Service {
             }
         }
         let committed_size = i64::try_from(data.len()).expect("a size");
+        lock(&self.0.written).push(hash.clone());
         self.0.put_blob(hash, data);
         Ok(Response::new(bytestream::WriteResponse { committed_size }))
     }
@@ -513,6 +578,198 @@ impl bytestream::byte_stream_server::ByteStream for Service {
         _: Request<bytestream::QueryWriteStatusRequest>,
     ) -> Result<Response<bytestream::QueryWriteStatusResponse>, Status> {
         Err(Status::unimplemented("query_write_status"))
+    }
+}
+
+/// An operation of the hostile engine: `name`, at `stage`, done with `response` if any.
+fn operation(
+    name: &str,
+    stage: reapi::execution_stage::Value,
+    response: Option<reapi::ExecuteResponse>,
+) -> longrunning::Operation {
+    let metadata = reapi::ExecuteOperationMetadata {
+        stage: stage as i32,
+        partial_execution_metadata: (stage == reapi::execution_stage::Value::Executing).then(
+            || reapi::ExecutedActionMetadata {
+                worker: "hostile-bot".to_owned(),
+                ..Default::default()
+            },
+        ),
+        ..Default::default()
+    };
+    longrunning::Operation {
+        name: name.to_owned(),
+        metadata: Some(bazel_remote_apis::google::protobuf::Any {
+            type_url:
+                "type.googleapis.com/build.bazel.remote.execution.v2.ExecuteOperationMetadata"
+                    .to_owned(),
+            value: metadata.encode_to_vec(),
+        }),
+        done: response.is_some(),
+        result: response.map(|r| {
+            longrunning::operation::Result::Response(bazel_remote_apis::google::protobuf::Any {
+                type_url: "type.googleapis.com/build.bazel.remote.execution.v2.ExecuteResponse"
+                    .to_owned(),
+                value: r.encode_to_vec(),
+            })
+        }),
+    }
+}
+
+/// A finished `ExecuteResponse` with `result` and a status of `code`.
+fn response(result: reapi::ActionResult, code: tonic::Code) -> reapi::ExecuteResponse {
+    reapi::ExecuteResponse {
+        result: Some(result),
+        cached_result: false,
+        status: Some(bazel_remote_apis::google::rpc::Status {
+            code: code as i32,
+            message: if code == tonic::Code::Ok {
+                String::new()
+            } else {
+                "injected".to_owned()
+            },
+            details: Vec::new(),
+        }),
+        server_logs: HashMap::new(),
+        message: String::new(),
+    }
+}
+
+/// Sends `items` on a stream, then holds it open (`hang`) until the client goes away.
+fn stream_of(
+    items: Vec<Result<longrunning::Operation, Status>>,
+    hang: bool,
+) -> Stream<longrunning::Operation> {
+    let (tx, rx) = tokio::sync::mpsc::channel(8);
+    tokio::spawn(async move {
+        for item in items {
+            if tx.send(item).await.is_err() {
+                return;
+            }
+        }
+        if hang {
+            tx.closed().await;
+        }
+    });
+    ReceiverStream::new(rx)
+}
+
+#[tonic::async_trait]
+impl reapi::execution_server::Execution for Service {
+    type ExecuteStream = Stream<longrunning::Operation>;
+
+    async fn execute(
+        &self,
+        request: Request<reapi::ExecuteRequest>,
+    ) -> Result<Response<Self::ExecuteStream>, Status> {
+        let request = request.into_inner();
+        let name = format!("operations/{}", lock(&self.0.executed).len() + 1);
+        lock(&self.0.executed).push(request);
+        self.0.check("Execute".to_owned())?;
+        use reapi::execution_stage::Value;
+        let queued = Ok(operation(&name, Value::Queued, None));
+        let script = lock(&self.0.script).clone();
+        let stream = match script {
+            None => return Err(Status::unimplemented("no script")),
+            Some(Script::Refuse(code)) => return Err(Status::new(code, "injected refusal")),
+            Some(Script::Complete(result)) => stream_of(
+                vec![
+                    queued,
+                    Ok(operation(&name, Value::Executing, None)),
+                    Ok(operation(
+                        &name,
+                        Value::Completed,
+                        Some(response(result, tonic::Code::Ok)),
+                    )),
+                ],
+                false,
+            ),
+            Some(Script::Status(code)) => stream_of(
+                vec![
+                    queued,
+                    Ok(operation(
+                        &name,
+                        Value::Completed,
+                        Some(response(reapi::ActionResult::default(), code)),
+                    )),
+                ],
+                false,
+            ),
+            Some(Script::Drop(_)) => stream_of(
+                vec![
+                    queued,
+                    Err(Status::unavailable("injected: the stream dropped")),
+                ],
+                false,
+            ),
+            Some(Script::Hang) => stream_of(vec![queued], true),
+        };
+        Ok(Response::new(stream))
+    }
+
+    type WaitExecutionStream = Stream<longrunning::Operation>;
+
+    async fn wait_execution(
+        &self,
+        request: Request<reapi::WaitExecutionRequest>,
+    ) -> Result<Response<Self::WaitExecutionStream>, Status> {
+        let name = request.into_inner().name;
+        lock(&self.0.waited).push(name.clone());
+        use reapi::execution_stage::Value;
+        let script = lock(&self.0.script).clone();
+        match script {
+            Some(Script::Drop(Some(result))) => Ok(Response::new(stream_of(
+                vec![
+                    Ok(operation(&name, Value::Executing, None)),
+                    Ok(operation(
+                        &name,
+                        Value::Completed,
+                        Some(response(result, tonic::Code::Ok)),
+                    )),
+                ],
+                false,
+            ))),
+            _ => Err(Status::not_found("no such operation")),
+        }
+    }
+}
+
+#[tonic::async_trait]
+impl longrunning::operations_server::Operations for Service {
+    async fn list_operations(
+        &self,
+        _: Request<longrunning::ListOperationsRequest>,
+    ) -> Result<Response<longrunning::ListOperationsResponse>, Status> {
+        Err(Status::unimplemented("list_operations"))
+    }
+
+    async fn get_operation(
+        &self,
+        _: Request<longrunning::GetOperationRequest>,
+    ) -> Result<Response<longrunning::Operation>, Status> {
+        Err(Status::unimplemented("get_operation"))
+    }
+
+    async fn delete_operation(
+        &self,
+        _: Request<longrunning::DeleteOperationRequest>,
+    ) -> Result<Response<bazel_remote_apis::google::protobuf::Empty>, Status> {
+        Err(Status::unimplemented("delete_operation"))
+    }
+
+    async fn cancel_operation(
+        &self,
+        request: Request<longrunning::CancelOperationRequest>,
+    ) -> Result<Response<bazel_remote_apis::google::protobuf::Empty>, Status> {
+        lock(&self.0.cancelled).push(request.into_inner().name);
+        Ok(Response::new(bazel_remote_apis::google::protobuf::Empty {}))
+    }
+
+    async fn wait_operation(
+        &self,
+        _: Request<longrunning::WaitOperationRequest>,
+    ) -> Result<Response<longrunning::Operation>, Status> {
+        Err(Status::unimplemented("wait_operation"))
     }
 }
 

@@ -61,7 +61,7 @@ const FIND_PAGE: usize = 4096;
 const SHA256: i32 = reapi::digest_function::Value::Sha256 as i32;
 
 /// A Remote Execution API cache.
-pub(super) struct Grpc {
+pub(crate) struct Grpc {
     name: String,
     instance: String,
     endpoint: Endpoint,
@@ -195,7 +195,7 @@ fn oversized(status: &Status) -> bool {
 }
 
 /// A status's name as the gRPC specification spells it.
-fn code_name(code: Code) -> &'static str {
+pub(crate) fn code_name(code: Code) -> &'static str {
     match code {
         Code::Ok => "OK",
         Code::Cancelled => "CANCELLED",
@@ -262,7 +262,7 @@ pub(super) fn judge(
 impl Grpc {
     /// A client of the cache `settings` name (`grpc://`, or `grpcs://` when `tls`). Nothing
     /// is sent, and no runtime is needed, until the first call.
-    pub(super) fn new(settings: &Settings, tls: bool) -> Result<Self, RemoteError> {
+    pub(crate) fn new(settings: &Settings, tls: bool) -> Result<Self, RemoteError> {
         let name = settings.url.clone();
         let url = url::Url::parse(&settings.url)
             .map_err(|e| unsupported(&name, format!("`{name}` is not a URL: {e}")))?;
@@ -336,7 +336,7 @@ impl Grpc {
 
     /// The channel: made at the first call, on the calling runtime, since tonic runs a
     /// channel's connection as a task of the runtime that made it.
-    fn channel(&self) -> Channel {
+    pub(crate) fn channel(&self) -> Channel {
         self.channel
             .get_or_init(|| match &self.proxy {
                 None => self.endpoint.connect_lazy(),
@@ -362,7 +362,7 @@ impl Grpc {
 
     /// `message` with the headers and the deadline (sent as `grpc-timeout`, which tonic
     /// and the server both enforce).
-    fn request<T>(&self, message: T) -> Request<T> {
+    pub(crate) fn request<T>(&self, message: T) -> Request<T> {
         let mut request = self.stream_request(message);
         request.set_timeout(self.timeout);
         request
@@ -370,7 +370,7 @@ impl Grpc {
 
     /// `message` with the headers and no deadline for the whole call: a ByteStream call
     /// lasts as long as its blob takes to move, and its deadline bounds each chunk instead.
-    fn stream_request<T>(&self, message: T) -> Request<T> {
+    pub(crate) fn stream_request<T>(&self, message: T) -> Request<T> {
         let mut request = Request::new(message);
         for (key, value) in &self.metadata {
             request.metadata_mut().insert(key.clone(), value.clone());
@@ -379,7 +379,7 @@ impl Grpc {
     }
 
     /// A failed call as an error; the text holds no header value.
-    fn failed(&self, method: &str, status: &Status) -> RemoteError {
+    pub(crate) fn failed(&self, method: &str, status: &Status) -> RemoteError {
         // tonic enforces the deadline each request carries (`grpc-timeout`) itself.
         let mut source = std::error::Error::source(status);
         while let Some(cause) = source {
@@ -421,7 +421,7 @@ impl Grpc {
 
     /// A failed call as an attempt: [`Grpc::failed`], and whether it may pass when sent
     /// again (`retry.rs` decides).
-    fn attempt_failed(&self, method: &str, status: &Status) -> Failed {
+    pub(crate) fn attempt_failed(&self, method: &str, status: &Status) -> Failed {
         Failed {
             error: self.failed(method, status),
             retry: retry::grpc(status),
@@ -479,8 +479,27 @@ impl Grpc {
 
     /// `GetCapabilities`, judged.
     async fn ask_capabilities(&self, until: Deadline) -> Result<Capabilities, RemoteError> {
+        let server = self.server_capabilities(until).await?;
+        judge(&self.name, &server)
+    }
+
+    /// The instance name requests carry.
+    pub(crate) fn instance(&self) -> &str {
+        &self.instance
+    }
+
+    /// The deadline of one request.
+    pub(crate) fn timeout(&self) -> Duration {
+        self.timeout
+    }
+
+    /// `GetCapabilities`, as the server answered (its execution capabilities too).
+    pub(crate) async fn server_capabilities(
+        &self,
+        until: Deadline,
+    ) -> Result<reapi::ServerCapabilities, RemoteError> {
         let method = "GetCapabilities";
-        let server = retry::attempts(until, move || async move {
+        retry::attempts(until, move || async move {
             let mut client = CapabilitiesClient::new(self.channel());
             let request = self.request(reapi::GetCapabilitiesRequest {
                 instance_name: self.instance.clone(),
@@ -489,8 +508,7 @@ impl Grpc {
                 .await?
                 .map_err(|s| self.attempt_failed(method, &s))
         })
-        .await?;
-        judge(&self.name, &server)
+        .await
     }
 
     /// The batch limit, asking the server once if no call has yet.

@@ -21,3 +21,7 @@ pub use config::{
     REQUEST_TIMEOUT, Settings, instance,
 };
 pub use retry::Deadline;
+// The remote executor (`run/remote/`) speaks over the same client: its channel, headers,
+// deadlines, retries and error texts.
+pub(crate) use grpc::{Grpc, code_name};
+pub(crate) use retry::{Failed, attempts};

@@ -32,7 +32,7 @@ pub(super) const CAP: Duration = Duration::from_secs(1);
 
 /// Whether a failed request may be sent again.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Retry {
+pub(crate) enum Retry {
     /// It would fail again, or must not be repeated.
     No,
     /// It may pass when sent again; `after`, when the server said how long to wait
@@ -42,9 +42,9 @@ pub(super) enum Retry {
 
 /// A failed attempt: the error, and whether it may pass when sent again.
 #[derive(Debug)]
-pub(super) struct Failed {
-    pub(super) error: RemoteError,
-    pub(super) retry: Retry,
+pub(crate) struct Failed {
+    pub(crate) error: RemoteError,
+    pub(crate) retry: Retry,
 }
 
 impl From<RemoteError> for Failed {
@@ -83,7 +83,7 @@ fn transient_code(code: Code) -> bool {
 
 /// A gRPC call's failure: a transient code, unless the connection could not be made or
 /// the deadline passed; any code when the stream or its connection was reset.
-pub(super) fn grpc(status: &tonic::Status) -> Retry {
+pub(crate) fn grpc(status: &tonic::Status) -> Retry {
     let mut source = Error::source(status);
     while let Some(cause) = source {
         if cause.is::<tonic::TimeoutExpired>() || cause.is::<tonic::ConnectError>() {
@@ -244,7 +244,7 @@ fn given_up(mut error: RemoteError, attempts: u32, why: &str) -> RemoteError {
 
 /// Runs `attempt` until it succeeds, fails in a way that would not pass, or has been made
 /// [`ATTEMPTS`] times, waiting as [`wait`] says between attempts and never past `until`.
-pub(super) async fn attempts<T, F, A>(until: Deadline, mut attempt: F) -> Result<T, RemoteError>
+pub(crate) async fn attempts<T, F, A>(until: Deadline, mut attempt: F) -> Result<T, RemoteError>
 where
     F: FnMut() -> A,
     A: Future<Output = Result<T, Failed>>,
