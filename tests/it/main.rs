@@ -14,6 +14,7 @@ mod docs;
 mod doctor;
 mod evidence;
 mod excludes;
+mod executor;
 mod failure_messages;
 mod failures;
 mod faults;
