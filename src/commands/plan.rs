@@ -151,7 +151,11 @@ impl Payload for PlanPayload {
             .executor
             .as_ref()
             .map(|e| {
-                let on = e.remote.as_deref().map(|r| format!(" on {r}")).unwrap_or_default();
+                let on = e
+                    .remote
+                    .as_deref()
+                    .map(|r| format!(" on {r}"))
+                    .unwrap_or_default();
                 let bound = e
                     .remote_jobs
                     .map(|n| format!(", --remote-jobs {n}"))
@@ -333,7 +337,9 @@ pub fn run(ctx: &Context, options: &PlanOptions) -> Report<PlanPayload> {
         .filter(|h| h.is_absolute());
     let host_paths = crate::decide::placement::Surroundings::host_paths(
         e.loaded.workspace.catalog.as_ref(),
-        ctx.env().var("PROOFGRAPH_HOST_PATHS").map(|v| v.as_os_str()),
+        ctx.env()
+            .var("PROOFGRAPH_HOST_PATHS")
+            .map(|v| v.as_os_str()),
         home.as_deref(),
     );
     let around = crate::decide::placement::Surroundings {

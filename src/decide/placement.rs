@@ -422,11 +422,7 @@ mod tests {
             Repository {
                 id: at(repo(id)),
                 path: at(id.to_owned()),
-                setup: setup.map(|cmds| {
-                    cmds.into_iter()
-                        .map(|c| at(vec![c.to_owned()]))
-                        .collect()
-                }),
+                setup: setup.map(|cmds| cmds.into_iter().map(|c| at(vec![c.to_owned()])).collect()),
                 setup_cache: cache.map(|dirs| dirs.into_iter().map(|d| at(d.to_owned())).collect()),
                 setup_inputs: None,
                 caches: caches.into_iter().map(at).collect(),
@@ -513,7 +509,9 @@ mod tests {
         );
         let paths = Surroundings::host_paths(
             None,
-            Some(std::ffi::OsStr::new("~/.cargo:/opt/tools::~nobody:relative")),
+            Some(std::ffi::OsStr::new(
+                "~/.cargo:/opt/tools::~nobody:relative",
+            )),
             Some(Path::new("/home/u")),
         );
         assert_eq!(
@@ -533,14 +531,21 @@ mod tests {
                 host_path: "/home/u/.cargo".to_owned(),
             }])
         );
-        for elsewhere in ["/usr/bin/python3", "/home/u/.cargo-other/bin/x", "/w/app/gradlew"] {
+        for elsewhere in [
+            "/usr/bin/python3",
+            "/home/u/.cargo-other/bin/x",
+            "/w/app/gradlew",
+        ] {
             assert_eq!(
                 eligibility(&p, Some(Path::new(elsewhere)), &host),
                 Placement::Remote,
                 "{elsewhere}"
             );
         }
-        assert_eq!(Surroundings::host_paths(None, Some(std::ffi::OsStr::new("~/x")), None), Vec::<PathBuf>::new());
+        assert_eq!(
+            Surroundings::host_paths(None, Some(std::ffi::OsStr::new("~/x")), None),
+            Vec::<PathBuf>::new()
+        );
     }
 
     #[test]
@@ -565,7 +570,12 @@ mod tests {
         };
         // A cached setup travels (its kept tree is an input); no setup needs nothing.
         let cached = catalog(vec![
-            entry("app", Some(vec!["npm ci"]), Some(vec!["node_modules"]), vec![]),
+            entry(
+                "app",
+                Some(vec!["npm ci"]),
+                Some(vec!["node_modules"]),
+                vec![],
+            ),
             entry("lib", None, None, vec![]),
         ]);
         assert_eq!(around(&cached), Placement::Remote);
@@ -623,7 +633,11 @@ mod tests {
             assert!(check(choice, Some(&configured)).is_ok());
             let refused = check(choice, None).expect_err("no executor");
             assert_eq!(refused.code, Code::ExecutorNotConfigured);
-            assert!(refused.message.contains(choice.as_str()), "{}", refused.message);
+            assert!(
+                refused.message.contains(choice.as_str()),
+                "{}",
+                refused.message
+            );
         }
     }
 

@@ -279,7 +279,9 @@ fn plan_says_where_each_provider_would_run_and_why_not_remotely() {
                 "deploy".to_owned(),
                 "local".to_owned(),
                 false,
-                local("reads `DEPLOY_TOKEN` from this machine's environment through `envFrom`, which never leaves it")
+                local(
+                    "reads `DEPLOY_TOKEN` from this machine's environment through `envFrom`, which never leaves it"
+                )
             ),
             (
                 "integration".to_owned(),
@@ -300,7 +302,15 @@ fn plan_says_where_each_provider_would_run_and_why_not_remotely() {
     );
     let bounded = sb.run(
         &sb.work(),
-        &["plan", "add-x", "--executor", "remote", "--remote-jobs", "2", "--json"],
+        &[
+            "plan",
+            "add-x",
+            "--executor",
+            "remote",
+            "--remote-jobs",
+            "2",
+            "--json",
+        ],
     );
     bounded.expect_code(0);
     assert_eq!(bounded.json()["executor"]["remote_jobs"], 2);
@@ -341,7 +351,11 @@ fn a_plan_without_an_executor_says_nothing_of_one() {
     }
     let human = sb.run(&sb.work(), &["plan", "add-x"]);
     human.expect_code(0);
-    assert!(human.stdout.contains("Plan for add-x (--jobs "), "{}", human.stdout);
+    assert!(
+        human.stdout.contains("Plan for add-x (--jobs "),
+        "{}",
+        human.stdout
+    );
     assert!(!human.stdout.contains("runs:"), "{}", human.stdout);
     assert!(!human.stdout.contains("--executor"), "{}", human.stdout);
 }
@@ -367,10 +381,17 @@ fn remote_or_auto_without_an_executor_is_refused() {
     let sb = Sandbox::new();
     workspace(&sb, "version: 1\n");
     for (command, choice) in [("plan", "auto"), ("prove", "remote"), ("prove", "auto")] {
-        let run = sb.run(&sb.work(), &[command, "add-x", "--executor", choice, "--json"]);
+        let run = sb.run(
+            &sb.work(),
+            &[command, "add-x", "--executor", choice, "--json"],
+        );
         run.expect_code(3);
         let doc = run.json();
-        assert_emits!(run.status_codes(), "executor_not_configured", "{command} {choice}: {doc}");
+        assert_emits!(
+            run.status_codes(),
+            "executor_not_configured",
+            "{command} {choice}: {doc}"
+        );
         let said = doc["status"].to_string();
         assert!(said.contains(&format!("--executor {choice}")), "{said}");
         assert!(said.contains("executor.remote"), "{said}");
@@ -391,7 +412,10 @@ fn prove_refuses_remote_execution_until_it_is_wired() {
     let sb = Sandbox::new();
     workspace(&sb, WITH_EXECUTOR);
     for choice in ["remote", "auto"] {
-        let run = sb.run(&sb.work(), &["prove", "add-x", "--executor", choice, "--json"]);
+        let run = sb.run(
+            &sb.work(),
+            &["prove", "add-x", "--executor", choice, "--json"],
+        );
         run.expect_code(3);
         assert_emits!(run.status_codes(), "remote_executor_not_wired", "{choice}");
         assert!(run.json()["providers"].as_array().is_none_or(Vec::is_empty));
@@ -413,11 +437,43 @@ fn executor_flags_that_mean_nothing_are_refused() {
     workspace(&sb, WITH_EXECUTOR);
     for args in [
         &["prove", "add-x", "--remote-jobs", "4", "--json"][..],
-        &["plan", "add-x", "--executor", "local", "--remote-jobs", "4", "--json"],
-        &["plan", "add-x", "--base", "HEAD", "--executor", "auto", "--json"],
-        &["plan", "add-x", "--base", "HEAD", "--remote-jobs", "2", "--json"],
+        &[
+            "plan",
+            "add-x",
+            "--executor",
+            "local",
+            "--remote-jobs",
+            "4",
+            "--json",
+        ],
+        &[
+            "plan",
+            "add-x",
+            "--base",
+            "HEAD",
+            "--executor",
+            "auto",
+            "--json",
+        ],
+        &[
+            "plan",
+            "add-x",
+            "--base",
+            "HEAD",
+            "--remote-jobs",
+            "2",
+            "--json",
+        ],
         &["prove", "add-x", "--executor", "cloud", "--json"],
-        &["prove", "add-x", "--executor", "remote", "--remote-jobs", "0", "--json"],
+        &[
+            "prove",
+            "add-x",
+            "--executor",
+            "remote",
+            "--remote-jobs",
+            "0",
+            "--json",
+        ],
     ] {
         let run = sb.run(&sb.work(), args);
         run.expect_code(3);
@@ -426,7 +482,8 @@ fn executor_flags_that_mean_nothing_are_refused() {
     let run = sb.run(&sb.work(), &["prove", "add-x", "--remote-jobs", "4"]);
     run.expect_code(3);
     assert!(
-        run.stderr.contains("'--remote-jobs <N>' needs '--executor remote' or '--executor auto'"),
+        run.stderr
+            .contains("'--remote-jobs <N>' needs '--executor remote' or '--executor auto'"),
         "{}",
         run.stderr
     );
