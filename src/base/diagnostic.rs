@@ -267,6 +267,11 @@ codes! {
     /// `cache.remote` names a gRPC instance with a dot segment (`.`, `..`, `%2e`), which
     /// a URL resolves away.
     RemoteInstanceDotSegment = "remote_instance_dot_segment",
+    // Remote execution (`prove --executor`, `plan --executor`).
+    /// `--executor remote|auto` while `proofgraph.yaml` configures no `executor`.
+    ExecutorNotConfigured = "executor_not_configured",
+    /// `prove --executor remote|auto`: this build does not hand providers to an engine yet.
+    RemoteExecutorNotWired = "remote_executor_not_wired",
     // Signed external results (`evidence verify-ci`).
     /// `evidence verify-ci` names a provider that is not `external` with a `ci` block.
     NotExternal = "not_external",

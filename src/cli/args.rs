@@ -110,6 +110,12 @@ enum CommandArgs {
             requires = "base"
         )]
         format: Option<PlanFormatArg>,
+        /// Where providers would run: `local`, `remote` (every eligible provider on proofgraph.yaml's executor) or `auto` (the same, falling back to local on a fault of the engine); the plan says where each would run and why not remotely
+        #[arg(long, value_enum, default_value = "local", conflicts_with = "base")]
+        executor: ExecutorArg,
+        /// How many actions may be in flight on the engine at once, apart from --jobs (only with --executor remote or auto) [default: executor.remoteJobs, else --jobs]
+        #[arg(long, value_name = "N", conflicts_with = "base")]
+        remote_jobs: Option<std::num::NonZeroUsize>,
     },
     /// Run what is not yet proven, in sandboxes, and write signed receipts
     #[command(
@@ -149,6 +155,12 @@ enum CommandArgs {
         /// Which cache tiers to read and write, e.g. `local:rw,remote:r` [default: PROOFGRAPH_CACHE, else proofgraph.yaml's cache.policy, else local:rw,remote:r]
         #[arg(long, value_name = "POLICY")]
         cache: Option<String>,
+        /// Where providers run: `local`, `remote` (every eligible provider on proofgraph.yaml's executor; a fault of the engine fails the run) or `auto` (the same, running a provider locally on a fault of the engine); see `plan --executor`
+        #[arg(long, value_enum, default_value = "local")]
+        executor: ExecutorArg,
+        /// How many actions may be in flight on the engine at once, apart from --jobs (only with --executor remote or auto) [default: executor.remoteJobs, else --jobs]
+        #[arg(long, value_name = "N")]
+        remote_jobs: Option<std::num::NonZeroUsize>,
     },
     /// Claim × capability: passed, failed, inconclusive, stale or pending
     #[command(
@@ -627,6 +639,23 @@ enum StatusFormatArg {
     Junit,
 }
 
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum ExecutorArg {
+    Local,
+    Remote,
+    Auto,
+}
+
+impl ExecutorArg {
+    fn choice(self) -> commands::prove::ExecutorChoice {
+        match self {
+            ExecutorArg::Local => commands::prove::ExecutorChoice::Local,
+            ExecutorArg::Remote => commands::prove::ExecutorChoice::Remote,
+            ExecutorArg::Auto => commands::prove::ExecutorChoice::Auto,
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
 enum PlanFormatArg {
     Markdown,
@@ -656,6 +685,24 @@ impl Cli {
             return Err(Cli::command().error(
                 clap::error::ErrorKind::ArgumentConflict,
                 "the argument '--format <FORMAT>' cannot be used with '--json'",
+            ));
+        }
+        // `--remote-jobs` bounds remote actions: with `--executor local` (the default) there
+        // are none, and a bound that bounds nothing is refused rather than ignored.
+        if let CommandArgs::Prove {
+            executor: ExecutorArg::Local,
+            remote_jobs: Some(_),
+            ..
+        }
+        | CommandArgs::Plan {
+            executor: ExecutorArg::Local,
+            remote_jobs: Some(_),
+            ..
+        } = &self.command
+        {
+            return Err(Cli::command().error(
+                clap::error::ErrorKind::ArgumentConflict,
+                "the argument '--remote-jobs <N>' needs '--executor remote' or '--executor auto'",
             ));
         }
         if let CommandArgs::Man {
@@ -714,12 +761,17 @@ impl Cli {
                 jobs,
                 cache,
                 base,
+                executor,
+                remote_jobs,
                 ..
             } if base.is_empty() => Command::Plan(commands::plan::PlanOptions {
                 change,
                 jobs,
                 cache,
+                executor: executor.choice(),
+                remote_jobs,
             }),
+            // clap refuses `--jobs`, `--executor` and `--remote-jobs` with `--base`.
             CommandArgs::Plan {
                 change,
                 jobs: _,
@@ -727,6 +779,8 @@ impl Cli {
                 base,
                 head,
                 format,
+                executor: _,
+                remote_jobs: _,
             } => Command::PlanRefs {
                 options: commands::plan::refs::RefsOptions { change, base, head },
                 cache,
@@ -744,6 +798,8 @@ impl Cli {
                 heartbeat,
                 stream,
                 cache,
+                executor,
+                remote_jobs,
             } => Command::Prove(commands::prove::ProveOptions {
                 change,
                 jobs,
@@ -760,6 +816,8 @@ impl Cli {
                 heartbeat,
                 stream,
                 cache,
+                executor: executor.choice(),
+                remote_jobs,
             }),
             CommandArgs::Status {
                 change,

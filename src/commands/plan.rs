@@ -29,6 +29,34 @@ pub struct PlanOptions {
     pub jobs: Option<NonZeroUsize>,
     /// `--cache <policy>`.
     pub cache: Option<String>,
+    /// `--executor`: where providers would run.
+    pub executor: ExecutorChoice,
+    /// `--remote-jobs`: remote actions in flight at once.
+    pub remote_jobs: Option<NonZeroUsize>,
+}
+
+pub use crate::decide::placement::ExecutorChoice;
+
+/// The executor a plan assumes, when one other than local is asked for or configured.
+#[derive(Debug, Clone, Serialize)]
+pub struct ExecutorView {
+    /// `--executor`: `local`, `remote` or `auto`.
+    pub choice: ExecutorChoice,
+    /// The engine (`executor.remote`), when configured.
+    pub remote: Option<String>,
+    /// Remote actions in flight at once, when anything can run remotely.
+    pub remote_jobs: Option<usize>,
+}
+
+/// Where a provider would run, and why not remotely.
+#[derive(Debug, Clone, Serialize)]
+pub struct PlacementView {
+    /// `local` or `remote`.
+    pub runs: &'static str,
+    /// Whether it could run remotely (under `--executor auto`).
+    pub eligible: bool,
+    /// Why it runs locally; `None` when remote.
+    pub reason: Option<String>,
 }
 
 /// An edge into a node.
@@ -93,6 +121,10 @@ pub struct PlanNode {
     pub reason: Option<String>,
     /// The receipts reused.
     pub receipts: Vec<crate::store::Sha256>,
+    /// Where a provider would run, when an executor other than local is asked for or
+    /// configured (absent otherwise).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub placement: Option<PlacementView>,
 }
 
 /// The payload of `plan`.
@@ -106,12 +138,36 @@ pub struct PlanPayload {
     pub nodes: Vec<PlanNode>,
     /// The OpenSpec root.
     pub root: Option<RootOutput>,
+    /// The executor, when one other than local is asked for or configured (absent
+    /// otherwise).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub executor: Option<ExecutorView>,
 }
 
 impl Payload for PlanPayload {
     fn human(&self, out: &mut String) {
         let Some(change) = &self.change else { return };
-        let _ = writeln!(out, "Plan for {change} (--jobs {})", self.jobs.unwrap_or(1));
+        let executor = self
+            .executor
+            .as_ref()
+            .map(|e| {
+                let on = e
+                    .remote
+                    .as_deref()
+                    .map(|r| format!(" on {r}"))
+                    .unwrap_or_default();
+                let bound = e
+                    .remote_jobs
+                    .map(|n| format!(", --remote-jobs {n}"))
+                    .unwrap_or_default();
+                format!(", --executor {}{on}{bound}", e.choice.as_str())
+            })
+            .unwrap_or_default();
+        let _ = writeln!(
+            out,
+            "Plan for {change} (--jobs {}{executor})",
+            self.jobs.unwrap_or(1)
+        );
         let mut wave = 0;
         for node in &self.nodes {
             if node.wave != wave || node.order == 1 {
@@ -156,6 +212,14 @@ impl Payload for PlanPayload {
                         );
                     }
                 }
+            }
+            if let Some(placement) = &node.placement {
+                let why = match (&placement.reason, placement.eligible) {
+                    (Some(reason), true) => format!(" ({reason}; it could run remotely)"),
+                    (Some(reason), false) => format!(" ({reason})"),
+                    (None, _) => String::new(),
+                };
+                let _ = writeln!(out, "           runs: {}{why}", placement.runs);
             }
             if !node.resources.is_empty() {
                 let _ = writeln!(out, "           locks: {}", node.resources.join(", "));
@@ -222,6 +286,15 @@ pub fn run(ctx: &Context, options: &PlanOptions) -> Report<PlanPayload> {
     };
     let graph = &e.loaded.prepared.graph;
     let name = e.loaded.change.name.clone();
+    let configured = e
+        .loaded
+        .workspace
+        .catalog
+        .as_ref()
+        .and_then(|c| c.executor.as_ref());
+    if let Err(d) = crate::decide::placement::check(options.executor, configured) {
+        return Report::failed(vec![d], Verdict::Invalid);
+    }
     let (wanted, reused) = crate::decide::reuse::wanted(
         graph,
         &e.fingerprints,
@@ -254,6 +327,26 @@ pub fn run(ctx: &Context, options: &PlanOptions) -> Report<PlanPayload> {
         change: &name,
         pulled: &pulled,
     };
+    // Where each provider would run: said only when an executor other than local is asked
+    // for or configured, so a plan without one reads as it always has.
+    let shows_placement = options.executor != ExecutorChoice::Local || configured.is_some();
+    let home = ctx
+        .env()
+        .var("HOME")
+        .map(std::path::PathBuf::from)
+        .filter(|h| h.is_absolute());
+    let host_paths = crate::decide::placement::Surroundings::host_paths(
+        e.loaded.workspace.catalog.as_ref(),
+        ctx.env()
+            .var("PROOFGRAPH_HOST_PATHS")
+            .map(|v| v.as_os_str()),
+        home.as_deref(),
+    );
+    let around = crate::decide::placement::Surroundings {
+        catalog: e.loaded.workspace.catalog.as_ref(),
+        host_paths: &host_paths,
+        in_place: e.mode == proofgraph_sandbox::SandboxMode::None,
+    };
     let nodes = order
         .into_iter()
         .enumerate()
@@ -264,10 +357,26 @@ pub fn run(ctx: &Context, options: &PlanOptions) -> Report<PlanPayload> {
                 node.action = Some(decision.action);
                 node.reason = decision.reason;
                 node.receipts = decision.receipts;
+                if shows_placement {
+                    let program = e
+                        .observed
+                        .world
+                        .executables
+                        .get(&p.spec.id.value)
+                        .map(|x| std::path::Path::new(&x.path));
+                    node.placement = Some(placement_view(options.executor, p, program, &around));
+                }
             }
             node
         })
         .collect();
+    let executor = shows_placement.then(|| ExecutorView {
+        choice: options.executor,
+        remote: configured.map(|c| c.remote.value.clone()),
+        remote_jobs: (options.executor != ExecutorChoice::Local).then(|| {
+            crate::decide::placement::remote_jobs(options.remote_jobs, configured, jobs).get()
+        }),
+    });
     let mut status = e.loaded.notes;
     status.extend(e.loaded.prepared.warnings);
     status.extend(e.observed.warnings);
@@ -277,9 +386,28 @@ pub fn run(ctx: &Context, options: &PlanOptions) -> Report<PlanPayload> {
             jobs: Some(jobs.get()),
             nodes,
             root: Some(e.loaded.root),
+            executor,
         }),
         status,
         verdict: Verdict::Success,
+    }
+}
+
+/// Where `provider` would run under `choice`, whether it could run remotely, and why not.
+fn placement_view(
+    choice: ExecutorChoice,
+    provider: &proofgraph_graph::graph::ProviderNode,
+    program: Option<&std::path::Path>,
+    around: &crate::decide::placement::Surroundings<'_>,
+) -> PlacementView {
+    use crate::decide::placement::{Placement, eligibility, place};
+    let eligible = eligibility(provider, program, around);
+    let could = eligible == Placement::Remote;
+    let placed = place(choice, eligible);
+    PlacementView {
+        runs: placed.as_str(),
+        eligible: could,
+        reason: placed.reason(),
     }
 }
 
@@ -316,6 +444,7 @@ fn plan_node(
         action: None,
         reason: None,
         receipts: Vec::new(),
+        placement: None,
     };
     match &node.kind {
         NodeKind::Provider(p) => {

@@ -46,7 +46,14 @@ pub struct ProveOptions {
     pub stream: Option<String>,
     /// `--cache <policy>`.
     pub cache: Option<String>,
+    /// `--executor`: where providers run.
+    pub executor: ExecutorChoice,
+    /// `--remote-jobs`: remote actions in flight at once (default: `executor.remoteJobs`,
+    /// else `--jobs`).
+    pub remote_jobs: Option<NonZeroUsize>,
 }
+
+pub use crate::decide::placement::ExecutorChoice;
 
 /// The payload of `prove`.
 #[derive(Debug, Clone, Default, Serialize)]
@@ -167,6 +174,10 @@ fn attempt(
         Err(all) if interrupt.is_set() => return Some(interrupted_before(all)),
         Err(all) => return Some(Report::failed(all, Verdict::Invalid)),
     };
+    if let Err(d) = executor(&e, options) {
+        e.release();
+        return Some(Report::failed(vec![d], Verdict::Invalid));
+    }
     let name = e.loaded.change.name.clone();
     let stream = match stream_provider(&e.loaded.prepared.graph, options.stream.as_deref(), &name) {
         Ok(stream) => stream,
@@ -342,6 +353,43 @@ fn stream_provider(
             .fix(format!("Use one of: {}.", known.join(", "))))
         }
     }
+}
+
+/// Whether `--executor` can be honoured: `remote` and `auto` need `executor:` in
+/// proofgraph.yaml ([`crate::decide::placement::check`]).
+fn executor(
+    e: &Evaluated,
+    options: &ProveOptions,
+) -> Result<(), crate::base::diagnostic::Diagnostic> {
+    let configured = e
+        .loaded
+        .workspace
+        .catalog
+        .as_ref()
+        .and_then(|c| c.executor.as_ref());
+    crate::decide::placement::check(options.executor, configured)?;
+    // WIRE: the remote executor (`run::remote`) is not handed to the dispatcher yet, so
+    // `--executor remote|auto` is refused here rather than run locally as if remote. Wiring
+    // it: `decide::placement::placements(options.executor, graph, &Surroundings { .. })`
+    // says which providers go remote, `decide::placement::remote_jobs(options.remote_jobs,
+    // configured, jobs)` bounds them; then remove this refusal, its code
+    // `remote_executor_not_wired` (base/diagnostic.rs, docs/diagnostics.md) and its test
+    // (tests/it/executor.rs).
+    if options.executor != ExecutorChoice::Local {
+        return Err(crate::base::diagnostic::Diagnostic::error(
+            crate::base::diagnostic::Code::RemoteExecutorNotWired,
+            format!(
+                "`--executor {}`: this build of proofgraph does not hand providers to a remote engine yet, and runs none locally in its place",
+                options.executor.as_str()
+            ),
+        )
+        .surface("prove.executor")
+        .fix(format!(
+            "Run with `--executor local` (the default); `proofgraph plan <change> --executor {}` shows where each provider would run.",
+            options.executor.as_str()
+        )));
+    }
+    Ok(())
 }
 
 /// What running the wanted providers gave.

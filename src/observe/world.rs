@@ -1080,6 +1080,14 @@ cache:
   minBytesPerSecond: 1000
 hostPaths: [/opt/tool, "~/.cargo"]
 logs: {keepBytes: 4096}
+executor:
+  remote: grpc://127.0.0.1:50051/main
+  platform: {OSFamily: linux}
+  remoteJobs: 8
+  headersFromEnv: {Authorization: ENGINE_TOKEN}
+  connectTimeoutMs: 1500
+  timeoutMs: 6000
+  minBytesPerSecond: 2000
 "#;
 
     fn pem(seed: u8) -> String {
@@ -1157,6 +1165,17 @@ logs: {keepBytes: 4096}
             "cache.minBytesPerSecond" => vec![("minBytesPerSecond: 1000", "minBytesPerSecond: 7")],
             "hostPaths" => vec![("/opt/tool", "/opt/other")],
             "logs.keepBytes" => vec![("keepBytes: 4096", "keepBytes: 8192")],
+            "executor.remote" => vec![("grpc://127.0.0.1:50051/main", "grpcs://engine:443")],
+            "executor.platform" => vec![("{OSFamily: linux}", "{OSFamily: linux, ISA: x86-64}")],
+            "executor.remoteJobs" => vec![("remoteJobs: 8", "remoteJobs: 64")],
+            "executor.headersFromEnv" => vec![("ENGINE_TOKEN", "OTHER_ENGINE_TOKEN")],
+            "executor.connectTimeoutMs" => {
+                vec![("connectTimeoutMs: 1500", "connectTimeoutMs: 3")]
+            }
+            "executor.timeoutMs" => vec![("timeoutMs: 6000", "timeoutMs: 60000")],
+            "executor.minBytesPerSecond" => {
+                vec![("minBytesPerSecond: 2000", "minBytesPerSecond: 9")]
+            }
             other => panic!("`{other}` has no edit here: add one"),
         }
     }

@@ -358,6 +358,7 @@ mod tests {
             cache: None,
             host_paths: Vec::new(),
             logs: None,
+            executor: None,
         };
         let dirs: BTreeMap<RepoId, PathBuf> = ["api", "web", "cli", "docs", "elsewhere"]
             .map(|r| (repo(r), PathBuf::from(format!("/sb/{r}"))))

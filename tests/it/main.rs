@@ -15,6 +15,7 @@ mod doctor;
 mod engine_support;
 mod evidence;
 mod excludes;
+mod executor;
 mod failure_messages;
 mod failures;
 mod faults;

@@ -88,6 +88,31 @@ pub struct Cache {
     pub min_bytes_per_second: Option<Spanned<u64>>,
 }
 
+/// The remote executor (`executor`): a Remote Execution API engine that runs the
+/// providers `prove --executor remote|auto` hands it (docs/remote-execution.md). Reached
+/// with the cache's rules: the same `headersFromEnv`, deadlines, TLS and proxies
+/// ([`crate::store::remote::Settings`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Executor {
+    /// The engine's URL: `grpc://host:port[/instance]` or `grpcs://…` (required).
+    pub remote: Spanned<String>,
+    /// Platform properties every action asks for (`OSFamily: linux`), by name: what an
+    /// engine matches workers by.
+    pub platform: BTreeMap<String, Spanned<String>>,
+    /// How many actions may be in flight on the engine at once (`--remote-jobs`
+    /// overrides it), apart from `--jobs`.
+    pub remote_jobs: Option<Spanned<u64>>,
+    /// Headers (gRPC metadata) to send, each with the environment variable holding its
+    /// value: names only, never values.
+    pub headers_from_env: Vec<(Spanned<String>, Spanned<EnvName>)>,
+    /// How long to wait for a connection, in milliseconds.
+    pub connect_timeout_ms: Option<Spanned<u64>>,
+    /// How long one request (or one chunk of a stream) may take, in milliseconds.
+    pub timeout_ms: Option<Spanned<u64>>,
+    /// The slowest transfer waited for, in bytes per second.
+    pub min_bytes_per_second: Option<Spanned<u64>>,
+}
+
 /// How much of each job's log a receipt keeps (`logs`).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Logs {
@@ -119,6 +144,8 @@ pub struct Catalog {
     pub host_paths: Vec<Spanned<String>>,
     /// How much of each job's log is kept.
     pub logs: Option<Logs>,
+    /// The remote executor, if any.
+    pub executor: Option<Executor>,
 }
 
 /// The fields of a repository of `repositories`.
@@ -175,6 +202,39 @@ pub const CACHE_FIELDS: [Field; 6] = [
 ];
 /// The keys of `cache`.
 pub(crate) const CACHE_KEYS: [&str; 6] = keys(&CACHE_FIELDS);
+/// The fields of `executor`: its own three, then the connection's, as `cache` has them.
+pub const EXECUTOR_FIELDS: [Field; 7] = [
+    Field::new(
+        "remote",
+        "The engine's URL (required): `grpc://host:port[/instance]` or `grpcs://…`, a server of the Remote Execution API that executes actions (docs/remote-execution.md).",
+    ),
+    Field::new(
+        "platform",
+        "Platform properties every action asks for, names and values as strings (`{OSFamily: linux}`): the engine gives an action only to a worker that has them all.",
+    ),
+    Field::new(
+        "remoteJobs",
+        "How many actions may be in flight on the engine at once, apart from `--jobs` (default: `--jobs`); `--remote-jobs` overrides it.",
+    ),
+    Field::new(
+        "headersFromEnv",
+        "Headers (gRPC metadata) sent on every request to the engine, each with the environment variable that holds its value: names, never values.",
+    ),
+    Field::new(
+        "connectTimeoutMs",
+        "How long to wait for a connection to the engine, in milliseconds (default 3000).",
+    ),
+    Field::new(
+        "timeoutMs",
+        "How long one request to the engine, or one chunk of a stream, may take, in milliseconds (default 30000).",
+    ),
+    Field::new(
+        "minBytesPerSecond",
+        "The slowest transfer to or from the engine waited for, in bytes per second (default 1048576).",
+    ),
+];
+/// The keys of `executor`.
+pub(crate) const EXECUTOR_KEYS: [&str; 7] = keys(&EXECUTOR_FIELDS);
 /// The fields of `logs`.
 pub const LOGS_FIELDS: [Field; 1] = [Field::new(
     "keepBytes",
@@ -196,7 +256,7 @@ pub const TRUSTED_KEY_FIELDS: [Field; 2] = [
 /// The keys of an entry of `trustedKeys`.
 pub(crate) const TRUSTED_KEY_KEYS: [&str; 2] = keys(&TRUSTED_KEY_FIELDS);
 /// The document's fields.
-pub const TOP_FIELDS: [Field; 7] = [
+pub const TOP_FIELDS: [Field; 8] = [
     Field::new("version", "The format's version: `1` (required)."),
     Field::new(
         "repositories",
@@ -216,9 +276,13 @@ pub const TOP_FIELDS: [Field; 7] = [
         "Host paths every job's world holds, read-only (`~/…` is the caller's home): toolchains outside the system's directories, such as `~/.cargo` and `~/.rustup` (docs/execution.md).",
     ),
     Field::new("logs", "How much of each job's log a receipt keeps."),
+    Field::new(
+        "executor",
+        "The remote executor `prove --executor remote|auto` hands eligible providers to (docs/remote-execution.md).",
+    ),
 ];
 /// The keys of the document.
-pub(crate) const TOP_KEYS: [&str; 7] = keys(&TOP_FIELDS);
+pub(crate) const TOP_KEYS: [&str; 8] = keys(&TOP_FIELDS);
 
 /// What a key of the catalog does to fingerprints.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -236,7 +300,7 @@ pub enum Bearing {
 /// and what it does to fingerprints: the table of docs/workspaces.md. A unit test holds it
 /// equal to the decoder's key lists, so a key added without a decision here fails it; a key
 /// whose bearing is not known is `Bound`.
-pub const BEARINGS: [(&str, Bearing); 17] = [
+pub const BEARINGS: [(&str, Bearing); 24] = [
     ("version", Bearing::Unbound),
     ("repositories.*.path", Bearing::Bound),
     ("repositories.*.setup", Bearing::Bound),
@@ -254,6 +318,13 @@ pub const BEARINGS: [(&str, Bearing); 17] = [
     ("cache.minBytesPerSecond", Bearing::Unbound),
     ("hostPaths", Bearing::Bound),
     ("logs.keepBytes", Bearing::Unbound),
+    ("executor.remote", Bearing::Unbound),
+    ("executor.platform", Bearing::Unbound),
+    ("executor.remoteJobs", Bearing::Unbound),
+    ("executor.headersFromEnv", Bearing::Unbound),
+    ("executor.connectTimeoutMs", Bearing::Unbound),
+    ("executor.timeoutMs", Bearing::Unbound),
+    ("executor.minBytesPerSecond", Bearing::Unbound),
 ];
 
 /// Every key path the decoder reads, from its key lists: a key of a mapping below a top
@@ -266,6 +337,7 @@ pub fn key_paths() -> Vec<String> {
             "repositories" => &REPOSITORY_KEYS,
             "cache" => &CACHE_KEYS,
             "logs" => &LOGS_KEYS,
+            "executor" => &EXECUTOR_KEYS,
             "trustedKeys" => &TRUSTED_KEY_KEYS,
             _ => {
                 out.push(top.to_owned());
@@ -316,6 +388,7 @@ pub fn decode(sink: &mut Sink, root: &Node) -> Option<Catalog> {
         .filter(|p| host_path(sink, p))
         .collect();
     let logs = top.get("logs").and_then(|n| logs(sink, n));
+    let executor = top.get("executor").and_then(|n| executor(sink, n));
     Some(Catalog {
         repositories,
         sandbox,
@@ -323,6 +396,7 @@ pub fn decode(sink: &mut Sink, root: &Node) -> Option<Catalog> {
         cache,
         host_paths,
         logs,
+        executor,
     })
 }
 
@@ -615,78 +689,15 @@ fn cache(sink: &mut Sink, node: &Node) -> Option<Cache> {
     let remote = f
         .get("remote")
         .and_then(|n| nonempty_string(sink, n, "`remote` of `cache`"));
-    if let Some(url) = &remote
-        && let Err(problem) = crate::store::remote::Protocol::of(&url.value)
-    {
-        sink.error(
-            Code::InvalidValue,
-            url.pos,
-            format!("`remote` of `cache`: {problem}"),
-            "Write `grpc://host:port[/instance]` (or `grpcs://`) for a Remote Execution API cache, or `http(s)://host[:port]/prefix` for a Bazel HTTP cache; credentials go in `headersFromEnv`.",
-        );
-    } else if let Some(url) = &remote
-        && let Ok((crate::store::remote::Protocol::Grpc, _)) =
-            crate::store::remote::Protocol::of(&url.value)
-        && let Err(problem) = crate::store::remote::instance(&url.value)
-    {
-        use crate::store::remote::InstanceProblem;
-        let (code, fix) = match &problem {
-            InstanceProblem::DotSegment { .. } => (
-                Code::RemoteInstanceDotSegment,
-                "Write the instance name without `.` or `..` segments, exactly as the server names it (`grpc://host:port/team/ci`).",
-            ),
-            InstanceProblem::Character { .. } => (
-                Code::InvalidValue,
-                "Write the instance name with letters, digits and `-._~` only (and `/` between segments), as the server names it.",
-            ),
-            InstanceProblem::PercentEscape { .. } => (
-                Code::InvalidValue,
-                "Write the instance name as it is, without percent escapes.",
-            ),
-            InstanceProblem::Reserved { .. } | InstanceProblem::QueryOrFragment => (
-                Code::InvalidValue,
-                "Write the instance name as `/segment[/segment…]`, with no empty segment, no query or fragment, and none of the segments resource names reserve (`blobs`, `uploads`, `actions`, `actionResults`, `operations`, `capabilities`, `compressed-blobs`).",
-            ),
-        };
-        sink.error(
-            code,
-            url.pos,
-            format!("`remote` of `cache`: {problem}"),
-            fix,
-        );
+    if let Some(url) = &remote {
+        remote_url(sink, url, "cache");
     }
-    let headers_from_env = f
-        .get("headersFromEnv")
-        .and_then(|n| headers(sink, n))
-        .unwrap_or_default();
-    let millis = |sink: &mut Sink, key: &str| {
-        let n = decode::uint(sink, f.get(key)?, &format!("`{key}` of `cache`"), true)?;
-        if n.value == 0 {
-            sink.error(
-                Code::InvalidValue,
-                n.pos,
-                format!("`{key}` of `cache` must be positive"),
-                format!("Set `{key}` to a number of milliseconds greater than 0."),
-            );
-            return None;
-        }
-        Some(n)
-    };
-    let connect_timeout_ms = millis(sink, "connectTimeoutMs");
-    let timeout_ms = millis(sink, "timeoutMs");
-    let min_bytes_per_second = f.get("minBytesPerSecond").and_then(|node| {
-        let n = decode::uint(sink, node, "`minBytesPerSecond` of `cache`", true)?;
-        if n.value == 0 {
-            sink.error(
-                Code::InvalidValue,
-                n.pos,
-                "`minBytesPerSecond` of `cache` must be positive".to_owned(),
-                "Set `minBytesPerSecond` to the slowest transfer rate to wait for, in bytes per second (the default is 1048576, 1 MiB/s).",
-            );
-            return None;
-        }
-        Some(n)
-    });
+    let Connection {
+        headers_from_env,
+        connect_timeout_ms,
+        timeout_ms,
+        min_bytes_per_second,
+    } = connection(sink, &f, "cache");
     let mut cache = Cache {
         remote,
         policy: None,
@@ -718,10 +729,241 @@ fn cache(sink: &mut Sink, node: &Node) -> Option<Cache> {
     Some(cache)
 }
 
-/// `headersFromEnv`: a mapping of header names to the environment variables that hold
-/// their values.
-fn headers(sink: &mut Sink, node: &Node) -> Option<Vec<(Spanned<String>, Spanned<EnvName>)>> {
-    let what = "`headersFromEnv` of `cache`";
+/// How a remote is reached besides its URL, as `cache` and `executor` both say it.
+struct Connection {
+    headers_from_env: Vec<(Spanned<String>, Spanned<EnvName>)>,
+    connect_timeout_ms: Option<Spanned<u64>>,
+    timeout_ms: Option<Spanned<u64>>,
+    min_bytes_per_second: Option<Spanned<u64>>,
+}
+
+/// The connection keys of `section` (`cache`, `executor`): `headersFromEnv`,
+/// `connectTimeoutMs`, `timeoutMs` and `minBytesPerSecond`.
+fn connection(sink: &mut Sink, f: &decode::Fields<'_>, section: &str) -> Connection {
+    let headers_from_env = f
+        .get("headersFromEnv")
+        .and_then(|n| headers(sink, n, section))
+        .unwrap_or_default();
+    let millis = |sink: &mut Sink, key: &str| {
+        let n = decode::uint(sink, f.get(key)?, &format!("`{key}` of `{section}`"), true)?;
+        if n.value == 0 {
+            sink.error(
+                Code::InvalidValue,
+                n.pos,
+                format!("`{key}` of `{section}` must be positive"),
+                format!("Set `{key}` to a number of milliseconds greater than 0."),
+            );
+            return None;
+        }
+        Some(n)
+    };
+    let connect_timeout_ms = millis(sink, "connectTimeoutMs");
+    let timeout_ms = millis(sink, "timeoutMs");
+    let min_bytes_per_second = f.get("minBytesPerSecond").and_then(|node| {
+        let n = decode::uint(sink, node, &format!("`minBytesPerSecond` of `{section}`"), true)?;
+        if n.value == 0 {
+            sink.error(
+                Code::InvalidValue,
+                n.pos,
+                format!("`minBytesPerSecond` of `{section}` must be positive"),
+                "Set `minBytesPerSecond` to the slowest transfer rate to wait for, in bytes per second (the default is 1048576, 1 MiB/s).",
+            );
+            return None;
+        }
+        Some(n)
+    });
+    Connection {
+        headers_from_env,
+        connect_timeout_ms,
+        timeout_ms,
+        min_bytes_per_second,
+    }
+}
+
+/// Checks the `remote` URL of `section`: a protocol proofgraph speaks (for `executor`,
+/// gRPC only: the Remote Execution API), no credentials, and an instance name sent as
+/// written.
+fn remote_url(sink: &mut Sink, url: &Spanned<String>, section: &str) {
+    use crate::store::remote::{InstanceProblem, Protocol};
+    let executor = section == "executor";
+    let protocol_fix = if executor {
+        "Write `grpc://host:port[/instance]` (or `grpcs://`), the engine's Remote Execution API endpoint; credentials go in `headersFromEnv`."
+    } else {
+        "Write `grpc://host:port[/instance]` (or `grpcs://`) for a Remote Execution API cache, or `http(s)://host[:port]/prefix` for a Bazel HTTP cache; credentials go in `headersFromEnv`."
+    };
+    let protocol = match Protocol::of(&url.value) {
+        Ok((protocol, _)) => protocol,
+        Err(problem) => {
+            sink.error(
+                Code::InvalidValue,
+                url.pos,
+                format!("`remote` of `{section}`: {problem}"),
+                protocol_fix,
+            );
+            return;
+        }
+    };
+    if protocol != Protocol::Grpc {
+        if executor {
+            sink.error(
+                Code::InvalidValue,
+                url.pos,
+                format!(
+                    "`remote` of `executor` is `{}`, but remote execution is spoken over gRPC only (the Bazel HTTP cache protocol executes nothing)",
+                    url.value
+                ),
+                protocol_fix,
+            );
+        }
+        return;
+    }
+    let Err(problem) = crate::store::remote::instance(&url.value) else {
+        return;
+    };
+    let (code, fix) = match &problem {
+        InstanceProblem::DotSegment { .. } => (
+            Code::RemoteInstanceDotSegment,
+            "Write the instance name without `.` or `..` segments, exactly as the server names it (`grpc://host:port/team/ci`).",
+        ),
+        InstanceProblem::Character { .. } => (
+            Code::InvalidValue,
+            "Write the instance name with letters, digits and `-._~` only (and `/` between segments), as the server names it.",
+        ),
+        InstanceProblem::PercentEscape { .. } => (
+            Code::InvalidValue,
+            "Write the instance name as it is, without percent escapes.",
+        ),
+        InstanceProblem::Reserved { .. } | InstanceProblem::QueryOrFragment => (
+            Code::InvalidValue,
+            "Write the instance name as `/segment[/segment…]`, with no empty segment, no query or fragment, and none of the segments resource names reserve (`blobs`, `uploads`, `actions`, `actionResults`, `operations`, `capabilities`, `compressed-blobs`).",
+        ),
+    };
+    sink.error(
+        code,
+        url.pos,
+        format!("`remote` of `{section}`: {problem}"),
+        fix,
+    );
+}
+
+fn executor(sink: &mut Sink, node: &Node) -> Option<Executor> {
+    let f = fields(sink, node, "`executor`", &EXECUTOR_KEYS)?;
+    let remote = match f.get("remote") {
+        Some(n) => nonempty_string(sink, n, "`remote` of `executor`"),
+        None => {
+            missing(
+                sink,
+                f.pos,
+                "`executor`",
+                "remote",
+                "grpc://buildgrid.example.com:50051/main",
+            );
+            None
+        }
+    };
+    if let Some(url) = &remote {
+        remote_url(sink, url, "executor");
+    }
+    let platform = f
+        .get("platform")
+        .map(|n| platform(sink, n))
+        .unwrap_or_default();
+    let remote_jobs = f.get("remoteJobs").and_then(|node| {
+        let n = decode::uint(sink, node, "`remoteJobs` of `executor`", false)?;
+        if n.value == 0 {
+            sink.error(
+                Code::InvalidValue,
+                n.pos,
+                "`remoteJobs` of `executor` must be positive".to_owned(),
+                "Set `remoteJobs` to how many actions may run on the engine at once (at least 1), or leave it out to use `--jobs`.",
+            );
+            return None;
+        }
+        Some(n)
+    });
+    let Connection {
+        headers_from_env,
+        connect_timeout_ms,
+        timeout_ms,
+        min_bytes_per_second,
+    } = connection(sink, &f, "executor");
+    Some(Executor {
+        remote: remote?,
+        platform,
+        remote_jobs,
+        headers_from_env,
+        connect_timeout_ms,
+        timeout_ms,
+        min_bytes_per_second,
+    })
+}
+
+/// `platform` of `executor`: property names to values, both non-empty strings (an
+/// engine compares them as strings, so `cores: 4` must be written `cores: "4"`).
+fn platform(sink: &mut Sink, node: &Node) -> BTreeMap<String, Spanned<String>> {
+    let what = "`platform` of `executor`";
+    let Some(entries) = node.as_map() else {
+        sink.wrong_type(node, what, "a mapping of property names to strings");
+        return BTreeMap::new();
+    };
+    let mut out = BTreeMap::new();
+    for (key, value) in entries {
+        if key.name.trim().is_empty() || key.name.chars().any(char::is_control) {
+            sink.error(
+                Code::InvalidValue,
+                key.pos,
+                format!(
+                    "{what} names the property `{}`, which is not a property name",
+                    crate::store::remote::escaped(&key.name)
+                ),
+                "Name each platform property as the engine's workers declare it (`OSFamily`, `ISA`), without control characters.",
+            );
+            continue;
+        }
+        let value = match &value.value {
+            crate::syntax::node::Value::String(_) => {
+                nonempty_string(sink, value, &format!("`{}` of {what}", key.name))
+            }
+            _ => {
+                sink.error(
+                    Code::WrongType,
+                    value.pos,
+                    format!(
+                        "`{}` of {what} must be a string, found {}",
+                        key.name,
+                        value.value.type_name()
+                    ),
+                    format!(
+                        "Quote the value (`{}: \"…\"`): an engine matches platform properties as strings.",
+                        key.name
+                    ),
+                );
+                None
+            }
+        };
+        let Some(value) = value else { continue };
+        if value.value.chars().any(char::is_control) {
+            sink.error(
+                Code::InvalidValue,
+                value.pos,
+                format!("`{}` of {what} holds a control character", key.name),
+                "Write the value as the engine's workers declare it, on one line.",
+            );
+            continue;
+        }
+        out.insert(key.name.clone(), value);
+    }
+    out
+}
+
+/// `headersFromEnv` of `section`: a mapping of header names to the environment variables
+/// that hold their values.
+fn headers(
+    sink: &mut Sink,
+    node: &Node,
+    section: &str,
+) -> Option<Vec<(Spanned<String>, Spanned<EnvName>)>> {
+    let what = &format!("`headersFromEnv` of `{section}`");
     let Some(entries) = node.as_map() else {
         sink.wrong_type(
             node,

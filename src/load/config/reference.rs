@@ -103,7 +103,7 @@ const EVIDENCE: [Section; 2] = [
 ];
 
 /// The sections of the reference of `proofgraph.yaml`.
-const CATALOG: [Section; 5] = [
+const CATALOG: [Section; 6] = [
     Section::new(
         "The document",
         "",
@@ -133,6 +133,12 @@ const CATALOG: [Section; 5] = [
         "/properties/logs",
         &cat::LOGS_FIELDS,
         "`logs`: how much of each job's log a receipt keeps.",
+    ),
+    Section::new(
+        "The remote executor",
+        "/properties/executor",
+        &cat::EXECUTOR_FIELDS,
+        "`executor`: the Remote Execution API engine `prove --executor remote|auto` runs eligible providers on, reached as the remote cache is (credentials, deadlines, TLS, proxies).",
     ),
 ];
 

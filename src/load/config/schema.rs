@@ -291,6 +291,30 @@ fn catalog() -> Value {
         }),
         &[],
     );
+    let executor = object(
+        "The remote executor (docs/remote-execution.md).",
+        &cat::EXECUTOR_FIELDS,
+        json!({
+            "remote": {
+                "type": "string",
+                "pattern": "^grpcs?://",
+            },
+            "platform": {
+                "type": "object",
+                "propertyNames": {"minLength": 1},
+                "additionalProperties": text(),
+            },
+            "remoteJobs": positive(),
+            "headersFromEnv": {
+                "type": "object",
+                "additionalProperties": id(ENV_NAME),
+            },
+            "connectTimeoutMs": positive(),
+            "timeoutMs": positive(),
+            "minBytesPerSecond": positive(),
+        }),
+        &["remote"],
+    );
     json!({
         "type": "object",
         "properties": described(&cat::TOP_FIELDS, json!({
@@ -305,6 +329,7 @@ fn catalog() -> Value {
             "cache": cache,
             "hostPaths": texts(),
             "logs": logs,
+            "executor": executor,
         })),
         "required": ["version"],
         "additionalProperties": false,

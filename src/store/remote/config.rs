@@ -33,7 +33,7 @@ impl Protocol {
         let parsed = url::Url::parse(url).map_err(|e| format!("`{url}` is not a URL: {e}"))?;
         if !parsed.username().is_empty() || parsed.password().is_some() {
             return Err(
-                "the URL holds credentials; name an environment variable in `cache.headersFromEnv` instead"
+                "the URL holds credentials; name an environment variable in `headersFromEnv` instead"
                     .to_owned(),
             );
         }
