@@ -60,8 +60,9 @@ const FIND_PAGE: usize = 4096;
 /// The digest function of every request.
 const SHA256: i32 = reapi::digest_function::Value::Sha256 as i32;
 
-/// A Remote Execution API cache.
-pub(super) struct Grpc {
+/// A Remote Execution API cache (and, through [`Grpc::channel`], the connection a
+/// Remote Workers API client shares with it).
+pub(crate) struct Grpc {
     name: String,
     instance: String,
     endpoint: Endpoint,
@@ -262,7 +263,7 @@ pub(super) fn judge(
 impl Grpc {
     /// A client of the cache `settings` name (`grpc://`, or `grpcs://` when `tls`). Nothing
     /// is sent, and no runtime is needed, until the first call.
-    pub(super) fn new(settings: &Settings, tls: bool) -> Result<Self, RemoteError> {
+    pub(crate) fn new(settings: &Settings, tls: bool) -> Result<Self, RemoteError> {
         let name = settings.url.clone();
         let url = url::Url::parse(&settings.url)
             .map_err(|e| unsupported(&name, format!("`{name}` is not a URL: {e}")))?;
@@ -336,7 +337,7 @@ impl Grpc {
 
     /// The channel: made at the first call, on the calling runtime, since tonic runs a
     /// channel's connection as a task of the runtime that made it.
-    fn channel(&self) -> Channel {
+    pub(crate) fn channel(&self) -> Channel {
         self.channel
             .get_or_init(|| match &self.proxy {
                 None => self.endpoint.connect_lazy(),

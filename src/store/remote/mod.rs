@@ -20,4 +20,5 @@ pub use config::{
     CONNECT_TIMEOUT, InstanceProblem, LOOKED_UP_TRUSTED_KEYS, MIN_BYTES_PER_SECOND, Protocol,
     REQUEST_TIMEOUT, Settings, instance,
 };
+pub(crate) use grpc::Grpc;
 pub use retry::Deadline;
