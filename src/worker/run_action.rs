@@ -148,7 +148,7 @@ pub(super) enum Outcome {
     /// The command ran (or timed out): its result, every blob of it in CAS.
     Ran {
         /// The result.
-        result: reapi::ActionResult,
+        result: Box<reapi::ActionResult>,
         /// Whether its timeout killed it.
         timed_out: bool,
     },
@@ -310,7 +310,7 @@ async fn attempt(cas: &Cas, assignment: &Assignment) -> Result<Outcome, ActionEr
         ..Default::default()
     };
     Ok(Outcome::Ran {
-        result,
+        result: Box::new(result),
         timed_out: ran.timed_out,
     })
 }

@@ -301,8 +301,8 @@ fn poll_for(session: &BotSession) -> Duration {
                 + Duration::new(u64::try_from(t.seconds).ok()?, u32::try_from(t.nanos).ok()?);
             at.duration_since(SystemTime::now()).ok()
         })
-        .unwrap_or(MAX_POLL);
-    left.saturating_sub(MARGIN).clamp(MIN_POLL, MAX_POLL)
+        .map_or(MAX_POLL, |left| left.saturating_sub(MARGIN));
+    left.clamp(MIN_POLL, MAX_POLL)
 }
 
 /// The session to send: the last one received, its leases that finished marked so, and
