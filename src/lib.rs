@@ -12,7 +12,7 @@
 //! - [`observe`]: input snapshots, the watcher, the world a fingerprint reads;
 //! - [`proof`]: receipts and the keys trusted to sign them;
 //! - [`decide`]: reports, verdicts, statuses, external results;
-//! - [`run`]: the executor and repository setup;
+//! - [`run`]: the executor and repository setup; [`worker`]: the Remote Workers API runner;
 //! - [`session`]: loading and evaluating a change, shared by the commands;
 //! - [`commands`]: one module per command, each a function from options to a report;
 //! - [`cli`]: argv into options, and the dispatch to a command.
@@ -34,3 +34,4 @@ pub mod run;
 pub mod session;
 pub mod store;
 pub mod syntax;
+pub mod worker;

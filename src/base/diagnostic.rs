@@ -211,6 +211,9 @@ codes! {
     NotAGitRepository = "not_a_git_repository",
     /// `watch` cannot run: inotify is unusable, or another watcher answers.
     WatchUnavailable = "watch_unavailable",
+    /// `worker` cannot serve: the engine's address or an option is not usable, or its work
+    /// directory cannot be made.
+    WorkerUnusable = "worker_unusable",
     /// An `inputs` entry `!pattern` keeps no file out: it matches nothing the entries before
     /// it select, or a later entry adds that back.
     InputExcludesNothing = "input_excludes_nothing",

@@ -81,6 +81,27 @@ enum CommandArgs {
         after_help = "Example:\n  proofgraph watch &          # then prove, plan, status ... as usual\n\nSIGINT or SIGTERM stops it; commands work the same without it. See docs/inputs.md."
     )]
     Watch,
+    /// Run a Remote Execution API engine's actions (Remote Workers API), each in a hermetic sandbox, until stopped
+    #[command(
+        after_help = "Example:\n  proofgraph worker --server grpc://127.0.0.1:50051 --instance main --capacity 4\n\nAny engine's actions, not only proofgraph's: each in its own network, PID and mount namespaces, seeing its input root and the system's read-only directories. SIGINT or SIGTERM stops it (BOT_TERMINATING; running actions are killed and handed back). docs/remote-execution.md."
+    )]
+    Worker {
+        /// The engine: grpc://host:port (or grpcs://), with the instance as its path or --instance
+        #[arg(long, value_name = "URL")]
+        server: String,
+        /// The engine's instance name
+        #[arg(long, value_name = "NAME")]
+        instance: Option<String>,
+        /// How many actions run at once
+        #[arg(long, value_name = "N", default_value = "1")]
+        capacity: std::num::NonZeroUsize,
+        /// The bot id, stable across restarts [default: the host's name and a suffix kept in $XDG_STATE_HOME/proofgraph/worker]
+        #[arg(long = "bot-id", value_name = "ID")]
+        bot_id: Option<String>,
+        /// A platform property actions are matched on (repeatable) [default: OSFamily and ISA of this host]
+        #[arg(long = "property", value_name = "KEY=VALUE")]
+        properties: Vec<String>,
+    },
     /// Dry run: every node, its locks, dependencies, fingerprint and order
     #[command(
         after_help = "Examples:\n  proofgraph plan add-profile-page\n  proofgraph plan add-profile-page --jobs 1 --json\n  proofgraph plan add-profile-page --base origin/main            # the diff to the working tree\n  proofgraph plan add-profile-page --base origin/main --head HEAD --format markdown\n  proofgraph plan add-profile-page --base HEAD~1 --base api=origin/main   # api: a repository the parent does not record\n\nWith --base: the verification plan of a diff (affected providers and claims, and their status at the head); exit 0 all passed, 1 failed, 2 pending or stale, 3 cannot plan. docs/plan.md."
@@ -861,6 +882,19 @@ impl Cli {
                 sandbox: sandbox.map(SandboxArg::mode),
             },
             CommandArgs::Watch => Command::Watch,
+            CommandArgs::Worker {
+                server,
+                instance,
+                capacity,
+                bot_id,
+                properties,
+            } => Command::Worker(commands::worker::WorkerCommandOptions {
+                server,
+                instance,
+                capacity,
+                bot_id,
+                properties,
+            }),
             CommandArgs::Receipt(ReceiptArgs::Verify { receipt }) => {
                 Command::ReceiptVerify { receipt }
             }

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use crate::commands::validate::ValidateOptions;
 use crate::commands::{
     cache, doctor, evidence, explain, graph, hash, key, list, log, plan, prove, receipt, rerun,
-    schema, shell, show, status, validate, verify_ci, watch,
+    schema, shell, show, status, validate, verify_ci, watch, worker,
 };
 use crate::load::openspec::root::Env;
 use crate::present::output::{Mode, emit_redacted};
@@ -123,6 +123,8 @@ pub enum Command {
     },
     /// `watch`.
     Watch,
+    /// `worker --server URL ...`.
+    Worker(worker::WorkerCommandOptions),
     /// `rerun <receipt>`.
     Rerun(rerun::RerunOptions),
     /// `receipt verify <file|sha256>`.
@@ -262,6 +264,7 @@ pub fn run(env: Env, global: &Global, command: Command) -> u8 {
         Command::CacheGc { keep, max_size } => emit!(mode, cache::gc(&ctx, keep, max_size)),
         Command::KeyPin { keyid } => emit!(mode, key::pin(&ctx, keyid)),
         Command::Watch => emit!(mode, watch::run(&ctx)),
+        Command::Worker(options) => emit!(mode, worker::run(&ctx, &options)),
         Command::EvidenceDetect { change } => emit!(mode, evidence::detect(&ctx, &change)),
         Command::EvidenceInit {
             change,

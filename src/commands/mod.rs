@@ -23,3 +23,4 @@ pub mod status;
 pub mod validate;
 pub mod verify_ci;
 pub mod watch;
+pub mod worker;

@@ -245,7 +245,6 @@ pub(crate) struct Engine {
     /// `grpc://127.0.0.1:PORT/main`, what clients and workers are given.
     pub(crate) url: String,
     /// `grpc://127.0.0.1:PORT`, with the instance apart (`worker --instance`).
-    #[expect(dead_code, reason = "the worker tests use it (next commit)")]
     pub(crate) address: String,
     /// Its port.
     pub(crate) port: u16,
@@ -450,12 +449,6 @@ impl Engine {
     /// What its database has logged so far.
     pub(crate) fn database_log(&self) -> String {
         self.database.log()
-    }
-
-    /// The server's process id (its process group's too), while it runs.
-    #[expect(dead_code, reason = "the worker tests use it (next commit)")]
-    pub(crate) fn pid(&self) -> Option<u32> {
-        self.child.as_ref().map(Child::id)
     }
 
     /// Kills the server and everything it started (SIGKILL), at once; the database stays
@@ -688,7 +681,6 @@ pub(crate) mod client {
     }
 
     /// The bytes of `blob` in the engine's CAS.
-    #[expect(dead_code, reason = "the worker tests use it (next commit)")]
     pub(crate) async fn read(channel: &Channel, blob: &reapi::Digest) -> Vec<u8> {
         let mut cas =
             reapi::content_addressable_storage_client::ContentAddressableStorageClient::new(
@@ -769,7 +761,6 @@ pub(crate) mod client {
     }
 
     /// Executes `spec` to its end: uploads what it needs, `Execute`, the response.
-    #[expect(dead_code, reason = "the worker tests use it (next commit)")]
     pub(crate) async fn execute(channel: &Channel, spec: &Spec) -> reapi::ExecuteResponse {
         let (action, blobs) = action(spec);
         upload(channel, blobs).await;

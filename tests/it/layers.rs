@@ -21,7 +21,7 @@ const LAYERS: &[&[&str]] = &[
     &["observe"],
     &["proof"],
     &["decide"],
-    &["run"],
+    &["run", "worker"],
     &["session"],
     &["commands"],
     &["cli"],

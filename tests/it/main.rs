@@ -63,5 +63,6 @@ mod trust;
 mod truth_reports;
 mod untracked;
 mod verify_ci;
+mod worker;
 mod workspaces;
 mod worlds;

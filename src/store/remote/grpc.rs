@@ -60,7 +60,8 @@ const FIND_PAGE: usize = 4096;
 /// The digest function of every request.
 const SHA256: i32 = reapi::digest_function::Value::Sha256 as i32;
 
-/// A Remote Execution API cache.
+/// A Remote Execution API cache (and, through [`Grpc::channel`], the connection a
+/// Remote Workers API client shares with it).
 pub(crate) struct Grpc {
     name: String,
     instance: String,
