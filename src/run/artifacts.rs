@@ -15,8 +15,8 @@ use std::path::{Path, PathBuf};
 use proofgraph_graph::pattern::Pattern;
 use proofgraph_graph::{NodeId, RepoId};
 
-use super::shell::Shell;
 use super::layers::Seen;
+use super::shell::Shell;
 
 /// Copies the files of `written` (what an execution wrote in one repository) that match
 /// `patterns` into `dest`, made complete in a staging directory beside it and renamed into

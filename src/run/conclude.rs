@@ -6,16 +6,20 @@
 use proofgraph_graph::schedule::{Scheduler, State};
 use proofgraph_graph::{NodeId, SealedGraph};
 
-use super::scheduling::Leftover;
 use super::ended::Finished;
 use super::events::{ProviderAction, ProviderRun};
+use super::scheduling::Leftover;
 use super::shell::Shell;
 
 impl Shell<'_, '_> {
     /// Accounts for each wanted provider left without a result (`leftovers`, from the
     /// core): providers never started because a probe failed get an error receipt; those
     /// blocked by a failed dependency or an interrupt get none.
-    pub(super) fn conclude(&mut self, leftovers: Vec<(NodeId, Leftover)>, scheduler: &Scheduler<'_>) {
+    pub(super) fn conclude(
+        &mut self,
+        leftovers: Vec<(NodeId, Leftover)>,
+        scheduler: &Scheduler<'_>,
+    ) {
         let graph = self.plan.graph;
         for (id, left) in leftovers {
             match left {

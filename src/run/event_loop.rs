@@ -13,7 +13,6 @@ use proofgraph_graph::NodeId;
 use crate::base::diagnostic::{Code, Diagnostic};
 use crate::proof::receipt::RunIsolation;
 
-use super::scheduling::{Core, Event, Routing};
 use super::events::ProviderRun;
 use super::executor::{ExecEvent, Executor};
 use super::handoff::{Plan, diag};
@@ -22,6 +21,7 @@ use super::layers::Worlds;
 use super::local_run::LocalRun;
 use super::recorder::Recorder;
 use super::sandboxes::Sandboxes;
+use super::scheduling::{Core, Event, Routing};
 use super::shell::{Shell, ShellCommand};
 use super::signals::Signals;
 
@@ -86,8 +86,7 @@ impl<'p, 'a> Dispatcher<'p, 'a> {
     /// nothing is left or a signal stops it; then accounts for the ones left over.
     pub(super) async fn drive(mut self, wanted: &BTreeSet<NodeId>) -> Dispatched {
         let mut signals = Signals::listen(self.shell.plan.interrupt);
-        let mut interrupted =
-            signals.early.is_set() || !self.shell.setup(&mut signals).await;
+        let mut interrupted = signals.early.is_set() || !self.shell.setup(&mut signals).await;
         if interrupted {
             self.feed(Event::Signal);
         } else {

@@ -16,11 +16,11 @@ use crate::proof::receipt::{Failures, Outcome, TestNames};
 use super::contract;
 use super::ended::Finished;
 use super::events::{Mark, ProviderAction, ProviderRun};
-use super::shell::Shell;
 use super::job;
 use super::kept_evidence::{ArtifactKind, Kept, attachment, read_written};
 use super::kept_log;
 use super::recorder::Persist;
+use super::shell::Shell;
 
 /// Where a provider's report is read from once its execution ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -182,7 +182,11 @@ pub(super) fn summary(judged: &Judged, finished: &Finished) -> (bool, Mark, Opti
 impl Shell<'_, '_> {
     /// Judges a provider's execution: whether every receipt passed, and what the receipt
     /// writer is handed (`None`: `id` is no provider).
-    pub(super) fn judged(&mut self, id: NodeId, finished: &Finished) -> (bool, Option<Box<Persist>>) {
+    pub(super) fn judged(
+        &mut self,
+        id: NodeId,
+        finished: &Finished,
+    ) -> (bool, Option<Box<Persist>>) {
         let plan = self.plan;
         let graph = plan.graph;
         let Some(p) = graph.node(id).provider() else {

@@ -16,12 +16,12 @@ use crate::decide::judge;
 use crate::proof::receipt;
 
 use super::contract;
-use super::scheduling::{Event, Prepared};
 use super::ended::Finished;
 use super::events::Line;
 use super::executor::{JobRef, Where, Work};
 use super::job::{self, ExecKey};
 use super::layers::{ExecDirs, Files, Seen};
+use super::scheduling::{Event, Prepared};
 use super::shell::Shell;
 
 /// Why `p` is decided without running its command, in the order it is asked: its adapter

@@ -3,7 +3,7 @@
 //! It owns the graph's scheduler, the jobs in flight and the executor each runs on, the
 //! identical executions providers share, the services up and why any failed.
 //!
-//! It does no I/O and starts no process. What needs the world — preparing a provider's
+//! It does no I/O, reads no clock and starts no process. What needs the world — preparing a provider's
 //! execution, turning a job's exit into a result, judging it, the end of a service's log —
 //! it asks its [`Host`]; what is to be done it returns for the loop (`event_loop.rs`) to
 //! carry out, and the loop feeds back what came of it. Its tests drive it with scripted
@@ -56,6 +56,10 @@ pub(super) trait Host {
 
     /// What a provider's execution `job`, which ended with `exit`, is judged from.
     fn finished(&mut self, job: JobRef, exit: Exit) -> Finished;
+
+    /// What a provider whose execution could not run is judged from: an error, dated now
+    /// (`not_started`: its command could not start, a configuration problem).
+    fn error(&mut self, reason: String, not_started: bool) -> Finished;
 
     /// Judges provider `id` from `finished`: whether it passed, and its result.
     fn judge(&mut self, id: NodeId, finished: &Finished) -> (bool, Self::Record);
@@ -212,7 +216,10 @@ enum Purpose<K, W> {
         work: W,
     },
     Service(NodeId),
-    Probe { probe: NodeId, service: NodeId },
+    Probe {
+        probe: NodeId,
+        service: NodeId,
+    },
 }
 
 #[derive(Debug)]
@@ -268,7 +275,15 @@ impl<'g, H: Host> Core<'g, H> {
         keep_going: bool,
         routing: Routing,
     ) -> Self {
-        let admitted = routing.local.saturating_add(routing.remote);
+        // Local only, the scheduler admits what the local run is handed. With a remote
+        // executor, each executor's slots bound what runs and the core holds what waits
+        // for one: the scheduler admits every provider, so a full executor never keeps
+        // the other's providers from starting.
+        let admitted = if routing.remote == 0 {
+            routing.local
+        } else {
+            NonZeroUsize::MAX
+        };
         Core {
             graph,
             scheduler: Scheduler::new(graph, admitted, wanted),
@@ -575,10 +590,7 @@ impl<'g, H: Host> Core<'g, H> {
         match purpose {
             Purpose::Providers { key, .. } => {
                 self.executions.remove(&key);
-                let finished = Finished {
-                    not_started: spawn,
-                    ..Finished::error_now(reason)
-                };
+                let finished = host.error(reason, spawn);
                 for id in self.waiting.remove(&key).unwrap_or_default() {
                     self.record(id, &finished, false, host);
                     self.finish(id, false);
@@ -672,9 +684,10 @@ impl<'g, H: Host> Core<'g, H> {
                 self.launch(job);
             }
             Fallback::Fail => {
-                let finished = Finished::error_now(format!(
+                let why = format!(
                     "the remote executor lost its execution ({reason}); with `--executor remote` it does not run on this machine"
-                ));
+                );
+                let finished = host.error(why, false);
                 self.execution_ended(key, &finished, hold, on, host);
             }
         }
@@ -737,7 +750,11 @@ impl<'g, H: Host> Core<'g, H> {
 }
 
 /// How a service that the run did not stop ended.
-pub(super) fn how_ended(spawn_error: Option<&str>, code: Option<i32>, signal: Option<i32>) -> String {
+pub(super) fn how_ended(
+    spawn_error: Option<&str>,
+    code: Option<i32>,
+    signal: Option<i32>,
+) -> String {
     match (spawn_error, code, signal) {
         (Some(e), _, _) => format!("could not start: {e}"),
         (None, Some(c), _) => format!("exited with code {c}"),

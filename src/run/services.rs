@@ -14,8 +14,8 @@ use proofgraph_graph::readiness::ReadinessUrl;
 
 use crate::base::diagnostic::{Code, Diagnostic};
 
-use super::scheduling::Event;
 use super::executor::{JobRef, Where, Work};
+use super::scheduling::Event;
 use super::shell::Shell;
 use crate::proof::receipt::RunIsolation;
 
@@ -141,7 +141,9 @@ impl Shell<'_, '_> {
             .at(&s.file, url.pos)
             .fix(format!("Stop whatever listens on port {port}, or run with namespaces (root or unprivileged user namespaces) so the run gets its own network.")),
         );
-        Some(format!("service `{name}` was not started: port {port} is already in use outside the run (readiness_port_in_use)"))
+        Some(format!(
+            "service `{name}` was not started: port {port} is already in use outside the run (readiness_port_in_use)"
+        ))
     }
 
     /// Starts the readiness probe of `service` as `job`.

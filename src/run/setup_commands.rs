@@ -13,10 +13,10 @@ use crate::base::diagnostic::{Code, Diagnostic};
 use crate::load::config::catalog::Catalog;
 use crate::observe::inputs::Snapshot;
 
-use super::shell::Shell;
 use super::events::Line;
 use super::local_run::LocalRun;
 use super::services::last_lines;
+use super::shell::Shell;
 use super::signals::Signals;
 
 /// One sandbox's setup.

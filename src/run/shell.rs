@@ -16,7 +16,6 @@ use proofgraph_graph::{NodeId, RepoId};
 use crate::base::diagnostic::{Code, Diagnostic};
 use crate::proof::receipt::RunIsolation;
 
-use super::scheduling::{Command, Event, Host, Note, Prepared, Start};
 use super::ended::{self, Finished};
 use super::events::{Line, Mark, Progress, ProviderRun};
 use super::executor::{Executor, Exit, JobRef, Where};
@@ -27,6 +26,7 @@ use super::layers::{ExecDirs, Worlds};
 use super::local_run::LocalRun;
 use super::recorder::{Persist, Persisted, Recorder};
 use super::sandboxes::Sandboxes;
+use super::scheduling::{Command, Event, Host, Note, Prepared, Start};
 
 /// The core's commands, for this loop.
 pub(super) type ShellCommand = Command<job::Prepared, Option<Box<Persist>>>;
@@ -107,6 +107,13 @@ impl Host for Shell<'_, '_> {
             dirs,
             executed,
             ..Finished::ran(ended, log, exit.duration, std::time::SystemTime::now())
+        }
+    }
+
+    fn error(&mut self, reason: String, not_started: bool) -> Finished {
+        Finished {
+            not_started,
+            ..Finished::error_now(reason)
         }
     }
 
