@@ -149,7 +149,7 @@ impl<'p, 'a> Dispatcher<'p, 'a> {
             };
             match woke {
                 Woke::Tick => self.shell.beat(),
-                Woke::Event(Some(event)) => self.from_executor(event),
+                Woke::Event(Some(event)) => self.on_executor_event(event),
                 Woke::Event(None) => {
                     self.shell.diagnostics.push(diag(
                         Code::IsolationUnavailable,
@@ -171,7 +171,7 @@ impl<'p, 'a> Dispatcher<'p, 'a> {
     }
 
     /// An executor's event, for the core.
-    fn from_executor(&mut self, event: ExecEvent) {
+    fn on_executor_event(&mut self, event: ExecEvent) {
         let event = match event {
             ExecEvent::Ended { job, exit } => Event::Ended { job, exit },
             ExecEvent::Ready(job) => Event::Ready(job),

@@ -52,12 +52,14 @@ impl Shell<'_, '_> {
     /// in-process (`contract-digest`), or refused before its command.
     pub(super) fn prepare_provider(&mut self, id: NodeId) -> Prepared<ExecKey, job::Prepared> {
         let Some(p) = self.plan.graph.node(id).provider() else {
-            return Prepared::Decided(Finished::error_now("it is not a provider".to_owned()));
+            return Prepared::Decided(Box::new(Finished::error_now(
+                "it is not a provider".to_owned(),
+            )));
         };
         if p.spec.adapter.value == Adapter::ContractDigest {
-            return Prepared::Decided(self.contract_digest(p));
+            return Prepared::Decided(Box::new(self.contract_digest(p)));
         }
-        let fail_now = |reason: String| Prepared::Decided(Finished::error_now(reason));
+        let fail_now = |reason: String| Prepared::Decided(Box::new(Finished::error_now(reason)));
         let has_inputs = self
             .plan
             .observed
@@ -87,10 +89,10 @@ impl Shell<'_, '_> {
             },
             // Its command cannot even be started (a program not found, an `envFrom` the
             // environment does not set): a configuration problem.
-            Err(reason) => Prepared::Decided(Finished {
+            Err(reason) => Prepared::Decided(Box::new(Finished {
                 not_started: true,
                 ..Finished::error_now(reason)
-            }),
+            })),
         }
     }
 

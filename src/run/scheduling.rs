@@ -72,7 +72,7 @@ pub(super) trait Host {
 #[derive(Debug)]
 pub(super) enum Prepared<K, W> {
     /// Decided without running a command (judged in-process, or refused).
-    Decided(Finished),
+    Decided(Box<Finished>),
     /// To run: its execution's key, whether the run holds the providers waiting for a
     /// slot until it is judged, and what starts it.
     Run { key: K, hold: bool, work: W },

@@ -74,6 +74,9 @@ impl Host for Fake<'_> {
     }
 }
 
+/// What the core tells these tests to do.
+type FakeCommand = Command<String, (String, bool, Option<String>)>;
+
 /// A core over `graph` and what it said, each command as a line.
 struct Script<'g> {
     graph: &'g SealedGraph,
@@ -136,14 +139,11 @@ impl<'g> Script<'g> {
         self.feed(Event::Ended { job, exit })
     }
 
-    fn shown(
-        &mut self,
-        commands: Vec<Command<String, (String, bool, Option<String>)>>,
-    ) -> Vec<String> {
+    fn shown(&mut self, commands: Vec<FakeCommand>) -> Vec<String> {
         commands.into_iter().map(|c| self.show(c)).collect()
     }
 
-    fn show(&mut self, command: Command<String, (String, bool, Option<String>)>) -> String {
+    fn show(&mut self, command: FakeCommand) -> String {
         let name = |id: NodeId| self.graph.node(id).name.clone();
         let on = |on: Where| {
             if on == Where::Local {
