@@ -15,8 +15,8 @@ use std::path::{Path, PathBuf};
 use proofgraph_graph::pattern::Pattern;
 use proofgraph_graph::{NodeId, RepoId};
 
-use super::event_loop::Dispatcher;
 use super::layers::Seen;
+use super::shell::Shell;
 
 /// Copies the files of `written` (what an execution wrote in one repository) that match
 /// `patterns` into `dest`, made complete in a staging directory beside it and renamed into
@@ -92,7 +92,7 @@ fn copy_matching(
     Ok(())
 }
 
-impl Dispatcher<'_, '_> {
+impl Shell<'_, '_> {
     /// The providers whose artifacts provider `id` sees: each one it depends on (or, for
     /// a discovery receiver it depends on, that receiver's producer) that declares
     /// artifacts, with the repository they are of and the store's directory for them.

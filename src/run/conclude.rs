@@ -3,42 +3,33 @@
 //! error receipt (that was observed); one blocked by a dependency that did not pass, or
 //! stopped by an interrupt, gets none — only a line saying why.
 
-use std::collections::BTreeSet;
-
 use proofgraph_graph::schedule::{Scheduler, State};
 use proofgraph_graph::{NodeId, SealedGraph};
 
 use super::ended::Finished;
-use super::event_loop::Dispatcher;
 use super::events::{ProviderAction, ProviderRun};
+use super::scheduling::Leftover;
+use super::shell::Shell;
 
-impl Dispatcher<'_, '_> {
-    /// Providers never started because a probe failed get an error receipt;
-    /// those blocked by a failed dependency or an interrupt get none.
-    pub(super) fn conclude(&mut self, wanted: &BTreeSet<NodeId>, interrupted: bool) {
+impl Shell<'_, '_> {
+    /// Accounts for each wanted provider left without a result (`leftovers`, from the
+    /// core): providers never started because a probe failed get an error receipt; those
+    /// blocked by a failed dependency or an interrupt get none.
+    pub(super) fn conclude(
+        &mut self,
+        leftovers: Vec<(NodeId, Leftover)>,
+        scheduler: &Scheduler<'_>,
+    ) {
         let graph = self.plan.graph;
-        let blocked: Vec<NodeId> = graph
-            .order()
-            .iter()
-            .copied()
-            .filter(|id| {
-                wanted.contains(id)
-                    && matches!(
-                        self.scheduler.state(*id),
-                        State::Blocked | State::Waiting | State::Running
-                    )
-            })
-            .collect();
-        for id in blocked {
-            let probe_reason = graph
-                .services_of(id)
-                .into_iter()
-                .find_map(|s| self.probe_failures.get(&s).cloned());
-            match (interrupted, probe_reason) {
-                (false, Some(reason)) => {
-                    self.record(id, &Finished::error_now(reason));
+        for (id, left) in leftovers {
+            match left {
+                Leftover::Error(reason) => {
+                    if let (_, Some(persist)) = self.judged(id, &Finished::error_now(reason)) {
+                        // After the loop: nothing is left to halt.
+                        let _ = self.record(*persist, false);
+                    }
                 }
-                (true, _) => {
+                Leftover::Interrupted => {
                     let run = not_run(
                         graph,
                         id,
@@ -47,8 +38,8 @@ impl Dispatcher<'_, '_> {
                     );
                     self.results.insert(id, run);
                 }
-                (false, None) => {
-                    let reason = blocked_reason(graph, &self.scheduler, id);
+                Leftover::Blocked => {
+                    let reason = blocked_reason(graph, scheduler, id);
                     let run = not_run(graph, id, ProviderAction::Blocked, &reason);
                     self.results.insert(id, run);
                 }
@@ -91,6 +82,7 @@ fn blocked_reason(graph: &SealedGraph, scheduler: &Scheduler<'_>, id: NodeId) ->
 
 #[cfg(test)]
 mod tests {
+    use std::collections::BTreeSet;
     use std::num::NonZeroUsize;
 
     use proofgraph_graph::Adapter;

@@ -83,6 +83,14 @@ pub enum Line<'s> {
         /// The provider.
         provider: &'s ProviderId,
     },
+    /// A provider's execution, which the remote executor lost, runs on this machine,
+    /// sandboxed as any local one.
+    RunsLocally {
+        /// The provider.
+        provider: &'s str,
+        /// What the remote executor said.
+        reason: &'s str,
+    },
     /// A service was started.
     ServiceStarted {
         /// The service.
@@ -170,6 +178,10 @@ impl fmt::Display for Line<'_> {
                 write!(f, ")")
             }
             Line::Output { provider, line } => write!(f, "  {provider} | {line}"),
+            Line::RunsLocally { provider, reason } => write!(
+                f,
+                "  local   {provider}: the remote executor lost its execution ({reason}); running it on this machine, sandboxed"
+            ),
             Line::ServiceStarted { service } => write!(f, "  start   service {service}"),
             Line::ServiceStopping { name } => write!(f, "  stop    {name}"),
             Line::ServiceEnded { name, how } => write!(f, "  ended   {name}: {how}"),

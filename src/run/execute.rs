@@ -3,8 +3,10 @@
 //! writes a signed receipt for every outcome it observes.
 //!
 //! [`execute`] makes the run's directory and sandboxes, starts the run, and hands them to
-//! the dispatcher (`event_loop.rs`): a tokio loop, on the calling thread, over the run's events
-//! (forwarded by the sandbox's reader thread) and SIGINT/SIGTERM. A finished provider is
+//! the dispatcher (`event_loop.rs`): a tokio loop, on the calling thread, over the
+//! executors' events (the local run's forwarded by the sandbox's reader thread,
+//! `local_run.rs`) and SIGINT/SIGTERM, which feeds them to the scheduling core
+//! (`scheduling.rs`, a state machine doing no I/O) and carries out what it answers (`shell.rs`). A finished provider is
 //! judged on the loop (`finished.rs`); its receipts are signed and written by a writer
 //! thread (`recorder.rs`, `writer.rs`), in the order they were judged. Identical
 //! executions (same argv, directory, environment, timeout and network; `job.rs`) in one
@@ -28,6 +30,7 @@ use super::event_loop::{Dispatched, Dispatcher};
 use super::events::{Line, Progress};
 use super::handoff::diag;
 use super::layers::Worlds;
+use super::local_run::LocalRun;
 use super::recorder::Recorder;
 use super::sandboxes;
 use super::stamps::Stamps;
@@ -218,7 +221,7 @@ async fn execute_async(
     let dispatcher = Dispatcher::new(
         plan,
         wanted,
-        run,
+        run.map(LocalRun::new),
         RunIsolation::of(isolation.as_ref()),
         sandboxes,
         worlds,

@@ -1,8 +1,8 @@
 //! Judging a finished execution for one provider, on the loop: which report is read as
 //! its evidence, the verdicts (with the discovery floor, a contract's reason, inputs that
-//! moved while it ran in place), the evidence kept, the line printed — and the hand-over
-//! to the receipt writer. Judging stays on the loop because it decides whether
-//! dependents may start.
+//! moved while it ran in place), the evidence kept — what the core hands the receipt
+//! writer (`Persist`). Judging stays on the loop because it decides whether dependents
+//! may start; the line printed and the hand-over are the loop's (`shell.rs`).
 
 use std::path::PathBuf;
 
@@ -10,19 +10,17 @@ use proofgraph_graph::graph::ProviderNode;
 use proofgraph_graph::{Adapter, NodeId, SealedGraph};
 use proofgraph_sandbox::SandboxMode;
 
-use crate::base::diagnostic::Code;
 use crate::decide::judge::{self, Ended, Judged, ReportFile};
 use crate::proof::receipt::{Failures, Outcome, TestNames};
 
 use super::contract;
 use super::ended::Finished;
-use super::event_loop::Dispatcher;
-use super::events::{Line, Mark, ProviderAction, ProviderRun};
-use super::handoff::diag;
+use super::events::{Mark, ProviderAction, ProviderRun};
 use super::job;
 use super::kept_evidence::{ArtifactKind, Kept, attachment, read_written};
 use super::kept_log;
 use super::recorder::Persist;
+use super::shell::Shell;
 
 /// Where a provider's report is read from once its execution ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -181,14 +179,18 @@ pub(super) fn summary(judged: &Judged, finished: &Finished) -> (bool, Mark, Opti
     (passed, mark, reason)
 }
 
-impl Dispatcher<'_, '_> {
-    /// Judges a provider's execution and hands its receipts to the writer; returns
-    /// whether every receipt passed.
-    pub(super) fn record(&mut self, id: NodeId, finished: &Finished) -> bool {
+impl Shell<'_, '_> {
+    /// Judges a provider's execution: whether every receipt passed, and what the receipt
+    /// writer is handed (`None`: `id` is no provider).
+    pub(super) fn judged(
+        &mut self,
+        id: NodeId,
+        finished: &Finished,
+    ) -> (bool, Option<Box<Persist>>) {
         let plan = self.plan;
         let graph = plan.graph;
         let Some(p) = graph.node(id).provider() else {
-            return false;
+            return (false, None);
         };
         let pid = &p.spec.id.value;
         // What the execution wrote is read where it landed: its own layer (or copy, or in
@@ -316,18 +318,7 @@ impl Dispatcher<'_, '_> {
                 kept.push(artifact);
             }
         }
-        // What is left of a streamed provider's output comes before its verdict.
-        self.heartbeat.ended(pid.as_str());
-        if self.plan.stream.as_ref() == Some(pid) {
-            self.pass_through(true);
-        }
         let (passed, mark, reason) = summary(&judged, finished);
-        self.progress(Line::Judged {
-            provider: pid,
-            mark,
-            duration_ms: finished.duration.as_millis(),
-            reason: reason.as_deref(),
-        });
         let run = ProviderRun {
             provider: pid.to_string(),
             action: ProviderAction::Ran,
@@ -339,30 +330,15 @@ impl Dispatcher<'_, '_> {
             failures: judged.failures.clone(),
             result: Some(mark),
         };
-        let sent = self.recorder.send(Persist {
+        let persist = Persist {
             id,
             finished: finished.clone(),
             judged,
             kept,
             isolation: self.isolation,
             run,
-        });
-        if let Err(unwritten) = sent {
-            // The writer ended (it cannot, short of a bug): say so, keep the result
-            // without receipts, and start nothing more.
-            self.diagnostics.push(diag(
-                Code::InternalError,
-                format!("the receipt of `{pid}` was not written: the receipt writer stopped"),
-                "Rerun; if it persists, report it with the output of `proofgraph doctor`.",
-            ));
-            self.results.insert(id, *unwritten);
-            self.halt();
-        }
-        self.recorded += 1;
-        self.collect(false);
-        self.running.remove(pid.as_str());
-        self.status();
-        passed
+        };
+        (passed, Some(Box::new(persist)))
     }
 }
 

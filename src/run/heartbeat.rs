@@ -1,5 +1,5 @@
-//! What a long run says while it runs: a line per running provider every `--heartbeat`
-//! seconds, with the tests its output has reported so far (`tally.rs`), and, with
+//! What a long run says while it runs (a component the loop asks, which knows nothing of
+//! it): a line per running provider every `--heartbeat` seconds, with the tests its output has reported so far (`tally.rs`), and, with
 //! `--stream <provider>`, the lines that provider's command writes, as they are written
 //! (read from its log, which the sandbox redacts as it writes it; each line goes through the
 //! run's rewrites and redaction again before it is shown).
@@ -13,8 +13,7 @@ use std::time::{Duration, Instant};
 
 use proofgraph_graph::ProviderId;
 
-use super::event_loop::Dispatcher;
-use super::events::Line;
+use crate::base::redact::Secrets;
 use crate::proof::receipt::Counts;
 
 /// How often the loop wakes to read a streamed log (and, at the least, between heartbeats).
@@ -195,43 +194,57 @@ impl Heartbeat {
     }
 }
 
-impl Dispatcher<'_, '_> {
-    /// Says what is due: streamed lines, and a line per running provider once the
-    /// heartbeat's interval has passed.
-    pub(super) fn beat(&mut self) {
-        self.pass_through(false);
-        let Some(every) = self.heartbeat.every else {
-            return;
+/// A line a heartbeat says.
+#[derive(Debug, Clone)]
+pub(super) enum Said {
+    /// A provider has been running this long, and reported these tests so far.
+    StillRunning {
+        provider: String,
+        elapsed: Duration,
+        tally: Counts,
+    },
+    /// A line the streamed provider's command wrote, redacted.
+    Output { provider: String, line: String },
+}
+
+impl Heartbeat {
+    /// What is due: streamed lines, and a line per running provider once the heartbeat's
+    /// interval has passed.
+    pub(super) fn beat(&mut self, secrets: &Secrets) -> Vec<Said> {
+        let mut said = self.stream(false, secrets);
+        let Some(every) = self.every else {
+            return said;
         };
-        if self.heartbeat.last.elapsed() < every {
-            return;
+        if self.last.elapsed() < every {
+            return said;
         }
-        self.heartbeat.last = Instant::now();
-        for (provider, elapsed, tally) in self.heartbeat.running() {
-            self.progress(Line::StillRunning {
-                provider: &provider,
+        self.last = Instant::now();
+        for (provider, elapsed, tally) in self.running() {
+            said.push(Said::StillRunning {
+                provider,
                 elapsed,
-                tally: (tally.total > 0).then_some(&tally),
+                tally,
             });
         }
+        said
     }
 
-    /// Shows the streamed provider's new lines (all that is left, when `last`).
-    pub(super) fn pass_through(&mut self, last: bool) {
+    /// The streamed provider's new lines (all that is left, when `last`), redacted.
+    pub(super) fn stream(&mut self, last: bool, secrets: &Secrets) -> Vec<Said> {
+        let mut said = Vec::new();
         loop {
-            let (provider, lines, more) = self.heartbeat.read_stream(last);
+            let (provider, lines, more) = self.read_stream(last);
             for line in lines {
-                let shown = self.plan.secrets.text(&line);
+                let shown = secrets.text(&line);
                 let shown =
-                    String::from_utf8_lossy(&self.plan.secrets.without_base64(shown.as_bytes()))
-                        .into_owned();
-                self.progress(Line::Output {
-                    provider: &provider,
-                    line: &shown,
+                    String::from_utf8_lossy(&secrets.without_base64(shown.as_bytes())).into_owned();
+                said.push(Said::Output {
+                    provider: provider.clone(),
+                    line: shown,
                 });
             }
             if !more {
-                break;
+                return said;
             }
         }
     }

@@ -68,7 +68,7 @@ pub(super) struct Jobs<'a> {
 }
 
 /// A provider's command, ready to start (see [`Jobs::prepare`]).
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(super) struct Prepared {
     pub(super) key: ExecKey,
     /// The program to execute.

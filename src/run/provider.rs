@@ -1,24 +1,28 @@
-//! Starting a provider and taking its execution's end: the dispatcher's work for
-//! providers. A provider is judged in-process (`contract-digest`), refused before it runs
-//! (an adapter that runs nothing, `inputs` that match no file, a failed setup, a command
-//! that cannot start), attached to an identical execution already running or finished, or
-//! handed to the run as a new execution whose report paths are emptied first.
+//! Preparing a provider and starting its execution: the loop's work for providers. A
+//! provider is judged in-process (`contract-digest`), refused before it runs (an adapter
+//! that runs nothing, `inputs` that match no file, a failed setup, a command that cannot
+//! start), or prepared; the core attaches it to an identical execution or has it handed
+//! to an executor as a new one, in a world whose report paths are emptied first.
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::time::Instant;
 
 use proofgraph_graph::graph::ProviderNode;
-use proofgraph_graph::{Adapter, NodeId};
+use proofgraph_graph::{Adapter, NodeId, RepoId};
 use proofgraph_sandbox::beneath;
 
-use crate::decide::judge::{self, Ended};
+use crate::decide::judge;
 use crate::proof::receipt;
 
 use super::contract;
 use super::ended::Finished;
-use super::event_loop::{Dispatcher, Execution, Purpose};
 use super::events::Line;
-use super::job::ExecKey;
+use super::executor::{JobRef, Where, Work};
+use super::job::{self, ExecKey};
+use super::layers::{ExecDirs, Files, Seen};
+use super::scheduling::{Event, Prepared};
+use super::shell::Shell;
 
 /// Why `p` is decided without running its command, in the order it is asked: its adapter
 /// runs nothing in `prove`, its declared `inputs` match no file (`has_inputs`: whether
@@ -43,52 +47,19 @@ pub(super) fn refusal(
     setup_failed.map(|reason| format!("the setup of its repository failed: {reason}"))
 }
 
-/// Whether the run must be told to go on after an execution was judged: it held the
-/// providers waiting in it because this one is judged from more than its exit status
-/// (`hold`), or because it did not exit 0.
-pub(super) fn resumes(hold: bool, ended: &Ended) -> bool {
-    let exited_0 = matches!(ended, Ended::Exited(e) if judge::succeeded(e));
-    hold || !exited_0
-}
-
-impl Dispatcher<'_, '_> {
-    pub(super) fn start_provider(&mut self, id: NodeId, p: &ProviderNode) {
+impl Shell<'_, '_> {
+    /// Provider `id`'s execution, prepared, or the provider decided without one: judged
+    /// in-process (`contract-digest`), or refused before its command.
+    pub(super) fn prepare_provider(&mut self, id: NodeId) -> Prepared<ExecKey, job::Prepared> {
+        let Some(p) = self.plan.graph.node(id).provider() else {
+            return Prepared::Decided(Box::new(Finished::error_now(
+                "it is not a provider".to_owned(),
+            )));
+        };
         if p.spec.adapter.value == Adapter::ContractDigest {
-            let started_at = receipt::now_rfc3339();
-            let started = Instant::now();
-            let (ended, reason) =
-                contract::contract_digest(p, self.plan.workspace, &self.plan.observed.snapshots);
-            let finished = Finished {
-                ended,
-                reason,
-                log: None,
-                duration: started.elapsed(),
-                started: None,
-                started_at,
-                finished_at: receipt::now_rfc3339(),
-                not_started: false,
-                dirs: super::layers::ExecDirs::default(),
-                // Judged in-process: it executed nothing.
-                executed: Some(Vec::new()),
-            };
-            let ok = self.record(id, &finished);
-            self.finish(id, ok);
-            return;
+            return Prepared::Decided(Box::new(self.contract_digest(p)));
         }
-        let fail_now = |this: &mut Self, reason: String| {
-            this.record(id, &Finished::error_now(reason));
-            this.finish(id, false);
-        };
-        // Its command cannot even be started (a program not found, an `envFrom` the
-        // environment does not set, a spawn that fails): a configuration problem.
-        let not_started = |this: &mut Self, reason: String| {
-            let finished = Finished {
-                not_started: true,
-                ..Finished::error_now(reason)
-            };
-            this.record(id, &finished);
-            this.finish(id, false);
-        };
+        let fail_now = |reason: String| Prepared::Decided(Box::new(Finished::error_now(reason)));
         let has_inputs = self
             .plan
             .observed
@@ -97,57 +68,121 @@ impl Dispatcher<'_, '_> {
             .is_some_and(|files| !files.is_empty());
         let setup_failed = p.runs_in.as_ref().and_then(|r| self.setup_failures.get(r));
         if let Some(reason) = refusal(p, has_inputs, setup_failed.map(String::as_str)) {
-            return fail_now(self, reason);
+            return fail_now(reason);
         }
         let seen = match self.seen_of(id) {
             Ok(seen) => seen,
-            Err(reason) => return fail_now(self, reason),
+            Err(reason) => return fail_now(reason),
         };
-        let prepared = match self.builder().prepare(p, seen) {
-            Ok(prepared) => prepared,
-            Err(reason) => return not_started(self, reason),
-        };
-        match self.executions.get(&prepared.key) {
-            Some(Execution::Running) => {
-                self.waiting.entry(prepared.key).or_default().push(id);
-                return;
-            }
-            Some(Execution::Done(finished)) => {
-                let finished = (**finished).clone();
-                let ok = self.record(id, &finished);
-                self.finish(id, ok);
-                return;
-            }
-            None => {}
+        match self.builder().prepare(p, seen) {
+            Ok(prepared) => Prepared::Run {
+                key: prepared.key.clone(),
+                // Whether the next provider may start the moment this one exits 0, or
+                // only once it is judged: a verdict that may fail despite exit status 0
+                // (reports, critical cases) decides whether the run goes on, and
+                // attachments are read before the next job can start in the same sandbox.
+                // (A provider sharing an execution started for another inherits that
+                // one's choice; at worst, one more provider starts after a failure judged
+                // from a report: it runs and is recorded as usual.)
+                hold: !judge::judged_by_exit_status(p),
+                work: prepared,
+            },
+            // Its command cannot even be started (a program not found, an `envFrom` the
+            // environment does not set): a configuration problem.
+            Err(reason) => Prepared::Decided(Box::new(Finished {
+                not_started: true,
+                ..Finished::error_now(reason)
+            })),
         }
-        // Nothing left where a report of this execution goes — from an earlier run, a
-        // tracked file, another command — may be read as what it wrote: the report path of
-        // every provider that may be judged from it is emptied before it starts (without
-        // following a link). Removing them while other jobs run is safe: no two different
-        // commands declare one report path (preflight's `report_path_collision`).
-        let (mut world, dirs) = match self.worlds.world(
+    }
+
+    /// A `contract-digest` provider, judged in-process.
+    fn contract_digest(&self, p: &ProviderNode) -> Finished {
+        let started_at = receipt::now_rfc3339();
+        let started = Instant::now();
+        let (ended, reason) =
+            contract::contract_digest(p, self.plan.workspace, &self.plan.observed.snapshots);
+        Finished {
+            ended,
+            reason,
+            log: None,
+            duration: started.elapsed(),
+            started: None,
+            started_at,
+            finished_at: receipt::now_rfc3339(),
+            not_started: false,
+            dirs: super::layers::ExecDirs::default(),
+            // Judged in-process: it executed nothing.
+            executed: Some(Vec::new()),
+        }
+    }
+
+    /// Hands provider `node`'s prepared execution to executor `on` as `job`, in a world
+    /// of its own where nothing an earlier run left where its reports go remains.
+    pub(super) fn start_provider(
+        &mut self,
+        job: JobRef,
+        on: Where,
+        node: NodeId,
+        prepared: job::Prepared,
+    ) -> Event {
+        let not_started = |reason: String, spawn: bool| Event::NotStarted { job, reason, spawn };
+        let Some(p) = self.plan.graph.node(node).provider() else {
+            return not_started("it is not a provider".to_owned(), false);
+        };
+        let (world, dirs) = match self.world_of(p, &prepared) {
+            Ok(made) => made,
+            Err(reason) => {
+                return not_started(format!("its world could not be made: {reason}"), false);
+            }
+        };
+        let log = self.log_path(p.spec.id.value.as_str());
+        let hold = !judge::judged_by_exit_status(p);
+        let (_, spec) = prepared.into_job(log.clone(), hold, world, &dirs);
+        let Some(executor) = self.executor(on) else {
+            return not_started("no run was started".to_owned(), false);
+        };
+        if let Err(e) = executor.start(job, &Work::Provider(spec)) {
+            return not_started(
+                format!("its command could not be started: failed to {e}"),
+                true,
+            );
+        }
+        self.progress(Line::Started {
+            provider: &p.spec.id.value,
+        });
+        self.running.insert(p.spec.id.value.to_string());
+        self.heartbeat.started(&p.spec.id.value, &log);
+        self.status();
+        self.started.insert(job, (dirs, log));
+        Event::Started(job)
+    }
+
+    /// The world `prepared` runs in, and where its repositories are in it. Nothing left
+    /// where a report of this execution goes — from an earlier run, a tracked file,
+    /// another command — may be read as what it wrote: the report path of every provider
+    /// that may be judged from it is emptied before it starts (without following a
+    /// link). Removing them while other jobs run is safe: no two different commands
+    /// declare one report path (preflight's `report_path_collision`).
+    fn world_of(
+        &mut self,
+        p: &ProviderNode,
+        prepared: &job::Prepared,
+    ) -> Result<(proofgraph_sandbox::World, ExecDirs), String> {
+        let (mut world, dirs) = self.worlds.world(
             &prepared.key.seen,
             prepared.out.as_deref(),
             p.runs_in.as_ref(),
-        ) {
-            Ok(made) => made,
-            Err(reason) => {
-                return fail_now(self, format!("its world could not be made: {reason}"));
-            }
-        };
+        )?;
         // What integration tests write in a kept cargo build directory (`target/tmp`) is
         // the execution's own: nothing an earlier one left there is read.
         if let Some(tmp) = &prepared.cargo_tmp {
-            let made = if self.worlds.isolated() {
+            if self.worlds.isolated() {
                 world.private.push(tmp.clone());
-                fs_err::create_dir_all(tmp)
             } else {
                 let _ = fs_err::remove_dir_all(tmp);
-                fs_err::create_dir_all(tmp)
-            };
-            if let Err(e) = made {
-                return fail_now(self, format!("its world could not be made: {e}"));
             }
+            fs_err::create_dir_all(tmp).map_err(|e| e.to_string())?;
         }
         // (In an overlay the execution's own layer starts empty; in a copy or in place a
         // tracked file may be there.)
@@ -159,93 +194,88 @@ impl Dispatcher<'_, '_> {
         if let Some(path) = &prepared.playwright_report {
             let _ = fs_err::remove_file(path);
         }
-        let log = self.log_path(p.spec.id.value.as_str());
-        // Whether the next provider may start the moment this one exits 0, or only once
-        // it is judged: a verdict that may fail despite exit status 0 (reports, critical
-        // cases) decides whether the run goes on, and attachments are read before the
-        // next job can start in the same sandbox. (A provider sharing an execution started
-        // for another inherits that one's choice; at worst, one more provider starts after
-        // a failure judged from a report: it runs and is recorded as usual.)
-        let hold = !judge::judged_by_exit_status(p);
-        let (key, spec) = prepared.into_job(log.clone(), hold, world, &dirs);
-        let Some(run) = &self.run else {
-            return fail_now(self, "no run was started".to_owned());
+        Ok((world, dirs))
+    }
+}
+
+impl Shell<'_, '_> {
+    /// What provider `id` sees of each repository it reads (its own, and those its inputs
+    /// name): the files its fingerprint binds, under its repository's setup.
+    pub(super) fn seen_of(&mut self, id: NodeId) -> Result<Vec<Seen>, String> {
+        let Some(p) = self.plan.graph.node(id).provider() else {
+            return Ok(Vec::new());
         };
-        match run.spawn(&spec) {
-            Ok(job) => {
-                self.progress(Line::Started {
-                    provider: &p.spec.id.value,
-                });
-                self.running.insert(p.spec.id.value.to_string());
-                self.heartbeat.started(&p.spec.id.value, &log);
-                self.status();
-                self.jobs.insert(
-                    job,
-                    Purpose::Providers {
-                        key: key.clone(),
-                        dirs,
-                        log,
-                        hold,
-                    },
-                );
-                self.executions.insert(key.clone(), Execution::Running);
-                self.waiting.entry(key).or_default().push(id);
-            }
-            Err(e) => not_started(
-                self,
-                format!("its command could not be started: failed to {e}"),
-            ),
+        let mut by_repo: BTreeMap<RepoId, BTreeSet<String>> = BTreeMap::new();
+        if let Some(repo) = &p.runs_in {
+            by_repo.entry(repo.clone()).or_default();
         }
-    }
-
-    /// An execution was cancelled while it waited in the run for a slot (the run is
-    /// stopping after a failure): it never ran, so it proves nothing either way.
-    pub(super) fn withdraw(&mut self, key: &ExecKey) {
-        self.executions.remove(key);
-        for id in self.waiting.remove(key).unwrap_or_default() {
-            self.scheduler.withdraw(id);
-            if let Some(p) = self.plan.graph.node(id).provider() {
-                self.running.remove(p.spec.id.value.as_str());
-                self.heartbeat.ended(p.spec.id.value.as_str());
-            }
-        }
-    }
-
-    /// An execution ended: every provider waiting for it is judged from it, and the run
-    /// goes on unless it is stopping.
-    pub(super) fn execution_ended(&mut self, key: ExecKey, finished: &Finished, hold: bool) {
-        self.executions
-            .insert(key.clone(), Execution::Done(Box::new(finished.clone())));
-        for id in self.waiting.remove(&key).unwrap_or_default() {
-            let ok = self.record(id, finished);
-            if ok {
-                let repo = self
-                    .plan
-                    .graph
-                    .node(id)
-                    .provider()
-                    .and_then(|p| p.runs_in.clone());
-                let written = finished.dirs.of(repo.as_ref()).map(|d| d.written.clone());
-                self.keep_artifacts(id, written.as_deref());
-            }
-            self.finish(id, ok);
-        }
-        // The run held the providers waiting in it (this one is judged from more than its
-        // exit status, or did not exit 0): judged and read, they may start unless the run
-        // is stopping (then `halt` took them back).
-        if resumes(hold, &finished.ended)
-            && !self.scheduler.is_halted()
-            && let Some(run) = &self.run
+        for (scoped, _) in self
+            .plan
+            .observed
+            .files
+            .get(&p.spec.id.value)
+            .into_iter()
+            .flatten()
         {
-            let _ = run.resume();
+            if let Some((repo, path)) = scoped.split_once(':')
+                && let Ok(repo) = RepoId::parse(repo)
+            {
+                by_repo.entry(repo).or_default().insert(path.to_owned());
+            }
         }
+        // A program of the repository is bound by its fingerprint (its digest), whatever
+        // the provider's `inputs` say: it is in the world the provider runs in.
+        if let (Some(repo), Some(Some(crate::observe::world::Program::InRepository(rel)))) = (
+            &p.runs_in,
+            self.plan.observed.programs.get(&p.spec.id.value),
+        ) {
+            let rel = rel.to_string_lossy();
+            let rel = rel.trim_start_matches("./");
+            let known = self
+                .plan
+                .observed
+                .snapshots
+                .get(repo)
+                .is_some_and(|s| s.files.iter().any(|f| f.path == rel));
+            if known {
+                by_repo
+                    .entry(repo.clone())
+                    .or_default()
+                    .insert(rel.to_owned());
+            }
+        }
+        let mut seen = Vec::new();
+        for (repo, paths) in by_repo {
+            let all = self
+                .plan
+                .observed
+                .snapshots
+                .get(&repo)
+                .is_some_and(|s| s.files.len() == paths.len());
+            let paths: Vec<&str> = paths.iter().map(String::as_str).collect();
+            let files = if all { Files::All } else { Files::Only(&paths) };
+            seen.push(self.worlds.seen(&repo, files)?);
+        }
+        self.with_artifacts(id, seen)
+    }
+
+    /// The report paths each execution of `wanted` empties before it starts.
+    pub(super) fn plan_reports(&mut self, wanted: &BTreeSet<NodeId>) {
+        let mut seen = BTreeMap::new();
+        for id in wanted {
+            if let Ok(s) = self.seen_of(*id) {
+                seen.insert(*id, s);
+            }
+        }
+        self.reports = self
+            .builder()
+            .reports_by_execution(self.plan.graph, wanted, &seen);
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::proof::receipt::Exit;
     use crate::run::testing::{at, node, provider, seal};
 
     #[test]
@@ -276,20 +306,5 @@ mod tests {
             refusal(&external, false, Some("x")).as_deref(),
             Some("the external adapter runs nothing in `prove`")
         );
-    }
-
-    #[test]
-    fn the_run_goes_on_by_itself_only_after_an_exit_0_judged_by_its_status() {
-        let exit = |code| {
-            Ended::Exited(Exit {
-                code: Some(code),
-                signal: None,
-                timed_out: false,
-            })
-        };
-        assert!(!resumes(false, &exit(0)));
-        assert!(resumes(true, &exit(0)), "held to be judged from its report");
-        assert!(resumes(false, &exit(1)), "held after a failure");
-        assert!(resumes(false, &Ended::Error("could not start".into())));
     }
 }

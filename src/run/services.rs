@@ -1,7 +1,8 @@
-//! Services and their readiness probes: the dispatcher's work for them. A service starts
-//! beside the providers that need it, its probe waits for its identity, and a service that
-//! ends on its own, or is never seen ready, fails the providers that need it with the
-//! reason (and the end of its log) that their error receipts carry.
+//! Services and their readiness probes: the loop's work for them. A service starts
+//! beside the providers that need it in a world of its own, and its probe waits for its
+//! identity; why a service that ends on its own, or is never seen ready, fails the
+//! providers that need it is the core's (`scheduling.rs`), with the end of its log
+//! ([`last_lines`]).
 
 use std::net::ToSocketAddrs as _;
 use std::path::Path;
@@ -10,13 +11,12 @@ use std::time::Duration;
 use proofgraph_graph::NodeId;
 use proofgraph_graph::graph::ServiceNode;
 use proofgraph_graph::readiness::ReadinessUrl;
-use proofgraph_graph::schedule::{State, Step};
-use proofgraph_sandbox::JobId;
 
 use crate::base::diagnostic::{Code, Diagnostic};
 
-use super::event_loop::{Dispatcher, Purpose};
-use super::events::Line;
+use super::executor::{JobRef, Where, Work};
+use super::scheduling::Event;
+use super::shell::Shell;
 use crate::proof::receipt::RunIsolation;
 
 /// The host a readiness URL names (brackets of an IPv6 literal removed), as the one reader
@@ -66,56 +66,21 @@ pub(super) fn last_lines(log: &Path, n: usize) -> String {
     lines[lines.len().saturating_sub(n)..].join(" | ")
 }
 
-/// How a service that the run did not stop ended.
-fn how_ended(spawn_error: Option<String>, code: Option<i32>, signal: Option<i32>) -> String {
-    match (spawn_error, code, signal) {
-        (Some(e), _, _) => format!("could not start: {e}"),
-        (None, Some(c), _) => format!("exited with code {c}"),
-        (None, None, Some(s)) => format!("was killed by signal {s}"),
-        _ => "ended".to_owned(),
-    }
-}
-
-/// Why the providers that need a service that ended on its own fail: how and when it
-/// ended (`ready`: after its probe saw it ready), and the end of its log.
-fn ended_reason(name: &str, how: &str, ready: bool, tail: &str) -> String {
-    let when = if ready {
-        "before its users finished"
-    } else {
-        "before it was ready"
-    };
-    let tail = if tail.is_empty() {
-        String::new()
-    } else {
-        format!("; its log ends with: {tail}")
-    };
-    format!("{name} {how} {when}{tail}")
-}
-
-impl Dispatcher<'_, '_> {
-    pub(super) fn start_service(&mut self, id: NodeId, s: &ServiceNode) {
-        // Without a private network, a server already answering on the
-        // service's URL would answer its probe: refuse instead.
-        if self.isolation == RunIsolation::None
-            && let Some(url) = s.spec.readiness.as_ref().and_then(|r| r.url.as_ref())
-            && let Some(port) = s.port
-            && answers(&url.value, port)
-        {
-            let name = &s.spec.id.value;
-            self.diagnostics.push(
-                Diagnostic::error(
-                    Code::ReadinessPortInUse,
-                    format!("service `{name}` was not started: {} already answers, and without isolation its probe could not tell this run's server from the one already there", url.value),
-                )
-                .at(&s.file, url.pos)
-                .fix(format!("Stop whatever listens on port {port}, or run with namespaces (root or unprivileged user namespaces) so the run gets its own network.")),
-            );
-            self.probe_failures.insert(id, format!("service `{name}` was not started: port {port} is already in use outside the run (readiness_port_in_use)"));
-            self.scheduler.complete(id, Step::Failed);
-            return;
+impl Shell<'_, '_> {
+    /// Starts service `id` as `job`, in its own world: its repository (all of it) under
+    /// that repository's setup, and a writable layer no provider sees.
+    pub(super) fn start_service(&mut self, job: JobRef, id: NodeId) -> Event {
+        let not_started = |reason: String| Event::NotStarted {
+            job,
+            reason,
+            spawn: false,
+        };
+        let Some(s) = self.plan.graph.node(id).service() else {
+            return not_started("it is not a service".to_owned());
+        };
+        if let Some(reason) = self.port_in_use(s) {
+            return not_started(reason);
         }
-        // Its own world: its repository (all of it) under that repository's setup, and a
-        // writable layer no provider sees.
         let made = match &s.runs_in {
             Some(repo) => self
                 .worlds
@@ -129,151 +94,82 @@ impl Dispatcher<'_, '_> {
                 None => (world, std::path::PathBuf::from("/")),
             },
             Err(reason) => {
-                self.probe_failures.insert(
-                    id,
-                    format!("service `{}` has no sandbox: {reason}", s.spec.id.value),
-                );
-                self.scheduler.complete(id, Step::Failed);
-                return;
+                let name = &s.spec.id.value;
+                return not_started(format!("service `{name}` has no sandbox: {reason}"));
             }
         };
         let env = match self.builder().service_env(s) {
             Ok(env) => env,
-            Err(reason) => {
-                self.probe_failures.insert(id, reason);
-                self.scheduler.complete(id, Step::Failed);
-                return;
-            }
+            Err(reason) => return not_started(reason),
         };
         let log = self.log_path(&format!("service-{}", s.spec.id.value));
         self.service_logs.insert(id, log.clone());
         let program = match self.builder().service_program(s, &cwd) {
             Ok(program) => program,
-            Err(reason) => {
-                self.probe_failures.insert(id, reason);
-                self.scheduler.complete(id, Step::Failed);
-                return;
-            }
+            Err(reason) => return not_started(reason),
         };
         let spec = self.builder().service_job(s, cwd, world, env, program, log);
-        let Some(run) = &self.run else { return };
-        match run.spawn(&spec) {
-            Ok(job) => {
-                self.progress(Line::ServiceStarted {
-                    service: &s.spec.id.value,
-                });
-                self.jobs.insert(job, Purpose::Service(id));
-                self.services.insert(id, job);
-                self.scheduler.complete(id, Step::Succeeded);
-            }
-            Err(e) => {
-                self.probe_failures.insert(
-                    id,
-                    format!(
-                        "service `{}` could not be started: failed to {e}",
-                        s.spec.id.value
-                    ),
-                );
-                self.scheduler.complete(id, Step::Failed);
-            }
+        let Some(executor) = self.executor(Where::Local) else {
+            return not_started("no run was started".to_owned());
+        };
+        match executor.start(job, &Work::Service(spec)) {
+            Ok(()) => Event::Started(job),
+            Err(e) => not_started(format!(
+                "service `{}` could not be started: failed to {e}",
+                s.spec.id.value
+            )),
         }
     }
 
-    pub(super) fn start_probe(&mut self, probe: NodeId, service: NodeId) {
-        let Some(s) = self.plan.graph.node(service).service() else {
-            return;
-        };
-        if s.spec.readiness.is_none() {
-            return;
+    /// Without a private network, a server already answering on the service's URL would
+    /// answer its probe: the service is refused instead, and why.
+    fn port_in_use(&mut self, s: &ServiceNode) -> Option<String> {
+        if self.isolation != RunIsolation::None {
+            return None;
         }
+        let url = s.spec.readiness.as_ref().and_then(|r| r.url.as_ref())?;
+        let port = s.port?;
+        if !answers(&url.value, port) {
+            return None;
+        }
+        let name = &s.spec.id.value;
+        self.diagnostics.push(
+            Diagnostic::error(
+                Code::ReadinessPortInUse,
+                format!("service `{name}` was not started: {} already answers, and without isolation its probe could not tell this run's server from the one already there", url.value),
+            )
+            .at(&s.file, url.pos)
+            .fix(format!("Stop whatever listens on port {port}, or run with namespaces (root or unprivileged user namespaces) so the run gets its own network.")),
+        );
+        Some(format!(
+            "service `{name}` was not started: port {port} is already in use outside the run (readiness_port_in_use)"
+        ))
+    }
+
+    /// Starts the readiness probe of `service` as `job`.
+    pub(super) fn start_probe(&mut self, job: JobRef, service: NodeId) -> Event {
+        let not_started = |reason: String| Event::NotStarted {
+            job,
+            reason,
+            spawn: false,
+        };
+        let Some(s) = self.plan.graph.node(service).service() else {
+            return not_started("it is not a service".to_owned());
+        };
         let log = self.log_path(&format!("probe-{}", s.spec.id.value));
         let Some(spec) = self.builder().probe(s, log) else {
-            return;
+            return not_started(format!("`{}` declares no readiness", s.spec.id.value));
         };
-        let Some(run) = &self.run else { return };
-        match run.probe(&spec) {
-            Ok(job) => {
-                self.jobs.insert(job, Purpose::Probe(probe));
-            }
-            Err(e) => {
-                self.probe_failures.insert(
-                    service,
-                    format!(
-                        "the readiness probe of `{}` could not start: failed to {e}",
-                        s.spec.id.value
-                    ),
-                );
-                self.scheduler.complete(probe, Step::Failed);
-            }
+        let Some(executor) = self.executor(Where::Local) else {
+            return not_started("no run was started".to_owned());
+        };
+        match executor.start(job, &Work::Probe(spec)) {
+            Ok(()) => Event::Started(job),
+            Err(e) => not_started(format!(
+                "the readiness probe of `{}` could not start: failed to {e}",
+                s.spec.id.value
+            )),
         }
-    }
-
-    pub(super) fn stop_service(&mut self, id: NodeId) {
-        if let (Some(job), Some(run)) = (self.services.get(&id), &self.run) {
-            self.progress(Line::ServiceStopping {
-                name: &self.plan.graph.node(id).name,
-            });
-            let _ = run.kill(*job);
-        }
-    }
-
-    /// A service's process ended: unless the run stopped it, the providers that need it
-    /// fail, saying how, and its probe stops waiting.
-    pub(super) fn service_exited(
-        &mut self,
-        id: NodeId,
-        code: Option<i32>,
-        signal: Option<i32>,
-        spawn_error: Option<String>,
-        killed: bool,
-    ) {
-        self.services.remove(&id);
-        if killed {
-            return;
-        }
-        let how = how_ended(spawn_error, code, signal);
-        let name = self.plan.graph.node(id).name.clone();
-        let ready = self
-            .plan
-            .graph
-            .outgoing(id)
-            .iter()
-            .any(|(probe, _)| self.scheduler.state(*probe) == State::Succeeded);
-        let tail = self
-            .service_logs
-            .get(&id)
-            .map(|log| last_lines(log, 5))
-            .unwrap_or_default();
-        self.probe_failures
-            .insert(id, ended_reason(&name, &how, ready, &tail));
-        self.progress(Line::ServiceEnded {
-            name: &name,
-            how: &how,
-        });
-        // Its probe cannot succeed now: stop waiting for it.
-        let probes: Vec<JobId> = self
-            .jobs
-            .iter()
-            .filter(|(_, purpose)| matches!(purpose, Purpose::Probe(p) if self.plan.graph.incoming(*p).iter().any(|(s, _)| *s == id)))
-            .map(|(job, _)| *job)
-            .collect();
-        if let Some(run) = &self.run {
-            for job in probes {
-                let _ = run.kill(job);
-            }
-        }
-        self.scheduler.service_exited(id);
-    }
-
-    /// A probe gave up: its service was never seen ready (the first reason stands).
-    pub(super) fn probe_failed(&mut self, probe: NodeId, reason: &str) {
-        for (service, _) in self.plan.graph.incoming(probe) {
-            let name = self.plan.graph.node(service).name.clone();
-            self.probe_failures
-                .entry(service)
-                .or_insert_with(|| format!("{name} was never observed ready: {reason}"));
-        }
-        self.scheduler.complete(probe, Step::Failed);
     }
 }
 
@@ -299,25 +195,6 @@ mod tests {
         assert!(answers(&url, port));
         drop(listener);
         assert!(!answers(&url, port));
-    }
-
-    #[test]
-    fn a_service_that_ended_says_how_when_and_what_its_log_ended_with() {
-        assert_eq!(
-            how_ended(Some("`srv` not found".into()), Some(127), None),
-            "could not start: `srv` not found"
-        );
-        assert_eq!(how_ended(None, Some(2), None), "exited with code 2");
-        assert_eq!(how_ended(None, None, Some(9)), "was killed by signal 9");
-        assert_eq!(how_ended(None, None, None), "ended");
-        assert_eq!(
-            ended_reason("web", "exited with code 2", false, "boom | bye"),
-            "web exited with code 2 before it was ready; its log ends with: boom | bye"
-        );
-        assert_eq!(
-            ended_reason("web", "ended", true, ""),
-            "web ended before its users finished"
-        );
     }
 
     #[test]

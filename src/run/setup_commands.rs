@@ -7,16 +7,16 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use proofgraph_graph::RepoId;
-use proofgraph_sandbox::{Event, SandboxMode};
-use tokio::sync::mpsc::UnboundedReceiver;
+use proofgraph_sandbox::{Event, JobSpec, SandboxMode};
 
 use crate::base::diagnostic::{Code, Diagnostic};
 use crate::load::config::catalog::Catalog;
 use crate::observe::inputs::Snapshot;
 
-use super::event_loop::Dispatcher;
 use super::events::Line;
+use super::local_run::LocalRun;
 use super::services::last_lines;
+use super::shell::Shell;
 use super::signals::Signals;
 
 /// One sandbox's setup.
@@ -124,7 +124,46 @@ fn shown_inputs(inputs: &Snapshot) -> String {
     }
 }
 
-impl Dispatcher<'_, '_> {
+/// How a setup command ended.
+enum Ran {
+    /// Its exit code, signal, and why it never started.
+    Exited(Option<i32>, Option<i32>, Option<String>),
+    /// The run did not take it.
+    NotStarted(String),
+    /// SIGINT or SIGTERM came first (it was killed).
+    Interrupted,
+}
+
+/// Runs one setup command in the local run and waits for it to end (the core is not
+/// running yet: its events are the run's own).
+async fn run_one(local: &mut LocalRun, spec: &JobSpec, signals: &mut Signals) -> Ran {
+    let (run, rx) = local.raw();
+    let job = match run.spawn(spec) {
+        Ok(job) => job,
+        Err(e) => return Ran::NotStarted(e.to_string()),
+    };
+    loop {
+        tokio::select! {
+            event = rx.recv() => match event {
+                Some(Event::Exited {
+                    job: j,
+                    code,
+                    signal,
+                    spawn_error,
+                    ..
+                }) if j == job => return Ran::Exited(code, signal, spawn_error),
+                Some(_) => {}
+                None => return Ran::Exited(None, None, Some("the run's init stopped".to_owned())),
+            },
+            () = signals.recv() => {
+                let _ = run.kill(job);
+                return Ran::Interrupted;
+            }
+        }
+    }
+}
+
+impl Shell<'_, '_> {
     /// Puts a kept setup tree on top of `repo` for every execution of the run (a layer of
     /// their overlays, or copied into their private copies), saying so.
     fn provide_kept(&mut self, repo: &RepoId, tree: &crate::run::setup::Tree) {
@@ -150,11 +189,7 @@ impl Dispatcher<'_, '_> {
 
     /// Sets up every sandbox that needs it. Returns `false` when SIGINT or SIGTERM stopped
     /// it (the setup command was killed).
-    pub(super) async fn setup(
-        &mut self,
-        rx: &mut UnboundedReceiver<Event>,
-        signals: &mut Signals,
-    ) -> bool {
+    pub(super) async fn setup(&mut self, signals: &mut Signals) -> bool {
         let Some(catalog) = &self.plan.workspace.catalog else {
             return true;
         };
@@ -178,7 +213,7 @@ impl Dispatcher<'_, '_> {
             inputs,
         } in all
         {
-            if self.run.is_none() {
+            if self.local.is_none() {
                 return true;
             }
             if !cache_dirs.is_empty()
@@ -218,40 +253,19 @@ impl Dispatcher<'_, '_> {
                     self.builder()
                         .setup_job(argv, &repo, &workdir, world.clone(), log.clone());
                 self.progress(Line::SetupCommand { repo: &repo, argv });
-                let spawned = match &self.run {
-                    Some(run) => run.spawn(&spec),
-                    None => return true,
+                let Some(local) = &mut self.local else {
+                    return true;
                 };
-                let job = match spawned {
-                    Ok(job) => job,
-                    Err(e) => {
+                let (code, signal, spawn_error) = match run_one(local, &spec, signals).await {
+                    Ran::Exited(code, signal, spawn_error) => (code, signal, spawn_error),
+                    Ran::NotStarted(e) => {
                         failed = Some(format!(
                             "`{}` could not start: failed to {e}",
                             argv.join(" ")
                         ));
                         break;
                     }
-                };
-                let (code, signal, spawn_error) = loop {
-                    tokio::select! {
-                        event = rx.recv() => match event {
-                            Some(Event::Exited {
-                                job: j,
-                                code,
-                                signal,
-                                spawn_error,
-                                ..
-                            }) if j == job => break (code, signal, spawn_error),
-                            Some(_) => {}
-                            None => break (None, None, Some("the run's init stopped".to_owned())),
-                        },
-                        () = signals.recv() => {
-                            if let Some(run) = &self.run {
-                                let _ = run.kill(job);
-                            }
-                            return false;
-                        }
-                    }
+                    Ran::Interrupted => return false,
                 };
                 if code != Some(0) {
                     let seen = inputs.as_ref().map_or(String::new(), |inputs| {
