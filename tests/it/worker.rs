@@ -373,3 +373,41 @@ fn a_worker_refuses_an_address_that_is_not_grpc() {
     );
     assert_codes!(run.status_codes(), ["worker_unusable"]);
 }
+
+/// Debian's Bazel, a real Remote Execution API client, builds a `genrule` on the engine and
+/// `proofgraph worker` executes it: `scripts/bazel-interop.sh` checks that the action ran
+/// remotely (`1 remote`), that its output is right, and that the build after `bazel clean`
+/// is a remote cache hit; the worker's log shows it ran the action, once.
+#[test]
+fn bazel_builds_a_genrule_that_the_worker_executes() {
+    let engine = Engine::start();
+    let worker = WorkerProcess::start(&engine, "worker-bazel", 1);
+    let scratch = tempfile::tempdir().expect("a scratch directory");
+    // `timeout`: Bazel 4.2.3 waits forever for an action no worker takes.
+    let out = std::process::Command::new("timeout")
+        .args(["--kill-after=10", "300"])
+        .arg(crate::support::repo_root().join("scripts/bazel-interop.sh"))
+        .arg(&engine.url)
+        .env("TMPDIR", scratch.path())
+        .env("HOME", scratch.path())
+        .stdin(Stdio::null())
+        .output()
+        .expect("run scripts/bazel-interop.sh");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "bazel-interop failed ({:?}):\n{stdout}\n{stderr}\nworker:\n{}\nengine:\n{}",
+        out.status,
+        worker.log(),
+        engine.log()
+    );
+    assert!(stdout.contains("1 remote"), "{stdout}");
+    assert!(stdout.contains("remote cache hit"), "{stdout}");
+    assert_eq!(
+        worker.log().matches(": done, exit code 0").count(),
+        1,
+        "the worker ran Bazel's one action, once:\n{}",
+        worker.log()
+    );
+}
