@@ -57,7 +57,8 @@ start_engine() {
     local url="postgresql+psycopg2://postgres@127.0.0.1:$port/postgres"
     "$BGD" migrate apply "$url" >"$BENCH_TMP/migrate.log" 2>&1 || { cat "$BENCH_TMP/migrate.log"; die "bgd migrate apply failed"; }
     ENGINE_PORT=$(free_port)
-    sed -n '/^description: proofgraph.s test engine/,/^"#,$/p' "$REPO_ROOT/tests/it/engine_support.rs" | sed '$d' |
+    # The tests' configuration, word for word (tests/it/engine_support.rs, `config`).
+    sed -n '/r#"description: proofgraph.s test engine/,/^"#,$/p' "$REPO_ROOT/tests/it/engine_support.rs" | sed -e '$d' -e 's/^ *r#"//' |
         sed -e "s|{port}|$ENGINE_PORT|" -e "s|{store}|$BENCH_TMP/cas|" -e "s|{database}|$url|" \
             -e "s|{KEEPALIVE_SECS}|6|" -e "s|{INSTANCE}|main|" >"$BENCH_TMP/engine.yml"
     setsid "$BGD" server start "$BENCH_TMP/engine.yml" >"$BENCH_TMP/engine.log" 2>&1 &
