@@ -16,12 +16,9 @@ use std::time::{Duration, Instant};
 
 use bazel_remote_apis::build::bazel::remote::execution::v2 as reapi;
 
-use crate::remote_support::{INSTANCE, bgd};
-use crate::support::free_port;
+use crate::remote_support::{Asking, Bgd, INSTANCE, bgd};
+use crate::support::{free_port, kill_group};
 
-/// How long the server may take to answer its first `GetCapabilities` (~15 s alone on 2
-/// cores; tests start several at once).
-const READY_WITHIN: Duration = Duration::from_secs(240);
 /// How long the database may take to accept connections.
 const DATABASE_READY_WITHIN: Duration = Duration::from_secs(60);
 /// How long after a worker's last `UpdateBotSession` the engine gives its session up and
@@ -215,31 +212,27 @@ impl Drop for Postgres {
     /// A fast shutdown (SIGINT: connections closed, shared memory released), then SIGKILL
     /// to the group if it has not ended within 10 s.
     fn drop(&mut self) {
-        let Some(mut child) = self.child.take() else {
-            return;
-        };
-        let pid = i32::try_from(child.id())
-            .ok()
-            .and_then(rustix::process::Pid::from_raw);
-        if let Some(pid) = pid {
-            let _ = rustix::process::kill_process(pid, rustix::process::Signal::INT);
-        }
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while Instant::now() < deadline {
-            if !matches!(child.try_wait(), Ok(None)) {
-                break;
+        if let Some(child) = self.child.as_mut() {
+            let pid = i32::try_from(child.id())
+                .ok()
+                .and_then(rustix::process::Pid::from_raw);
+            if let Some(pid) = pid {
+                let _ = rustix::process::kill_process(pid, rustix::process::Signal::INT);
             }
-            std::thread::sleep(Duration::from_millis(20));
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while Instant::now() < deadline {
+                if !matches!(child.try_wait(), Ok(None)) {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
         }
-        if let Some(pid) = pid {
-            let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
-        }
-        let _ = child.wait();
+        kill_group(&mut self.child);
     }
 }
 
 /// A BuildGrid engine on 127.0.0.1 with its own database: Capabilities, CAS on disk
-/// (`cas_dir`), ByteStream, an in-memory action cache, Execution and Bots (scheduling on
+/// ([`Engine::blob_path`]), ByteStream, an in-memory action cache, Execution and Bots (scheduling on
 /// `OSFamily` and `ISA`), for the instance [`INSTANCE`].
 pub(crate) struct Engine {
     /// `grpc://127.0.0.1:PORT/main`, what clients and workers are given.
@@ -248,12 +241,7 @@ pub(crate) struct Engine {
     pub(crate) address: String,
     /// Its port.
     pub(crate) port: u16,
-    /// Where its blobs lie on disk: `<cas_dir>/<sha256[..2]>/<sha256[2..]>`.
-    pub(crate) cas_dir: PathBuf,
-    log: PathBuf,
-    child: Option<Child>,
-    /// Its configuration, storage and log (removed when dropped).
-    _dir: tempfile::TempDir,
+    server: Bgd,
     /// Dropped after the server (fields drop in order).
     database: Postgres,
 }
@@ -320,157 +308,51 @@ impl Engine {
     /// until it answers `GetCapabilities` with execution enabled.
     pub(crate) fn start() -> Self {
         let bgd = bgd();
-        let started = Instant::now();
-        // A port free a moment ago can be taken before the server binds it: try another.
-        for attempt in 1.. {
-            let database = Postgres::start();
-            let migrated = Command::new(&bgd)
-                .args(["migrate", "apply", &database.url()])
-                .env_clear()
-                .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-                .output()
-                .unwrap_or_else(|e| panic!("run `{} migrate apply`: {e}", bgd.display()));
-            assert!(
-                migrated.status.success(),
-                "`bgd migrate apply` failed: {}{}\nthe database's log:\n{}",
-                String::from_utf8_lossy(&migrated.stdout),
-                String::from_utf8_lossy(&migrated.stderr),
-                database.log()
-            );
-            let dir = tempfile::Builder::new()
-                .prefix("pg-engine-")
-                .tempdir()
-                .expect("create the engine's directory");
-            let store = dir.path().join("store");
-            let log = dir.path().join("server.log");
-            let port = free_port();
-            let config_path = dir.path().join("buildgrid.yml");
-            fs_err::write(&config_path, config(port, &store, &database.url()))
-                .expect("write the configuration");
-            let out = fs_err::File::create(&log).expect("create the server's log");
-            let err = out.try_clone().expect("share the log");
-            let child = Command::new(&bgd)
-                .args(["server", "start"])
-                .arg(&config_path)
-                .current_dir(dir.path())
-                .env_clear()
-                .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-                .env("HOME", dir.path())
-                .env("PYTHONUNBUFFERED", "1")
-                .stdin(Stdio::null())
-                .stdout(Stdio::from(out.into_parts().0))
-                .stderr(Stdio::from(err.into_parts().0))
-                // Its own process group: dropping it kills it and everything it started.
-                .process_group(0)
-                .spawn()
-                .unwrap_or_else(|e| panic!("start `{}`: {e}", bgd.display()));
-            let mut engine = Engine {
-                url: format!("grpc://127.0.0.1:{port}/{INSTANCE}"),
-                address: format!("grpc://127.0.0.1:{port}"),
-                port,
-                cas_dir: store.join("cas/objects"),
-                log,
-                child: Some(child),
-                _dir: dir,
-                database,
-            };
-            match engine.wait_ready(started) {
-                Ok(()) => return engine,
-                Err(_) if attempt < 3 && engine.log().contains("Failed to bind") => drop(engine),
-                Err(why) => panic!(
-                    "BuildGrid did not answer GetCapabilities on {} ({why}, after {:?}); its log:\n{}",
-                    engine.url,
-                    started.elapsed(),
-                    engine.log()
-                ),
-            }
-        }
-        unreachable!("the loop returns or panics")
-    }
-
-    /// Polls `GetCapabilities` until it answers with execution enabled; `Err` when the
-    /// server exited or the deadline passed.
-    fn wait_ready(&mut self, started: Instant) -> Result<(), String> {
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .expect("a runtime");
-        let endpoint =
-            tonic::transport::Endpoint::from_shared(format!("http://127.0.0.1:{}", self.port))
-                .expect("an endpoint")
-                .connect_timeout(Duration::from_secs(1));
-        loop {
-            if let Some(child) = self.child.as_mut()
-                && let Some(status) = child.try_wait().expect("poll the server")
-            {
-                return Err(format!("it exited with {status}"));
-            }
-            let answer: Result<(), String> = runtime.block_on(async {
-                let channel = endpoint.connect().await.map_err(|e| e.to_string())?;
-                let mut client = reapi::capabilities_client::CapabilitiesClient::new(channel);
-                let call = client.get_capabilities(reapi::GetCapabilitiesRequest {
-                    instance_name: INSTANCE.to_owned(),
-                });
-                match tokio::time::timeout(Duration::from_secs(10), call).await {
-                    Ok(Ok(answer)) => {
-                        let execution = answer.into_inner().execution_capabilities;
-                        if execution.is_some_and(|e| e.exec_enabled) {
-                            Ok(())
-                        } else {
-                            Err("it answered without execution enabled".to_owned())
-                        }
-                    }
-                    Ok(Err(status)) => Err(format!("{:?}: {}", status.code(), status.message())),
-                    Err(_) => Err("no answer in 10 s".to_owned()),
-                }
-            });
-            let Err(last) = answer else {
-                return Ok(());
-            };
-            if started.elapsed() > READY_WITHIN {
-                return Err(format!(
-                    "no answer within {READY_WITHIN:?}; the last try: {last}"
-                ));
-            }
-            std::thread::sleep(Duration::from_millis(250));
+        let database = Postgres::start();
+        let migrated = Command::new(&bgd)
+            .args(["migrate", "apply", &database.url()])
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .output()
+            .unwrap_or_else(|e| panic!("run `{} migrate apply`: {e}", bgd.display()));
+        assert!(
+            migrated.status.success(),
+            "`bgd migrate apply` failed: {}{}\nthe database's log:\n{}",
+            String::from_utf8_lossy(&migrated.stdout),
+            String::from_utf8_lossy(&migrated.stderr),
+            database.log()
+        );
+        let server = Bgd::start(
+            "pg-engine-",
+            |_, port, store| (config(port, store, &database.url()), Asking::default()),
+            |answer| match &answer.execution_capabilities {
+                Some(execution) if execution.exec_enabled => Ok(()),
+                _ => Err("it answered without execution enabled".to_owned()),
+            },
+        );
+        let port = server.port;
+        Engine {
+            url: format!("grpc://127.0.0.1:{port}/{INSTANCE}"),
+            address: format!("grpc://127.0.0.1:{port}"),
+            port,
+            server,
+            database,
         }
     }
 
     /// The path of the blob `sha256` (hex) on the engine's disk.
     pub(crate) fn blob_path(&self, sha256: &str) -> PathBuf {
-        self.cas_dir.join(&sha256[..2]).join(&sha256[2..])
+        self.server.blob_path(sha256)
     }
 
     /// What the server has logged so far.
     pub(crate) fn log(&self) -> String {
-        fs_err::read_to_string(&self.log).unwrap_or_default()
+        self.server.log()
     }
 
     /// What its database has logged so far.
     pub(crate) fn database_log(&self) -> String {
         self.database.log()
-    }
-
-    /// Kills the server and everything it started (SIGKILL), at once; the database stays
-    /// until the engine is dropped.
-    pub(crate) fn kill(&mut self) {
-        let Some(mut child) = self.child.take() else {
-            return;
-        };
-        let pid = i32::try_from(child.id())
-            .ok()
-            .and_then(rustix::process::Pid::from_raw);
-        if let Some(pid) = pid {
-            // The group may be gone already.
-            let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
-        }
-        let _ = child.wait();
-    }
-}
-
-impl Drop for Engine {
-    fn drop(&mut self) {
-        self.kill();
     }
 }
 

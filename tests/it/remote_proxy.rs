@@ -14,7 +14,7 @@ use serde_json::Value;
 
 use crate::remote_http::{CI, Nginx, Served, ci_key, clone, install, origin, prove, runs, summary};
 use crate::remote_support::BuildGrid;
-use crate::support::{Run, Sandbox, assert_codes, assert_emits, free_port};
+use crate::support::{Run, Sandbox, assert_codes, assert_emits, free_port, kill_group};
 
 /// The proxy's user and password, when it asks for them.
 const USER: &str = "ci-runner";
@@ -116,15 +116,7 @@ impl Tinyproxy {
 
 impl Drop for Tinyproxy {
     fn drop(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            let pid = i32::try_from(child.id())
-                .ok()
-                .and_then(rustix::process::Pid::from_raw);
-            if let Some(pid) = pid {
-                let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
-            }
-            let _ = child.wait();
-        }
+        kill_group(&mut self.child);
     }
 }
 

@@ -1,6 +1,8 @@
 //! Real remote caches for the tests, on loopback ports: BuildGrid (the Remote Execution
 //! API over gRPC, from PyPI, pinned in `tools/buildgrid/requirements.txt`), started per
-//! test with a cache-only configuration and killed with its children when dropped.
+//! test with a cache-only configuration and killed with its children when dropped. Its
+//! [`Bgd`] starts, asks and kills any `bgd server` (engine_support.rs's engine with
+//! execution is one too).
 
 use std::os::unix::process::CommandExt as _;
 use std::path::{Path, PathBuf};
@@ -9,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use bazel_remote_apis::build::bazel::remote::execution::v2 as reapi;
 
-use crate::support::{free_port, repo_root};
+use crate::support::{free_port, kill_group, repo_root, signal_group};
 
 /// The instance every test server serves.
 pub(crate) const INSTANCE: &str = "main";
@@ -29,10 +31,7 @@ pub(crate) struct BuildGrid {
     pub(crate) cas_dir: PathBuf,
     /// How long it took to answer its first `GetCapabilities`.
     pub(crate) ready_after: Duration,
-    log: PathBuf,
-    child: Option<Child>,
-    /// Its configuration, storage and log (removed when dropped).
-    dir: tempfile::TempDir,
+    server: Bgd,
 }
 
 /// BuildGrid's `bgd`, from the venv scripts/test.sh installs. Missing, it fails the test
@@ -119,7 +118,7 @@ impl BuildGrid {
 
     /// The certificate of the CA that issued a TLS server's certificate.
     pub(crate) fn ca_file(&self) -> PathBuf {
-        self.dir.path().join("ca.crt")
+        self.server.dir.path().join("ca.crt")
     }
 
     /// Starts a server that refuses every call without the `authorization` metadata
@@ -136,29 +135,123 @@ impl BuildGrid {
     }
 
     fn start_with(auth: Option<(String, String)>, tls: bool) -> Self {
+        let server = Bgd::start(
+            "pg-buildgrid-",
+            |dir, port, store| {
+                let secret = auth.as_ref().map(|(secret, _)| {
+                    let path = dir.join("jwt.secret");
+                    fs_err::write(&path, secret).expect("write the secret");
+                    path
+                });
+                let cert = tls.then(|| certificate(dir));
+                let files = cert
+                    .as_ref()
+                    .map(|(key, cert, _)| (key.as_path(), cert.as_path()));
+                let asking = Asking {
+                    token: auth.as_ref().map(|(_, token)| token.clone()),
+                    trusted: cert.as_ref().map(|(_, _, pem)| pem.clone()),
+                };
+                (config(port, store, secret.as_deref(), files), asking)
+            },
+            |_| Ok(()),
+        );
+        BuildGrid {
+            url: format!(
+                "{}://127.0.0.1:{}/{INSTANCE}",
+                if tls { "grpcs" } else { "grpc" },
+                server.port
+            ),
+            port: server.port,
+            cas_dir: server.cas_dir(),
+            ready_after: server.ready_after,
+            server,
+        }
+    }
+
+    /// The server's process id (its process group's too), while it runs.
+    pub(crate) fn pid(&self) -> Option<u32> {
+        self.server.child.as_ref().map(Child::id)
+    }
+
+    /// The path of the blob `sha256` (hex) on the server's disk.
+    pub(crate) fn blob_path(&self, sha256: &str) -> PathBuf {
+        self.server.blob_path(sha256)
+    }
+
+    /// What the server has logged so far.
+    pub(crate) fn log(&self) -> String {
+        self.server.log()
+    }
+
+    /// Stops the server as a service manager would: SIGTERM, then SIGKILL if it has not
+    /// exited within 10 s.
+    pub(crate) fn stop(&mut self) {
+        if let Some(child) = &self.server.child {
+            signal_group(child, rustix::process::Signal::TERM);
+        }
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline {
+            if self.server.exited() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        self.kill();
+    }
+
+    /// Kills the server and everything it started (SIGKILL), at once.
+    pub(crate) fn kill(&mut self) {
+        self.server.kill();
+    }
+}
+
+/// How to ask a server whether it is ready: with the `authorization` metadata `token`,
+/// over TLS trusting the CA `trusted` (PEM), when given.
+#[derive(Default)]
+pub(crate) struct Asking {
+    pub(crate) token: Option<String>,
+    pub(crate) trusted: Option<String>,
+}
+
+/// A `bgd server start` process on 127.0.0.1, in a directory of its own that holds its
+/// configuration, storage (`store/`) and log, in a process group of its own: killed with
+/// everything it started when dropped. The cache-only [`BuildGrid`] and the engine with
+/// execution (`engine_support::Engine`) are each one, configured apart.
+pub(crate) struct Bgd {
+    /// Its port.
+    pub(crate) port: u16,
+    /// How long it took to answer its first `GetCapabilities` as it had to.
+    pub(crate) ready_after: Duration,
+    log: PathBuf,
+    child: Option<Child>,
+    /// Its configuration, storage and log (removed when dropped).
+    dir: tempfile::TempDir,
+}
+
+impl Bgd {
+    /// Starts `bgd server start` in a new directory named `prefix…`, configured by
+    /// `configure(dir, port, store)` (which may write files in `dir`; blobs go under
+    /// `store`), and waits until `GetCapabilities`, asked as `configure` says, answers and
+    /// `ready` accepts the answer. A port free a moment ago can be taken before the server
+    /// binds it: then it tries another. Panics with the server's log when it never gets
+    /// ready.
+    pub(crate) fn start(
+        prefix: &str,
+        configure: impl Fn(&Path, u16, &Path) -> (String, Asking),
+        ready: impl Fn(&reapi::ServerCapabilities) -> Result<(), String>,
+    ) -> Self {
         let bgd = bgd();
         let started = Instant::now();
-        // A port free a moment ago can be taken before the server binds it: try another.
         for attempt in 1.. {
             let dir = tempfile::Builder::new()
-                .prefix("pg-buildgrid-")
+                .prefix(prefix)
                 .tempdir()
                 .expect("create the server's directory");
-            let store = dir.path().join("store");
-            let log = dir.path().join("server.log");
             let port = free_port();
+            let (text, asking) = configure(dir.path(), port, &dir.path().join("store"));
             let config_path = dir.path().join("buildgrid.yml");
-            let secret = auth.as_ref().map(|(secret, _)| {
-                let path = dir.path().join("jwt.secret");
-                fs_err::write(&path, secret).expect("write the secret");
-                path
-            });
-            let cert = tls.then(|| certificate(dir.path()));
-            let files = cert
-                .as_ref()
-                .map(|(key, cert, _)| (key.as_path(), cert.as_path()));
-            fs_err::write(&config_path, config(port, &store, secret.as_deref(), files))
-                .expect("write the configuration");
+            fs_err::write(&config_path, text).expect("write the configuration");
+            let log = dir.path().join("server.log");
             let out = fs_err::File::create(&log).expect("create the server's log");
             let err = out.try_clone().expect("share the log");
             let child = Command::new(&bgd)
@@ -170,35 +263,27 @@ impl BuildGrid {
                 .env("HOME", dir.path())
                 .env("PYTHONUNBUFFERED", "1")
                 .stdin(Stdio::null())
-                .stdout(std::process::Stdio::from(out.into_parts().0))
-                .stderr(std::process::Stdio::from(err.into_parts().0))
+                .stdout(Stdio::from(out.into_parts().0))
+                .stderr(Stdio::from(err.into_parts().0))
                 // Its own process group: dropping it kills it and everything it started.
                 .process_group(0)
                 .spawn()
                 .unwrap_or_else(|e| panic!("start `{}`: {e}", bgd.display()));
-            let mut server = BuildGrid {
-                url: format!(
-                    "{}://127.0.0.1:{port}/{INSTANCE}",
-                    if tls { "grpcs" } else { "grpc" }
-                ),
+            let mut server = Bgd {
                 port,
-                cas_dir: store.join("cas/objects"),
                 ready_after: Duration::ZERO,
                 log,
                 child: Some(child),
                 dir,
             };
-            let token = auth.as_ref().map(|(_, token)| token.as_str());
-            let trusted = cert.as_ref().map(|(_, _, pem)| pem.as_str());
-            match server.wait_ready(started, token, trusted) {
+            match server.wait_ready(started, &asking, &ready) {
                 Ok(()) => {
                     server.ready_after = started.elapsed();
                     return server;
                 }
                 Err(_) if attempt < 3 && server.log().contains("Failed to bind") => drop(server),
                 Err(why) => panic!(
-                    "BuildGrid did not answer GetCapabilities on {} ({why}, after {:?}); its log:\n{}",
-                    server.url,
+                    "BuildGrid did not answer GetCapabilities on 127.0.0.1:{port} ({why}, after {:?}); its log:\n{}",
                     started.elapsed(),
                     server.log()
                 ),
@@ -207,24 +292,28 @@ impl BuildGrid {
         unreachable!("the loop returns or panics")
     }
 
-    /// Polls `GetCapabilities` (with `token`, over TLS trusting `cert` when given) until
-    /// it answers; `Err` when the server exited or the deadline passed.
+    /// Polls `GetCapabilities` until `ready` accepts its answer; `Err` when the server
+    /// exited or the deadline passed.
     fn wait_ready(
         &mut self,
         started: Instant,
-        token: Option<&str>,
-        cert: Option<&str>,
+        asking: &Asking,
+        ready: &impl Fn(&reapi::ServerCapabilities) -> Result<(), String>,
     ) -> Result<(), String> {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
             .expect("a runtime");
-        let scheme = if cert.is_some() { "https" } else { "http" };
+        let scheme = if asking.trusted.is_some() {
+            "https"
+        } else {
+            "http"
+        };
         let mut endpoint =
             tonic::transport::Endpoint::from_shared(format!("{scheme}://127.0.0.1:{}", self.port))
                 .expect("an endpoint")
                 .connect_timeout(Duration::from_secs(1));
-        if let Some(pem) = cert {
+        if let Some(pem) = &asking.trusted {
             let _ = rustls::crypto::ring::default_provider().install_default();
             endpoint = endpoint
                 .tls_config(
@@ -254,14 +343,14 @@ impl BuildGrid {
                 let mut request = tonic::Request::new(reapi::GetCapabilitiesRequest {
                     instance_name: INSTANCE.to_owned(),
                 });
-                if let Some(token) = token {
+                if let Some(token) = &asking.token {
                     request
                         .metadata_mut()
                         .insert("authorization", token.parse().expect("a metadata value"));
                 }
                 let call = client.get_capabilities(request);
                 match tokio::time::timeout(Duration::from_secs(10), call).await {
-                    Ok(Ok(_)) => Ok(()),
+                    Ok(Ok(answer)) => ready(answer.get_ref()),
                     Ok(Err(status)) => Err(format!("{:?}: {}", status.code(), status.message())),
                     Err(_) => Err("no answer in 10 s".to_owned()),
                 }
@@ -278,14 +367,14 @@ impl BuildGrid {
         }
     }
 
-    /// The server's process id (its process group's too), while it runs.
-    pub(crate) fn pid(&self) -> Option<u32> {
-        self.child.as_ref().map(Child::id)
+    /// Where its blobs lie on disk: `<cas_dir>/<sha256[..2]>/<sha256[2..]>`.
+    pub(crate) fn cas_dir(&self) -> PathBuf {
+        self.dir.path().join("store/cas/objects")
     }
 
     /// The path of the blob `sha256` (hex) on the server's disk.
     pub(crate) fn blob_path(&self, sha256: &str) -> PathBuf {
-        self.cas_dir.join(&sha256[..2]).join(&sha256[2..])
+        self.cas_dir().join(&sha256[..2]).join(&sha256[2..])
     }
 
     /// What the server has logged so far.
@@ -293,26 +382,9 @@ impl BuildGrid {
         fs_err::read_to_string(&self.log).unwrap_or_default()
     }
 
-    /// Stops the server as a service manager would: SIGTERM, then SIGKILL if it has not
-    /// exited within 10 s.
-    pub(crate) fn stop(&mut self) {
-        self.signal(rustix::process::Signal::TERM);
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while Instant::now() < deadline {
-            if self.exited() {
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        self.kill();
-    }
-
     /// Kills the server and everything it started (SIGKILL), at once.
     pub(crate) fn kill(&mut self) {
-        self.signal(rustix::process::Signal::KILL);
-        if let Some(mut child) = self.child.take() {
-            let _ = child.wait();
-        }
+        kill_group(&mut self.child);
     }
 
     fn exited(&mut self) -> bool {
@@ -320,20 +392,9 @@ impl BuildGrid {
             .as_mut()
             .is_none_or(|c| matches!(c.try_wait(), Ok(Some(_)) | Err(_)))
     }
-
-    fn signal(&self, signal: rustix::process::Signal) {
-        let Some(child) = &self.child else { return };
-        let pid = i32::try_from(child.id())
-            .ok()
-            .and_then(rustix::process::Pid::from_raw);
-        if let Some(pid) = pid {
-            // The group may be gone already.
-            let _ = rustix::process::kill_process_group(pid, signal);
-        }
-    }
 }
 
-impl Drop for BuildGrid {
+impl Drop for Bgd {
     fn drop(&mut self) {
         self.kill();
     }

@@ -868,6 +868,26 @@ pub(crate) fn kill_marked(marker: &str) {
     }
 }
 
+/// Sends `signal` to the process group `child` leads (it was started with
+/// `process_group(0)`); the group may be gone already.
+pub(crate) fn signal_group(child: &std::process::Child, signal: rustix::process::Signal) {
+    let pid = i32::try_from(child.id())
+        .ok()
+        .and_then(rustix::process::Pid::from_raw);
+    if let Some(pid) = pid {
+        let _ = rustix::process::kill_process_group(pid, signal);
+    }
+}
+
+/// Kills the process group `child` leads and everything in it (SIGKILL), at once, and
+/// reaps it; nothing when it is gone already.
+pub(crate) fn kill_group(child: &mut Option<std::process::Child>) {
+    if let Some(mut child) = child.take() {
+        signal_group(&child, rustix::process::Signal::KILL);
+        let _ = child.wait();
+    }
+}
+
 /// `config` with proptest's failures kept beside the test's source file
 /// (`worlds.rs` → `worlds.proptest-regressions`), not in a tree parallel to the tests.
 pub(crate) fn beside_source(mut config: ProptestConfig) -> ProptestConfig {
