@@ -10,7 +10,7 @@ use std::time::SystemTime;
 use serde_json::Value;
 
 use crate::recipes::wire;
-use crate::support::{Run, Sandbox, assert_codes, git_commit_all, provider, python_tool};
+use crate::support::{Run, Sandbox, assert_codes, git_commit_all, located, provider, python_tool};
 
 fn prove(sb: &Sandbox, args: &[&str]) -> (Run, Value) {
     let mut all = vec!["prove", "x", "--json"];
@@ -266,26 +266,6 @@ fn a_declared_sccache_serves_compilations_and_a_change_with_its_mtime_put_back_f
     );
     assert_eq!(provider(&doc, "test")["action"], "ran", "{doc}");
     assert!(log(&sb).contains("double(2)"), "{}", log(&sb));
-}
-
-/// Every finding of a `validate --json` document (of the item `only`, when given) as
-/// (code, `line:column`), sorted.
-fn located(doc: &Value, only: Option<&str>) -> Vec<(String, String)> {
-    let mut out: Vec<(String, String)> = doc["items"]
-        .as_array()
-        .expect("items")
-        .iter()
-        .filter(|item| only.is_none_or(|id| item["id"] == id))
-        .flat_map(|item| item["issues"].as_array().into_iter().flatten())
-        .map(|issue| {
-            (
-                issue["code"].as_str().unwrap_or_default().to_owned(),
-                format!("{}:{}", issue["line"], issue["column"]),
-            )
-        })
-        .collect();
-    out.sort();
-    out
 }
 
 /// Caches whose tools judge freshness by modification times, unknown kinds and a

@@ -4,25 +4,7 @@
 
 use serde_json::Value;
 
-use crate::support::{Sandbox, assert_codes, assert_emits};
-
-/// Every finding of a `validate --json` document as (code, `line:column`), sorted.
-fn located(doc: &Value) -> Vec<(String, String)> {
-    let mut out: Vec<(String, String)> = doc["items"]
-        .as_array()
-        .expect("items")
-        .iter()
-        .flat_map(|item| item["issues"].as_array().into_iter().flatten())
-        .map(|issue| {
-            (
-                issue["code"].as_str().unwrap_or_default().to_owned(),
-                format!("{}:{}", issue["line"], issue["column"]),
-            )
-        })
-        .collect();
-    out.sort();
-    out
-}
+use crate::support::{Sandbox, assert_codes, assert_emits, located};
 
 /// The messages of every finding of a `validate --json` document.
 fn messages(doc: &Value) -> String {
@@ -49,7 +31,7 @@ fn a_well_formed_executor_validates() {
         &sb,
         "version: 1\nexecutor:\n  remote: grpcs://engine.example.com:443/main\n  platform: {OSFamily: linux, ISA: x86-64, cores: \"4\"}\n  remoteJobs: 16\n  headersFromEnv: {Authorization: ENGINE_TOKEN}\n  connectTimeoutMs: 1000\n  timeoutMs: 9000\n  minBytesPerSecond: 1024\n",
     );
-    assert_eq!(located(&doc), Vec::<(String, String)>::new(), "{doc}");
+    assert_eq!(located(&doc, None), Vec::<(String, String)>::new(), "{doc}");
 }
 
 /// Each bad value of `executor` is refused where it is written, with the code the same
@@ -172,7 +154,7 @@ fn every_bad_executor_value_is_refused_at_its_position() {
         // The document's own line 1 is `version: 1`.
         let (line, column) = at.split_once(':').expect("line:column");
         let at = format!("{}:{column}", line.parse::<u64>().expect("a line") + 1);
-        let found = located(&doc);
+        let found = located(&doc, None);
         assert_eq!(
             found,
             vec![(code.to_owned(), at.clone())],

@@ -342,6 +342,26 @@ pub(crate) fn issue_codes(doc: &Value) -> Vec<String> {
     out
 }
 
+/// Every finding of a `validate --json` document (of the item `only`, when given) as
+/// (code, `line:column`), sorted.
+pub(crate) fn located(doc: &Value, only: Option<&str>) -> Vec<(String, String)> {
+    let mut out: Vec<(String, String)> = doc["items"]
+        .as_array()
+        .expect("items")
+        .iter()
+        .filter(|item| only.is_none_or(|id| item["id"] == id))
+        .flat_map(|item| item["issues"].as_array().into_iter().flatten())
+        .map(|issue| {
+            (
+                issue["code"].as_str().unwrap_or_default().to_owned(),
+                format!("{}:{}", issue["line"], issue["column"]),
+            )
+        })
+        .collect();
+    out.sort();
+    out
+}
+
 // Asserting that diagnostics are emitted.
 //
 // `tests/it/catalog.rs` counts a code as tested only where a test asserts it
