@@ -365,18 +365,10 @@ pub(crate) mod client {
     use bazel_remote_apis::build::bazel::remote::execution::v2 as reapi;
     use bazel_remote_apis::google::protobuf::Duration as ProtoDuration;
     use prost::Message as _;
-    use sha2::Digest as _;
     use tonic::transport::Channel;
 
     use super::INSTANCE;
-
-    /// The digest of `bytes`.
-    pub(crate) fn digest(bytes: &[u8]) -> reapi::Digest {
-        reapi::Digest {
-            hash: proofgraph_graph::fingerprint::hex(&sha2::Sha256::digest(bytes)),
-            size_bytes: i64::try_from(bytes.len()).expect("a small blob"),
-        }
-    }
+    use crate::remote_support::digest;
 
     /// What an Action runs and sees.
     #[derive(Debug, Clone, Default)]

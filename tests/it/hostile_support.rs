@@ -124,16 +124,9 @@ impl State {
 
     /// Stores `bytes` honestly; their digest.
     pub(crate) fn put(&self, bytes: &[u8]) -> reapi::Digest {
-        use sha2::Digest as _;
-        let hash = sha2::Sha256::digest(bytes)
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect::<String>();
-        self.put_blob(hash.clone(), bytes.to_vec());
-        reapi::Digest {
-            hash,
-            size_bytes: i64::try_from(bytes.len()).expect("a size"),
-        }
+        let digest = crate::remote_support::digest(bytes);
+        self.put_blob(digest.hash.clone(), bytes.to_vec());
+        digest
     }
 
     /// Stores `bytes` under `digest`, whatever they are (a forged blob).

@@ -20,15 +20,8 @@ use proofgraph::store::remote::Settings;
 use prost::Message as _;
 
 use crate::hostile_support::{HostileReapi, Script, State};
+use crate::remote_support::runtime;
 use crate::support::free_port;
-
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("a runtime")
-}
 
 fn settings(url: &str) -> Settings {
     let mut settings = Settings::new(url);

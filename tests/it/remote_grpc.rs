@@ -17,7 +17,7 @@ use proofgraph_graph::fingerprint::Fingerprint;
 use proofgraph_graph::{CapabilityName, ProviderId};
 
 use crate::remote_http::{self, Served};
-use crate::remote_support::{BuildGrid, INSTANCE};
+use crate::remote_support::{BuildGrid, INSTANCE, runtime};
 use crate::support::{Sandbox, assert_emits, assert_port_free, free_port};
 
 /// The end of a backend call's overall deadline, for a call made without the cache
@@ -28,15 +28,6 @@ fn soon() -> Deadline {
 
 /// BuildGrid 0.4.4's batch limit (`MAX_REQUEST_SIZE`, 4 MiB - 1 KiB).
 const BUILDGRID_BATCH: u64 = 4 * 1024 * 1024 - 1024;
-
-/// A runtime like the invocation's (`Context::runtime`): two workers, with timers and I/O.
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("a runtime")
-}
 
 /// `url` with a 1 s connect timeout and a 10 s request deadline.
 fn settings(url: &str) -> Settings {

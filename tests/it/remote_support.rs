@@ -34,6 +34,24 @@ pub(crate) struct BuildGrid {
     server: Bgd,
 }
 
+/// The REAPI digest of `bytes`: their SHA-256 and size.
+pub(crate) fn digest(bytes: &[u8]) -> reapi::Digest {
+    use sha2::Digest as _;
+    reapi::Digest {
+        hash: proofgraph_graph::fingerprint::hex(&sha2::Sha256::digest(bytes)),
+        size_bytes: i64::try_from(bytes.len()).expect("a small blob"),
+    }
+}
+
+/// A runtime like the invocation's (`Context::runtime`): two workers, with timers and I/O.
+pub(crate) fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("a runtime")
+}
+
 /// BuildGrid's `bgd`, from the venv scripts/test.sh installs. Missing, it fails the test
 /// with the commands that install it; it is never skipped.
 pub(crate) fn bgd() -> PathBuf {
