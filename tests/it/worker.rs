@@ -12,7 +12,10 @@ use bazel_remote_apis::build::bazel::remote::execution::v2 as reapi;
 use prost::Message as _;
 
 use crate::engine_support::{Engine, client};
-use crate::support::{Sandbox, assert_codes, assert_no_process_marked, processes_marked};
+use crate::remote_support::runtime;
+use crate::support::{
+    Sandbox, assert_codes, assert_no_process_marked, processes_marked, unique_marker,
+};
 
 /// A `proofgraph worker` process with a home of its own, its stderr (the log) in a file.
 struct WorkerProcess {
@@ -101,14 +104,6 @@ impl Drop for WorkerProcess {
     }
 }
 
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("a runtime")
-}
-
 /// The worker that ran it, and its exit code, from the result.
 fn ran_by(response: &reapi::ExecuteResponse) -> (&str, i32) {
     let result = response.result.as_ref().expect("a result");
@@ -119,9 +114,29 @@ fn ran_by(response: &reapi::ExecuteResponse) -> (&str, i32) {
     (worker, result.exit_code)
 }
 
-/// Waits until a process carrying `marker` runs (the action's command started).
+/// Starts an action that sleeps `secs`, then writes its one output `out`, its command line
+/// carrying `marker`; returns once `worker` executes it and its command runs: the
+/// operation's stream.
 #[track_caller]
-fn wait_for_process(marker: &str) {
+fn start_running(
+    rt: &tokio::runtime::Runtime,
+    channel: &tonic::transport::Channel,
+    worker: &WorkerProcess,
+    marker: &str,
+    secs: u32,
+) -> tonic::Streaming<bazel_remote_apis::google::longrunning::Operation> {
+    let mut spec = client::Spec::new(&[
+        "/bin/sh",
+        "-c",
+        &format!("sleep {secs}; echo finished > out; : {marker}"),
+    ]);
+    spec.outputs = vec!["out".into()];
+    let (action, blobs) = client::action(&spec);
+    let stream = rt.block_on(async {
+        client::upload(channel, blobs).await;
+        client::start(channel, &action).await.1
+    });
+    worker.wait_for(": executing", Duration::from_secs(60));
     let deadline = Instant::now() + Duration::from_secs(30);
     while processes_marked(marker).is_empty() {
         assert!(
@@ -130,12 +145,7 @@ fn wait_for_process(marker: &str) {
         );
         std::thread::sleep(Duration::from_millis(20));
     }
-}
-
-fn unique(label: &str) -> String {
-    let mut b = [0u8; 6];
-    getrandom::fill(&mut b).expect("randomness");
-    format!("{label}{}", proofgraph_graph::fingerprint::hex(&b))
+    stream
 }
 
 /// Outputs, stdout and stderr come back through CAS, each action executes exactly once
@@ -222,10 +232,10 @@ fn an_action_sees_only_its_input_root_and_leaves_nothing_running() {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a port");
     listener.set_nonblocking(true).expect("non-blocking");
     let port = listener.local_addr().expect("an address").port();
-    let canary = unique("canary-");
+    let canary = unique_marker("worker-canary");
     let secret = worker.sb.home().join("secret.txt");
     fs_err::write(&secret, &canary).expect("write the canary");
-    let marker = unique("pgworker-bg-");
+    let marker = unique_marker("worker-bg");
     let rt = runtime();
     rt.block_on(async {
         let channel = client::connect(engine.port).await;
@@ -270,23 +280,10 @@ fn an_action_sees_only_its_input_root_and_leaves_nothing_running() {
 fn a_worker_killed_mid_action_hands_it_to_the_other() {
     let engine = Engine::start();
     let mut first = WorkerProcess::start(&engine, "doomed", 1);
-    let marker = unique("pgworker-kill-");
+    let marker = unique_marker("worker-kill");
     let rt = runtime();
     let channel = rt.block_on(client::connect(engine.port));
-    let spec = client::Spec::new(&[
-        "/bin/sh",
-        "-c",
-        &format!("sleep 4; echo finished > out; : {marker}"),
-    ]);
-    let mut spec = spec;
-    spec.outputs = vec!["out".into()];
-    let (action, blobs) = client::action(&spec);
-    let stream = rt.block_on(async {
-        client::upload(&channel, blobs).await;
-        client::start(&channel, &action).await.1
-    });
-    first.wait_for(": executing", Duration::from_secs(60));
-    wait_for_process(&marker);
+    let stream = start_running(&rt, &channel, &first, &marker, 4);
     first.signal(rustix::process::Signal::KILL);
     first.wait(Duration::from_secs(10));
     // Its action died with it (the sandbox's init has a parent-death signal).
@@ -313,22 +310,10 @@ fn a_worker_killed_mid_action_hands_it_to_the_other() {
 fn sigterm_terminates_the_session_and_kills_the_running_action() {
     let engine = Engine::start();
     let mut first = WorkerProcess::start(&engine, "leaving", 1);
-    let marker = unique("pgworker-term-");
+    let marker = unique_marker("worker-term");
     let rt = runtime();
     let channel = rt.block_on(client::connect(engine.port));
-    let mut spec = client::Spec::new(&[
-        "/bin/sh",
-        "-c",
-        &format!("sleep 3; echo finished > out; : {marker}"),
-    ]);
-    spec.outputs = vec!["out".into()];
-    let (action, blobs) = client::action(&spec);
-    let stream = rt.block_on(async {
-        client::upload(&channel, blobs).await;
-        client::start(&channel, &action).await.1
-    });
-    first.wait_for(": executing", Duration::from_secs(60));
-    wait_for_process(&marker);
+    let stream = start_running(&rt, &channel, &first, &marker, 3);
     first.signal(rustix::process::Signal::TERM);
     assert_eq!(
         first.wait(Duration::from_secs(20)),
