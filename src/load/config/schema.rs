@@ -111,6 +111,21 @@ fn object(description: &str, fields: &[Field], properties: Value, required: &[&s
     })
 }
 
+/// `properties` and the keys that say how a remote is reached besides its URL, which
+/// `cache` and `executor` share (the catalog decoder's `connection`).
+fn with_connection(mut properties: Value) -> Value {
+    if let Value::Object(map) = &mut properties {
+        map.insert(
+            "headersFromEnv".to_owned(),
+            json!({"type": "object", "additionalProperties": id(ENV_NAME)}),
+        );
+        for key in ["connectTimeoutMs", "timeoutMs", "minBytesPerSecond"] {
+            map.insert(key.to_owned(), positive());
+        }
+    }
+    properties
+}
+
 /// A provider, keyed exactly as `execution::PROVIDER_KEYS`.
 fn provider() -> Value {
     let properties = json!({
@@ -260,7 +275,7 @@ fn catalog() -> Value {
     let cache = object(
         "The remote cache (docs/remote-cache.md).",
         &cat::CACHE_FIELDS,
-        json!({
+        with_connection(json!({
             "remote": {
                 "type": "string",
                 "pattern": "^(grpcs?|https?)://",
@@ -269,14 +284,7 @@ fn catalog() -> Value {
                 "type": "string",
                 "pattern": "^(local|remote):(rw|r|w|off)(,(local|remote):(rw|r|w|off))?$",
             },
-            "headersFromEnv": {
-                "type": "object",
-                "additionalProperties": id(ENV_NAME),
-            },
-            "connectTimeoutMs": positive(),
-            "timeoutMs": positive(),
-            "minBytesPerSecond": positive(),
-        }),
+        })),
         &[],
     );
     let logs = object(
@@ -294,7 +302,7 @@ fn catalog() -> Value {
     let executor = object(
         "The remote executor (docs/remote-execution.md).",
         &cat::EXECUTOR_FIELDS,
-        json!({
+        with_connection(json!({
             "remote": {
                 "type": "string",
                 "pattern": "^grpcs?://",
@@ -305,14 +313,7 @@ fn catalog() -> Value {
                 "additionalProperties": text(),
             },
             "remoteJobs": positive(),
-            "headersFromEnv": {
-                "type": "object",
-                "additionalProperties": id(ENV_NAME),
-            },
-            "connectTimeoutMs": positive(),
-            "timeoutMs": positive(),
-            "minBytesPerSecond": positive(),
-        }),
+        })),
         &["remote"],
     );
     json!({
