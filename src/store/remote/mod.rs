@@ -20,9 +20,8 @@ pub use config::{
     CONNECT_TIMEOUT, InstanceProblem, LOOKED_UP_TRUSTED_KEYS, MIN_BYTES_PER_SECOND, Protocol,
     REQUEST_TIMEOUT, Settings, instance,
 };
-pub(crate) use grpc::Grpc;
 pub use retry::Deadline;
-// The remote executor (`run/remote/`) speaks over the same client: its channel, headers,
+// The remote executor (`run/remote/`) and the worker speak over the same client: its channel, headers,
 // deadlines, retries and error texts.
 pub(crate) use grpc::{Grpc, code_name};
 pub(crate) use retry::{Failed, attempts};
