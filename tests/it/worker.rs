@@ -15,7 +15,7 @@ use crate::engine_support::{Engine, client};
 use crate::support::{Sandbox, assert_codes, assert_no_process_marked, processes_marked};
 
 /// A `proofgraph worker` process with a home of its own, its stderr (the log) in a file.
-struct WorkerProcess {
+pub(crate) struct WorkerProcess {
     bot_id: String,
     child: Option<Child>,
     log: PathBuf,
@@ -23,7 +23,7 @@ struct WorkerProcess {
 }
 
 impl WorkerProcess {
-    fn start(engine: &Engine, bot_id: &str, capacity: usize) -> Self {
+    pub(crate) fn start(engine: &Engine, bot_id: &str, capacity: usize) -> Self {
         let sb = Sandbox::new();
         let log = sb.path().join("worker.log");
         let out = fs_err::File::create(&log).expect("the worker's log");
@@ -45,7 +45,7 @@ impl WorkerProcess {
         worker
     }
 
-    fn log(&self) -> String {
+    pub(crate) fn log(&self) -> String {
         fs_err::read_to_string(&self.log).unwrap_or_default()
     }
 
