@@ -115,3 +115,156 @@ pub(super) fn with_files(
     }
     Ok(execution)
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+    use std::path::Path;
+
+    use proofgraph_graph::{Adapter, EnvName, ProviderId, ServiceId};
+
+    use super::*;
+    use crate::run::job::Jobs;
+    use crate::run::layers::Seen;
+    use crate::run::testing::{at, env, node, pid, provider, seal_in};
+
+    /// Prepares `id` of `graph`, its program `program`, seeing `seen`.
+    fn prepared(
+        graph: &proofgraph_graph::SealedGraph,
+        id: &str,
+        program: Program,
+        seen: Vec<Seen>,
+        secrets: &Secrets,
+    ) -> job::Prepared {
+        let caller = env(&[("PATH", "/usr/bin:/bin"), ("TOKEN", "a-long-secret-value")]);
+        let programs: BTreeMap<ProviderId, Option<Program>> =
+            BTreeMap::from([(pid(id), Some(program))]);
+        let services: BTreeMap<ServiceId, Option<Program>> = BTreeMap::new();
+        let sandboxes = BTreeMap::from([
+            (RepoId::root(), PathBuf::from("/sb/root")),
+            (
+                RepoId::parse("lib").expect("an id"),
+                PathBuf::from("/sb/lib"),
+            ),
+        ]);
+        let caches = BTreeMap::new();
+        let jobs = Jobs {
+            env: &caller,
+            run_id: "run1",
+            secrets,
+            programs: &programs,
+            service_programs: &services,
+            sandboxes: &sandboxes,
+            out_dir: Path::new("/runs/r/out"),
+            host_paths: &[],
+            home: Some(Path::new("/home/u")),
+            caches: &caches,
+            stamped: false,
+        };
+        jobs.prepare(node(graph, id), seen).expect("prepared")
+    }
+
+    fn seen(repo: &str, layers: &[&str]) -> Seen {
+        Seen {
+            repo: RepoId::parse(repo).expect("an id"),
+            layers: layers.iter().map(PathBuf::from).collect(),
+            ids: vec!["all".to_owned()],
+        }
+    }
+
+    #[test]
+    fn an_action_lays_out_every_repository_it_sees_under_its_id_and_runs_in_its_own() {
+        let mut unit = provider("unit", Adapter::Command, &["run.sh", "--all"]);
+        unit.env = Some(BTreeMap::from([(
+            EnvName::parse("MODE").expect("a name"),
+            at("ci".to_owned()),
+        )]));
+        unit.timeout_ms = Some(at(9_000));
+        unit.repository = Some(at(RepoId::root()));
+        let graph = seal_in(&["lib"], vec![unit], Vec::new());
+        let secrets = Secrets::new([b"a-long-secret-value".to_vec()]);
+        let prepared = prepared(
+            &graph,
+            "unit",
+            Program::InRepository("run.sh".into()),
+            vec![
+                seen("root", &["/setup/root", "/sb/root"]),
+                seen("lib", &["/sb/lib"]),
+            ],
+            &secrets,
+        );
+        let reports = [
+            (Some(RepoId::root()), "out/b.tap".to_owned()),
+            (Some(RepoId::root()), "out/a.tap".to_owned()),
+            (Some(RepoId::root()), "out/a.tap".to_owned()),
+            // Another repository's report is not this action's output.
+            (
+                Some(RepoId::parse("lib").expect("an id")),
+                "x.tap".to_owned(),
+            ),
+        ];
+        let platform = [("OSFamily".to_owned(), "linux".to_owned())];
+        let (execution, layers) =
+            describe(&prepared, &reports, &platform, &secrets).expect("an action");
+        assert_eq!(execution.argv, ["./run.sh", "--all"]);
+        assert_eq!(execution.working_directory.as_str(), "root");
+        let at = |p: &str| RelPath::new(p).expect("a path");
+        assert_eq!(
+            layers,
+            [
+                (at("root"), PathBuf::from("/setup/root")),
+                (at("root"), PathBuf::from("/sb/root")),
+                (at("lib"), PathBuf::from("/sb/lib")),
+            ]
+        );
+        assert_eq!(execution.outputs, [at("out/a.tap"), at("out/b.tap")]);
+        let vars: BTreeMap<&str, &str> = execution
+            .env
+            .vars()
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
+        assert_eq!(
+            vars,
+            BTreeMap::from([
+                ("HOME", "/tmp"),
+                ("MODE", "ci"),
+                ("PATH", "/usr/bin:/bin"),
+                ("PROOFGRAPH_RUN_ID", "run1"),
+                ("TMPDIR", "/tmp"),
+            ]),
+            "nothing of the caller's but PATH, and no path of this machine"
+        );
+        assert_eq!(execution.platform, platform);
+        assert_eq!(execution.timeout, Duration::from_millis(9_000));
+        assert!(
+            execution.files.is_empty(),
+            "files are read when it is encoded"
+        );
+    }
+
+    #[test]
+    fn a_system_program_is_named_by_its_path_and_a_secret_never_becomes_an_action() {
+        let mut lint = provider("lint", Adapter::Command, &["sh", "-c", "exit 0"]);
+        lint.env = Some(BTreeMap::from([(
+            EnvName::parse("LEAK").expect("a name"),
+            at("x a-long-secret-value".to_owned()),
+        )]));
+        let graph = seal_in(&[], vec![lint], Vec::new());
+        let none = Secrets::none();
+        let clean = prepared(
+            &graph,
+            "lint",
+            Program::Absolute("/usr/bin/sh".into()),
+            vec![seen("root", &["/sb/root"])],
+            &none,
+        );
+        let (execution, _) = describe(&clean, &[], &[], &none).expect("an action");
+        assert_eq!(execution.argv, ["/usr/bin/sh", "-c", "exit 0"]);
+        assert!(execution.outputs.is_empty());
+        let secrets = Secrets::new([b"a-long-secret-value".to_vec()]);
+        let err = describe(&clean, &[], &[], &secrets).expect_err("a secret in its env");
+        assert!(err.contains("`LEAK`") && err.contains("secret"), "{err}");
+        assert!(!err.contains("a-long-secret-value"), "{err}");
+    }
+}

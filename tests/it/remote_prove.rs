@@ -222,6 +222,23 @@ fn twelve_providers_prove_remotely_once_each_as_a_local_prove_would() {
         a.log().matches(": done, exit code").count(),
         "the receipts name the workers that ran them"
     );
+    // `receipt verify` says where a remote receipt ran.
+    let sha = crate::support::receipt(&doc, "suite-2", "test")["sha256"]
+        .as_str()
+        .expect("stored")
+        .to_owned();
+    let verified = sb.run(&sb.work(), &["receipt", "verify", &sha]);
+    verified.expect_code(0);
+    assert!(
+        verified.stdout.contains("ran: remote, on worker `worker-")
+            && verified.stdout.contains(&engine.url),
+        "{}",
+        verified.stdout
+    );
+    let json = sb
+        .run(&sb.work(), &["receipt", "verify", &sha, "--json"])
+        .json();
+    assert_eq!(json["executor"], "remote", "{json}");
     // A local receipt records nothing of an executor (its bytes are what they were).
     for proof in proofs(&local, &local_doc).values() {
         assert!(proof.get("executor").is_none(), "{proof:#}");
