@@ -307,3 +307,96 @@ fn an_engine_stopped_before_the_run_runs_auto_here_and_fails_remote() {
         assert!(proof.get("executor").is_none(), "{proof:#}");
     }
 }
+
+/// SIGINT to a prove whose actions run on the workers: each action is cancelled on the
+/// engine, the workers kill its processes, and prove exits 130.
+#[test]
+fn an_interrupted_prove_cancels_its_actions_and_leaves_no_process_on_the_workers() {
+    use std::time::{Duration, Instant};
+    let engine = Engine::start();
+    let a = WorkerProcess::start(&engine, "worker-a", 2);
+    let b = WorkerProcess::start(&engine, "worker-b", 2);
+    let marker = crate::support::unique_marker("remote-sigint");
+    let sb = Sandbox::new();
+    sb.openspec_root("");
+    sb.write(
+        "proofgraph.yaml",
+        format!(
+            "version: 1\nexecutor:\n  remote: {}\n  platform: {{OSFamily: linux}}\n",
+            engine.url
+        ),
+    );
+    let mut claims = String::from("version: 2\nclaims:\n");
+    let mut providers = String::from("version: 1\nproviders:\n");
+    for i in 1..=3 {
+        claims.push_str(&format!(
+            "  - {{id: slow-{i}, scenario: s, capabilities: [static-analysis]}}\n"
+        ));
+        providers.push_str(&format!(
+            "  slow-{i}:\n    adapter: command\n    capability: static-analysis\n    claims: [slow-{i}]\n    command: [sh, -c, \"sleep 120; echo {i} {marker}\"]\n"
+        ));
+    }
+    sb.write("openspec/changes/slow/proposal.md", "# Slow\n");
+    sb.write("openspec/changes/slow/evidence.yaml", claims);
+    sb.write("openspec/changes/slow/execution.yaml", providers);
+    git_commit_all(&sb.work());
+    let crate::support::Captured { mut child, output } =
+        crate::support::Captured::spawn(sb.proofgraph(&sb.work()).args([
+            "prove",
+            "slow",
+            "--executor",
+            "remote",
+            "--keep-going",
+            "--json",
+        ]));
+    let deadline = Instant::now() + Duration::from_secs(120);
+    // Both workers are running one of its actions.
+    let executing = |w: &WorkerProcess| w.log().matches(": executing").count();
+    while executing(&a) == 0
+        || executing(&b) == 0
+        || crate::support::processes_marked(&marker).len() < executing(&a) + executing(&b)
+    {
+        assert!(
+            Instant::now() < deadline,
+            "the actions never started on both workers; workers:\n{}\n{}",
+            a.log(),
+            b.log()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let pid =
+        rustix::process::Pid::from_raw(i32::try_from(child.id()).expect("a pid")).expect("a pid");
+    rustix::process::kill_process(pid, rustix::process::Signal::INT).expect("SIGINT");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("poll prove") {
+            break status;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("prove did not end after SIGINT");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let run = output.into_run(status);
+    assert_eq!(run.code, Some(130), "{}\n{}", run.stdout, run.stderr);
+    // Each action was cancelled on the engine, and its worker killed its processes.
+    let cancelled = |w: &WorkerProcess| w.log().matches(": cancelled").count();
+    let leased = executing(&a) + executing(&b);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while cancelled(&a) + cancelled(&b) < leased {
+        assert!(
+            Instant::now() < deadline,
+            "the workers were not told to cancel:\n{}\n{}",
+            a.log(),
+            b.log()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    crate::support::assert_no_process_marked(&marker);
+    assert_eq!(
+        a.log().matches(": done, exit code").count() + b.log().matches(": done, exit code").count(),
+        0,
+        "no action ran to its end"
+    );
+}
