@@ -273,8 +273,10 @@ codes! {
     // Remote execution (`prove --executor`, `plan --executor`).
     /// `--executor remote|auto` while `proofgraph.yaml` configures no `executor`.
     ExecutorNotConfigured = "executor_not_configured",
-    /// `prove --executor remote|auto`: this build does not hand providers to an engine yet.
-    RemoteExecutorNotWired = "remote_executor_not_wired",
+    /// `prove --executor remote|auto`: the engine cannot be used (unreachable, no
+    /// execution, no SHA-256) before the run: an error under `remote`, a warning under
+    /// `auto` (everything runs here).
+    RemoteExecutorUnreachable = "remote_executor_unreachable",
     // Signed external results (`evidence verify-ci`).
     /// `evidence verify-ci` names a provider that is not `external` with a `ci` block.
     NotExternal = "not_external",

@@ -198,6 +198,13 @@ fn attempt(
     let jobs = options
         .jobs
         .unwrap_or_else(crate::session::load::default_jobs);
+    let remote = match offload(ctx, &mut e, options, &wanted, jobs) {
+        Ok(remote) => remote,
+        Err(d) => {
+            e.release();
+            return Some(Report::failed(vec![d], Verdict::Invalid));
+        }
+    };
     let bar = progress_bar(ctx, &e);
     bar.line(&format!(
         "prove {name}: {} to run, {} reused ({} sandbox, --jobs {jobs})",
@@ -209,6 +216,7 @@ fn attempt(
     let run = Run {
         ctx,
         options,
+        remote,
         e: &e,
         wanted: &wanted,
         run_id: &run_id,
@@ -368,28 +376,127 @@ fn executor(
         .as_ref()
         .and_then(|c| c.executor.as_ref());
     crate::decide::placement::check(options.executor, configured)?;
-    // WIRE: the remote executor (`run::remote`) is not handed to the dispatcher yet, so
-    // `--executor remote|auto` is refused here rather than run locally as if remote. Wiring
-    // it: `decide::placement::placements(options.executor, graph, &Surroundings { .. })`
-    // says which providers go remote, `decide::placement::remote_jobs(options.remote_jobs,
-    // configured, jobs)` bounds them; then remove this refusal, its code
-    // `remote_executor_not_wired` (base/diagnostic.rs, docs/diagnostics.md) and its test
-    // (tests/it/executor.rs).
-    if options.executor != ExecutorChoice::Local {
-        return Err(crate::base::diagnostic::Diagnostic::error(
-            crate::base::diagnostic::Code::RemoteExecutorNotWired,
-            format!(
-                "`--executor {}`: this build of proofgraph does not hand providers to a remote engine yet, and runs none locally in its place",
-                options.executor.as_str()
-            ),
-        )
-        .surface("prove.executor")
-        .fix(format!(
-            "Run with `--executor local` (the default); `proofgraph plan <change> --executor {}` shows where each provider would run.",
-            options.executor.as_str()
-        )));
-    }
     Ok(())
+}
+
+/// The remote engine the eligible `wanted` providers run on under `--executor
+/// remote|auto`, reached and checked (`GetCapabilities`) before anything runs; `None` when
+/// everything runs here: `--executor local`, no wanted provider is eligible, or (under
+/// `auto`, with a warning in `e`'s notes) the engine cannot be used. Under `remote` an
+/// engine that cannot be used is an error: nothing runs.
+fn offload(
+    ctx: &Context,
+    e: &mut Evaluated,
+    options: &ProveOptions,
+    wanted: &std::collections::BTreeSet<proofgraph_graph::NodeId>,
+    jobs: NonZeroUsize,
+) -> Result<Option<execute::Offload>, crate::base::diagnostic::Diagnostic> {
+    use crate::decide::placement::{Placement, Surroundings, placements, remote_jobs};
+    let catalog = e.loaded.workspace.catalog.as_ref();
+    let Some(configured) = catalog.and_then(|c| c.executor.as_ref()) else {
+        return Ok(None);
+    };
+    if options.executor == ExecutorChoice::Local {
+        return Ok(None);
+    }
+    let graph = &e.loaded.prepared.graph;
+    let home = ctx
+        .env()
+        .var("HOME")
+        .map(std::path::PathBuf::from)
+        .filter(|h| h.is_absolute());
+    let host_paths = Surroundings::host_paths(
+        catalog,
+        ctx.env()
+            .var("PROOFGRAPH_HOST_PATHS")
+            .map(|v| v.as_os_str()),
+        home.as_deref(),
+    );
+    let around = Surroundings {
+        catalog,
+        host_paths: &host_paths,
+        in_place: e.mode == SandboxMode::None,
+    };
+    let programs = e
+        .observed
+        .world
+        .executables
+        .iter()
+        .map(|(id, x)| (id.clone(), std::path::PathBuf::from(&x.path)))
+        .collect();
+    let providers: std::collections::BTreeSet<proofgraph_graph::ProviderId> =
+        placements(options.executor, graph, &programs, &around)
+            .into_iter()
+            .filter(|(id, placed)| {
+                *placed == Placement::Remote
+                    && graph.provider(id).is_some_and(|n| wanted.contains(&n))
+            })
+            .map(|(id, _)| id)
+            .collect();
+    if providers.is_empty() {
+        return Ok(None);
+    }
+    let falls_back = options.executor == ExecutorChoice::Auto;
+    let engine = match reach_engine(ctx, catalog, &mut e.loaded.notes) {
+        Ok(engine) => engine,
+        Err(reason) => {
+            let choice = options.executor.as_str();
+            let fix = if falls_back {
+                "Start the engine (or fix `executor.remote`) to run eligible providers on it; this run's results are local and as valid."
+            } else {
+                "Start the engine or fix `executor.remote` in proofgraph.yaml, or run with `--executor auto` (runs everything here when the engine cannot be reached) or `--executor local`."
+            };
+            let diagnostic = if falls_back {
+                crate::base::diagnostic::Diagnostic::warning(
+                    crate::base::diagnostic::Code::RemoteExecutorUnreachable,
+                    format!(
+                        "`--executor {choice}`: the remote engine cannot be used ({reason}); every provider runs on this machine, in the same sandbox as ever"
+                    ),
+                )
+            } else {
+                crate::base::diagnostic::Diagnostic::error(
+                    crate::base::diagnostic::Code::RemoteExecutorUnreachable,
+                    format!(
+                        "`--executor {choice}`: the remote engine cannot be used ({reason}), and no provider runs on this machine in its place"
+                    ),
+                )
+            };
+            let diagnostic = diagnostic.surface("executor.remote").fix(fix);
+            if falls_back {
+                e.loaded.notes.push(diagnostic);
+                return Ok(None);
+            }
+            return Err(diagnostic);
+        }
+    };
+    Ok(Some(execute::Offload {
+        engine: std::sync::Arc::new(engine),
+        providers,
+        jobs: remote_jobs(options.remote_jobs, Some(configured), jobs),
+        falls_back,
+        platform: configured
+            .platform
+            .iter()
+            .map(|(k, v)| (k.clone(), v.value.clone()))
+            .collect(),
+    }))
+}
+
+/// The workspace's engine, opened by the cache's rules and asked for its capabilities
+/// (execution enabled, SHA-256), on the invocation's runtime; else why it cannot be used.
+fn reach_engine(
+    ctx: &Context,
+    catalog: Option<&crate::load::config::catalog::Catalog>,
+    notes: &mut Vec<crate::base::diagnostic::Diagnostic>,
+) -> Result<crate::run::remote::Engine, String> {
+    let settings = crate::session::remote_choice::executor_settings(ctx, catalog, notes)
+        .ok_or_else(|| "its connection settings cannot be used (see above)".to_owned())?;
+    let engine = crate::run::remote::Engine::open(&settings).map_err(|e| e.to_string())?;
+    let runtime = ctx.runtime().map_err(|d| d.message.clone())?;
+    runtime
+        .block_on(engine.check())
+        .map_err(|e| format!("failed to {e}"))?;
+    Ok(engine)
 }
 
 /// What running the wanted providers gave.
@@ -406,6 +513,7 @@ struct Ran {
 struct Run<'a> {
     ctx: &'a Context,
     options: &'a ProveOptions,
+    remote: Option<execute::Offload>,
     e: &'a Evaluated,
     wanted: &'a std::collections::BTreeSet<proofgraph_graph::NodeId>,
     run_id: &'a str,
@@ -477,6 +585,7 @@ impl Run<'_> {
             stream: self.stream,
             upload: self.upload,
             trees: None,
+            remote: self.remote,
             progress: &|p: Progress<'_>| match p {
                 Progress::Line(line) => bar.line(&line.to_string()),
                 Progress::Status {

@@ -38,6 +38,15 @@ pub struct ReceiptPayload {
     /// Whether that is the provider's binding now (null when the change or
     /// provider is not in this workspace).
     pub current: Option<bool>,
+    /// Where its command ran, when not on the machine that signed it (`remote`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub executor: Option<&'static str>,
+    /// The remote engine that ran it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub engine: Option<String>,
+    /// The engine's worker that ran it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub worker: Option<String>,
     /// The OpenSpec root.
     pub root: Option<RootOutput>,
 }
@@ -65,6 +74,14 @@ impl Payload for ReceiptPayload {
                 "current: unknown (the change or provider is not in this workspace)"
             ),
         };
+        if let Some(executor) = self.executor {
+            let _ = writeln!(
+                out,
+                "ran: {executor}, on worker `{}` of {} (as trustworthy as that engine and its workers)",
+                self.worker.as_deref().unwrap_or(""),
+                self.engine.as_deref().unwrap_or("")
+            );
+        }
         if let Some(sha) = &self.sha256 {
             let _ = writeln!(
                 out,
@@ -122,6 +139,9 @@ pub fn verify(ctx: &Context, what: &str) -> Report<ReceiptPayload> {
     payload.capability = Some(proof.capability.to_string());
     payload.outcome = Some(proof.outcome);
     payload.binding = Some(proof.binding.to_hex());
+    payload.executor = proof.executor.map(receipt::RanBy::as_str);
+    payload.engine = proof.engine.clone();
+    payload.worker = proof.worker.clone();
     Report {
         payload: Some(payload),
         status: Vec::new(),

@@ -335,6 +335,8 @@ impl Runner<'_> {
             stream: None,
             upload: None,
             trees: Some(&self.recorded_inputs),
+            // A receipt is re-executed here, whatever ran it.
+            remote: None,
         };
         let runtime = self.ctx.runtime().map_err(|d| vec![d])?;
         let mut executed = match execute::execute(&plan, &wanted, &runtime) {

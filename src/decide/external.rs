@@ -309,6 +309,9 @@ pub fn receipts(accepted: &Accepted, imported: &Imported<'_>) -> (Vec<Proof>, Te
         trees: BTreeMap::new(),
         commits: BTreeMap::new(),
         executed: None,
+        executor: None,
+        engine: None,
+        worker: None,
     };
     let tests = TestNames {
         passed: accepted.passed_tests.clone(),

@@ -365,6 +365,36 @@ pub struct Proof {
     /// not be read is listed with an empty digest, which nothing matches.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub executed: Option<Vec<ExecutedProgram>>,
+    /// Where the command ran, when not on the machine that signed the receipt: `remote`,
+    /// a Remote Execution API engine (absent: here, and in every receipt made before
+    /// remote execution). A remote result is as trustworthy as the engine and its
+    /// workers: what the worker executed is not bound by the fingerprint.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub executor: Option<RanBy>,
+    /// The engine's address (without credentials), when `executor` is `remote`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub engine: Option<String>,
+    /// The worker that ran it, as the engine's `ExecutedActionMetadata` names it, when
+    /// `executor` is `remote`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub worker: Option<String>,
+}
+
+/// What ran a receipt's command, when not this machine's sandbox.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RanBy {
+    /// A Remote Execution API engine's worker.
+    Remote,
+}
+
+impl RanBy {
+    /// The name a receipt records.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RanBy::Remote => "remote",
+        }
+    }
 }
 
 /// A program a job executed, as its receipt binds it.
@@ -481,6 +511,9 @@ impl Proof {
             trees: std::collections::BTreeMap::new(),
             commits: std::collections::BTreeMap::new(),
             executed: None,
+            executor: None,
+            engine: None,
+            worker: None,
         }
     }
 }

@@ -27,6 +27,8 @@ pub(super) struct Finished {
     /// What its processes executed from outside the run's own directories, as the
     /// receipt binds it; `None` when not recorded.
     pub(super) executed: Option<Vec<receipt::ExecutedProgram>>,
+    /// Where it ran, when a remote engine ran it (none: on this machine).
+    pub(super) ran_on: Option<super::executor::RanOn>,
 }
 
 impl Finished {
@@ -44,6 +46,7 @@ impl Finished {
             not_started: false,
             dirs: super::layers::ExecDirs::default(),
             executed: None,
+            ran_on: None,
         }
     }
 
@@ -64,6 +67,7 @@ impl Finished {
             not_started: false,
             dirs: super::layers::ExecDirs::default(),
             executed: None,
+            ran_on: None,
         }
     }
 }

@@ -20,8 +20,9 @@ use super::heartbeat::Heartbeat;
 use super::layers::Worlds;
 use super::local_run::LocalRun;
 use super::recorder::Recorder;
+use super::remote_run::RemoteRun;
 use super::sandboxes::Sandboxes;
-use super::scheduling::{Core, Event, Routing};
+use super::scheduling::{Core, Event, Fallback, Routing, admitted};
 use super::shell::{Shell, ShellCommand};
 use super::signals::Signals;
 
@@ -54,13 +55,22 @@ impl<'p, 'a> Dispatcher<'p, 'a> {
         recorder: Recorder,
         diagnostics: Vec<Diagnostic>,
     ) -> Self {
-        let routing = Routing::local(plan.jobs);
+        let (routing, remote) = match &plan.remote {
+            Some(offload) => (
+                routing(plan, offload),
+                Some(RemoteRun::new(
+                    std::sync::Arc::clone(&offload.engine),
+                    tokio::runtime::Handle::current(),
+                )),
+            ),
+            None => (Routing::local(plan.jobs), None),
+        };
         Dispatcher {
             core: Core::new(plan.graph, wanted, plan.keep_going, routing),
             shell: Shell {
                 plan,
                 local,
-                remote: None,
+                remote,
                 isolation,
                 sandboxes,
                 worlds,
@@ -95,6 +105,10 @@ impl<'p, 'a> Dispatcher<'p, 'a> {
         }
         if let Some(local) = self.shell.local.take() {
             local.shutdown();
+        }
+        // Every action still on the engine is cancelled there.
+        if let Some(remote) = self.shell.remote.take() {
+            remote.shutdown().await;
         }
         let leftovers = self.core.leftovers(wanted, interrupted);
         self.shell.conclude(leftovers, self.core.scheduler());
@@ -143,7 +157,7 @@ impl<'p, 'a> Dispatcher<'p, 'a> {
                 let Shell { local, remote, .. } = &mut self.shell;
                 tokio::select! {
                     () = quiet => Woke::Tick,
-                    event = next_event(local.as_mut(), remote.as_deref_mut()) => Woke::Event(event),
+                    event = next_event(local.as_mut(), remote.as_mut()) => Woke::Event(event),
                     () = signals.recv() => Woke::Signal,
                 }
             };
@@ -177,6 +191,9 @@ impl<'p, 'a> Dispatcher<'p, 'a> {
             ExecEvent::Ready(job) => Event::Ready(job),
             ExecEvent::NotReady { job, reason } => Event::NotReady { job, reason },
             ExecEvent::Lost { job, reason } => Event::Lost { job, reason },
+            ExecEvent::Stage { provider, stage } => {
+                return self.shell.remote_stage(&provider, &stage);
+            }
             ExecEvent::Failed { reason } => {
                 self.shell.diagnostics.push(diag(
                     Code::IsolationUnavailable,
@@ -219,7 +236,7 @@ enum Woke {
 /// The next event of either executor (the remote one, when there is one, too).
 async fn next_event(
     local: Option<&mut LocalRun>,
-    remote: Option<&mut (dyn Executor + 'static)>,
+    remote: Option<&mut RemoteRun>,
 ) -> Option<ExecEvent> {
     async fn one(executor: Option<&mut (dyn Executor + 'static)>) -> Option<ExecEvent> {
         match executor {
@@ -229,6 +246,25 @@ async fn next_event(
     }
     tokio::select! {
         event = one(local.map(|l| l as &mut (dyn Executor + 'static))) => event,
-        event = one(remote) => event,
+        event = one(remote.map(|r| r as &mut (dyn Executor + 'static))) => event,
+    }
+}
+
+/// Where each provider's execution runs when `offload` takes the eligible ones: those it
+/// names on the engine, at most its `jobs` at once, the rest here.
+fn routing(plan: &Plan<'_>, offload: &super::handoff::Offload) -> Routing {
+    Routing {
+        local: admitted(plan.jobs),
+        remote: offload.jobs.get(),
+        remote_nodes: offload
+            .providers
+            .iter()
+            .filter_map(|id| plan.graph.provider(id))
+            .collect(),
+        fallback: if offload.falls_back {
+            Fallback::Local
+        } else {
+            Fallback::Fail
+        },
     }
 }

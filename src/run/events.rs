@@ -83,6 +83,14 @@ pub enum Line<'s> {
         /// The provider.
         provider: &'s ProviderId,
     },
+    /// Where a provider's action on the remote engine stands (`queued`, `executing on
+    /// <worker>`).
+    RemoteStage {
+        /// The provider.
+        provider: &'s str,
+        /// What the engine said.
+        stage: &'s crate::run::remote::Stage,
+    },
     /// A provider's execution, which the remote executor lost, runs on this machine,
     /// sandboxed as any local one.
     RunsLocally {
@@ -178,6 +186,15 @@ impl fmt::Display for Line<'_> {
                 write!(f, ")")
             }
             Line::Output { provider, line } => write!(f, "  {provider} | {line}"),
+            Line::RemoteStage { provider, stage } => match stage {
+                crate::run::remote::Stage::Queued => write!(f, "  remote  {provider}: queued"),
+                crate::run::remote::Stage::Executing { worker: Some(w) } => {
+                    write!(f, "  remote  {provider}: executing on {w}")
+                }
+                crate::run::remote::Stage::Executing { worker: None } => {
+                    write!(f, "  remote  {provider}: executing")
+                }
+            },
             Line::RunsLocally { provider, reason } => write!(
                 f,
                 "  local   {provider}: the remote executor lost its execution ({reason}); running it on this machine, sandboxed"

@@ -24,7 +24,7 @@ use proofgraph_sandbox::{Isolation, Run, RunConfig};
 
 use crate::base::diagnostic::{Code, Diagnostic};
 
-pub use super::handoff::{Executed, Plan, Stopped};
+pub use super::handoff::{Executed, Offload, Plan, Stopped};
 
 use super::event_loop::{Dispatched, Dispatcher};
 use super::events::{Line, Progress};

@@ -3,10 +3,12 @@
 //! [`JobRef`] and routes each to an executor ([`Where`]); the loop (`event_loop.rs`)
 //! carries the core's commands to the executor and its events back.
 //!
-//! Implemented by the local sandbox run (`local_run.rs`). A remote engine implements it
-//! too: it is given provider executions only (never a service or a probe, which need the
-//! run's network), and it may report a job [`ExecEvent::Lost`] when it cannot say how
-//! the job ended (the engine went away); the core then runs the job here or fails it.
+//! Implemented by the local sandbox run (`local_run.rs`) and by a remote engine
+//! (`remote_run.rs`): the engine is given provider actions only ([`Work::Action`], never a
+//! service or a probe, which need the run's network), reports where each stands
+//! ([`ExecEvent::Stage`]), and reports a job [`ExecEvent::Lost`] when it cannot say how
+//! the job ended (the engine went away, refused it, or lost it); the core then runs the
+//! job here or fails it.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -36,6 +38,37 @@ pub(super) enum Work {
     Service(JobSpec),
     /// A service's readiness probe, inside the run's network (local only).
     Probe(ProbeSpec),
+    /// A provider's execution as an action for a remote engine (remote only).
+    Action(Box<RemoteJob>),
+}
+
+/// A provider's execution as a remote engine runs it: the action, and where what comes
+/// back lands on this machine.
+#[derive(Debug, Clone)]
+pub(super) struct RemoteJob {
+    /// The provider (for progress lines).
+    pub(super) provider: String,
+    /// The action: its argv, working directory, environment, outputs (its files are
+    /// read from `layers` when it is encoded).
+    pub(super) execution: crate::run::remote::Execution,
+    /// Each layer of its input root, under its place there, top first.
+    pub(super) layers: Vec<(crate::run::remote::RelPath, std::path::PathBuf)>,
+    /// Where its declared outputs are written (its working directory's `written`
+    /// directory: where the local judge reads a report).
+    pub(super) outputs: std::path::PathBuf,
+    /// Where its stdout and stderr are written, redacted, as a local job's log.
+    pub(super) log: std::path::PathBuf,
+    /// What the log is redacted of.
+    pub(super) redact: Vec<Vec<u8>>,
+}
+
+/// Where a job that a remote engine ran ran: what its receipt records.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct RanOn {
+    /// The engine's address.
+    pub(super) engine: String,
+    /// The worker, as the engine's `ExecutedActionMetadata` names it.
+    pub(super) worker: String,
 }
 
 /// How a job ended, as its executor saw it.
@@ -57,6 +90,11 @@ pub(super) struct Exit {
     pub(super) started: bool,
     /// What its processes executed, when that was recorded.
     pub(super) executed: Option<Recorded>,
+    /// Where it ran, when a remote engine ran it.
+    pub(super) ran_on: Option<RanOn>,
+    /// Why what came back does not count (a remote result that failed its checks, or
+    /// that the engine answered from its cache): the job ended in an error.
+    pub(super) refused: Option<String>,
 }
 
 /// What an executor reports.
@@ -78,8 +116,14 @@ pub(super) enum ExecEvent {
         /// What its last attempt saw.
         reason: String,
     },
+    /// Where a remote job stands (`queued`, `executing on <worker>`), for a line.
+    Stage {
+        /// The provider.
+        provider: String,
+        /// What the engine said.
+        stage: crate::run::remote::Stage,
+    },
     /// The executor cannot say how a job ended (a remote engine went away).
-    #[expect(dead_code, reason = "no remote executor is wired in yet (issue 26)")]
     Lost {
         /// The job.
         job: JobRef,

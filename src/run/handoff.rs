@@ -64,6 +64,25 @@ pub struct Plan<'a> {
     /// sandboxes were rebuilt from exactly these); `None` records each receipt's own into
     /// its repositories' git (see [`crate::observe::record`]).
     pub trees: Option<&'a crate::observe::input_trees::Recorded>,
+    /// The remote engine eligible providers are handed to (`--executor remote|auto`),
+    /// reached and checked before the run; none: everything runs here.
+    pub remote: Option<Offload>,
+}
+
+/// Which providers a remote engine runs, how many at once, and what a fault of it
+/// becomes.
+pub struct Offload {
+    /// The engine, its capabilities checked.
+    pub engine: std::sync::Arc<crate::run::remote::Engine>,
+    /// The providers placed on it (`decide::placement`).
+    pub providers: std::collections::BTreeSet<proofgraph_graph::ProviderId>,
+    /// How many of its actions may be in flight at once (`--remote-jobs`).
+    pub jobs: NonZeroUsize,
+    /// Whether a job it loses runs here, sandboxed as any local job (`auto`), instead of
+    /// failing its providers (`remote`).
+    pub falls_back: bool,
+    /// The platform properties every action asks for (`executor.platform`).
+    pub platform: Vec<(String, String)>,
 }
 
 /// The result of a run.

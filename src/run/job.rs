@@ -72,9 +72,9 @@ pub(super) struct Jobs<'a> {
 pub(super) struct Prepared {
     pub(super) key: ExecKey,
     /// The program to execute.
-    program: Program,
+    pub(super) program: Program,
     /// The repository it runs in.
-    runs_in: Option<RepoId>,
+    pub(super) runs_in: Option<RepoId>,
     /// Where Playwright writes its JSON report, for a `playwright` provider, and the
     /// directory of the provider's own it lies in (writable in its world).
     pub(super) playwright_report: Option<PathBuf>,

@@ -418,6 +418,19 @@ impl Worlds {
         Ok((world, dirs))
     }
 
+    /// A new, empty directory of this run where what a remote execution of `repo` sends
+    /// back lands (`<run>/remote/<n>/<repo>`): no local world is made for it.
+    pub(super) fn remote_dir(&mut self, repo: &RepoId) -> Result<PathBuf, String> {
+        self.next += 1;
+        let dir = self
+            .run_dir
+            .join("remote")
+            .join(self.next.to_string())
+            .join(repo.as_str());
+        fs_err::create_dir_all(&dir).map_err(|e| e.to_string())?;
+        Ok(dir)
+    }
+
     /// The world a repository's uncached setup runs in: the repository's snapshot under a
     /// layer of its own (`<run>/setup-layers/<repo>`), which becomes every later
     /// execution's top layer of that repository (`set_up`); without a mount namespace,

@@ -80,6 +80,8 @@ impl LocalRun {
                     spawn_error,
                     started,
                     executed,
+                    ran_on: None,
+                    refused: None,
                 },
             },
             Event::Ready { .. } => ExecEvent::Ready(job),
@@ -94,6 +96,11 @@ impl Executor for LocalRun {
         let started = match work {
             Work::Provider(spec) | Work::Service(spec) => self.run.spawn(spec),
             Work::Probe(spec) => self.run.probe(spec),
+            Work::Action(_) => {
+                return Err(
+                    "hand an action to the run: it runs jobs, not remote actions".to_owned(),
+                );
+            }
         };
         let id = started.map_err(|e| e.to_string())?;
         self.refs.insert(id, job);

@@ -114,6 +114,7 @@ impl Shell<'_, '_> {
             dirs: super::layers::ExecDirs::default(),
             // Judged in-process: it executed nothing.
             executed: Some(Vec::new()),
+            ran_on: None,
         }
     }
 
@@ -130,19 +131,33 @@ impl Shell<'_, '_> {
         let Some(p) = self.plan.graph.node(node).provider() else {
             return not_started("it is not a provider".to_owned(), false);
         };
-        let (world, dirs) = match self.world_of(p, &prepared) {
-            Ok(made) => made,
-            Err(reason) => {
-                return not_started(format!("its world could not be made: {reason}"), false);
+        let log = self.log_path(p.spec.id.value.as_str());
+        let (work, dirs) = match on {
+            // No local world is made for a job the engine runs.
+            Where::Remote => match self.remote_job(p, &prepared, &log) {
+                Ok(made) => made,
+                // It cannot be an action: it runs here, or fails, as the engine's loss would.
+                Err(reason) => return Event::Lost { job, reason },
+            },
+            Where::Local => {
+                let (world, dirs) = match self.world_of(p, &prepared) {
+                    Ok(made) => made,
+                    Err(reason) => {
+                        return not_started(
+                            format!("its world could not be made: {reason}"),
+                            false,
+                        );
+                    }
+                };
+                let hold = !judge::judged_by_exit_status(p);
+                let (_, spec) = prepared.into_job(log.clone(), hold, world, &dirs);
+                (Work::Provider(spec), dirs)
             }
         };
-        let log = self.log_path(p.spec.id.value.as_str());
-        let hold = !judge::judged_by_exit_status(p);
-        let (_, spec) = prepared.into_job(log.clone(), hold, world, &dirs);
         let Some(executor) = self.executor(on) else {
             return not_started("no run was started".to_owned(), false);
         };
-        if let Err(e) = executor.start(job, &Work::Provider(spec)) {
+        if let Err(e) = executor.start(job, &work) {
             return not_started(
                 format!("its command could not be started: failed to {e}"),
                 true,
@@ -156,6 +171,51 @@ impl Shell<'_, '_> {
         self.status();
         self.started.insert(job, (dirs, log));
         Event::Started(job)
+    }
+
+    /// `prepared` as an action for the remote engine, and where what it sends back lands:
+    /// its outputs in a new directory of the run (read as the execution's `written`
+    /// directory of its repository), its stdout and stderr in `log`.
+    fn remote_job(
+        &mut self,
+        p: &ProviderNode,
+        prepared: &job::Prepared,
+        log: &Path,
+    ) -> Result<(Work, ExecDirs), String> {
+        let Some(offload) = &self.plan.remote else {
+            return Err("no remote engine was reached for this run".to_owned());
+        };
+        let Some(repo) = p.runs_in.as_ref() else {
+            return Err("it runs in no repository".to_owned());
+        };
+        let reports = self
+            .reports
+            .get(&prepared.key)
+            .map(Vec::as_slice)
+            .unwrap_or_default();
+        let (execution, layers) =
+            super::offload::describe(prepared, reports, &offload.platform, self.plan.secrets)?;
+        let written = self
+            .worlds
+            .remote_dir(repo)
+            .map_err(|e| format!("the directory its outputs land in could not be made: {e}"))?;
+        let mut dirs = ExecDirs::default();
+        dirs.repos.insert(
+            repo.clone(),
+            super::layers::ExecDir {
+                at: written.clone(),
+                written: written.clone(),
+            },
+        );
+        let action = super::executor::RemoteJob {
+            provider: p.spec.id.value.to_string(),
+            execution,
+            layers,
+            outputs: written,
+            log: log.to_path_buf(),
+            redact: self.plan.secrets.patterns().to_vec(),
+        };
+        Ok((Work::Action(Box::new(action)), dirs))
     }
 
     /// The world `prepared` runs in, and where its repositories are in it. Nothing left

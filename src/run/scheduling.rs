@@ -114,10 +114,6 @@ impl Routing {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Fallback {
     /// It runs here, sandboxed as any local job (`--executor auto`).
-    #[cfg_attr(
-        not(test),
-        expect(dead_code, reason = "no remote executor is wired in yet (issue 26)")
-    )]
     Local,
     /// Its providers fail, saying why (`--executor remote`).
     Fail,

@@ -25,6 +25,7 @@ use super::job::{self, ExecKey, Jobs};
 use super::layers::{ExecDirs, Worlds};
 use super::local_run::LocalRun;
 use super::recorder::{Persist, Persisted, Recorder};
+use super::remote_run::RemoteRun;
 use super::sandboxes::Sandboxes;
 use super::scheduling::{Command, Event, Host, Note, Prepared, Start};
 
@@ -36,8 +37,8 @@ pub(super) struct Shell<'p, 'a> {
     pub(super) plan: &'p Plan<'a>,
     /// The run's own sandbox (absent when nothing runs a command).
     pub(super) local: Option<LocalRun>,
-    /// A remote execution engine (none yet).
-    pub(super) remote: Option<Box<dyn Executor>>,
+    /// The remote execution engine, when eligible providers run on one.
+    pub(super) remote: Option<RemoteRun>,
     /// How isolated the run is (what receipts record; whether a port in use is refused).
     pub(super) isolation: RunIsolation,
     pub(super) sandboxes: Sandboxes,
@@ -81,6 +82,14 @@ impl Host for Shell<'_, '_> {
 
     fn finished(&mut self, job: JobRef, exit: Exit) -> Finished {
         let (dirs, log) = self.started.remove(&job).unwrap_or_default();
+        // What came back from an engine and does not count is an error, never a verdict.
+        if let Some(reason) = exit.refused {
+            return Finished {
+                dirs,
+                ran_on: exit.ran_on,
+                ..Finished::error_now(reason)
+            };
+        }
         let not_started = exit.spawn_error.is_some();
         let ended = ended::ended(
             exit.code,
@@ -106,6 +115,7 @@ impl Host for Shell<'_, '_> {
             not_started,
             dirs,
             executed,
+            ran_on: exit.ran_on,
             ..Finished::ran(ended, log, exit.duration, std::time::SystemTime::now())
         }
     }
@@ -179,7 +189,10 @@ impl Shell<'_, '_> {
                 .local
                 .as_mut()
                 .map(|l| l as &mut (dyn Executor + 'static)),
-            Where::Remote => self.remote.as_deref_mut(),
+            Where::Remote => self
+                .remote
+                .as_mut()
+                .map(|r| r as &mut (dyn Executor + 'static)),
         }
     }
 
@@ -248,6 +261,11 @@ impl Shell<'_, '_> {
         self.running.remove(pid.as_str());
         self.status();
         events
+    }
+
+    /// Says where a provider's action on the remote engine stands.
+    pub(super) fn remote_stage(&self, provider: &str, stage: &crate::run::remote::Stage) {
+        self.progress(Line::RemoteStage { provider, stage });
     }
 
     pub(super) fn progress(&self, line: Line<'_>) {

@@ -316,6 +316,12 @@ impl<'a> Writer<'a> {
                 trees: trees.trees.clone(),
                 commits: trees.commits.clone(),
                 executed: finished.executed.clone(),
+                executor: finished
+                    .ran_on
+                    .as_ref()
+                    .map(|_| crate::proof::receipt::RanBy::Remote),
+                engine: finished.ran_on.as_ref().map(|r| r.engine.clone()),
+                worker: finished.ran_on.as_ref().map(|r| r.worker.clone()),
             };
             match receipt::write(store, self.key, proof, &judged.tests, self.secrets) {
                 Ok((sha, proof)) => {

@@ -353,10 +353,11 @@ impl Job {
         ];
         let mut args = self.argv.iter();
         if let Some(first) = args.next() {
-            // A relative path with a `/` is the input root's (REAPI); a bare name is looked
-            // up in the action's PATH by the shell.
+            // A relative path with a `/` is relative to the working directory (REAPI's
+            // `Command.arguments`); a bare name is looked up in the action's PATH by the
+            // shell.
             if first.contains('/') && !first.starts_with('/') {
-                argv.push(self.root.join(first).into_os_string());
+                argv.push(self.working.join(first).into_os_string());
             } else {
                 argv.push(first.into());
             }

@@ -387,27 +387,78 @@ fn remote_or_auto_without_an_executor_is_refused() {
     }
 }
 
-/// Until the remote executor is wired into `prove`, `--executor remote|auto` is refused
-/// with a code of its own, never run locally as if remote.
+/// An engine that cannot be reached before the run: under `remote` nothing runs and
+/// `prove` exits 3 saying why; under `auto` every provider runs here, in the same sandbox,
+/// with one warning and the exit code a local prove has.
 #[test]
-fn prove_refuses_remote_execution_until_it_is_wired() {
+fn an_engine_unreachable_before_the_run_fails_remote_and_runs_auto_here() {
+    let port = crate::support::free_port();
+    let catalog = format!(
+        "version: 1\nexecutor:\n  remote: grpc://127.0.0.1:{port}/main\n  platform: {{OSFamily: linux}}\n  connectTimeoutMs: 500\n  timeoutMs: 2000\n"
+    );
+    let token = [("DEPLOY_TOKEN", "a-deploy-token-value")];
+    let local = Sandbox::new();
+    workspace(&local, &catalog);
+    let local_run = local.run_with_env(&local.work(), &["prove", "add-x", "--json"], &token);
+    let local_doc = local_run.json();
     let sb = Sandbox::new();
-    workspace(&sb, WITH_EXECUTOR);
-    for choice in ["remote", "auto"] {
-        let run = sb.run(
-            &sb.work(),
-            &["prove", "add-x", "--executor", choice, "--json"],
-        );
-        run.expect_code(3);
-        assert_emits!(run.status_codes(), "remote_executor_not_wired", "{choice}");
-        assert!(run.json()["providers"].as_array().is_none_or(Vec::is_empty));
-    }
+    workspace(&sb, &catalog);
+    let run = sb.run_with_env(
+        &sb.work(),
+        &["prove", "add-x", "--executor", "remote", "--json"],
+        &token,
+    );
+    run.expect_code(3);
+    assert_codes!(run.status_codes(), ["remote_executor_unreachable"]);
+    let doc = run.json();
+    let said = doc["status"].to_string();
+    assert!(said.contains(&format!("127.0.0.1:{port}")), "{said}");
+    assert!(
+        doc["providers"].as_array().is_none_or(Vec::is_empty),
+        "{doc}"
+    );
     let plan = sb.run(&sb.work(), &["plan", "add-x", "--json"]);
     for node in plan.json()["nodes"].as_array().expect("nodes") {
         if node["kind"] == "provider" {
-            assert_eq!(node["action"], "run", "{node}");
+            assert_eq!(node["action"], "run", "nothing ran: {node}");
         }
     }
+    let run = sb.run_with_env(
+        &sb.work(),
+        &["prove", "add-x", "--executor", "auto", "--json"],
+        &token,
+    );
+    assert_eq!(run.code, local_run.code, "{}", run.stderr);
+    assert_emits!(run.status_codes(), "remote_executor_unreachable");
+    let doc = run.json();
+    let outcomes = |doc: &Value| -> Vec<(String, String, String)> {
+        let mut all: Vec<_> = doc["providers"]
+            .as_array()
+            .expect("providers")
+            .iter()
+            .map(|p| {
+                (
+                    p["provider"].as_str().unwrap_or_default().to_owned(),
+                    p["action"].as_str().unwrap_or_default().to_owned(),
+                    p["result"].to_string(),
+                )
+            })
+            .collect();
+        all.sort();
+        all
+    };
+    assert_eq!(outcomes(&doc), outcomes(&local_doc), "{doc:#}");
+    // Sandboxed as any local run, and no receipt says it ran remotely.
+    assert_eq!(doc["isolation"], local_doc["isolation"]);
+    let sha = crate::support::receipt(&doc, "test", "test")["sha256"]
+        .as_str()
+        .expect("stored")
+        .to_owned();
+    let proof = crate::support::statement(&sb, &sha)["predicate"]["proofgraph"].clone();
+    assert!(
+        proof.get("executor").is_none() && proof.get("worker").is_none(),
+        "{proof:#}"
+    );
 }
 
 /// `--remote-jobs` bounds remote actions: with `--executor local` it bounds nothing and is

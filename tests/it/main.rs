@@ -40,6 +40,7 @@ mod remote_execution;
 mod remote_grpc;
 mod remote_hostile;
 mod remote_http;
+mod remote_prove;
 mod remote_proxy;
 mod remote_retry;
 mod remote_support;

@@ -18,7 +18,7 @@ use crate::support::{
 };
 
 /// A `proofgraph worker` process with a home of its own, its stderr (the log) in a file.
-struct WorkerProcess {
+pub(crate) struct WorkerProcess {
     bot_id: String,
     child: Option<Child>,
     log: PathBuf,
@@ -26,7 +26,7 @@ struct WorkerProcess {
 }
 
 impl WorkerProcess {
-    fn start(engine: &Engine, bot_id: &str, capacity: usize) -> Self {
+    pub(crate) fn start(engine: &Engine, bot_id: &str, capacity: usize) -> Self {
         let sb = Sandbox::new();
         let log = sb.path().join("worker.log");
         let out = fs_err::File::create(&log).expect("the worker's log");
@@ -48,7 +48,7 @@ impl WorkerProcess {
         worker
     }
 
-    fn log(&self) -> String {
+    pub(crate) fn log(&self) -> String {
         fs_err::read_to_string(&self.log).unwrap_or_default()
     }
 

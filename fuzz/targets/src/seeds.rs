@@ -255,6 +255,9 @@ fn receipt_statement() -> Statement {
             path: "/usr/bin/node".to_owned(),
             digest: hex(5),
         }]),
+        executor: None,
+        engine: None,
+        worker: None,
     };
     let tests = TestNames {
         passed: vec!["a > passes".to_owned()],
