@@ -345,6 +345,17 @@ impl Engine {
         self.server.blob_path(sha256)
     }
 
+    /// Where its blobs lie on disk (what a test greps for a value that must never get there).
+    pub(crate) fn cas_dir(&self) -> PathBuf {
+        self.server.cas_dir()
+    }
+
+    /// Kills the server and everything it started (SIGKILL), at once: an engine that
+    /// stopped, as a client finds it.
+    pub(crate) fn kill(&mut self) {
+        self.server.kill();
+    }
+
     /// What the server has logged so far.
     pub(crate) fn log(&self) -> String {
         self.server.log()

@@ -261,11 +261,11 @@ fn twelve_providers_prove_remotely_once_each_as_a_local_prove_would() {
 
     // The secret of the `envFrom` provider never reached the engine.
     assert_eq!(
-        found_under(&engine.cas_dir, canary.as_bytes()),
+        found_under(&engine.cas_dir(), canary.as_bytes()),
         Vec::<String>::new()
     );
     assert!(
-        !found_under(&engine.cas_dir, b"suite $n wrote").is_empty(),
+        !found_under(&engine.cas_dir(), b"suite $n wrote").is_empty(),
         "the engine's CAS is where this test looks: it holds the actions' inputs"
     );
 
