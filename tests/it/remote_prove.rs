@@ -400,3 +400,97 @@ fn an_interrupted_prove_cancels_its_actions_and_leaves_no_process_on_the_workers
         "no action ran to its end"
     );
 }
+
+/// A worker killed with SIGKILL in the middle of a prove's action: the engine gives the
+/// action to the other worker once the dead one's session lapses, and the prove tells the
+/// truth — every provider passes, judged from the run that finished, and each receipt
+/// names the worker that really ran it (the survivor, for the action that was moved).
+#[test]
+fn a_worker_killed_mid_prove_hands_its_action_over_and_the_receipts_say_who_ran_it() {
+    use std::time::{Duration, Instant};
+    let engine = Engine::start();
+    let a = WorkerProcess::start(&engine, "worker-a", 1);
+    let marker = crate::support::unique_marker("remote-sigkill");
+    let sb = Sandbox::new();
+    sb.openspec_root("");
+    sb.write(
+        "proofgraph.yaml",
+        format!(
+            "version: 1\nexecutor:\n  remote: {}\n  platform: {{OSFamily: linux}}\n",
+            engine.url
+        ),
+    );
+    sb.write("openspec/changes/moved/proposal.md", "# Moved\n");
+    sb.write(
+        "openspec/changes/moved/evidence.yaml",
+        "version: 2\nclaims:\n  - {id: slow, scenario: s, capabilities: [static-analysis]}\n",
+    );
+    sb.write(
+        "openspec/changes/moved/execution.yaml",
+        format!("version: 1\nproviders:\n  slow:\n    adapter: command\n    capability: static-analysis\n    claims: [slow]\n    command: [sh, -c, \"sleep 3; echo finished {marker}\"]\n"),
+    );
+    git_commit_all(&sb.work());
+    let crate::support::Captured { mut child, output } =
+        crate::support::Captured::spawn(sb.proofgraph(&sb.work()).args([
+            "prove",
+            "moved",
+            "--executor",
+            "remote",
+            "--json",
+        ]));
+    // Only worker-a is there: the action starts on it.
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while crate::support::processes_marked(&marker).is_empty() {
+        assert!(
+            Instant::now() < deadline,
+            "the action never started on worker-a:\n{}",
+            a.log()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    a.signal(rustix::process::Signal::KILL);
+    // The action's processes die with their worker (PID namespace, parent-death signal).
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !crate::support::processes_marked(&marker).is_empty() {
+        assert!(
+            Instant::now() < deadline,
+            "the killed worker's action lives on"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let b = WorkerProcess::start(&engine, "worker-b", 1);
+    let deadline = Instant::now() + Duration::from_secs(180);
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("poll prove") {
+            break status;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!(
+                "prove never ended after its worker died; worker-b:\n{}\nengine:\n{}",
+                b.log(),
+                engine.log()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let run = output.into_run(status);
+    assert_eq!(run.code, Some(0), "{}\n{}", run.stdout, run.stderr);
+    let doc: Value = serde_json::from_str(&run.stdout).expect("prove's JSON");
+    let proofs = proofs(&sb, &doc);
+    let slow = &proofs["slow"];
+    assert_eq!(slow["outcome"], "pass", "{slow:#}");
+    assert_eq!(slow["executor"], "remote", "{slow:#}");
+    assert_eq!(slow["worker"], "worker-b", "the survivor ran it: {slow:#}");
+    assert_eq!(
+        b.log().matches(": done, exit code 0").count(),
+        1,
+        "worker-b ran the action to its end, once:\n{}",
+        b.log()
+    );
+    assert!(
+        !a.log().contains(": done"),
+        "worker-a died before it finished:\n{}",
+        a.log()
+    );
+}

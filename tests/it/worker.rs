@@ -67,7 +67,7 @@ impl WorkerProcess {
         }
     }
 
-    fn signal(&self, signal: rustix::process::Signal) {
+    pub(crate) fn signal(&self, signal: rustix::process::Signal) {
         let child = self.child.as_ref().expect("running");
         let pid = rustix::process::Pid::from_raw(i32::try_from(child.id()).expect("a pid"))
             .expect("a pid");
