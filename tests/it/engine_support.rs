@@ -250,6 +250,9 @@ pub(crate) struct Engine {
 fn config(port: u16, store: &Path, database: &str) -> String {
     format!(
         r#"description: proofgraph's test engine (execution on PostgreSQL).
+# Every Execute stream and every worker's long poll holds one of the server's threads, and
+# the default (5 per core, at least 10) is less than 16 actions in flight and 4 workers.
+thread-pool-size: 64
 server:
   - !channel
     address: "127.0.0.1:{port}"

@@ -185,6 +185,10 @@ impl Cancel {
 pub struct Engine {
     grpc: Grpc,
     settings: Settings,
+    /// Whether `GetCapabilities` already said yes: asked once per engine, not once per
+    /// action (an engine bounds its concurrent calls, and 16 actions at once asking it
+    /// again met BuildGrid's limit).
+    checked: std::sync::atomic::AtomicBool,
 }
 
 /// What reading an operation stream came to.
@@ -219,6 +223,7 @@ impl Engine {
         Ok(Engine {
             grpc,
             settings: settings.clone(),
+            checked: std::sync::atomic::AtomicBool::new(false),
         })
     }
 
@@ -242,8 +247,12 @@ impl Engine {
         }
     }
 
-    /// `GetCapabilities`: execution enabled, with SHA-256.
+    /// `GetCapabilities`: execution enabled, with SHA-256. Once it has said so, it is not
+    /// asked again.
     pub async fn check(&self) -> Result<(), ExecError> {
+        if self.checked.load(std::sync::atomic::Ordering::Acquire) {
+            return Ok(());
+        }
         let until = Deadline::after(self.settings.deadline(0));
         let server = self
             .grpc
@@ -265,6 +274,8 @@ impl Engine {
         if !sha256 {
             return Err(refused("the server does not execute with SHA-256 digests"));
         }
+        self.checked
+            .store(true, std::sync::atomic::Ordering::Release);
         Ok(())
     }
 
