@@ -143,7 +143,6 @@ measure "trivial remote ($WORKERS x $CAPACITY)" "$PG -C $T prove bench --no-cach
 measure "trivial local --jobs 2" "$PG -C $T prove bench --no-cache --jobs 2 --json"
 run_rounds "$BENCH_TMP/all"
 summarize "$TARGET" "sleepers local --jobs 2" "sleepers remote ($WORKERS x $CAPACITY)"
-summarize 0 "trivial local --jobs 2" "trivial remote ($WORKERS x $CAPACITY)"
 node -e '
 const fs = require("fs");
 const files = process.argv.slice(3), n = Number(process.argv[1]), name = process.argv[2];
@@ -151,5 +150,5 @@ const med = (xs) => { const s = [...xs].sort((a, b) => a - b), m = s.length >> 1
 const all = files.map((f) => JSON.parse(fs.readFileSync(f, "utf8")).results);
 const times = (c) => all.flatMap((r) => r.find((x) => x.command === c).times);
 const remote = med(times(name)), local = med(times("trivial local --jobs 2"));
-console.log(`per remote action: ${(remote * 1000 / n).toFixed(1)} ms (remote ${remote.toFixed(2)} s, local ${local.toFixed(2)} s for ${n}; overhead over local ${((remote - local) * 1000 / n).toFixed(1)} ms/action)`);
+console.log(`trivial: remote ${remote.toFixed(2)} s, local ${local.toFixed(2)} s for ${n} (${(remote / local).toFixed(1)}x); per remote action ${(remote * 1000 / n).toFixed(1)} ms of wall time, ${((remote - local) * 1000 / n).toFixed(1)} ms more than local`);
 ' "$TRIVIAL" "trivial remote ($WORKERS x $CAPACITY)" "${ROUND_FILES[@]}"
