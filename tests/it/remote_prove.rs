@@ -308,6 +308,45 @@ fn an_engine_stopped_before_the_run_runs_auto_here_and_fails_remote() {
     }
 }
 
+/// A change `name` of `n` `command` providers `slow-1`…, provider `i` running
+/// `script` with `{i}` replaced by its number, and `executor:` naming `engine`; committed.
+/// Spawns `prove name --executor remote --json` (and `extra`) on it.
+fn spawn_slow_change(
+    sb: &Sandbox,
+    engine: &str,
+    name: &str,
+    n: usize,
+    script: &str,
+    extra: &[&str],
+) -> crate::support::Captured {
+    sb.openspec_root("");
+    sb.write(
+        "proofgraph.yaml",
+        format!("version: 1\nexecutor:\n  remote: {engine}\n  platform: {{OSFamily: linux}}\n"),
+    );
+    let mut claims = String::from("version: 2\nclaims:\n");
+    let mut providers = String::from("version: 1\nproviders:\n");
+    for i in 1..=n {
+        let command = script.replace("{i}", &i.to_string());
+        claims.push_str(&format!(
+            "  - {{id: slow-{i}, scenario: s, capabilities: [static-analysis]}}\n"
+        ));
+        providers.push_str(&format!(
+            "  slow-{i}:\n    adapter: command\n    capability: static-analysis\n    claims: [slow-{i}]\n    command: [sh, -c, \"{command}\"]\n"
+        ));
+    }
+    sb.write(&format!("openspec/changes/{name}/proposal.md"), "# Slow\n");
+    sb.write(&format!("openspec/changes/{name}/evidence.yaml"), claims);
+    sb.write(
+        &format!("openspec/changes/{name}/execution.yaml"),
+        providers,
+    );
+    git_commit_all(&sb.work());
+    let mut args = vec!["prove", name, "--executor", "remote", "--json"];
+    args.extend(extra);
+    crate::support::Captured::spawn(sb.proofgraph(&sb.work()).args(args))
+}
+
 /// SIGINT to a prove whose actions run on the workers: each action is cancelled on the
 /// engine, the workers kill its processes, and prove exits 130.
 #[test]
@@ -318,37 +357,14 @@ fn an_interrupted_prove_cancels_its_actions_and_leaves_no_process_on_the_workers
     let b = WorkerProcess::start(&engine, "worker-b", 2);
     let marker = crate::support::unique_marker("remote-sigint");
     let sb = Sandbox::new();
-    sb.openspec_root("");
-    sb.write(
-        "proofgraph.yaml",
-        format!(
-            "version: 1\nexecutor:\n  remote: {}\n  platform: {{OSFamily: linux}}\n",
-            engine.url
-        ),
+    let crate::support::Captured { mut child, output } = spawn_slow_change(
+        &sb,
+        &engine.url,
+        "slow",
+        3,
+        &format!("sleep 120; echo {{i}} {marker}"),
+        &["--keep-going"],
     );
-    let mut claims = String::from("version: 2\nclaims:\n");
-    let mut providers = String::from("version: 1\nproviders:\n");
-    for i in 1..=3 {
-        claims.push_str(&format!(
-            "  - {{id: slow-{i}, scenario: s, capabilities: [static-analysis]}}\n"
-        ));
-        providers.push_str(&format!(
-            "  slow-{i}:\n    adapter: command\n    capability: static-analysis\n    claims: [slow-{i}]\n    command: [sh, -c, \"sleep 120; echo {i} {marker}\"]\n"
-        ));
-    }
-    sb.write("openspec/changes/slow/proposal.md", "# Slow\n");
-    sb.write("openspec/changes/slow/evidence.yaml", claims);
-    sb.write("openspec/changes/slow/execution.yaml", providers);
-    git_commit_all(&sb.work());
-    let crate::support::Captured { mut child, output } =
-        crate::support::Captured::spawn(sb.proofgraph(&sb.work()).args([
-            "prove",
-            "slow",
-            "--executor",
-            "remote",
-            "--keep-going",
-            "--json",
-        ]));
     let deadline = Instant::now() + Duration::from_secs(120);
     // Both workers are running one of its actions.
     let executing = |w: &WorkerProcess| w.log().matches(": executing").count();
@@ -412,32 +428,14 @@ fn a_worker_killed_mid_prove_hands_its_action_over_and_the_receipts_say_who_ran_
     let a = WorkerProcess::start(&engine, "worker-a", 1);
     let marker = crate::support::unique_marker("remote-sigkill");
     let sb = Sandbox::new();
-    sb.openspec_root("");
-    sb.write(
-        "proofgraph.yaml",
-        format!(
-            "version: 1\nexecutor:\n  remote: {}\n  platform: {{OSFamily: linux}}\n",
-            engine.url
-        ),
+    let crate::support::Captured { mut child, output } = spawn_slow_change(
+        &sb,
+        &engine.url,
+        "moved",
+        1,
+        &format!("sleep 3; echo finished {marker}"),
+        &[],
     );
-    sb.write("openspec/changes/moved/proposal.md", "# Moved\n");
-    sb.write(
-        "openspec/changes/moved/evidence.yaml",
-        "version: 2\nclaims:\n  - {id: slow, scenario: s, capabilities: [static-analysis]}\n",
-    );
-    sb.write(
-        "openspec/changes/moved/execution.yaml",
-        format!("version: 1\nproviders:\n  slow:\n    adapter: command\n    capability: static-analysis\n    claims: [slow]\n    command: [sh, -c, \"sleep 3; echo finished {marker}\"]\n"),
-    );
-    git_commit_all(&sb.work());
-    let crate::support::Captured { mut child, output } =
-        crate::support::Captured::spawn(sb.proofgraph(&sb.work()).args([
-            "prove",
-            "moved",
-            "--executor",
-            "remote",
-            "--json",
-        ]));
     // Only worker-a is there: the action starts on it.
     let deadline = Instant::now() + Duration::from_secs(120);
     while crate::support::processes_marked(&marker).is_empty() {
@@ -478,7 +476,7 @@ fn a_worker_killed_mid_prove_hands_its_action_over_and_the_receipts_say_who_ran_
     assert_eq!(run.code, Some(0), "{}\n{}", run.stdout, run.stderr);
     let doc: Value = serde_json::from_str(&run.stdout).expect("prove's JSON");
     let proofs = proofs(&sb, &doc);
-    let slow = &proofs["slow"];
+    let slow = &proofs["slow-1"];
     assert_eq!(slow["outcome"], "pass", "{slow:#}");
     assert_eq!(slow["executor"], "remote", "{slow:#}");
     assert_eq!(slow["worker"], "worker-b", "the survivor ran it: {slow:#}");
