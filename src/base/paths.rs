@@ -10,6 +10,19 @@ pub fn lossy_path<S: Serializer>(path: &std::path::Path, serializer: S) -> Resul
     path.to_string_lossy().serialize(serializer)
 }
 
+/// A path as a workspace writes it (`hostPaths`, `PROOFGRAPH_HOST_PATHS`): `~` and `~/…`
+/// against `home`, an absolute path as it is, anything else nothing.
+pub fn expand_home(text: &str, home: Option<&Path>) -> Option<PathBuf> {
+    if text == "~" {
+        return home.map(Path::to_path_buf);
+    }
+    if let Some(rest) = text.strip_prefix("~/") {
+        return home.map(|h| h.join(rest));
+    }
+    let path = Path::new(text);
+    path.is_absolute().then(|| path.to_path_buf())
+}
+
 /// Lexically removes `.` and resolves `..` components, as the file system resolves them
 /// where no component is a link: a `..` that climbs above where a relative path starts is
 /// kept (`a/../../x` is `../x`, never `x`), and one at the root of an absolute path stays

@@ -286,13 +286,9 @@ pub fn run(ctx: &Context, options: &PlanOptions) -> Report<PlanPayload> {
     };
     let graph = &e.loaded.prepared.graph;
     let name = e.loaded.change.name.clone();
-    let configured = e
-        .loaded
-        .workspace
-        .catalog
-        .as_ref()
-        .and_then(|c| c.executor.as_ref());
-    if let Err(d) = crate::decide::placement::check(options.executor, configured) {
+    let catalog = e.loaded.workspace.catalog.as_ref();
+    let configured = catalog.and_then(|c| c.executor.as_ref());
+    if let Err(d) = crate::decide::placement::check(options.executor, catalog) {
         return Report::failed(vec![d], Verdict::Invalid);
     }
     let (wanted, reused) = crate::decide::reuse::wanted(

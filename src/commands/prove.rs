@@ -369,14 +369,7 @@ fn executor(
     e: &Evaluated,
     options: &ProveOptions,
 ) -> Result<(), crate::base::diagnostic::Diagnostic> {
-    let configured = e
-        .loaded
-        .workspace
-        .catalog
-        .as_ref()
-        .and_then(|c| c.executor.as_ref());
-    crate::decide::placement::check(options.executor, configured)?;
-    Ok(())
+    crate::decide::placement::check(options.executor, e.loaded.workspace.catalog.as_ref())
 }
 
 /// The remote engine the eligible `wanted` providers run on under `--executor

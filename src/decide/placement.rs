@@ -201,19 +201,10 @@ impl Surroundings<'_> {
                     .map(|p| p.to_string_lossy().into_owned()),
             );
         }
-        // As the run expands them (`run/layers.rs`): `~`, `~/…`, or absolute.
+        // As the run expands them (`run/layers.rs`).
         written
             .iter()
-            .filter_map(|text| {
-                if text == "~" {
-                    return home.map(Path::to_path_buf);
-                }
-                if let Some(rest) = text.strip_prefix("~/") {
-                    return home.map(|h| h.join(rest));
-                }
-                let path = Path::new(text);
-                path.is_absolute().then(|| path.to_path_buf())
-            })
+            .filter_map(|text| crate::base::paths::expand_home(text, home))
             .collect()
     }
 }
@@ -336,8 +327,8 @@ pub fn placements(
 
 /// Whether `choice` can be honoured with the workspace's `executor`: `remote` and `auto`
 /// need one configured.
-pub fn check(choice: ExecutorChoice, executor: Option<&Executor>) -> Result<(), Diagnostic> {
-    if choice == ExecutorChoice::Local || executor.is_some() {
+pub fn check(choice: ExecutorChoice, catalog: Option<&Catalog>) -> Result<(), Diagnostic> {
+    if choice == ExecutorChoice::Local || catalog.is_some_and(|c| c.executor.is_some()) {
         return Ok(());
     }
     Err(Diagnostic::error(
@@ -628,10 +619,18 @@ mod tests {
     #[test]
     fn remote_and_auto_need_an_executor() {
         assert!(check(ExecutorChoice::Local, None).is_ok());
-        let configured = executor(None);
+        let configured = Catalog {
+            executor: Some(executor(None)),
+            ..Catalog::default()
+        };
         for choice in [ExecutorChoice::Remote, ExecutorChoice::Auto] {
             assert!(check(choice, Some(&configured)).is_ok());
             let refused = check(choice, None).expect_err("no executor");
+            assert_eq!(
+                check(choice, Some(&Catalog::default())).map_err(|d| d.code),
+                Err(Code::ExecutorNotConfigured),
+                "a proofgraph.yaml without `executor:`"
+            );
             assert_eq!(refused.code, Code::ExecutorNotConfigured);
             assert!(
                 refused.message.contains(choice.as_str()),

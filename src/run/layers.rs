@@ -529,7 +529,7 @@ pub(super) fn host_paths(
     declared
         .iter()
         .chain(&from_env)
-        .filter_map(|text| expand(text, home))
+        .filter_map(|text| crate::base::paths::expand_home(text, home))
         .collect()
 }
 
@@ -564,18 +564,6 @@ pub(super) fn outside_world(
         return Some(format!("~/{}", first.as_os_str().to_string_lossy()));
     }
     Some(outside.parent().unwrap_or(outside).display().to_string())
-}
-
-/// `~` and `~/…` against `home`; an absolute path as it is; anything else nothing.
-fn expand(text: &str, home: Option<&Path>) -> Option<PathBuf> {
-    if text == "~" {
-        return home.map(Path::to_path_buf);
-    }
-    if let Some(rest) = text.strip_prefix("~/") {
-        return home.map(|h| h.join(rest));
-    }
-    let path = Path::new(text);
-    path.is_absolute().then(|| path.to_path_buf())
 }
 
 #[cfg(test)]
